@@ -1,0 +1,144 @@
+//! A typed view of the derive input: the struct, its table and its columns.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
+
+use crate::attr::{self, ContainerAttrs, FieldAttrs};
+
+pub(crate) struct Entity<'a> {
+    pub(crate) input: &'a DeriveInput,
+    pub(crate) table: Path,
+    /// Primary key columns as Diesel names them, in declaration order.
+    pub(crate) primary_key: Vec<Ident>,
+    pub(crate) fields: Vec<Field<'a>>,
+}
+
+pub(crate) struct Field<'a> {
+    pub(crate) ident: &'a Ident,
+    pub(crate) ty: &'a Type,
+    /// The Diesel column: `#[diesel(column_name = ...)]` or the field's own name.
+    pub(crate) column: Ident,
+    pub(crate) attrs: FieldAttrs,
+    pub(crate) treat_none_as_null: bool,
+}
+
+impl Field<'_> {
+    pub(crate) fn is_token(&self) -> bool {
+        self.attrs.version.is_some()
+    }
+
+    /// `Some(T)` when the field is `Option<T>` (matched syntactically, as Diesel does).
+    pub(crate) fn option_inner(&self) -> Option<&Type> {
+        option_inner(self.ty)
+    }
+}
+
+impl<'a> Entity<'a> {
+    /// Reads the input; shape errors (enum, tuple struct) end the derive early.
+    pub(crate) fn from_input(
+        input: &'a DeriveInput,
+        errors: &mut Vec<syn::Error>,
+    ) -> Result<Self, syn::Error> {
+        let named = match &input.data {
+            Data::Struct(data) => match &data.fields {
+                Fields::Named(named) => named,
+                other => return Err(not_named(other.span())),
+            },
+            Data::Enum(data) => return Err(not_named(data.enum_token.span)),
+            Data::Union(data) => return Err(not_named(data.union_token.span)),
+        };
+        let ContainerAttrs {
+            table_name,
+            primary_key,
+            treat_none_as_null,
+        } = attr::container(&input.attrs, errors);
+        let table = table_name.unwrap_or_else(|| infer_table_name(&input.ident));
+        let primary_key = primary_key.unwrap_or_else(|| vec![Ident::new("id", input.ident.span())]);
+        let fields = named
+            .named
+            .iter()
+            .map(|field| {
+                let ident = field.ident.as_ref().expect("named fields have identifiers");
+                let attrs = attr::field(&field.attrs, errors);
+                Field {
+                    ident,
+                    ty: &field.ty,
+                    column: attrs.column_name.clone().unwrap_or_else(|| ident.clone()),
+                    treat_none_as_null: attrs.treat_none_as_null.unwrap_or(treat_none_as_null),
+                    attrs,
+                }
+            })
+            .collect();
+        Ok(Entity {
+            input,
+            table,
+            primary_key,
+            fields,
+        })
+    }
+
+    pub(crate) fn token(&self) -> &Field<'a> {
+        self.fields
+            .iter()
+            .find(|f| f.is_token())
+            .expect("validated: exactly one token field")
+    }
+
+    /// Key fields, in the order of `primary_key(...)`.
+    pub(crate) fn key_fields(&self) -> Vec<&Field<'a>> {
+        self.primary_key
+            .iter()
+            .filter_map(|key| self.fields.iter().find(|f| &f.column == key))
+            .collect()
+    }
+
+    pub(crate) fn is_key(&self, field: &Field<'_>) -> bool {
+        self.primary_key.contains(&field.column)
+    }
+}
+
+fn not_named(span: Span) -> syn::Error {
+    syn::Error::new(
+        span,
+        "#[derive(Versioned)] supports only structs with named fields\n\
+         help: declare the entity as `struct Name { id: i32, #[occ(version)] version: i32, .. }`",
+    )
+}
+
+/// Diesel's default: the struct name in snake case with an `s` appended.
+fn infer_table_name(ident: &Ident) -> Path {
+    let mut snake = String::new();
+    for (i, ch) in ident.to_string().chars().enumerate() {
+        if ch.is_uppercase() {
+            if i > 0 {
+                snake.push('_');
+            }
+            snake.extend(ch.to_lowercase());
+        } else {
+            snake.push(ch);
+        }
+    }
+    snake.push('s');
+    Ident::new(&snake, ident.span()).into()
+}
+
+fn option_inner(mut ty: &Type) -> Option<&Type> {
+    while let Type::Group(syn::TypeGroup { elem, .. }) | Type::Paren(syn::TypeParen { elem, .. }) =
+        ty
+    {
+        ty = elem;
+    }
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
+            syn::GenericArgument::Type(inner) => Some(inner),
+            _ => None,
+        },
+        _ => None,
+    }
+}

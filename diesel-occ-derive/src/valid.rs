@@ -1,0 +1,83 @@
+//! The rules a `Versioned` entity must follow, each reported at the offending span.
+
+use quote::ToTokens;
+use syn::spanned::Spanned;
+
+use crate::ast::Entity;
+
+pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
+    if !entity.input.generics.params.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &entity.input.generics,
+            "#[derive(Versioned)] does not support generic structs\n\
+             help: derive it on a concrete entity type",
+        ));
+    }
+
+    let tokens: Vec<_> = entity.fields.iter().filter(|f| f.is_token()).collect();
+    match tokens.as_slice() {
+        [] => errors.push(syn::Error::new(
+            entity.input.ident.span(),
+            "no field is marked as the concurrency token\n\
+             help: add `#[occ(version)]` to exactly one field, e.g. `#[occ(version)] version: i32`",
+        )),
+        [_first, rest @ ..] => {
+            for extra in rest {
+                errors.push(syn::Error::new(
+                    extra.attrs.version.expect("token field"),
+                    "only one field can be the concurrency token\n\
+                     help: remove `#[occ(version)]` from all fields but one",
+                ));
+            }
+        }
+    }
+
+    for field in &entity.fields {
+        if let Some(span) = field.attrs.version {
+            if entity.is_key(field) {
+                errors.push(syn::Error::new(
+                    span,
+                    format!(
+                        "the concurrency token `{}` cannot be part of the primary key\n\
+                         help: keep the key stable and store the token in its own column",
+                        field.ident
+                    ),
+                ));
+            }
+            if field.option_inner().is_some() {
+                errors.push(syn::Error::new(
+                    field.ty.span(),
+                    "the concurrency token cannot be an `Option`\n\
+                     help: make the token column NOT NULL and use the plain type",
+                ));
+            }
+            if field.attrs.occ_skip {
+                errors.push(syn::Error::new(
+                    span,
+                    "the concurrency token cannot be `#[occ(skip)]`\n\
+                     help: remove `skip`: every checked save writes a fresh token",
+                ));
+            }
+        }
+        if let Some(span) = field.attrs.embed {
+            errors.push(syn::Error::new(
+                span,
+                "#[diesel(embed)] fields are not supported by #[derive(Versioned)]\n\
+                 help: flatten the embedded columns into the entity",
+            ));
+        }
+    }
+
+    for key in &entity.primary_key {
+        if !entity.fields.iter().any(|f| &f.column == key) {
+            errors.push(syn::Error::new(
+                key.span(),
+                format!(
+                    "primary key column `{key}` is not a field of `{}`\n\
+                     help: list the key columns in `#[diesel(primary_key(...))]`",
+                    entity.input.ident.to_token_stream()
+                ),
+            ));
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! What the sync and async checked operations share: reading the affected row count,
+//! and turning a zero-row write into a classified conflict.
+
+use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, NotFound, Operation};
+use crate::token::VersionToken;
+use crate::versioned::Versioned;
+
+/// What a guarded write's affected-row count means.
+pub(crate) fn written<T: Versioned>(entity: &T, affected: usize) -> Result<bool, Error> {
+    match affected {
+        1 => Ok(true),
+        0 => Ok(false),
+        affected => Err(Error::KeyNotUnique {
+            table: T::TABLE_NAME,
+            key: T::entity_key(&entity.key()),
+            affected,
+        }),
+    }
+}
+
+/// The conflict met by `operation`, given the token the row holds now (`None`: deleted).
+pub(crate) fn conflict<T: Versioned>(
+    key: &T::Key,
+    operation: Operation,
+    expected: &T::Token,
+    current: Option<T::Token>,
+) -> ConcurrencyConflict {
+    let state = match current {
+        Some(current) => ConflictState::Stale {
+            current: current.to_value(),
+        },
+        None => ConflictState::Deleted,
+    };
+    let conflict = ConcurrencyConflict::new(
+        T::TABLE_NAME,
+        T::entity_key(key),
+        operation,
+        expected.to_value(),
+        state,
+    );
+    tracing::debug!(
+        table = conflict.table(),
+        key = %conflict.key(),
+        operation = %operation,
+        deleted = conflict.is_deleted(),
+        "occ conflict"
+    );
+    conflict
+}
+
+/// A client-supplied token checked against the row just loaded.
+pub(crate) fn check_client_token<T: Versioned>(row: T, expected: &T::Token) -> Result<T, Error> {
+    if row.token() == expected {
+        Ok(row)
+    } else {
+        let current = Some(row.token().clone());
+        Err(conflict::<T>(&row.key(), Operation::ClientToken, expected, current).into())
+    }
+}
+
+pub(crate) fn not_found<T: Versioned>(key: &T::Key) -> Error {
+    Error::NotFound(NotFound {
+        table: T::TABLE_NAME,
+        key: EntityKey::new(T::KEY_COLUMNS, T::key_values(key)),
+    })
+}
+
+pub(crate) fn trace_written<T: Versioned>(entity: &T, operation: Operation) {
+    tracing::debug!(table = T::TABLE_NAME, key = ?entity.key(), operation = %operation, "occ write applied");
+}

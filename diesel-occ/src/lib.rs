@@ -1,0 +1,122 @@
+//! Optimistic concurrency control for [Diesel](https://diesel.rs): the EF Core /
+//! Hibernate `@Version` pattern, with typed conflicts.
+//!
+//! A repository that loads a row, changes it in memory and saves it loses updates when
+//! two writers overlap. Mark one field as the concurrency token and save with
+//! [`save_checked`](CheckedDsl::save_checked): the write carries the token that was
+//! read in its `WHERE` clause and stores a fresh one, so the second writer gets a
+//! [`ConcurrencyConflict`] instead of silently overwriting the first.
+//!
+//! ```
+//! use diesel::prelude::*;
+//! use diesel_occ::prelude::*;
+//!
+//! diesel::table! {
+//!     stock (id) {
+//!         id -> Integer,
+//!         available -> Integer,
+//!         version -> Integer,
+//!     }
+//! }
+//!
+//! #[derive(Debug, Queryable, Selectable, Identifiable, Versioned)]
+//! #[diesel(table_name = stock)]
+//! pub struct Stock {
+//!     pub id: i32,
+//!     pub available: i32,
+//!     #[occ(version)] // the concurrency token
+//!     pub version: i32,
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut conn = SqliteConnection::establish(":memory:")?;
+//! # diesel::sql_query("CREATE TABLE stock (id INTEGER PRIMARY KEY, available INTEGER NOT NULL, version INTEGER NOT NULL)").execute(&mut conn)?;
+//! # diesel::sql_query("INSERT INTO stock VALUES (1, 10, 1)").execute(&mut conn)?;
+//! // Two requests read the same row...
+//! let mut first = Stock::find(&mut conn, 1)?;
+//! let mut second = Stock::find(&mut conn, 1)?;
+//!
+//! // ...the first saves: UPDATE stock SET available = 9, version = 2
+//! //                     WHERE id = 1 AND version = 1
+//! first.available -= 1;
+//! first.save_checked(&mut conn)?;
+//! assert_eq!(first.version, 2);
+//!
+//! // ...the second was working from version 1: its save matches no row.
+//! second.available -= 5;
+//! let error = second.save_checked(&mut conn).unwrap_err();
+//! let conflict = error.as_conflict().expect("a concurrency conflict");
+//! assert_eq!(conflict.current::<i32>(), Some(2));
+//! assert_eq!(second.version, 1); // untouched: re-read, merge or give up
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The derive
+//!
+//! `#[derive(Versioned)]` reads Diesel's own attributes and one of its own:
+//!
+//! Required field attribute:
+//! - `#[occ(version)]` on exactly one field: the concurrency token. Its type implements
+//!   [`VersionToken`]: `i16`, `i32`, `i64` (wrapping counters), [`uuid::Uuid`]
+//!   (PostgreSQL) or [`UuidToken`] (any backend), `chrono::NaiveDateTime` or
+//!   `chrono::DateTime<Utc>` (microsecond precision; on MySQL/MariaDB declare the
+//!   column `DATETIME(6)` or `TIMESTAMP(6)`). It cannot be part of the key or an `Option`.
+//!
+//! Optional container attributes (Diesel's):
+//! - `#[diesel(table_name = path)]`, default: the struct name in snake case plus `s`.
+//! - `#[diesel(primary_key(a, b))]`, default: `id`. Composite keys are supported.
+//! - `#[diesel(treat_none_as_null = true)]`, default `false`: as in Diesel's
+//!   `AsChangeset`, a `None` field leaves the column alone unless this is set.
+//!
+//! Optional field attributes:
+//! - `#[diesel(column_name = name)]`, default: the field name.
+//! - `#[diesel(skip_update)]` or `#[occ(skip)]`: the column is never written by
+//!   `save_checked` (for a column maintained elsewhere, such as an atomic counter).
+//! - `#[diesel(treat_none_as_null = bool)]`: overrides the container's setting.
+//!
+//! # Errors
+//!
+//! Every operation returns [`Error`]: [`Error::Conflict`] (stale or deleted, with the
+//! table, key, expected and current token), [`Error::NotFound`],
+//! [`Error::InvalidToken`] (a nil, empty or malformed client token) or
+//! [`Error::Database`]. None of their `Display` or `Debug` output contains SQL text,
+//! bind values or driver messages.
+//!
+//! # Features
+//!
+//! - `derive` (default): re-exports `#[derive(Versioned)]`.
+//! - `postgres`, `mysql`, `sqlite`: backend-specific types (such as [`UuidToken`] on
+//!   PostgreSQL's `uuid`). None of them links a C client library.
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod checked;
+mod error;
+mod sync;
+mod token;
+mod uuid_token;
+mod versioned;
+
+pub use error::{
+    ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
+    InvalidTokenReason, NotFound, Operation,
+};
+pub use sync::CheckedDsl;
+pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
+pub use uuid_token::UuidToken;
+pub use versioned::Versioned;
+
+#[cfg(feature = "derive")]
+pub use diesel_occ_derive::Versioned;
+
+/// The traits and the derive, for `use diesel_occ::prelude::*`.
+pub mod prelude {
+    pub use crate::{CheckedDsl, VersionToken, Versioned};
+}
+
+/// Used by the code `#[derive(Versioned)]` generates. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use diesel;
+}

@@ -1,0 +1,131 @@
+//! Checked operations on a blocking [`diesel::Connection`].
+
+use diesel::connection::Connection;
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::{ExecuteDsl, SelectDsl};
+use diesel::query_dsl::{LoadQuery, RunQueryDsl};
+use diesel::{OptionalExtension, Selectable, SelectableHelper};
+
+use crate::checked;
+use crate::error::{Error, Operation};
+use crate::token::VersionToken;
+use crate::versioned::Versioned;
+
+/// Checked saves, deletes and loads on a blocking Diesel connection.
+///
+/// Implemented for every [`Versioned`] entity; bring it into scope with
+/// `use diesel_occ::prelude::*`. The async twin with the same method names lives in
+/// `diesel_occ::asynchronous` (feature `async`).
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::prelude::*;
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let mut mine = Stock::find(&mut conn, 1)?;
+/// let mut theirs = Stock::find(&mut conn, 1)?;
+///
+/// theirs.available -= 1;
+/// theirs.save_checked(&mut conn)?;
+///
+/// mine.available -= 2;
+/// let conflict = mine.save_checked(&mut conn).unwrap_err();
+/// assert_eq!(
+///     conflict.as_conflict().unwrap().current::<i32>(),
+///     Some(*theirs.token())
+/// );
+/// # Ok(())
+/// # }
+/// ```
+pub trait CheckedDsl<Conn: Connection>: Versioned {
+    /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
+    /// a fresh token: one statement when it succeeds.
+    ///
+    /// On success the entity holds the fresh token. When no row matches, returns
+    /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
+    /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>
+    where
+        Self::UpdateStatement: ExecuteDsl<Conn>,
+        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+    {
+        let fresh = self.token().next_token();
+        let affected = ExecuteDsl::execute(self.update_statement(&fresh), conn)?;
+        if checked::written(self, affected)? {
+            self.set_token(fresh);
+            checked::trace_written(self, Operation::Update);
+            Ok(())
+        } else {
+            Err(classify(self, Operation::Update, conn))
+        }
+    }
+
+    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
+    ///
+    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
+    where
+        Self::DeleteStatement: ExecuteDsl<Conn>,
+        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+    {
+        let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
+        if checked::written(self, affected)? {
+            checked::trace_written(self, Operation::Delete);
+            Ok(())
+        } else {
+            Err(classify(self, Operation::Delete, conn))
+        }
+    }
+
+    /// Loads the row with this key, or [`Error::NotFound`].
+    fn find(conn: &mut Conn, key: Self::Key) -> Result<Self, Error>
+    where
+        Self: Selectable<Conn::Backend>,
+        Self::SelectExpression: QueryId,
+        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
+        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
+            RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
+    {
+        Self::find_query(key.clone())
+            .select(Self::as_select())
+            .get_result(conn)
+            .optional()?
+            .ok_or_else(|| checked::not_found::<Self>(&key))
+    }
+
+    /// Loads the row with this key and checks that it still holds the token a client
+    /// sent (an HTTP `If-Match`, a form field), before any edit.
+    ///
+    /// A nil or otherwise invalid token is [`Error::InvalidToken`] without a query; a
+    /// missing row is [`Error::NotFound`]; a stale token is [`Error::Conflict`] with the
+    /// current token. The client's token is never replaced by the loaded one.
+    fn find_checked(conn: &mut Conn, key: Self::Key, expected: &Self::Token) -> Result<Self, Error>
+    where
+        Self: Selectable<Conn::Backend>,
+        Self::SelectExpression: QueryId,
+        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
+        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
+            RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
+    {
+        expected.validate()?;
+        checked::check_client_token(Self::find(conn, key)?, expected)
+    }
+}
+
+impl<T: Versioned, Conn: Connection> CheckedDsl<Conn> for T {}
+
+/// The conflict behind a zero-row write: one query for the row's current token.
+fn classify<T, Conn>(entity: &T, operation: Operation, conn: &mut Conn) -> Error
+where
+    T: Versioned,
+    Conn: Connection,
+    T::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, T::Token>,
+{
+    let key = entity.key();
+    match T::token_query(key.clone()).get_result(conn).optional() {
+        Ok(current) => checked::conflict::<T>(&key, operation, entity.token(), current).into(),
+        Err(error) => error.into(),
+    }
+}

@@ -1,0 +1,117 @@
+//! [`UuidToken`]: a UUID token Diesel can store on every backend.
+
+use diesel::backend::Backend;
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::expression::AsExpression;
+use diesel::serialize::{self, Output, ToSql};
+use diesel::sql_types::Binary;
+use uuid::Uuid;
+
+use crate::error::InvalidToken;
+use crate::token::{TokenValue, VersionToken};
+
+/// A UUID concurrency token for any backend.
+///
+/// Diesel maps [`uuid::Uuid`] only to PostgreSQL's `uuid` type. `UuidToken` also maps
+/// to 16-byte binary columns (`BINARY(16)` on MySQL/MariaDB, `BLOB` on SQLite), so one
+/// entity type works everywhere. On PostgreSQL (feature `postgres`) it maps to `uuid`
+/// as well.
+///
+/// ```
+/// use diesel_occ::{UuidToken, VersionToken};
+///
+/// let token = UuidToken::initial();
+/// assert_ne!(token.next_token(), token);
+/// assert_eq!(UuidToken::decode(&token.encode()).unwrap(), token);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, AsExpression, FromSqlRow)]
+#[diesel(sql_type = Binary)]
+#[cfg_attr(feature = "postgres", diesel(sql_type = diesel::sql_types::Uuid))]
+pub struct UuidToken(pub Uuid);
+
+impl From<Uuid> for UuidToken {
+    fn from(uuid: Uuid) -> Self {
+        UuidToken(uuid)
+    }
+}
+
+impl From<UuidToken> for Uuid {
+    fn from(token: UuidToken) -> Self {
+        token.0
+    }
+}
+
+impl std::fmt::Display for UuidToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl VersionToken for UuidToken {
+    fn initial() -> Self {
+        UuidToken(Uuid::initial())
+    }
+
+    fn next_token(&self) -> Self {
+        UuidToken(self.0.next_token())
+    }
+
+    fn to_value(&self) -> TokenValue {
+        self.0.to_value()
+    }
+
+    fn from_value(value: &TokenValue) -> Option<Self> {
+        Uuid::from_value(value).map(UuidToken)
+    }
+
+    fn validate(&self) -> Result<(), InvalidToken> {
+        self.0.validate()
+    }
+
+    fn decode(text: &str) -> Result<Self, InvalidToken> {
+        Uuid::decode(text).map(UuidToken)
+    }
+}
+
+impl<DB> ToSql<Binary, DB> for UuidToken
+where
+    DB: Backend,
+    [u8]: ToSql<Binary, DB>,
+{
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+        <[u8] as ToSql<Binary, DB>>::to_sql(self.0.as_bytes().as_slice(), out)
+    }
+}
+
+impl<DB> FromSql<Binary, DB> for UuidToken
+where
+    DB: Backend,
+    Vec<u8>: FromSql<Binary, DB>,
+{
+    fn from_sql(bytes: DB::RawValue<'_>) -> deserialize::Result<Self> {
+        let bytes = <Vec<u8> as FromSql<Binary, DB>>::from_sql(bytes)?;
+        Ok(UuidToken(Uuid::from_slice(&bytes)?))
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod pg {
+    use diesel::deserialize::{self, FromSql};
+    use diesel::pg::{Pg, PgValue};
+    use diesel::serialize::{self, Output, ToSql};
+    use diesel::sql_types::Uuid as SqlUuid;
+
+    use super::UuidToken;
+
+    impl ToSql<SqlUuid, Pg> for UuidToken {
+        fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+            <uuid::Uuid as ToSql<SqlUuid, Pg>>::to_sql(&self.0, out)
+        }
+    }
+
+    impl FromSql<SqlUuid, Pg> for UuidToken {
+        fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+            <uuid::Uuid as FromSql<SqlUuid, Pg>>::from_sql(value).map(UuidToken)
+        }
+    }
+}

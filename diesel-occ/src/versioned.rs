@@ -1,0 +1,82 @@
+//! [`Versioned`]: what `#[derive(Versioned)]` says about an entity.
+
+use std::fmt;
+
+use crate::error::EntityKey;
+use crate::token::VersionToken;
+
+/// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
+///
+/// The derive implements it; the checked operations in [`CheckedDsl`](crate::CheckedDsl)
+/// use it. It names the table, the key and the token, and builds the typed Diesel
+/// statements that guard a write with the token that was read:
+///
+/// - [`update_statement`](Self::update_statement):
+///   `UPDATE t SET <columns>, token = <fresh> WHERE <key> AND token = <original>`
+/// - [`delete_statement`](Self::delete_statement):
+///   `DELETE FROM t WHERE <key> AND token = <original>`
+/// - [`token_query`](Self::token_query): `SELECT token FROM t WHERE <key>`
+/// - [`find_query`](Self::find_query): `t WHERE <key>`, to which the caller adds a selection
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::Versioned;
+///
+/// # fn main() {
+/// assert_eq!(<Stock as Versioned>::TABLE_NAME, "stock");
+/// assert_eq!(<Stock as Versioned>::KEY_COLUMNS, &["id"]);
+/// assert_eq!(<Stock as Versioned>::TOKEN_COLUMN, "version");
+/// # }
+/// ```
+pub trait Versioned: Sized {
+    /// The Diesel table (`schema::stock::table`).
+    type Table;
+    /// The token's type.
+    type Token: VersionToken;
+    /// The primary key: the key field's type, or a tuple of them for a composite key.
+    type Key: Clone + fmt::Debug + Send + Sync + 'static;
+    /// The guarded UPDATE.
+    type UpdateStatement;
+    /// The guarded DELETE.
+    type DeleteStatement;
+    /// `SELECT token FROM t WHERE <key>`.
+    type TokenQuery;
+    /// `t WHERE <key>`, without a selection.
+    type FindQuery;
+
+    /// The table's SQL name.
+    const TABLE_NAME: &'static str;
+    /// The token column's SQL name.
+    const TOKEN_COLUMN: &'static str;
+    /// The key columns' SQL names, in key order.
+    const KEY_COLUMNS: &'static [&'static str];
+
+    /// The token as read (or as last written by a checked save).
+    fn token(&self) -> &Self::Token;
+
+    /// Replaces the token; the checked operations call this after a successful write.
+    fn set_token(&mut self, token: Self::Token);
+
+    /// The entity's key.
+    fn key(&self) -> Self::Key;
+
+    /// Each key part rendered with `Debug`, in key order.
+    fn key_values(key: &Self::Key) -> Vec<String>;
+
+    /// The guarded UPDATE writing every column but the key, with `fresh` as the token.
+    fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement;
+
+    /// The guarded DELETE.
+    fn delete_statement(&self) -> Self::DeleteStatement;
+
+    /// The query for the token the row holds now.
+    fn token_query(key: Self::Key) -> Self::TokenQuery;
+
+    /// The row with this key, before a selection is added.
+    fn find_query(key: Self::Key) -> Self::FindQuery;
+
+    /// The key as it appears in errors and logs: `(id=7)`.
+    fn entity_key(key: &Self::Key) -> EntityKey {
+        EntityKey::new(Self::KEY_COLUMNS, Self::key_values(key))
+    }
+}
