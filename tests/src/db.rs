@@ -1,0 +1,176 @@
+//! A fresh, migrated database per test, dropped when the test ends.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use diesel::connection::Connection;
+use diesel::pg::PgConnection;
+use diesel::sqlite::SqliteConnection;
+use diesel::{RunQueryDsl, sql_query};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+use crate::backend::{Backend, redact, with_database};
+
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/postgres");
+#[cfg(feature = "mysql")]
+const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/mysql");
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/sqlite");
+
+/// A connection type the suite runs on.
+pub trait TestConnection: Connection + MigrationHarness<Self::Backend> + Send + 'static {
+    /// Which backend this is.
+    const BACKEND: Backend;
+    /// This backend's migrations.
+    const MIGRATIONS: EmbeddedMigrations;
+
+    /// Per-connection settings every test connection gets.
+    fn configure(&mut self) {}
+}
+
+impl TestConnection for PgConnection {
+    const BACKEND: Backend = Backend::Postgres;
+    const MIGRATIONS: EmbeddedMigrations = POSTGRES_MIGRATIONS;
+
+    fn configure(&mut self) {
+        // Error assertions must not depend on the server's locale.
+        sql_query("SET lc_messages TO 'C'")
+            .execute(self)
+            .expect("set lc_messages");
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl TestConnection for diesel::mysql::MysqlConnection {
+    const BACKEND: Backend = Backend::Mysql;
+    const MIGRATIONS: EmbeddedMigrations = MYSQL_MIGRATIONS;
+}
+
+impl TestConnection for SqliteConnection {
+    const BACKEND: Backend = Backend::Sqlite;
+    const MIGRATIONS: EmbeddedMigrations = SQLITE_MIGRATIONS;
+
+    fn configure(&mut self) {
+        // Writers wait for the file lock instead of failing with SQLITE_BUSY at once.
+        sql_query("PRAGMA busy_timeout = 10000")
+            .execute(self)
+            .expect("set busy_timeout");
+    }
+}
+
+/// One test's database: a database on the server, or a SQLite file in a temp dir.
+#[derive(Debug)]
+pub struct TestDb<C: TestConnection> {
+    url: String,
+    server: Option<(String, String)>,
+    _dir: Option<tempfile::TempDir>,
+    _conn: std::marker::PhantomData<fn() -> C>,
+}
+
+impl<C: TestConnection> TestDb<C> {
+    /// A fresh migrated database for `test`; `None` (after a SKIPPED line on stderr)
+    /// when the backend's server is unreachable and not required.
+    pub fn create(test: &str) -> Option<Self> {
+        let db: Self = match C::BACKEND.server_url() {
+            None => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let path = dir.path().join(format!("{}.sqlite3", sanitize(test)));
+                let url = path.to_str().expect("utf-8 temp path").to_owned();
+                let mut conn = C::establish(&url).expect("open SQLite file");
+                conn.batch_execute("PRAGMA journal_mode = WAL")
+                    .expect("WAL mode");
+                TestDb {
+                    url,
+                    server: None,
+                    _dir: Some(dir),
+                    _conn: std::marker::PhantomData,
+                }
+            }
+            Some(server) => {
+                let mut admin = admin_connection::<C>(&server, test)?;
+                let name = database_name(test);
+                admin
+                    .batch_execute(&format!("CREATE DATABASE {name}"))
+                    .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+                TestDb {
+                    url: with_database(&server, &name),
+                    server: Some((server, name)),
+                    _dir: None,
+                    _conn: std::marker::PhantomData,
+                }
+            }
+        };
+        let mut conn = db.conn();
+        conn.run_pending_migrations(C::MIGRATIONS)
+            .unwrap_or_else(|e| panic!("{} migrations: {e}", C::BACKEND));
+        Some(db)
+    }
+
+    /// A new connection to this database.
+    pub fn conn(&self) -> C {
+        let mut conn = C::establish(&self.url)
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", redact(&self.url)));
+        conn.configure();
+        conn
+    }
+
+    /// The database URL (SQLite: the file path).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl<C: TestConnection> Drop for TestDb<C> {
+    fn drop(&mut self) {
+        let Some((server, name)) = &self.server else {
+            return;
+        };
+        let drop = match C::BACKEND {
+            Backend::Postgres => format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            _ => format!("DROP DATABASE IF EXISTS {name}"),
+        };
+        // Best effort: a failed drop leaves a database behind, never fails a test.
+        if let Ok(mut admin) = C::establish(server) {
+            let _ = admin.batch_execute(&drop);
+        }
+    }
+}
+
+/// Connects to the server, or decides between SKIPPED and a failure.
+fn admin_connection<C: TestConnection>(server: &str, test: &str) -> Option<C> {
+    static UNREACHABLE: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = &UNREACHABLE[C::BACKEND as usize];
+    if slot.get().is_none() {
+        match C::establish(server) {
+            Ok(conn) => return Some(conn),
+            Err(error) => {
+                let _ = slot.set(format!("not reachable at {}: {error}", redact(server)));
+            }
+        }
+    }
+    let reason = slot.get().expect("set above");
+    if C::BACKEND.is_required() {
+        panic!(
+            "{} is required (OCC_REQUIRE) but {reason}",
+            C::BACKEND
+        );
+    }
+    eprintln!("SKIPPED {} {test}: {reason}", C::BACKEND);
+    None
+}
+
+fn database_name(test: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let mut stem = sanitize(test);
+    stem.truncate(32);
+    format!(
+        "occ_{stem}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn sanitize(test: &str) -> String {
+    test.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .collect()
+}

@@ -1,0 +1,96 @@
+//! The test tables (see `migrations/`), declared once per backend: only the UUID and
+//! timestamp column types differ.
+
+#![allow(missing_docs)] // table! output, as in a Diesel schema.rs
+macro_rules! tables {
+    (uuid: $uuid:ty, timestamp: $timestamp:ty) => {
+        diesel::table! {
+            counters (id) {
+                id -> Integer,
+                value -> Integer,
+                label -> Nullable<Text>,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            small_counters (id) {
+                id -> Integer,
+                value -> Integer,
+                version -> SmallInt,
+            }
+        }
+
+        diesel::table! {
+            big_counters (id) {
+                id -> Integer,
+                value -> Integer,
+                version -> BigInt,
+            }
+        }
+
+        diesel::table! {
+            stock (id) {
+                id -> Integer,
+                available -> Integer,
+                version -> $uuid,
+            }
+        }
+
+        diesel::table! {
+            order_lines (order_id, line_no) {
+                order_id -> Integer,
+                line_no -> Integer,
+                quantity -> Integer,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            notes (note_id) {
+                note_id -> Integer,
+                note_text -> Text,
+                rev -> Integer,
+            }
+        }
+
+        diesel::table! {
+            stamped (id) {
+                id -> Integer,
+                value -> Integer,
+                updated_at -> $timestamp,
+            }
+        }
+    };
+}
+
+/// PostgreSQL: `uuid` and `timestamp`, plus a `timestamptz` token table.
+pub mod pg {
+    tables!(uuid: diesel::sql_types::Uuid, timestamp: diesel::sql_types::Timestamp);
+
+    diesel::table! {
+        stamped_utc (id) {
+            id -> Integer,
+            value -> Integer,
+            updated_at -> Timestamptz,
+        }
+    }
+}
+
+/// MySQL/MariaDB: `BINARY(16)` UUIDs and `DATETIME(6)` timestamps (read and bound as `Timestamp`).
+pub mod mysql {
+    tables!(uuid: diesel::sql_types::Binary, timestamp: diesel::sql_types::Timestamp);
+}
+
+/// SQLite: `BLOB` UUIDs and text timestamps, plus a UTC timestamp token table.
+pub mod sqlite {
+    tables!(uuid: diesel::sql_types::Binary, timestamp: diesel::sql_types::Timestamp);
+
+    diesel::table! {
+        stamped_utc (id) {
+            id -> Integer,
+            value -> Integer,
+            updated_at -> TimestamptzSqlite,
+        }
+    }
+}
