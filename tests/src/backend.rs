@@ -34,18 +34,25 @@ impl Backend {
         }
     }
 
-    /// The server URL from the environment, or the local default.
+    /// The server URL: the environment variable, else (feature `testcontainers`) a
+    /// container, else the local default. `None` for SQLite, which needs no server.
     pub fn server_url(self) -> Option<String> {
-        match self {
-            Backend::Postgres => Some(
-                env::var(POSTGRES_URL_VAR)
-                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
-            ),
-            Backend::Mysql => Some(
-                env::var(MYSQL_URL_VAR).unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
-            ),
-            Backend::Sqlite => None,
+        let (var, default) = match self {
+            Backend::Postgres => (POSTGRES_URL_VAR, "postgres://postgres@127.0.0.1:5432/test"),
+            Backend::Mysql => (MYSQL_URL_VAR, "mysql://root@127.0.0.1:3306/test"),
+            Backend::Sqlite => return None,
+        };
+        if let Ok(url) = env::var(var) {
+            return Some(url);
         }
+        #[cfg(feature = "testcontainers")]
+        if let Some(url) = match self {
+            Backend::Postgres => crate::containers::postgres_url(),
+            _ => crate::containers::mysql_url(),
+        } {
+            return Some(url);
+        }
+        Some(default.to_owned())
     }
 
     /// True when `OCC_REQUIRE` names this backend.
@@ -118,7 +125,10 @@ mod tests {
             with_database("postgres://u:p@h:5432/test?sslmode=disable", "occ_x"),
             "postgres://u:p@h:5432/occ_x?sslmode=disable"
         );
-        assert_eq!(with_database("mysql://root@h:3306", "occ_y"), "mysql://root@h:3306/occ_y");
+        assert_eq!(
+            with_database("mysql://root@h:3306", "occ_y"),
+            "mysql://root@h:3306/occ_y"
+        );
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("mysql://root@h/db"), "mysql://root@h/db");
     }

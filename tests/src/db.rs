@@ -149,10 +149,7 @@ fn admin_connection<C: TestConnection>(server: &str, test: &str) -> Option<C> {
     }
     let reason = slot.get().expect("set above");
     if C::BACKEND.is_required() {
-        panic!(
-            "{} is required (OCC_REQUIRE) but {reason}",
-            C::BACKEND
-        );
+        panic!("{} is required (OCC_REQUIRE) but {reason}", C::BACKEND);
     }
     eprintln!("SKIPPED {} {test}: {reason}", C::BACKEND);
     None
@@ -171,6 +168,12 @@ fn database_name(test: &str) -> String {
 
 fn sanitize(test: &str) -> String {
     test.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
