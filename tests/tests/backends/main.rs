@@ -5,12 +5,32 @@ mod sync_suite;
 #[macro_use]
 mod utc_suite;
 
-sync_suite!(postgres, diesel::pg::PgConnection, diesel_occ_tests::schema::pg);
+sync_suite!(
+    postgres,
+    diesel::pg::PgConnection,
+    diesel_occ_tests::schema::pg
+);
 #[cfg(feature = "mysql")]
-sync_suite!(mysql, diesel::mysql::MysqlConnection, diesel_occ_tests::schema::mysql);
-sync_suite!(sqlite, diesel::sqlite::SqliteConnection, diesel_occ_tests::schema::sqlite);
+sync_suite!(
+    mysql,
+    diesel::mysql::MysqlConnection,
+    diesel_occ_tests::schema::mysql
+);
+sync_suite!(
+    sqlite,
+    diesel::sqlite::SqliteConnection,
+    diesel_occ_tests::schema::sqlite
+);
 
-utc_suite!(postgres_utc, diesel::pg::PgConnection, diesel_occ_tests::schema::pg);
-utc_suite!(sqlite_utc, diesel::sqlite::SqliteConnection, diesel_occ_tests::schema::sqlite);
+utc_suite!(
+    postgres_utc,
+    diesel::pg::PgConnection,
+    diesel_occ_tests::schema::pg
+);
+utc_suite!(
+    sqlite_utc,
+    diesel::sqlite::SqliteConnection,
+    diesel_occ_tests::schema::sqlite
+);
 
 mod postgres_only;

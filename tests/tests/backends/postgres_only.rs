@@ -23,7 +23,11 @@ fn plain_uuid_token_on_postgres() {
     let mut conn = db.conn();
     let first = uuid::Uuid::initial();
     diesel::insert_into(schema::stock::table)
-        .values(Stock { id: 1, available: 2, version: first })
+        .values(Stock {
+            id: 1,
+            available: 2,
+            version: first,
+        })
         .execute(&mut conn)
         .unwrap();
     let mut stock = Stock::find_checked(&mut conn, 1, &first).unwrap();

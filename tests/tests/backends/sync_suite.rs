@@ -11,9 +11,9 @@ macro_rules! sync_suite {
             use diesel::prelude::*;
             use diesel_occ::prelude::*;
             use diesel_occ::{ConflictState, Error, InvalidTokenReason, Operation, UuidToken};
+            use diesel_occ_tests::TestDb;
             use diesel_occ_tests::race::after_all_read;
             use diesel_occ_tests::statements::StatementCounter;
-            use diesel_occ_tests::TestDb;
 
             use $schema as schema;
 
@@ -105,7 +105,10 @@ macro_rules! sync_suite {
                     diesel::query_dsl::methods::ExecuteDsl<Conn>,
                 T: diesel::Table,
             {
-                diesel::insert_into(table).values(row).execute(conn).expect("insert");
+                diesel::insert_into(table)
+                    .values(row)
+                    .execute(conn)
+                    .expect("insert");
             }
 
             fn counter(conn: &mut Conn, id: i32) -> Counter {
@@ -113,7 +116,12 @@ macro_rules! sync_suite {
             }
 
             fn seed_counter(db: &TestDb<Conn>) -> Counter {
-                let row = Counter { id: 1, value: 0, label: None, version: 1 };
+                let row = Counter {
+                    id: 1,
+                    value: 0,
+                    label: None,
+                    version: 1,
+                };
                 insert(&mut db.conn(), schema::counters::table, row.clone());
                 row
             }
@@ -148,15 +156,26 @@ macro_rules! sync_suite {
                 let (_, winner) = winners[0];
                 let (loss, loser) = outcomes.iter().find(|(r, _)| r.is_err()).unwrap();
 
-                let conflict = loss.as_ref().unwrap_err().as_conflict().expect("a conflict");
+                let conflict = loss
+                    .as_ref()
+                    .unwrap_err()
+                    .as_conflict()
+                    .expect("a conflict");
                 assert_eq!(conflict.operation(), Operation::Update);
                 assert_eq!(conflict.table(), "counters");
                 assert_eq!(conflict.expected::<i32>(), Some(1));
-                assert_eq!(conflict.current::<i32>(), Some(winner.version), "names the winner's token");
+                assert_eq!(
+                    conflict.current::<i32>(),
+                    Some(winner.version),
+                    "names the winner's token"
+                );
                 assert_eq!(loser.version, 1, "the loser's token is not advanced");
 
                 let stored = counter(&mut db.conn(), 1);
-                assert_eq!(&stored, winner, "the row holds the winner's values and token");
+                assert_eq!(
+                    &stored, winner,
+                    "the row holds the winner's values and token"
+                );
                 assert_eq!(stored.version, 2);
             }
 
@@ -180,8 +199,15 @@ macro_rules! sync_suite {
                             .execute(&mut conn)
                     },
                 );
-                assert_eq!(outcomes.iter().map(|r| *r.as_ref().unwrap()).sum::<usize>(), 2);
-                assert_eq!(counter(&mut db.conn(), 1).value, 1, "one of two increments was lost");
+                assert_eq!(
+                    outcomes.iter().map(|r| *r.as_ref().unwrap()).sum::<usize>(),
+                    2
+                );
+                assert_eq!(
+                    counter(&mut db.conn(), 1).value,
+                    1,
+                    "one of two increments was lost"
+                );
             }
 
             #[test]
@@ -202,7 +228,11 @@ macro_rules! sync_suite {
                 );
                 let applied = outcomes.iter().filter(|ok| **ok).count();
                 assert_eq!(applied, 1);
-                assert_eq!(counter(&mut db.conn(), 1).value, applied as i32, "every acknowledged increment is stored");
+                assert_eq!(
+                    counter(&mut db.conn(), 1).value,
+                    applied as i32,
+                    "every acknowledged increment is stored"
+                );
             }
 
             #[test]
@@ -227,7 +257,11 @@ macro_rules! sync_suite {
                 let mut stale = row.clone();
                 stale.version = 1;
                 expect_conflict(stale.save_checked(&mut conn));
-                assert_eq!(statements.take(), 2, "the conflict path adds one classification query");
+                assert_eq!(
+                    statements.take(),
+                    2,
+                    "the conflict path adds one classification query"
+                );
 
                 row.delete_checked(&mut conn).expect("delete");
                 assert_eq!(statements.take(), 1, "one DELETE on success");
@@ -248,7 +282,10 @@ macro_rules! sync_suite {
                 assert!(conflict.is_deleted());
                 assert_eq!(writer.version, 1, "token untouched");
                 assert_eq!(writer.value, 7, "edits kept for the caller");
-                assert!(matches!(Counter::find(&mut a, 1), Err(Error::NotFound(_))), "not resurrected");
+                assert!(
+                    matches!(Counter::find(&mut a, 1), Err(Error::NotFound(_))),
+                    "not resurrected"
+                );
             }
 
             #[test]
@@ -264,7 +301,11 @@ macro_rules! sync_suite {
                 let conflict = expect_conflict(deleter.delete_checked(&mut b));
                 assert_eq!(conflict.operation(), Operation::Delete);
                 assert_eq!(conflict.current::<i32>(), Some(writer.version));
-                assert_eq!(counter(&mut a, 1), writer, "the row survives with the update");
+                assert_eq!(
+                    counter(&mut a, 1),
+                    writer,
+                    "the row survives with the update"
+                );
             }
 
             #[test]
@@ -317,11 +358,16 @@ macro_rules! sync_suite {
                 assert_eq!(statements.take(), 1, "one SELECT, no write");
                 let conflict = error.as_conflict().expect("stale client token");
                 assert_eq!(conflict.operation(), Operation::ClientToken);
-                assert_eq!(conflict.expected::<i32>(), Some(client_token), "the client's token is kept");
+                assert_eq!(
+                    conflict.expected::<i32>(),
+                    Some(client_token),
+                    "the client's token is kept"
+                );
                 assert_eq!(conflict.current::<i32>(), Some(other.version));
                 assert_eq!(counter(&mut conn, 1), other, "nothing written");
 
-                let fresh = Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
+                let fresh =
+                    Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
                 assert_eq!(fresh, other);
             }
 
@@ -331,16 +377,33 @@ macro_rules! sync_suite {
                 let mut conn = db.conn();
                 let missing = Counter::find_checked(&mut conn, 404, &1).unwrap_err();
                 match &missing {
-                    Error::NotFound(nf) => assert_eq!(nf.to_string(), "no row in counters with key (id=404)"),
+                    Error::NotFound(nf) => {
+                        assert_eq!(nf.to_string(), "no row in counters with key (id=404)")
+                    }
                     other => panic!("expected NotFound, got {other:?}"),
                 }
 
-                insert(&mut conn, schema::stock::table, Stock { id: 1, available: 5, version: UuidToken::initial() });
+                insert(
+                    &mut conn,
+                    schema::stock::table,
+                    Stock {
+                        id: 1,
+                        available: 5,
+                        version: UuidToken::initial(),
+                    },
+                );
                 let statements = StatementCounter::install(&mut conn);
-                let nil = Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
-                assert_eq!(statements.take(), 0, "a nil token is refused without a query");
+                let nil =
+                    Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
+                assert_eq!(
+                    statements.take(),
+                    0,
+                    "a nil token is refused without a query"
+                );
                 match nil {
-                    Error::InvalidToken(invalid) => assert_eq!(invalid.reason, InvalidTokenReason::Nil),
+                    Error::InvalidToken(invalid) => {
+                        assert_eq!(invalid.reason, InvalidTokenReason::Nil)
+                    }
                     other => panic!("expected InvalidToken, got {other:?}"),
                 }
             }
@@ -349,7 +412,11 @@ macro_rules! sync_suite {
             fn i16_token_wraps_at_its_maximum() {
                 let db = test_db!();
                 let mut conn = db.conn();
-                let mut row = SmallCounter { id: 1, value: 0, version: i16::MAX };
+                let mut row = SmallCounter {
+                    id: 1,
+                    value: 0,
+                    version: i16::MAX,
+                };
                 insert(&mut conn, schema::small_counters::table, row.clone());
                 let stale = row.clone();
 
@@ -369,7 +436,11 @@ macro_rules! sync_suite {
             fn i64_token_wraps_at_its_maximum() {
                 let db = test_db!();
                 let mut conn = db.conn();
-                let mut row = BigCounter { id: 1, value: 0, version: i64::MAX };
+                let mut row = BigCounter {
+                    id: 1,
+                    value: 0,
+                    version: i64::MAX,
+                };
                 insert(&mut conn, schema::big_counters::table, row.clone());
                 row.save_checked(&mut conn).expect("save at i64::MAX");
                 assert_eq!(BigCounter::find(&mut conn, 1).unwrap().version, i64::MIN);
@@ -380,7 +451,16 @@ macro_rules! sync_suite {
                 let db = test_db!();
                 let mut conn = db.conn();
                 for line_no in 1..=2 {
-                    insert(&mut conn, schema::order_lines::table, OrderLine { order_id: 7, line_no, quantity: 1, version: 1 });
+                    insert(
+                        &mut conn,
+                        schema::order_lines::table,
+                        OrderLine {
+                            order_id: 7,
+                            line_no,
+                            quantity: 1,
+                            version: 1,
+                        },
+                    );
                 }
                 let mut line = OrderLine::find(&mut conn, (7, 2)).unwrap();
                 let stale = line.clone();
@@ -388,12 +468,17 @@ macro_rules! sync_suite {
                 line.save_checked(&mut conn).expect("save line 2");
 
                 let untouched = OrderLine::find(&mut conn, (7, 1)).unwrap();
-                assert_eq!((untouched.quantity, untouched.version), (1, 1), "line 1 untouched");
+                assert_eq!(
+                    (untouched.quantity, untouched.version),
+                    (1, 1),
+                    "line 1 untouched"
+                );
 
                 let conflict = expect_conflict(stale.delete_checked(&mut conn));
                 assert_eq!(conflict.key().to_string(), "(order_id=7, line_no=2)");
                 assert_eq!(conflict.current::<i32>(), Some(2));
-                line.delete_checked(&mut conn).expect("delete with the current token");
+                line.delete_checked(&mut conn)
+                    .expect("delete with the current token");
                 assert!(OrderLine::find(&mut conn, (7, 1)).is_ok());
             }
 
@@ -401,13 +486,24 @@ macro_rules! sync_suite {
             fn renamed_columns_are_honoured() {
                 let db = test_db!();
                 let mut conn = db.conn();
-                insert(&mut conn, schema::notes::table, Note { id: 1, body: "draft".into(), version: 1 });
+                insert(
+                    &mut conn,
+                    schema::notes::table,
+                    Note {
+                        id: 1,
+                        body: "draft".into(),
+                        version: 1,
+                    },
+                );
                 let mut note = Note::find(&mut conn, 1).unwrap();
                 let stale = note.clone();
                 note.body = "final".into();
                 note.save_checked(&mut conn).expect("save");
                 assert_eq!(
-                    schema::notes::table.select((schema::notes::note_text, schema::notes::rev)).first::<(String, i32)>(&mut conn).unwrap(),
+                    schema::notes::table
+                        .select((schema::notes::note_text, schema::notes::rev))
+                        .first::<(String, i32)>(&mut conn)
+                        .unwrap(),
                     ("final".to_owned(), 2)
                 );
                 let conflict = expect_conflict(stale.delete_checked(&mut conn));
@@ -419,16 +515,31 @@ macro_rules! sync_suite {
                 let db = test_db!();
                 let mut conn = db.conn();
                 let first = UuidToken::initial();
-                insert(&mut conn, schema::stock::table, Stock { id: 1, available: 5, version: first });
+                insert(
+                    &mut conn,
+                    schema::stock::table,
+                    Stock {
+                        id: 1,
+                        available: 5,
+                        version: first,
+                    },
+                );
                 let mut stock = Stock::find_checked(&mut conn, 1, &first).unwrap();
                 stock.available -= 1;
                 stock.save_checked(&mut conn).expect("save");
                 assert_ne!(stock.version, first);
                 assert!(!stock.version.0.is_nil());
-                assert_eq!(Stock::find(&mut conn, 1).unwrap(), stock, "entity token equals the stored one");
+                assert_eq!(
+                    Stock::find(&mut conn, 1).unwrap(),
+                    stock,
+                    "entity token equals the stored one"
+                );
 
                 let conflict = Stock::find_checked(&mut conn, 1, &first).unwrap_err();
-                assert_eq!(conflict.as_conflict().unwrap().current::<UuidToken>(), Some(stock.version));
+                assert_eq!(
+                    conflict.as_conflict().unwrap().current::<UuidToken>(),
+                    Some(stock.version)
+                );
             }
 
             #[test]
@@ -436,7 +547,15 @@ macro_rules! sync_suite {
                 let db = test_db!();
                 let mut conn = db.conn();
                 let start = NaiveDateTime::initial();
-                insert(&mut conn, schema::stamped::table, Stamped { id: 1, value: 0, updated_at: start });
+                insert(
+                    &mut conn,
+                    schema::stamped::table,
+                    Stamped {
+                        id: 1,
+                        value: 0,
+                        updated_at: start,
+                    },
+                );
                 let mut row = Stamped::find(&mut conn, 1).unwrap();
                 assert_eq!(row.updated_at, start, "stored without loss");
                 let stale = row.clone();
@@ -448,7 +567,11 @@ macro_rules! sync_suite {
                     row.save_checked(&mut conn).expect("save");
                     assert!(row.updated_at > *seen.last().unwrap());
                     seen.push(row.updated_at);
-                    assert_eq!(Stamped::find(&mut conn, 1).unwrap(), row, "entity token equals the stored one");
+                    assert_eq!(
+                        Stamped::find(&mut conn, 1).unwrap(),
+                        row,
+                        "entity token equals the stored one"
+                    );
                 }
                 let conflict = expect_conflict(stale.clone().save_checked(&mut conn));
                 assert_eq!(conflict.current::<NaiveDateTime>(), Some(row.updated_at));
@@ -458,18 +581,37 @@ macro_rules! sync_suite {
             fn a_failed_statement_is_a_database_error_without_sql_or_values() {
                 let db = test_db!();
                 let mut conn = db.conn();
-                insert(&mut conn, schema::stock::table, Stock { id: 1, available: 1, version: UuidToken::initial() });
+                insert(
+                    &mut conn,
+                    schema::stock::table,
+                    Stock {
+                        id: 1,
+                        available: 1,
+                        version: UuidToken::initial(),
+                    },
+                );
                 let mut stock = Stock::find(&mut conn, 1).unwrap();
                 let before = stock.clone();
                 stock.available = -3; // violates CHECK (available >= 0)
                 let error = stock.save_checked(&mut conn).unwrap_err();
                 assert!(matches!(error, Error::Database(_)), "got {error:?}");
                 let shown = format!("{error} {error:?}");
-                for leak in ["UPDATE", "available", "-3", "stock", "CHECK", "constraint \""] {
+                for leak in [
+                    "UPDATE",
+                    "available",
+                    "-3",
+                    "stock",
+                    "CHECK",
+                    "constraint \"",
+                ] {
                     assert!(!shown.contains(leak), "{shown:?} leaks {leak:?}");
                 }
                 assert_eq!(stock.version, before.version, "token untouched");
-                assert_eq!(Stock::find(&mut conn, 1).unwrap(), before, "nothing written");
+                assert_eq!(
+                    Stock::find(&mut conn, 1).unwrap(),
+                    before,
+                    "nothing written"
+                );
             }
         }
     };

@@ -22,13 +22,18 @@ macro_rules! utc_suite {
 
             #[test]
             fn utc_timestamp_token() {
-                let Some(db) = TestDb::<$conn>::create(concat!(stringify!($backend), "_utc_stamp")) else {
+                let Some(db) = TestDb::<$conn>::create(concat!(stringify!($backend), "_utc_stamp"))
+                else {
                     return;
                 };
                 let mut conn = db.conn();
                 let start = DateTime::<Utc>::initial();
                 diesel::insert_into(schema::stamped_utc::table)
-                    .values(StampedUtc { id: 1, value: 0, updated_at: start })
+                    .values(StampedUtc {
+                        id: 1,
+                        value: 0,
+                        updated_at: start,
+                    })
                     .execute(&mut conn)
                     .unwrap();
                 let mut row = StampedUtc::find(&mut conn, 1).unwrap();
@@ -36,7 +41,11 @@ macro_rules! utc_suite {
                 for value in 1..=3 {
                     row.value = value;
                     row.save_checked(&mut conn).unwrap();
-                    assert_eq!(StampedUtc::find(&mut conn, 1).unwrap(), row, "microseconds round-trip");
+                    assert_eq!(
+                        StampedUtc::find(&mut conn, 1).unwrap(),
+                        row,
+                        "microseconds round-trip"
+                    );
                 }
                 let conflict = stale.delete_checked(&mut conn).unwrap_err();
                 assert_eq!(
