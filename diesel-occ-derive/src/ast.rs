@@ -1,7 +1,6 @@
 //! A typed view of the derive input: the struct, its table and its columns.
 
-use proc_macro2::Span;
-use syn::spanned::Spanned;
+use quote::{ToTokens, quote};
 use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
 
 use crate::attr::{self, ContainerAttrs, FieldAttrs};
@@ -11,7 +10,11 @@ pub(crate) struct Entity<'a> {
     pub(crate) table: Path,
     /// Primary key columns as Diesel names them, in declaration order.
     pub(crate) primary_key: Vec<Ident>,
+    /// No `primary_key(...)` was given: the key is Diesel's default, `id`.
+    pub(crate) default_key: bool,
     pub(crate) fields: Vec<Field<'a>>,
+    /// An `#[occ(...)]` was misplaced or malformed (and already reported).
+    pub(crate) invalid_occ: bool,
 }
 
 pub(crate) struct Field<'a> {
@@ -23,13 +26,13 @@ pub(crate) struct Field<'a> {
     pub(crate) treat_none_as_null: bool,
 }
 
-impl Field<'_> {
+impl<'a> Field<'a> {
     pub(crate) fn is_token(&self) -> bool {
         self.attrs.version.is_some()
     }
 
     /// `Some(T)` when the field is `Option<T>` (matched syntactically, as Diesel does).
-    pub(crate) fn option_inner(&self) -> Option<&Type> {
+    pub(crate) fn option_inner(&self) -> Option<&'a Type> {
         option_inner(self.ty)
     }
 }
@@ -40,20 +43,34 @@ impl<'a> Entity<'a> {
         input: &'a DeriveInput,
         errors: &mut Vec<syn::Error>,
     ) -> Result<Self, syn::Error> {
+        // Point at the tuple fields, or at `struct Name` / `enum Name` / `union Name`.
+        let ident = &input.ident;
         let named = match &input.data {
             Data::Struct(data) => match &data.fields {
                 Fields::Named(named) => named,
-                other => return Err(not_named(other.span())),
+                Fields::Unnamed(unnamed) => return Err(not_named(unnamed)),
+                Fields::Unit => {
+                    let keyword = &data.struct_token;
+                    return Err(not_named(quote!(#keyword #ident)));
+                }
             },
-            Data::Enum(data) => return Err(not_named(data.enum_token.span)),
-            Data::Union(data) => return Err(not_named(data.union_token.span)),
+            Data::Enum(data) => {
+                let keyword = &data.enum_token;
+                return Err(not_named(quote!(#keyword #ident)));
+            }
+            Data::Union(data) => {
+                let keyword = &data.union_token;
+                return Err(not_named(quote!(#keyword #ident)));
+            }
         };
         let ContainerAttrs {
             table_name,
             primary_key,
             treat_none_as_null,
+            misplaced_occ,
         } = attr::container(&input.attrs, errors);
         let table = table_name.unwrap_or_else(|| infer_table_name(&input.ident));
+        let default_key = primary_key.is_none();
         let primary_key = primary_key.unwrap_or_else(|| vec![Ident::new("id", input.ident.span())]);
         let fields = named
             .named
@@ -69,12 +86,15 @@ impl<'a> Entity<'a> {
                     attrs,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let invalid_occ = misplaced_occ || fields.iter().any(|f| f.attrs.invalid_occ);
         Ok(Entity {
             input,
             table,
             primary_key,
+            default_key,
             fields,
+            invalid_occ,
         })
     }
 
@@ -98,9 +118,9 @@ impl<'a> Entity<'a> {
     }
 }
 
-fn not_named(span: Span) -> syn::Error {
-    syn::Error::new(
-        span,
+fn not_named(tokens: impl ToTokens) -> syn::Error {
+    syn::Error::new_spanned(
+        tokens,
         "#[derive(Versioned)] supports only structs with named fields\n\
          help: declare the entity as `struct Name { id: i32, #[occ(version)] version: i32, .. }`",
     )

@@ -1,7 +1,9 @@
 //! Attribute parsing: our own `#[occ(...)]` strictly, Diesel's `#[diesel(...)]` leniently.
 
-use proc_macro2::Span;
+use proc_macro2::{Spacing, Span, TokenStream, TokenTree};
+use quote::quote;
 use syn::meta::ParseNestedMeta;
+use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, LitBool, Path, Token};
 
 /// What the container's attributes say.
@@ -10,6 +12,8 @@ pub(crate) struct ContainerAttrs {
     pub(crate) table_name: Option<Path>,
     pub(crate) primary_key: Option<Vec<Ident>>,
     pub(crate) treat_none_as_null: bool,
+    /// An `#[occ(...)]` on the struct itself (already reported).
+    pub(crate) misplaced_occ: bool,
 }
 
 /// What one field's attributes say.
@@ -24,6 +28,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) treat_none_as_null: Option<bool>,
     /// Span of `#[diesel(embed)]`, which has no single column.
     pub(crate) embed: Option<Span>,
+    /// An `#[occ(...)]` on this field failed to parse (already reported).
+    pub(crate) invalid_occ: bool,
 }
 
 const OCC_FIELD_KEYS: &str = "`version`, `skip`";
@@ -36,11 +42,18 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Co
                 if meta.path.is_ident("table_name") {
                     out.table_name = Some(meta.value()?.parse()?);
                 } else if meta.path.is_ident("primary_key") {
-                    let mut keys = Vec::new();
-                    meta.parse_nested_meta(|key| {
-                        keys.push(key.path.require_ident()?.clone());
-                        Ok(())
-                    })?;
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let keys: Vec<Ident> =
+                        Punctuated::<Ident, Token![,]>::parse_terminated(&content)?
+                            .into_iter()
+                            .collect();
+                    if keys.is_empty() {
+                        errors.push(meta.error(
+                            "`primary_key(...)` names no column\n\
+                             help: list the key columns, e.g. `#[diesel(primary_key(id))]`",
+                        ));
+                    }
                     out.primary_key = Some(keys);
                 } else if meta.path.is_ident("treat_none_as_null") {
                     out.treat_none_as_null = meta.value()?.parse::<LitBool>()?.value;
@@ -51,6 +64,7 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Co
             });
             errors.extend(parsed.err());
         } else if attr.path().is_ident("occ") {
+            out.misplaced_occ = true;
             errors.push(syn::Error::new_spanned(
                 attr,
                 "#[occ(...)] has no container keys\n\
@@ -67,8 +81,10 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
         if attr.path().is_ident("occ") {
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("version") {
+                    expect_no_value(&meta, "version")?;
                     out.version = Some(meta.path.require_ident()?.span());
                 } else if meta.path.is_ident("skip") {
+                    expect_no_value(&meta, "skip")?;
                     out.occ_skip = true;
                 } else {
                     let key = meta
@@ -82,7 +98,10 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
                 }
                 Ok(())
             });
-            errors.extend(parsed.err());
+            if let Err(error) = parsed {
+                out.invalid_occ = true;
+                errors.push(error);
+            }
         } else if attr.path().is_ident("diesel") {
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("column_name") {
@@ -105,26 +124,48 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
 }
 
 /// Consumes the value of a `#[diesel(...)]` key we do not own (`key = value` or
-/// `key(...)`), so Diesel stays the judge of its own attributes.
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.input.parse::<Token![=]>()?;
-        meta.input.step(|cursor| {
-            let mut rest = *cursor;
-            while let Some((tt, next)) = rest.token_tree() {
-                if matches!(&tt, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
-                    return Ok(((), rest));
+/// `key(...)`), so Diesel stays the judge of its own attributes. Returns what it consumed.
+///
+/// A value ends at the first `,` outside angle brackets, so types such as
+/// `deserialize_as = Wrapper<A, B>` are skipped whole.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<TokenStream> {
+    meta.input.step(|cursor| {
+        let mut skipped = TokenStream::new();
+        let mut rest = *cursor;
+        let mut angle_depth = 0_usize;
+        let mut after_dash = false;
+        while let Some((tt, next)) = rest.token_tree() {
+            if let TokenTree::Punct(punct) = &tt {
+                match punct.as_char() {
+                    ',' if angle_depth == 0 => break,
+                    '<' => angle_depth += 1,
+                    // The `>` of `->` closes nothing.
+                    '>' if !after_dash => angle_depth = angle_depth.saturating_sub(1),
+                    _ => {}
                 }
-                rest = next;
+                after_dash = punct.as_char() == '-' && punct.spacing() == Spacing::Joint;
+            } else {
+                after_dash = false;
             }
-            Ok(((), rest))
-        })
-    } else if meta.input.peek(syn::token::Paren) {
-        let content;
-        syn::parenthesized!(content in meta.input);
-        content.parse::<proc_macro2::TokenStream>()?;
-        Ok(())
-    } else {
-        Ok(())
+            skipped.extend([tt]);
+            rest = next;
+        }
+        Ok((skipped, rest))
+    })
+}
+
+/// Rejects a value after one of our flag keys (`version = true`, `skip(..)`).
+fn expect_no_value(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<()> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(());
     }
+    let path = &meta.path;
+    let value = skip_value(meta)?;
+    Err(syn::Error::new_spanned(
+        quote!(#path #value),
+        format!(
+            "`{key}` in #[occ(...)] takes no value\n\
+             help: write `#[occ({key})]`"
+        ),
+    ))
 }

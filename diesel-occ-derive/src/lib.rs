@@ -16,7 +16,7 @@ use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
 /// Derives `diesel_occ::Versioned`. See the runtime crate for the attribute reference.
-#[proc_macro_derive(Versioned, attributes(occ))]
+#[proc_macro_derive(Versioned, attributes(occ, diesel))]
 pub fn derive_versioned(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input).into()

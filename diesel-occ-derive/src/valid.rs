@@ -1,8 +1,5 @@
 //! The rules a `Versioned` entity must follow, each reported at the offending span.
 
-use quote::ToTokens;
-use syn::spanned::Spanned;
-
 use crate::ast::Entity;
 
 pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
@@ -16,6 +13,8 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
 
     let tokens: Vec<_> = entity.fields.iter().filter(|f| f.is_token()).collect();
     match tokens.as_slice() {
+        // A malformed `#[occ(...)]` was probably meant to mark the token: one error is enough.
+        [] if entity.invalid_occ => {}
         [] => errors.push(syn::Error::new(
             entity.input.ident.span(),
             "no field is marked as the concurrency token\n\
@@ -45,8 +44,8 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
                 ));
             }
             if field.option_inner().is_some() {
-                errors.push(syn::Error::new(
-                    field.ty.span(),
+                errors.push(syn::Error::new_spanned(
+                    field.ty,
                     "the concurrency token cannot be an `Option`\n\
                      help: make the token column NOT NULL and use the plain type",
                 ));
@@ -68,16 +67,23 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
         }
     }
 
+    let ident = &entity.input.ident;
     for key in &entity.primary_key {
-        if !entity.fields.iter().any(|f| &f.column == key) {
-            errors.push(syn::Error::new(
-                key.span(),
-                format!(
-                    "primary key column `{key}` is not a field of `{}`\n\
-                     help: list the key columns in `#[diesel(primary_key(...))]`",
-                    entity.input.ident.to_token_stream()
-                ),
-            ));
+        if entity.fields.iter().any(|f| &f.column == key) {
+            continue;
         }
+        let message = if entity.default_key {
+            format!(
+                "`{ident}` has no `id` field, Diesel's default primary key\n\
+                 help: name the key columns with `#[diesel(primary_key(...))]`"
+            )
+        } else {
+            format!(
+                "primary key column `{key}` is not a field of `{ident}`\n\
+                 help: add a field for `{key}`, or put `#[diesel(column_name = {key})]` \
+                 on the field that holds it"
+            )
+        };
+        errors.push(syn::Error::new(key.span(), message));
     }
 }
