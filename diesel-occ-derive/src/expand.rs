@@ -46,27 +46,38 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         quote_spanned!(ty.span()=> #ty)
     };
 
+    let token_bound = bound(table, token_col, token.ty);
+
     let keys = entity.key_fields();
     let key_col_names = keys.iter().map(|f| f.column.to_string());
     let (key_ty, key_expr, key_parts) = key_shape(&keys);
     let (key_filter_ty, key_filter_expr) = key_filter(entity, &keys, &dsl);
 
-    let changes: Vec<_> = entity
+    let written: Vec<_> = entity
         .fields
         .iter()
         .filter(|f| !f.is_token() && !entity.is_key(f) && !f.attrs.skip_update && !f.attrs.occ_skip)
-        .map(|f| change(table, f, &dsl))
         .collect();
+    let changes: Vec<_> = written.iter().map(|f| change(table, f, &dsl)).collect();
     let change_tys = changes.iter().map(|(ty, _)| ty);
     let change_exprs = changes.iter().map(|(_, expr)| expr);
 
+    let bound_columns = keys
+        .iter()
+        .chain([&token])
+        .map(|f| (&f.column, f.ty))
+        .chain(written.iter().map(|f| (&f.column, written_type(f))));
+    let column_checks = column_checks(table, bound_columns);
+
     let guarded = quote! {
-        #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #dsl::Eq<#table::#token_col, #token_ty>>
+        #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #dsl::Eq<#table::#token_col, #token_bound>>
     };
 
     quote! {
         const _: () = {
             use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
+
+            #column_checks
 
             fn __occ_key_filter(key: #key_ty) -> #key_filter_ty {
                 #key_filter_expr
@@ -79,7 +90,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 type Key = #key_ty;
                 type UpdateStatement = #dsl::Update<
                     #guarded,
-                    (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_ty>,)
+                    (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
                 >;
                 type DeleteStatement = #dsl::delete<#guarded>;
                 type TokenQuery = #dsl::Select<#dsl::Filter<#table::table, #key_filter_ty>, #table::#token_col>;
@@ -109,16 +120,16 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                     #diesel::update(
                         #table::table
                             .filter(__occ_key_filter(self.key()))
-                            .filter(#table::#token_col.eq(::std::clone::Clone::clone(&self.#token_field))),
+                            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)))),
                     )
-                    .set((#(#change_exprs,)* #table::#token_col.eq(::std::clone::Clone::clone(fresh)),))
+                    .set((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
                 }
 
                 fn delete_statement(&self) -> Self::DeleteStatement {
                     #diesel::delete(
                         #table::table
                             .filter(__occ_key_filter(self.key()))
-                            .filter(#table::#token_col.eq(::std::clone::Clone::clone(&self.#token_field))),
+                            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)))),
                     )
                 }
 
@@ -175,9 +186,10 @@ fn key_filter(
             let index = syn::Index::from(i);
             quote!(key.#index)
         };
+        let bound = bound(table, col, ty);
         (
-            quote!(#dsl::Eq<#table::#col, #ty>),
-            quote!(#table::#col.eq(#value)),
+            quote!(#dsl::Eq<#table::#col, #bound>),
+            quote!(#table::#col.eq(<#bound>::new(#value))),
         )
     });
     let (mut ty, mut expr) = parts.next().expect("validated: at least one key column");
@@ -191,21 +203,78 @@ fn key_filter(
 /// One `SET column = value` of the changeset: its type and its expression.
 fn change(table: &syn::Path, field: &Field<'_>, dsl: &TokenStream) -> (TokenStream, TokenStream) {
     let (ident, col, span) = (field.ident, &field.column, field.ty.span());
-    match field.option_inner() {
+    let value_ty = written_type(field);
+    let bound = bound(table, col, value_ty);
+    if std::ptr::eq(value_ty, field.ty) {
+        (
+            quote_spanned!(span=> #dsl::Eq<#table::#col, #bound>),
+            quote_spanned!(span=> #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#ident)))),
+        )
+    } else {
         // Diesel's rule: `None` leaves the column alone unless `treat_none_as_null`.
-        Some(inner) if !field.treat_none_as_null => {
-            let value = format_ident!("value");
-            (
-                quote_spanned!(span=> ::std::option::Option<#dsl::Eq<#table::#col, #inner>>),
-                quote_spanned!(span=> ::std::clone::Clone::clone(&self.#ident).map(|#value| #table::#col.eq(#value))),
-            )
+        let value = format_ident!("value");
+        (
+            quote_spanned!(span=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
+            quote_spanned!(span=> ::std::clone::Clone::clone(&self.#ident).map(|#value| #table::#col.eq(<#bound>::new(#value)))),
+        )
+    }
+}
+
+/// The type bound to the field's column: the field's type, or `T` of an `Option<T>` whose
+/// `None` means "leave the column alone" (no `treat_none_as_null`).
+fn written_type<'a>(field: &Field<'a>) -> &'a syn::Type {
+    match field.option_inner() {
+        Some(inner) if !field.treat_none_as_null => inner,
+        _ => field.ty,
+    }
+}
+
+/// `T` as a bind parameter of its column's SQL type.
+///
+/// The SQL type comes from the column, not from `T: AsExpression<_>`, so the generated
+/// types stay well-formed when `T` does not fit the column and that mistake is reported
+/// once, by [`column_checks`], instead of by every statement that binds it. For the types
+/// Diesel maps, this is the very type `T: AsExpression<_>` names: `Bound` at this path is
+/// what Diesel's own `AsExpression` derive expands to in users' crates.
+fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
+    quote_spanned! {ty.span()=>
+        ::diesel_occ::__private::diesel::internal::derives::as_expression::Bound<
+            ::diesel_occ::__private::diesel::dsl::SqlTypeOf<#table::#col>,
+            #ty,
+        >
+    }
+}
+
+/// One check per bound column, spanned on the field's type: a field whose type does not
+/// fit its column is reported there, once, with a message saying so.
+fn column_checks<'a>(
+    table: &syn::Path,
+    columns: impl Iterator<Item = (&'a syn::Ident, &'a syn::Type)>,
+) -> TokenStream {
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    let checks = columns
+        .map(|(col, ty)| quote_spanned!(ty.span()=> __occ_check_column::<#ty, #table::#col>();));
+    quote! {
+        #[diagnostic::on_unimplemented(
+            message = "`{Self}` does not match the SQL type of the column `{Col}`",
+            label = "this field's type does not fit its column",
+            note = "use the Rust type Diesel maps the column's SQL type to, such as `i32` for \
+                    `Integer`, `i64` for `BigInt`, `String` for `Text` or `Option<_>` for `Nullable<_>`"
+        )]
+        trait __OccColumnValue<Col> {}
+
+        impl<T, Col> __OccColumnValue<Col> for T
+        where
+            Col: #diesel::expression::Expression,
+            Col::SqlType: #diesel::sql_types::SqlType + #diesel::expression::TypedExpressionType,
+            T: #diesel::expression::AsExpression<Col::SqlType>,
+        {
         }
-        _ => {
-            let ty = field.ty;
-            (
-                quote_spanned!(span=> #dsl::Eq<#table::#col, #ty>),
-                quote_spanned!(span=> #table::#col.eq(::std::clone::Clone::clone(&self.#ident))),
-            )
-        }
+
+        fn __occ_check_column<T: __OccColumnValue<Col>, Col>() {}
+
+        const _: fn() = || {
+            #(#checks)*
+        };
     }
 }
