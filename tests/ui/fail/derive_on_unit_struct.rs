@@ -1,0 +1,6 @@
+use diesel_occ::Versioned;
+
+#[derive(Versioned)]
+struct Stock;
+
+fn main() {}
