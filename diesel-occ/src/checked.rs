@@ -1,18 +1,25 @@
 //! What the sync and async checked operations share: reading the affected row count,
-//! and turning a zero-row write into a classified conflict.
+//! turning a zero-row write into a classified conflict, checking a client's token, and
+//! reporting all of it (through [`observe`]).
 
 use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, NotFound, Operation};
+use crate::observe;
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 
 /// What a guarded write's affected-row count means.
 pub(crate) fn written<T: Versioned>(entity: &T, affected: usize) -> Result<bool, Error> {
+    written_key::<T>(&entity.key(), affected)
+}
+
+/// [`written`], for a caller that holds the key rather than the entity.
+pub(crate) fn written_key<T: Versioned>(key: &T::Key, affected: usize) -> Result<bool, Error> {
     match affected {
         1 => Ok(true),
         0 => Ok(false),
         affected => Err(Error::KeyNotUnique {
             table: T::TABLE_NAME,
-            key: T::entity_key(&entity.key()),
+            key: T::entity_key(key),
             affected,
         }),
     }
@@ -38,13 +45,7 @@ pub(crate) fn conflict<T: Versioned>(
         expected.to_value(),
         state,
     );
-    tracing::debug!(
-        table = conflict.table(),
-        key = %conflict.key(),
-        operation = %operation,
-        deleted = conflict.is_deleted(),
-        "occ conflict"
-    );
+    observe::conflict(&conflict);
     conflict
 }
 
@@ -66,5 +67,10 @@ pub(crate) fn not_found<T: Versioned>(key: &T::Key) -> Error {
 }
 
 pub(crate) fn trace_written<T: Versioned>(entity: &T, operation: Operation) {
-    tracing::debug!(table = T::TABLE_NAME, key = ?entity.key(), operation = %operation, "occ write applied");
+    trace_written_key::<T>(&entity.key(), operation);
+}
+
+/// [`trace_written`], for a caller that holds the key rather than the entity.
+pub(crate) fn trace_written_key<T: Versioned>(key: &T::Key, operation: Operation) {
+    observe::written(T::TABLE_NAME, key, operation);
 }

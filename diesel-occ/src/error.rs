@@ -49,8 +49,20 @@ pub enum Error {
         affected: usize,
     },
     /// The database or the connection failed.
+    ///
+    /// Some of these are worth retrying: [`Error::is_transient`] tells which.
     #[error(transparent)]
     Database(#[from] DatabaseError),
+    /// A retry helper could not get a connection out of its source (a pool timed out,
+    /// was closed, or could not connect). The helper does not retry this: the pool has
+    /// its own waiting.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// A retry helper gave up: every attempt its [`RetryPolicy`](crate::retry::RetryPolicy)
+    /// allowed met a conflict or a transient database error, or its deadline came first.
+    /// Carries the number of attempts and the last error.
+    #[error(transparent)]
+    RetriesExhausted(#[from] RetriesExhausted),
 }
 
 impl Error {
@@ -70,6 +82,43 @@ impl Error {
     /// True for [`Error::NotFound`].
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound(_))
+    }
+
+    /// True for a database error that is worth retrying as it is: a serialization
+    /// failure, a deadlock, a lock wait timeout or a busy SQLite database. See
+    /// [`TransientKind`] for how each backend's errors are recognised.
+    ///
+    /// ```
+    /// use diesel::result::{DatabaseErrorKind, Error as DieselError};
+    /// use diesel_occ::Error;
+    ///
+    /// let deadlock = DieselError::DatabaseError(
+    ///     DatabaseErrorKind::Unknown,
+    ///     Box::new(String::from("deadlock detected")),
+    /// );
+    /// assert!(Error::from(deadlock).is_transient());
+    /// assert!(!Error::from(DieselError::NotFound).is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        self.transient_kind().is_some()
+    }
+
+    /// What kind of transient database error this is, if it is one.
+    pub fn transient_kind(&self) -> Option<TransientKind> {
+        match self {
+            Error::Database(error) => error.transient(),
+            _ => None,
+        }
+    }
+
+    /// True when the retry helpers retry this error: a [`ConcurrencyConflict`] met by a
+    /// write (a stale client token is not retried: re-reading cannot make it current)
+    /// or a [transient](Self::is_transient) database error.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Conflict(conflict) => conflict.operation() != Operation::ClientToken,
+            _ => self.is_transient(),
+        }
     }
 }
 
@@ -331,9 +380,17 @@ impl DatabaseError {
         self.source
     }
 
+    /// The kind of transient failure, when this one is worth retrying.
+    pub fn transient(&self) -> Option<TransientKind> {
+        crate::backend::transient(&self.source)
+    }
+
     /// A short description of the kind of failure, free of driver text.
     pub fn kind(&self) -> &'static str {
         use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+        if let Some(transient) = self.transient() {
+            return transient.description();
+        }
         match &self.source {
             E::DatabaseError(kind, _) => match kind {
                 Kind::UniqueViolation => "unique violation",
@@ -370,5 +427,206 @@ impl fmt::Debug for DatabaseError {
 impl From<diesel::result::Error> for DatabaseError {
     fn from(source: diesel::result::Error) -> Self {
         DatabaseError { source }
+    }
+}
+
+/// A database error that is worth retrying as it is, by backend:
+///
+/// | kind | PostgreSQL | MySQL / MariaDB | SQLite |
+/// |---|---|---|---|
+/// | [`SerializationFailure`](Self::SerializationFailure) | SQLSTATE `40001` | | |
+/// | [`Deadlock`](Self::Deadlock) | SQLSTATE `40P01` | error 1213 | |
+/// | [`LockWaitTimeout`](Self::LockWaitTimeout) | | error 1205 | |
+/// | [`Busy`](Self::Busy) | | | `SQLITE_BUSY`, `SQLITE_LOCKED` |
+///
+/// Diesel keeps the SQLSTATE or error number only for what it maps to a
+/// [`DatabaseErrorKind`](diesel::result::DatabaseErrorKind) (`40001` on PostgreSQL,
+/// 1213 through `mysqlclient`); everything else arrives as `Unknown` with the server's
+/// message. Those are recognised by their message, which PostgreSQL localises: run
+/// PostgreSQL with `lc_messages` set to `C` or an English locale (the default) for
+/// deadlocks to be recognised there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransientKind {
+    /// The transaction could not be serialized with a concurrent one.
+    SerializationFailure,
+    /// The database broke a deadlock by aborting this statement's transaction.
+    Deadlock,
+    /// A row lock was not granted in time.
+    LockWaitTimeout,
+    /// SQLite: another connection holds the lock this statement needs.
+    Busy,
+}
+
+impl TransientKind {
+    /// A lower-case description, also used as a label in logs.
+    pub fn description(self) -> &'static str {
+        match self {
+            TransientKind::SerializationFailure => "serialization failure",
+            TransientKind::Deadlock => "deadlock",
+            TransientKind::LockWaitTimeout => "lock wait timeout",
+            TransientKind::Busy => "database busy",
+        }
+    }
+}
+
+impl fmt::Display for TransientKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.description())
+    }
+}
+
+/// A connection could not be checked out of a retry helper's connection source.
+///
+/// `Display` and `Debug` name only the [kind](PoolErrorKind) of failure, never a
+/// connection string or a driver message; the pool's own error is the
+/// [`source`](std::error::Error::source).
+///
+/// ```
+/// use diesel_occ::{PoolError, PoolErrorKind};
+///
+/// let error = PoolError::new(PoolErrorKind::Timeout, "timed out after 30s waiting for postgres://app:secret@db");
+/// assert_eq!(error.to_string(), "could not check out a connection: timed out");
+/// assert_eq!(error.kind(), PoolErrorKind::Timeout);
+/// ```
+#[derive(thiserror::Error)]
+#[error("could not check out a connection: {kind}")]
+pub struct PoolError {
+    kind: PoolErrorKind,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl PoolError {
+    /// A checkout failure of this kind, caused by `source` (the pool's own error).
+    pub fn new(
+        kind: PoolErrorKind,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        PoolError {
+            kind,
+            source: Some(source.into()),
+        }
+    }
+
+    /// A checkout failure of this kind with no underlying error.
+    pub fn from_kind(kind: PoolErrorKind) -> Self {
+        PoolError { kind, source: None }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> PoolErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Debug for PoolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolError")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<diesel::ConnectionError> for PoolError {
+    fn from(error: diesel::ConnectionError) -> Self {
+        PoolError::new(PoolErrorKind::Connect, error)
+    }
+}
+
+/// Why a connection could not be checked out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolErrorKind {
+    /// No connection became available in time.
+    #[error("timed out")]
+    Timeout,
+    /// The pool was closed.
+    #[error("the pool is closed")]
+    Closed,
+    /// A new connection could not be established or set up.
+    #[error("could not connect")]
+    Connect,
+    /// Anything else the pool reported.
+    #[error("the pool failed")]
+    Other,
+}
+
+/// A retry helper gave up. Nothing of the failed attempts was written.
+///
+/// ```
+/// use diesel_occ::retry::{self, RetryPolicy};
+/// # use diesel_occ::Error;
+/// # use diesel::prelude::*;
+///
+/// # fn main() {
+/// let policy = RetryPolicy::new().max_attempts(2).backoff(std::time::Duration::ZERO, std::time::Duration::ZERO);
+/// let source = || SqliteConnection::establish(":memory:");
+/// let result: Result<(), Error> = retry::retry(&source, &policy, |_conn, _attempt| {
+///     Err(diesel::result::Error::DatabaseError(
+///         diesel::result::DatabaseErrorKind::Unknown,
+///         Box::new(String::from("database is locked")),
+///     )
+///     .into())
+/// });
+/// let Err(Error::RetriesExhausted(exhausted)) = result else { panic!("expected exhaustion") };
+/// assert_eq!(exhausted.attempts(), 2);
+/// assert!(exhausted.last_error().is_transient());
+/// assert_eq!(exhausted.to_string(), "gave up after 2 attempts");
+/// # }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct RetriesExhausted {
+    attempts: u32,
+    deadline_reached: bool,
+    #[source]
+    last: Box<Error>,
+}
+
+impl RetriesExhausted {
+    pub(crate) fn new(attempts: u32, deadline_reached: bool, last: Error) -> Self {
+        RetriesExhausted {
+            attempts,
+            deadline_reached,
+            last: Box::new(last),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let plural = if self.attempts == 1 { "" } else { "s" };
+        if self.deadline_reached {
+            format!(
+                "gave up after {} attempt{plural}: the retry deadline came first",
+                self.attempts
+            )
+        } else {
+            format!("gave up after {} attempt{plural}", self.attempts)
+        }
+    }
+
+    /// How many attempts ran.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// True when the policy's deadline, not its attempt limit, ended the retries.
+    pub fn deadline_reached(&self) -> bool {
+        self.deadline_reached
+    }
+
+    /// The error the last attempt met: a conflict or a transient database error.
+    pub fn last_error(&self) -> &Error {
+        &self.last
+    }
+
+    /// Takes the error the last attempt met.
+    pub fn into_last_error(self) -> Error {
+        *self.last
+    }
+
+    /// The conflict the last attempt met, when it was one.
+    pub fn last_conflict(&self) -> Option<&ConcurrencyConflict> {
+        self.last.as_conflict()
     }
 }

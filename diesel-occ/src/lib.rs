@@ -91,8 +91,13 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "async")]
+pub mod asynchronous;
+pub mod backend;
 mod checked;
 mod error;
+pub mod observe;
+pub mod retry;
 mod sync;
 mod token;
 mod uuid_token;
@@ -100,7 +105,8 @@ mod versioned;
 
 pub use error::{
     ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
-    InvalidTokenReason, NotFound, Operation,
+    InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
+    TransientKind,
 };
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
@@ -110,8 +116,11 @@ pub use versioned::Versioned;
 #[cfg(feature = "derive")]
 pub use diesel_occ_derive::Versioned;
 
-/// The traits and the derive, for `use diesel_occ::prelude::*`.
+/// The traits and the derive, for `use diesel_occ::prelude::*`: the blocking
+/// [`CheckedDsl`] and [`AttemptDsl`](crate::retry::AttemptDsl). The async twins are in
+/// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
+    pub use crate::retry::AttemptDsl;
     pub use crate::{CheckedDsl, VersionToken, Versioned};
 }
 
@@ -120,3 +129,8 @@ pub mod prelude {
 pub mod __private {
     pub use diesel;
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

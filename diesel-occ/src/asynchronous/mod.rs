@@ -1,0 +1,212 @@
+//! The async API, on [`diesel_async::AsyncConnection`] (feature `async`): the same
+//! checked operations and retry helper as the blocking API, with the same names and
+//! the same errors. Pick one by import, as with Diesel's and diesel-async's
+//! `RunQueryDsl`: `use diesel_occ::asynchronous::prelude::*`.
+//!
+//! It works with `AsyncPgConnection`, `AsyncMysqlConnection` and
+//! `SyncConnectionWrapper<SqliteConnection>`, and with pooled connections: a deadpool,
+//! bb8 or mobc object derefs to its connection, so pass `&mut *pooled` (or
+//! `&mut pooled` where auto-deref applies). Every future is `Send`.
+//!
+//! ```
+//! # include!("../retry/doctest_setup.rs");
+//! use diesel_async::AsyncConnection;
+//! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+//! use diesel_occ::asynchronous::prelude::*;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let (url, _keep) = shared_database("asynchronous_module_doc");
+//! let mut conn = SyncConnectionWrapper::<SqliteConnection>::establish(&url).await?;
+//! let mut mine = Stock::find(&mut conn, 1).await?;
+//! let mut theirs = Stock::find(&mut conn, 1).await?;
+//!
+//! theirs.available -= 1;
+//! theirs.save_checked(&mut conn).await?;
+//!
+//! mine.available -= 2;
+//! let error = mine.save_checked(&mut conn).await.unwrap_err();
+//! assert_eq!(error.as_conflict().unwrap().current::<i32>(), Some(theirs.version));
+//! assert_eq!(mine.version, 1); // untouched
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Cancellation
+//!
+//! Dropping a future of this module (a timeout, a client that went away) never leaves a
+//! half-applied write:
+//!
+//! - [`save_checked`](CheckedDsl::save_checked) and
+//!   [`delete_checked`](CheckedDsl::delete_checked) write with ONE statement in
+//!   autocommit mode (the conflict path adds a read). The database applies it entirely
+//!   or not at all; if the future was dropped after the statement was sent, the caller
+//!   cannot know which, and a re-read tells (the token changed or it did not).
+//! - A transaction is another matter. diesel-async does not roll a transaction back
+//!   when its future is dropped: `AsyncConnection::transaction` leaves it open on the
+//!   connection, whose transaction manager still records it. A diesel-async pool
+//!   notices at the next checkout of that connection (`PoolableConnection::is_broken`
+//!   is true while a transaction is open) and closes it instead of handing it out, and
+//!   closing a connection makes the server roll back. Until then the transaction and
+//!   its locks live on. The [`retry`] helper does not wait for that: when its future is
+//!   dropped during an attempt, the attempt's connection is
+//!   [discarded](AsyncConnectionSource::discard) at once (a deadpool object is
+//!   detached from its pool and dropped), which closes it, so the server rolls back an
+//!   escalated attempt's transaction and releases its row locks (or SQLite's write
+//!   lock) right away. The closure's own writes in that transaction are never
+//!   committed.
+
+mod retry;
+
+use std::future::Future;
+
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::SelectDsl;
+use diesel::{OptionalExtension, Selectable, SelectableHelper};
+use diesel_async::AsyncConnection;
+use diesel_async::methods::{ExecuteDsl, LoadQuery};
+
+pub use self::retry::{
+    AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
+    AttemptDsl, retry,
+};
+pub use crate::retry::{Attempt, OwnedConnection, RetryPolicy};
+
+use crate::checked;
+use crate::error::{Error, Operation};
+use crate::token::VersionToken;
+use crate::versioned::Versioned;
+
+/// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
+pub mod prelude {
+    pub use super::{AttemptDsl, CheckedDsl};
+    pub use crate::{VersionToken, Versioned};
+}
+
+/// Checked saves, deletes and loads on an async Diesel connection: the twin of the
+/// blocking [`CheckedDsl`](crate::CheckedDsl), with the same names, statements,
+/// semantics and errors.
+///
+/// Implemented for every [`Versioned`] entity; bring it into scope with
+/// `use diesel_occ::asynchronous::prelude::*`. Every method returns a `Send` future.
+/// See the [module documentation](self) for an example and for what dropping a future
+/// does.
+pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
+    /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
+    /// a fresh token: one statement when it succeeds.
+    ///
+    /// On success the entity holds the fresh token. When no row matches, returns
+    /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
+    /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
+    /// Dropping the future before it completes leaves the entity as it was, too.
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: Send,
+        Self::UpdateStatement: ExecuteDsl<Conn> + Send,
+        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+    {
+        let fresh = self.token().next_token();
+        let statement = self.update_statement(&fresh);
+        async move {
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            let key = self.key();
+            if checked::written_key::<Self>(&key, affected)? {
+                self.set_token(fresh);
+                checked::trace_written_key::<Self>(&key, Operation::Update);
+                Ok(())
+            } else {
+                Err(classify::<Self, Conn>(key, self.token(), Operation::Update, conn).await)
+            }
+        }
+    }
+
+    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
+    ///
+    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self::DeleteStatement: ExecuteDsl<Conn> + Send,
+        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+    {
+        let statement = self.delete_statement();
+        let key = self.key();
+        let expected = self.token().clone();
+        async move {
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            if checked::written_key::<Self>(&key, affected)? {
+                checked::trace_written_key::<Self>(&key, Operation::Delete);
+                Ok(())
+            } else {
+                Err(classify::<Self, Conn>(key, &expected, Operation::Delete, conn).await)
+            }
+        }
+    }
+
+    /// Loads the row with this key, or [`Error::NotFound`].
+    fn find(conn: &mut Conn, key: Self::Key) -> impl Future<Output = Result<Self, Error>> + Send
+    where
+        Self: Selectable<Conn::Backend> + Send + 'static,
+        Self::SelectExpression: QueryId,
+        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
+        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
+            LoadQuery<'static, Conn, Self> + Send + 'static,
+    {
+        let query = Self::find_query(key.clone()).select(Self::as_select());
+        async move {
+            diesel_async::RunQueryDsl::get_result(query, conn)
+                .await
+                .optional()?
+                .ok_or_else(|| checked::not_found::<Self>(&key))
+        }
+    }
+
+    /// Loads the row with this key and checks that it still holds the token a client
+    /// sent (an HTTP `If-Match`, a form field), before any edit.
+    ///
+    /// A nil or otherwise invalid token is [`Error::InvalidToken`] without a query; a
+    /// missing row is [`Error::NotFound`]; a stale token is [`Error::Conflict`] with the
+    /// current token. The client's token is never replaced by the loaded one.
+    fn find_checked(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+    ) -> impl Future<Output = Result<Self, Error>> + Send
+    where
+        Self: Selectable<Conn::Backend> + Send + 'static,
+        Self::SelectExpression: QueryId,
+        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
+        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
+            LoadQuery<'static, Conn, Self> + Send + 'static,
+    {
+        let expected = expected.clone();
+        async move {
+            expected.validate()?;
+            checked::check_client_token(Self::find(conn, key).await?, &expected)
+        }
+    }
+}
+
+impl<T: Versioned, Conn: AsyncConnection> CheckedDsl<Conn> for T {}
+
+/// The conflict behind a zero-row write: one query for the row's current token.
+async fn classify<T, Conn>(
+    key: T::Key,
+    expected: &T::Token,
+    operation: Operation,
+    conn: &mut Conn,
+) -> Error
+where
+    T: Versioned,
+    Conn: AsyncConnection,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+{
+    let query = T::token_query(key.clone());
+    match diesel_async::RunQueryDsl::get_result(query, conn)
+        .await
+        .optional()
+    {
+        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
+        Err(error) => error.into(),
+    }
+}

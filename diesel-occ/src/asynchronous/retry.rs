@@ -1,0 +1,431 @@
+//! The async retry helper, its connection sources, and how an escalated attempt takes
+//! its lock on an async connection.
+
+use std::future::Future;
+use std::ops::DerefMut;
+use std::time::Instant;
+
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::SelectDsl;
+use diesel::result::QueryResult;
+use diesel::{OptionalExtension, Selectable, SelectableHelper};
+use diesel_async::methods::LoadQuery;
+use diesel_async::sync_connection_wrapper::{
+    SpawnBlocking, SyncConnectionWrapper, SyncTransactionManagerWrapper,
+};
+use diesel_async::{AsyncConnection, TransactionManager};
+use tracing::Instrument;
+
+use super::CheckedDsl;
+use crate::backend::{LockedRead, LockingBackend, LockingConnection};
+use crate::checked;
+use crate::error::{DatabaseError, Error, PoolError};
+use crate::observe;
+use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step};
+use crate::versioned::Versioned;
+
+/// Where the async retry helper gets a connection for each attempt.
+///
+/// Implemented for diesel-async's deadpool `Pool<C>` (feature `deadpool`) and for any
+/// closure `Fn() -> impl Future<Output = Result<C, E>>` where `E: Into<PoolError>`
+/// (such as `|| AsyncPgConnection::establish(url)`, which connects once per attempt).
+/// For another pool (bb8, mobc, your own), implement it: `checkout` gets a connection,
+/// and `discard` gets rid of one that must not be reused.
+///
+/// ```
+/// use diesel_async::AsyncConnection;
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::{AsyncConnectionSource, OwnedConnection};
+/// use diesel_occ::PoolError;
+///
+/// type Conn = SyncConnectionWrapper<diesel::SqliteConnection>;
+///
+/// /// Connects for every attempt.
+/// struct Connector(String);
+///
+/// impl AsyncConnectionSource for Connector {
+///     type Connection = Conn;
+///     type Pooled<'a> = OwnedConnection<Conn>;
+///
+///     async fn checkout(&self) -> Result<OwnedConnection<Conn>, PoolError> {
+///         Ok(OwnedConnection::new(Conn::establish(&self.0).await?))
+///     }
+/// }
+/// ```
+pub trait AsyncConnectionSource: Sync {
+    /// The connection an attempt works with.
+    type Connection: AsyncConnection;
+
+    /// What a checkout hands out: a pooled connection that goes back to its pool when
+    /// dropped, or an owned one.
+    type Pooled<'a>: DerefMut<Target = Self::Connection> + Send
+    where
+        Self: 'a;
+
+    /// Checks a connection out for one attempt. The helper drops it when the attempt
+    /// ends, before it sleeps.
+    fn checkout(&self) -> impl Future<Output = Result<Self::Pooled<'_>, PoolError>> + Send;
+
+    /// Gets rid of a connection whose state is unknown, so that it is never handed out
+    /// again: its attempt was cancelled (the helper's future was dropped) or its
+    /// transaction could not be committed or rolled back. Runs synchronously, from a
+    /// destructor.
+    ///
+    /// The default drops it, which closes an owned connection; closing is what makes
+    /// the server roll back an open transaction and release its locks at once. A pool
+    /// whose dropped objects go back to the pool should detach the object instead, as
+    /// the deadpool implementation does; otherwise the open transaction lingers until
+    /// the pool's recycle check catches it.
+    fn discard(&self, pooled: Self::Pooled<'_>) {
+        drop(pooled);
+    }
+}
+
+impl<F, Fut, C, E> AsyncConnectionSource for F
+where
+    F: Fn() -> Fut + Sync,
+    Fut: Future<Output = Result<C, E>> + Send,
+    C: AsyncConnection,
+    E: Into<PoolError>,
+{
+    type Connection = C;
+    type Pooled<'a>
+        = OwnedConnection<C>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> impl Future<Output = Result<OwnedConnection<C>, PoolError>> + Send {
+        let connecting = self();
+        async move {
+            connecting
+                .await
+                .map(OwnedConnection::new)
+                .map_err(Into::into)
+        }
+    }
+}
+
+#[cfg(feature = "deadpool")]
+impl<C> AsyncConnectionSource for diesel_async::pooled_connection::deadpool::Pool<C>
+where
+    C: diesel_async::pooled_connection::PoolableConnection + Send + 'static,
+    diesel_async::pooled_connection::AsyncDieselConnectionManager<C>: deadpool::managed::Manager<Type = C, Error = diesel_async::pooled_connection::PoolError>
+        + Send
+        + Sync,
+{
+    type Connection = C;
+    type Pooled<'a> = diesel_async::pooled_connection::deadpool::Object<C>;
+
+    async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+        self.get().await.map_err(deadpool_error)
+    }
+
+    /// Detaches the object from the pool and drops the connection, closing it.
+    fn discard(&self, pooled: Self::Pooled<'_>) {
+        drop(deadpool::managed::Object::take(pooled));
+    }
+}
+
+#[cfg(feature = "deadpool")]
+fn deadpool_error(error: diesel_async::pooled_connection::deadpool::PoolError) -> PoolError {
+    use crate::PoolErrorKind;
+    use deadpool::managed::PoolError as E;
+    let kind = match &error {
+        E::Timeout(_) => PoolErrorKind::Timeout,
+        E::Closed => PoolErrorKind::Closed,
+        E::Backend(_) | E::PostCreateHook(_) => PoolErrorKind::Connect,
+        _ => PoolErrorKind::Other,
+    };
+    PoolError::new(kind, error)
+}
+
+/// An async connection that can open an escalated retry attempt's transaction: the
+/// twin of [`LockingConnection`].
+///
+/// Implemented for every connection whose transaction manager implements
+/// [`AsyncLockingTransactionManager`]: `AsyncPgConnection` and `AsyncMysqlConnection`
+/// (diesel-async's `AnsiTransactionManager`), and `SyncConnectionWrapper<C>` of a
+/// blocking [`LockingConnection`] (so SQLite's `BEGIN IMMEDIATE` through the wrapper).
+/// The transaction is committed or rolled back through the connection's own
+/// `TransactionManager`.
+pub trait AsyncLockingConnection: AsyncConnection {
+    /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
+    /// `AlreadyInTransaction` when a transaction is open.
+    fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+}
+
+impl<C> AsyncLockingConnection for C
+where
+    C: AsyncConnection,
+    C::TransactionManager: AsyncLockingTransactionManager<C>,
+{
+    fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send {
+        <C::TransactionManager as AsyncLockingTransactionManager<C>>::begin_locked_transaction(self)
+    }
+}
+
+/// How an async connection's transaction manager opens a locking transaction; what
+/// [`AsyncLockingConnection`] dispatches on (per transaction manager, because
+/// `SyncConnectionWrapper` has its own).
+pub trait AsyncLockingTransactionManager<Conn: AsyncConnection>: TransactionManager<Conn> {
+    /// Opens the transaction with the backend's [`LockingBackend::BEGIN_LOCKED`].
+    fn begin_locked_transaction(conn: &mut Conn) -> impl Future<Output = QueryResult<()>> + Send;
+}
+
+impl<C> AsyncLockingTransactionManager<C> for diesel_async::AnsiTransactionManager
+where
+    C: AsyncConnection<TransactionManager = Self>,
+    C::Backend: LockingBackend,
+{
+    fn begin_locked_transaction(conn: &mut C) -> impl Future<Output = QueryResult<()>> + Send {
+        Self::begin_transaction_sql(conn, <C::Backend as LockingBackend>::BEGIN_LOCKED)
+    }
+}
+
+impl<T, C, S> AsyncLockingTransactionManager<SyncConnectionWrapper<C, S>>
+    for SyncTransactionManagerWrapper<T>
+where
+    SyncConnectionWrapper<C, S>: AsyncConnection<TransactionManager = Self>,
+    C: LockingConnection + 'static,
+    S: SpawnBlocking + Send,
+    T: diesel::connection::TransactionManager<C> + Send,
+{
+    fn begin_locked_transaction(
+        conn: &mut SyncConnectionWrapper<C, S>,
+    ) -> impl Future<Output = QueryResult<()>> + Send {
+        conn.spawn_blocking(|conn| conn.begin_locked_transaction())
+    }
+}
+
+/// The closures the async [`retry`] accepts: an async closure
+/// `async |conn: &mut C, attempt: Attempt| -> Result<T, Error>` whose future is `Send`.
+///
+/// Implemented for every such closure; you never implement or name it. It exists, as
+/// diesel-async's own helper for `transaction` does, because `AsyncFnOnce` alone cannot
+/// say that the returned future is `Send`.
+pub trait AsyncAttemptFn<C, R>:
+    AsyncFnOnce(C, Attempt) -> R + FnOnce(C, Attempt) -> <Self as AsyncAttemptFn<C, R>>::Fut
+{
+    /// The closure's future.
+    type Fut: Future<Output = R>;
+}
+
+impl<F, C, R, Fut> AsyncAttemptFn<C, R> for F
+where
+    F: AsyncFnOnce(C, Attempt) -> R + FnOnce(C, Attempt) -> Fut,
+    Fut: Future<Output = R>,
+{
+    type Fut = Fut;
+}
+
+/// Runs `attempt` until it succeeds, fails with an error that is not worth retrying,
+/// or `policy` gives up ([`Error::RetriesExhausted`]): the twin of
+/// [`retry::retry`](crate::retry::retry), with the same contract (see
+/// [`crate::retry`]).
+///
+/// The closure is an async closure, `async |conn, attempt| { ... }`, run once per
+/// attempt on a clone of it: it may borrow from its surroundings (request data, a
+/// quantity) but not mutate them; per-attempt state comes from [`Attempt`]. Every
+/// attempt checks a fresh connection out of `source` and drops it before the backoff
+/// sleep (Tokio's timer: call it inside a Tokio runtime with time enabled). The
+/// returned future is `Send`; dropping it cancels the running attempt safely (see
+/// [Cancellation](super#cancellation)).
+///
+/// ```
+/// # include!("../retry/doctest_setup.rs");
+/// use diesel_async::AsyncConnection;
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+/// use diesel_occ::asynchronous::{self, RetryPolicy};
+///
+/// #[derive(Debug, PartialEq)]
+/// struct SoldOut;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), diesel_occ::Error> {
+/// # let (url, _keep) = shared_database("asynchronous_retry_doc");
+/// // A deadpool `Pool` works the same (feature `deadpool`).
+/// let source = || SyncConnectionWrapper::<SqliteConnection>::establish(&url);
+/// let policy = RetryPolicy::new().escalate_after(2);
+/// let quantity = 4;
+///
+/// let outcome = asynchronous::retry(&source, &policy, async |conn, attempt| {
+///     let mut stock: Stock = attempt.find(conn, 1).await?;
+///     if stock.available < quantity {
+///         return Ok(Err(SoldOut));
+///     }
+///     stock.available -= quantity;
+///     stock.save_checked(conn).await?;
+///     Ok(Ok(stock.available))
+/// })
+/// .await?;
+/// assert_eq!(outcome, Ok(6));
+/// # Ok(())
+/// # }
+/// ```
+// Not an `async fn`: the signature promises a `Send` future, checked here once rather
+// than at every call site.
+#[allow(clippy::manual_async_fn)]
+pub fn retry<'s, S, T, F>(
+    source: &'s S,
+    policy: &'s RetryPolicy,
+    attempt: F,
+) -> impl Future<Output = Result<T, Error>> + Send + 's
+where
+    S: AsyncConnectionSource + ?Sized,
+    S::Connection: AsyncLockingConnection,
+    for<'c> F: AsyncFnOnce(&'c mut S::Connection, Attempt) -> Result<T, Error>
+        + AsyncAttemptFn<&'c mut S::Connection, Result<T, Error>, Fut: Send>
+        + Clone
+        + Send
+        + 's,
+    T: Send + 's,
+{
+    async move {
+        let started = Instant::now();
+        let mut state = RetryLoop::new(policy);
+        loop {
+            let current = state.next_attempt();
+            let result = run_attempt(source, current, attempt.clone())
+                .instrument(observe::attempt_span(&current))
+                .await;
+            match state.after(result, started.elapsed()) {
+                Step::Done(result) => return result,
+                Step::Retry(backoff) if backoff.is_zero() => {}
+                Step::Retry(backoff) => tokio::time::sleep(backoff).await,
+            }
+        }
+    }
+}
+
+/// A checked-out connection that is discarded, not returned, unless its attempt ended
+/// cleanly: also when the attempt's future is dropped.
+struct Checkout<'s, S: AsyncConnectionSource + ?Sized> {
+    source: &'s S,
+    pooled: Option<S::Pooled<'s>>,
+    clean: bool,
+}
+
+impl<S: AsyncConnectionSource + ?Sized> Drop for Checkout<'_, S> {
+    fn drop(&mut self) {
+        if let Some(pooled) = self.pooled.take() {
+            if !self.clean {
+                tracing::debug!(
+                    target: "diesel_occ",
+                    "occ attempt did not end cleanly; discarding its connection"
+                );
+                self.source.discard(pooled);
+            }
+        }
+    }
+}
+
+/// One attempt on a fresh connection.
+async fn run_attempt<S, T, F>(source: &S, attempt: Attempt, f: F) -> Result<T, Error>
+where
+    S: AsyncConnectionSource + ?Sized,
+    S::Connection: AsyncLockingConnection,
+    for<'c> F: AsyncFnOnce(&'c mut S::Connection, Attempt) -> Result<T, Error>
+        + AsyncAttemptFn<&'c mut S::Connection, Result<T, Error>, Fut: Send>
+        + Send,
+    T: Send,
+{
+    let pooled = source.checkout().await?;
+    let mut checkout = Checkout {
+        source,
+        pooled: Some(pooled),
+        clean: false,
+    };
+    let Some(pooled) = checkout.pooled.as_mut() else {
+        unreachable!("the connection was just checked out")
+    };
+    let conn: &mut S::Connection = pooled;
+    let (result, clean) = if attempt.is_escalated() {
+        escalated(conn, attempt, f).await
+    } else {
+        (f(conn, attempt).await, true)
+    };
+    checkout.clean = clean;
+    result
+}
+
+/// An escalated attempt: the closure inside a locking transaction. Also says whether
+/// the transaction ended cleanly.
+async fn escalated<C, T, F>(conn: &mut C, attempt: Attempt, f: F) -> (Result<T, Error>, bool)
+where
+    C: AsyncLockingConnection,
+    for<'c> F: AsyncFnOnce(&'c mut C, Attempt) -> Result<T, Error>
+        + AsyncAttemptFn<&'c mut C, Result<T, Error>, Fut: Send>
+        + Send,
+    T: Send,
+{
+    if let Err(error) = conn.begin_locked_transaction().await {
+        return (Err(error.into()), false);
+    }
+    match f(&mut *conn, attempt).await {
+        Ok(value) => match C::TransactionManager::commit_transaction(conn).await {
+            Ok(()) => (Ok(value), true),
+            Err(error) => (Err(error.into()), false),
+        },
+        Err(error) => match C::TransactionManager::rollback_transaction(conn).await {
+            Ok(()) => (Err(error), true),
+            Err(rollback) => {
+                tracing::warn!(
+                    target: "diesel_occ",
+                    error = %DatabaseError::from(rollback),
+                    "occ escalated attempt could not roll back; discarding its connection"
+                );
+                (Err(error), false)
+            }
+        },
+    }
+}
+
+/// Reads for a retry attempt on an async connection: the twin of
+/// [`retry::AttemptDsl`](crate::retry::AttemptDsl). Implemented for [`Attempt`]; in
+/// [`prelude`](super::prelude).
+pub trait AttemptDsl<Conn: AsyncConnection> {
+    /// Loads the row with this key, or [`Error::NotFound`].
+    ///
+    /// On an escalated attempt the read locks the row until the attempt's transaction
+    /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
+    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. Otherwise
+    /// it is [`CheckedDsl::find`].
+    fn find<T>(
+        &self,
+        conn: &mut Conn,
+        key: T::Key,
+    ) -> impl Future<Output = Result<T, Error>> + Send
+    where
+        T: Versioned + Selectable<Conn::Backend> + Send + 'static,
+        T::SelectExpression: QueryId,
+        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+            LoadQuery<'static, Conn, T> + Send + 'static,
+        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
+}
+
+impl<Conn: AsyncConnection> AttemptDsl<Conn> for Attempt {
+    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> impl Future<Output = Result<T, Error>> + Send
+    where
+        T: Versioned + Selectable<Conn::Backend> + Send + 'static,
+        T::SelectExpression: QueryId,
+        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+            LoadQuery<'static, Conn, T> + Send + 'static,
+        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
+    {
+        let escalated = self.is_escalated();
+        async move {
+            if !escalated {
+                return <T as CheckedDsl<Conn>>::find(conn, key).await;
+            }
+            let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()));
+            diesel_async::RunQueryDsl::get_result(query, conn)
+                .await
+                .optional()?
+                .ok_or_else(|| checked::not_found::<T>(&key))
+        }
+    }
+}

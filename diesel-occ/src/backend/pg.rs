@@ -1,0 +1,32 @@
+//! PostgreSQL.
+//!
+//! What the drivers keep: `libpq` (diesel's `PgConnection`) and `tokio-postgres`
+//! (diesel-async's `AsyncPgConnection`) both map SQLSTATE `40001` to
+//! `DatabaseErrorKind::SerializationFailure`. Every other SQLSTATE they do not map,
+//! `40P01` (deadlock) included, becomes `Unknown`, and the SQLSTATE itself is not
+//! reachable: the error information is a private type behind
+//! `DatabaseErrorInformation`, which offers the message, detail, hint, table, column,
+//! constraint and position only. A deadlock is therefore recognised by its primary
+//! message, `deadlock detected`, which PostgreSQL translates unless `lc_messages` is
+//! `C` or English.
+
+use diesel::result::DatabaseErrorKind;
+
+use crate::error::TransientKind;
+
+/// The primary message of SQLSTATE 40P01.
+const DEADLOCK_MESSAGE: &str = "deadlock detected";
+
+pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<TransientKind> {
+    match kind {
+        DatabaseErrorKind::SerializationFailure => Some(TransientKind::SerializationFailure),
+        DatabaseErrorKind::Unknown if message == DEADLOCK_MESSAGE => Some(TransientKind::Deadlock),
+        _ => None,
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl super::LockingBackend for diesel::pg::Pg {
+    const BEGIN_LOCKED: &'static str = "BEGIN";
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+}

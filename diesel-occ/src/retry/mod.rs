@@ -1,0 +1,342 @@
+//! Bounded retries on a blocking connection: re-read, decide, save, and again on a
+//! conflict.
+//!
+//! [`retry`] runs a closure until it succeeds, fails for good or the [`RetryPolicy`]
+//! gives up. Each attempt gets a FRESH connection from a [`ConnectionSource`] (an r2d2
+//! pool, a closure that connects, or your own pool), so the closure re-reads the row
+//! and never works from what an earlier attempt saw. The async twin is
+//! [`asynchronous::retry`](crate::asynchronous::retry).
+//!
+//! The closure returns `Result<T, diesel_occ::Error>`:
+//!
+//! - `Ok(value)` ends the loop with `Ok(value)`. A domain decision ("sold out") is a
+//!   value too: return `Ok(Err(SoldOut))` with `T = Result<_, SoldOut>`, and the loop
+//!   ends with it, as it should: retrying cannot change the answer.
+//! - `Err(error)` with a [retryable](crate::Error::is_retryable) error (a conflict at
+//!   write time, a deadlock, a serialization failure, a lock wait timeout, a busy
+//!   SQLite) runs another attempt after a backoff; any other error ends the loop with
+//!   it. `?` works on Diesel's own errors, which convert into [`Error`].
+//! - When the policy gives up, the result is [`Error::RetriesExhausted`] with the
+//!   number of attempts and the last error.
+//!
+//! ```
+//! # include!("doctest_setup.rs");
+//! use diesel_occ::prelude::*;
+//! use diesel_occ::retry::{self, RetryPolicy};
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct SoldOut;
+//!
+//! # fn main() -> Result<(), diesel_occ::Error> {
+//! # let (url, _keep) = shared_database("retry_module_doc");
+//! // Any `Fn() -> Result<Connection, _>` is a source; so is an r2d2 pool (feature `r2d2`).
+//! let source = || SqliteConnection::establish(&url);
+//! let policy = RetryPolicy::new().max_attempts(5).escalate_after(2);
+//!
+//! let reserve = |quantity: i32| {
+//!     retry::retry(&source, &policy, |conn, attempt| {
+//!         let mut stock: Stock = attempt.find(conn, 1)?; // fresh read, every attempt
+//!         if stock.available < quantity {
+//!             return Ok(Err(SoldOut)); // a decision, not a failure: no retry
+//!         }
+//!         stock.available -= quantity;
+//!         stock.save_checked(conn)?; // a conflict here retries
+//!         Ok(Ok(stock.available))
+//!     })
+//! };
+//! assert_eq!(reserve(4)?, Ok(6));
+//! assert_eq!(reserve(7)?, Err(SoldOut));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Escalation
+//!
+//! Under heavy contention on one row, optimistic attempts keep losing. With
+//! [`RetryPolicy::escalate_after`], the attempts after that many conflicts run inside a
+//! transaction, and [`AttemptDsl::find`] reads with `SELECT ... FOR UPDATE` on
+//! PostgreSQL and MySQL, or inside `BEGIN IMMEDIATE` on SQLite: the row is locked from
+//! the read to the commit, so the save cannot conflict. Attempts before that, and all
+//! attempts of work that does not collide, take no lock.
+
+mod policy;
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::time::Instant;
+
+use diesel::connection::{Connection, TransactionManager};
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::SelectDsl;
+use diesel::query_dsl::{LoadQuery, RunQueryDsl};
+use diesel::{OptionalExtension, Selectable, SelectableHelper};
+
+pub use self::policy::{Attempt, RetryPolicy};
+pub(crate) use self::policy::{RetryLoop, Step};
+
+use crate::backend::{LockedRead, LockingConnection};
+use crate::checked;
+use crate::error::{Error, PoolError};
+use crate::observe;
+use crate::sync::CheckedDsl;
+use crate::versioned::Versioned;
+
+/// Where the blocking retry helper gets a connection for each attempt.
+///
+/// Implemented for Diesel's r2d2 `Pool<ConnectionManager<C>>` (feature `r2d2`) and for
+/// any closure `Fn() -> Result<C, E>` where `E: Into<PoolError>` (such as
+/// `|| SqliteConnection::establish(url)`, which connects once per attempt). For another
+/// pool, implement it:
+///
+/// ```
+/// use diesel::prelude::*;
+/// use diesel_occ::retry::ConnectionSource;
+/// use diesel_occ::{PoolError, PoolErrorKind};
+///
+/// /// A pool of one, for the sake of the example.
+/// struct OnlyOne(std::sync::Mutex<Option<SqliteConnection>>);
+///
+/// /// Puts the connection back when dropped.
+/// struct Lease<'a>(&'a OnlyOne, Option<SqliteConnection>);
+///
+/// impl std::ops::Deref for Lease<'_> {
+///     type Target = SqliteConnection;
+///     fn deref(&self) -> &SqliteConnection { self.1.as_ref().unwrap() }
+/// }
+/// impl std::ops::DerefMut for Lease<'_> {
+///     fn deref_mut(&mut self) -> &mut SqliteConnection { self.1.as_mut().unwrap() }
+/// }
+/// impl Drop for Lease<'_> {
+///     fn drop(&mut self) { *self.0.0.lock().unwrap() = self.1.take(); }
+/// }
+///
+/// impl ConnectionSource for OnlyOne {
+///     type Connection = SqliteConnection;
+///     type Pooled<'a> = Lease<'a>;
+///
+///     fn checkout(&self) -> Result<Lease<'_>, PoolError> {
+///         let conn = self.0.lock().unwrap().take();
+///         match conn {
+///             Some(conn) => Ok(Lease(self, Some(conn))),
+///             None => Err(PoolError::from_kind(PoolErrorKind::Timeout)),
+///         }
+///     }
+/// }
+/// ```
+pub trait ConnectionSource {
+    /// The connection an attempt works with.
+    type Connection: Connection;
+
+    /// What a checkout hands out: a pooled connection that goes back to its pool when
+    /// dropped, or an owned one.
+    type Pooled<'a>: DerefMut<Target = Self::Connection>
+    where
+        Self: 'a;
+
+    /// Checks a connection out for one attempt. The helper drops it when the attempt
+    /// ends, before it sleeps.
+    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError>;
+
+    /// Gets rid of a connection whose state is unknown (its transaction could not be
+    /// committed or rolled back), so that it is not used again. The default drops it,
+    /// which is right for pools that check connections when they come back (r2d2 with
+    /// Diesel's `ConnectionManager` does) and for owned connections.
+    fn discard(&self, pooled: Self::Pooled<'_>) {
+        drop(pooled);
+    }
+}
+
+/// A connection that a source made for one attempt; it closes when dropped.
+pub struct OwnedConnection<C>(C);
+
+impl<C> OwnedConnection<C> {
+    /// Wraps a connection.
+    pub fn new(connection: C) -> Self {
+        OwnedConnection(connection)
+    }
+
+    /// Unwraps the connection.
+    pub fn into_inner(self) -> C {
+        self.0
+    }
+}
+
+impl<C> Deref for OwnedConnection<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+impl<C> DerefMut for OwnedConnection<C> {
+    fn deref_mut(&mut self) -> &mut C {
+        &mut self.0
+    }
+}
+
+impl<C> fmt::Debug for OwnedConnection<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedConnection").finish_non_exhaustive()
+    }
+}
+
+impl<F, C, E> ConnectionSource for F
+where
+    F: Fn() -> Result<C, E>,
+    C: Connection,
+    E: Into<PoolError>,
+{
+    type Connection = C;
+    type Pooled<'a>
+        = OwnedConnection<C>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<OwnedConnection<C>, PoolError> {
+        self().map(OwnedConnection).map_err(Into::into)
+    }
+}
+
+#[cfg(feature = "r2d2")]
+impl<C> ConnectionSource for diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<C>>
+where
+    C: diesel::r2d2::R2D2Connection + Send + 'static,
+{
+    type Connection = C;
+    type Pooled<'a> = diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<C>>;
+
+    /// `Pool::get`. r2d2 reports every checkout failure as a timeout (it keeps retrying
+    /// to connect until its `connection_timeout`).
+    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+        self.get()
+            .map_err(|error| PoolError::new(crate::PoolErrorKind::Timeout, error))
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails with an error that is not worth retrying,
+/// or `policy` gives up ([`Error::RetriesExhausted`]).
+///
+/// Every attempt checks a fresh connection out of `source` and drops it before the
+/// backoff sleep; a checkout failure ends the loop with [`Error::Pool`]. An escalated
+/// attempt ([`Attempt::is_escalated`]) runs in a transaction opened with the backend's
+/// [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED), committed on `Ok`
+/// and rolled back on `Err`; a failed commit (such as a serialization failure) is
+/// retried like any transient error. See the [module documentation](self) for the
+/// closure's contract and an example.
+///
+/// The closure is `FnMut`; the async helper takes an async closure instead.
+pub fn retry<S, T, F>(source: &S, policy: &RetryPolicy, mut attempt: F) -> Result<T, Error>
+where
+    S: ConnectionSource + ?Sized,
+    S::Connection: LockingConnection,
+    F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
+{
+    let started = Instant::now();
+    let mut state = RetryLoop::new(policy);
+    loop {
+        let current = state.next_attempt();
+        let result = {
+            let _span = observe::attempt_span(&current).entered();
+            run_attempt(source, current, &mut attempt)
+        };
+        match state.after(result, started.elapsed()) {
+            Step::Done(result) => return result,
+            Step::Retry(backoff) => std::thread::sleep(backoff),
+        }
+    }
+}
+
+/// One attempt on a fresh connection, which is dropped (or discarded) on return.
+fn run_attempt<S, T, F>(source: &S, attempt: Attempt, f: &mut F) -> Result<T, Error>
+where
+    S: ConnectionSource + ?Sized,
+    S::Connection: LockingConnection,
+    F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
+{
+    let mut pooled = source.checkout()?;
+    if !attempt.is_escalated() {
+        return f(&mut pooled, attempt);
+    }
+    let (result, clean) = escalated(&mut *pooled, attempt, f);
+    if !clean {
+        source.discard(pooled);
+    }
+    result
+}
+
+/// An escalated attempt: the closure inside a locking transaction. Also says whether
+/// the transaction ended cleanly.
+fn escalated<C, T, F>(conn: &mut C, attempt: Attempt, f: &mut F) -> (Result<T, Error>, bool)
+where
+    C: LockingConnection,
+    F: FnMut(&mut C, Attempt) -> Result<T, Error>,
+{
+    if let Err(error) = conn.begin_locked_transaction() {
+        return (Err(error.into()), false);
+    }
+    match f(conn, attempt) {
+        Ok(value) => match C::TransactionManager::commit_transaction(conn) {
+            Ok(()) => (Ok(value), true),
+            Err(error) => (Err(error.into()), false),
+        },
+        Err(error) => match C::TransactionManager::rollback_transaction(conn) {
+            Ok(()) => (Err(error), true),
+            Err(rollback) => {
+                tracing::warn!(
+                    target: "diesel_occ",
+                    error = %crate::error::DatabaseError::from(rollback),
+                    "occ escalated attempt could not roll back; discarding its connection"
+                );
+                (Err(error), false)
+            }
+        },
+    }
+}
+
+/// Reads for a retry attempt: a plain read, or a locking one when the attempt is
+/// escalated. Implemented for [`Attempt`]; in [`prelude`](crate::prelude).
+///
+/// The async twin is [`asynchronous::AttemptDsl`](crate::asynchronous::AttemptDsl).
+pub trait AttemptDsl<Conn: Connection> {
+    /// Loads the row with this key, or [`Error::NotFound`].
+    ///
+    /// On an escalated attempt the read locks the row until the attempt's transaction
+    /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
+    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. Otherwise
+    /// it is [`CheckedDsl::find`].
+    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
+    where
+        T: Versioned + Selectable<Conn::Backend>,
+        T::SelectExpression: QueryId,
+        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+            RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
+        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
+}
+
+impl<Conn: Connection> AttemptDsl<Conn> for Attempt {
+    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
+    where
+        T: Versioned + Selectable<Conn::Backend>,
+        T::SelectExpression: QueryId,
+        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+            RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
+        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
+    {
+        if !self.is_escalated() {
+            return <T as CheckedDsl<Conn>>::find(conn, key);
+        }
+        LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
+            .get_result(conn)
+            .optional()?
+            .ok_or_else(|| checked::not_found::<T>(&key))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;

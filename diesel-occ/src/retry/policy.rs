@@ -1,0 +1,550 @@
+//! [`RetryPolicy`], [`Attempt`] and the decision the sync and async loops share: after
+//! an attempt, stop with its result, give up, or sleep and try again.
+
+use std::time::Duration;
+
+use crate::error::{Error, RetriesExhausted};
+use crate::observe;
+
+/// How often and how patiently a retry helper tries again.
+///
+/// A helper retries only an attempt that failed with a retryable error
+/// ([`Error::is_retryable`]): a [`ConcurrencyConflict`](crate::ConcurrencyConflict) at
+/// write time, or a transient database error ([`Error::is_transient`]). Anything else,
+/// and every `Ok`, ends the loop at once.
+///
+/// - **Attempts**: at most [`max_attempts`](Self::max_attempts) (default 5), the first
+///   included.
+/// - **Backoff**: before retry `n` (1 for the second attempt) the helper sleeps a random
+///   duration between zero and `min(max, initial * 2^(n-1))` ("full jitter"), so
+///   writers that collided spread out instead of colliding again. Default: initial
+///   10 ms, max 500 ms.
+/// - **Deadline** (default none): a time budget for the whole loop, measured from the
+///   call. The first attempt always runs; no later attempt starts after the deadline,
+///   and when a backoff would reach it the helper gives up at once instead of sleeping.
+///   A running attempt is not interrupted (an async caller can wrap the future in a
+///   timeout: see the cancellation notes in [`asynchronous`](crate::asynchronous)).
+/// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
+///   conflicts, the remaining attempts run in a transaction that locks what they read,
+///   so a hot row stops losing races: see [`Attempt::is_escalated`].
+///
+/// ```
+/// use std::time::Duration;
+/// use diesel_occ::retry::RetryPolicy;
+///
+/// let policy = RetryPolicy::new()
+///     .max_attempts(8)
+///     .backoff(Duration::from_millis(5), Duration::from_millis(200))
+///     .deadline(Duration::from_secs(2))
+///     .escalate_after(3);
+/// assert_eq!(policy.get_max_attempts(), 8);
+/// assert_eq!(policy.get_escalate_after(), Some(3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+    deadline: Option<Duration>,
+    escalate_after: Option<u32>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(500),
+            deadline: None,
+            escalate_after: None,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The default policy: 5 attempts, backoff from 10 ms up to 500 ms with full jitter,
+    /// no deadline, no escalation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// At most `attempts` attempts, the first included. Zero counts as one.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The backoff ceiling starts at `initial` and doubles with each retry up to `max`
+    /// (`max` below `initial` counts as `initial`). `Duration::ZERO` for both retries at
+    /// once, which suits tests.
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self
+    }
+
+    /// Gives up once `budget` has passed since the helper was called.
+    pub fn deadline(mut self, budget: Duration) -> Self {
+        self.deadline = Some(budget);
+        self
+    }
+
+    /// Removes the deadline.
+    pub fn no_deadline(mut self) -> Self {
+        self.deadline = None;
+        self
+    }
+
+    /// After `conflicts` conflicts, run every further attempt in a transaction that
+    /// locks what it reads ([`Attempt::is_escalated`]). `0` locks from the first
+    /// attempt on, which is plain pessimistic locking. Only conflicts count, not
+    /// transient errors.
+    pub fn escalate_after(mut self, conflicts: u32) -> Self {
+        self.escalate_after = Some(conflicts);
+        self
+    }
+
+    /// Never escalate (the default).
+    pub fn never_escalate(mut self) -> Self {
+        self.escalate_after = None;
+        self
+    }
+
+    /// The attempt limit.
+    pub fn get_max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The first and the largest backoff ceiling.
+    pub fn get_backoff(&self) -> (Duration, Duration) {
+        (self.initial_backoff, self.max_backoff)
+    }
+
+    /// The deadline, if any.
+    pub fn get_deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// The escalation threshold, if any.
+    pub fn get_escalate_after(&self) -> Option<u32> {
+        self.escalate_after
+    }
+
+    /// The largest sleep before retry `retry` (1 before the second attempt):
+    /// `min(max, initial * 2^(retry-1))`. The helpers sleep a uniformly random duration
+    /// between zero and this.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::retry::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::new().backoff(Duration::from_millis(10), Duration::from_millis(50));
+    /// assert_eq!(policy.backoff_ceiling(1), Duration::from_millis(10));
+    /// assert_eq!(policy.backoff_ceiling(3), Duration::from_millis(40));
+    /// assert_eq!(policy.backoff_ceiling(4), Duration::from_millis(50));
+    /// ```
+    pub fn backoff_ceiling(&self, retry: u32) -> Duration {
+        let doublings = retry.saturating_sub(1).min(63);
+        let factor = 1_u64 << doublings;
+        let nanos = self
+            .initial_backoff
+            .as_nanos()
+            .saturating_mul(u128::from(factor));
+        let max = self.max_backoff.as_nanos();
+        let nanos = nanos.min(max);
+        // `max` came from a Duration, so `nanos` fits one again.
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// What the closure of a retry helper learns about the attempt it runs.
+///
+/// ```
+/// use diesel_occ::retry::{Attempt, RetryPolicy};
+/// # let _ = |attempt: Attempt| {
+/// if attempt.is_escalated() {
+///     // this attempt runs in a transaction; read with `attempt.find(...)`
+///     // (AttemptDsl) so the row stays locked until the save
+/// }
+/// # };
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Attempt {
+    number: u32,
+    max_attempts: u32,
+    conflicts: u32,
+    escalated: bool,
+}
+
+impl Attempt {
+    /// The attempt's number, from 1.
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// True for the first attempt.
+    pub fn is_first(&self) -> bool {
+        self.number == 1
+    }
+
+    /// True when no attempt follows this one, whatever happens (the attempt limit; a
+    /// deadline may end the loop sooner).
+    pub fn is_last(&self) -> bool {
+        self.number >= self.max_attempts
+    }
+
+    /// How many earlier attempts met a conflict.
+    pub fn conflicts(&self) -> u32 {
+        self.conflicts
+    }
+
+    /// True when this attempt runs escalated, after the policy's
+    /// [`escalate_after`](RetryPolicy::escalate_after) conflicts: inside a transaction
+    /// opened with the backend's [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED)
+    /// (`BEGIN IMMEDIATE` on SQLite), committed when the closure returns `Ok` and rolled
+    /// back when it returns `Err`. The closure should then read with `AttemptDsl::find`
+    /// ([sync](crate::retry::AttemptDsl), [async](crate::asynchronous::AttemptDsl)),
+    /// which adds `FOR UPDATE` on PostgreSQL and MySQL, so that no other writer can
+    /// change the row between the read and the save.
+    pub fn is_escalated(&self) -> bool {
+        self.escalated
+    }
+}
+
+/// What a loop does after an attempt.
+#[derive(Debug)]
+pub(crate) enum Step<T> {
+    /// Return this.
+    Done(Result<T, Error>),
+    /// Sleep this long, then run another attempt.
+    Retry(Duration),
+}
+
+/// The state of one retry loop; both helpers drive it the same way:
+/// `next_attempt`, run it, `after`, and sleep on `Step::Retry`.
+#[derive(Debug)]
+pub(crate) struct RetryLoop<'p> {
+    policy: &'p RetryPolicy,
+    rng: fastrand::Rng,
+    attempts: u32,
+    conflicts: u32,
+}
+
+impl<'p> RetryLoop<'p> {
+    pub(crate) fn new(policy: &'p RetryPolicy) -> Self {
+        Self::with_rng(policy, fastrand::Rng::new())
+    }
+
+    pub(crate) fn with_rng(policy: &'p RetryPolicy, rng: fastrand::Rng) -> Self {
+        RetryLoop {
+            policy,
+            rng,
+            attempts: 0,
+            conflicts: 0,
+        }
+    }
+
+    fn escalated(&self) -> bool {
+        self.policy
+            .escalate_after
+            .is_some_and(|after| self.conflicts >= after)
+    }
+
+    /// The attempt to run next.
+    pub(crate) fn next_attempt(&mut self) -> Attempt {
+        self.attempts += 1;
+        Attempt {
+            number: self.attempts,
+            max_attempts: self.policy.max_attempts,
+            conflicts: self.conflicts,
+            escalated: self.escalated(),
+        }
+    }
+
+    /// What to do with the result of the attempt that just ran, `elapsed` after the
+    /// helper was called.
+    pub(crate) fn after<T>(&mut self, result: Result<T, Error>, elapsed: Duration) -> Step<T> {
+        let error = match result {
+            Ok(value) => {
+                observe::succeeded(self.attempts);
+                return Step::Done(Ok(value));
+            }
+            Err(error) if !error.is_retryable() => return Step::Done(Err(error)),
+            Err(error) => error,
+        };
+        if error.is_conflict() {
+            self.conflicts += 1;
+        }
+        if self.attempts >= self.policy.max_attempts {
+            return self.give_up(error, false);
+        }
+        let ceiling = self.policy.backoff_ceiling(self.attempts);
+        let backoff = jitter(&mut self.rng, ceiling);
+        if let Some(deadline) = self.policy.deadline {
+            if elapsed.saturating_add(backoff) >= deadline {
+                return self.give_up(error, true);
+            }
+        }
+        observe::retrying(&error, self.attempts, backoff, self.escalated());
+        Step::Retry(backoff)
+    }
+
+    fn give_up<T>(&self, last: Error, deadline_reached: bool) -> Step<T> {
+        observe::exhausted(&last, self.attempts, deadline_reached);
+        Step::Done(Err(RetriesExhausted::new(
+            self.attempts,
+            deadline_reached,
+            last,
+        )
+        .into()))
+    }
+}
+
+/// A uniformly random duration in `[0, ceiling]`.
+fn jitter(rng: &mut fastrand::Rng, ceiling: Duration) -> Duration {
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(rng.u64(0..=nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+    use super::*;
+    use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
+    use crate::token::VersionToken;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn conflict(operation: Operation) -> Error {
+        ConcurrencyConflict::new(
+            "stock",
+            EntityKey::new(&["id"], vec!["1".into()]),
+            operation,
+            1_i32.to_value(),
+            ConflictState::Stale {
+                current: 2_i32.to_value(),
+            },
+        )
+        .into()
+    }
+
+    fn busy() -> Error {
+        DieselError::DatabaseError(
+            DatabaseErrorKind::Unknown,
+            Box::new(String::from("database is locked")),
+        )
+        .into()
+    }
+
+    fn seeded(policy: &RetryPolicy) -> RetryLoop<'_> {
+        RetryLoop::with_rng(policy, fastrand::Rng::with_seed(7))
+    }
+
+    #[test]
+    fn backoff_ceiling_doubles_up_to_the_maximum() {
+        let policy = RetryPolicy::new().backoff(10 * MS, 75 * MS);
+        let ceilings: Vec<_> = (1..=6).map(|n| policy.backoff_ceiling(n)).collect();
+        assert_eq!(
+            ceilings,
+            [10 * MS, 20 * MS, 40 * MS, 75 * MS, 75 * MS, 75 * MS]
+        );
+        // No overflow for absurd retry numbers or durations.
+        assert_eq!(policy.backoff_ceiling(u32::MAX), 75 * MS);
+        let huge = RetryPolicy::new().backoff(Duration::MAX, Duration::MAX);
+        assert_eq!(huge.backoff_ceiling(40), Duration::from_nanos(u64::MAX));
+        // Zero means no sleep at all.
+        let zero = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
+        assert_eq!(zero.backoff_ceiling(3), Duration::ZERO);
+    }
+
+    #[test]
+    fn jitter_stays_within_zero_and_the_ceiling_and_spreads() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        let ceiling = 40 * MS;
+        let samples: Vec<_> = (0..2_000).map(|_| jitter(&mut rng, ceiling)).collect();
+        assert!(samples.iter().all(|d| *d <= ceiling));
+        // Full jitter: the whole range is used, not just the top.
+        assert!(samples.iter().any(|d| *d < 4 * MS));
+        assert!(samples.iter().any(|d| *d > 36 * MS));
+        assert_eq!(jitter(&mut rng, Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn builder_clamps_nonsense() {
+        let policy = RetryPolicy::new().max_attempts(0).backoff(20 * MS, 5 * MS);
+        assert_eq!(policy.get_max_attempts(), 1);
+        assert_eq!(policy.get_backoff(), (20 * MS, 20 * MS));
+        assert_eq!(
+            RetryPolicy::new().deadline(MS).no_deadline().get_deadline(),
+            None
+        );
+    }
+
+    #[test]
+    fn success_and_final_errors_end_the_loop_at_once() {
+        let policy = RetryPolicy::new();
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        assert!(matches!(
+            state.after(Ok(7), Duration::ZERO),
+            Step::Done(Ok(7))
+        ));
+
+        for error in [
+            Error::from(DieselError::NotFound),
+            NotFound {
+                table: "stock",
+                key: EntityKey::new(&["id"], vec!["1".into()]),
+            }
+            .into(),
+            // A stale client token cannot become current by re-reading.
+            conflict(Operation::ClientToken),
+        ] {
+            let mut state = seeded(&policy);
+            state.next_attempt();
+            match state.after::<()>(Err(error), Duration::ZERO) {
+                Step::Done(Err(error)) => assert!(!error.is_retryable(), "{error:?}"),
+                step => panic!("expected the error back, got {step:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn conflicts_and_transient_errors_retry_until_the_attempt_limit() {
+        let policy = RetryPolicy::new().max_attempts(3).backoff(MS, 4 * MS);
+        let mut state = seeded(&policy);
+        let errors = [
+            conflict(Operation::Update),
+            busy(),
+            conflict(Operation::Delete),
+        ];
+        let mut steps = Vec::new();
+        for error in errors {
+            let attempt = state.next_attempt();
+            steps.push((
+                attempt.number(),
+                state.after::<()>(Err(error), Duration::ZERO),
+            ));
+        }
+        assert!(matches!(steps[0], (1, Step::Retry(d)) if d <= MS));
+        assert!(matches!(steps[1], (2, Step::Retry(d)) if d <= 2 * MS));
+        match &steps[2] {
+            (3, Step::Done(Err(Error::RetriesExhausted(exhausted)))) => {
+                assert_eq!(exhausted.attempts(), 3);
+                assert!(!exhausted.deadline_reached());
+                assert_eq!(
+                    exhausted
+                        .last_conflict()
+                        .map(ConcurrencyConflict::operation),
+                    Some(Operation::Delete)
+                );
+            }
+            step => panic!("expected exhaustion after 3 attempts, got {step:?}"),
+        }
+    }
+
+    #[test]
+    fn the_deadline_stops_retries_instead_of_sleeping_past_it() {
+        let policy = RetryPolicy::new()
+            .max_attempts(100)
+            .backoff(10 * MS, 10 * MS)
+            .deadline(100 * MS);
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        // Well before the deadline, with room for any backoff up to 10 ms: retry.
+        match state.after::<()>(Err(busy()), 50 * MS) {
+            Step::Retry(backoff) => assert!(backoff <= 10 * MS),
+            step => panic!("expected a retry, got {step:?}"),
+        }
+        // Past the deadline: give up, whatever the backoff.
+        state.next_attempt();
+        match state.after::<()>(Err(conflict(Operation::Update)), 100 * MS) {
+            Step::Done(Err(Error::RetriesExhausted(exhausted))) => {
+                assert_eq!(exhausted.attempts(), 2);
+                assert!(exhausted.deadline_reached());
+                assert!(exhausted.last_error().is_conflict());
+            }
+            step => panic!("expected the deadline to end the loop, got {step:?}"),
+        }
+    }
+
+    #[test]
+    fn a_backoff_that_would_reach_the_deadline_gives_up_now() {
+        // Every backoff is exactly 30 ms (initial = max, and the jitter is drawn from
+        // [0, 30 ms]; check the boundary with the largest draw by trying many seeds).
+        let policy = RetryPolicy::new()
+            .max_attempts(100)
+            .backoff(30 * MS, 30 * MS)
+            .deadline(100 * MS);
+        let mut gave_up = 0;
+        let mut retried = 0;
+        for seed in 0..200 {
+            let mut state = RetryLoop::with_rng(&policy, fastrand::Rng::with_seed(seed));
+            state.next_attempt();
+            match state.after::<()>(Err(busy()), 85 * MS) {
+                Step::Retry(backoff) => {
+                    assert!(85 * MS + backoff < 100 * MS, "slept past the deadline");
+                    retried += 1;
+                }
+                Step::Done(Err(Error::RetriesExhausted(e))) if e.deadline_reached() => {
+                    gave_up += 1;
+                }
+                step => panic!("unexpected {step:?}"),
+            }
+        }
+        // About half of the draws fit in the 15 ms left.
+        assert!(
+            gave_up > 0 && retried > 0,
+            "gave up {gave_up}, retried {retried}"
+        );
+    }
+
+    #[test]
+    fn escalation_starts_after_the_configured_number_of_conflicts() {
+        let policy = RetryPolicy::new()
+            .max_attempts(6)
+            .backoff(Duration::ZERO, Duration::ZERO)
+            .escalate_after(2);
+        let mut state = seeded(&policy);
+        let mut escalated = Vec::new();
+        // A transient error does not count towards escalation; conflicts do.
+        for error in [
+            busy(),
+            conflict(Operation::Update),
+            busy(),
+            conflict(Operation::Update),
+            busy(),
+        ] {
+            let attempt = state.next_attempt();
+            escalated.push((
+                attempt.number(),
+                attempt.conflicts(),
+                attempt.is_escalated(),
+            ));
+            assert!(matches!(
+                state.after::<()>(Err(error), Duration::ZERO),
+                Step::Retry(_)
+            ));
+        }
+        let last = state.next_attempt();
+        escalated.push((last.number(), last.conflicts(), last.is_escalated()));
+        assert!(last.is_last());
+        assert_eq!(
+            escalated,
+            [
+                (1, 0, false),
+                (2, 0, false),
+                (3, 1, false),
+                (4, 1, false),
+                (5, 2, true),
+                (6, 2, true),
+            ]
+        );
+
+        let always = RetryPolicy::new().escalate_after(0);
+        assert!(seeded(&always).next_attempt().is_escalated());
+        assert!(!seeded(&RetryPolicy::new()).next_attempt().is_escalated());
+    }
+}

@@ -1,0 +1,296 @@
+//! The blocking retry helper, driven by SQLite files: real conflicts, real lock errors.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use diesel::prelude::*;
+
+use super::test_support::{CountingSource, Stock, TestDb, interfere, stock};
+use super::{Attempt, AttemptDsl, RetryPolicy, retry};
+use crate::error::{Error, Operation, PoolErrorKind};
+use crate::sync::CheckedDsl;
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO)
+}
+
+#[derive(Debug, PartialEq)]
+struct SoldOut;
+
+#[test]
+fn a_perpetual_conflict_exhausts_after_exactly_max_attempts_each_on_a_fresh_connection() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let mut seen = Vec::new();
+    let result: Result<(), Error> = retry(&source, &quick().max_attempts(4), |conn, attempt| {
+        seen.push((
+            attempt.number(),
+            source.counters.checkouts(),
+            source.counters.live(),
+        ));
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        interfere(&db);
+        stock.available -= 1;
+        stock.save_checked(conn)
+    });
+
+    let Err(Error::RetriesExhausted(exhausted)) = result else {
+        panic!("expected exhaustion, got {result:?}");
+    };
+    assert_eq!(exhausted.attempts(), 4);
+    assert!(!exhausted.deadline_reached());
+    let conflict = exhausted
+        .last_conflict()
+        .expect("the last error is the conflict");
+    assert_eq!(conflict.operation(), Operation::Update);
+    assert_eq!(conflict.current::<i32>(), Some(5));
+    // One checkout per attempt, one connection alive during each, none after.
+    assert_eq!(seen, [(1, 1, 1), (2, 2, 1), (3, 3, 1), (4, 4, 1)]);
+    assert_eq!(source.counters.checkouts(), 4);
+    assert_eq!(source.counters.live(), 0);
+    assert_eq!(source.counters.discards(), 0);
+    // Nothing of the failed attempts was written: only the interfering writes.
+    assert_eq!(
+        db.stock(),
+        Stock {
+            id: 1,
+            available: 10,
+            version: 5
+        }
+    );
+}
+
+#[test]
+fn conflicts_are_retried_until_an_attempt_wins_with_a_fresh_read() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let result = retry(&source, &quick(), |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        if attempt.number() < 3 {
+            interfere(&db);
+        }
+        stock.available -= 1;
+        stock.save_checked(conn)?;
+        Ok((attempt.number(), stock))
+    });
+    let (attempts, saved) = result.expect("the third attempt wins");
+    assert_eq!(attempts, 3);
+    // The winner read version 3 (after two interfering writes) and wrote version 4.
+    assert_eq!(
+        saved,
+        Stock {
+            id: 1,
+            available: 9,
+            version: 4
+        }
+    );
+    assert_eq!(db.stock(), saved);
+    assert_eq!(source.counters.checkouts(), 3);
+}
+
+#[test]
+fn a_domain_outcome_ends_the_loop_on_the_first_attempt() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let result = retry(&source, &quick(), |conn, attempt| {
+        let stock: Stock = attempt.find(conn, 1)?;
+        if stock.available < 50 {
+            return Ok(Err(SoldOut));
+        }
+        Ok(Ok(stock))
+    });
+    assert_eq!(result.expect("no database error"), Err(SoldOut));
+    assert_eq!(source.counters.checkouts(), 1);
+}
+
+#[test]
+fn errors_that_retrying_cannot_fix_end_the_loop_at_once() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+
+    let missing = retry(&source, &quick(), |conn, attempt| {
+        attempt.find::<Stock>(conn, 404)
+    });
+    assert!(matches!(missing, Err(Error::NotFound(_))), "{missing:?}");
+
+    // A stale client token stays stale however often the row is re-read.
+    let stale = retry(&source, &quick(), |conn, _| {
+        Stock::find_checked(conn, 1, &0)
+    });
+    match stale {
+        Err(Error::Conflict(conflict)) => assert_eq!(conflict.operation(), Operation::ClientToken),
+        other => panic!("expected the client-token conflict, got {other:?}"),
+    }
+
+    let constraint = retry(&source, &quick(), |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        stock.available = -1; // CHECK (available >= 0)
+        stock.save_checked(conn)
+    });
+    assert!(
+        matches!(&constraint, Err(Error::Database(e)) if e.transient().is_none()),
+        "{constraint:?}"
+    );
+    assert_eq!(source.counters.checkouts(), 3);
+}
+
+#[test]
+fn a_busy_database_is_retried() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    // Another connection holds SQLite's write lock during the first attempt.
+    let holder = RefCell::new(db.connect());
+    diesel::sql_query("BEGIN IMMEDIATE")
+        .execute(&mut *holder.borrow_mut())
+        .expect("take the write lock");
+
+    let mut errors = Vec::new();
+    let result = retry(&source, &quick(), |conn, attempt| {
+        if attempt.number() == 2 {
+            diesel::sql_query("COMMIT")
+                .execute(&mut *holder.borrow_mut())
+                .expect("release the write lock");
+        }
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        stock.available -= 2;
+        stock
+            .save_checked(conn)
+            .inspect_err(|e| errors.push(e.transient_kind()))?;
+        Ok(attempt.number())
+    });
+    assert_eq!(result.expect("the second attempt wins"), 2);
+    assert_eq!(errors, [Some(crate::TransientKind::Busy)]);
+    assert_eq!(db.stock().available, 8);
+}
+
+#[test]
+fn an_escalated_attempt_holds_the_write_lock_from_the_read_to_the_commit() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let policy = quick().escalate_after(1);
+    let mut outsider_errors = Vec::new();
+    let result = retry(&source, &policy, |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        if attempt.is_escalated() {
+            // BEGIN IMMEDIATE: nobody else can write between our read and our save.
+            let outsider = diesel::update(stock::table.find(1))
+                .set(stock::available.eq(0))
+                .execute(&mut db.connect());
+            outsider_errors.push(outsider.map_err(|e| Error::from(e).transient_kind()));
+        } else {
+            interfere(&db);
+        }
+        stock.available -= 1;
+        stock.save_checked(conn)?;
+        Ok(attempt)
+    });
+    let attempt: Attempt = result.expect("the escalated attempt wins");
+    assert_eq!((attempt.number(), attempt.is_escalated()), (2, true));
+    assert_eq!(outsider_errors, [Err(Some(crate::TransientKind::Busy))]);
+    // Committed: visible on another connection.
+    assert_eq!(
+        db.stock(),
+        Stock {
+            id: 1,
+            available: 9,
+            version: 3
+        }
+    );
+    assert_eq!(source.counters.discards(), 0);
+}
+
+#[test]
+fn an_escalated_attempt_that_fails_is_rolled_back() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let policy = quick().max_attempts(2).escalate_after(0);
+    let result: Result<(), Error> = retry(&source, &policy, |conn, attempt| {
+        assert!(attempt.is_escalated());
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        stock.available -= 1;
+        stock.save_checked(conn)?;
+        // Written inside the transaction, then a conflict on another row's write.
+        Err(crate::ConcurrencyConflict::new(
+            "stock",
+            crate::EntityKey::new(&["id"], vec!["2".into()]),
+            Operation::Update,
+            crate::VersionToken::to_value(&1_i32),
+            crate::ConflictState::Deleted,
+        )
+        .into())
+    });
+    assert!(
+        matches!(result, Err(Error::RetriesExhausted(_))),
+        "{result:?}"
+    );
+    // Both attempts' saves were rolled back.
+    assert_eq!(db.stock().available, 10);
+    assert_eq!(db.stock().version, 1);
+    assert_eq!(source.counters.discards(), 0);
+}
+
+#[test]
+fn a_checkout_failure_is_a_pool_error_without_the_url() {
+    let source = || SqliteConnection::establish("/nonexistent/dir/secret-name.sqlite");
+    let result: Result<(), Error> = retry(&source, &quick(), |_, _| Ok(()));
+    let Err(Error::Pool(error)) = result else {
+        panic!("expected a pool error, got {result:?}");
+    };
+    assert_eq!(error.kind(), PoolErrorKind::Connect);
+    assert!(!error.to_string().contains("secret"), "{error}");
+    assert!(!format!("{error:?}").contains("secret"), "{error:?}");
+    // The cause is still there for those who look.
+    assert!(std::error::Error::source(&error).is_some());
+}
+
+#[test]
+fn the_deadline_ends_a_loop_that_keeps_conflicting() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let policy = RetryPolicy::new()
+        .max_attempts(1_000)
+        .backoff(Duration::from_millis(5), Duration::from_millis(5))
+        .deadline(Duration::from_millis(60));
+    let started = std::time::Instant::now();
+    let result: Result<(), Error> = retry(&source, &policy, |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        interfere(&db);
+        stock.available -= 1;
+        stock.save_checked(conn)
+    });
+    let elapsed = started.elapsed();
+    let Err(Error::RetriesExhausted(exhausted)) = result else {
+        panic!("expected exhaustion, got {result:?}");
+    };
+    assert!(exhausted.deadline_reached());
+    assert!(exhausted.attempts() > 1 && exhausted.attempts() < 1_000);
+    assert_eq!(source.counters.checkouts(), exhausted.attempts());
+    // It gave up when the next backoff would have crossed the deadline, not after.
+    assert!(
+        elapsed < Duration::from_millis(60) + Duration::from_secs(1),
+        "{elapsed:?}"
+    );
+}
+
+#[cfg(feature = "r2d2")]
+#[test]
+fn an_r2d2_pool_is_a_source() {
+    use diesel::r2d2::{ConnectionManager, Pool};
+
+    let db = TestDb::new();
+    let pool = Pool::builder()
+        .max_size(2)
+        .build(ConnectionManager::<SqliteConnection>::new(&db.url))
+        .expect("pool");
+    let result = retry(&pool, &quick().escalate_after(1), |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        if attempt.is_first() {
+            interfere(&db);
+        }
+        stock.available -= 3;
+        stock.save_checked(conn)?;
+        Ok(attempt.number())
+    });
+    assert_eq!(result.expect("the escalated attempt wins"), 2);
+    assert_eq!(db.stock().available, 7);
+}
