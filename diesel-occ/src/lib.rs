@@ -75,19 +75,51 @@
 //!   `save_checked` (for a column maintained elsewhere, such as an atomic counter).
 //! - `#[diesel(treat_none_as_null = bool)]`: overrides the container's setting.
 //!
+//! # Retrying
+//!
+//! [`retry::retry`] (blocking) and [`asynchronous::retry`](crate::asynchronous) (async)
+//! run a closure that re-reads, decides and saves, on a fresh connection from a pool for
+//! every attempt, until it succeeds, returns a domain outcome, fails for good or the
+//! [`RetryPolicy`](retry::RetryPolicy) gives up. They retry conflicts and the
+//! databases' transient errors only ([`Error::is_retryable`]), back off with jitter, and
+//! can escalate a hot row to a locking read (`SELECT ... FOR UPDATE`, SQLite's
+//! `BEGIN IMMEDIATE`) after a number of conflicts.
+//!
+//! # Async
+//!
+//! With feature `async`, [`asynchronous`](crate::asynchronous) has the same
+//! `CheckedDsl` methods for `diesel_async::AsyncConnection` (PostgreSQL, MySQL, and
+//! SQLite through `SyncConnectionWrapper`), returning `Send` futures that are safe to
+//! drop: `use diesel_occ::asynchronous::prelude::*` instead of `diesel_occ::prelude`.
+//!
 //! # Errors
 //!
 //! Every operation returns [`Error`]: [`Error::Conflict`] (stale or deleted, with the
 //! table, key, expected and current token), [`Error::NotFound`],
 //! [`Error::InvalidToken`] (a nil, empty or malformed client token) or
-//! [`Error::Database`]. None of their `Display` or `Debug` output contains SQL text,
-//! bind values or driver messages.
+//! [`Error::Database`] ([`Error::is_transient`] tells a deadlock or a serialization
+//! failure from the rest). The retry helpers add [`Error::Pool`] (no connection) and
+//! [`Error::RetriesExhausted`] (the attempt count and the last error). None of their
+//! `Display` or `Debug` output contains SQL text, bind values, driver messages or
+//! connection strings.
+//!
+//! # Observability
+//!
+//! `tracing` events for every checked write, conflict and retry, and counters through
+//! the `metrics` facade (feature `metrics`): see [`observe`].
 //!
 //! # Features
 //!
 //! - `derive` (default): re-exports `#[derive(Versioned)]`.
 //! - `postgres`, `mysql`, `sqlite`: backend-specific types (such as [`UuidToken`] on
-//!   PostgreSQL's `uuid`). None of them links a C client library.
+//!   PostgreSQL's `uuid`) and the backend's [`LockingBackend`](backend::LockingBackend),
+//!   which the retry helpers need. None of them links a C client library but `sqlite`
+//!   (Diesel's `sqlite` feature).
+//! - `async`: the [`asynchronous`](crate::asynchronous) module, on diesel-async (its
+//!   backoff sleeps on Tokio's timer).
+//! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
+//! - `r2d2`: Diesel's r2d2 `Pool` as a blocking retry source.
+//! - `metrics`: the counters listed in [`observe`].
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

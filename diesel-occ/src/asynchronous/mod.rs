@@ -57,6 +57,8 @@
 //!   committed.
 
 mod retry;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 

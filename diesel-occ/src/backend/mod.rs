@@ -196,6 +196,40 @@ mod tests {
         }
     }
 
+    /// The escalated read of the retry tests' entity, as backend `$db` renders it.
+    macro_rules! locked_find_sql {
+        ($db:ty) => {{
+            use diesel::{QueryDsl, SelectableHelper};
+
+            use crate::Versioned;
+            use crate::retry::test_support::Stock;
+
+            let query = LockedRead::new(Stock::find_query(1).select(Stock::as_select()));
+            diesel::debug_query::<$db, _>(&query).to_string()
+        }};
+    }
+
+    #[test]
+    fn the_escalated_read_locks_its_row_where_the_backend_can() {
+        #[cfg(feature = "postgres")]
+        assert_eq!(
+            locked_find_sql!(diesel::pg::Pg),
+            "SELECT \"stock\".\"id\", \"stock\".\"available\", \"stock\".\"version\" \
+             FROM \"stock\" WHERE (\"stock\".\"id\" = $1) FOR UPDATE -- binds: [1]"
+        );
+        #[cfg(feature = "mysql")]
+        assert_eq!(
+            locked_find_sql!(diesel::mysql::Mysql),
+            "SELECT `stock`.`id`, `stock`.`available`, `stock`.`version` \
+             FROM `stock` WHERE (`stock`.`id` = ?) FOR UPDATE -- binds: [1]"
+        );
+        assert_eq!(
+            locked_find_sql!(diesel::sqlite::Sqlite),
+            "SELECT `stock`.`id`, `stock`.`available`, `stock`.`version` \
+             FROM `stock` WHERE (`stock`.`id` = ?) -- binds: [1]"
+        );
+    }
+
     #[test]
     fn a_failed_commit_is_classified_by_its_commit_error() {
         let error = DieselError::RollbackErrorOnCommit {

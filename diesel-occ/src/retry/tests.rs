@@ -294,3 +294,84 @@ fn an_r2d2_pool_is_a_source() {
     assert_eq!(result.expect("the escalated attempt wins"), 2);
     assert_eq!(db.stock().available, 7);
 }
+
+#[cfg(feature = "metrics")]
+mod counters {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+
+    use super::*;
+    use crate::observe::{CONFLICTS_TOTAL, RETRIES_EXHAUSTED_TOTAL, RETRIES_TOTAL};
+
+    /// Counter values by `name{label=value,...}`.
+    #[derive(Default, Clone)]
+    struct Totals(Arc<Mutex<BTreeMap<String, u64>>>);
+
+    struct Handle(Totals, String);
+
+    impl CounterFn for Handle {
+        fn increment(&self, value: u64) {
+            *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += value;
+        }
+
+        fn absolute(&self, value: u64) {
+            self.0.0.lock().unwrap().insert(self.1.clone(), value);
+        }
+    }
+
+    impl Recorder for Totals {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            let labels: Vec<_> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            let name = format!("{}{{{}}}", key.name(), labels.join(","));
+            Counter::from_arc(Arc::new(Handle(self.clone(), name)))
+        }
+
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    #[test]
+    fn conflicts_retries_and_exhaustion_are_counted_by_table() {
+        let db = TestDb::new();
+        let source = CountingSource::new(&db);
+        let totals = Totals::default();
+        let result: Result<(), Error> = metrics::with_local_recorder(&totals, || {
+            crate::observe::describe_metrics();
+            retry(&source, &quick().max_attempts(3), |conn, attempt| {
+                let mut stock: Stock = attempt.find(conn, 1)?;
+                interfere(&db);
+                stock.available -= 1;
+                stock.save_checked(conn)
+            })
+        });
+        assert!(matches!(result, Err(Error::RetriesExhausted(_))));
+        let totals = totals.0.lock().unwrap().clone();
+        let expected: BTreeMap<String, u64> = [
+            (
+                format!("{CONFLICTS_TOTAL}{{table=stock,operation=update}}"),
+                3,
+            ),
+            (format!("{RETRIES_TOTAL}{{table=stock}}"), 2),
+            (format!("{RETRIES_EXHAUSTED_TOTAL}{{table=stock}}"), 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(totals, expected);
+    }
+}
