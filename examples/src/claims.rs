@@ -198,6 +198,11 @@ pub enum ClaimError {
         /// Who holds the item now, if anyone.
         holder: Option<String>,
     },
+    /// The item was already completed under this lease (a replayed completion).
+    AlreadyCompleted,
+    /// The item changed under the lease without a new claim: a writer that bypassed
+    /// the protocol.
+    Changed,
     /// The database failed; the text names only the kind of failure.
     Database(String),
 }
@@ -206,6 +211,9 @@ impl fmt::Display for ClaimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClaimError::UnknownItem(id) => write!(f, "unknown work item {id}"),
+            ClaimError::NotClaimable {
+                status: Status::Processing,
+            } => f.write_str("another worker's lease on the item has not expired"),
             ClaimError::NotClaimable { status } => {
                 write!(f, "the item is {} and not claimable", status.as_str())
             }
@@ -223,6 +231,8 @@ impl fmt::Display for ClaimError {
                     None => Ok(()),
                 }
             }
+            ClaimError::AlreadyCompleted => f.write_str("the item was already completed"),
+            ClaimError::Changed => f.write_str("the item changed under the lease"),
             ClaimError::Database(kind) => write!(f, "database error: {kind}"),
         }
     }
@@ -368,7 +378,8 @@ pub fn apply_effect(
 /// and fencing token in the predicate, then applies the handler's effect.
 ///
 /// A worker whose lease expired and whose item was claimed again gets
-/// [`ClaimError::Fenced`], and its effect is rolled back with the transaction.
+/// [`ClaimError::Fenced`]; a completion replayed after success gets
+/// [`ClaimError::AlreadyCompleted`]. Either way nothing is written.
 pub fn complete(
     conn: &mut AnyConnection,
     lease: &Lease,
@@ -387,10 +398,16 @@ pub fn complete(
             .map_err(database)?;
         if updated == 0 {
             let now = load(conn, lease.item.id)?;
-            return Err(ClaimError::Fenced {
-                mine: lease.fence,
-                current: now.fence,
-                holder: now.lease_owner,
+            return Err(if now.fence != lease.fence {
+                ClaimError::Fenced {
+                    mine: lease.fence,
+                    current: now.fence,
+                    holder: now.lease_owner,
+                }
+            } else if now.status == Status::Done {
+                ClaimError::AlreadyCompleted
+            } else {
+                ClaimError::Changed
             });
         }
         apply_effect(conn, lease.item.id, &lease.worker, lease.fence)
