@@ -77,7 +77,7 @@
 //!
 //! # Retrying
 //!
-//! [`retry::retry`] (blocking) and [`asynchronous::retry`](crate::asynchronous) (async)
+//! [`retry::retry`] (blocking) and `asynchronous::retry` (async, feature `async`)
 //! run a closure that re-reads, decides and saves, on a fresh connection from a pool for
 //! every attempt, until it succeeds, returns a domain outcome, fails for good or the
 //! [`RetryPolicy`](retry::RetryPolicy) gives up. They retry conflicts and the
@@ -87,7 +87,7 @@
 //!
 //! # Async
 //!
-//! With feature `async`, [`asynchronous`](crate::asynchronous) has the same
+//! With feature `async`, `diesel_occ::asynchronous` has the same
 //! `CheckedDsl` methods for `diesel_async::AsyncConnection` (PostgreSQL, MySQL, and
 //! SQLite through `SyncConnectionWrapper`), returning `Send` futures that are safe to
 //! drop: `use diesel_occ::asynchronous::prelude::*` instead of `diesel_occ::prelude`.
@@ -115,7 +115,7 @@
 //!   PostgreSQL's `uuid`) and the backend's [`LockingBackend`](backend::LockingBackend),
 //!   which the retry helpers need. None of them links a C client library but `sqlite`
 //!   (Diesel's `sqlite` feature).
-//! - `async`: the [`asynchronous`](crate::asynchronous) module, on diesel-async (its
+//! - `async`: the `asynchronous` module, on diesel-async (its
 //!   backoff sleeps on Tokio's timer).
 //! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
 //! - `r2d2`: Diesel's r2d2 `Pool` as a blocking retry source.

@@ -20,7 +20,7 @@
 //!
 //! | counter | counts |
 //! |---|---|
-//! | [`CONFLICTS_TOTAL`] | every [`ConcurrencyConflict`](crate::ConcurrencyConflict), also labelled by `operation` |
+//! | [`CONFLICTS_TOTAL`] | every [`ConcurrencyConflict`], also labelled by `operation` |
 //! | [`RETRIES_TOTAL`] | every retry a helper schedules |
 //! | [`RETRIES_EXHAUSTED_TOTAL`] | every time a helper gives up |
 

@@ -5,7 +5,7 @@
 //! gives up. Each attempt gets a FRESH connection from a [`ConnectionSource`] (an r2d2
 //! pool, a closure that connects, or your own pool), so the closure re-reads the row
 //! and never works from what an earlier attempt saw. The async twin is
-//! [`asynchronous::retry`](crate::asynchronous::retry).
+//! `diesel_occ::asynchronous::retry`.
 //!
 //! The closure returns `Result<T, diesel_occ::Error>`:
 //!
@@ -298,7 +298,7 @@ where
 /// Reads for a retry attempt: a plain read, or a locking one when the attempt is
 /// escalated. Implemented for [`Attempt`]; in [`prelude`](crate::prelude).
 ///
-/// The async twin is [`asynchronous::AttemptDsl`](crate::asynchronous::AttemptDsl).
+/// The async twin is `diesel_occ::asynchronous::AttemptDsl`.
 pub trait AttemptDsl<Conn: Connection> {
     /// Loads the row with this key, or [`Error::NotFound`].
     ///

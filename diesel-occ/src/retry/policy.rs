@@ -23,7 +23,7 @@ use crate::observe;
 ///   call. The first attempt always runs; no later attempt starts after the deadline,
 ///   and when a backoff would reach it the helper gives up at once instead of sleeping.
 ///   A running attempt is not interrupted (an async caller can wrap the future in a
-///   timeout: see the cancellation notes in [`asynchronous`](crate::asynchronous)).
+///   timeout: see the cancellation notes in `diesel_occ::asynchronous`).
 /// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
 ///   conflicts, the remaining attempts run in a transaction that locks what they read,
 ///   so a hot row stops losing races: see [`Attempt::is_escalated`].
@@ -204,7 +204,7 @@ impl Attempt {
     /// opened with the backend's [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED)
     /// (`BEGIN IMMEDIATE` on SQLite), committed when the closure returns `Ok` and rolled
     /// back when it returns `Err`. The closure should then read with `AttemptDsl::find`
-    /// ([sync](crate::retry::AttemptDsl), [async](crate::asynchronous::AttemptDsl)),
+    /// ([`retry::AttemptDsl`](crate::retry::AttemptDsl) or its async twin),
     /// which adds `FOR UPDATE` on PostgreSQL and MySQL, so that no other writer can
     /// change the row between the read and the save.
     pub fn is_escalated(&self) -> bool {
