@@ -16,6 +16,7 @@
 pub mod claims;
 pub mod cli;
 pub mod db;
+pub mod http;
 pub mod inventory;
 pub mod schema;
 pub mod seat;

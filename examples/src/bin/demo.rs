@@ -3,7 +3,7 @@
 //! `cargo run -p diesel-occ-examples --bin demo [-- --database-url URL]`
 #![forbid(unsafe_code)]
 
-use diesel_occ_examples::{claims, cli::Args, inventory, seat};
+use diesel_occ_examples::{claims, cli::Args, http, inventory, seat};
 
 fn main() -> std::process::ExitCode {
     let args = Args::from_env("demo", "");
@@ -24,7 +24,10 @@ fn run(args: &Args) -> diesel_occ_examples::AppResult {
     seat::walkthrough(target, 4, out)?;
     println!("\n3. Work claims by competing workers");
     claims::walkthrough(target, 4, 6, out)?;
-    println!("\n4. The HTTP API where the token is the ETag:");
-    println!("   cargo run -p diesel-occ-examples --bin http   (then see examples/README.md)");
+    println!("\n4. The HTTP API where the token is the ETag");
+    tokio::runtime::Runtime::new()?.block_on(http::client::walkthrough(target, out))?;
+    println!(
+        "\n(cargo run -p diesel-occ-examples --bin http keeps the API running; see examples/README.md)"
+    );
     Ok(())
 }
