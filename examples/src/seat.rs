@@ -429,11 +429,12 @@ pub fn walkthrough(target: &Target, buyers: usize, out: &mut dyn Write) -> crate
     create_concert(&mut conn, 2, "The Last Waltz (late show)", 1)?;
     let report = rush(target, 2, buyers, Protocol::Unchecked)?;
     writeln!(out, "  without the token check: {report}")?;
+    let holders = report.assignments.len();
     writeln!(
         out,
         "    every buyer decremented from the same read; the unique constraint on \
-         (concert, seat) kept {} holder(s) for seat 1",
-        report.assignments.len()
+         (concert, seat) kept {holders} holder{} for seat 1",
+        if holders == 1 { "" } else { "s" }
     )?;
     Ok(())
 }
