@@ -15,6 +15,8 @@ pub(crate) struct Entity<'a> {
     pub(crate) fields: Vec<Field<'a>>,
     /// An `#[occ(...)]` was misplaced or malformed (and already reported).
     pub(crate) invalid_occ: bool,
+    /// `#[occ(track)]`: also implement `diesel_occ::Tracking`.
+    pub(crate) track: bool,
 }
 
 pub(crate) struct Field<'a> {
@@ -67,6 +69,7 @@ impl<'a> Entity<'a> {
             table_name,
             primary_key,
             treat_none_as_null,
+            track,
             misplaced_occ,
         } = attr::container(&input.attrs, errors);
         let table = table_name.unwrap_or_else(|| infer_table_name(&input.ident));
@@ -95,6 +98,7 @@ impl<'a> Entity<'a> {
             default_key,
             fields,
             invalid_occ,
+            track: track.is_some(),
         })
     }
 
@@ -115,6 +119,16 @@ impl<'a> Entity<'a> {
 
     pub(crate) fn is_key(&self, field: &Field<'_>) -> bool {
         self.primary_key.contains(&field.column)
+    }
+
+    /// The fields a checked save writes: neither key nor token nor skipped.
+    pub(crate) fn written(&self) -> Vec<&Field<'a>> {
+        self.fields
+            .iter()
+            .filter(|f| {
+                !f.is_token() && !self.is_key(f) && !f.attrs.skip_update && !f.attrs.occ_skip
+            })
+            .collect()
     }
 }
 

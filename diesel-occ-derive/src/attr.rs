@@ -12,7 +12,9 @@ pub(crate) struct ContainerAttrs {
     pub(crate) table_name: Option<Path>,
     pub(crate) primary_key: Option<Vec<Ident>>,
     pub(crate) treat_none_as_null: bool,
-    /// An `#[occ(...)]` on the struct itself (already reported).
+    /// Span of `track` in `#[occ(track)]`: also derive `diesel_occ::Tracking`.
+    pub(crate) track: Option<Span>,
+    /// An `#[occ(...)]` on the struct itself failed to parse (already reported).
     pub(crate) misplaced_occ: bool,
 }
 
@@ -23,6 +25,9 @@ pub(crate) struct FieldAttrs {
     pub(crate) version: Option<Span>,
     /// `#[occ(skip)]`: the column is never written by a checked save.
     pub(crate) occ_skip: bool,
+    /// Span of `generated` in `#[occ(version, generated)]`: the database assigns the
+    /// token (PostgreSQL `xmin`, a trigger), which is read back with `RETURNING`.
+    pub(crate) generated: Option<Span>,
     pub(crate) column_name: Option<Ident>,
     pub(crate) skip_update: bool,
     pub(crate) treat_none_as_null: Option<bool>,
@@ -32,7 +37,8 @@ pub(crate) struct FieldAttrs {
     pub(crate) invalid_occ: bool,
 }
 
-const OCC_FIELD_KEYS: &str = "`version`, `skip`";
+const OCC_FIELD_KEYS: &str = "`version`, `generated`, `skip`";
+const OCC_CONTAINER_KEYS: &str = "`track`";
 
 pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ContainerAttrs {
     let mut out = ContainerAttrs::default();
@@ -64,12 +70,31 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Co
             });
             errors.extend(parsed.err());
         } else if attr.path().is_ident("occ") {
-            out.misplaced_occ = true;
-            errors.push(syn::Error::new_spanned(
-                attr,
-                "#[occ(...)] has no container keys\n\
-                 help: put `#[occ(version)]` on the token field instead",
-            ));
+            let parsed = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("track") {
+                    expect_no_value(&meta, "track")?;
+                    out.track = Some(meta.path.require_ident()?.span());
+                    Ok(())
+                } else if meta.path.is_ident("version") || meta.path.is_ident("skip") {
+                    Err(meta.error(
+                        "`#[occ(version)]` and `#[occ(skip)]` belong on a field, not on the struct\n\
+                         help: put `#[occ(version)]` on the token field instead",
+                    ))
+                } else {
+                    let key = meta
+                        .path
+                        .get_ident()
+                        .map_or_else(|| "this key".to_owned(), |i| format!("`{i}`"));
+                    Err(meta.error(format!(
+                        "unknown key {key} in #[occ(...)] on a struct: expected {OCC_CONTAINER_KEYS}\n\
+                         help: write `#[occ(track)]` to derive `diesel_occ::Tracking` too"
+                    )))
+                }
+            });
+            if let Err(error) = parsed {
+                out.misplaced_occ = true;
+                errors.push(error);
+            }
         }
     }
     out
@@ -86,6 +111,14 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
                 } else if meta.path.is_ident("skip") {
                     expect_no_value(&meta, "skip")?;
                     out.occ_skip = true;
+                } else if meta.path.is_ident("generated") {
+                    expect_no_value(&meta, "generated")?;
+                    out.generated = Some(meta.path.require_ident()?.span());
+                } else if meta.path.is_ident("track") {
+                    return Err(meta.error(
+                        "`track` belongs on the struct, not on a field\n\
+                         help: write `#[occ(track)]` above `struct`",
+                    ));
                 } else {
                     let key = meta
                         .path

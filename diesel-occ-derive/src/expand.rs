@@ -1,4 +1,5 @@
-//! Code generation: one `impl diesel_occ::Versioned` describing the entity.
+//! Code generation: `impl diesel_occ::Versioned` and `impl diesel_occ::VersionedParts`
+//! describing the entity, plus `impl diesel_occ::Tracking` under `#[occ(track)]`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -53,14 +54,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let (key_ty, key_expr, key_parts) = key_shape(&keys);
     let (key_filter_ty, key_filter_expr) = key_filter(entity, &keys, &dsl);
 
-    let written: Vec<_> = entity
-        .fields
-        .iter()
-        .filter(|f| !f.is_token() && !entity.is_key(f) && !f.attrs.skip_update && !f.attrs.occ_skip)
-        .collect();
+    let written = entity.written();
     let changes: Vec<_> = written.iter().map(|f| change(table, f, &dsl)).collect();
-    let change_tys = changes.iter().map(|(ty, _)| ty);
-    let change_exprs = changes.iter().map(|(_, expr)| expr);
+    let change_tys: Vec<_> = changes.iter().map(|(ty, _)| ty).collect();
+    let change_exprs: Vec<_> = changes.iter().map(|(_, expr)| expr).collect();
 
     let bound_columns = keys
         .iter()
@@ -71,6 +68,64 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 
     let guarded = quote! {
         #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #dsl::Eq<#table::#token_col, #token_bound>>
+    };
+    let guarded_expr = quote! {
+        #table::table
+            .filter(__occ_key_filter(<Self as ::diesel_occ::Versioned>::key(self)))
+            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field))))
+    };
+    let generated = token.attrs.generated.is_some();
+
+    // A generated token is never assigned: the UPDATE reads it back with RETURNING.
+    let (update_ty, update_expr) = if generated {
+        (
+            quote! {
+                ::diesel_occ::GeneratedUpdate<#dsl::Returning<
+                    #dsl::Update<#guarded, (#(#change_tys,)*)>,
+                    #table::#token_col,
+                >>
+            },
+            quote! {
+                let _ = fresh;
+                ::diesel_occ::GeneratedUpdate::new(
+                    #diesel::update(#guarded_expr)
+                        .set((#(#change_exprs,)*))
+                        .returning(#table::#token_col),
+                )
+            },
+        )
+    } else {
+        (
+            quote! {
+                #dsl::Update<
+                    #guarded,
+                    (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
+                >
+            },
+            quote! {
+                #diesel::update(#guarded_expr)
+                    .set((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
+            },
+        )
+    };
+    let (assignment_ty, assignment_expr) = if generated {
+        (
+            quote!(::diesel_occ::NotAssigned),
+            quote!({
+                let _ = fresh;
+                ::diesel_occ::NotAssigned
+            }),
+        )
+    } else {
+        (
+            quote!(#dsl::Eq<#table::#token_col, #token_bound>),
+            quote!(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh)))),
+        )
+    };
+    let tracking = if entity.track {
+        tracking(entity, &written, &guarded, &guarded_expr)
+    } else {
+        TokenStream::new()
     };
 
     quote! {
@@ -84,14 +139,29 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             }
 
             #[automatically_derived]
+            impl ::diesel_occ::VersionedParts for #ident {
+                type TokenColumn = #table::#token_col;
+                type Guarded = #guarded;
+                type TokenAssignment = #assignment_ty;
+                const GENERATED_TOKEN: bool = #generated;
+
+                fn guarded(&self) -> Self::Guarded {
+                    #guarded_expr
+                }
+
+                fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+                    #assignment_expr
+                }
+            }
+
+            #tracking
+
+            #[automatically_derived]
             impl ::diesel_occ::Versioned for #ident {
                 type Table = #table::table;
                 type Token = #token_ty;
                 type Key = #key_ty;
-                type UpdateStatement = #dsl::Update<
-                    #guarded,
-                    (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
-                >;
+                type UpdateStatement = #update_ty;
                 type DeleteStatement = #dsl::delete<#guarded>;
                 type TokenQuery = #dsl::Select<#dsl::Filter<#table::table, #key_filter_ty>, #table::#token_col>;
                 type FindQuery = #dsl::Filter<#table::table, #key_filter_ty>;
@@ -117,20 +187,11 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
 
                 fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
-                    #diesel::update(
-                        #table::table
-                            .filter(__occ_key_filter(self.key()))
-                            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)))),
-                    )
-                    .set((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
+                    #update_expr
                 }
 
                 fn delete_statement(&self) -> Self::DeleteStatement {
-                    #diesel::delete(
-                        #table::table
-                            .filter(__occ_key_filter(self.key()))
-                            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)))),
-                    )
+                    #diesel::delete(#guarded_expr)
                 }
 
                 fn token_query(key: Self::Key) -> Self::TokenQuery {
@@ -276,5 +337,107 @@ fn column_checks<'a>(
         const _: fn() = || {
             #(#checks)*
         };
+    }
+}
+
+/// `impl diesel_occ::Tracking` (`#[occ(track)]`): per-field comparison, copy, and the
+/// guarded UPDATE of a chosen set of fields.
+fn tracking(
+    entity: &Entity<'_>,
+    written: &[&Field<'_>],
+    guarded: &TokenStream,
+    guarded_expr: &TokenStream,
+) -> TokenStream {
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    let dsl = quote!(#diesel::dsl);
+    let ident = &entity.input.ident;
+    let table = &entity.table;
+    let token = entity.token();
+    let token_col = &token.column;
+    let token_bound = bound(table, token_col, token.ty);
+    let names = written.iter().map(|f| f.ident.to_string());
+    let indices: Vec<_> = (0..written.len()).collect();
+    let idents: Vec<_> = written.iter().map(|f| f.ident).collect();
+    // Spanned on the field's type: a type without `PartialEq` is reported there.
+    let compares = written.iter().zip(&indices).map(|(f, i)| {
+        let (field, ty) = (f.ident, f.ty);
+        quote_spanned! {ty.span()=>
+            if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
+                changed = changed.with_index(#i);
+            }
+        }
+    });
+    let (set_tys, set_exprs): (Vec<_>, Vec<_>) = written
+        .iter()
+        .zip(&indices)
+        .map(|(f, i)| {
+            let (field, col, ty) = (f.ident, &f.column, f.ty);
+            let bound = bound(table, col, ty);
+            (
+                quote_spanned!(ty.span()=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
+                quote_spanned!(ty.span()=> fields.contains_index(#i).then(|| #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#field))))),
+            )
+        })
+        .unzip();
+    let (statement_ty, statement_expr) = if token.attrs.generated.is_some() {
+        (
+            quote! {
+                ::diesel_occ::GeneratedUpdate<#dsl::Returning<
+                    #dsl::Update<#guarded, (#(#set_tys,)*)>,
+                    #table::#token_col,
+                >>
+            },
+            quote! {
+                let _ = fresh;
+                ::diesel_occ::GeneratedUpdate::new(
+                    #diesel::update(#guarded_expr)
+                        .set((#(#set_exprs,)*))
+                        .returning(#table::#token_col),
+                )
+            },
+        )
+    } else {
+        (
+            quote! {
+                #dsl::Update<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
+            },
+            quote! {
+                #diesel::update(#guarded_expr)
+                    .set((#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
+            },
+        )
+    };
+    quote! {
+        #[automatically_derived]
+        impl ::diesel_occ::Tracking for #ident {
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+            type FieldsUpdateStatement = #statement_ty;
+
+            #[allow(unused_mut)]
+            fn changed_from(&self, original: &Self) -> ::diesel_occ::Fields<Self> {
+                let _ = original;
+                let mut changed = ::diesel_occ::Fields::<Self>::none();
+                #(#compares)*
+                changed
+            }
+
+            fn copy_fields(&mut self, from: &Self, fields: ::diesel_occ::Fields<Self>) {
+                let _ = (from, fields);
+                #(
+                    if fields.contains_index(#indices) {
+                        self.#idents = ::std::clone::Clone::clone(&from.#idents);
+                    }
+                )*
+            }
+
+            fn fields_update_statement(
+                &self,
+                fields: ::diesel_occ::Fields<Self>,
+                fresh: &Self::Token,
+            ) -> Self::FieldsUpdateStatement {
+                let _ = fields;
+                #statement_expr
+            }
+        }
     }
 }

@@ -33,6 +33,15 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
                 fn token_query(_: ()) {}
                 fn find_query(_: ()) {}
             }
+            #[automatically_derived]
+            impl #impl_generics ::diesel_occ::VersionedParts for #ident #ty_generics #where_clause {
+                type TokenColumn = ();
+                type Guarded = ();
+                type TokenAssignment = ();
+                const GENERATED_TOKEN: bool = false;
+                fn guarded(&self) {}
+                fn token_assignment(_: &i64) {}
+            }
         };
     }
 }

@@ -2,6 +2,9 @@
 
 use crate::ast::Entity;
 
+/// The width of `diesel_occ::Fields`, a bit set.
+const MAX_TRACKED_FIELDS: usize = 64;
+
 pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
     if !entity.input.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
@@ -58,6 +61,13 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
                 ));
             }
         }
+        if let (Some(span), None) = (field.attrs.generated, field.attrs.version) {
+            errors.push(syn::Error::new(
+                span,
+                "`generated` marks a database-generated concurrency token\n\
+                 help: write `#[occ(version, generated)]` on the token field",
+            ));
+        }
         if let Some(span) = field.attrs.embed {
             errors.push(syn::Error::new(
                 span,
@@ -65,6 +75,17 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
                  help: flatten the embedded columns into the entity",
             ));
         }
+    }
+
+    if entity.track && entity.written().len() > MAX_TRACKED_FIELDS {
+        errors.push(syn::Error::new(
+            entity.input.ident.span(),
+            format!(
+                "#[occ(track)] supports at most {MAX_TRACKED_FIELDS} written fields\n\
+                 help: split the entity, or mark columns the application never writes \
+                 with `#[occ(skip)]`"
+            ),
+        ));
     }
 
     let ident = &entity.input.ident;

@@ -63,6 +63,11 @@ pub enum Error {
     /// Carries the number of attempts and the last error.
     #[error(transparent)]
     RetriesExhausted(#[from] RetriesExhausted),
+    /// A batch save ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked))
+    /// met one or more conflicts: it rolled back, wrote nothing, and lists every stale
+    /// or deleted entity.
+    #[error(transparent)]
+    Batch(#[from] crate::batch::BatchConflict),
 }
 
 impl Error {
@@ -75,6 +80,14 @@ impl Error {
     pub fn as_conflict(&self) -> Option<&ConcurrencyConflict> {
         match self {
             Error::Conflict(conflict) => Some(conflict),
+            _ => None,
+        }
+    }
+
+    /// The batch conflict, when this is one.
+    pub fn as_batch_conflict(&self) -> Option<&crate::batch::BatchConflict> {
+        match self {
+            Error::Batch(conflict) => Some(conflict),
             _ => None,
         }
     }
@@ -117,6 +130,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Conflict(conflict) => conflict.operation() != Operation::ClientToken,
+            Error::Batch(_) => true,
             _ => self.is_transient(),
         }
     }
@@ -181,6 +195,11 @@ pub enum Operation {
     Delete,
     /// `find_checked`: a client-supplied token compared before any write.
     ClientToken,
+    /// `force_increment`: an UPDATE of the token alone, guarded by the original token.
+    ForceIncrement,
+    /// `soft_delete_checked`: an UPDATE of a deleted marker and the token, guarded by
+    /// the original token.
+    SoftDelete,
 }
 
 impl fmt::Display for Operation {
@@ -189,6 +208,8 @@ impl fmt::Display for Operation {
             Operation::Update => "update",
             Operation::Delete => "delete",
             Operation::ClientToken => "client token check",
+            Operation::ForceIncrement => "force increment",
+            Operation::SoftDelete => "soft delete",
         })
     }
 }
@@ -436,7 +457,7 @@ impl From<diesel::result::Error> for DatabaseError {
 /// |---|---|---|---|
 /// | [`SerializationFailure`](Self::SerializationFailure) | SQLSTATE `40001` | | |
 /// | [`Deadlock`](Self::Deadlock) | SQLSTATE `40P01` | error 1213 | |
-/// | [`LockWaitTimeout`](Self::LockWaitTimeout) | | error 1205 | |
+/// | [`LockWaitTimeout`](Self::LockWaitTimeout) | SQLSTATE `55P03` (`lock_timeout`) | error 1205 | |
 /// | [`Busy`](Self::Busy) | | | `SQLITE_BUSY`, `SQLITE_LOCKED` |
 ///
 /// Diesel keeps the SQLSTATE or error number only for what it maps to a

@@ -126,12 +126,20 @@
 #[cfg(feature = "async")]
 pub mod asynchronous;
 pub mod backend;
+mod batch;
+mod beyond;
+mod bulk;
 mod checked;
 mod error;
+pub mod guard;
 pub mod observe;
+mod parts;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod retry;
 mod sync;
 mod token;
+mod tracked;
 mod uuid_token;
 mod versioned;
 
@@ -140,7 +148,12 @@ pub use error::{
     InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
     TransientKind,
 };
+pub use batch::BatchConflict;
+pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
+pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate};
+pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use sync::CheckedDsl;
+pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
 pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
@@ -153,7 +166,10 @@ pub use diesel_occ_derive::Versioned;
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
     pub use crate::retry::AttemptDsl;
-    pub use crate::{CheckedDsl, VersionToken, Versioned};
+    pub use crate::{
+        AggregateDsl, BatchDsl, BulkDsl, CheckedDsl, TrackedDsl, VersionToken, Versioned,
+        VersionedParts,
+    };
 }
 
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.

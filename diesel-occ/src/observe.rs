@@ -100,6 +100,8 @@ fn operation_label(operation: Operation) -> &'static str {
         Operation::Update => "update",
         Operation::Delete => "delete",
         Operation::ClientToken => "client_token",
+        Operation::ForceIncrement => "force_increment",
+        Operation::SoftDelete => "soft_delete",
     }
 }
 

@@ -9,6 +9,7 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
 use crate::checked;
 use crate::error::{Error, Operation};
+use crate::parts::GuardedUpdate;
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 
@@ -46,13 +47,17 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// On success the entity holds the fresh token. When no row matches, returns
     /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
     /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
+    ///
+    /// With a database-generated token (`#[occ(version, generated)]`, PostgreSQL only)
+    /// the statement is `UPDATE ... RETURNING token` and the entity takes the token
+    /// the database assigned.
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>
     where
-        Self::UpdateStatement: ExecuteDsl<Conn>,
+        Self::UpdateStatement: GuardedUpdate<Conn, Self::Token>,
         Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
     {
         let fresh = self.token().next_token();
-        let affected = ExecuteDsl::execute(self.update_statement(&fresh), conn)?;
+        let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
         if checked::written(self, affected)? {
             self.set_token(fresh);
             checked::trace_written(self, Operation::Update);
@@ -117,7 +122,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
 impl<T: Versioned, Conn: Connection> CheckedDsl<Conn> for T {}
 
 /// The conflict behind a zero-row write: one query for the row's current token.
-fn classify<T, Conn>(entity: &T, operation: Operation, conn: &mut Conn) -> Error
+pub(crate) fn classify<T, Conn>(entity: &T, operation: Operation, conn: &mut Conn) -> Error
 where
     T: Versioned,
     Conn: Connection,

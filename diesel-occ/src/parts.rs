@@ -1,0 +1,114 @@
+//! [`VersionedParts`]: the pieces of an entity's guarded statements, for writes other
+//! than a full save (force increment, soft delete, bulk updates), and
+//! [`GuardedUpdate`]: how a guarded UPDATE reports what it wrote.
+
+use diesel::connection::Connection;
+use diesel::query_builder::UpdateStatement;
+use diesel::query_dsl::methods::ExecuteDsl;
+use diesel::query_dsl::{LoadQuery, RunQueryDsl};
+use diesel::{QueryResult, QuerySource};
+
+use crate::versioned::Versioned;
+
+/// The parts of an entity's guarded statements, as described by `#[derive(Versioned)]`.
+///
+/// [`Versioned`] builds the complete statements of a checked save and delete; this
+/// trait exposes their pieces so other checked writes can be built from them:
+/// [`force_increment`](crate::AggregateDsl::force_increment),
+/// [`soft_delete_checked`](crate::AggregateDsl::soft_delete_checked) and
+/// [`bulk_update`](crate::BulkDsl::bulk_update).
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel::prelude::*;
+/// use diesel_occ::prelude::*;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut conn = connection();
+/// let stock = Stock::find(&mut conn, 1)?;
+/// // `stock WHERE id = 1 AND version = 1`, the target of every guarded write.
+/// let guarded = stock.guarded();
+/// let rows: Vec<i32> = guarded.select(stock::available).load(&mut conn)?;
+/// assert_eq!(rows, [10]);
+/// # Ok(())
+/// # }
+/// ```
+pub trait VersionedParts: Versioned {
+    /// The token's Diesel column (`stock::version`).
+    type TokenColumn: Default;
+    /// `t WHERE <key> AND token = <original>`: the target of a guarded write.
+    type Guarded;
+    /// `token = <fresh>`, the assignment every guarded UPDATE carries, or
+    /// [`NotAssigned`] for a database-generated token.
+    type TokenAssignment;
+    /// True for `#[occ(version, generated)]`: the database assigns the token.
+    const GENERATED_TOKEN: bool;
+
+    /// The row with this entity's key, if it still holds the entity's token.
+    fn guarded(&self) -> Self::Guarded;
+
+    /// The assignment `token = fresh`.
+    fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment;
+}
+
+/// The token assignment of an entity whose token the database generates: there is
+/// none, and writes that need one (force increment, soft delete, bulk update) do not
+/// compile for such an entity.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotAssigned;
+
+/// The guarded UPDATE of an entity with a database-generated token
+/// (`#[occ(version, generated)]`): `UPDATE ... RETURNING token`, run with a load so the
+/// token the database assigned is read back in the same statement.
+///
+/// It is not a Diesel query of its own: only [`GuardedUpdate`] runs it, so a code path
+/// that would ignore the returned token does not compile.
+#[derive(Debug, Clone)]
+pub struct GeneratedUpdate<S>(S);
+
+impl<S> GeneratedUpdate<S> {
+    /// Wraps `UPDATE ... RETURNING token`.
+    pub fn new(statement: S) -> Self {
+        GeneratedUpdate(statement)
+    }
+
+    /// The wrapped statement.
+    pub fn into_inner(self) -> S {
+        self.0
+    }
+}
+
+/// A guarded UPDATE on a blocking connection: runs it and says how many rows it wrote
+/// and which token they hold now.
+///
+/// Implemented for Diesel's `UpdateStatement` (the token is the `fresh` one the
+/// statement assigned) and for [`GeneratedUpdate`] (the token is the one `RETURNING`
+/// read back). The checked operations run their statements through it.
+pub trait GuardedUpdate<Conn, Tok> {
+    /// Runs the statement: the number of rows written, and the token they now hold
+    /// (`fresh` when nothing came back).
+    fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)>;
+}
+
+impl<T, U, V, Conn, Tok> GuardedUpdate<Conn, Tok> for UpdateStatement<T, U, V>
+where
+    T: QuerySource,
+    Conn: Connection,
+    Self: ExecuteDsl<Conn>,
+{
+    fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn)?, fresh))
+    }
+}
+
+impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
+where
+    Conn: Connection,
+    S: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Tok>,
+{
+    fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        let mut rows: Vec<Tok> = self.0.load(conn)?;
+        let written = rows.len();
+        Ok((written, rows.pop().unwrap_or(fresh)))
+    }
+}

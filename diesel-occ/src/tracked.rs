@@ -1,0 +1,439 @@
+//! Tracked entities: the values as read beside the values being edited, a save that
+//! writes only what changed, and a three-way diff and merge after a conflict.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+
+use crate::parts::VersionedParts;
+
+/// An entity that can be [`Tracked`]: field-by-field comparison and copy, and a guarded
+/// UPDATE of a chosen set of fields.
+///
+/// `#[derive(Versioned)]` implements it when the struct carries `#[occ(track)]`. Every
+/// field a checked save writes (not the key, the token or `#[occ(skip)]` /
+/// `#[diesel(skip_update)]` fields) must implement `PartialEq` and `Clone`; it is opt-in
+/// so entities with a field that cannot be compared still derive [`Versioned`](crate::Versioned).
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::Tracking;
+///
+/// # fn main() {
+/// // `#[occ(track)] struct Article { id, title, body, #[occ(version)] version }`
+/// assert_eq!(Article::FIELDS, &["title", "body"]);
+/// # }
+/// ```
+pub trait Tracking: VersionedParts {
+    /// The names of the fields a tracked save can write, in declaration order.
+    const FIELDS: &'static [&'static str];
+
+    /// `UPDATE t SET <some fields>, token = <fresh> WHERE <key> AND token = <original>`.
+    type FieldsUpdateStatement;
+
+    /// The fields whose value differs from `original`'s.
+    fn changed_from(&self, original: &Self) -> Fields<Self>;
+
+    /// Copies these fields' values from `from`.
+    fn copy_fields(&mut self, from: &Self, fields: Fields<Self>);
+
+    /// The guarded UPDATE writing exactly `fields` (each with its current value, `None`
+    /// written as NULL) and `fresh` as the token.
+    fn fields_update_statement(
+        &self,
+        fields: Fields<Self>,
+        fresh: &Self::Token,
+    ) -> Self::FieldsUpdateStatement;
+}
+
+/// A set of an entity's tracked fields (a bit per entry of [`Tracking::FIELDS`]).
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::Fields;
+///
+/// # fn main() {
+/// let title = Fields::<Article>::named("title").unwrap();
+/// let both = title.union(Fields::named("body").unwrap());
+/// assert_eq!(both.names().collect::<Vec<_>>(), ["title", "body"]);
+/// assert!(both.contains("body"));
+/// assert_eq!(both.difference(title).len(), 1);
+/// assert!(Fields::<Article>::named("version").is_none()); // the token is not tracked
+/// # }
+/// ```
+pub struct Fields<T> {
+    bits: u64,
+    entity: PhantomData<fn() -> T>,
+}
+
+impl<T: Tracking> Fields<T> {
+    /// No field.
+    pub fn none() -> Self {
+        Self::from_bits(0)
+    }
+
+    /// Every tracked field.
+    pub fn all() -> Self {
+        let n = T::FIELDS.len();
+        Self::from_bits(if n >= 64 { u64::MAX } else { (1 << n) - 1 })
+    }
+
+    /// The one field with this name, if it is tracked.
+    pub fn named(name: &str) -> Option<Self> {
+        let index = T::FIELDS.iter().position(|f| *f == name)?;
+        Some(Self::none().with_index(index))
+    }
+
+    fn from_bits(bits: u64) -> Self {
+        Fields {
+            bits,
+            entity: PhantomData,
+        }
+    }
+
+    /// This set plus the field at `index` in [`Tracking::FIELDS`].
+    pub fn with_index(self, index: usize) -> Self {
+        debug_assert!(index < T::FIELDS.len());
+        Self::from_bits(self.bits | (1 << index))
+    }
+
+    /// True when the field at `index` in [`Tracking::FIELDS`] is in the set.
+    pub fn contains_index(&self, index: usize) -> bool {
+        index < 64 && self.bits & (1 << index) != 0
+    }
+
+    /// True when the field with this name is in the set.
+    pub fn contains(&self, name: &str) -> bool {
+        T::FIELDS
+            .iter()
+            .position(|f| *f == name)
+            .is_some_and(|i| self.contains_index(i))
+    }
+
+    /// True when the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bits == 0
+    }
+
+    /// How many fields are in the set.
+    pub fn len(&self) -> usize {
+        self.bits.count_ones() as usize
+    }
+
+    /// The names of the fields in the set, in declaration order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        T::FIELDS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.contains_index(*i))
+            .map(|(_, name)| *name)
+    }
+
+    /// Fields in either set.
+    pub fn union(self, other: Self) -> Self {
+        Self::from_bits(self.bits | other.bits)
+    }
+
+    /// Fields in both sets.
+    pub fn intersection(self, other: Self) -> Self {
+        Self::from_bits(self.bits & other.bits)
+    }
+
+    /// Fields in this set and not in `other`.
+    pub fn difference(self, other: Self) -> Self {
+        Self::from_bits(self.bits & !other.bits)
+    }
+}
+
+impl<T> Clone for Fields<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Fields<T> {}
+
+impl<T> PartialEq for Fields<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bits == other.bits
+    }
+}
+
+impl<T> Eq for Fields<T> {}
+
+impl<T: Tracking> fmt::Debug for Fields<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.names()).finish()
+    }
+}
+
+/// An entity with the values as read kept beside the values being edited.
+///
+/// It derefs to the edited entity. Its checked save
+/// ([`TrackedDsl::save_checked`](crate::TrackedDsl::save_checked), or the async twin)
+/// writes only the fields that differ from the values as read, plus a fresh token, in
+/// one statement; after a conflict, [`three_way`](Self::three_way) compares the read
+/// values, the edits and the row as it is now field by field, and
+/// [`merge`](Self::merge) rebases the edits onto the current row when they do not
+/// overlap.
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::prelude::*;
+/// use diesel_occ::{SaveOutcome, Tracked};
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let mut mine = Tracked::new(Article::find(&mut conn, 1)?);
+/// let mut theirs = Tracked::new(Article::find(&mut conn, 1)?);
+///
+/// theirs.body = "Their body".into();
+/// theirs.save_checked(&mut conn)?; // UPDATE article SET body = ?, version = 2 WHERE ...
+///
+/// mine.title = "My title".into();
+/// assert_eq!(mine.changed().names().collect::<Vec<_>>(), ["title"]);
+/// // Conflict: the edits do not overlap, so they are applied on top of the current
+/// // row and saved with its token.
+/// match mine.save_merging(&mut conn)? {
+///     SaveOutcome::Merged { theirs } => assert!(theirs.contains("body")),
+///     other => panic!("expected a merge, got {other:?}"),
+/// }
+/// let stored = Article::find(&mut conn, 1)?;
+/// assert_eq!((stored.title.as_str(), stored.body.as_str()), ("My title", "Their body"));
+/// assert_eq!(stored.version, 3);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tracked<T> {
+    original: T,
+    current: T,
+}
+
+impl<T: Tracking + Clone> Tracked<T> {
+    /// Starts tracking an entity as read.
+    pub fn new(entity: T) -> Self {
+        Tracked {
+            original: entity.clone(),
+            current: entity,
+        }
+    }
+
+    /// The values as read (or as last saved).
+    pub fn original(&self) -> &T {
+        &self.original
+    }
+
+    /// The edited entity.
+    pub fn current(&self) -> &T {
+        &self.current
+    }
+
+    /// The edited entity, without the values as read.
+    pub fn into_inner(self) -> T {
+        self.current
+    }
+
+    /// The fields edited since the values were read.
+    pub fn changed(&self) -> Fields<T> {
+        self.current.changed_from(&self.original)
+    }
+
+    /// True when no field was edited.
+    pub fn is_unchanged(&self) -> bool {
+        self.changed().is_empty()
+    }
+
+    /// Compares the values as read (base), the edits (mine) and `theirs`, the row as
+    /// it is now (see [`TrackedDsl::load_current`](crate::TrackedDsl::load_current)).
+    pub fn three_way<'a>(&'a self, theirs: &'a T) -> ThreeWay<'a, T> {
+        ThreeWay {
+            base: &self.original,
+            mine: &self.current,
+            theirs,
+        }
+    }
+
+    /// Rebases the edits onto `theirs` when they do not overlap: the values as read
+    /// become `theirs` (its token included) and the edited fields are applied on top,
+    /// so the next save writes exactly the edits, guarded by their token.
+    ///
+    /// When a field was changed on both sides to different values, nothing changes
+    /// and the overlap is returned for the caller to decide
+    /// ([`rebase`](Self::rebase) with [`Prefer::Mine`] or [`Prefer::Theirs`], or ask).
+    pub fn merge(&mut self, theirs: T) -> Result<Fields<T>, Overlap<T>> {
+        let diff = self.three_way(&theirs);
+        let conflicting = diff.conflicting();
+        let only_theirs = diff.only_theirs();
+        if !conflicting.is_empty() {
+            return Err(Overlap {
+                base: self.original.clone(),
+                mine: self.current.clone(),
+                theirs,
+                fields: conflicting,
+            });
+        }
+        self.rebase(theirs, Prefer::Mine);
+        Ok(only_theirs)
+    }
+
+    /// Rebases the edits onto `theirs` whatever the overlap: the values as read become
+    /// `theirs`, and each edited field keeps my value, except that with
+    /// [`Prefer::Theirs`] a field they changed too keeps theirs.
+    pub fn rebase(&mut self, theirs: T, prefer: Prefer) {
+        let diff = self.three_way(&theirs);
+        let keep = match prefer {
+            Prefer::Mine => diff.mine_changed(),
+            Prefer::Theirs => diff.only_mine(),
+        };
+        let mut rebased = theirs.clone();
+        rebased.copy_fields(&self.current, keep);
+        self.original = theirs;
+        self.current = rebased;
+    }
+
+    /// After a successful save: the saved values become the values as read.
+    pub(crate) fn saved(&mut self, token: T::Token) {
+        self.current.set_token(token);
+        self.original = self.current.clone();
+    }
+}
+
+impl<T> Deref for Tracked<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.current
+    }
+}
+
+impl<T> DerefMut for Tracked<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.current
+    }
+}
+
+/// Which side keeps an overlapping field in [`Tracked::rebase`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefer {
+    /// Client wins: every edited field keeps my value.
+    Mine,
+    /// Store wins: a field both sides changed keeps the value in the database; my
+    /// other edits are kept.
+    Theirs,
+}
+
+/// A field-level comparison of the values as read (base), my edits and the row as it
+/// is now (theirs), borrowed from a [`Tracked`] entity: see [`Tracked::three_way`].
+///
+/// The values themselves stay typed: read them from [`base`](Self::base),
+/// [`mine`](Self::mine) and [`theirs`](Self::theirs).
+#[derive(Debug)]
+pub struct ThreeWay<'a, T> {
+    base: &'a T,
+    mine: &'a T,
+    theirs: &'a T,
+}
+
+impl<'a, T: Tracking> ThreeWay<'a, T> {
+    /// The values as read.
+    pub fn base(&self) -> &'a T {
+        self.base
+    }
+
+    /// My edited values.
+    pub fn mine(&self) -> &'a T {
+        self.mine
+    }
+
+    /// The row as it is now.
+    pub fn theirs(&self) -> &'a T {
+        self.theirs
+    }
+
+    /// Fields I changed.
+    pub fn mine_changed(&self) -> Fields<T> {
+        self.mine.changed_from(self.base)
+    }
+
+    /// Fields they changed.
+    pub fn theirs_changed(&self) -> Fields<T> {
+        self.theirs.changed_from(self.base)
+    }
+
+    /// Fields only I changed.
+    pub fn only_mine(&self) -> Fields<T> {
+        self.mine_changed().difference(self.theirs_changed())
+    }
+
+    /// Fields only they changed.
+    pub fn only_theirs(&self) -> Fields<T> {
+        self.theirs_changed().difference(self.mine_changed())
+    }
+
+    /// Fields we both changed (to the same value or not).
+    pub fn both(&self) -> Fields<T> {
+        self.mine_changed().intersection(self.theirs_changed())
+    }
+
+    /// Fields we both changed, to different values: what blocks a merge.
+    pub fn conflicting(&self) -> Fields<T> {
+        self.both()
+            .intersection(self.mine.changed_from(self.theirs))
+    }
+}
+
+/// Edits that overlap the row's current state: fields both sides changed to different
+/// values. Holds the three versions, typed, so the caller can decide (client wins,
+/// store wins, or show both to the user).
+#[derive(Debug, Clone)]
+pub struct Overlap<T: Tracking> {
+    base: T,
+    mine: T,
+    theirs: T,
+    fields: Fields<T>,
+}
+
+impl<T: Tracking> Overlap<T> {
+    /// The fields both sides changed to different values.
+    pub fn fields(&self) -> Fields<T> {
+        self.fields
+    }
+
+    /// The values as read.
+    pub fn base(&self) -> &T {
+        &self.base
+    }
+
+    /// My edited values.
+    pub fn mine(&self) -> &T {
+        &self.mine
+    }
+
+    /// The row as it is now.
+    pub fn theirs(&self) -> &T {
+        &self.theirs
+    }
+
+    /// The row as it is now, to [`rebase`](Tracked::rebase) onto.
+    pub fn into_theirs(self) -> T {
+        self.theirs
+    }
+}
+
+/// What [`TrackedDsl::save_merging`](crate::TrackedDsl::save_merging) did.
+#[derive(Debug, Clone)]
+#[must_use]
+pub enum SaveOutcome<T: Tracking> {
+    /// Saved at once: nobody else had written the row.
+    Saved,
+    /// Somebody had written the row, on other fields: the edits were applied on top
+    /// of their values and saved with their token. Carries the fields they changed.
+    Merged {
+        /// The fields the other writer changed, now part of the entity.
+        theirs: Fields<T>,
+    },
+    /// Somebody changed some of the same fields to other values: nothing was written,
+    /// the tracked entity is as it was. The caller decides.
+    Overlap(Overlap<T>),
+}

@@ -1,0 +1,38 @@
+-- Tables for tracked saves and merge, batch saves, force increment, the bypass-writer
+-- guard, bulk updates and soft delete (tests/tests/beyond). UUID tokens are BINARY(16).
+CREATE TABLE beyond_articles (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    summary TEXT,
+    views INTEGER NOT NULL DEFAULT 0,
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE beyond_accounts (
+    id INTEGER PRIMARY KEY,
+    balance INTEGER NOT NULL CHECK (balance >= 0),
+    deleted BOOLEAN NOT NULL DEFAULT FALSE,
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE beyond_orders (
+    id INTEGER PRIMARY KEY,
+    note TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE beyond_order_items (
+    order_id INTEGER NOT NULL,
+    line_no INTEGER NOT NULL,
+    quantity INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (order_id, line_no),
+    FOREIGN KEY (order_id) REFERENCES beyond_orders (id)
+);
+
+CREATE TABLE beyond_tickets (
+    id INTEGER PRIMARY KEY,
+    seat TEXT NOT NULL,
+    version BINARY(16) NOT NULL
+);

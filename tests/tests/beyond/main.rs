@@ -1,0 +1,33 @@
+//! Beyond the ORMs: tracked saves and merge, batch saves, force increment, the
+//! bypass-writer guard, bulk updates, checked soft delete, skipped columns and
+//! PostgreSQL `xmin` tokens, on every backend.
+//!
+//! The suite is written once (`sync_suite.rs`) and instantiated per backend; each test
+//! gets a fresh migrated database (or SQLite file).
+
+mod schema;
+mod sql_log;
+#[macro_use]
+mod sync_suite;
+
+sync_suite!(
+    postgres,
+    diesel::pg::PgConnection,
+    crate::schema::pg,
+    Postgres
+);
+#[cfg(feature = "mysql")]
+sync_suite!(
+    mysql,
+    diesel::mysql::MysqlConnection,
+    crate::schema::mysql,
+    Mysql
+);
+sync_suite!(
+    sqlite,
+    diesel::sqlite::SqliteConnection,
+    crate::schema::sqlite,
+    Sqlite
+);
+
+mod postgres_only;

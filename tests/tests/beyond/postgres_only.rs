@@ -1,0 +1,199 @@
+//! PostgreSQL only: `xmin` as a database-generated token (no token column), and the
+//! guard of a native `uuid` token.
+
+use diesel::pg::PgConnection;
+use diesel::prelude::*;
+use diesel_occ::pg::XminToken;
+use diesel_occ::prelude::*;
+use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
+use diesel_occ_tests::TestDb;
+use diesel_occ_tests::race::after_all_read;
+
+use crate::schema::pg as schema;
+use crate::sql_log::{SqlLog, sql_only};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = schema::beyond_documents, check_for_backend(diesel::pg::Pg))]
+#[occ(track)]
+struct Document {
+    id: i32,
+    title: String,
+    body: String,
+    #[occ(version, generated)]
+    xmin: XminToken,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = schema::beyond_documents)]
+struct NewDocument<'a> {
+    id: i32,
+    title: &'a str,
+    body: &'a str,
+}
+
+fn seed(test: &str) -> Option<TestDb<PgConnection>> {
+    let db = TestDb::<PgConnection>::create(test)?;
+    diesel::insert_into(schema::beyond_documents::table)
+        .values(NewDocument {
+            id: 1,
+            title: "Title",
+            body: "Body",
+        })
+        .execute(&mut db.conn())
+        .expect("insert document");
+    Some(db)
+}
+
+fn stored_xmin(conn: &mut PgConnection) -> XminToken {
+    schema::beyond_documents::table
+        .find(1)
+        .select(schema::beyond_documents::xmin)
+        .get_result(conn)
+        .expect("xmin")
+}
+
+#[test]
+fn xmin_is_read_compared_and_returned_in_one_statement() {
+    let Some(db) = seed("beyond_pg_xmin") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let mut doc = Document::find(&mut conn, 1).unwrap();
+    let read = doc.xmin;
+    assert_eq!(read, stored_xmin(&mut conn));
+
+    doc.body = "Edited".into();
+    let log = SqlLog::install(&mut conn);
+    doc.save_checked(&mut conn).expect("save");
+    let statements = log.take();
+    assert_eq!(statements.len(), 1, "one statement: {statements:?}");
+    let sql = sql_only(&statements[0]);
+    assert!(
+        sql.contains("RETURNING \"beyond_documents\".\"xmin\""),
+        "{sql}"
+    );
+    assert!(
+        !sql.contains("SET \"xmin\"") && !sql.contains(", \"xmin\" ="),
+        "xmin is never assigned: {sql}"
+    );
+    assert_ne!(doc.xmin, read, "a new transaction id");
+    assert_eq!(
+        doc.xmin,
+        stored_xmin(&mut conn),
+        "the token the database assigned"
+    );
+}
+
+#[test]
+fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
+    let Some(db) = seed("beyond_pg_xmin_stale") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let mut first = Document::find(&mut conn, 1).unwrap();
+    let second = first.clone();
+    first.title = "First".into();
+    first.save_checked(&mut conn).unwrap();
+
+    let mut stale = second.clone();
+    stale.title = "Second".into();
+    let Err(Error::Conflict(conflict)) = stale.save_checked(&mut conn) else {
+        panic!("expected a conflict");
+    };
+    assert_eq!(conflict.expected::<XminToken>(), Some(second.xmin));
+    assert_eq!(conflict.current::<XminToken>(), Some(first.xmin));
+    assert_eq!(stale.xmin, second.xmin, "untouched");
+    assert!(second.delete_checked(&mut conn).unwrap_err().is_conflict());
+    // Found by a client's token, e.g. an ETag.
+    let etag = first.xmin.encode();
+    let by_etag = Document::find_checked(&mut conn, 1, &XminToken::decode(&etag).unwrap()).unwrap();
+    assert_eq!(by_etag, first);
+    first
+        .delete_checked(&mut conn)
+        .expect("delete with the current xmin");
+}
+
+#[test]
+fn xmin_is_its_own_bypass_guard() {
+    let Some(db) = seed("beyond_pg_xmin_bypass") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let mut doc = Document::find(&mut conn, 1).unwrap();
+    diesel::sql_query("UPDATE beyond_documents SET body = 'Raw' WHERE id = 1")
+        .execute(&mut db.conn())
+        .unwrap();
+    doc.title = "Mine".into();
+    let Err(Error::Conflict(conflict)) = doc.save_checked(&mut conn) else {
+        panic!("expected a conflict");
+    };
+    assert!(matches!(conflict.state(), ConflictState::Stale { .. }));
+}
+
+#[test]
+fn xmin_two_writers_from_one_version_exactly_one_wins() {
+    let Some(db) = seed("beyond_pg_xmin_race") else {
+        return;
+    };
+    let outcomes = after_all_read(
+        2,
+        |_| {
+            let mut conn = db.conn();
+            let doc = Document::find(&mut conn, 1).unwrap();
+            (conn, doc)
+        },
+        |writer, (mut conn, mut doc)| {
+            doc.body = format!("Body by {writer}");
+            let result = doc.save_checked(&mut conn);
+            (result.map_err(|e| e.is_conflict()), doc)
+        },
+    );
+    let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().any(|(r, _)| *r == Err(true)));
+    let stored = Document::find(&mut db.conn(), 1).unwrap();
+    assert_eq!(&stored, &winners[0].1);
+}
+
+#[test]
+fn xmin_tracked_merge_and_batch_save() {
+    let Some(db) = seed("beyond_pg_xmin_tracked") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let mut mine = Tracked::new(Document::find(&mut conn, 1).unwrap());
+    let mut theirs = Document::find(&mut conn, 1).unwrap();
+    theirs.body = "Their body".into();
+    theirs.save_checked(&mut conn).unwrap();
+
+    mine.title = "My title".into();
+    let log = SqlLog::install(&mut conn);
+    let outcome = mine.save_merging(&mut conn).expect("merge");
+    assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
+    let last = log.take().pop().unwrap();
+    assert!(
+        !sql_only(&last).contains("\"body\""),
+        "the merged save writes my field only: {last}"
+    );
+    let stored = Document::find(&mut conn, 1).unwrap();
+    assert_eq!(
+        (stored.title.as_str(), stored.body.as_str()),
+        ("My title", "Their body")
+    );
+    assert_eq!(mine.current(), &stored);
+
+    let mut batch = [stored.clone()];
+    batch[0].body = "Batch".into();
+    batch.save_all_checked(&mut conn).unwrap();
+    assert_eq!(batch[0].xmin, stored_xmin(&mut conn));
+    let mut stale = [stored];
+    let error = stale.save_all_checked(&mut conn).unwrap_err();
+    assert_eq!(
+        error
+            .as_batch_conflict()
+            .unwrap()
+            .indices()
+            .collect::<Vec<_>>(),
+        [0]
+    );
+}

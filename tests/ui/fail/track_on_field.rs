@@ -1,0 +1,21 @@
+use diesel_occ::Versioned;
+
+diesel::table! {
+    stock (id) {
+        id -> Integer,
+        available -> Integer,
+        version -> Integer,
+    }
+}
+
+#[derive(Versioned)]
+#[diesel(table_name = stock)]
+struct Stock {
+    id: i32,
+    #[occ(track)]
+    available: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+fn main() {}

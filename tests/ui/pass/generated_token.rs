@@ -1,0 +1,29 @@
+//! `#[occ(version, generated)]`: PostgreSQL's `xmin`, read back with `RETURNING`.
+use diesel::prelude::*;
+use diesel_occ::pg::XminToken;
+use diesel_occ::prelude::*;
+
+diesel::table! {
+    documents (id) {
+        id -> Integer,
+        body -> Text,
+        xmin -> diesel_occ::pg::sql_types::Xid,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = documents, check_for_backend(diesel::pg::Pg))]
+#[occ(track)]
+pub struct Document {
+    pub id: i32,
+    pub body: String,
+    #[occ(version, generated)]
+    pub xmin: XminToken,
+}
+
+fn main() {
+    assert!(<Document as VersionedParts>::GENERATED_TOKEN);
+    let _save = |doc: &mut Document, conn: &mut PgConnection| doc.save_checked(conn);
+    let _delete = |doc: &Document, conn: &mut PgConnection| doc.delete_checked(conn);
+    let _batch = |docs: &mut [Document], conn: &mut PgConnection| docs.save_all_checked(conn);
+}
