@@ -3,7 +3,7 @@
 //!
 //! | | PostgreSQL | MySQL / MariaDB | SQLite |
 //! |---|---|---|---|
-//! | transient errors ([`TransientKind`]) | `40001`, `40P01` | 1213, 1205 | busy, locked |
+//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205 | busy, locked |
 //! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
 //! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
 //!
@@ -161,6 +161,16 @@ mod tests {
                     "Lock wait timeout exceeded; try restarting transaction",
                 ),
                 Some(TransientKind::LockWaitTimeout),
+            ),
+            // PostgreSQL 55P03 from `lock_timeout`; 57014 from `statement_timeout` is not
+            // transient.
+            (
+                database_error(Unknown, "canceling statement due to lock timeout"),
+                Some(TransientKind::LockWaitTimeout),
+            ),
+            (
+                database_error(Unknown, "canceling statement due to statement timeout"),
+                None,
             ),
             // SQLite busy and locked.
             (

@@ -9,6 +9,13 @@
 //! constraint and position only. A deadlock is therefore recognised by its primary
 //! message, `deadlock detected`, which PostgreSQL translates unless `lc_messages` is
 //! `C` or English.
+//!
+//! A lock timeout (`SET lock_timeout`, SQLSTATE `55P03`, `canceling statement due to
+//! lock timeout`) is the counterpart of MySQL's lock wait timeout (1205): a row lock
+//! was not granted in time, and the statement was cancelled without effect, so it is
+//! transient in the same way. A statement timeout (`57014`, `canceling statement due to
+//! statement timeout`) is not: the statement ran too long, and running it again takes
+//! as long.
 
 use diesel::result::DatabaseErrorKind;
 
@@ -17,10 +24,16 @@ use crate::error::TransientKind;
 /// The primary message of SQLSTATE 40P01.
 const DEADLOCK_MESSAGE: &str = "deadlock detected";
 
+/// The primary message of SQLSTATE 55P03 raised by `lock_timeout`.
+const LOCK_TIMEOUT_MESSAGE: &str = "canceling statement due to lock timeout";
+
 pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<TransientKind> {
     match kind {
         DatabaseErrorKind::SerializationFailure => Some(TransientKind::SerializationFailure),
         DatabaseErrorKind::Unknown if message == DEADLOCK_MESSAGE => Some(TransientKind::Deadlock),
+        DatabaseErrorKind::Unknown if message == LOCK_TIMEOUT_MESSAGE => {
+            Some(TransientKind::LockWaitTimeout)
+        }
         _ => None,
     }
 }
