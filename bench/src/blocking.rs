@@ -1,0 +1,309 @@
+//! The blocking strategies, written once for each backend's connection type.
+//!
+//! `blocking_strategies!()` expands inside a backend module that defines `Conn` (the
+//! Diesel connection), `pessimistic_once` and `serializable_once` (the two strategies
+//! whose SQL differs between backends).
+
+use diesel_occ::Error;
+
+use crate::harness::{OpResult, Worker, backoff};
+
+/// One attempt's outcome for the hand-written loops: `Some(committed)` ends the
+/// operation, `None` is an optimistic miss (a conditional UPDATE matched no row).
+pub(crate) type Once = Result<Option<bool>, diesel::result::Error>;
+
+/// The retry loop the hand-written strategies share: the same policy (attempts,
+/// exponential backoff with jitter) as diesel-occ's helper, retrying misses and the
+/// database's transient errors only.
+pub(crate) fn retry_loop(
+    worker: &mut Worker,
+    mut once: impl FnMut() -> Once,
+) -> Result<OpResult, String> {
+    let mut op = OpResult::default();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match once() {
+            Ok(Some(committed)) => {
+                op.committed = committed;
+                return Ok(op);
+            }
+            Ok(None) => op.conflicts += 1,
+            Err(error) => {
+                let text = error.to_string();
+                if Error::from(error).is_retryable() {
+                    op.aborts += 1;
+                } else {
+                    return Err(text);
+                }
+            }
+        }
+        if attempts >= worker.policy.get_max_attempts() {
+            return Ok(op);
+        }
+        op.retries += 1;
+        backoff(&worker.policy, &mut worker.rng, attempts);
+    }
+}
+
+/// Counts what diesel-occ's retry helper did, from inside its closure.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    pub(crate) last_attempt: u32,
+    pub(crate) conflicts: u32,
+    pub(crate) aborts: u32,
+}
+
+impl Seen {
+    pub(crate) fn saw(&mut self, error: &Error) {
+        if error.is_conflict() {
+            self.conflicts += 1;
+        } else if error.is_retryable() {
+            self.aborts += 1;
+        }
+    }
+
+    pub(crate) fn finish(self, result: Result<bool, Error>) -> Result<OpResult, String> {
+        let op = OpResult {
+            committed: false,
+            retries: self.last_attempt.saturating_sub(1),
+            conflicts: self.conflicts,
+            aborts: self.aborts,
+        };
+        match result {
+            Ok(committed) => Ok(OpResult { committed, ..op }),
+            Err(Error::RetriesExhausted(_)) => Ok(op),
+            Err(error) => Err(format!("{error}: {error:?}")),
+        }
+    }
+}
+
+macro_rules! blocking_strategies {
+    () => {
+        use diesel::prelude::*;
+        use diesel_occ::prelude::*;
+
+        use crate::Strategy;
+        use crate::blocking::{Once, Seen, retry_loop};
+        use crate::harness::{Held, OpResult, Worker};
+        use crate::model::{Stock, bench_stock};
+
+        /// Runs one reservation with `strategy` on the worker's connection.
+        pub(crate) fn op(
+            strategy: Strategy,
+            held: &Held<Conn>,
+            worker: &mut Worker,
+            key: i32,
+        ) -> Result<OpResult, String> {
+            match strategy {
+                Strategy::Blind => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || blind_once(conn, key))
+                }
+                Strategy::Handwritten => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || handwritten_once(conn, key))
+                }
+                Strategy::Occ | Strategy::OccEscalate => occ(held, worker, key),
+                Strategy::Pessimistic => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || pessimistic_once(conn, key))
+                }
+                Strategy::Serializable => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || serializable_once(conn, key))
+                }
+                Strategy::Atomic => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || atomic_once(conn, key))
+                }
+                Strategy::OccAsync => Err("occ-async runs on its own runtime".into()),
+            }
+        }
+
+        fn read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+            bench_stock::table
+                .find(key)
+                .select(Stock::as_select())
+                .get_result(conn)
+        }
+
+        /// The lost-update baseline: read, then write what was read minus one, with no
+        /// predicate on what was read.
+        fn blind_once(conn: &mut Conn, key: i32) -> Once {
+            let stock = read(conn, key)?;
+            if stock.available <= 0 {
+                return Ok(Some(false));
+            }
+            let written = diesel::update(bench_stock::table.find(key))
+                .set(bench_stock::available.eq(stock.available - 1))
+                .execute(conn)?;
+            Ok(Some(written == 1))
+        }
+
+        /// Exactly what `save_checked` runs, written by hand: the same read, the same
+        /// conditional UPDATE, and on a miss the same token read that classifies it.
+        pub(crate) fn handwritten_once(conn: &mut Conn, key: i32) -> Once {
+            let stock = read(conn, key)?;
+            if stock.available <= 0 {
+                return Ok(Some(false));
+            }
+            let written = diesel::update(
+                bench_stock::table
+                    .find(key)
+                    .filter(bench_stock::version.eq(stock.version)),
+            )
+            .set((
+                bench_stock::available.eq(stock.available - 1),
+                bench_stock::version.eq(stock.version.wrapping_add(1)),
+            ))
+            .execute(conn)?;
+            if written == 1 {
+                return Ok(Some(true));
+            }
+            let _current: Option<i32> = bench_stock::table
+                .find(key)
+                .select(bench_stock::version)
+                .get_result(conn)
+                .optional()?;
+            Ok(None)
+        }
+
+        /// diesel-occ: `save_checked` inside the blocking retry helper.
+        fn occ(held: &Held<Conn>, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
+            let mut seen = Seen::default();
+            let result = diesel_occ::retry::retry(held, &worker.policy, |conn, attempt| {
+                seen.last_attempt = attempt.number();
+                let result = (|| {
+                    let mut stock: Stock = attempt.find(conn, key)?;
+                    if stock.available <= 0 {
+                        return Ok(false);
+                    }
+                    stock.available -= 1;
+                    stock.save_checked(conn)?;
+                    Ok(true)
+                })();
+                if let Err(error) = &result {
+                    seen.saw(error);
+                }
+                result
+            });
+            seen.finish(result)
+        }
+
+        /// One statement, no read: `SET available = available - 1 WHERE id = ? AND
+        /// available > 0`.
+        fn atomic_once(conn: &mut Conn, key: i32) -> Once {
+            let written = diesel::update(
+                bench_stock::table
+                    .find(key)
+                    .filter(bench_stock::available.gt(0)),
+            )
+            .set((
+                bench_stock::available.eq(bench_stock::available - 1),
+                bench_stock::version.eq(bench_stock::version + 1),
+            ))
+            .execute(conn)?;
+            Ok(Some(written == 1))
+        }
+
+        /// The read and the write of the locking strategies, inside their transaction.
+        #[allow(dead_code)]
+        fn read_write(conn: &mut Conn, stock: Stock) -> Once {
+            if stock.available <= 0 {
+                return Ok(Some(false));
+            }
+            diesel::update(bench_stock::table.find(stock.id))
+                .set((
+                    bench_stock::available.eq(stock.available - 1),
+                    bench_stock::version.eq(stock.version.wrapping_add(1)),
+                ))
+                .execute(conn)?;
+            Ok(Some(true))
+        }
+
+        /// Drops and creates the table with `keys` rows of [`START`] stock.
+        pub(crate) fn reset(conn: &mut Conn, keys: i32) -> QueryResult<()> {
+            use diesel::connection::SimpleConnection;
+            conn.batch_execute(
+                "DROP TABLE IF EXISTS bench_stock; \
+                 CREATE TABLE bench_stock (id INTEGER PRIMARY KEY, \
+                 available INTEGER NOT NULL, version INTEGER NOT NULL)",
+            )?;
+            let ids: Vec<i32> = (1..=keys).collect();
+            for chunk in ids.chunks(1000) {
+                let rows: Vec<_> = chunk
+                    .iter()
+                    .map(|&id| {
+                        (
+                            bench_stock::id.eq(id),
+                            bench_stock::available.eq(crate::model::START),
+                            bench_stock::version.eq(1),
+                        )
+                    })
+                    .collect();
+                diesel::insert_into(bench_stock::table)
+                    .values(&rows)
+                    .execute(conn)?;
+            }
+            Ok(())
+        }
+
+        /// Units taken from the table since [`reset`].
+        pub(crate) fn taken(conn: &mut Conn, keys: i32) -> QueryResult<i64> {
+            let left: Vec<i32> = bench_stock::table
+                .select(bench_stock::available)
+                .load(conn)?;
+            let start = i64::from(crate::model::START) * i64::from(keys);
+            Ok(start - left.into_iter().map(i64::from).sum::<i64>())
+        }
+
+        /// Statements run by successful saves, counted by Diesel's instrumentation,
+        /// and the SQL of diesel-occ's UPDATE and of the hand-written one.
+        pub(crate) fn statements(conn: &mut Conn, saves: i32) -> Result<crate::Statements, String> {
+            use std::sync::{Arc, Mutex};
+            let log: Arc<Mutex<Vec<String>>> = Arc::default();
+            let sink = Arc::clone(&log);
+            conn.set_instrumentation(move |event: diesel::connection::InstrumentationEvent<'_>| {
+                if let diesel::connection::InstrumentationEvent::StartQuery { query, .. } = event {
+                    sink.lock().unwrap().push(query.to_string());
+                }
+            });
+            let take = |log: &Arc<Mutex<Vec<String>>>| std::mem::take(&mut *log.lock().unwrap());
+            let mut counted = 0;
+            let mut occ_sql = String::new();
+            let mut occ_read = String::new();
+            for key in 1..=saves {
+                let mut stock = Stock::find(conn, key).map_err(|e| e.to_string())?;
+                if let Some(sql) = take(&log).first() {
+                    occ_read = crate::strip_binds(sql);
+                }
+                stock.available -= 1;
+                stock.save_checked(conn).map_err(|e| e.to_string())?;
+                let run = take(&log);
+                counted += run.len();
+                if let Some(sql) = run.last() {
+                    occ_sql = crate::strip_binds(sql);
+                }
+            }
+            handwritten_once(conn, 1).map_err(|e| e.to_string())?;
+            let hand = take(&log);
+            Ok(crate::Statements {
+                saves: saves as usize,
+                statements: counted,
+                occ_read,
+                occ_update: occ_sql,
+                handwritten_read: hand
+                    .first()
+                    .map(|s| crate::strip_binds(s))
+                    .unwrap_or_default(),
+                handwritten_update: hand
+                    .get(1)
+                    .map(|s| crate::strip_binds(s))
+                    .unwrap_or_default(),
+            })
+        }
+    };
+}
+
+pub(crate) use blocking_strategies;

@@ -1,0 +1,225 @@
+//! The chart: throughput and p99 latency against the number of hot keys, one line per
+//! strategy, as SVG (no dependency), converted to PNG by `rsvg-convert` when installed.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::Row;
+
+const COLORS: [&str; 8] = [
+    "#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#7f7f7f",
+];
+const WIDTH: f64 = 1200.0;
+const HEIGHT: f64 = 560.0;
+const TOP: f64 = 70.0;
+const BOTTOM: f64 = 470.0;
+
+/// One panel: where it sits and how it maps values.
+struct Panel {
+    left: f64,
+    right: f64,
+    log: bool,
+    max: f64,
+    min: f64,
+}
+
+impl Panel {
+    fn y(&self, value: f64) -> f64 {
+        let frac = if self.log {
+            (value.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
+        } else {
+            value / self.max
+        };
+        BOTTOM - frac.clamp(0.0, 1.0) * (BOTTOM - TOP)
+    }
+
+    fn x(&self, index: usize, count: usize) -> f64 {
+        if count <= 1 {
+            return (self.left + self.right) / 2.0;
+        }
+        self.left + 30.0 + index as f64 * (self.right - self.left - 60.0) / (count - 1) as f64
+    }
+}
+
+/// A round axis maximum above `value`: 1, 2 or 5 times a power of ten.
+fn nice(value: f64) -> f64 {
+    let value = value.max(1e-9);
+    let power = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|v| *v >= value)
+        .unwrap_or(10.0 * power)
+}
+
+fn label(value: f64) -> String {
+    if value >= 1000.0 {
+        format!("{:.0}k", value / 1000.0)
+    } else if value >= 1.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Writes `<base>.svg` and, when possible, `<base>.png`; returns the PNG's path.
+pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<PathBuf>, String> {
+    let mut keys: Vec<i32> = rows.iter().map(|r| r.keys).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut strategies: Vec<&str> = Vec::new();
+    for row in rows {
+        if !strategies.contains(&row.strategy.as_str()) {
+            strategies.push(&row.strategy);
+        }
+    }
+    let throughput = Panel {
+        left: 90.0,
+        right: 560.0,
+        log: false,
+        max: nice(rows.iter().map(|r| r.ops_per_sec).fold(0.0, f64::max)),
+        min: 0.0,
+    };
+    let p99_max = nice(rows.iter().map(|r| r.p99_ms).fold(0.0, f64::max));
+    let p99_min = 10f64.powf(
+        rows.iter()
+            .map(|r| r.p99_ms)
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min)
+            .max(1e-3)
+            .log10()
+            .floor(),
+    );
+    let latency = Panel {
+        left: 680.0,
+        right: 1150.0,
+        log: true,
+        max: p99_max.max(p99_min * 10.0),
+        min: p99_min,
+    };
+
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Arial, sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{}" y="28" font-size="17" text-anchor="middle">{}</text>
+"#,
+        WIDTH / 2.0,
+        escape(title)
+    );
+    for (panel, name) in [
+        (&throughput, "committed operations per second"),
+        (&latency, "p99 latency, ms (log scale)"),
+    ] {
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{l}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#333"/>
+<text x="{cx}" y="{ty}" font-size="15" text-anchor="middle">{name}</text>
+<text x="{cx}" y="{xy}" text-anchor="middle">hot keys (more keys = less contention)</text>"##,
+            l = panel.left,
+            w = panel.right - panel.left,
+            h = BOTTOM - TOP,
+            cx = (panel.left + panel.right) / 2.0,
+            ty = TOP - 12.0,
+            xy = BOTTOM + 40.0,
+        );
+        let ticks: Vec<f64> = if panel.log {
+            let mut t = Vec::new();
+            let mut v = panel.min;
+            while v <= panel.max * 1.0001 {
+                t.push(v);
+                v *= 10.0;
+            }
+            t
+        } else {
+            (0..=5).map(|i| panel.max * f64::from(i) / 5.0).collect()
+        };
+        for tick in ticks {
+            let y = panel.y(tick);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#ddd"/><text x="{tx}" y="{ty}" text-anchor="end">{v}</text>"##,
+                l = panel.left,
+                r = panel.right,
+                tx = panel.left - 6.0,
+                ty = y + 4.0,
+                v = label(tick)
+            );
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let x = panel.x(i, keys.len());
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{x}" y1="{BOTTOM}" x2="{x}" y2="{b}" stroke="#333"/><text x="{x}" y="{ty}" text-anchor="middle">{key}</text>"##,
+                b = BOTTOM + 5.0,
+                ty = BOTTOM + 20.0
+            );
+        }
+        for (s, strategy) in strategies.iter().enumerate() {
+            let color = COLORS[s % COLORS.len()];
+            let points: Vec<(f64, f64)> = keys
+                .iter()
+                .enumerate()
+                .filter_map(|(i, key)| {
+                    let row = rows
+                        .iter()
+                        .find(|r| r.strategy == *strategy && r.keys == *key)?;
+                    let value = if panel.log {
+                        row.p99_ms
+                    } else {
+                        row.ops_per_sec
+                    };
+                    Some((panel.x(i, keys.len()), panel.y(value)))
+                })
+                .collect();
+            let path: Vec<String> = points
+                .iter()
+                .map(|(x, y)| format!("{x:.1},{y:.1}"))
+                .collect();
+            let _ = writeln!(
+                svg,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"/>"#,
+                path.join(" ")
+            );
+            for (x, y) in points {
+                let _ = writeln!(
+                    svg,
+                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
+                );
+            }
+        }
+    }
+    for (s, strategy) in strategies.iter().enumerate() {
+        let x = 90.0 + (s % 8) as f64 * 135.0;
+        let y = HEIGHT - 18.0;
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{x}" y="{ry}" width="16" height="4" fill="{c}"/><text x="{tx}" y="{y}">{name}</text>"#,
+            ry = y - 6.0,
+            c = COLORS[s % COLORS.len()],
+            tx = x + 22.0,
+            name = escape(strategy)
+        );
+    }
+    svg.push_str("</svg>\n");
+
+    let svg_path = base.with_extension("svg");
+    std::fs::write(&svg_path, svg).map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    let png_path = base.with_extension("png");
+    let converted = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png_path)
+        .arg(&svg_path)
+        .status();
+    match converted {
+        Ok(status) if status.success() => Ok(Some(png_path)),
+        _ => Ok(None),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

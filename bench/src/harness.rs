@@ -1,0 +1,239 @@
+//! Running one strategy with N workers and collecting what they saw.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use std::cell::{RefCell, RefMut};
+
+use diesel_occ::retry::{ConnectionSource, RetryPolicy};
+use diesel_occ::{PoolError, PoolErrorKind};
+
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Limit {
+    /// Wall-clock time.
+    Time(Duration),
+    /// Total operations (committed or not) across all workers.
+    Ops(u64),
+}
+
+/// What one operation (one reservation, with all its attempts) ended with.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct OpResult {
+    /// The reservation was committed (one unit taken).
+    pub(crate) committed: bool,
+    /// Attempts beyond the first.
+    pub(crate) retries: u32,
+    /// Optimistic misses: a conditional UPDATE that matched no row.
+    pub(crate) conflicts: u32,
+    /// Transactions the database aborted (serialization failure, deadlock, busy).
+    pub(crate) aborts: u32,
+}
+
+/// Counts of one worker (or of a whole run once merged).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Tally {
+    pub(crate) committed: u64,
+    pub(crate) failed: u64,
+    pub(crate) retries: u64,
+    pub(crate) conflicts: u64,
+    pub(crate) aborts: u64,
+    /// Latency of each committed operation, in nanoseconds, retries included.
+    pub(crate) latencies: Vec<u64>,
+    /// First error text of a failed operation, for the log.
+    pub(crate) first_error: Option<String>,
+}
+
+impl Tally {
+    pub(crate) fn record(&mut self, result: Result<OpResult, String>, latency: Duration) {
+        match result {
+            Ok(op) => {
+                self.retries += u64::from(op.retries);
+                self.conflicts += u64::from(op.conflicts);
+                self.aborts += u64::from(op.aborts);
+                if op.committed {
+                    self.committed += 1;
+                    self.latencies
+                        .push(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
+                } else {
+                    self.failed += 1;
+                }
+            }
+            Err(error) => {
+                self.failed += 1;
+                self.first_error.get_or_insert(error);
+            }
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: Tally) {
+        self.committed += other.committed;
+        self.failed += other.failed;
+        self.retries += other.retries;
+        self.conflicts += other.conflicts;
+        self.aborts += other.aborts;
+        self.latencies.extend(other.latencies);
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+/// Tells workers when to stop.
+#[derive(Debug)]
+pub(crate) struct Stop {
+    limit: Limit,
+    started: Instant,
+    issued: AtomicU64,
+    stopped: AtomicBool,
+}
+
+impl Stop {
+    pub(crate) fn new(limit: Limit) -> Self {
+        Stop {
+            limit,
+            started: Instant::now(),
+            issued: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Restarts the clock (after all workers connected).
+    pub(crate) fn start(&mut self) {
+        self.started = Instant::now();
+    }
+
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Whether a worker may start another operation.
+    pub(crate) fn another(&self) -> bool {
+        if self.stopped.load(Ordering::Relaxed) {
+            return false;
+        }
+        let go = match self.limit {
+            Limit::Time(duration) => self.started.elapsed() < duration,
+            Limit::Ops(ops) => self.issued.fetch_add(1, Ordering::Relaxed) < ops,
+        };
+        if !go {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+        go
+    }
+}
+
+/// One worker thread's state for the blocking strategies.
+#[derive(Debug)]
+pub(crate) struct Worker {
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) policy: RetryPolicy,
+    pub(crate) keys: i32,
+}
+
+impl Worker {
+    pub(crate) fn key(&mut self) -> i32 {
+        self.rng.i32(1..=self.keys)
+    }
+}
+
+/// A worker's own connection, lent to each attempt of the retry helper (the
+/// helper's connection source) or used directly by the hand-written strategies.
+#[derive(Debug)]
+pub(crate) struct Held<C>(pub(crate) RefCell<C>);
+
+impl<C: diesel::Connection> ConnectionSource for Held<C> {
+    type Connection = C;
+    type Pooled<'a>
+        = RefMut<'a, C>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<RefMut<'_, C>, PoolError> {
+        self.0
+            .try_borrow_mut()
+            .map_err(|_| PoolError::from_kind(PoolErrorKind::Timeout))
+    }
+}
+
+/// Runs `op` on `workers` threads, each with its own connection from `connect`,
+/// until `limit`. Returns the merged tally and the elapsed time.
+pub(crate) fn run_threads<C: Send>(
+    workers: usize,
+    keys: i32,
+    limit: Limit,
+    policy: RetryPolicy,
+    connect: impl Fn() -> Result<C, String> + Sync,
+    op: impl Fn(&Held<C>, &mut Worker, i32) -> Result<OpResult, String> + Sync,
+) -> Result<(Tally, Duration), String> {
+    let connections = (0..workers)
+        .map(|_| connect())
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut stop = Stop::new(limit);
+    stop.start();
+    let barrier = Barrier::new(workers);
+    let (stop, op, barrier) = (&stop, &op, &barrier);
+    let tallies: Vec<(Tally, Instant)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = connections
+            .into_iter()
+            .enumerate()
+            .map(|(index, conn)| {
+                scope.spawn(move || {
+                    let held = Held(RefCell::new(conn));
+                    let mut worker = Worker {
+                        rng: fastrand::Rng::with_seed(index as u64 * 7919 + 1),
+                        policy,
+                        keys,
+                    };
+                    let mut tally = Tally::default();
+                    barrier.wait();
+                    while stop.another() {
+                        let key = worker.key();
+                        let began = Instant::now();
+                        let result = op(&held, &mut worker, key);
+                        tally.record(result, began.elapsed());
+                    }
+                    (tally, Instant::now())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("a worker panicked"))
+            .collect()
+    });
+    merge(stop.started(), tallies)
+}
+
+pub(crate) fn merge(
+    started: Instant,
+    tallies: Vec<(Tally, Instant)>,
+) -> Result<(Tally, Duration), String> {
+    let mut total = Tally::default();
+    let mut ended = started;
+    for (tally, end) in tallies {
+        total.merge(tally);
+        ended = ended.max(end);
+    }
+    Ok((total, ended - started))
+}
+
+/// Sleeps the retry policy's jittered backoff before attempt `attempts + 1`.
+pub(crate) fn backoff(policy: &RetryPolicy, rng: &mut fastrand::Rng, attempts: u32) {
+    let ceiling = policy.backoff_ceiling(attempts);
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    let pause = Duration::from_nanos(rng.u64(0..=nanos));
+    if !pause.is_zero() {
+        std::thread::sleep(pause);
+    }
+}
+
+/// The nearest-rank percentile of sorted values.
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
