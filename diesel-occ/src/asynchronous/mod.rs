@@ -56,6 +56,7 @@
 //!   lock) right away. The closure's own writes in that transaction are never
 //!   committed.
 
+mod beyond;
 mod retry;
 #[cfg(test)]
 mod tests;
@@ -73,6 +74,7 @@ pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+pub use self::beyond::{AggregateDsl, BatchDsl, GuardedUpdate, TrackedDsl};
 pub use crate::retry::{Attempt, OwnedConnection, RetryPolicy};
 
 use crate::checked;
@@ -82,8 +84,8 @@ use crate::versioned::Versioned;
 
 /// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
 pub mod prelude {
-    pub use super::{AttemptDsl, CheckedDsl};
-    pub use crate::{VersionToken, Versioned};
+    pub use super::{AggregateDsl, AttemptDsl, BatchDsl, CheckedDsl, TrackedDsl};
+    pub use crate::{BulkDsl, VersionToken, Versioned, VersionedParts};
 }
 
 /// Checked saves, deletes and loads on an async Diesel connection: the twin of the
@@ -105,13 +107,14 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
     where
         Self: Send,
-        Self::UpdateStatement: ExecuteDsl<Conn> + Send,
+        Self::UpdateStatement: GuardedUpdate<Conn, Self::Token> + Send,
         Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
     {
         let fresh = self.token().next_token();
         let statement = self.update_statement(&fresh);
         async move {
-            let affected = ExecuteDsl::execute(statement, conn).await?;
+            // A generated token (`xmin`) comes back from `RETURNING`.
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
             let key = self.key();
             if checked::written_key::<Self>(&key, affected)? {
                 self.set_token(fresh);

@@ -197,3 +197,45 @@ fn xmin_tracked_merge_and_batch_save() {
         [0]
     );
 }
+
+/// The async API, with only its own prelude in scope.
+mod asynchronous {
+    use diesel_async::{AsyncConnection, AsyncPgConnection};
+    use diesel_occ::asynchronous::prelude::*;
+    use diesel_occ::{SaveOutcome, Tracked};
+
+    use super::{Document, seed, stored_xmin};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn xmin_on_the_async_connection() {
+        let Some(db) = seed("beyond_pg_xmin_async") else {
+            return;
+        };
+        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let mut doc = Document::find(&mut conn, 1).await.unwrap();
+        let stale = doc.clone();
+        doc.body = "Async".into();
+        doc.save_checked(&mut conn).await.expect("save");
+        assert_ne!(doc.xmin, stale.xmin);
+        assert_eq!(
+            doc.xmin,
+            stored_xmin(&mut db.conn()),
+            "read back with RETURNING"
+        );
+
+        let mut stale = Tracked::new(stale);
+        stale.title = "Merged".into();
+        let outcome = stale.save_merging(&mut conn).await.expect("merge");
+        assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
+        let stored = Document::find(&mut conn, 1).await.unwrap();
+        assert_eq!(
+            (stored.title.as_str(), stored.body.as_str()),
+            ("Merged", "Async")
+        );
+        assert_eq!(stale.xmin, stored.xmin);
+        let mut batch = [stored];
+        batch[0].body = "Batch".into();
+        batch.save_all_checked(&mut conn).await.unwrap();
+        assert_eq!(batch[0].xmin, stored_xmin(&mut db.conn()));
+    }
+}

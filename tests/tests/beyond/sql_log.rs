@@ -22,6 +22,18 @@ impl SqlLog {
         log
     }
 
+    /// Installs a fresh log on an async connection.
+    pub(crate) fn install_async<C: diesel_async::AsyncConnection>(conn: &mut C) -> Self {
+        let log = SqlLog::default();
+        let seen = Arc::clone(&log.0);
+        conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+            if let InstrumentationEvent::StartQuery { query, .. } = event {
+                seen.lock().unwrap().push(query.to_string());
+            }
+        });
+        log
+    }
+
     /// The statements since the last call, in order.
     pub(crate) fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().unwrap())

@@ -1,0 +1,333 @@
+//! The async twins of what comes after the conflict: tracked saves and merge, batch
+//! saves, force increment and checked soft delete, with the same names, statements,
+//! semantics and errors as the blocking [`TrackedDsl`](crate::TrackedDsl),
+//! [`BatchDsl`](crate::BatchDsl) and [`AggregateDsl`](crate::AggregateDsl).
+
+use std::future::Future;
+
+use diesel::associations::HasTable;
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId, UpdateStatement};
+use diesel::query_dsl::methods::SelectDsl;
+use diesel::{OptionalExtension, QueryResult, QuerySource, Selectable, Table};
+use diesel_async::methods::{ExecuteDsl, LoadQuery};
+use diesel_async::{AsyncConnection, TransactionManager};
+
+use super::CheckedDsl;
+use crate::batch::BatchConflict;
+use crate::checked;
+use crate::error::{ConflictState, Error, Operation};
+use crate::parts::{GeneratedUpdate, VersionedParts};
+use crate::token::VersionToken;
+use crate::tracked::{SaveOutcome, Tracked, Tracking};
+use crate::versioned::Versioned;
+
+/// A guarded UPDATE on an async connection: the twin of
+/// [`diesel_occ::GuardedUpdate`](crate::GuardedUpdate). Runs it and says how many rows
+/// it wrote and which token they hold now.
+pub trait GuardedUpdate<Conn, Tok> {
+    /// Runs the statement: the number of rows written, and the token they now hold
+    /// (`fresh` when nothing came back).
+    fn run_guarded(
+        self,
+        conn: &mut Conn,
+        fresh: Tok,
+    ) -> impl Future<Output = QueryResult<(usize, Tok)>> + Send;
+}
+
+impl<T, U, V, Conn, Tok> GuardedUpdate<Conn, Tok> for UpdateStatement<T, U, V>
+where
+    T: QuerySource,
+    Conn: AsyncConnection,
+    Tok: Send,
+    Self: ExecuteDsl<Conn> + Send,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn).await?, fresh))
+    }
+}
+
+impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
+where
+    Conn: AsyncConnection,
+    Tok: Send + 'static,
+    S: LoadQuery<'static, Conn, Tok> + Send + 'static,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        let mut rows: Vec<Tok> = diesel_async::RunQueryDsl::load(self.into_inner(), conn).await?;
+        let written = rows.len();
+        Ok((written, rows.pop().unwrap_or(fresh)))
+    }
+}
+
+/// The conflict behind a zero-row write: one query for the row's current token.
+async fn classify<T, Conn>(
+    key: T::Key,
+    expected: &T::Token,
+    operation: Operation,
+    conn: &mut Conn,
+) -> Error
+where
+    T: Versioned,
+    Conn: AsyncConnection,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+{
+    let query = T::token_query(key.clone());
+    match diesel_async::RunQueryDsl::get_result(query, conn)
+        .await
+        .optional()
+    {
+        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
+        Err(error) => error.into(),
+    }
+}
+
+/// Checked saves of a [`Tracked`] entity on an async connection: the twin of the
+/// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
+///
+/// ```
+/// # include!("../tracked_doctest_setup.rs");
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+/// use diesel_occ::{SaveOutcome, Tracked};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
+/// let mut mine = Tracked::new(Article::find(&mut conn, 1).await?);
+/// let mut theirs = Tracked::new(Article::find(&mut conn, 1).await?);
+/// theirs.body = "Their body".into();
+/// theirs.save_checked(&mut conn).await?;
+///
+/// mine.title = "My title".into();
+/// let outcome = mine.save_merging(&mut conn).await?;
+/// assert!(matches!(outcome, SaveOutcome::Merged { .. }));
+/// assert_eq!(mine.version, 3);
+/// # Ok(())
+/// # }
+/// ```
+pub trait TrackedDsl<Conn: AsyncConnection> {
+    /// The tracked entity.
+    type Entity: Tracking;
+
+    /// Writes the fields edited since the values were read, and a fresh token, in one
+    /// statement. See [`crate::TrackedDsl::save_checked`].
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Loads the row as it is now, typed; [`Error::NotFound`] when it was deleted.
+    fn load_current(
+        &self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<Self::Entity, Error>> + Send;
+
+    /// Saves, and on a stale-token conflict merges non-overlapping edits onto the
+    /// current row and saves once more. See [`crate::TrackedDsl::save_merging`].
+    fn save_merging(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<SaveOutcome<Self::Entity>, Error>> + Send;
+}
+
+impl<T, Conn> TrackedDsl<Conn> for Tracked<T>
+where
+    T: Tracking + Clone + Selectable<Conn::Backend> + Send + Sync + 'static,
+    Conn: AsyncConnection,
+    T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    T::SelectExpression: QueryId,
+    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+    Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
+{
+    type Entity = T;
+
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        let fields = self.changed();
+        let fresh = self.token().next_token();
+        let statement = self.current().fields_update_statement(fields, &fresh);
+        async move {
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+            let key = self.key();
+            if checked::written_key::<T>(&key, affected)? {
+                self.saved(fresh);
+                checked::trace_written_key::<T>(&key, Operation::Update);
+                Ok(())
+            } else {
+                let expected = self.original().token().clone();
+                Err(classify::<T, Conn>(key, &expected, Operation::Update, conn).await)
+            }
+        }
+    }
+
+    fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {
+        <T as CheckedDsl<Conn>>::find(conn, self.key())
+    }
+
+    async fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
+        let conflict = match TrackedDsl::save_checked(self, conn).await {
+            Ok(()) => return Ok(SaveOutcome::Saved),
+            Err(Error::Conflict(conflict))
+                if matches!(conflict.state(), ConflictState::Stale { .. }) =>
+            {
+                conflict
+            }
+            Err(error) => return Err(error),
+        };
+        let theirs = match TrackedDsl::load_current(self, conn).await {
+            Ok(theirs) => theirs,
+            Err(Error::NotFound(_)) => return Err(conflict.into()),
+            Err(error) => return Err(error),
+        };
+        match self.merge(theirs) {
+            Ok(theirs) => {
+                TrackedDsl::save_checked(self, conn).await?;
+                Ok(SaveOutcome::Merged { theirs })
+            }
+            Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
+        }
+    }
+}
+
+/// Batch saves on an async connection: the twin of the blocking
+/// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, one UPDATE each,
+/// all or nothing, and [`Error::Batch`] naming every stale or deleted entity.
+///
+/// Dropping the future while the transaction is open leaves it open on the connection,
+/// as with any diesel-async transaction: see the [module documentation](super) on
+/// cancellation.
+pub trait BatchDsl<Conn: AsyncConnection> {
+    /// See [`crate::BatchDsl::save_all_checked`].
+    fn save_all_checked(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+impl<T, Conn> BatchDsl<Conn> for [T]
+where
+    T: Versioned + Send + Sync,
+    Conn: AsyncConnection,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+{
+    async fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        Conn::TransactionManager::begin_transaction(conn).await?;
+        let outcome = write_all(&*self, conn).await;
+        let fresh = match outcome {
+            Ok(fresh) => {
+                Conn::TransactionManager::commit_transaction(conn).await?;
+                fresh
+            }
+            Err(error) => {
+                Conn::TransactionManager::rollback_transaction(conn).await?;
+                return Err(error);
+            }
+        };
+        for (entity, fresh) in self.iter_mut().zip(fresh) {
+            entity.set_token(fresh);
+            checked::trace_written(entity, Operation::Update);
+        }
+        Ok(())
+    }
+}
+
+/// Every guarded UPDATE of a batch, inside its transaction: the fresh tokens, or the
+/// conflicts of every stale or deleted entity.
+async fn write_all<T, Conn>(entities: &[T], conn: &mut Conn) -> Result<Vec<T::Token>, Error>
+where
+    T: Versioned + Send + Sync,
+    Conn: AsyncConnection,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+{
+    let mut fresh_tokens = Vec::with_capacity(entities.len());
+    let mut conflicts = Vec::new();
+    for (index, entity) in entities.iter().enumerate() {
+        let fresh = entity.token().next_token();
+        let statement = entity.update_statement(&fresh);
+        let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+        let key = entity.key();
+        if checked::written_key::<T>(&key, affected)? {
+            fresh_tokens.push(fresh);
+        } else {
+            match classify::<T, Conn>(key, entity.token(), Operation::Update, conn).await {
+                Error::Conflict(conflict) => conflicts.push((index, conflict)),
+                error => return Err(error),
+            }
+        }
+    }
+    if conflicts.is_empty() {
+        Ok(fresh_tokens)
+    } else {
+        Err(Error::Batch(BatchConflict::new(entities.len(), conflicts)))
+    }
+}
+
+/// Checked writes of the token alone or of a deleted marker, on an async connection:
+/// the twin of the blocking [`AggregateDsl`](crate::AggregateDsl).
+pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
+    /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::AggregateDsl::force_increment`].
+    fn force_increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: Send,
+        Self::Guarded: IntoUpdateTarget,
+        <Self::Guarded as HasTable>::Table: Table,
+        Self::TokenAssignment: AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<Self::Guarded, Self::TokenAssignment>:
+            AsQuery + ExecuteDsl<Conn> + Send,
+        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+    {
+        let fresh = self.token().next_token();
+        let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
+        guarded_write(self, conn, statement, fresh, Operation::ForceIncrement)
+    }
+
+    /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::AggregateDsl::soft_delete_checked`].
+    fn soft_delete_checked<M>(
+        &mut self,
+        conn: &mut Conn,
+        marker: M,
+    ) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: Send,
+        Self::Guarded: IntoUpdateTarget,
+        <Self::Guarded as HasTable>::Table: Table,
+        (M, Self::TokenAssignment): AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>:
+            AsQuery + ExecuteDsl<Conn> + Send,
+        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+    {
+        let fresh = self.token().next_token();
+        let statement =
+            diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+        guarded_write(self, conn, statement, fresh, Operation::SoftDelete)
+    }
+}
+
+impl<T: VersionedParts, Conn: AsyncConnection> AggregateDsl<Conn> for T {}
+
+/// Runs a guarded UPDATE that assigns `fresh`; on success the entity takes it.
+async fn guarded_write<T, Conn, S>(
+    entity: &mut T,
+    conn: &mut Conn,
+    statement: S,
+    fresh: T::Token,
+    operation: Operation,
+) -> Result<(), Error>
+where
+    T: Versioned + Send,
+    Conn: AsyncConnection,
+    S: ExecuteDsl<Conn> + Send,
+    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+{
+    let affected = ExecuteDsl::execute(statement, conn).await?;
+    let key = entity.key();
+    if checked::written_key::<T>(&key, affected)? {
+        entity.set_token(fresh);
+        checked::trace_written_key::<T>(&key, operation);
+        Ok(())
+    } else {
+        Err(classify::<T, Conn>(key, entity.token(), operation, conn).await)
+    }
+}
