@@ -1,0 +1,287 @@
+//! The blocking retry helper through an r2d2 pool, instantiated per backend: a fresh
+//! checkout per attempt, exhaustion after exactly N, and the hot row.
+//!
+//! What "fresh" means, and what is asserted: the helper checks a connection out of its
+//! source at the start of every attempt and gives it back before the backoff. r2d2
+//! keeps idle connections in a stack (last in, first out), so the connection an attempt
+//! gives back is the one the next attempt gets: the same server connection, checked
+//! out anew. That is asserted as such (one checkout per attempt, exactly one connection
+//! out during each attempt, all back between attempts). Distinct server connections per
+//! attempt are asserted with a source that connects per attempt, and with deadpool
+//! (first in, first out) in the async suite.
+
+macro_rules! sync_suite {
+    ($backend:ident, $conn:ty, $schema:path, $connection_id:expr, $id_setup:expr) => {
+        mod $backend {
+            use std::collections::HashSet;
+            use std::sync::Mutex;
+            use std::sync::atomic::{AtomicU32, Ordering};
+            use std::time::{Duration, Instant};
+
+            use diesel::connection::SimpleConnection;
+            use diesel::prelude::*;
+            use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+            use diesel_occ::prelude::*;
+            use diesel_occ::retry::{self, ConnectionSource, RetryPolicy};
+            use diesel_occ::{Error, PoolError};
+            use diesel_occ_tests::{TestConnection, TestDb};
+
+            use $schema as schema;
+
+            type Conn = $conn;
+
+            macro_rules! test_db {
+                () => {
+                    match TestDb::<Conn>::create(concat!(stringify!($backend), "_s", line!())) {
+                        Some(db) => db,
+                        None => return,
+                    }
+                };
+            }
+
+            #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+            #[diesel(table_name = schema::counters)]
+            struct Counter {
+                id: i32,
+                value: i32,
+                label: Option<String>,
+                #[occ(version)]
+                version: i32,
+            }
+
+            impl Counter {
+                fn increment(&mut self) {
+                    self.value += 1;
+                    self.label = Some(self.value.to_string());
+                }
+            }
+
+            fn seed(db: &TestDb<Conn>) {
+                diesel::insert_into(schema::counters::table)
+                    .values(Counter {
+                        id: 1,
+                        value: 0,
+                        label: Some("0".into()),
+                        version: 1,
+                    })
+                    .execute(&mut db.conn())
+                    .expect("seed");
+            }
+
+            fn bump(conn: &mut Conn) -> i32 {
+                let mut row = Counter::find(conn, 1).expect("row");
+                row.increment();
+                row.save_checked(conn).expect("the other writer");
+                row.version
+            }
+
+            /// Test settings and a readable identity on every pooled connection.
+            #[derive(Debug)]
+            struct Setup;
+
+            impl CustomizeConnection<Conn, diesel::r2d2::Error> for Setup {
+                fn on_acquire(&self, conn: &mut Conn) -> Result<(), diesel::r2d2::Error> {
+                    conn.configure();
+                    conn.batch_execute($id_setup)
+                        .map_err(diesel::r2d2::Error::QueryError)
+                }
+            }
+
+            fn pool(db: &TestDb<Conn>, size: u32) -> Pool<ConnectionManager<Conn>> {
+                Pool::builder()
+                    .max_size(size)
+                    .min_idle(Some(size))
+                    .connection_customizer(Box::new(Setup))
+                    .build(ConnectionManager::new(db.url()))
+                    .expect("r2d2 pool")
+            }
+
+            fn connection_id(conn: &mut Conn) -> i64 {
+                diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+                    $connection_id,
+                ))
+                .get_result(conn)
+                .expect("connection id")
+            }
+
+            /// The r2d2 pool as a `ConnectionSource` that counts checkouts.
+            struct Counting<'p> {
+                pool: &'p Pool<ConnectionManager<Conn>>,
+                checkouts: AtomicU32,
+            }
+
+            impl ConnectionSource for Counting<'_> {
+                type Connection = Conn;
+                type Pooled<'a>
+                    = PooledConnection<ConnectionManager<Conn>>
+                where
+                    Self: 'a;
+
+                fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+                    self.checkouts.fetch_add(1, Ordering::SeqCst);
+                    self.pool.checkout()
+                }
+            }
+
+            fn perpetual_conflict<S>(
+                source: &S,
+                db: &TestDb<Conn>,
+                attempts: u32,
+            ) -> (Vec<(u32, i64)>, Error)
+            where
+                S: ConnectionSource<Connection = Conn>,
+            {
+                let mut other = db.conn();
+                let seen = Mutex::new(Vec::new());
+                let mut last = 0;
+                let result: Result<(), Error> = retry::retry(
+                    source,
+                    &RetryPolicy::new()
+                        .max_attempts(attempts)
+                        .backoff(Duration::ZERO, Duration::ZERO),
+                    |conn, attempt| {
+                        seen.lock()
+                            .unwrap()
+                            .push((attempt.number(), connection_id(conn)));
+                        let mut row: Counter = attempt.find(conn, 1)?;
+                        last = bump(&mut other);
+                        row.increment();
+                        row.save_checked(conn)
+                    },
+                );
+                let error = result.unwrap_err();
+                match &error {
+                    Error::RetriesExhausted(exhausted) => {
+                        assert_eq!(exhausted.attempts(), attempts);
+                        assert_eq!(
+                            exhausted.last_conflict().and_then(|c| c.current::<i32>()),
+                            Some(last)
+                        );
+                    }
+                    other => panic!("expected exhaustion, got {other:?}"),
+                }
+                (seen.into_inner().unwrap(), error)
+            }
+
+            #[test]
+            fn r2d2_checks_out_anew_for_each_attempt_until_exactly_n() {
+                let db = test_db!();
+                seed(&db);
+                let pool = pool(&db, 3);
+                let source = Counting {
+                    pool: &pool,
+                    checkouts: AtomicU32::new(0),
+                };
+                let in_use = Mutex::new(Vec::new());
+                let wrapped = || {
+                    in_use
+                        .lock()
+                        .unwrap()
+                        .push(pool.state().connections - pool.state().idle_connections);
+                };
+                // Check the pool state from inside each attempt through the source.
+                struct Observed<'s, F: Fn()>(&'s Counting<'s>, F);
+                impl<F: Fn()> ConnectionSource for Observed<'_, F> {
+                    type Connection = Conn;
+                    type Pooled<'a>
+                        = PooledConnection<ConnectionManager<Conn>>
+                    where
+                        Self: 'a;
+                    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+                        let pooled = self.0.checkout()?;
+                        (self.1)();
+                        Ok(pooled)
+                    }
+                }
+                let (seen, _) = perpetual_conflict(&Observed(&source, wrapped), &db, 4);
+                assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+                assert_eq!(
+                    source.checkouts.load(Ordering::SeqCst),
+                    4,
+                    "one checkout per attempt"
+                );
+                assert_eq!(
+                    *in_use.lock().unwrap(),
+                    [1, 1, 1, 1],
+                    "one connection out per attempt"
+                );
+                assert_eq!(
+                    pool.state().idle_connections,
+                    pool.state().connections,
+                    "all back"
+                );
+                eprintln!(
+                    "{}: r2d2 server connections per attempt (LIFO): {:?}",
+                    stringify!($backend),
+                    seen.iter().map(|s| s.1).collect::<Vec<_>>()
+                );
+            }
+
+            #[test]
+            fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
+                let db = test_db!();
+                seed(&db);
+                let url = db.url().to_owned();
+                let source = || -> Result<Conn, PoolError> {
+                    let mut conn = Conn::establish(&url)?;
+                    conn.configure();
+                    conn.batch_execute($id_setup).expect("id setup");
+                    Ok(conn)
+                };
+                let (seen, _) = perpetual_conflict(&source, &db, 4);
+                let ids: HashSet<i64> = seen.iter().map(|s| s.1).collect();
+                assert_eq!(ids.len(), 4, "four server connections: {seen:?}");
+            }
+
+            #[test]
+            fn eight_threads_times_250_retried_increments_end_at_exactly_2000() {
+                let db = test_db!();
+                seed(&db);
+                let pool = pool(&db, 8);
+                let policy = RetryPolicy::new()
+                    .max_attempts(100)
+                    .backoff(Duration::ZERO, Duration::from_millis(2))
+                    .escalate_after(1);
+                let started = Instant::now();
+                let totals: Vec<(u32, u32)> = std::thread::scope(|scope| {
+                    let workers: Vec<_> = (0..8)
+                        .map(|_| {
+                            scope.spawn(|| {
+                                let (mut attempts, mut escalated) = (0, 0);
+                                for _ in 0..250 {
+                                    let (n, locked) =
+                                        retry::retry(&pool, &policy, |conn, attempt| {
+                                            let mut row: Counter = attempt.find(conn, 1)?;
+                                            row.increment();
+                                            row.save_checked(conn)?;
+                                            Ok((attempt.number(), attempt.is_escalated()))
+                                        })
+                                        .expect("every increment lands");
+                                    assert!(n <= 2, "an escalated attempt cannot lose");
+                                    attempts += n;
+                                    escalated += u32::from(locked);
+                                }
+                                (attempts, escalated)
+                            })
+                        })
+                        .collect();
+                    workers
+                        .into_iter()
+                        .map(|w| w.join().expect("worker"))
+                        .collect()
+                });
+                let row = Counter::find(&mut db.conn(), 1).expect("row");
+                assert_eq!(row.value, 2000, "no increment lost");
+                assert_eq!(row.version, 2001);
+                assert_eq!(row.label.as_deref(), Some("2000"));
+                let attempts: u32 = totals.iter().map(|t| t.0).sum();
+                let escalated: u32 = totals.iter().map(|t| t.1).sum();
+                eprintln!(
+                    "{}: r2d2 hot row 8x250: {attempts} attempts, {escalated} escalated, {:?}",
+                    stringify!($backend),
+                    started.elapsed()
+                );
+            }
+        }
+    };
+}
