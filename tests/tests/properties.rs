@@ -95,10 +95,247 @@ fn extremes_wrap_and_survive_their_client_form() {
     assert_eq!(i64::MAX.next_token(), i64::MIN);
     assert_eq!(i16::MAX.next_token(), i16::MIN);
     assert_eq!(i64::decode(&i64::MIN.encode()), Ok(i64::MIN));
-    assert_eq!(i16::decode("32768").unwrap_err().reason, InvalidTokenReason::Malformed);
-    assert_eq!(UuidToken::decode("").unwrap_err().reason, InvalidTokenReason::Empty);
+    assert_eq!(
+        i16::decode("32768").unwrap_err().reason,
+        InvalidTokenReason::Malformed
+    );
+    assert_eq!(
+        UuidToken::decode("").unwrap_err().reason,
+        InvalidTokenReason::Empty
+    );
     assert_eq!(
         UuidToken::decode("not-a-uuid").unwrap_err().reason,
         InvalidTokenReason::Malformed
     );
+}
+
+#[test]
+fn i32_counters_wrap_and_out_of_range_text_is_refused() {
+    assert_eq!(i32::MAX.next_token(), i32::MIN);
+    assert_eq!(i32::decode(&i32::MAX.encode()), Ok(i32::MAX));
+    assert_eq!(
+        i32::decode("2147483648").unwrap_err().reason,
+        InvalidTokenReason::Malformed
+    );
+    assert_eq!(
+        i64::decode("9223372036854775808").unwrap_err().reason,
+        InvalidTokenReason::Malformed
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// The HTTP app's `If-Match` parser and the inventory app's token form field: every
+// parser of client-supplied tokens in the examples, fed hostile input.
+
+mod if_match {
+    use diesel_occ::{InvalidTokenReason, MAX_ENCODED_LEN, UuidToken, VersionToken};
+    use diesel_occ_examples::http::etag::{
+        EntityTag, IfMatch, Precondition, SyntaxError, etag, parse_if_match, precondition,
+    };
+    use proptest::prelude::*;
+
+    /// `etagc`: `!`, `#`-`~` (no `"`) and a few obs-text characters.
+    fn opaque() -> impl Strategy<Value = String> {
+        "[!#-~\u{80}-\u{ff}]{0,20}"
+    }
+
+    fn tag() -> impl Strategy<Value = (bool, String)> {
+        (any::<bool>(), opaque())
+    }
+
+    fn render(tags: &[(bool, String)], separator: &str) -> String {
+        tags.iter()
+            .map(|(weak, opaque)| format!("{}\"{opaque}\"", if *weak { "W/" } else { "" }))
+            .collect::<Vec<_>>()
+            .join(separator)
+    }
+
+    fn non_nil_uuid() -> impl Strategy<Value = UuidToken> {
+        any::<[u8; 16]>()
+            .prop_filter("the nil UUID is no token", |b| b != &[0; 16])
+            .prop_map(|b| UuidToken(uuid::Uuid::from_bytes(b)))
+    }
+
+    proptest! {
+        /// Any text: no panic, and what parses is made of entity-tags found in the input.
+        #[test]
+        fn arbitrary_headers_parse_or_are_refused(header in "\\PC{0,80}|[\"W/, *a-f0-9-]{0,40}") {
+            match parse_if_match(&header) {
+                Err(SyntaxError) => {}
+                Ok(IfMatch::Any) => prop_assert_eq!(header.trim_matches([' ', '\t']), "*"),
+                Ok(IfMatch::Tags(tags)) => {
+                    prop_assert!(!tags.is_empty());
+                    for tag in tags {
+                        let quoted = format!("\"{}\"", tag.opaque);
+                        prop_assert!(header.contains(&quoted));
+                        prop_assert!(!tag.opaque.contains('"'));
+                    }
+                }
+            }
+            // The typed reading never panics either, whatever the token type.
+            let _ = precondition::<UuidToken>([header.as_str()]);
+            let _ = precondition::<i64>([header.as_str(), header.as_str()]);
+        }
+
+        /// Well-formed lists, with any spacing and empty elements, parse back to their tags.
+        #[test]
+        fn entity_tag_lists_round_trip(
+            tags in prop::collection::vec(tag(), 1..6),
+            separator in "[ \t]{0,2},[ \t]{0,2}(,[ \t]{0,2}){0,2}",
+            padding in "[ \t]{0,3}",
+        ) {
+            let header = format!("{padding}{}{padding}", render(&tags, &separator));
+            let expected: Vec<EntityTag<'_>> = tags
+                .iter()
+                .map(|(weak, opaque)| EntityTag { weak: *weak, opaque })
+                .collect();
+            prop_assert_eq!(parse_if_match(&header), Ok(IfMatch::Tags(expected)));
+        }
+
+        /// A token's ETag is a precondition on exactly that token, alone or among others.
+        #[test]
+        fn etags_round_trip_through_if_match(
+            token in non_nil_uuid(),
+            others in prop::collection::vec(non_nil_uuid(), 0..4),
+            counter: i64,
+        ) {
+            prop_assert_eq!(precondition([etag(&token).as_str()]), Precondition::Tokens(vec![token]));
+            let mut all = others.clone();
+            all.push(token);
+            let header = all.iter().map(etag).collect::<Vec<_>>().join(", ");
+            prop_assert_eq!(precondition([header.as_str()]), Precondition::Tokens(all));
+            prop_assert_eq!(
+                precondition([etag(&counter).as_str()]),
+                Precondition::Tokens(vec![counter])
+            );
+        }
+
+        /// Strong tags that are not tokens are refused with the token's typed reason;
+        /// weak copies of valid tokens alone never match.
+        #[test]
+        fn strong_tags_that_are_not_tokens_are_typed_refusals(
+            garbage in "[!#-~]{1,40}",
+            extra in 1usize..300,
+            token in non_nil_uuid(),
+        ) {
+            let reason = |header: &str| match precondition::<UuidToken>([header]) {
+                Precondition::Malformed(Some(invalid)) => Some(invalid.reason),
+                Precondition::Malformed(None) => None,
+                other => panic!("{header:?} was accepted as {other:?}"),
+            };
+            if UuidToken::decode(&garbage).is_err() {
+                let quoted = format!("\"{garbage}\"");
+                prop_assert!(reason(&quoted).is_some());
+            }
+            let oversized = format!("\"{}\"", "a".repeat(MAX_ENCODED_LEN + extra));
+            prop_assert_eq!(reason(&oversized), Some(InvalidTokenReason::TooLong));
+            prop_assert_eq!(reason("\"\""), Some(InvalidTokenReason::Empty));
+            prop_assert_eq!(
+                reason(&format!("\"{}\"", uuid::Uuid::nil())),
+                Some(InvalidTokenReason::Nil)
+            );
+            prop_assert_eq!(
+                precondition::<UuidToken>([format!("W/{}", etag(&token)).as_str()]),
+                Precondition::NeverMatches
+            );
+        }
+    }
+}
+
+mod form_field {
+    use diesel_occ::{InvalidTokenReason, UuidToken, VersionToken};
+    use diesel_occ_examples::db::{AnyConnection, Target};
+    use diesel_occ_examples::inventory::{self, ReserveError, ReserveRequest};
+    use proptest::prelude::*;
+
+    fn app() -> (tempfile::TempDir, AnyConnection, String) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("form.sqlite3");
+        let mut conn = Target::parse(path.to_str().expect("utf-8"))
+            .connect_and_migrate()
+            .expect("SQLite");
+        let view = inventory::add_item(&mut conn, "sku-1", "widget", 10).expect("seed");
+        (dir, conn, view.token)
+    }
+
+    /// The token the row holds, and its stock.
+    fn current(conn: &mut AnyConnection) -> (String, i32) {
+        let view = inventory::stock(conn, "sku-1").expect("row");
+        (view.token, view.available)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The reservation form's token field, as the client sends it: absent, arbitrary
+        /// text, a valid but different token, or the current one with noise around it.
+        /// Only the current token reaches the save; everything else is a typed refusal
+        /// and writes nothing.
+        #[test]
+        fn the_reservation_token_field_accepts_only_the_current_token(
+            field in prop::option::of(prop_oneof![
+                "\\PC{0,80}",
+                "[0-9a-f-]{30,40}",
+                any::<[u8; 16]>().prop_map(|b| uuid::Uuid::from_bytes(b).to_string()),
+                Just(String::new()),
+                Just(uuid::Uuid::nil().to_string()),
+                "[0-9]{65,200}",
+            ]),
+        ) {
+            let (_dir, mut conn, token) = app();
+            let request = ReserveRequest { sku: "sku-1", quantity: 1, token: field.as_deref() };
+            let outcome = inventory::reserve(&mut conn, &request);
+            let (now, available) = current(&mut conn);
+            let decoded = field.as_deref().map(UuidToken::decode);
+            match (&decoded, outcome) {
+                (None, Err(ReserveError::TokenRequired)) => {}
+                (Some(Err(invalid)), Err(ReserveError::InvalidToken(reason))) => {
+                    prop_assert_eq!(invalid.reason, reason);
+                }
+                (Some(Ok(sent)), Err(ReserveError::StaleToken { current })) => {
+                    prop_assert_ne!(sent.encode(), token.clone());
+                    prop_assert_eq!(current, token.clone());
+                }
+                (Some(Ok(sent)), Ok(reserved)) => {
+                    prop_assert_eq!(UuidToken::decode(&token), Ok(*sent));
+                    prop_assert_eq!(reserved.token, now.clone());
+                    prop_assert_eq!(available, 9);
+                    return Ok(());
+                }
+                (decoded, outcome) => {
+                    prop_assert!(false, "field {field:?} ({decoded:?}) ended in {outcome:?}");
+                }
+            }
+            prop_assert_eq!((now, available), (token, 10), "a refusal wrote nothing");
+        }
+    }
+
+    /// The current token itself, with the padding a form may add, is accepted once;
+    /// sending it again is a stale-token refusal.
+    #[test]
+    fn the_current_token_is_accepted_once() {
+        let (_dir, mut conn, token) = app();
+        let padded = format!("  {token}\t");
+        let request = ReserveRequest {
+            sku: "sku-1",
+            quantity: 1,
+            token: Some(&padded),
+        };
+        let reserved = inventory::reserve(&mut conn, &request).expect("current token");
+        assert_ne!(reserved.token, token);
+        assert!(matches!(
+            inventory::reserve(&mut conn, &request),
+            Err(ReserveError::StaleToken { .. })
+        ));
+        let nil = uuid::Uuid::nil().to_string();
+        let request = ReserveRequest {
+            sku: "sku-1",
+            quantity: 1,
+            token: Some(&nil),
+        };
+        assert!(matches!(
+            inventory::reserve(&mut conn, &request),
+            Err(ReserveError::InvalidToken(InvalidTokenReason::Nil))
+        ));
+    }
 }
