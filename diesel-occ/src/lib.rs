@@ -143,18 +143,18 @@ mod tracked;
 mod uuid_token;
 mod versioned;
 
+pub use batch::BatchConflict;
+pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
+pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate};
 pub use error::{
     ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
     InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
     TransientKind,
 };
-pub use batch::BatchConflict;
-pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
-pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate};
 pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use sync::CheckedDsl;
-pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
 pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
+pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
 

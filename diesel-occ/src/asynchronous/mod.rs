@@ -70,11 +70,11 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper};
 use diesel_async::AsyncConnection;
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 
+pub use self::beyond::{AggregateDsl, BatchDsl, GuardedUpdate, TrackedDsl};
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
-pub use self::beyond::{AggregateDsl, BatchDsl, GuardedUpdate, TrackedDsl};
 pub use crate::retry::{Attempt, OwnedConnection, RetryPolicy};
 
 use crate::checked;
