@@ -157,7 +157,9 @@ usage: diesel-occ-bench [options]
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
   --escalate-after N    conflicts before occ-escalate locks (default 1)
-  --rounds N            alternating overhead rounds at the largest key count (default 3)
+  --rounds N            alternating rounds for the ratios (default 3): occ, occ-escalate
+                        (also without backoff) and pessimistic at the fewest keys;
+                        handwritten, occ, occ-escalate and pgbench at the most keys
   --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
   --out DIR             results directory (default bench/results)
@@ -165,6 +167,9 @@ usage: diesel-occ-bench [options]
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("bad duration {text:?} (try 5s or 500ms)");
+    if let Some(us) = text.strip_suffix("us") {
+        return us.parse().map(Duration::from_micros).map_err(|_| bad());
+    }
     if let Some(ms) = text.strip_suffix("ms") {
         return ms.parse().map(Duration::from_millis).map_err(|_| bad());
     }
@@ -419,10 +424,22 @@ macro_rules! run_on {
     }};
 }
 
-fn run(setting: &Setting<'_>, strategy: Strategy, keys: i32, args: &Args) -> Result<Row, String> {
+/// Runs one strategy at one setting; `no_backoff` retries at once.
+fn run(
+    setting: &Setting<'_>,
+    strategy: Strategy,
+    keys: i32,
+    args: &Args,
+    no_backoff: bool,
+) -> Result<Row, String> {
+    let (first, max) = if no_backoff {
+        (Duration::ZERO, Duration::ZERO)
+    } else {
+        (args.initial_backoff, args.max_backoff)
+    };
     let base = RetryPolicy::new()
         .max_attempts(args.max_attempts)
-        .backoff(args.initial_backoff, args.max_backoff)
+        .backoff(first, max)
         .never_escalate();
     let policy = if strategy == Strategy::OccEscalate {
         base.escalate_after(args.escalate_after)
@@ -588,35 +605,40 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     let mut rows = Vec::new();
     for &keys in &args.keys {
         for &strategy in &args.strategies {
-            let row = run(&setting, strategy, keys, args)?;
+            let row = run(&setting, strategy, keys, args, false)?;
             say(row.line());
             rows.push(row);
         }
     }
 
-    // Overhead: alternate the hand-written statements, diesel-occ and pgbench at the
-    // least contended setting, so that the machine's drift hits all of them alike.
+    // The ratios: the strategies being compared run in alternation, round after round,
+    // so that the shared machine's drift hits all of them alike; ratios of medians.
     let wide = *args.keys.iter().max().unwrap_or(&1);
-    let mut hand = Vec::new();
-    let mut occ = Vec::new();
-    let mut bench = Vec::new();
+    let narrow = *args.keys.iter().min().unwrap_or(&1);
     let seconds = match args.limit {
         Limit::Time(d) => d.as_secs().max(1),
         Limit::Ops(_) => 5,
     };
     say(format!(
-        "-- overhead, {wide} keys, {} alternating rounds",
+        "-- paired rounds ({} rounds): hot key at {narrow} keys, overhead at {wide} keys",
         args.rounds
     ));
+    let paired = [
+        ("occ", Strategy::Occ, narrow, false),
+        ("occ-escalate", Strategy::OccEscalate, narrow, false),
+        ("occ-escalate-0", Strategy::OccEscalate, narrow, true),
+        ("pessimistic", Strategy::Pessimistic, narrow, false),
+        ("handwritten", Strategy::Handwritten, wide, false),
+        ("occ", Strategy::Occ, wide, false),
+        ("occ-escalate", Strategy::OccEscalate, wide, false),
+    ];
+    let mut samples: Vec<(&str, i32, f64)> = Vec::new();
     for round in 1..=args.rounds {
-        for strategy in [Strategy::Handwritten, Strategy::Occ] {
-            let row = run(&setting, strategy, wide, args)?;
+        for (label, strategy, keys, no_backoff) in paired {
+            let mut row = run(&setting, strategy, keys, args, no_backoff)?;
+            row.strategy = label.to_owned();
             say(format!("round {round}: {}", row.line()));
-            if strategy == Strategy::Occ {
-                occ.push(row.ops_per_sec);
-            } else {
-                hand.push(row.ops_per_sec);
-            }
+            samples.push((label, keys, row.ops_per_sec));
         }
         if backend == Backend::Postgres && args.pgbench {
             let mut conn = pg::connect(&url, Strategy::Atomic)?;
@@ -624,30 +646,63 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
             match pgbench(&url, args.workers, seconds, wide)? {
                 Some(tps) => {
                     say(format!(
-                        "round {round}: pgbench       keys {wide:>6}  {tps:>9.0} tps"
+                        "round {round}: pgbench        keys {wide:>6}  {tps:>9.0} tps (same SQL, {} clients)",
+                        args.workers
                     ));
-                    bench.push(tps);
+                    samples.push(("pgbench", wide, tps));
                 }
                 None => say("pgbench not found: skipped".into()),
             }
         }
     }
-    let (hand, occ) = (median(hand), median(occ));
-    let occ_vs_hand = occ / hand;
+    let med = |label: &str, keys: i32| {
+        median(
+            samples
+                .iter()
+                .filter(|(l, k, _)| *l == label && *k == keys)
+                .map(|(_, _, v)| *v)
+                .collect(),
+        )
+    };
+    let (hand, occ) = (med("handwritten", wide), med("occ", wide));
     say(format!(
-        "overhead: diesel-occ / hand-written Diesel = {} (median {occ:.0} vs {hand:.0} ops/s; target >= 0.97: {})",
+        "overhead: diesel-occ / hand-written Diesel = {} (medians {occ:.0} vs {hand:.0} ops/s at {wide} keys; target >= 0.97: {})",
         ratio(occ, hand),
-        verdict(occ_vs_hand, 0.97)
+        verdict(occ / hand, 0.97)
     ));
-    if !bench.is_empty() {
-        let tps = median(bench);
+    let tps = med("pgbench", wide);
+    if tps.is_finite() {
         say(format!(
-            "overhead: diesel-occ / pgbench (same SQL, {} clients) = {} (median {occ:.0} ops/s vs {tps:.0} tps; target >= 0.9: {})",
-            args.workers,
+            "overhead: diesel-occ / pgbench = {} (medians {occ:.0} ops/s vs {tps:.0} tps, {} clients; target >= 0.9: {})",
             ratio(occ, tps),
+            args.workers,
             verdict(occ / tps, 0.9)
         ));
     }
+    let (plain, escalate, escalate0, lock) = (
+        med("occ", narrow),
+        med("occ-escalate", narrow),
+        med("occ-escalate-0", narrow),
+        med("pessimistic", narrow),
+    );
+    say(format!(
+        "hot key ({narrow} key, {} workers), medians: occ {plain:.0}, occ-escalate {escalate:.0}, \
+         occ-escalate without backoff {escalate0:.0}, pessimistic {lock:.0} ops/s",
+        args.workers
+    ));
+    say(format!(
+        "  occ-escalate / pessimistic = {} (target >= 0.9: {}); without backoff {}; occ / pessimistic = {}",
+        ratio(escalate, lock),
+        verdict(escalate / lock, 0.9),
+        ratio(escalate0, lock),
+        ratio(plain, lock)
+    ));
+    let (plain, escalate) = (med("occ", wide), med("occ-escalate", wide));
+    say(format!(
+        "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
+        ratio(escalate, plain),
+        verdict(escalate / plain, 0.97)
+    ));
 
     let measured = statements(backend, &url)?;
     say(format!(
@@ -672,38 +727,6 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
             && measured.occ_update == measured.handwritten_update
     ));
 
-    // Hot key goodput.
-    let find = |strategy: Strategy, keys: i32| {
-        rows.iter()
-            .find(|r| r.strategy == strategy.name() && r.keys == keys)
-            .map(|r| r.ops_per_sec)
-    };
-    let narrow = *args.keys.iter().min().unwrap_or(&1);
-    if let (Some(plain), Some(escalate), Some(lock)) = (
-        find(Strategy::Occ, narrow),
-        find(Strategy::OccEscalate, narrow),
-        find(Strategy::Pessimistic, narrow),
-    ) {
-        say(format!(
-            "hot key ({narrow} key, {} workers): occ {plain:.0}, occ-escalate {escalate:.0}, pessimistic {lock:.0} ops/s",
-            args.workers
-        ));
-        say(format!(
-            "  occ / pessimistic = {}; occ-escalate / pessimistic = {} (target >= 0.9: {})",
-            ratio(plain, lock),
-            ratio(escalate, lock),
-            verdict(escalate / lock, 0.9)
-        ));
-    }
-    if let (Some(plain), Some(escalate)) =
-        (find(Strategy::Occ, wide), find(Strategy::OccEscalate, wide))
-    {
-        say(format!(
-            "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
-            ratio(escalate, plain),
-            verdict(escalate / plain, 0.97)
-        ));
-    }
     let mut lost = String::new();
     for row in rows.iter().filter(|r| r.lost != 0) {
         let _ = write!(lost, " {}@{}={}", row.strategy, row.keys, row.lost);
