@@ -31,6 +31,8 @@ pub(crate) trait AsyncTestConn:
     const CONNECTION_ID: &'static str;
     /// Makes this session give up on a row lock (or SQLite's write lock) quickly.
     const SHORT_LOCK_WAIT: &'static str;
+    /// A statement the server works on for a while (about 300 ms or more).
+    const SLOW_STATEMENT: &'static str;
 }
 
 impl AsyncTestConn for AsyncPgConnection {
@@ -39,6 +41,7 @@ impl AsyncTestConn for AsyncPgConnection {
     const SETUP: &'static str = "SET lc_messages TO 'C'";
     const CONNECTION_ID: &'static str = "pg_backend_pid()::bigint";
     const SHORT_LOCK_WAIT: &'static str = "SET lock_timeout = '200ms'";
+    const SLOW_STATEMENT: &'static str = "SELECT pg_sleep(0.3)";
 }
 
 impl AsyncTestConn for AsyncMysqlConnection {
@@ -47,6 +50,7 @@ impl AsyncTestConn for AsyncMysqlConnection {
     const SETUP: &'static str = "SET SESSION innodb_lock_wait_timeout = 50";
     const CONNECTION_ID: &'static str = "CAST(CONNECTION_ID() AS SIGNED)";
     const SHORT_LOCK_WAIT: &'static str = "SET SESSION innodb_lock_wait_timeout = 1";
+    const SLOW_STATEMENT: &'static str = "SELECT SLEEP(0.3)";
 }
 
 impl AsyncTestConn for SyncConnectionWrapper<diesel::SqliteConnection> {
@@ -57,6 +61,8 @@ impl AsyncTestConn for SyncConnectionWrapper<diesel::SqliteConnection> {
          INSERT INTO occ_connection VALUES (abs(random()))";
     const CONNECTION_ID: &'static str = "(SELECT id FROM occ_connection)";
     const SHORT_LOCK_WAIT: &'static str = "PRAGMA busy_timeout = 0";
+    const SLOW_STATEMENT: &'static str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
+         SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c";
 }
 
 /// Opens a configured connection.
