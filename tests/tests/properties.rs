@@ -339,3 +339,153 @@ mod form_field {
         ));
     }
 }
+
+/// The HTTP app end to end: arbitrary `If-Match` header lines (any bytes a header may
+/// carry, obs-text included, sometimes with the current ETag among them) on a PUT to
+/// the real axum server over SQLite. The answer is 428, 400 or 412, never a 5xx and
+/// never a write, unless the request carries the current ETag and nothing malformed.
+mod http_if_match {
+    use std::sync::OnceLock;
+
+    use diesel_occ::UuidToken;
+    use diesel_occ_examples::db::Target;
+    use diesel_occ_examples::http::etag::{Precondition, precondition};
+    use diesel_occ_examples::http::{self, ArticleStore};
+    use proptest::prelude::*;
+    use reqwest::header::{ETAG, HeaderValue, IF_MATCH};
+
+    struct App {
+        runtime: tokio::runtime::Runtime,
+        client: reqwest::Client,
+        url: String,
+        _dir: tempfile::TempDir,
+    }
+
+    fn app() -> &'static App {
+        static APP: OnceLock<App> = OnceLock::new();
+        APP.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let target = Target::parse(dir.path().join("http.sqlite3").to_str().expect("utf-8"));
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let client = reqwest::Client::new();
+            let url = runtime.block_on(async {
+                let store = ArticleStore::open(&target, 2).await.expect("store");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let base = format!("http://{}", listener.local_addr().unwrap());
+                tokio::spawn(http::serve(listener, store));
+                let created = client
+                    .post(format!("{base}/articles"))
+                    .json(&serde_json::json!({"title": "Draft", "body": "First."}))
+                    .send()
+                    .await
+                    .expect("create");
+                assert_eq!(created.status(), reqwest::StatusCode::CREATED);
+                let body: serde_json::Value = created.json().await.expect("json");
+                format!("{base}/articles/{}", body["id"].as_str().expect("id"))
+            });
+            App {
+                runtime,
+                client,
+                url,
+                _dir: dir,
+            }
+        })
+    }
+
+    /// The article's current ETag.
+    async fn current(app: &App) -> String {
+        let reply = app.client.get(&app.url).send().await.expect("GET");
+        reply.headers()[ETAG]
+            .to_str()
+            .expect("ASCII ETag")
+            .to_owned()
+    }
+
+    /// Bytes a header value may hold: visible ASCII, space, tab and obs-text.
+    fn header_line() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            prop::collection::vec(
+                prop_oneof![0x20u8..=0x7e, Just(b'\t'), 0x80u8..=0xff],
+                0..80
+            ),
+            "[\"W/, *a-f0-9-]{0,60}".prop_map(String::into_bytes),
+        ]
+        .prop_map(|mut bytes| {
+            // Leading/trailing whitespace is trimmed by HTTP itself.
+            while bytes.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+                bytes.remove(0);
+            }
+            bytes
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        #[test]
+        fn hostile_if_match_headers_never_write_or_fail_the_server(
+            lines in prop::collection::vec(header_line(), 0..3),
+            with_current in any::<bool>(),
+        ) {
+            let app = app();
+            let (status, before, after, text_lines) = app.runtime.block_on(async {
+                let before = current(app).await;
+                let mut lines = lines.clone();
+                if with_current {
+                    lines.push(before.clone().into_bytes());
+                }
+                let mut request = app.client.put(&app.url);
+                for line in &lines {
+                    let value = HeaderValue::from_bytes(line).expect("a valid header value");
+                    request = request.header(IF_MATCH, value);
+                }
+                let reply = request
+                    .json(&serde_json::json!({"title": "Edited", "body": "Again."}))
+                    .send()
+                    .await
+                    .expect("a response");
+                let status = reply.status().as_u16();
+                let text = reply.text().await.unwrap_or_default().to_lowercase();
+                assert!(!text.contains("sql") && !text.contains("database"), "{text}");
+                let text_lines: Option<Vec<String>> = lines
+                    .iter()
+                    .map(|l| String::from_utf8(l.clone()).ok())
+                    .collect();
+                (status, before, current(app).await, text_lines)
+            });
+            // What the app should have decided, from the parser the properties above cover.
+            let decided = text_lines
+                .as_ref()
+                .filter(|lines| lines.iter().all(|l| l.is_ascii()))
+                .map(|lines| precondition::<UuidToken>(lines.iter().map(String::as_str)));
+            match decided {
+                Some(Precondition::Tokens(tokens))
+                    if tokens.iter().any(|t| http::etag::etag(t) == before) =>
+                {
+                    prop_assert_eq!(status, 200);
+                    prop_assert_ne!(after, before, "the write changed the ETag");
+                }
+                Some(Precondition::Tokens(_)) => {
+                    prop_assert!(status == 412 || status == 409, "{status}");
+                    prop_assert_eq!(after, before);
+                }
+                Some(Precondition::Missing) => {
+                    prop_assert_eq!(status, 428);
+                    prop_assert_eq!(after, before);
+                }
+                Some(Precondition::NeverMatches) => {
+                    prop_assert_eq!(status, 412);
+                    prop_assert_eq!(after, before);
+                }
+                Some(Precondition::Malformed(_)) | None => {
+                    prop_assert_eq!(status, 400);
+                    prop_assert_eq!(after, before);
+                }
+            }
+        }
+    }
+}
