@@ -234,6 +234,62 @@ macro_rules! sync_suite {
             }
 
             #[test]
+            fn a_domain_outcome_ends_after_one_attempt_and_the_deadline_stops_a_perpetual_conflict()
+            {
+                #[derive(Debug, PartialEq)]
+                struct SoldOut;
+
+                let db = test_db!();
+                seed(&db);
+                let pool = pool(&db, 2);
+                let source = Counting {
+                    pool: &pool,
+                    checkouts: AtomicU32::new(0),
+                };
+                let outcome = retry::retry(&source, &RetryPolicy::new(), |conn, attempt| {
+                    let row: Counter = attempt.find(conn, 1)?;
+                    Ok(if row.value < 5 {
+                        Err(SoldOut)
+                    } else {
+                        Ok(row.value)
+                    })
+                })
+                .expect("a decision is not an error");
+                assert_eq!(outcome, Err(SoldOut));
+                assert_eq!(source.checkouts.load(Ordering::SeqCst), 1);
+
+                let mut other = db.conn();
+                let budget = Duration::from_millis(300);
+                let policy = RetryPolicy::new()
+                    .max_attempts(10_000)
+                    .backoff(Duration::from_millis(1), Duration::from_millis(10))
+                    .deadline(budget);
+                let started = Instant::now();
+                let mut attempts = 0;
+                let result: Result<(), Error> = retry::retry(&pool, &policy, |conn, attempt| {
+                    attempts = attempt.number();
+                    let mut row: Counter = attempt.find(conn, 1)?;
+                    bump(&mut other);
+                    row.increment();
+                    row.save_checked(conn)
+                });
+                let elapsed = started.elapsed();
+                match result {
+                    Err(Error::RetriesExhausted(exhausted)) => {
+                        assert!(exhausted.deadline_reached(), "{exhausted:?}");
+                        assert_eq!(exhausted.attempts(), attempts);
+                        assert!(attempts < 10_000);
+                    }
+                    other => panic!("expected the deadline to end it, got {other:?}"),
+                }
+                assert!(elapsed < budget + Duration::from_secs(10), "{elapsed:?}");
+                eprintln!(
+                    "{}: r2d2 deadline {budget:?}: {attempts} attempts in {elapsed:?}",
+                    stringify!($backend)
+                );
+            }
+
+            #[test]
             fn eight_threads_times_250_retried_increments_end_at_exactly_2000() {
                 let db = test_db!();
                 seed(&db);
