@@ -265,12 +265,19 @@ macro_rules! blocking_strategies {
             let log: Arc<Mutex<Vec<String>>> = Arc::default();
             let sink = Arc::clone(&log);
             conn.set_instrumentation(move |event: diesel::connection::InstrumentationEvent<'_>| {
-                if let diesel::connection::InstrumentationEvent::StartQuery { query, .. } = event {
-                    sink.lock().unwrap().push(query.to_string());
+                match event {
+                    diesel::connection::InstrumentationEvent::StartQuery { query, .. } => {
+                        sink.lock().unwrap().push(query.to_string());
+                    }
+                    diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } => {
+                        sink.lock().unwrap().push(format!("CACHE {sql}"));
+                    }
+                    _ => {}
                 }
             });
             let take = |log: &Arc<Mutex<Vec<String>>>| std::mem::take(&mut *log.lock().unwrap());
             let mut counted = 0;
+            let mut cached = 0;
             let mut occ_sql = String::new();
             let mut occ_read = String::new();
             for key in 1..=saves {
@@ -280,16 +287,29 @@ macro_rules! blocking_strategies {
                 }
                 stock.available -= 1;
                 stock.save_checked(conn).map_err(|e| e.to_string())?;
-                let run = take(&log);
+                let (cache, run): (Vec<String>, Vec<String>) = take(&log)
+                    .into_iter()
+                    .partition(|s| s.starts_with("CACHE "));
+                cached += cache.len();
                 counted += run.len();
                 if let Some(sql) = run.last() {
                     occ_sql = crate::strip_binds(sql);
                 }
             }
+            let mut hand_cached = 0;
+            for key in 1..=saves {
+                handwritten_once(conn, key).map_err(|e| e.to_string())?;
+                hand_cached += take(&log)
+                    .iter()
+                    .filter(|s| s.starts_with("CACHE "))
+                    .count();
+            }
             handwritten_once(conn, 1).map_err(|e| e.to_string())?;
             let hand = take(&log);
             Ok(crate::Statements {
                 saves: saves as usize,
+                cached,
+                hand_cached,
                 statements: counted,
                 occ_read,
                 occ_update: occ_sql,
