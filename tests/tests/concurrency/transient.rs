@@ -415,6 +415,56 @@ mod retried {
         );
     }
 
+    /// PostgreSQL, async, through a connecting source: the attempt's transaction runs
+    /// at REPEATABLE READ and takes its snapshot, another writer commits a change to
+    /// the row, and the attempt's locking read fails with 40001; the helper retries
+    /// and the second attempt reads the new row.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
+        use diesel_occ::asynchronous::prelude::*;
+        use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+        use pg::Counter;
+
+        let db = async_db!(diesel_async::AsyncPgConnection);
+        let other = tokio::sync::Mutex::new(db.conn().await);
+        other.lock().await.batch_execute(SEED).await.unwrap();
+        let url = db.url().to_owned();
+        let source = || crate::support::connect::<diesel_async::AsyncPgConnection>(&url);
+        let errors = Mutex::new(Vec::new());
+        let policy = RetryPolicy::new()
+            .backoff(Duration::ZERO, Duration::ZERO)
+            .escalate_after(0);
+        let value = occ::retry(&source, &policy, async |conn, attempt| {
+            conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT 1")
+                .await?;
+            if attempt.is_first() {
+                other
+                    .lock()
+                    .await
+                    .batch_execute(&increment(1))
+                    .await
+                    .unwrap();
+            }
+            let mut row: Counter = match attempt.find(conn, 1).await {
+                Ok(row) => row,
+                Err(error) => {
+                    errors.lock().unwrap().push(error.transient_kind());
+                    return Err(error);
+                }
+            };
+            row.increment();
+            row.save_checked(conn).await?;
+            Ok(row.value)
+        })
+        .await
+        .expect("retried");
+        assert_eq!(value, 2, "the other writer's increment, then ours");
+        assert_eq!(
+            *errors.lock().unwrap(),
+            [Some(TransientKind::SerializationFailure)]
+        );
+    }
+
     /// MariaDB, async, through deadpool: the same deadlock; InnoDB rolls back the
     /// lighter transaction, and the other one has already written four rows, so the
     /// attempt (which has only locked a row) is the victim.
