@@ -358,21 +358,29 @@ mod retried {
             .unwrap();
         let barrier = Barrier::new(2);
         let errors = Mutex::new(Vec::new());
+        // The second attempt starts once the other transaction committed: otherwise
+        // it could take row 1 before the other does and deadlock again.
+        let (committed, other_done) = std::sync::mpsc::channel();
         let result = std::thread::scope(|scope| {
             let other = scope.spawn(|| {
                 let mut conn = db.conn();
                 conn.batch_execute("SET deadlock_timeout = '10s'").unwrap();
-                conn.transaction(|conn| {
+                let result = conn.transaction(|conn| {
                     conn.batch_execute(&increment(2))?;
                     barrier.wait();
                     conn.batch_execute(&increment(1))
-                })
+                });
+                committed.send(()).unwrap();
+                result
             });
             let policy = RetryPolicy::new()
                 .backoff(Duration::ZERO, Duration::ZERO)
                 .escalate_after(0);
             let result = retry::retry(&pool, &policy, |conn, attempt| {
                 conn.batch_execute("SET LOCAL deadlock_timeout = '100ms'")?;
+                if attempt.number() == 2 {
+                    other_done.recv().unwrap();
+                }
                 let mut first: Counter = attempt.find(conn, 1)?;
                 if attempt.is_first() {
                     barrier.wait();
@@ -487,8 +495,11 @@ mod retried {
         let barrier = Arc::new(tokio::sync::Barrier::new(2));
         let mut other = db.conn().await;
         let other_barrier = Arc::clone(&barrier);
+        // The second attempt starts once the other transaction committed.
+        let committed = Arc::new(tokio::sync::Notify::new());
+        let other_committed = Arc::clone(&committed);
         let other = tokio::spawn(async move {
-            other
+            let result = other
                 .transaction(async |conn| {
                     for id in [2, 3, 4, 5] {
                         conn.batch_execute(&increment(id)).await?;
@@ -496,13 +507,18 @@ mod retried {
                     other_barrier.wait().await;
                     conn.batch_execute(&increment(1)).await
                 })
-                .await
+                .await;
+            other_committed.notify_one();
+            result
         });
         let errors = Mutex::new(Vec::new());
         let policy = RetryPolicy::new()
             .backoff(Duration::ZERO, Duration::ZERO)
             .escalate_after(0);
         let result = occ::retry(&pool, &policy, async |conn, attempt| {
+            if attempt.number() == 2 {
+                committed.notified().await;
+            }
             let mut first: Counter = attempt.find(conn, 1).await?;
             if attempt.is_first() {
                 barrier.wait().await;
