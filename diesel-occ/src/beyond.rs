@@ -30,7 +30,8 @@ pub trait TrackedDsl<Conn: Connection> {
 
     /// Writes the fields edited since the values were read, and a fresh token:
     /// `UPDATE t SET <edited columns>, token = <fresh> WHERE <key> AND token = <original>`,
-    /// one statement (the token alone when nothing was edited).
+    /// one statement (the token alone when nothing was edited; with a database-generated
+    /// token, every tracked field with its unchanged value).
     ///
     /// On success the saved values become the values as read. On
     /// [`Error::Conflict`] (stale, with the current token, or deleted) nothing changes.
@@ -62,7 +63,7 @@ where
     type Entity = T;
 
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        let fields = self.changed();
+        let fields = self.fields_to_write();
         let fresh = self.token().next_token();
         let (affected, fresh) = self
             .current()

@@ -26,6 +26,19 @@ use crate::uuid_token::UuidToken;
 /// its type's maximum makes the database report an overflow (a checked save wraps).
 /// A timestamp token touched twice within one microsecond may keep its value; prefer
 /// counters or UUIDs for rows that see bulk writes.
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel::prelude::*;
+/// use diesel::sqlite::Sqlite;
+/// use diesel_occ::AdvanceToken;
+///
+/// # fn main() {
+/// let advance = <i32 as AdvanceToken<stock::version>>::advance(stock::version);
+/// let sql = diesel::debug_query::<Sqlite, _>(&diesel::update(stock::table).set(advance)).to_string();
+/// assert!(sql.starts_with("UPDATE `stock` SET `version` = (`stock`.`version` + ?)"), "{sql}");
+/// # }
+/// ```
 pub trait AdvanceToken<Col>: VersionToken {
     /// The assignment `token = <advanced>`.
     type Assignment;

@@ -46,6 +46,12 @@ use crate::uuid_token::UuidToken;
 use crate::versioned::Versioned;
 
 /// The backend whose dialect the trigger DDL is written in.
+///
+/// ```
+/// use diesel_occ::guard::GuardBackend;
+///
+/// assert_eq!(GuardBackend::Postgres.to_string(), "PostgreSQL");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GuardBackend {
@@ -57,7 +63,15 @@ pub enum GuardBackend {
     Sqlite,
 }
 
-/// How the trigger advances the token.
+/// How the trigger advances the token; [`BypassGuard::of`] takes it from the entity's
+/// token type through [`GuardToken`].
+///
+/// ```
+/// use diesel_occ::guard::{GuardToken, GuardTokenKind};
+///
+/// assert_eq!(<i64 as GuardToken>::KIND, GuardTokenKind::Integer);
+/// assert_eq!(<diesel_occ::UuidToken as GuardToken>::KIND, GuardTokenKind::Uuid);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GuardTokenKind {
@@ -71,7 +85,8 @@ pub enum GuardTokenKind {
     Timestamp,
 }
 
-/// A token type whose trigger-side advance [`BypassGuard`] knows.
+/// A token type whose trigger-side advance [`BypassGuard`] knows: see
+/// [`GuardTokenKind`] for an example.
 pub trait GuardToken {
     /// How a trigger advances it.
     const KIND: GuardTokenKind;
@@ -90,7 +105,19 @@ guard_token!(Uuid: uuid::Uuid, UuidToken);
 guard_token!(Timestamp: NaiveDateTime, DateTime<Utc>);
 
 /// The trigger that guards one table's token column against writers that bypass
-/// diesel-occ: see the [module documentation](self).
+/// diesel-occ: see the [module documentation](self) for a complete example.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::guard::{BypassGuard, GuardBackend};
+///
+/// # fn main() {
+/// let guard = BypassGuard::of::<Stock>();
+/// assert_eq!(guard.trigger_name(), "occ_guard_stock_version");
+/// assert!(guard.install_sql(GuardBackend::Postgres).contains("BEFORE UPDATE ON \"stock\""));
+/// assert_eq!(guard.uninstall_sql(GuardBackend::Sqlite), "DROP TRIGGER IF EXISTS \"occ_guard_stock_version\";\n");
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BypassGuard {
     table: String,
@@ -100,6 +127,14 @@ pub struct BypassGuard {
 }
 
 /// A guard that the chosen backend cannot express.
+///
+/// ```
+/// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardTokenKind};
+///
+/// let guard = BypassGuard::new("events", "updated_at", &["id"], GuardTokenKind::Timestamp);
+/// let error = guard.try_install_sql(GuardBackend::Mysql).unwrap_err();
+/// assert_eq!(error.to_string(), "the bypass guard does not support Timestamp tokens on Mysql");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the bypass guard does not support {kind:?} tokens on {backend:?}")]
 pub struct UnsupportedGuard {
@@ -145,6 +180,18 @@ impl BypassGuard {
     }
 
     /// The DDL that installs the trigger, for `up.sql` or `batch_execute`.
+    ///
+    /// ```
+    /// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    ///
+    /// let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::Integer);
+    /// assert_eq!(
+    ///     guard.install_sql(GuardBackend::Mysql),
+    ///     "CREATE TRIGGER `occ_guard_stock_version` BEFORE UPDATE ON `stock`\n    \
+    ///      FOR EACH ROW SET NEW.`version` = IF(NEW.`version` <=> OLD.`version`, \
+    ///      OLD.`version` + 1, NEW.`version`);\n"
+    /// );
+    /// ```
     ///
     /// # Panics
     ///

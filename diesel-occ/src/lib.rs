@@ -62,6 +62,14 @@
 //!   (PostgreSQL) or [`UuidToken`] (any backend), `chrono::NaiveDateTime` or
 //!   `chrono::DateTime<Utc>` (microsecond precision; on MySQL/MariaDB declare the
 //!   column `DATETIME(6)` or `TIMESTAMP(6)`). It cannot be part of the key or an `Option`.
+//!   `#[occ(version, generated)]` marks a token the database assigns, such as
+//!   PostgreSQL's `xmin` (`pg::XminToken`, feature `postgres`): never written, read
+//!   back with `RETURNING`.
+//!
+//! Optional container attribute (ours):
+//! - `#[occ(track)]`, default off: also derive [`Tracking`], for [`Tracked`] saves that
+//!   write only the edited columns, three-way diffs and merges. Every written field must
+//!   implement `PartialEq` and `Clone`.
 //!
 //! Optional container attributes (Diesel's):
 //! - `#[diesel(table_name = path)]`, default: the struct name in snake case plus `s`.
@@ -72,7 +80,8 @@
 //! Optional field attributes:
 //! - `#[diesel(column_name = name)]`, default: the field name.
 //! - `#[diesel(skip_update)]` or `#[occ(skip)]`: the column is never written by
-//!   `save_checked` (for a column maintained elsewhere, such as an atomic counter).
+//!   `save_checked`, tracked or batch saves (for a column maintained elsewhere, such as
+//!   an atomic counter).
 //! - `#[diesel(treat_none_as_null = bool)]`: overrides the container's setting.
 //!
 //! # Retrying

@@ -5,7 +5,6 @@
 use diesel::connection::Connection;
 use diesel::query_builder::UpdateStatement;
 use diesel::query_dsl::methods::ExecuteDsl;
-use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{QueryResult, QuerySource};
 
 use crate::versioned::Versioned;
@@ -54,6 +53,16 @@ pub trait VersionedParts: Versioned {
 /// The token assignment of an entity whose token the database generates: there is
 /// none, and writes that need one (force increment, soft delete, bulk update) do not
 /// compile for such an entity.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::VersionedParts;
+///
+/// # fn main() {
+/// // `Stock`'s token is assigned by the application, so it has an assignment.
+/// assert!(!<Stock as VersionedParts>::GENERATED_TOKEN);
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAssigned;
 
@@ -62,7 +71,15 @@ pub struct NotAssigned;
 /// token the database assigned is read back in the same statement.
 ///
 /// It is not a Diesel query of its own: only [`GuardedUpdate`] runs it, so a code path
-/// that would ignore the returned token does not compile.
+/// that would ignore the returned token does not compile. See `diesel_occ::pg` for an
+/// entity that uses it.
+///
+/// ```
+/// use diesel_occ::GeneratedUpdate;
+///
+/// let wrapped = GeneratedUpdate::new("UPDATE ... RETURNING xmin");
+/// assert_eq!(wrapped.into_inner(), "UPDATE ... RETURNING xmin");
+/// ```
 #[derive(Debug, Clone)]
 pub struct GeneratedUpdate<S>(S);
 
@@ -84,6 +101,30 @@ impl<S> GeneratedUpdate<S> {
 /// Implemented for Diesel's `UpdateStatement` (the token is the `fresh` one the
 /// statement assigned) and for [`GeneratedUpdate`] (the token is the one `RETURNING`
 /// read back). The checked operations run their statements through it.
+///
+/// A database-generated token needs `RETURNING`, which diesel-occ supports on
+/// PostgreSQL only: saving such an entity on MySQL or SQLite does not compile.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::{GuardedUpdate, VersionToken, Versioned};
+///
+/// # fn main() -> diesel::QueryResult<()> {
+/// let mut conn = connection();
+/// let stock = Stock { id: 1, available: 9, version: 1 };
+/// let fresh = stock.version.next_token();
+/// let (written, token) = stock.update_statement(&fresh).run_guarded(&mut conn, fresh)?;
+/// assert_eq!((written, token), (1, 2));
+/// # Ok(())
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "this checked UPDATE cannot run on `{Conn}`",
+    label = "not a guarded UPDATE for this connection",
+    note = "an entity with `#[occ(version, generated)]` reads its new token back with RETURNING, \
+            which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
+            application assign the token (an integer or UUID `#[occ(version)]`)"
+)]
 pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).
@@ -101,10 +142,13 @@ where
     }
 }
 
+/// PostgreSQL only: the one backend whose `RETURNING` diesel-occ reads a generated
+/// token back with (any other connection gets the "cannot run" error above).
+#[cfg(feature = "postgres")]
 impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
 where
-    Conn: Connection,
-    S: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Tok>,
+    Conn: Connection<Backend = diesel::pg::Pg>,
+    S: diesel::query_dsl::RunQueryDsl<Conn> + diesel::query_dsl::LoadQuery<'static, Conn, Tok>,
 {
     fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
         let mut rows: Vec<Tok> = self.0.load(conn)?;

@@ -68,6 +68,16 @@ use crate::token::{TokenValue, VersionToken};
 pub mod sql_types {
     /// PostgreSQL's `xid`, the type of the `xmin` system column. Declare `xmin` as
     /// `xmin -> diesel_occ::pg::sql_types::Xid` in `table!`.
+    ///
+    /// ```
+    /// diesel::table! {
+    ///     documents (id) {
+    ///         id -> Integer,
+    ///         xmin -> diesel_occ::pg::sql_types::Xid,
+    ///     }
+    /// }
+    /// # fn main() {}
+    /// ```
     #[derive(
         Debug, Clone, Copy, Default, diesel::sql_types::SqlType, diesel::query_builder::QueryId,
     )]

@@ -172,7 +172,9 @@ impl<T: Tracking> fmt::Debug for Fields<T> {
 /// It derefs to the edited entity. Its checked save
 /// ([`TrackedDsl::save_checked`](crate::TrackedDsl::save_checked), or the async twin)
 /// writes only the fields that differ from the values as read, plus a fresh token, in
-/// one statement; after a conflict, [`three_way`](Self::three_way) compares the read
+/// one statement (with nothing edited: the token alone, or for a database-generated
+/// token every tracked field unchanged, so the row still gets a new one); after a
+/// conflict, [`three_way`](Self::three_way) compares the read
 /// values, the edits and the row as it is now field by field, and
 /// [`merge`](Self::merge) rebases the edits onto the current row when they do not
 /// overlap.
@@ -292,6 +294,19 @@ impl<T: Tracking + Clone> Tracked<T> {
         self.current = rebased;
     }
 
+    /// What a tracked save writes: the edited fields. With nothing edited, an
+    /// application-assigned token is written alone; a generated token has no assignment
+    /// to write, so every tracked field is written with its unchanged value (the UPDATE
+    /// still checks the token and makes the database assign a new one).
+    pub(crate) fn fields_to_write(&self) -> Fields<T> {
+        let changed = self.changed();
+        if changed.is_empty() && T::GENERATED_TOKEN {
+            Fields::all()
+        } else {
+            changed
+        }
+    }
+
     /// After a successful save: the saved values become the values as read.
     pub(crate) fn saved(&mut self, token: T::Token) {
         self.current.set_token(token);
@@ -313,7 +328,8 @@ impl<T> DerefMut for Tracked<T> {
     }
 }
 
-/// Which side keeps an overlapping field in [`Tracked::rebase`].
+/// Which side keeps an overlapping field in [`Tracked::rebase`]: see [`Overlap`] for
+/// an example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prefer {
     /// Client wins: every edited field keeps my value.
@@ -328,6 +344,33 @@ pub enum Prefer {
 ///
 /// The values themselves stay typed: read them from [`base`](Self::base),
 /// [`mine`](Self::mine) and [`theirs`](Self::theirs).
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::Tracked;
+/// use diesel_occ::prelude::*;
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let mut mine = Tracked::new(Article::find(&mut conn, 1)?);
+/// let mut theirs = Article::find(&mut conn, 1)?;
+/// theirs.title = "Their title".into();
+/// theirs.body = "Their body".into();
+/// theirs.save_checked(&mut conn)?;
+///
+/// mine.title = "My title".into();
+/// let current = mine.load_current(&mut conn)?;
+/// let diff = mine.three_way(&current);
+/// assert!(diff.only_mine().is_empty());
+/// assert_eq!(diff.only_theirs().names().collect::<Vec<_>>(), ["body"]);
+/// assert_eq!(diff.conflicting().names().collect::<Vec<_>>(), ["title"]);
+/// assert_eq!(
+///     (diff.base().title.as_str(), diff.mine().title.as_str(), diff.theirs().title.as_str()),
+///     ("Title", "My title", "Their title")
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ThreeWay<'a, T> {
     base: &'a T,
@@ -386,6 +429,36 @@ impl<'a, T: Tracking> ThreeWay<'a, T> {
 /// Edits that overlap the row's current state: fields both sides changed to different
 /// values. Holds the three versions, typed, so the caller can decide (client wins,
 /// store wins, or show both to the user).
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::prelude::*;
+/// use diesel_occ::{Prefer, SaveOutcome, Tracked};
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let mut mine = Tracked::new(Article::find(&mut conn, 1)?);
+/// let mut theirs = Article::find(&mut conn, 1)?;
+/// theirs.title = "Their title".into();
+/// theirs.save_checked(&mut conn)?;
+///
+/// mine.title = "My title".into();
+/// mine.body = "My body".into();
+/// let SaveOutcome::Overlap(overlap) = mine.save_merging(&mut conn)? else {
+///     unreachable!("both changed the title");
+/// };
+/// assert_eq!(overlap.fields().names().collect::<Vec<_>>(), ["title"]);
+/// assert_eq!(overlap.mine().title, "My title");
+/// assert_eq!(overlap.theirs().title, "Their title");
+///
+/// // Store wins on the title, my body edit is kept; saved with their token.
+/// mine.rebase(overlap.into_theirs(), Prefer::Theirs);
+/// mine.save_checked(&mut conn)?;
+/// let stored = Article::find(&mut conn, 1)?;
+/// assert_eq!((stored.title.as_str(), stored.body.as_str()), ("Their title", "My body"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Overlap<T: Tracking> {
     base: T,
@@ -422,6 +495,25 @@ impl<T: Tracking> Overlap<T> {
 }
 
 /// What [`TrackedDsl::save_merging`](crate::TrackedDsl::save_merging) did.
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::prelude::*;
+/// use diesel_occ::{SaveOutcome, Tracked};
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let mut article = Tracked::new(Article::find(&mut conn, 1)?);
+/// article.body = "Edited".into();
+/// match article.save_merging(&mut conn)? {
+///     SaveOutcome::Saved => {}
+///     SaveOutcome::Merged { theirs } => println!("merged over {theirs:?}"),
+///     SaveOutcome::Overlap(overlap) => println!("ask the user about {:?}", overlap.fields()),
+/// }
+/// assert_eq!(article.version, 2);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub enum SaveOutcome<T: Tracking> {

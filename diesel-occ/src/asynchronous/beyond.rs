@@ -17,7 +17,7 @@ use super::CheckedDsl;
 use crate::batch::BatchConflict;
 use crate::checked;
 use crate::error::{ConflictState, Error, Operation};
-use crate::parts::{GeneratedUpdate, VersionedParts};
+use crate::parts::VersionedParts;
 use crate::token::VersionToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 use crate::versioned::Versioned;
@@ -25,6 +25,13 @@ use crate::versioned::Versioned;
 /// A guarded UPDATE on an async connection: the twin of
 /// [`diesel_occ::GuardedUpdate`](crate::GuardedUpdate). Runs it and says how many rows
 /// it wrote and which token they hold now.
+#[diagnostic::on_unimplemented(
+    message = "this checked UPDATE cannot run on `{Conn}`",
+    label = "not a guarded UPDATE for this connection",
+    note = "an entity with `#[occ(version, generated)]` reads its new token back with RETURNING, \
+            which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
+            application assign the token (an integer or UUID `#[occ(version)]`)"
+)]
 pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).
@@ -47,9 +54,11 @@ where
     }
 }
 
-impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
+/// PostgreSQL only, as the blocking impl.
+#[cfg(feature = "postgres")]
+impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for crate::parts::GeneratedUpdate<S>
 where
-    Conn: AsyncConnection,
+    Conn: AsyncConnection<Backend = diesel::pg::Pg>,
     Tok: Send + 'static,
     S: LoadQuery<'static, Conn, Tok> + Send + 'static,
 {
@@ -141,7 +150,7 @@ where
     type Entity = T;
 
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
-        let fields = self.changed();
+        let fields = self.fields_to_write();
         let fresh = self.token().next_token();
         let statement = self.current().fields_update_statement(fields, &fresh);
         async move {
@@ -194,6 +203,23 @@ where
 /// Dropping the future while the transaction is open leaves it open on the connection,
 /// as with any diesel-async transaction: see the [module documentation](super) on
 /// cancellation.
+///
+/// ```
+/// # include!("../tracked_doctest_setup.rs");
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
+/// let mut batch = vec![Stock::find(&mut conn, 1).await?, Stock::find(&mut conn, 2).await?];
+/// batch[0].available -= 1;
+/// batch[1].available -= 1;
+/// batch.save_all_checked(&mut conn).await?;
+/// assert_eq!((batch[0].version, batch[1].version), (2, 2));
+/// # Ok(())
+/// # }
+/// ```
 pub trait BatchDsl<Conn: AsyncConnection> {
     /// See [`crate::BatchDsl::save_all_checked`].
     fn save_all_checked(
@@ -264,6 +290,24 @@ where
 
 /// Checked writes of the token alone or of a deleted marker, on an async connection:
 /// the twin of the blocking [`AggregateDsl`](crate::AggregateDsl).
+///
+/// ```
+/// # include!("../tracked_doctest_setup.rs");
+/// use diesel::ExpressionMethods;
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
+/// let mut order = Stock::find(&mut conn, 1).await?;
+/// order.force_increment(&mut conn).await?;
+/// order.soft_delete_checked(&mut conn, stock::deleted.eq(true)).await?;
+/// assert_eq!(order.version, 3);
+/// assert!(Stock::find(&mut conn, 1).await?.deleted);
+/// # Ok(())
+/// # }
+/// ```
 pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
     /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>`. See
     /// [`crate::AggregateDsl::force_increment`].

@@ -239,3 +239,21 @@ mod asynchronous {
         assert_eq!(batch[0].xmin, stored_xmin(&mut db.conn()));
     }
 }
+
+#[test]
+fn xmin_tracked_save_without_edits_still_checks_and_advances() {
+    let Some(db) = seed("beyond_pg_xmin_unchanged") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let mut tracked = Tracked::new(Document::find(&mut conn, 1).unwrap());
+    let read = tracked.xmin;
+    tracked.save_checked(&mut conn).expect("save without edits");
+    assert_ne!(tracked.xmin, read);
+    assert_eq!(tracked.xmin, stored_xmin(&mut conn));
+    let mut stale = Tracked::new(Document {
+        xmin: read,
+        ..tracked.current().clone()
+    });
+    assert!(stale.save_checked(&mut conn).unwrap_err().is_conflict());
+}
