@@ -54,7 +54,12 @@ fn nice(value: f64) -> f64 {
 
 fn label(value: f64) -> String {
     if value >= 1000.0 {
-        format!("{:.0}k", value / 1000.0)
+        let thousands = value / 1000.0;
+        if thousands.fract() == 0.0 {
+            format!("{thousands:.0}k")
+        } else {
+            format!("{thousands:.1}k")
+        }
     } else if value >= 1.0 {
         format!("{value:.0}")
     } else {

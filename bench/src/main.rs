@@ -143,6 +143,7 @@ struct Args {
     pgbench: bool,
     out: PathBuf,
     smoke: bool,
+    redraw: bool,
 }
 
 const USAGE: &str = "\
@@ -163,7 +164,8 @@ usage: diesel-occ-bench [options]
   --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
   --out DIR             results directory (default bench/results)
-  --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench";
+  --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench
+  --redraw              only draw the charts again from the CSV files in --out";
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("bad duration {text:?} (try 5s or 500ms)");
@@ -197,6 +199,7 @@ fn parse_args() -> Result<Args, String> {
         pgbench: true,
         out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"),
         smoke: false,
+        redraw: false,
     };
     let mut it = std::env::args().skip(1);
     let list = |v: String| -> Vec<String> { v.split(',').map(|s| s.trim().to_owned()).collect() };
@@ -256,6 +259,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--out" => args.out = PathBuf::from(value()?),
             "--smoke" => args.smoke = true,
+            "--redraw" => args.redraw = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
@@ -319,6 +323,30 @@ impl Row {
             retries: tally.retries,
             lost: tally.committed as i64 - taken,
         }
+    }
+
+    /// Reads a line that [`Row::csv`] wrote.
+    fn parse(line: &str) -> Option<Row> {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 14 {
+            return None;
+        }
+        Some(Row {
+            backend: Backend::parse(f[0]).ok()?.name(),
+            strategy: f[1].to_owned(),
+            workers: f[2].parse().ok()?,
+            keys: f[3].parse().ok()?,
+            seconds: f[4].parse().ok()?,
+            committed: f[5].parse().ok()?,
+            failed: f[6].parse().ok()?,
+            ops_per_sec: f[7].parse().ok()?,
+            p50_ms: f[8].parse().ok()?,
+            p99_ms: f[9].parse().ok()?,
+            conflicts: f[10].parse().ok()?,
+            aborts: f[11].parse().ok()?,
+            retries: f[12].parse().ok()?,
+            lost: f[13].parse().ok()?,
+        })
     }
 
     const CSV_HEADER: &'static str = "backend,strategy,workers,keys,seconds,committed,failed,\
@@ -789,6 +817,39 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     Ok(())
 }
 
+/// Draws a backend's chart again from its CSV file (the title from its summary).
+fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
+    let base = args.out.join(backend.name());
+    let csv = std::fs::read_to_string(base.with_extension("csv"))
+        .map_err(|e| format!("{}: {e}", base.with_extension("csv").display()))?;
+    let rows: Vec<Row> = csv.lines().skip(1).filter_map(Row::parse).collect();
+    let summary = std::fs::read_to_string(args.out.join(format!("{}-summary.txt", backend.name())))
+        .unwrap_or_default();
+    let version = summary
+        .lines()
+        .next()
+        .and_then(|l| {
+            l.split_once('(')?
+                .1
+                .rsplit_once("):")
+                .map(|(v, _)| v.to_owned())
+        })
+        .unwrap_or_else(|| "version unknown".into());
+    let workers = rows.first().map_or(args.workers, |r| r.workers);
+    let title = format!(
+        "diesel-occ-bench: {} ({version}), {workers} workers",
+        backend.name()
+    );
+    let png = chart::draw(&rows, &title, &base)?;
+    println!(
+        "redrew {}{}",
+        base.with_extension("svg").display(),
+        png.map(|p| format!(" and {}", p.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
 fn server_version(backend: Backend, url: &str) -> String {
     use diesel::{Connection, RunQueryDsl};
     diesel::define_sql_function!(fn version() -> diesel::sql_types::Text);
@@ -823,6 +884,15 @@ fn main() {
         }
     };
     let mut failed = false;
+    if args.redraw {
+        for &backend in &args.backends {
+            if let Err(message) = redraw(&args, backend) {
+                eprintln!("{}: {message}", backend.name());
+                failed = true;
+            }
+        }
+        std::process::exit(i32::from(failed));
+    }
     for &backend in &args.backends {
         if let Err(message) = bench_backend(&args, backend) {
             eprintln!("{}: {message}", backend.name());
