@@ -50,9 +50,14 @@
 //! in the same transaction keeps the same token (nobody else can write it meanwhile:
 //! the transaction holds its row lock). `xmin` is 32 bits and wraps around after about
 //! four billion transactions; a token held across a wraparound could, in principle,
-//! match again. For MySQL and SQLite, which have no `RETURNING` here, a generated
-//! token does not compile (`RETURNING` is a PostgreSQL clause in Diesel's MySQL backend);
-//! use a trigger-maintained column there only with an application-side token.
+//! match again.
+//!
+//! `#[occ(version, generated)]` also fits a token column that a PostgreSQL trigger
+//! maintains. On MySQL/MariaDB, which have no `RETURNING`, and on SQLite, saving an
+//! entity with a generated token does not compile: the guarded UPDATE that reads the
+//! token back is implemented for PostgreSQL connections only. Let the application
+//! assign the token there (an integer or UUID `#[occ(version)]`), and install the
+//! [bypass guard](crate::guard) to cover other writers.
 
 use std::io::Write;
 

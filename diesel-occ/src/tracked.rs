@@ -179,6 +179,10 @@ impl<T: Tracking> fmt::Debug for Fields<T> {
 /// [`merge`](Self::merge) rebases the edits onto the current row when they do not
 /// overlap.
 ///
+/// Bring [`TrackedDsl`](crate::TrackedDsl) into scope (it is in both preludes): without
+/// it, `tracked.save_checked(..)` reaches the entity through `Deref` and runs its full
+/// save, which writes every column and leaves the values as read behind.
+///
 /// ```
 /// # include!("tracked_doctest_setup.rs");
 /// use diesel_occ::prelude::*;
