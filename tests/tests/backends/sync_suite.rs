@@ -115,6 +115,13 @@ macro_rules! sync_suite {
                 Counter::find(conn, id).expect("counter row")
             }
 
+            /// A writer's own connection and its read of counter 1.
+            fn read_counter(db: &TestDb<Conn>) -> (Conn, Counter) {
+                let mut conn = db.conn();
+                let row = counter(&mut conn, 1);
+                (conn, row)
+            }
+
             fn seed_counter(db: &TestDb<Conn>) -> Counter {
                 let row = Counter {
                     id: 1,
@@ -139,11 +146,7 @@ macro_rules! sync_suite {
                 seed_counter(&db);
                 let outcomes = after_all_read(
                     2,
-                    |_| {
-                        let mut conn = db.conn();
-                        let row = counter(&mut conn, 1);
-                        (conn, row)
-                    },
+                    |_| read_counter(&db),
                     |writer, (mut conn, mut row)| {
                         row.value += 10 * (writer as i32 + 1);
                         row.label = Some(format!("writer {writer}"));
@@ -188,11 +191,7 @@ macro_rules! sync_suite {
                 seed_counter(&db);
                 let outcomes = after_all_read(
                     2,
-                    |_| {
-                        let mut conn = db.conn();
-                        let row = counter(&mut conn, 1);
-                        (conn, row)
-                    },
+                    |_| read_counter(&db),
                     |_, (mut conn, row)| {
                         diesel::update(schema::counters::table.find(row.id))
                             .set(schema::counters::value.eq(row.value + 1))
@@ -216,11 +215,7 @@ macro_rules! sync_suite {
                 seed_counter(&db);
                 let outcomes = after_all_read(
                     4,
-                    |_| {
-                        let mut conn = db.conn();
-                        let row = counter(&mut conn, 1);
-                        (conn, row)
-                    },
+                    |_| read_counter(&db),
                     |_, (mut conn, mut row)| {
                         row.value += 1;
                         row.save_checked(&mut conn).is_ok()
@@ -314,11 +309,7 @@ macro_rules! sync_suite {
                 seed_counter(&db);
                 let outcomes = after_all_read(
                     2,
-                    |_| {
-                        let mut conn = db.conn();
-                        let row = counter(&mut conn, 1);
-                        (conn, row)
-                    },
+                    |_| read_counter(&db),
                     |writer, (mut conn, mut row)| {
                         if writer == 0 {
                             row.value = 99;
