@@ -12,6 +12,10 @@
 //! | MySQL / MariaDB | `BEFORE UPDATE` | `OLD + 1` | 16 bytes from `UUID()` (`BINARY(16)`) |
 //! | SQLite | `AFTER UPDATE ... WHEN NEW.tok IS OLD.tok` | `OLD + 1` | `randomblob(16)` |
 //!
+//! Timestamp tokens are guarded on PostgreSQL (now in UTC at microseconds, or the old
+//! value plus one microsecond if that is later); MySQL and SQLite return
+//! [`UnsupportedGuard`] for them.
+//!
 //! The checked operations always change the token, so the trigger never touches their
 //! writes. This is the one place diesel-occ writes SQL text: Diesel has no builder for
 //! triggers.
@@ -80,8 +84,8 @@ pub enum GuardTokenKind {
     /// A UUID: a fresh random one (native `uuid` on PostgreSQL, 16 bytes on MySQL and
     /// SQLite, as [`UuidToken`] stores it).
     Uuid,
-    /// A timestamp: now at microseconds, or one microsecond after the old value if that
-    /// is later (PostgreSQL only).
+    /// A timestamp: now in UTC at microseconds, or one microsecond after the old value
+    /// if that is later (PostgreSQL only).
     Timestamp,
 }
 
@@ -219,7 +223,7 @@ impl BypassGuard {
                     GuardTokenKind::Integer => format!("OLD.{tok} + 1"),
                     GuardTokenKind::Uuid => "gen_random_uuid()".to_owned(),
                     GuardTokenKind::Timestamp => format!(
-                        "GREATEST(date_trunc('microseconds', clock_timestamp())::timestamp, \
+                        "GREATEST(date_trunc('microseconds', clock_timestamp() AT TIME ZONE 'UTC'), \
                          OLD.{tok} + interval '1 microsecond')"
                     ),
                 };

@@ -257,3 +257,56 @@ fn xmin_tracked_save_without_edits_still_checks_and_advances() {
     });
     assert!(stale.save_checked(&mut conn).unwrap_err().is_conflict());
 }
+
+/// The timestamp guard, PostgreSQL only (on the foundation's `stamped` table).
+#[test]
+fn timestamp_token_guard_advances_on_raw_updates() {
+    use diesel::connection::SimpleConnection;
+    use diesel_occ::guard::{BypassGuard, GuardBackend};
+    use diesel_occ_tests::schema::pg::stamped;
+
+    #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+    #[diesel(table_name = stamped)]
+    struct Stamped {
+        id: i32,
+        value: i32,
+        #[occ(version)]
+        updated_at: chrono::NaiveDateTime,
+    }
+
+    let Some(db) = TestDb::<PgConnection>::create("beyond_pg_stamped_guard") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let row = Stamped {
+        id: 1,
+        value: 0,
+        updated_at: chrono::NaiveDateTime::initial(),
+    };
+    diesel::insert_into(stamped::table)
+        .values(row.clone())
+        .execute(&mut conn)
+        .unwrap();
+    conn.batch_execute(&BypassGuard::of::<Stamped>().install_sql(GuardBackend::Postgres))
+        .expect("install guard");
+
+    let mut mine = Stamped::find(&mut conn, 1).unwrap();
+    diesel::sql_query("UPDATE stamped SET value = 5 WHERE id = 1")
+        .execute(&mut db.conn())
+        .unwrap();
+    let current = Stamped::find(&mut conn, 1).unwrap().updated_at;
+    assert!(
+        current > row.updated_at,
+        "the trigger moved the timestamp forward"
+    );
+    mine.value = 9;
+    let Err(Error::Conflict(conflict)) = mine.save_checked(&mut conn) else {
+        panic!("expected a conflict");
+    };
+    assert_eq!(conflict.current::<chrono::NaiveDateTime>(), Some(current));
+    // The library's own save is left alone by the trigger.
+    let mut fresh = Stamped::find(&mut conn, 1).unwrap();
+    fresh.value = 10;
+    fresh.save_checked(&mut conn).unwrap();
+    assert_eq!(Stamped::find(&mut conn, 1).unwrap(), fresh);
+}
