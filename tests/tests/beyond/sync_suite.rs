@@ -595,6 +595,43 @@ macro_rules! sync_suite {
             }
 
             #[test]
+            fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
+                let db = test_db!();
+                seed_accounts(&db, 3);
+                let mut conn = db.conn();
+                let mut batch = vec![account(&mut conn, 1), account(&mut conn, 2)];
+                let mut other = account(&mut conn, 2);
+                other.balance = 42;
+                other.save_checked(&mut conn).expect("other save");
+
+                let mut three = account(&mut conn, 3);
+                let batch_error = conn
+                    .transaction::<_, Error, _>(|conn| {
+                        three.balance = 3;
+                        three.save_checked(conn)?;
+                        batch[0].balance = 0;
+                        let error = batch.save_all_checked(conn).unwrap_err();
+                        Ok(error)
+                    })
+                    .expect("the outer transaction commits");
+                assert_eq!(
+                    batch_error
+                        .as_batch_conflict()
+                        .unwrap()
+                        .indices()
+                        .collect::<Vec<_>>(),
+                    [1]
+                );
+                assert_eq!(
+                    account(&mut conn, 3).balance,
+                    3,
+                    "the outer write committed"
+                );
+                assert_eq!(account(&mut conn, 1).balance, 100, "the batch rolled back");
+                assert_eq!(batch[0].version, 1);
+            }
+
+            #[test]
             fn racing_batch_and_single_save_leave_one_consistent_outcome() {
                 let db = test_db!();
                 seed_accounts(&db, 2);
