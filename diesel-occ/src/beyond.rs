@@ -114,6 +114,11 @@ where
 /// Implemented for slices of every [`Versioned`] entity (`[T]`, so `Vec<T>` and arrays
 /// too); in the prelude. The async twin is `diesel_occ::asynchronous::BatchDsl`.
 ///
+/// A batch holds entities of one type. To save an aggregate of several types all or
+/// nothing, save each kind's batch (or entity) inside one `conn.transaction(..)`: each
+/// batch runs in a savepoint of it, and the first error rolls the whole transaction
+/// back (the error names the conflicts of the batch that failed).
+///
 /// ```
 /// # include!("tracked_doctest_setup.rs");
 /// use diesel_occ::prelude::*;
