@@ -4,7 +4,7 @@ diesel::table! {
     stock (id) {
         id -> Integer,
         available -> Integer,
-        version -> Text,
+        version -> Double,
     }
 }
 
@@ -14,7 +14,7 @@ struct Stock {
     id: i32,
     available: i32,
     #[occ(version)]
-    version: String,
+    version: f64,
 }
 
 fn main() {}
