@@ -164,7 +164,8 @@ usage: diesel-occ-bench [options]
   --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
   --out DIR             results directory (default bench/results)
-  --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench
+  --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench,
+                        results in the temp directory unless --out is given
   --redraw              only draw the charts again from the CSV files in --out";
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -201,6 +202,7 @@ fn parse_args() -> Result<Args, String> {
         smoke: false,
         redraw: false,
     };
+    let mut out_given = false;
     let mut it = std::env::args().skip(1);
     let list = |v: String| -> Vec<String> { v.split(',').map(|s| s.trim().to_owned()).collect() };
     while let Some(flag) = it.next() {
@@ -257,7 +259,10 @@ fn parse_args() -> Result<Args, String> {
                 let (b, url) = v.split_once('=').ok_or("--url takes BACKEND=URL")?;
                 args.urls.push((Backend::parse(b)?, url.to_owned()));
             }
-            "--out" => args.out = PathBuf::from(value()?),
+            "--out" => {
+                args.out = PathBuf::from(value()?);
+                out_given = true;
+            }
             "--smoke" => args.smoke = true,
             "--redraw" => args.redraw = true,
             "-h" | "--help" => return Err(USAGE.into()),
@@ -265,6 +270,10 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if args.smoke {
+        // Smoke runs check that everything runs; they do not replace the results.
+        if !out_given {
+            args.out = std::env::temp_dir().join("diesel-occ-bench-smoke");
+        }
         args.limit = Limit::Time(Duration::from_millis(200));
         args.keys = vec![1, 100];
         args.rounds = 1;
