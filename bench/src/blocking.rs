@@ -104,7 +104,29 @@ macro_rules! blocking_strategies {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || handwritten_once(conn, key))
                 }
-                Strategy::Occ | Strategy::OccEscalate => occ(held, worker, key),
+                Strategy::Occ | Strategy::OccEscalate => {
+                    let policy = worker.policy;
+                    occ(held, &policy, key)
+                }
+                Strategy::OccAdaptive => {
+                    // Keys this worker saw conflict in the last second are locked from
+                    // the first attempt; the others start optimistic.
+                    let now = std::time::Instant::now();
+                    let hot = worker
+                        .hot
+                        .get(&key)
+                        .is_some_and(|at| now.duration_since(*at).as_secs() < 1);
+                    let policy = if hot {
+                        worker.policy.escalate_after(0)
+                    } else {
+                        worker.policy
+                    };
+                    let result = occ(held, &policy, key);
+                    if result.as_ref().is_ok_and(|op| op.conflicts > 0) {
+                        worker.hot.insert(key, now);
+                    }
+                    result
+                }
                 Strategy::Pessimistic => {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || pessimistic_once(conn, key))
@@ -170,9 +192,13 @@ macro_rules! blocking_strategies {
         }
 
         /// diesel-occ: `save_checked` inside the blocking retry helper.
-        fn occ(held: &Held<Conn>, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
+        fn occ(
+            held: &Held<Conn>,
+            policy: &diesel_occ::retry::RetryPolicy,
+            key: i32,
+        ) -> Result<OpResult, String> {
             let mut seen = Seen::default();
-            let result = diesel_occ::retry::retry(held, &worker.policy, |conn, attempt| {
+            let result = diesel_occ::retry::retry(held, policy, |conn, attempt| {
                 seen.last_attempt = attempt.number();
                 let result = (|| {
                     let mut stock: Stock = attempt.find(conn, key)?;

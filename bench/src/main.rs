@@ -45,6 +45,11 @@ pub(crate) enum Strategy {
     Occ,
     /// The same with `escalate_after`: after a conflict, `SELECT ... FOR UPDATE`.
     OccEscalate,
+    /// Escalation per key, with the public API only: a worker that saw a conflict on a
+    /// key in the last second runs its next operations on that key with
+    /// `escalate_after(0)` (locked from the first attempt), others with
+    /// `escalate_after(1)`.
+    OccAdaptive,
     /// diesel-occ's async `save_checked` in `asynchronous::retry` on a deadpool pool.
     OccAsync,
     /// `SELECT ... FOR UPDATE` in a transaction (SQLite: `BEGIN IMMEDIATE`).
@@ -56,11 +61,12 @@ pub(crate) enum Strategy {
 }
 
 impl Strategy {
-    const ALL: [Strategy; 8] = [
+    const ALL: [Strategy; 9] = [
         Strategy::Blind,
         Strategy::Handwritten,
         Strategy::Occ,
         Strategy::OccEscalate,
+        Strategy::OccAdaptive,
         Strategy::OccAsync,
         Strategy::Pessimistic,
         Strategy::Serializable,
@@ -73,6 +79,7 @@ impl Strategy {
             Strategy::Handwritten => "handwritten",
             Strategy::Occ => "occ",
             Strategy::OccEscalate => "occ-escalate",
+            Strategy::OccAdaptive => "occ-adaptive",
             Strategy::OccAsync => "occ-async",
             Strategy::Pessimistic => "pessimistic",
             Strategy::Serializable => "serializable",
@@ -153,8 +160,8 @@ usage: diesel-occ-bench [options]
   --keys LIST           hot keys per setting (default 1,10,100,10000)
   --duration D          per run, e.g. 5s or 500ms (default 5s)
   --ops N               per run, total operations instead of a duration
-  --strategies LIST     default: all of blind,handwritten,occ,occ-escalate,occ-async,
-                        pessimistic,serializable,atomic
+  --strategies LIST     default: all of blind,handwritten,occ,occ-escalate,occ-adaptive,
+                        occ-async,pessimistic,serializable,atomic
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
   --escalate-after N    conflicts before occ-escalate locks (default 1)
@@ -482,7 +489,7 @@ fn run(
         .max_attempts(args.max_attempts)
         .backoff(first, max)
         .never_escalate();
-    let policy = if strategy == Strategy::OccEscalate {
+    let policy = if matches!(strategy, Strategy::OccEscalate | Strategy::OccAdaptive) {
         base.escalate_after(args.escalate_after)
     } else {
         base
@@ -668,12 +675,14 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         ("occ", Strategy::Occ, narrow, false),
         ("occ-escalate", Strategy::OccEscalate, narrow, false),
         ("occ-escalate-0", Strategy::OccEscalate, narrow, true),
+        ("occ-adaptive", Strategy::OccAdaptive, narrow, false),
         ("pessimistic", Strategy::Pessimistic, narrow, false),
     ];
     let mut overhead = [
         ("handwritten", Strategy::Handwritten, wide, false),
         ("occ", Strategy::Occ, wide, false),
         ("occ-escalate", Strategy::OccEscalate, wide, false),
+        ("occ-adaptive", Strategy::OccAdaptive, wide, false),
     ];
     let mut samples: Vec<(&str, i32, f64)> = Vec::new();
     for round in 1..=args.rounds {
@@ -745,11 +754,23 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         ratio(escalate0, lock),
         ratio(plain, lock)
     ));
+    let adaptive = med("occ-adaptive", narrow);
+    say(format!(
+        "  occ-adaptive (escalation per key) {adaptive:.0} ops/s: / pessimistic = {} (target >= 0.9: {})",
+        ratio(adaptive, lock),
+        verdict(adaptive / lock, 0.9)
+    ));
     let (plain, escalate) = (med("occ", wide), med("occ-escalate", wide));
     say(format!(
         "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
         ratio(escalate, plain),
         verdict(escalate / plain, 0.97)
+    ));
+    let adaptive = med("occ-adaptive", wide);
+    say(format!(
+        "  at {wide} keys: occ-adaptive / occ = {} (target >= 0.97: {})",
+        ratio(adaptive, plain),
+        verdict(adaptive / plain, 0.97)
     ));
 
     let measured = statements(backend, &url)?;
