@@ -143,7 +143,7 @@ impl From<diesel::result::Error> for Error {
 }
 
 /// The primary key of one row, as column names and rendered values: `(id=7)`.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EntityKey {
     columns: &'static [&'static str],
     values: Vec<String>,

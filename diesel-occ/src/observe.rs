@@ -10,6 +10,7 @@
 //! | `occ conflict` | DEBUG | `table`, `key`, `operation`, `outcome` (`stale` or `deleted`) |
 //! | `occ retry` | DEBUG | `table`, `key` (of the conflict, when it was one), `attempt`, `outcome`, `backoff_ms`, `escalate` |
 //! | `occ retry succeeded` | DEBUG | `attempts` |
+//! | `occ hot row locked` | DEBUG | `table`, `key` (an attempt locks a hot row it reads) |
 //! | `occ retries exhausted` | WARN | `table`, `key`, `attempts`, `outcome`, `deadline_reached` |
 //!
 //! Each retry attempt runs in a DEBUG span `occ.attempt` with `attempt` and `escalated`,
@@ -23,6 +24,7 @@
 //! | [`CONFLICTS_TOTAL`] | every [`ConcurrencyConflict`], also labelled by `operation` |
 //! | [`RETRIES_TOTAL`] | every retry a helper schedules |
 //! | [`RETRIES_EXHAUSTED_TOTAL`] | every time a helper gives up |
+//! | [`HOT_ROW_LOCKS_TOTAL`] | every attempt that opened a locking transaction to read a hot row |
 
 use std::time::Duration;
 
@@ -35,6 +37,9 @@ pub const CONFLICTS_TOTAL: &str = "diesel_occ_conflicts_total";
 pub const RETRIES_TOTAL: &str = "diesel_occ_retries_total";
 /// Counter: retry helpers that gave up, labelled `table`.
 pub const RETRIES_EXHAUSTED_TOTAL: &str = "diesel_occ_retries_exhausted_total";
+
+/// Counter: attempts that read a hot row with a lock, labelled `table`.
+pub const HOT_ROW_LOCKS_TOTAL: &str = "diesel_occ_hot_row_locks_total";
 
 /// The `table` label for an error that names no table.
 const UNKNOWN_TABLE: &str = "unknown";
@@ -58,6 +63,18 @@ pub fn describe_metrics() {
         metrics::Unit::Count,
         "Retry loops that gave up"
     );
+    metrics::describe_counter!(
+        HOT_ROW_LOCKS_TOTAL,
+        metrics::Unit::Count,
+        "Retry attempts that locked a row because it met a conflict recently"
+    );
+}
+
+/// An attempt opens a locking transaction to read a row that conflicted recently.
+pub(crate) fn hot_row_locked(table: &'static str, key: &dyn std::fmt::Debug) {
+    tracing::debug!(target: "diesel_occ", table, key = ?key, "occ hot row locked");
+    #[cfg(feature = "metrics")]
+    metrics::counter!(HOT_ROW_LOCKS_TOTAL, "table" => table).increment(1);
 }
 
 /// A checked write matched its row.

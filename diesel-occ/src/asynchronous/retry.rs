@@ -343,6 +343,14 @@ where
     let conn: &mut S::Connection = pooled;
     let (result, clean) = if attempt.is_escalated() {
         escalated(conn, attempt, f).await
+    } else if attempt.escalates_hot_rows() {
+        // A read of a hot row may have opened the locking transaction: end it.
+        let result = f(&mut *conn, attempt).await;
+        match in_transaction(conn) {
+            Ok(false) => (result, true),
+            Ok(true) => end_transaction(conn, result).await,
+            Err(_) => (result, false),
+        }
     } else {
         (f(conn, attempt).await, true)
     };
@@ -363,7 +371,23 @@ where
     if let Err(error) = conn.begin_locked_transaction().await {
         return (Err(error.into()), false);
     }
-    match f(&mut *conn, attempt).await {
+    let result = f(&mut *conn, attempt).await;
+    end_transaction(conn, result).await
+}
+
+/// True when `conn` is inside a transaction.
+fn in_transaction<C: AsyncConnection>(conn: &mut C) -> Result<bool, Error> {
+    let status = C::TransactionManager::transaction_manager_status_mut(conn);
+    Ok(status.transaction_depth()?.is_some())
+}
+
+/// Commits the attempt's transaction after `Ok`, rolls it back after `Err`. Also says
+/// whether it ended cleanly.
+async fn end_transaction<C, T>(conn: &mut C, result: Result<T, Error>) -> (Result<T, Error>, bool)
+where
+    C: AsyncConnection,
+{
+    match result {
         Ok(value) => match C::TransactionManager::commit_transaction(conn).await {
             Ok(()) => (Ok(value), true),
             Err(error) => (Err(error.into()), false),
@@ -390,8 +414,10 @@ pub trait AttemptDsl<Conn: AsyncConnection> {
     ///
     /// On an escalated attempt the read locks the row until the attempt's transaction
     /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
-    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. Otherwise
-    /// it is [`CheckedDsl::find`].
+    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. A
+    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way, in a locking
+    /// transaction that this read opens when the attempt has none yet. Otherwise it is
+    /// [`CheckedDsl::find`].
     fn find<T>(
         &self,
         conn: &mut Conn,
@@ -406,7 +432,7 @@ pub trait AttemptDsl<Conn: AsyncConnection> {
         LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
 }
 
-impl<Conn: AsyncConnection> AttemptDsl<Conn> for Attempt {
+impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
     fn find<T>(&self, conn: &mut Conn, key: T::Key) -> impl Future<Output = Result<T, Error>> + Send
     where
         T: Versioned + Selectable<Conn::Backend> + Send + 'static,
@@ -416,10 +442,15 @@ impl<Conn: AsyncConnection> AttemptDsl<Conn> for Attempt {
             LoadQuery<'static, Conn, T> + Send + 'static,
         LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
     {
+        let locks = self.locks_row::<T>(&key);
         let escalated = self.is_escalated();
         async move {
-            if !escalated {
+            if !locks {
                 return <T as CheckedDsl<Conn>>::find(conn, key).await;
+            }
+            if !escalated && !in_transaction(conn)? {
+                observe::hot_row_locked(T::TABLE_NAME, &key);
+                conn.begin_locked_transaction().await?;
             }
             let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()));
             diesel_async::RunQueryDsl::get_result(query, conn)

@@ -58,7 +58,14 @@
 //! PostgreSQL and MySQL, or inside `BEGIN IMMEDIATE` on SQLite: the row is locked from
 //! the read to the commit, so the save cannot conflict. Attempts before that, and all
 //! attempts of work that does not collide, take no lock.
+//!
+//! That escalates one operation after its own conflicts. When some rows are hot and
+//! most are not, [`RetryPolicy::escalate_hot_rows`] escalates per row instead: for a
+//! while after a conflict on a row, every attempt that reads it with
+//! [`AttemptDsl::find`] locks it, the first attempt of an operation included, while
+//! reads of other rows stay lock-free.
 
+mod hot_rows;
 mod policy;
 
 use std::fmt;
@@ -256,10 +263,19 @@ where
     F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
 {
     let mut pooled = source.checkout()?;
-    if !attempt.is_escalated() {
-        return f(&mut pooled, attempt);
-    }
-    let (result, clean) = escalated(&mut *pooled, attempt, f);
+    let (result, clean) = if attempt.is_escalated() {
+        escalated(&mut *pooled, attempt, f)
+    } else if attempt.escalates_hot_rows() {
+        // A read of a hot row may have opened the locking transaction: end it.
+        let result = f(&mut pooled, attempt);
+        match in_transaction(&mut *pooled) {
+            Ok(false) => (result, true),
+            Ok(true) => end_transaction(&mut *pooled, result),
+            Err(_) => (result, false),
+        }
+    } else {
+        (f(&mut pooled, attempt), true)
+    };
     if !clean {
         source.discard(pooled);
     }
@@ -276,7 +292,23 @@ where
     if let Err(error) = conn.begin_locked_transaction() {
         return (Err(error.into()), false);
     }
-    match f(conn, attempt) {
+    let result = f(conn, attempt);
+    end_transaction(conn, result)
+}
+
+/// True when `conn` is inside a transaction.
+fn in_transaction<C: Connection>(conn: &mut C) -> Result<bool, Error> {
+    let status = C::TransactionManager::transaction_manager_status_mut(conn);
+    Ok(status.transaction_depth()?.is_some())
+}
+
+/// Commits the attempt's transaction after `Ok`, rolls it back after `Err`. Also says
+/// whether it ended cleanly.
+fn end_transaction<C, T>(conn: &mut C, result: Result<T, Error>) -> (Result<T, Error>, bool)
+where
+    C: Connection,
+{
+    match result {
         Ok(value) => match C::TransactionManager::commit_transaction(conn) {
             Ok(()) => (Ok(value), true),
             Err(error) => (Err(error.into()), false),
@@ -304,8 +336,10 @@ pub trait AttemptDsl<Conn: Connection> {
     ///
     /// On an escalated attempt the read locks the row until the attempt's transaction
     /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
-    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. Otherwise
-    /// it is [`CheckedDsl::find`].
+    /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. A
+    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way, in a locking
+    /// transaction that this read opens when the attempt has none yet. Otherwise it is
+    /// [`CheckedDsl::find`].
     fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
     where
         T: Versioned + Selectable<Conn::Backend>,
@@ -316,7 +350,7 @@ pub trait AttemptDsl<Conn: Connection> {
         LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
 }
 
-impl<Conn: Connection> AttemptDsl<Conn> for Attempt {
+impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
     fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
     where
         T: Versioned + Selectable<Conn::Backend>,
@@ -326,8 +360,12 @@ impl<Conn: Connection> AttemptDsl<Conn> for Attempt {
             RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
         LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
     {
-        if !self.is_escalated() {
+        if !self.locks_row::<T>(&key) {
             return <T as CheckedDsl<Conn>>::find(conn, key);
+        }
+        if !self.is_escalated() && !in_transaction(conn)? {
+            observe::hot_row_locked(T::TABLE_NAME, &key);
+            conn.begin_locked_transaction()?;
         }
         LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
             .get_result(conn)

@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
+use super::hot_rows;
 use crate::error::{Error, RetriesExhausted};
 use crate::observe;
+use crate::versioned::Versioned;
 
 /// How often and how patiently a retry helper tries again.
 ///
@@ -27,6 +29,13 @@ use crate::observe;
 /// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
 ///   conflicts, the remaining attempts run in a transaction that locks what they read,
 ///   so a hot row stops losing races: see [`Attempt::is_escalated`].
+/// - **Hot rows** (default off): with [`escalate_hot_rows(window)`](Self::escalate_hot_rows),
+///   a row that met a conflict is locked by every attempt that reads it during the next
+///   `window`, from the first attempt of an operation on: a row that stays hot costs
+///   what a lock costs, and a cold row costs nothing more.
+/// - **No backoff before a lock**: a retry after a conflict that will take the row's
+///   lock (escalated, or a hot row) starts at once; waiting for the lock spaces the
+///   writers out instead.
 ///
 /// ```
 /// use std::time::Duration;
@@ -48,6 +57,7 @@ pub struct RetryPolicy {
     max_backoff: Duration,
     deadline: Option<Duration>,
     escalate_after: Option<u32>,
+    hot_row_window: Option<Duration>,
 }
 
 impl Default for RetryPolicy {
@@ -58,6 +68,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_millis(500),
             deadline: None,
             escalate_after: None,
+            hot_row_window: None,
         }
     }
 }
@@ -105,9 +116,36 @@ impl RetryPolicy {
         self
     }
 
-    /// Never escalate (the default).
+    /// Escalate per row: after a conflict on a row, every attempt under this policy
+    /// that reads the row with `AttemptDsl::find` during the next `window` locks it
+    /// ([`Attempt::is_escalated`] explains the lock), the first attempt of an operation
+    /// included. The read opens the locking transaction itself when the attempt has none;
+    /// the helper commits it when the closure returns `Ok` and rolls it back on `Err`.
+    ///
+    /// [`escalate_after`](Self::escalate_after) escalates one operation after its own
+    /// conflicts, so on a row that is always hot every operation still loses one
+    /// optimistic attempt first. Hot rows are remembered for the whole process (at most
+    /// 4 096 rows, by table name and key), so every worker learns from the others'
+    /// conflicts; a row with no conflict for `window` goes back to optimistic reads.
+    /// A few hundred milliseconds to a few seconds suits most workloads.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::retry::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::new().escalate_hot_rows(Duration::from_secs(1));
+    /// assert_eq!(policy.get_hot_row_window(), Some(Duration::from_secs(1)));
+    /// assert_eq!(policy.never_escalate().get_hot_row_window(), None);
+    /// ```
+    pub fn escalate_hot_rows(mut self, window: Duration) -> Self {
+        self.hot_row_window = Some(window);
+        self
+    }
+
+    /// Never escalate (the default): neither after conflicts nor on hot rows.
     pub fn never_escalate(mut self) -> Self {
         self.escalate_after = None;
+        self.hot_row_window = None;
         self
     }
 
@@ -129,6 +167,11 @@ impl RetryPolicy {
     /// The escalation threshold, if any.
     pub fn get_escalate_after(&self) -> Option<u32> {
         self.escalate_after
+    }
+
+    /// How long a row stays hot after a conflict, when hot rows escalate.
+    pub fn get_hot_row_window(&self) -> Option<Duration> {
+        self.hot_row_window
     }
 
     /// The largest sleep before retry `retry` (1 before the second attempt):
@@ -175,6 +218,7 @@ pub struct Attempt {
     max_attempts: u32,
     conflicts: u32,
     escalated: bool,
+    hot_row_window: Option<Duration>,
 }
 
 impl Attempt {
@@ -207,8 +251,27 @@ impl Attempt {
     /// ([`retry::AttemptDsl`](crate::retry::AttemptDsl) or its async twin),
     /// which adds `FOR UPDATE` on PostgreSQL and MySQL, so that no other writer can
     /// change the row between the read and the save.
+    ///
+    /// An attempt that is not escalated may still lock a [hot row](RetryPolicy::escalate_hot_rows)
+    /// when it reads it: [`locks_row`](Self::locks_row) tells.
     pub fn is_escalated(&self) -> bool {
         self.escalated
+    }
+
+    /// True when `AttemptDsl::find` of this row locks it: the attempt is escalated, or
+    /// the policy escalates hot rows and this row met a conflict within the window.
+    pub fn locks_row<T: Versioned>(&self, key: &T::Key) -> bool {
+        self.escalated || self.hot_row_window.is_some() && self.is_hot::<T>(key)
+    }
+
+    /// True when the policy escalates hot rows, so that a read may open the locking
+    /// transaction the helper then ends.
+    pub(crate) fn escalates_hot_rows(&self) -> bool {
+        self.hot_row_window.is_some()
+    }
+
+    fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
+        hot_rows::is_hot(T::TABLE_NAME, &T::entity_key(key))
     }
 }
 
@@ -259,6 +322,7 @@ impl<'p> RetryLoop<'p> {
             max_attempts: self.policy.max_attempts,
             conflicts: self.conflicts,
             escalated: self.escalated(),
+            hot_row_window: self.policy.hot_row_window,
         }
     }
 
@@ -273,21 +337,45 @@ impl<'p> RetryLoop<'p> {
             Err(error) if !error.is_retryable() => return Step::Done(Err(error)),
             Err(error) => error,
         };
+        let mut hot_row = false;
         if error.is_conflict() {
             self.conflicts += 1;
+            hot_row = self.remember_hot_row(&error);
         }
         if self.attempts >= self.policy.max_attempts {
             return self.give_up(error, false);
         }
-        let ceiling = self.policy.backoff_ceiling(self.attempts);
-        let backoff = jitter(&mut self.rng, ceiling);
+        // The next attempt locks the row that conflicted: waiting for that lock spaces
+        // the writers out, so a backoff would only add to it.
+        let locks_next = hot_row || error.is_conflict() && self.escalated();
+        let backoff = if locks_next {
+            Duration::ZERO
+        } else {
+            jitter(&mut self.rng, self.policy.backoff_ceiling(self.attempts))
+        };
         if let Some(deadline) = self.policy.deadline {
             if elapsed.saturating_add(backoff) >= deadline {
                 return self.give_up(error, true);
             }
         }
-        observe::retrying(&error, self.attempts, backoff, self.escalated());
+        observe::retrying(
+            &error,
+            self.attempts,
+            backoff,
+            locks_next || self.escalated(),
+        );
         Step::Retry(backoff)
+    }
+
+    /// Remembers the row of a conflict as hot, when the policy escalates hot rows.
+    fn remember_hot_row(&self, error: &Error) -> bool {
+        match (self.policy.hot_row_window, error.as_conflict()) {
+            (Some(window), Some(conflict)) if !window.is_zero() => {
+                hot_rows::remember(conflict.table(), conflict.key(), window);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn give_up<T>(&self, last: Error, deadline_reached: bool) -> Step<T> {
@@ -546,5 +634,67 @@ mod tests {
         let always = RetryPolicy::new().escalate_after(0);
         assert!(seeded(&always).next_attempt().is_escalated());
         assert!(!seeded(&RetryPolicy::new()).next_attempt().is_escalated());
+    }
+
+    /// The backoff each of these errors gets, one after the other, on a fresh loop.
+    fn backoffs(policy: &RetryPolicy, errors: Vec<Error>) -> Vec<Duration> {
+        let mut state = seeded(policy);
+        errors
+            .into_iter()
+            .map(|error| {
+                state.next_attempt();
+                match state.after::<()>(Err(error), Duration::ZERO) {
+                    Step::Retry(backoff) => backoff,
+                    step => panic!("expected a retry, got {step:?}"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_retry_that_will_take_the_lock_does_not_back_off() {
+        let hour = Duration::from_secs(3600);
+        let slow = RetryPolicy::new().max_attempts(10).backoff(hour, hour);
+        let sleeps = |policy, errors| {
+            backoffs(&policy, errors)
+                .into_iter()
+                .map(|backoff| !backoff.is_zero())
+                .collect::<Vec<_>>()
+        };
+        // Without escalation every retry backs off.
+        assert_eq!(
+            sleeps(slow, vec![conflict(Operation::Update), busy()]),
+            [true, true]
+        );
+        // Escalating after 2 conflicts: the retry that escalates starts at once; a
+        // transient error still backs off, escalated or not.
+        assert_eq!(
+            sleeps(
+                slow.escalate_after(2),
+                vec![
+                    conflict(Operation::Update),
+                    busy(),
+                    conflict(Operation::Update),
+                    busy(),
+                ]
+            ),
+            [true, true, false, true]
+        );
+        // Hot rows: every conflict makes its row hot, so the retry locks it at once.
+        assert_eq!(
+            sleeps(
+                slow.escalate_hot_rows(hour),
+                vec![conflict(Operation::Update), busy()]
+            ),
+            [false, true]
+        );
+        // A zero window makes nothing hot.
+        assert_eq!(
+            sleeps(
+                slow.escalate_hot_rows(Duration::ZERO),
+                vec![conflict(Operation::Update)]
+            ),
+            [true]
+        );
     }
 }

@@ -229,6 +229,104 @@ fn an_escalated_attempt_that_fails_is_rolled_back() {
     assert_eq!(source.counters.discards(), 0);
 }
 
+/// Another writer tries to take row 1's token on a connection of its own; false when
+/// the database refuses it because the attempt holds the write lock.
+fn outsider_gets_in(db: &TestDb) -> bool {
+    let write = diesel::update(stock::table.find(1))
+        .set(stock::version.eq(stock::version + 1))
+        .execute(&mut db.connect());
+    match write {
+        Ok(rows) => rows == 1,
+        Err(error) => {
+            let kind = Error::from(error).transient_kind();
+            assert_eq!(
+                kind,
+                Some(crate::TransientKind::Busy),
+                "only the lock refuses it"
+            );
+            false
+        }
+    }
+}
+
+#[test]
+fn after_a_conflict_a_hot_row_is_locked_from_the_first_read_of_every_operation() {
+    let db = TestDb::new();
+    diesel::sql_query("INSERT INTO stock VALUES (2, 10, 1)")
+        .execute(&mut db.connect())
+        .expect("a second, cold row");
+    let source = CountingSource::new(&db);
+    let policy = quick().escalate_hot_rows(Duration::from_secs(3600));
+    let seen = RefCell::new(Vec::new());
+    let reserve = |id: i32| {
+        retry(&source, &policy, |conn, attempt| {
+            let locks = attempt.locks_row::<Stock>(&id);
+            let mut stock: Stock = attempt.find(conn, id)?;
+            // The other writer tries after every read.
+            let got_in = outsider_gets_in(&db);
+            seen.borrow_mut()
+                .push((id, attempt.number(), locks, got_in));
+            stock.available -= 1;
+            stock.save_checked(conn)?;
+            Ok(stock.available)
+        })
+    };
+
+    assert_eq!(reserve(1).expect("the second attempt wins"), 9);
+    assert_eq!(reserve(1).expect("the first attempt wins"), 8);
+    assert_eq!(reserve(2).expect("a cold row"), 9);
+    assert_eq!(
+        seen.take(),
+        [
+            // Row 1 is cold: the first read takes no lock, the other writer gets in.
+            (1, 1, false, true),
+            // The conflict made it hot: the retry locks it at once, and wins.
+            (1, 2, true, false),
+            // The next operation on row 1 locks it from its first read.
+            (1, 1, true, false),
+            // Row 2 never conflicted: no lock (the other writer's row-1 write gets in).
+            (2, 1, false, true),
+        ]
+    );
+    // Every locking transaction was committed: visible on another connection, and
+    // every connection went back clean.
+    assert_eq!(db.stock().available, 8);
+    assert_eq!(source.counters.discards(), 0);
+    assert!(outsider_gets_in(&db), "no lock is left behind");
+}
+
+#[test]
+fn a_hot_row_attempt_that_fails_is_rolled_back() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let policy = quick()
+        .max_attempts(1)
+        .escalate_hot_rows(Duration::from_secs(3600));
+    // Make row 1 hot with a conflict.
+    let warm_up: Result<(), Error> = retry(&source, &policy, |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        interfere(&db);
+        stock.save_checked(conn)?;
+        Ok(())
+    });
+    assert!(
+        matches!(warm_up, Err(Error::RetriesExhausted(_))),
+        "{warm_up:?}"
+    );
+    let before = db.stock();
+
+    let result: Result<(), Error> = retry(&source, &policy, |conn, attempt| {
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        assert!(!outsider_gets_in(&db), "the hot row is locked");
+        stock.available -= 1;
+        stock.save_checked(conn)?;
+        Err(Error::from(diesel::result::Error::NotFound))
+    });
+    assert!(matches!(result, Err(Error::Database(_))), "{result:?}");
+    assert_eq!(db.stock(), before, "the save was rolled back");
+    assert_eq!(source.counters.discards(), 0);
+}
+
 #[test]
 fn a_checkout_failure_is_a_pool_error_without_the_url() {
     let source = || SqliteConnection::establish("/nonexistent/dir/secret-name.sqlite");
