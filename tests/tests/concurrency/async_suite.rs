@@ -558,6 +558,49 @@ macro_rules! async_suite {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operation() {
+                let db = test_db!();
+                seed(&db, 1).await;
+                seed(&db, 2).await;
+                let pool = warm_pool(&db, 2).await;
+                let other = Mutex::new(impatient(&db).await);
+                let policy = quick().max_attempts(3).escalate_hot_rows(Duration::from_secs(3600));
+                let seen = StdMutex::new(Vec::new());
+                for id in [1, 1, 2] {
+                    occ::retry(&pool, &policy, async |conn, attempt| {
+                        let locks = attempt.locks_row::<Counter>(&id);
+                        let mut row: Counter = attempt.find(conn, id).await?;
+                        // The other writer tries in every attempt, after the read.
+                        let blocked = try_plain_increment(&mut *other.lock().await, id).await;
+                        seen.lock().unwrap().push((id, attempt.number(), locks, blocked.is_err()));
+                        row.increment();
+                        row.save_checked(conn).await?;
+                        Ok(row)
+                    })
+                    .await
+                    .expect("every operation lands");
+                }
+                assert_eq!(
+                    seen.into_inner().unwrap(),
+                    [
+                        // Row 1 is cold: the first read is lock-free, and loses.
+                        (1, 1, false, false),
+                        // The conflict made it hot: the retry locks it and wins.
+                        (1, 2, true, true),
+                        // The next operation locks it from its first read: no attempt lost.
+                        (1, 1, true, true),
+                        // Row 2 has its own history: cold until its own conflict.
+                        (2, 1, false, false),
+                        (2, 2, true, true),
+                    ]
+                );
+                // Both locking transactions were committed and the locks are gone.
+                assert_eq!(load(&mut db.conn().await, 1).await.value, 3);
+                assert_eq!(load(&mut db.conn().await, 2).await.value, 2);
+                assert_eq!(try_plain_increment(&mut *other.lock().await, 1).await.expect("unblocked"), 1);
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn a_failing_escalated_attempt_leaves_nothing_written() {
                 let db = test_db!();
                 seed(&db, 1).await;
