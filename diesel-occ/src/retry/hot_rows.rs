@@ -7,7 +7,7 @@
 //! the token check still decides every save.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{LazyLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::EntityKey;
@@ -26,27 +26,37 @@ pub(crate) fn remember(table: &'static str, key: &EntityKey, window: Duration) {
 }
 
 /// True when the row met a conflict less than its window ago.
-pub(crate) fn is_hot(table: &'static str, key: &EntityKey) -> bool {
+pub(crate) fn is_hot(table: &'static str, key: EntityKey) -> bool {
     HOT_ROWS.is_hot(table, key, Instant::now())
 }
 
+type Rows = HashMap<(&'static str, EntityKey), Instant>;
+
 /// Table and key of each hot row, with the instant it stops being hot.
+///
+/// Every read of a row under a hot-row policy asks it, from every thread, so it is a
+/// read-write lock: readers do not queue behind each other. Expired rows stay until a
+/// full memory prunes them.
 struct HotRows {
     capacity: usize,
-    rows: Mutex<HashMap<(&'static str, EntityKey), Instant>>,
+    rows: RwLock<Rows>,
 }
 
 impl HotRows {
     fn new(capacity: usize) -> Self {
         HotRows {
             capacity,
-            rows: Mutex::new(HashMap::new()),
+            rows: RwLock::new(HashMap::new()),
         }
     }
 
-    fn rows(&self) -> MutexGuard<'_, HashMap<(&'static str, EntityKey), Instant>> {
-        // The map holds no invariant a panicking holder could break: keep using it.
-        self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+    // The map holds no invariant a panicking holder could break: keep using it.
+    fn rows(&self) -> RwLockReadGuard<'_, Rows> {
+        self.rows.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rows_mut(&self) -> RwLockWriteGuard<'_, Rows> {
+        self.rows.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn remember(&self, table: &'static str, key: &EntityKey, window: Duration, now: Instant) {
@@ -54,7 +64,7 @@ impl HotRows {
             return;
         };
         let row = (table, key.clone());
-        let mut rows = self.rows();
+        let mut rows = self.rows_mut();
         if rows.len() >= self.capacity && !rows.contains_key(&row) {
             rows.retain(|_, hot_until| *hot_until > now);
             if rows.len() >= self.capacity {
@@ -65,17 +75,10 @@ impl HotRows {
         *hot_until = (*hot_until).max(until);
     }
 
-    fn is_hot(&self, table: &'static str, key: &EntityKey, now: Instant) -> bool {
-        let row = (table, key.clone());
-        let mut rows = self.rows();
-        match rows.get(&row) {
-            Some(hot_until) if *hot_until > now => true,
-            Some(_) => {
-                rows.remove(&row);
-                false
-            }
-            None => false,
-        }
+    fn is_hot(&self, table: &'static str, key: EntityKey, now: Instant) -> bool {
+        self.rows()
+            .get(&(table, key))
+            .is_some_and(|hot_until| *hot_until > now)
     }
 }
 
@@ -93,21 +96,20 @@ mod tests {
     fn a_row_is_hot_for_its_window_and_only_that_row() {
         let hot = HotRows::new(16);
         let now = Instant::now();
-        assert!(!hot.is_hot("stock", &key(1), now));
+        assert!(!hot.is_hot("stock", key(1), now));
         hot.remember("stock", &key(1), HOUR, now);
-        assert!(hot.is_hot("stock", &key(1), now));
-        assert!(hot.is_hot("stock", &key(1), now + HOUR - Duration::from_nanos(1)));
+        assert!(hot.is_hot("stock", key(1), now));
+        assert!(hot.is_hot("stock", key(1), now + HOUR - Duration::from_nanos(1)));
         assert!(
-            !hot.is_hot("stock", &key(2), now),
+            !hot.is_hot("stock", key(2), now),
             "another key of the same table"
         );
         assert!(
-            !hot.is_hot("seat", &key(1), now),
+            !hot.is_hot("seat", key(1), now),
             "the same key in another table"
         );
-        // Once the window has passed the row is cold, and forgotten.
-        assert!(!hot.is_hot("stock", &key(1), now + HOUR));
-        assert!(hot.rows().is_empty());
+        // Once the window has passed the row is cold.
+        assert!(!hot.is_hot("stock", key(1), now + HOUR));
     }
 
     #[test]
@@ -116,14 +118,14 @@ mod tests {
         let now = Instant::now();
         hot.remember("stock", &key(1), HOUR, now);
         hot.remember("stock", &key(1), Duration::ZERO, now);
-        assert!(hot.is_hot("stock", &key(1), now + HOUR / 2));
+        assert!(hot.is_hot("stock", key(1), now + HOUR / 2));
         hot.remember("stock", &key(1), HOUR, now + HOUR / 2);
-        assert!(hot.is_hot("stock", &key(1), now + HOUR));
+        assert!(hot.is_hot("stock", key(1), now + HOUR));
         // A zero window remembers nothing; one too large for `Instant` is ignored.
         hot.remember("stock", &key(3), Duration::ZERO, now);
         hot.remember("stock", &key(4), Duration::MAX, now);
-        assert!(!hot.is_hot("stock", &key(3), now));
-        assert!(!hot.is_hot("stock", &key(4), now));
+        assert!(!hot.is_hot("stock", key(3), now));
+        assert!(!hot.is_hot("stock", key(4), now));
     }
 
     #[test]
@@ -134,19 +136,19 @@ mod tests {
             hot.remember("stock", &key(id), HOUR, now);
         }
         assert_eq!(hot.rows().len(), 4);
-        assert!(hot.is_hot("stock", &key(0), now));
-        assert!(!hot.is_hot("stock", &key(5), now), "did not fit");
+        assert!(hot.is_hot("stock", key(0), now));
+        assert!(!hot.is_hot("stock", key(5), now), "did not fit");
         // An hour later every row has expired: a new one finds room.
         hot.remember("stock", &key(9), HOUR, now + HOUR);
         assert_eq!(hot.rows().len(), 1);
-        assert!(hot.is_hot("stock", &key(9), now + HOUR));
+        assert!(hot.is_hot("stock", key(9), now + HOUR));
     }
 
     #[test]
     fn the_process_memory_answers_for_its_own_rows() {
         let table = "hot_rows_process_memory";
         remember(table, &key(1), HOUR);
-        assert!(is_hot(table, &key(1)));
-        assert!(!is_hot(table, &key(2)));
+        assert!(is_hot(table, key(1)));
+        assert!(!is_hot(table, key(2)));
     }
 }
