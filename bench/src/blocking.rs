@@ -104,28 +104,9 @@ macro_rules! blocking_strategies {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || handwritten_once(conn, key))
                 }
-                Strategy::Occ | Strategy::OccEscalate => {
+                Strategy::Occ | Strategy::OccEscalate | Strategy::OccEscalateOp => {
                     let policy = worker.policy;
                     occ(held, &policy, key)
-                }
-                Strategy::OccAdaptive => {
-                    // Keys this worker saw conflict in the last second are locked from
-                    // the first attempt; the others start optimistic.
-                    let now = std::time::Instant::now();
-                    let hot = worker
-                        .hot
-                        .get(&key)
-                        .is_some_and(|at| now.duration_since(*at).as_secs() < 1);
-                    let policy = if hot {
-                        worker.policy.escalate_after(0)
-                    } else {
-                        worker.policy
-                    };
-                    let result = occ(held, &policy, key);
-                    if result.as_ref().is_ok_and(|op| op.conflicts > 0) {
-                        worker.hot.insert(key, now);
-                    }
-                    result
                 }
                 Strategy::Pessimistic => {
                     let conn = &mut *held.0.borrow_mut();

@@ -127,8 +127,6 @@ impl Stop {
 /// One worker thread's state for the blocking strategies.
 #[derive(Debug)]
 pub(crate) struct Worker {
-    /// When this worker last saw a conflict on a key (`occ-adaptive`).
-    pub(crate) hot: std::collections::HashMap<i32, Instant>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) policy: RetryPolicy,
     pub(crate) keys: i32,
@@ -184,7 +182,6 @@ pub(crate) fn run_threads<C: Send>(
                 scope.spawn(move || {
                     let held = Held(RefCell::new(conn));
                     let mut worker = Worker {
-                        hot: std::collections::HashMap::new(),
                         rng: fastrand::Rng::with_seed(index as u64 * 7919 + 1),
                         policy,
                         keys,

@@ -43,13 +43,11 @@ pub(crate) enum Strategy {
     Handwritten,
     /// diesel-occ `save_checked` in the blocking retry helper, no escalation.
     Occ,
-    /// The same with `escalate_after`: after a conflict, `SELECT ... FOR UPDATE`.
+    /// The same with `escalate_hot_rows`: a row that conflicted in the last second is
+    /// read with `SELECT ... FOR UPDATE` from the first attempt of every operation.
     OccEscalate,
-    /// Escalation per key, with the public API only: a worker that saw a conflict on a
-    /// key in the last second runs its next operations on that key with
-    /// `escalate_after(0)` (locked from the first attempt), others with
-    /// `escalate_after(1)`.
-    OccAdaptive,
+    /// The same with `escalate_after`: an operation locks after its own conflict.
+    OccEscalateOp,
     /// diesel-occ's async `save_checked` in `asynchronous::retry` on a deadpool pool.
     OccAsync,
     /// `SELECT ... FOR UPDATE` in a transaction (SQLite: `BEGIN IMMEDIATE`).
@@ -66,7 +64,7 @@ impl Strategy {
         Strategy::Handwritten,
         Strategy::Occ,
         Strategy::OccEscalate,
-        Strategy::OccAdaptive,
+        Strategy::OccEscalateOp,
         Strategy::OccAsync,
         Strategy::Pessimistic,
         Strategy::Serializable,
@@ -79,7 +77,7 @@ impl Strategy {
             Strategy::Handwritten => "handwritten",
             Strategy::Occ => "occ",
             Strategy::OccEscalate => "occ-escalate",
-            Strategy::OccAdaptive => "occ-adaptive",
+            Strategy::OccEscalateOp => "occ-escalate-op",
             Strategy::OccAsync => "occ-async",
             Strategy::Pessimistic => "pessimistic",
             Strategy::Serializable => "serializable",
@@ -146,6 +144,7 @@ struct Args {
     max_backoff: Duration,
     max_attempts: u32,
     escalate_after: u32,
+    hot_window: Duration,
     rounds: usize,
     pgbench: bool,
     out: PathBuf,
@@ -160,13 +159,15 @@ usage: diesel-occ-bench [options]
   --keys LIST           hot keys per setting (default 1,10,100,10000)
   --duration D          per run, e.g. 5s or 500ms (default 5s)
   --ops N               per run, total operations instead of a duration
-  --strategies LIST     default: all of blind,handwritten,occ,occ-escalate,occ-adaptive,
+  --strategies LIST     default: all of blind,handwritten,occ,occ-escalate,occ-escalate-op,
                         occ-async,pessimistic,serializable,atomic
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
-  --escalate-after N    conflicts before occ-escalate locks (default 1)
-  --rounds N            alternating rounds for the ratios (default 3): occ, occ-escalate
-                        (also without backoff) and pessimistic at the fewest keys;
+  --hot-window D        how long a row that conflicted stays locked for occ-escalate
+                        (default 1s)
+  --escalate-after N    conflicts before occ-escalate-op locks (default 1)
+  --rounds N            alternating rounds for the ratios (default 3): occ, occ-escalate,
+                        occ-escalate-op and pessimistic at the fewest keys;
                         handwritten, occ, occ-escalate and pgbench at the most keys
   --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
@@ -203,6 +204,7 @@ fn parse_args() -> Result<Args, String> {
         max_backoff: Duration::from_millis(50),
         max_attempts: 100,
         escalate_after: 1,
+        hot_window: Duration::from_secs(1),
         rounds: 3,
         pgbench: true,
         out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"),
@@ -254,6 +256,7 @@ fn parse_args() -> Result<Args, String> {
                     .parse()
                     .map_err(|e| format!("--max-attempts: {e}"))?;
             }
+            "--hot-window" => args.hot_window = parse_duration(&value()?)?,
             "--escalate-after" => {
                 args.escalate_after = value()?
                     .parse()
@@ -472,27 +475,16 @@ macro_rules! run_on {
     }};
 }
 
-/// Runs one strategy at one setting; `no_backoff` retries at once.
-fn run(
-    setting: &Setting<'_>,
-    strategy: Strategy,
-    keys: i32,
-    args: &Args,
-    no_backoff: bool,
-) -> Result<Row, String> {
-    let (first, max) = if no_backoff {
-        (Duration::ZERO, Duration::ZERO)
-    } else {
-        (args.initial_backoff, args.max_backoff)
-    };
+/// Runs one strategy at one setting.
+fn run(setting: &Setting<'_>, strategy: Strategy, keys: i32, args: &Args) -> Result<Row, String> {
     let base = RetryPolicy::new()
         .max_attempts(args.max_attempts)
-        .backoff(first, max)
+        .backoff(args.initial_backoff, args.max_backoff)
         .never_escalate();
-    let policy = if matches!(strategy, Strategy::OccEscalate | Strategy::OccAdaptive) {
-        base.escalate_after(args.escalate_after)
-    } else {
-        base
+    let policy = match strategy {
+        Strategy::OccEscalate => base.escalate_hot_rows(args.hot_window),
+        Strategy::OccEscalateOp => base.escalate_after(args.escalate_after),
+        _ => base,
     };
     match setting.backend {
         Backend::Postgres => run_on!(pg, setting, strategy, keys, policy, ""),
@@ -638,7 +630,7 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     };
     say(format!(
         "== {} ({}): {} workers, keys {:?}, {:?} per run, backoff {:?}..{:?}, {} attempts, \
-         escalate after {}",
+         hot rows locked for {:?}, escalate-op after {}",
         backend.name(),
         server_version(backend, &url),
         args.workers,
@@ -647,13 +639,14 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         args.initial_backoff,
         args.max_backoff,
         args.max_attempts,
+        args.hot_window,
         args.escalate_after
     ));
 
     let mut rows = Vec::new();
     for &keys in &args.keys {
         for &strategy in &args.strategies {
-            let row = run(&setting, strategy, keys, args, false)?;
+            let row = run(&setting, strategy, keys, args)?;
             say(row.line());
             rows.push(row);
         }
@@ -672,17 +665,15 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         args.rounds
     ));
     let mut hot = [
-        ("occ", Strategy::Occ, narrow, false),
-        ("occ-escalate", Strategy::OccEscalate, narrow, false),
-        ("occ-escalate-0", Strategy::OccEscalate, narrow, true),
-        ("occ-adaptive", Strategy::OccAdaptive, narrow, false),
-        ("pessimistic", Strategy::Pessimistic, narrow, false),
+        (Strategy::Occ, narrow),
+        (Strategy::OccEscalate, narrow),
+        (Strategy::OccEscalateOp, narrow),
+        (Strategy::Pessimistic, narrow),
     ];
     let mut overhead = [
-        ("handwritten", Strategy::Handwritten, wide, false),
-        ("occ", Strategy::Occ, wide, false),
-        ("occ-escalate", Strategy::OccEscalate, wide, false),
-        ("occ-adaptive", Strategy::OccAdaptive, wide, false),
+        (Strategy::Handwritten, wide),
+        (Strategy::Occ, wide),
+        (Strategy::OccEscalate, wide),
     ];
     let mut samples: Vec<(&str, i32, f64)> = Vec::new();
     for round in 1..=args.rounds {
@@ -691,11 +682,10 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
             hot.rotate_left(1);
             overhead.rotate_left(1);
         }
-        for (label, strategy, keys, no_backoff) in hot.into_iter().chain(overhead) {
-            let mut row = run(&setting, strategy, keys, args, no_backoff)?;
-            row.strategy = label.to_owned();
+        for (strategy, keys) in hot.into_iter().chain(overhead) {
+            let row = run(&setting, strategy, keys, args)?;
             say(format!("round {round}: {}", row.line()));
-            samples.push((label, keys, row.ops_per_sec));
+            samples.push((strategy.name(), keys, row.ops_per_sec));
         }
         if backend == Backend::Postgres && args.pgbench {
             let mut conn = pg::connect(&url, Strategy::Atomic)?;
@@ -736,41 +726,30 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
             verdict(occ / tps, 0.9)
         ));
     }
-    let (plain, escalate, escalate0, lock) = (
+    let (plain, escalate, per_operation, lock) = (
         med("occ", narrow),
         med("occ-escalate", narrow),
-        med("occ-escalate-0", narrow),
+        med("occ-escalate-op", narrow),
         med("pessimistic", narrow),
     );
     say(format!(
         "hot key ({narrow} key, {} workers), medians: occ {plain:.0}, occ-escalate {escalate:.0}, \
-         occ-escalate without backoff {escalate0:.0}, pessimistic {lock:.0} ops/s",
+         occ-escalate-op {per_operation:.0}, pessimistic {lock:.0} ops/s",
         args.workers
     ));
     say(format!(
-        "  occ-escalate / pessimistic = {} (target >= 0.9: {}); without backoff {}; occ / pessimistic = {}",
+        "  occ-escalate / pessimistic = {} (target >= 0.9: {}); occ-escalate-op / pessimistic = {}; \
+         occ / pessimistic = {}",
         ratio(escalate, lock),
         verdict(escalate / lock, 0.9),
-        ratio(escalate0, lock),
+        ratio(per_operation, lock),
         ratio(plain, lock)
-    ));
-    let adaptive = med("occ-adaptive", narrow);
-    say(format!(
-        "  occ-adaptive (escalation per key) {adaptive:.0} ops/s: / pessimistic = {} (target >= 0.9: {})",
-        ratio(adaptive, lock),
-        verdict(adaptive / lock, 0.9)
     ));
     let (plain, escalate) = (med("occ", wide), med("occ-escalate", wide));
     say(format!(
         "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
         ratio(escalate, plain),
         verdict(escalate / plain, 0.97)
-    ));
-    let adaptive = med("occ-adaptive", wide);
-    say(format!(
-        "  at {wide} keys: occ-adaptive / occ = {} (target >= 0.97: {})",
-        ratio(adaptive, plain),
-        verdict(adaptive / plain, 0.97)
     ));
 
     let measured = statements(backend, &url)?;
