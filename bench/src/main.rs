@@ -675,7 +675,7 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         (Strategy::Occ, wide),
         (Strategy::OccEscalate, wide),
     ];
-    let mut samples: Vec<(&str, i32, f64)> = Vec::new();
+    let mut samples: Vec<(usize, &str, i32, f64)> = Vec::new();
     for round in 1..=args.rounds {
         // Each round starts with another strategy, so that none always runs first.
         if round > 1 {
@@ -685,7 +685,7 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         for (strategy, keys) in hot.into_iter().chain(overhead) {
             let row = run(&setting, strategy, keys, args)?;
             say(format!("round {round}: {}", row.line()));
-            samples.push((strategy.name(), keys, row.ops_per_sec));
+            samples.push((round, strategy.name(), keys, row.ops_per_sec));
         }
         if backend == Backend::Postgres && args.pgbench {
             let mut conn = pg::connect(&url, Strategy::Atomic)?;
@@ -696,7 +696,7 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
                         "round {round}: pgbench        keys {wide:>6}  {tps:>9.0} tps (same SQL, {} clients)",
                         args.workers
                     ));
-                    samples.push(("pgbench", wide, tps));
+                    samples.push((round, "pgbench", wide, tps));
                 }
                 None => say("pgbench not found: skipped".into()),
             }
@@ -706,9 +706,28 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         median(
             samples
                 .iter()
-                .filter(|(l, k, _)| *l == label && *k == keys)
-                .map(|(_, _, v)| *v)
+                .filter(|(_, l, k, _)| *l == label && *k == keys)
+                .map(|(_, _, _, v)| *v)
                 .collect(),
+        )
+    };
+    // Each round's ratio, from two runs seconds apart: the drift of a shared machine
+    // hits both sides alike, which the ratio of medians does not guarantee.
+    let per_round = |(a, a_keys): (&str, i32), (b, b_keys): (&str, i32)| {
+        let value = |round: usize, label: &str, keys: i32| {
+            samples
+                .iter()
+                .find(|(r, l, k, _)| *r == round && *l == label && *k == keys)
+                .map(|(_, _, _, v)| *v)
+        };
+        let ratios: Vec<f64> = (1..=args.rounds)
+            .filter_map(|round| Some(value(round, a, a_keys)? / value(round, b, b_keys)?))
+            .collect();
+        let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        format!(
+            "  per round, {a} / {b}: {} (median {:.3})",
+            listed.join(" "),
+            median(ratios)
         )
     };
     let (hand, occ) = (med("handwritten", wide), med("occ", wide));
@@ -751,6 +770,16 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         ratio(escalate, plain),
         verdict(escalate / plain, 0.97)
     ));
+    say(per_round(("occ", wide), ("handwritten", wide)));
+    if tps.is_finite() {
+        say(per_round(("occ", wide), ("pgbench", wide)));
+    }
+    say(per_round(("occ-escalate", narrow), ("pessimistic", narrow)));
+    say(per_round(
+        ("occ-escalate-op", narrow),
+        ("pessimistic", narrow),
+    ));
+    say(per_round(("occ-escalate", wide), ("occ", wide)));
 
     let measured = statements(backend, &url)?;
     say(format!(
