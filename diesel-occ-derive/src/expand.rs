@@ -97,14 +97,16 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     } else {
         (
             quote! {
-                #dsl::Update<
+                ::diesel_occ::CachedUpdate<
                     #guarded,
                     (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
                 >
             },
             quote! {
-                #diesel::update(#guarded_expr)
-                    .set((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
+                ::diesel_occ::CachedUpdate::new(
+                    #guarded_expr,
+                    (#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
+                )
             },
         )
     };
@@ -399,11 +401,13 @@ fn tracking(
     } else {
         (
             quote! {
-                #dsl::Update<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
+                ::diesel_occ::CachedUpdate<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
             },
             quote! {
-                #diesel::update(#guarded_expr)
-                    .set((#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),))
+                ::diesel_occ::CachedUpdate::new(
+                    #guarded_expr,
+                    (#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
+                )
             },
         )
     };

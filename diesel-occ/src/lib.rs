@@ -146,6 +146,7 @@ mod parts;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod retry;
+mod statement;
 mod sync;
 mod token;
 mod tracked;
@@ -161,6 +162,7 @@ pub use error::{
     TransientKind,
 };
 pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
+pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
 pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};

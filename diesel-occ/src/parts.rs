@@ -3,10 +3,11 @@
 //! [`GuardedUpdate`]: how a guarded UPDATE reports what it wrote.
 
 use diesel::connection::Connection;
-use diesel::query_builder::UpdateStatement;
+use diesel::query_builder::{AsChangeset, IntoUpdateTarget, UpdateStatement};
 use diesel::query_dsl::methods::ExecuteDsl;
 use diesel::{QueryResult, QuerySource};
 
+use crate::statement::CachedUpdate;
 use crate::versioned::Versioned;
 
 /// The parts of an entity's guarded statements, as described by `#[derive(Versioned)]`.
@@ -98,9 +99,10 @@ impl<S> GeneratedUpdate<S> {
 /// A guarded UPDATE on a blocking connection: runs it and says how many rows it wrote
 /// and which token they hold now.
 ///
-/// Implemented for Diesel's `UpdateStatement` (the token is the `fresh` one the
-/// statement assigned) and for [`GeneratedUpdate`] (the token is the one `RETURNING`
-/// read back). The checked operations run their statements through it.
+/// Implemented for [`CachedUpdate`], the statement `#[derive(Versioned)]` builds, and
+/// for Diesel's `UpdateStatement` (for both, the token is the `fresh` one the statement
+/// assigned), and for [`GeneratedUpdate`] (the token is the one `RETURNING` read back).
+/// The checked operations run their statements through it.
 ///
 /// A database-generated token needs `RETURNING`, which diesel-occ supports on
 /// PostgreSQL only: saving such an entity on MySQL or SQLite does not compile.
@@ -144,6 +146,18 @@ where
 
 /// PostgreSQL only: the one backend whose `RETURNING` diesel-occ reads a generated
 /// token back with (any other connection gets the "cannot run" error above).
+impl<Target, Changes, Conn, Tok> GuardedUpdate<Conn, Tok> for CachedUpdate<Target, Changes>
+where
+    Target: IntoUpdateTarget,
+    Changes: AsChangeset,
+    Conn: Connection,
+    Self: ExecuteDsl<Conn>,
+{
+    fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn)?, fresh))
+    }
+}
+
 #[cfg(feature = "postgres")]
 impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
 where

@@ -35,7 +35,8 @@ pub trait Versioned: Sized {
     type Token: VersionToken;
     /// The primary key: the key field's type, or a tuple of them for a composite key.
     type Key: Clone + fmt::Debug + Send + Sync + 'static;
-    /// The guarded UPDATE.
+    /// The guarded UPDATE: a [`CachedUpdate`](crate::CachedUpdate) when derived, so
+    /// that each connection prepares it once.
     type UpdateStatement;
     /// The guarded DELETE.
     type DeleteStatement;

@@ -54,6 +54,19 @@ where
     }
 }
 
+impl<Target, Changes, Conn, Tok> GuardedUpdate<Conn, Tok> for crate::CachedUpdate<Target, Changes>
+where
+    Target: diesel::query_builder::IntoUpdateTarget,
+    Changes: diesel::query_builder::AsChangeset,
+    Conn: AsyncConnection,
+    Tok: Send,
+    Self: ExecuteDsl<Conn> + Send,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn).await?, fresh))
+    }
+}
+
 /// PostgreSQL only, as the blocking impl.
 #[cfg(feature = "postgres")]
 impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for crate::parts::GeneratedUpdate<S>

@@ -246,6 +246,13 @@ macro_rules! sync_suite {
                 row.value = 6;
                 row.save_checked(&mut conn).expect("second save");
                 assert_eq!(statements.take(), 1);
+                let cached = statements.take_cached();
+                assert_eq!(
+                    cached.len(),
+                    1,
+                    "the UPDATE is prepared once, then reused: {cached:?}"
+                );
+                assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
                 assert_eq!(counter(&mut conn, 1), row);
                 statements.take();
 

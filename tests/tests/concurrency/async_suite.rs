@@ -27,7 +27,8 @@ macro_rules! async_suite {
             use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
             use diesel_occ::asynchronous::AsyncConnectionSource;
 
-            use crate::support::{self, AsyncDb, AsyncStatementCounter, AsyncTestConn};
+            use crate::support::{self, AsyncDb, AsyncTestConn};
+            use diesel_occ_tests::statements::StatementCounter;
             use $schema as schema;
 
             type Conn = $conn;
@@ -274,12 +275,18 @@ macro_rules! async_suite {
                 let mut conn = db.conn().await;
                 let client_token = load(&mut conn, 1).await.version;
                 let mut row = load(&mut conn, 1).await;
-                let statements = AsyncStatementCounter::install(&mut conn);
+                let statements = StatementCounter::install_async(&mut conn);
 
                 row.increment();
                 row.save_checked(&mut conn).await.expect("save");
                 assert_eq!(statements.take(), 1, "one UPDATE on success");
                 assert_eq!(row.version, 2);
+                row.increment();
+                row.save_checked(&mut conn).await.expect("second save");
+                assert_eq!(statements.take(), 1);
+                let cached = statements.take_cached();
+                assert_eq!(cached.len(), 1, "the UPDATE is prepared once, then reused: {cached:?}");
+                assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
 
                 let mut stale = row.clone();
                 stale.version = 1;

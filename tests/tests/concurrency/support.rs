@@ -1,11 +1,9 @@
 //! What the concurrency tests share: a fresh database per test for async connections,
-//! deadpool pools whose connections say who they are, statement counting on async
-//! connections, and the per-backend SQL the tests need.
+//! deadpool pools whose connections say who they are, and the per-backend SQL the
+//! tests need.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel::{ConnectionError, ConnectionResult};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{
@@ -203,31 +201,4 @@ fn sanitize(test: &str) -> String {
             }
         })
         .collect()
-}
-
-/// Counts the statements an async connection starts (Diesel's instrumentation, which
-/// diesel-async connections support too).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AsyncStatementCounter(Arc<AtomicUsize>);
-
-impl AsyncStatementCounter {
-    /// Installs a fresh counter on `conn`.
-    pub(crate) fn install<C: AsyncConnection>(conn: &mut C) -> Self {
-        let counter = AsyncStatementCounter::default();
-        conn.set_instrumentation(counter.clone());
-        counter
-    }
-
-    /// Statements started since the last call.
-    pub(crate) fn take(&self) -> usize {
-        self.0.swap(0, Ordering::SeqCst)
-    }
-}
-
-impl Instrumentation for AsyncStatementCounter {
-    fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
-        if let InstrumentationEvent::StartQuery { .. } = event {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 }
