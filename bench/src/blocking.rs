@@ -81,6 +81,7 @@ impl Seen {
 macro_rules! blocking_strategies {
     () => {
         use diesel::prelude::*;
+        use diesel_occ::CachedUpdate;
         use diesel_occ::prelude::*;
 
         use crate::Strategy;
@@ -132,20 +133,25 @@ macro_rules! blocking_strategies {
         }
 
         /// The lost-update baseline: read, then write what was read minus one, with no
-        /// predicate on what was read.
+        /// predicate on what was read. Every strategy but `handwritten` prepares its
+        /// UPDATE once per connection, as diesel-occ does, so that they differ by
+        /// strategy alone.
         fn blind_once(conn: &mut Conn, key: i32) -> Once {
             let stock = read(conn, key)?;
             if stock.available <= 0 {
                 return Ok(Some(false));
             }
-            let written = diesel::update(bench_stock::table.find(key))
-                .set(bench_stock::available.eq(stock.available - 1))
-                .execute(conn)?;
+            let written = CachedUpdate::new(
+                bench_stock::table.find(key),
+                bench_stock::available.eq(stock.available - 1),
+            )
+            .execute(conn)?;
             Ok(Some(written == 1))
         }
 
-        /// Exactly what `save_checked` runs, written by hand: the same read, the same
-        /// conditional UPDATE, and on a miss the same token read that classifies it.
+        /// Exactly what `save_checked` runs, written by hand with plain Diesel: the same
+        /// read, the same conditional UPDATE (which Diesel prepares again every time),
+        /// and on a miss the same token read that classifies it.
         pub(crate) fn handwritten_once(conn: &mut Conn, key: i32) -> Once {
             let stock = read(conn, key)?;
             if stock.available <= 0 {
@@ -201,15 +207,15 @@ macro_rules! blocking_strategies {
         /// One statement, no read: `SET available = available - 1 WHERE id = ? AND
         /// available > 0`.
         fn atomic_once(conn: &mut Conn, key: i32) -> Once {
-            let written = diesel::update(
+            let written = CachedUpdate::new(
                 bench_stock::table
                     .find(key)
                     .filter(bench_stock::available.gt(0)),
+                (
+                    bench_stock::available.eq(bench_stock::available - 1),
+                    bench_stock::version.eq(bench_stock::version + 1),
+                ),
             )
-            .set((
-                bench_stock::available.eq(bench_stock::available - 1),
-                bench_stock::version.eq(bench_stock::version + 1),
-            ))
             .execute(conn)?;
             Ok(Some(written == 1))
         }
@@ -220,12 +226,14 @@ macro_rules! blocking_strategies {
             if stock.available <= 0 {
                 return Ok(Some(false));
             }
-            diesel::update(bench_stock::table.find(stock.id))
-                .set((
+            CachedUpdate::new(
+                bench_stock::table.find(stock.id),
+                (
                     bench_stock::available.eq(stock.available - 1),
                     bench_stock::version.eq(stock.version.wrapping_add(1)),
-                ))
-                .execute(conn)?;
+                ),
+            )
+            .execute(conn)?;
             Ok(Some(true))
         }
 

@@ -789,8 +789,8 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         measured.saves
     ));
     say(format!(
-        "  prepared statements cached by {} saves: diesel-occ {}, hand-written {} \
-         (Diesel never caches an UPDATE: it prepares it again for every execution)",
+        "  statements prepared into the cache by {} saves: diesel-occ {} (its UPDATE, once, then reused), \
+         hand-written {} (Diesel prepares its own UPDATE again for every execution)",
         measured.saves, measured.cached, measured.hand_cached
     ));
     say(format!("  diesel-occ read:    {}", measured.occ_read));
