@@ -43,8 +43,8 @@ pub(crate) enum Strategy {
     Handwritten,
     /// diesel-occ `save_checked` in the blocking retry helper, no escalation.
     Occ,
-    /// The same with `escalate_hot_rows`: a row that conflicted in the last second is
-    /// read with `SELECT ... FOR UPDATE` from the first attempt of every operation.
+    /// The same with `escalate_hot_rows`: a row that met 3 conflicts in the last second
+    /// is read with `SELECT ... FOR UPDATE` from the first attempt of every operation.
     OccEscalate,
     /// The same with `escalate_after`: an operation locks after its own conflict.
     OccEscalateOp,
@@ -144,7 +144,7 @@ struct Args {
     max_backoff: Duration,
     max_attempts: u32,
     escalate_after: u32,
-    hot_window: Duration,
+    hot_rows: (u32, Duration),
     rounds: usize,
     pgbench: bool,
     out: PathBuf,
@@ -163,8 +163,8 @@ usage: diesel-occ-bench [options]
                         occ-async,pessimistic,serializable,atomic
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
-  --hot-window D        how long a row that conflicted stays locked for occ-escalate
-                        (default 1s)
+  --hot-rows N,D        occ-escalate locks a row after N conflicts within D, for D
+                        (default 3,1s)
   --escalate-after N    conflicts before occ-escalate-op locks (default 1)
   --rounds N            alternating rounds for the ratios (default 3): occ, occ-escalate,
                         occ-escalate-op and pessimistic at the fewest keys;
@@ -204,7 +204,7 @@ fn parse_args() -> Result<Args, String> {
         max_backoff: Duration::from_millis(50),
         max_attempts: 100,
         escalate_after: 1,
-        hot_window: Duration::from_secs(1),
+        hot_rows: (3, Duration::from_secs(1)),
         rounds: 3,
         pgbench: true,
         out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"),
@@ -256,7 +256,17 @@ fn parse_args() -> Result<Args, String> {
                     .parse()
                     .map_err(|e| format!("--max-attempts: {e}"))?;
             }
-            "--hot-window" => args.hot_window = parse_duration(&value()?)?,
+            "--hot-rows" => {
+                let text = value()?;
+                let (conflicts, window) = text
+                    .split_once(',')
+                    .ok_or_else(|| format!("--hot-rows {text:?}: expected N,D such as 3,1s"))?;
+                let conflicts = conflicts
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("--hot-rows: {e}"))?;
+                args.hot_rows = (conflicts, parse_duration(window.trim())?);
+            }
             "--escalate-after" => {
                 args.escalate_after = value()?
                     .parse()
@@ -482,7 +492,7 @@ fn run(setting: &Setting<'_>, strategy: Strategy, keys: i32, args: &Args) -> Res
         .backoff(args.initial_backoff, args.max_backoff)
         .never_escalate();
     let policy = match strategy {
-        Strategy::OccEscalate => base.escalate_hot_rows(args.hot_window),
+        Strategy::OccEscalate => base.escalate_hot_rows(args.hot_rows.0, args.hot_rows.1),
         Strategy::OccEscalateOp => base.escalate_after(args.escalate_after),
         _ => base,
     };
@@ -630,7 +640,7 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     };
     say(format!(
         "== {} ({}): {} workers, keys {:?}, {:?} per run, backoff {:?}..{:?}, {} attempts, \
-         hot rows locked for {:?}, escalate-op after {}",
+         hot rows after {} conflicts in {:?}, escalate-op after {}",
         backend.name(),
         server_version(backend, &url),
         args.workers,
@@ -639,7 +649,8 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
         args.initial_backoff,
         args.max_backoff,
         args.max_attempts,
-        args.hot_window,
+        args.hot_rows.0,
+        args.hot_rows.1,
         args.escalate_after
     ));
 

@@ -12,31 +12,52 @@ use std::time::{Duration, Instant};
 
 use crate::error::EntityKey;
 
-/// How many rows the process remembers at most. Past it, expired entries are dropped
-/// and, if none has expired, the new row is not remembered: a bounded memory matters
-/// more than one more escalation.
+/// How many rows the process remembers at most. Past it, rows whose memory has run out
+/// are dropped and, if none has, the new row is not remembered: a bounded memory
+/// matters more than one more escalation.
 const CAPACITY: usize = 4096;
 
 /// The process's memory of hot rows.
 static HOT_ROWS: LazyLock<HotRows> = LazyLock::new(|| HotRows::new(CAPACITY));
 
-/// Remembers that the row met a conflict now: it is hot for `window`.
-pub(crate) fn remember(table: &'static str, key: &EntityKey, window: Duration) {
-    HOT_ROWS.remember(table, key, window, Instant::now());
+/// When a row is hot: after `conflicts` conflicts within `window`, for `window` after
+/// the last of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Heat {
+    pub(crate) conflicts: u32,
+    pub(crate) window: Duration,
 }
 
-/// True when the row met a conflict less than its window ago.
+/// Counts a conflict on the row, now; true when that makes (or keeps) it hot.
+pub(crate) fn remember(table: &'static str, key: &EntityKey, heat: Heat) -> bool {
+    HOT_ROWS.remember(table, key, heat, Instant::now())
+}
+
+/// True when the row is hot now.
 pub(crate) fn is_hot(table: &'static str, key: EntityKey) -> bool {
     HOT_ROWS.is_hot(table, key, Instant::now())
 }
 
-type Rows = HashMap<(&'static str, EntityKey), Instant>;
+/// What the memory knows of one row.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    /// Conflicts counted since `since`.
+    conflicts: u32,
+    /// When the count started; a count older than the window starts again.
+    since: Instant,
+    /// Until when the row is hot (`since` when it is not).
+    hot_until: Instant,
+    /// When nothing about the row matters any more: it may be dropped.
+    forget_at: Instant,
+}
 
-/// Table and key of each hot row, with the instant it stops being hot.
+type Rows = HashMap<(&'static str, EntityKey), Row>;
+
+/// The rows that met conflicts recently, by table and key.
 ///
 /// Every read of a row under a hot-row policy asks it, from every thread, so it is a
-/// read-write lock: readers do not queue behind each other. Expired rows stay until a
-/// full memory prunes them.
+/// read-write lock: readers do not queue behind each other. Rows stay until a full
+/// memory drops those it may forget.
 struct HotRows {
     capacity: usize,
     rows: RwLock<Rows>,
@@ -59,26 +80,44 @@ impl HotRows {
         self.rows.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn remember(&self, table: &'static str, key: &EntityKey, window: Duration, now: Instant) {
-        let Some(until) = now.checked_add(window) else {
-            return;
+    fn remember(&self, table: &'static str, key: &EntityKey, heat: Heat, now: Instant) -> bool {
+        let Some(window_end) = now.checked_add(heat.window) else {
+            return false;
         };
-        let row = (table, key.clone());
+        let id = (table, key.clone());
         let mut rows = self.rows_mut();
-        if rows.len() >= self.capacity && !rows.contains_key(&row) {
-            rows.retain(|_, hot_until| *hot_until > now);
+        if rows.len() >= self.capacity && !rows.contains_key(&id) {
+            rows.retain(|_, row| row.forget_at > now);
             if rows.len() >= self.capacity {
-                return;
+                return false;
             }
         }
-        let hot_until = rows.entry(row).or_insert(until);
-        *hot_until = (*hot_until).max(until);
+        let row = rows.entry(id).or_insert(Row {
+            conflicts: 0,
+            since: now,
+            hot_until: now,
+            forget_at: now,
+        });
+        if row
+            .since
+            .checked_add(heat.window)
+            .is_none_or(|end| end <= now)
+        {
+            row.conflicts = 0;
+            row.since = now;
+        }
+        row.conflicts = row.conflicts.saturating_add(1);
+        if row.conflicts >= heat.conflicts.max(1) {
+            row.hot_until = row.hot_until.max(window_end);
+        }
+        row.forget_at = row.forget_at.max(window_end);
+        row.hot_until > now
     }
 
     fn is_hot(&self, table: &'static str, key: EntityKey, now: Instant) -> bool {
         self.rows()
             .get(&(table, key))
-            .is_some_and(|hot_until| *hot_until > now)
+            .is_some_and(|row| row.hot_until > now)
     }
 }
 
@@ -87,19 +126,24 @@ mod tests {
     use super::*;
 
     const HOUR: Duration = Duration::from_secs(3600);
+    const MS: Duration = Duration::from_millis(1);
 
     fn key(id: i32) -> EntityKey {
         EntityKey::new(&["id"], vec![id.to_string()])
     }
 
+    fn heat(conflicts: u32, window: Duration) -> Heat {
+        Heat { conflicts, window }
+    }
+
     #[test]
-    fn a_row_is_hot_for_its_window_and_only_that_row() {
+    fn one_conflict_makes_a_row_hot_for_the_window_and_only_that_row() {
         let hot = HotRows::new(16);
         let now = Instant::now();
         assert!(!hot.is_hot("stock", key(1), now));
-        hot.remember("stock", &key(1), HOUR, now);
+        assert!(hot.remember("stock", &key(1), heat(1, HOUR), now));
         assert!(hot.is_hot("stock", key(1), now));
-        assert!(hot.is_hot("stock", key(1), now + HOUR - Duration::from_nanos(1)));
+        assert!(hot.is_hot("stock", key(1), now + HOUR - MS));
         assert!(
             !hot.is_hot("stock", key(2), now),
             "another key of the same table"
@@ -108,46 +152,64 @@ mod tests {
             !hot.is_hot("seat", key(1), now),
             "the same key in another table"
         );
-        // Once the window has passed the row is cold.
-        assert!(!hot.is_hot("stock", key(1), now + HOUR));
+        assert!(
+            !hot.is_hot("stock", key(1), now + HOUR),
+            "the window has passed"
+        );
     }
 
     #[test]
-    fn a_conflict_extends_the_window_and_never_shortens_it() {
+    fn a_row_is_hot_after_the_threshold_of_conflicts_within_one_window() {
         let hot = HotRows::new(16);
         let now = Instant::now();
-        hot.remember("stock", &key(1), HOUR, now);
-        hot.remember("stock", &key(1), Duration::ZERO, now);
-        assert!(hot.is_hot("stock", key(1), now + HOUR / 2));
-        hot.remember("stock", &key(1), HOUR, now + HOUR / 2);
-        assert!(hot.is_hot("stock", key(1), now + HOUR));
-        // A zero window remembers nothing; one too large for `Instant` is ignored.
-        hot.remember("stock", &key(3), Duration::ZERO, now);
-        hot.remember("stock", &key(4), Duration::MAX, now);
-        assert!(!hot.is_hot("stock", key(3), now));
-        assert!(!hot.is_hot("stock", key(4), now));
+        let three = heat(3, Duration::from_secs(1));
+        assert!(!hot.remember("stock", &key(1), three, now));
+        assert!(!hot.remember("stock", &key(1), three, now + 400 * MS));
+        // The first conflict is out of the window by now: the count starts again.
+        assert!(!hot.remember("stock", &key(1), three, now + 1_100 * MS));
+        assert!(!hot.remember("stock", &key(1), three, now + 1_200 * MS));
+        assert!(!hot.is_hot("stock", key(1), now + 1_200 * MS));
+        assert!(hot.remember("stock", &key(1), three, now + 1_300 * MS));
+        // Hot for the window after the conflict that made it so.
+        assert!(hot.is_hot("stock", key(1), now + 2_299 * MS));
+        assert!(!hot.is_hot("stock", key(1), now + 2_300 * MS));
     }
 
     #[test]
-    fn the_memory_is_bounded_and_makes_room_from_expired_rows() {
+    fn a_conflict_extends_the_heat_and_never_shortens_it() {
+        let hot = HotRows::new(16);
+        let now = Instant::now();
+        hot.remember("stock", &key(1), heat(1, HOUR), now);
+        assert!(hot.remember("stock", &key(1), heat(1, Duration::ZERO), now));
+        assert!(hot.is_hot("stock", key(1), now + HOUR / 2));
+        hot.remember("stock", &key(1), heat(1, HOUR), now + HOUR / 2);
+        assert!(hot.is_hot("stock", key(1), now + HOUR));
+        // A zero window makes nothing hot; one too large for `Instant` is ignored; a
+        // threshold of zero counts as one.
+        assert!(!hot.remember("stock", &key(3), heat(1, Duration::ZERO), now));
+        assert!(!hot.remember("stock", &key(4), heat(1, Duration::MAX), now));
+        assert!(hot.remember("stock", &key(5), heat(0, HOUR), now));
+    }
+
+    #[test]
+    fn the_memory_is_bounded_and_makes_room_from_rows_it_may_forget() {
         let hot = HotRows::new(4);
         let now = Instant::now();
         for id in 0..6 {
-            hot.remember("stock", &key(id), HOUR, now);
+            hot.remember("stock", &key(id), heat(1, HOUR), now);
         }
         assert_eq!(hot.rows().len(), 4);
         assert!(hot.is_hot("stock", key(0), now));
         assert!(!hot.is_hot("stock", key(5), now), "did not fit");
-        // An hour later every row has expired: a new one finds room.
-        hot.remember("stock", &key(9), HOUR, now + HOUR);
+        // An hour later every row may be forgotten: a new one finds room.
+        assert!(hot.remember("stock", &key(9), heat(1, HOUR), now + HOUR));
         assert_eq!(hot.rows().len(), 1);
-        assert!(hot.is_hot("stock", key(9), now + HOUR));
     }
 
     #[test]
     fn the_process_memory_answers_for_its_own_rows() {
         let table = "hot_rows_process_memory";
-        remember(table, &key(1), HOUR);
+        assert!(remember(table, &key(1), heat(1, HOUR)));
         assert!(is_hot(table, key(1)));
         assert!(!is_hot(table, key(2)));
     }

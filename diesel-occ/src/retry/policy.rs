@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::hot_rows;
+use super::hot_rows::{self, Heat};
 use crate::error::{Error, RetriesExhausted};
 use crate::observe;
 use crate::versioned::Versioned;
@@ -29,10 +29,10 @@ use crate::versioned::Versioned;
 /// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
 ///   conflicts, the remaining attempts run in a transaction that locks what they read,
 ///   so a hot row stops losing races: see [`Attempt::is_escalated`].
-/// - **Hot rows** (default off): with [`escalate_hot_rows(window)`](Self::escalate_hot_rows),
-///   a row that met a conflict is locked by every attempt that reads it during the next
-///   `window`, from the first attempt of an operation on: a row that stays hot costs
-///   what a lock costs, and a cold row costs nothing more.
+/// - **Hot rows** (default off): with [`escalate_hot_rows(n, window)`](Self::escalate_hot_rows),
+///   a row that met `n` conflicts within `window` is locked by every attempt that reads
+///   it during the next `window`, from the first attempt of an operation on: a row that
+///   stays hot costs what a lock costs, and a cold row costs nothing more.
 /// - **No backoff before a lock**: a retry after a conflict that will take the row's
 ///   lock (escalated, or a hot row) starts at once; waiting for the lock spaces the
 ///   writers out instead.
@@ -57,7 +57,7 @@ pub struct RetryPolicy {
     max_backoff: Duration,
     deadline: Option<Duration>,
     escalate_after: Option<u32>,
-    hot_row_window: Option<Duration>,
+    hot_rows: Option<Heat>,
 }
 
 impl Default for RetryPolicy {
@@ -68,7 +68,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_millis(500),
             deadline: None,
             escalate_after: None,
-            hot_row_window: None,
+            hot_rows: None,
         }
     }
 }
@@ -116,36 +116,45 @@ impl RetryPolicy {
         self
     }
 
-    /// Escalate per row: after a conflict on a row, every attempt under this policy
-    /// that reads the row with `AttemptDsl::find` during the next `window` locks it
-    /// ([`Attempt::is_escalated`] explains the lock), the first attempt of an operation
-    /// included. The read opens the locking transaction itself when the attempt has none;
-    /// the helper commits it when the closure returns `Ok` and rolls it back on `Err`.
+    /// Escalate per row: once a row has met `conflicts` conflicts within `window`, every
+    /// attempt under this policy that reads it with `AttemptDsl::find` during the next
+    /// `window` locks it ([`Attempt::is_escalated`] explains the lock), the first
+    /// attempt of an operation included. The read opens the locking transaction itself
+    /// when the attempt has none; the helper commits it when the closure returns `Ok`
+    /// and rolls it back on `Err`. `0` conflicts counts as 1.
     ///
     /// [`escalate_after`](Self::escalate_after) escalates one operation after its own
     /// conflicts, so on a row that is always hot every operation still loses one
     /// optimistic attempt first. Hot rows are remembered for the whole process (at most
     /// 4 096 rows, by table name and key), so every worker learns from the others'
-    /// conflicts; a row with no conflict for `window` goes back to optimistic reads.
-    /// A few hundred milliseconds to a few seconds suits most workloads.
+    /// conflicts, and a row that stays quiet for `window` goes back to optimistic reads.
+    ///
+    /// The threshold keeps rows that conflict now and then optimistic: a lock costs a
+    /// transaction on every write (on SQLite, where writers queue anyway, about a fifth
+    /// of the throughput), which an occasional retry does not. A few conflicts within
+    /// a second (`escalate_hot_rows(3, Duration::from_secs(1))`) suits most workloads;
+    /// BENCHMARKS.md has figures.
     ///
     /// ```
     /// use std::time::Duration;
     /// use diesel_occ::retry::RetryPolicy;
     ///
-    /// let policy = RetryPolicy::new().escalate_hot_rows(Duration::from_secs(1));
-    /// assert_eq!(policy.get_hot_row_window(), Some(Duration::from_secs(1)));
-    /// assert_eq!(policy.never_escalate().get_hot_row_window(), None);
+    /// let policy = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
+    /// assert_eq!(policy.get_hot_rows(), Some((3, Duration::from_secs(1))));
+    /// assert_eq!(policy.never_escalate().get_hot_rows(), None);
     /// ```
-    pub fn escalate_hot_rows(mut self, window: Duration) -> Self {
-        self.hot_row_window = Some(window);
+    pub fn escalate_hot_rows(mut self, conflicts: u32, window: Duration) -> Self {
+        self.hot_rows = Some(Heat {
+            conflicts: conflicts.max(1),
+            window,
+        });
         self
     }
 
     /// Never escalate (the default): neither after conflicts nor on hot rows.
     pub fn never_escalate(mut self) -> Self {
         self.escalate_after = None;
-        self.hot_row_window = None;
+        self.hot_rows = None;
         self
     }
 
@@ -169,9 +178,10 @@ impl RetryPolicy {
         self.escalate_after
     }
 
-    /// How long a row stays hot after a conflict, when hot rows escalate.
-    pub fn get_hot_row_window(&self) -> Option<Duration> {
-        self.hot_row_window
+    /// When hot rows escalate: the conflicts that make a row hot, and the window they
+    /// must fall in (also how long the row then stays hot).
+    pub fn get_hot_rows(&self) -> Option<(u32, Duration)> {
+        self.hot_rows.map(|heat| (heat.conflicts, heat.window))
     }
 
     /// The largest sleep before retry `retry` (1 before the second attempt):
@@ -218,7 +228,7 @@ pub struct Attempt {
     max_attempts: u32,
     conflicts: u32,
     escalated: bool,
-    hot_row_window: Option<Duration>,
+    escalates_hot_rows: bool,
 }
 
 impl Attempt {
@@ -261,13 +271,13 @@ impl Attempt {
     /// True when `AttemptDsl::find` of this row locks it: the attempt is escalated, or
     /// the policy escalates hot rows and this row met a conflict within the window.
     pub fn locks_row<T: Versioned>(&self, key: &T::Key) -> bool {
-        self.escalated || self.hot_row_window.is_some() && self.is_hot::<T>(key)
+        self.escalated || self.escalates_hot_rows && self.is_hot::<T>(key)
     }
 
     /// True when the policy escalates hot rows, so that a read may open the locking
     /// transaction the helper then ends.
     pub(crate) fn escalates_hot_rows(&self) -> bool {
-        self.hot_row_window.is_some()
+        self.escalates_hot_rows
     }
 
     fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
@@ -322,7 +332,7 @@ impl<'p> RetryLoop<'p> {
             max_attempts: self.policy.max_attempts,
             conflicts: self.conflicts,
             escalated: self.escalated(),
-            hot_row_window: self.policy.hot_row_window,
+            escalates_hot_rows: self.policy.hot_rows.is_some(),
         }
     }
 
@@ -367,12 +377,12 @@ impl<'p> RetryLoop<'p> {
         Step::Retry(backoff)
     }
 
-    /// Remembers the row of a conflict as hot, when the policy escalates hot rows.
+    /// Counts the conflict on its row when the policy escalates hot rows; true when the
+    /// row is hot now, so that the next attempt locks it.
     fn remember_hot_row(&self, error: &Error) -> bool {
-        match (self.policy.hot_row_window, error.as_conflict()) {
-            (Some(window), Some(conflict)) if !window.is_zero() => {
-                hot_rows::remember(conflict.table(), conflict.key(), window);
-                true
+        match (self.policy.hot_rows, error.as_conflict()) {
+            (Some(heat), Some(conflict)) => {
+                hot_rows::remember(conflict.table(), conflict.key(), heat)
             }
             _ => false,
         }
@@ -680,21 +690,31 @@ mod tests {
             ),
             [true, true, false, true]
         );
-        // Hot rows: every conflict makes its row hot, so the retry locks it at once.
+        // Hot rows (remembered by the process: each case conflicts on a table of its
+        // own). A zero window makes nothing hot; with a threshold of 2, the first
+        // conflict backs off and the second makes the row hot, so the retry locks it.
+        let on = |table: &'static str| {
+            Error::from(ConcurrencyConflict::new(
+                table,
+                EntityKey::new(&["id"], vec!["1".into()]),
+                Operation::Update,
+                1_i32.to_value(),
+                ConflictState::Deleted,
+            ))
+        };
         assert_eq!(
             sleeps(
-                slow.escalate_hot_rows(hour),
-                vec![conflict(Operation::Update), busy()]
-            ),
-            [false, true]
-        );
-        // A zero window makes nothing hot.
-        assert_eq!(
-            sleeps(
-                slow.escalate_hot_rows(Duration::ZERO),
-                vec![conflict(Operation::Update)]
+                slow.escalate_hot_rows(1, Duration::ZERO),
+                vec![on("backoff_zero_window")]
             ),
             [true]
+        );
+        assert_eq!(
+            sleeps(
+                slow.escalate_hot_rows(2, hour),
+                vec![on("backoff_threshold"), on("backoff_threshold"), busy()]
+            ),
+            [true, false, true]
         );
     }
 }

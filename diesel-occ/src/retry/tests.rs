@@ -256,7 +256,7 @@ fn after_a_conflict_a_hot_row_is_locked_from_the_first_read_of_every_operation()
         .execute(&mut db.connect())
         .expect("a second, cold row");
     let source = CountingSource::new(&db);
-    let policy = quick().escalate_hot_rows(Duration::from_secs(3600));
+    let policy = quick().escalate_hot_rows(1, Duration::from_secs(3600));
     let seen = RefCell::new(Vec::new());
     let reserve = |id: i32| {
         retry(&source, &policy, |conn, attempt| {
@@ -296,12 +296,40 @@ fn after_a_conflict_a_hot_row_is_locked_from_the_first_read_of_every_operation()
 }
 
 #[test]
+fn a_row_turns_hot_only_at_the_threshold_of_conflicts() {
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let policy = quick().escalate_hot_rows(2, Duration::from_secs(3600));
+    let mut seen = Vec::new();
+    let result = retry(&source, &policy, |conn, attempt| {
+        let locks = attempt.locks_row::<Stock>(&1);
+        let mut stock: Stock = attempt.find(conn, 1)?;
+        seen.push((attempt.number(), locks, outsider_gets_in(&db)));
+        stock.available -= 1;
+        stock.save_checked(conn)?;
+        Ok(())
+    });
+    result.expect("the third attempt wins");
+    assert_eq!(
+        seen,
+        [
+            // One conflict is not enough...
+            (1, false, true),
+            // ...the second makes the row hot, and the next attempt locks it.
+            (2, false, true),
+            (3, true, false),
+        ]
+    );
+    assert_eq!(db.stock().available, 9);
+}
+
+#[test]
 fn a_hot_row_attempt_that_fails_is_rolled_back() {
     let db = TestDb::new();
     let source = CountingSource::new(&db);
     let policy = quick()
         .max_attempts(1)
-        .escalate_hot_rows(Duration::from_secs(3600));
+        .escalate_hot_rows(1, Duration::from_secs(3600));
     // Make row 1 hot with a conflict.
     let warm_up: Result<(), Error> = retry(&source, &policy, |conn, attempt| {
         let mut stock: Stock = attempt.find(conn, 1)?;

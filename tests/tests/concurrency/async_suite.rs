@@ -571,7 +571,7 @@ macro_rules! async_suite {
                 seed(&db, 2).await;
                 let pool = warm_pool(&db, 2).await;
                 let other = Mutex::new(impatient(&db).await);
-                let policy = quick().max_attempts(3).escalate_hot_rows(Duration::from_secs(3600));
+                let policy = quick().max_attempts(3).escalate_hot_rows(1, Duration::from_secs(3600));
                 let seen = StdMutex::new(Vec::new());
                 for id in [1, 1, 2] {
                     occ::retry(&pool, &policy, async |conn, attempt| {

@@ -351,7 +351,7 @@ macro_rules! sync_suite {
                 let policy = RetryPolicy::new()
                     .max_attempts(100)
                     .backoff(Duration::ZERO, Duration::from_millis(2))
-                    .escalate_hot_rows(Duration::from_secs(3600));
+                    .escalate_hot_rows(1, Duration::from_secs(3600));
                 let attempts = eight_threads_times_250_increments(&db, &policy);
                 // After the row's first conflict every read of it takes the lock, so
                 // only a read that started before that conflict can lose: at most one
