@@ -7,6 +7,7 @@
 //! the token check still decides every save.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -33,9 +34,10 @@ pub(crate) fn remember(table: &'static str, key: &EntityKey, heat: Heat) -> bool
     HOT_ROWS.remember(table, key, heat, Instant::now())
 }
 
-/// True when the row is hot now.
-pub(crate) fn is_hot(table: &'static str, key: EntityKey) -> bool {
-    HOT_ROWS.is_hot(table, key, Instant::now())
+/// True when the row `key` names is hot now. `key` is only called when some row is.
+pub(crate) fn is_hot(table: &'static str, key: impl FnOnce() -> EntityKey) -> bool {
+    let now = Instant::now();
+    HOT_ROWS.any_hot(now) && HOT_ROWS.is_hot(table, key(), now)
 }
 
 /// What the memory knows of one row.
@@ -55,12 +57,17 @@ type Rows = HashMap<(&'static str, EntityKey), Row>;
 
 /// The rows that met conflicts recently, by table and key.
 ///
-/// Every read of a row under a hot-row policy asks it, from every thread, so it is a
-/// read-write lock: readers do not queue behind each other. Rows stay until a full
-/// memory drops those it may forget.
+/// Every read of a row under a hot-row policy asks it, from every thread. While no row
+/// is hot (most of the time, where rows are many), one atomic load answers, without
+/// rendering the key or taking the lock; otherwise a read-write lock lets readers
+/// share the map. Rows stay until a full memory drops those it may forget.
 struct HotRows {
     capacity: usize,
     rows: RwLock<Rows>,
+    /// The instant the memory was made: [`hot_until`](Self::hot_until) counts from it.
+    epoch: Instant,
+    /// Nanoseconds after `epoch` until which some row is hot, at the latest.
+    hot_until: AtomicU64,
 }
 
 impl HotRows {
@@ -68,7 +75,20 @@ impl HotRows {
         HotRows {
             capacity,
             rows: RwLock::new(HashMap::new()),
+            epoch: Instant::now(),
+            hot_until: AtomicU64::new(0),
         }
+    }
+
+    /// `instant` as nanoseconds after the epoch (0 before it, saturating far after).
+    fn nanos(&self, instant: Instant) -> u64 {
+        let since = instant.saturating_duration_since(self.epoch);
+        u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// False when no row can be hot at `now`; true when one may be.
+    fn any_hot(&self, now: Instant) -> bool {
+        self.nanos(now) < self.hot_until.load(Ordering::Acquire)
     }
 
     // The map holds no invariant a panicking holder could break: keep using it.
@@ -109,6 +129,8 @@ impl HotRows {
         row.conflicts = row.conflicts.saturating_add(1);
         if row.conflicts >= heat.conflicts.max(1) {
             row.hot_until = row.hot_until.max(window_end);
+            self.hot_until
+                .fetch_max(self.nanos(window_end), Ordering::AcqRel);
         }
         row.forget_at = row.forget_at.max(window_end);
         row.hot_until > now
@@ -140,8 +162,14 @@ mod tests {
     fn one_conflict_makes_a_row_hot_for_the_window_and_only_that_row() {
         let hot = HotRows::new(16);
         let now = Instant::now();
+        assert!(!hot.any_hot(now));
         assert!(!hot.is_hot("stock", key(1), now));
         assert!(hot.remember("stock", &key(1), heat(1, HOUR), now));
+        assert!(hot.any_hot(now));
+        assert!(
+            !hot.any_hot(now + HOUR),
+            "nothing is hot once every window has passed"
+        );
         assert!(hot.is_hot("stock", key(1), now));
         assert!(hot.is_hot("stock", key(1), now + HOUR - MS));
         assert!(
@@ -209,8 +237,9 @@ mod tests {
     #[test]
     fn the_process_memory_answers_for_its_own_rows() {
         let table = "hot_rows_process_memory";
+        assert!(!is_hot(table, || key(1)));
         assert!(remember(table, &key(1), heat(1, HOUR)));
-        assert!(is_hot(table, key(1)));
-        assert!(!is_hot(table, key(2)));
+        assert!(is_hot(table, || key(1)));
+        assert!(!is_hot(table, || key(2)));
     }
 }

@@ -60,10 +60,10 @@
 //! attempts of work that does not collide, take no lock.
 //!
 //! That escalates one operation after its own conflicts. When some rows are hot and
-//! most are not, [`RetryPolicy::escalate_hot_rows`] escalates per row instead: for a
-//! while after a conflict on a row, every attempt that reads it with
-//! [`AttemptDsl::find`] locks it, the first attempt of an operation included, while
-//! reads of other rows stay lock-free.
+//! most are not, [`RetryPolicy::escalate_hot_rows`] escalates per row instead: once a
+//! row has met a few conflicts within a window, every attempt that reads it with
+//! [`AttemptDsl::find`] locks it for a while, the first attempt of an operation
+//! included, while reads of other rows stay lock-free.
 
 mod hot_rows;
 mod policy;

@@ -281,7 +281,7 @@ impl Attempt {
     }
 
     fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
-        hot_rows::is_hot(T::TABLE_NAME, T::entity_key(key))
+        hot_rows::is_hot(T::TABLE_NAME, || T::entity_key(key))
     }
 }
 
