@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 
 use crate::Row;
 
-const COLORS: [&str; 8] = [
+const COLORS: [&str; 10] = [
     "#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#7f7f7f",
+    "#e377c2", "#bcbd22",
 ];
+/// Legend entries per row.
+const LEGEND_COLUMNS: usize = 5;
 const WIDTH: f64 = 1200.0;
-const HEIGHT: f64 = 560.0;
+const HEIGHT: f64 = 580.0;
 const TOP: f64 = 70.0;
 const BOTTOM: f64 = 470.0;
 
@@ -196,8 +199,8 @@ pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<Path
         }
     }
     for (s, strategy) in strategies.iter().enumerate() {
-        let x = 90.0 + (s % 8) as f64 * 135.0;
-        let y = HEIGHT - 18.0;
+        let x = 90.0 + (s % LEGEND_COLUMNS) as f64 * 210.0;
+        let y = HEIGHT - 34.0 + (s / LEGEND_COLUMNS) as f64 * 22.0;
         let _ = writeln!(
             svg,
             r#"<rect x="{x}" y="{ry}" width="16" height="4" fill="{c}"/><text x="{tx}" y="{y}">{name}</text>"#,
