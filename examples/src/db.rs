@@ -151,7 +151,9 @@ impl Target {
 }
 
 /// A SQLite file set up for several writers: WAL, and a busy timeout so a writer waits
-/// for the file lock instead of failing at once.
+/// for the file lock instead of failing at once. The timeout comes first: switching to
+/// WAL takes the file lock too, and a connection opened while another one writes must
+/// wait for it rather than fail with "database is locked".
 fn open_sqlite(path: &Path) -> Result<diesel::sqlite::SqliteConnection, ConnectionError> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
@@ -163,7 +165,7 @@ fn open_sqlite(path: &Path) -> Result<diesel::sqlite::SqliteConnection, Connecti
         .ok_or_else(|| ConnectionError::InvalidConnectionUrl("not a UTF-8 path".into()))?;
     let mut conn = diesel::sqlite::SqliteConnection::establish(text)?;
     conn.batch_execute(
-        "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
+        "PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;",
     )
     .map_err(|e| ConnectionError::BadConnection(format!("cannot configure SQLite: {e}")))?;
     Ok(conn)

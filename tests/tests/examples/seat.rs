@@ -61,7 +61,11 @@ macro_rules! seat_suite {
             let (_db, target) = example_db!($backend, $conn);
             concert(&target, 2);
             let report = seat::rush(&target, 1, 5, Protocol::Checked { max_attempts: 3 }).unwrap();
-            assert_eq!(report.to_string(), "5 buyers, 2 seats: 2 confirmed, 3 sold out, available 0");
+            assert_eq!(
+                report.to_string(),
+                "5 buyers, 2 seats: 2 confirmed, 3 sold out, available 0",
+                "{report:?}"
+            );
             let seats: Vec<i32> = report.assignments.iter().map(|a| a.seat_no).collect();
             assert_eq!(seats, vec![1, 2]);
         }
