@@ -350,7 +350,7 @@ macro_rules! async_suite {
 
                 // With the guard: the stale save conflicts, the raw write survives.
                 let guard = BypassGuard::of::<Account>();
-                conn.batch_execute(&guard.install_sql(GUARD))
+                conn.batch_execute(&guard.install_sql(GUARD).expect("guard DDL"))
                     .await
                     .expect("install guard");
                 let mut mine = account(&mut conn, 1).await;

@@ -5,6 +5,8 @@
 //! The suite is written once (`sync_suite.rs`) and instantiated per backend; each test
 //! gets a fresh migrated database (or SQLite file).
 
+#[macro_use]
+mod guard_suite;
 mod schema;
 mod sql_log;
 mod tracked_logic;
@@ -58,5 +60,10 @@ async_suite!(
     Sqlite,
     "PRAGMA busy_timeout = 10000"
 );
+
+guard_suite!(guard_postgres, diesel::pg::PgConnection, Postgres);
+#[cfg(feature = "mysql")]
+guard_suite!(guard_mysql, diesel::mysql::MysqlConnection, Mysql);
+guard_suite!(guard_sqlite, diesel::sqlite::SqliteConnection, Sqlite);
 
 mod postgres_only;

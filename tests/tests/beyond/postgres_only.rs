@@ -287,8 +287,12 @@ fn timestamp_token_guard_advances_on_raw_updates() {
         .values(row.clone())
         .execute(&mut conn)
         .unwrap();
-    conn.batch_execute(&BypassGuard::of::<Stamped>().install_sql(GuardBackend::Postgres))
-        .expect("install guard");
+    conn.batch_execute(
+        &BypassGuard::of::<Stamped>()
+            .install_sql(GuardBackend::Postgres)
+            .expect("guard DDL"),
+    )
+    .expect("install guard");
 
     let mut mine = Stamped::find(&mut conn, 1).unwrap();
     diesel::sql_query("UPDATE stamped SET value = 5 WHERE id = 1")

@@ -788,7 +788,7 @@ macro_rules! sync_suite {
                 seed_accounts(&db, 1);
                 let guard = BypassGuard::of::<Account>();
                 db.conn()
-                    .batch_execute(&guard.install_sql(GUARD))
+                    .batch_execute(&guard.install_sql(GUARD).expect("guard DDL"))
                     .expect("install guard");
 
                 let conflict = expect_conflict(bypass_then_save(&db));
@@ -811,7 +811,7 @@ macro_rules! sync_suite {
                 );
 
                 // Uninstalled, the lost update is back.
-                conn.batch_execute(&guard.uninstall_sql(GUARD))
+                conn.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL"))
                     .expect("uninstall");
                 bypass_then_save(&db).expect("lost update again");
             }
@@ -822,7 +822,7 @@ macro_rules! sync_suite {
                 let seeded = seed_ticket(&db);
                 let guard = BypassGuard::of::<Ticket>();
                 db.conn()
-                    .batch_execute(&guard.install_sql(GUARD))
+                    .batch_execute(&guard.install_sql(GUARD).expect("guard DDL"))
                     .expect("install guard");
                 let mut conn = db.conn();
                 let mut mine = Ticket::find(&mut conn, 1).unwrap();
