@@ -30,8 +30,8 @@ use crate::uuid_token::UuidToken;
 /// from its Rust type's maximum to its minimum, exactly as
 /// [`next_token`](VersionToken::next_token) does, on every backend (`MAX + 1` would be
 /// an overflow error on PostgreSQL and MySQL, and on SQLite a value the token's type
-/// cannot read back). A timestamp token touched twice within one microsecond may keep its value; prefer
-/// counters or UUIDs for rows that see bulk writes.
+/// cannot read back). A timestamp token touched twice within one microsecond may keep
+/// its value; prefer counters or UUIDs for rows that see bulk writes.
 ///
 /// ```
 /// # include!("tracked_doctest_setup.rs");
