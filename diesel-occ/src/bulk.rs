@@ -44,8 +44,8 @@ use crate::uuid_token::UuidToken;
 /// let sql = diesel::debug_query::<Sqlite, _>(&diesel::update(stock::table).set(advance)).to_string();
 /// assert!(
 ///     sql.starts_with(
-///         "UPDATE `stock` SET `version` = CASE WHEN (`stock`.`version` = ?) THEN ? \
-///          ELSE (`stock`.`version` + ?) END"
+///         "UPDATE `stock` SET `version` = CASE WHEN ((`stock`.`version` = ?)) THEN (?) \
+///          ELSE ((`stock`.`version` + ?)) END"
 ///     ),
 ///     "{sql}"
 /// );
