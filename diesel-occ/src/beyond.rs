@@ -255,6 +255,10 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
     /// success the entity holds the fresh token (set the marker field yourself if you
     /// keep using it); on [`Error::Conflict`] it is unchanged.
     ///
+    /// `marker` never assigns or reads the token column: that is a compile error (see
+    /// [`NoTokenAssignment`](crate::NoTokenAssignment)), since the write assigns the
+    /// fresh token itself.
+    ///
     /// ```
     /// # include!("tracked_doctest_setup.rs");
     /// use diesel::prelude::*;
@@ -276,6 +280,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
     where
         Self::Guarded: IntoUpdateTarget,
         <Self::Guarded as HasTable>::Table: Table,
+        M: crate::NoTokenAssignment<Self::TokenColumn>,
         (M, Self::TokenAssignment): AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
         Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,

@@ -1,11 +1,15 @@
 //! Bulk updates that stay honest: every row they touch gets a fresh token, so an
 //! in-flight edit of one of those rows conflicts instead of silently winning.
 
+use std::marker::PhantomData;
+use std::ops::Add;
+
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl;
-use diesel::expression::AsExpression;
+use diesel::expression::is_contained_in_group_by::{No, Yes};
+use diesel::expression::{AsExpression, IsContainedInGroupBy, TypedExpressionType, ValidGrouping};
 use diesel::query_builder::{AsChangeset, IntoUpdateTarget};
-use diesel::sql_types::SqlType;
+use diesel::sql_types::{BoolOrNullableBool, SqlType};
 use diesel::{Expression, ExpressionMethods};
 use uuid::Uuid;
 
@@ -17,15 +21,17 @@ use crate::uuid_token::UuidToken;
 ///
 /// | token | assignment |
 /// |---|---|
-/// | `i16`, `i32`, `i64` | `token = token + 1` |
+/// | `i16`, `i32`, `i64` | `token = CASE WHEN token = MAX THEN MIN ELSE token + 1 END` |
 /// | `uuid::Uuid`, [`UuidToken`] | `token = <one fresh random UUID>` |
 /// | `NaiveDateTime`, `DateTime<Utc>` | `token = <now, at microseconds>` |
 ///
 /// Only equality matters for a token, so one fresh UUID shared by the touched rows is
-/// as good as one per row: each differs from every token read before. A counter at
-/// its type's maximum makes the database report an overflow (a checked save wraps).
-/// A timestamp token touched twice within one microsecond may keep its value; prefer
-/// counters or UUIDs for rows that see bulk writes.
+/// as good as one per row: each differs from every token read before. A counter wraps
+/// from its Rust type's maximum to its minimum, exactly as
+/// [`next_token`](VersionToken::next_token) does, on every backend (`MAX + 1` would be
+/// an overflow error on PostgreSQL and MySQL, and on SQLite a value the token's type
+/// cannot read back). A timestamp token touched twice within one microsecond may keep
+/// its value; prefer counters or UUIDs for rows that see bulk writes.
 ///
 /// ```
 /// # include!("tracked_doctest_setup.rs");
@@ -36,7 +42,14 @@ use crate::uuid_token::UuidToken;
 /// # fn main() {
 /// let advance = <i32 as AdvanceToken<stock::version>>::advance(stock::version);
 /// let sql = diesel::debug_query::<Sqlite, _>(&diesel::update(stock::table).set(advance)).to_string();
-/// assert!(sql.starts_with("UPDATE `stock` SET `version` = (`stock`.`version` + ?)"), "{sql}");
+/// assert!(
+///     sql.starts_with(
+///         "UPDATE `stock` SET `version` = CASE WHEN ((`stock`.`version` = ?)) THEN (?) \
+///          ELSE ((`stock`.`version` + ?)) END"
+///     ),
+///     "{sql}"
+/// );
+/// assert!(sql.ends_with("-- binds: [2147483647, -2147483648, 1]"), "{sql}");
 /// # }
 /// ```
 pub trait AdvanceToken<Col>: VersionToken {
@@ -47,18 +60,32 @@ pub trait AdvanceToken<Col>: VersionToken {
     fn advance(column: Col) -> Self::Assignment;
 }
 
+/// `CASE WHEN token = MAX THEN MIN ELSE token + 1 END`: the SQL twin of
+/// `VersionToken::next_token` for a counter of type `I`. The database evaluates the
+/// `ELSE` branch only for rows below `MAX`, so `token + 1` never overflows.
+type WrappingIncrement<Col, I> = dsl::Otherwise<
+    dsl::case_when<dsl::Eq<Col, I>, I, <Col as Expression>::SqlType>,
+    <Col as Add<I>>::Output,
+>;
+
 macro_rules! counter_advance {
     ($($int:ty),*) => {$(
         impl<Col> AdvanceToken<Col> for $int
         where
-            Col: Expression + ExpressionMethods + std::ops::Add<$int> + Copy,
-            Col::SqlType: SqlType,
-            <Col as std::ops::Add<$int>>::Output: AsExpression<Col::SqlType>,
+            Col: Expression + ExpressionMethods + Add<$int> + Copy,
+            Col::SqlType: SqlType + TypedExpressionType,
+            $int: AsExpression<Col::SqlType>,
+            dsl::Eq<Col, $int>: Expression,
+            <dsl::Eq<Col, $int> as Expression>::SqlType: BoolOrNullableBool,
+            <Col as Add<$int>>::Output: AsExpression<Col::SqlType>,
+            WrappingIncrement<Col, $int>: AsExpression<Col::SqlType>,
         {
-            type Assignment = dsl::Eq<Col, <Col as std::ops::Add<$int>>::Output>;
+            type Assignment = dsl::Eq<Col, WrappingIncrement<Col, $int>>;
 
             fn advance(column: Col) -> Self::Assignment {
-                column.eq(column + 1)
+                column.eq(
+                    dsl::case_when(column.eq(<$int>::MAX), <$int>::MIN).otherwise(column + 1),
+                )
             }
         }
     )*};
@@ -84,6 +111,89 @@ macro_rules! fresh_value_advance {
 }
 
 fresh_value_advance!(Uuid, UuidToken, NaiveDateTime, DateTime<Utc>);
+
+/// A changeset that leaves the token column `TokenColumn` to diesel-occ: neither assigns
+/// it nor reads it. [`bulk_update`](BulkDsl::bulk_update) and
+/// [`soft_delete_checked`](crate::AggregateDsl::soft_delete_checked) take only such
+/// changesets, so a changeset that assigns the token is a compile error instead of a
+/// token the write then advances, overwrites or rejects differently on each backend.
+///
+/// Implemented for what Diesel's `.set(...)` takes when it is built from columns:
+/// `column.eq(value)`, `Option`s of it and tuples of these, where no `column` is the
+/// token column and no `value` reads it (the check is Diesel's own column bookkeeping,
+/// so it needs the columns of one `table!`). A `#[derive(AsChangeset)]` struct does
+/// not say which columns it assigns: pass its fields as assignments instead.
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel::prelude::*;
+/// use diesel_occ::NoTokenAssignment;
+///
+/// fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
+///
+/// # fn main() {
+/// leaves_the_token(stock::available.eq(0));
+/// leaves_the_token((stock::available.eq(stock::available + 1), Some(stock::deleted.eq(true))));
+/// # }
+/// ```
+///
+/// ```compile_fail
+/// # include!("tracked_doctest_setup.rs");
+/// # use diesel::prelude::*;
+/// # use diesel_occ::NoTokenAssignment;
+/// # fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
+/// # fn main() {
+/// leaves_the_token((stock::available.eq(0), stock::version.eq(999)));
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a changeset diesel-occ can check for the token column",
+    label = "not built from `column.eq(value)` assignments of one table",
+    note = "pass `column.eq(value)`, `Option`s of it or tuples of these, \
+            none of which assigns or reads the token column `{TokenColumn}`"
+)]
+pub trait NoTokenAssignment<TokenColumn> {}
+
+impl<Changes, TokenColumn> NoTokenAssignment<TokenColumn> for Changes where
+    Changes: ValidGrouping<ColumnsOtherThan<TokenColumn>>
+{
+}
+
+/// Every column of the token's table except the token, as a Diesel `GROUP BY` clause:
+/// an expression is valid with it exactly when it does not mention the token column,
+/// which Diesel's `table!` lets the compiler decide column by column.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ColumnsOtherThan<TokenColumn>(PhantomData<TokenColumn>);
+
+impl<Col, TokenColumn> IsContainedInGroupBy<Col> for ColumnsOtherThan<TokenColumn>
+where
+    TokenColumn: IsContainedInGroupBy<Col>,
+    <TokenColumn as IsContainedInGroupBy<Col>>::Output: NotTheTokenColumn,
+{
+    type Output = Yes;
+}
+
+/// `Option` is a changeset but not an expression: valid when what it holds is.
+impl<T, TokenColumn> ValidGrouping<ColumnsOtherThan<TokenColumn>> for Option<T>
+where
+    T: ValidGrouping<ColumnsOtherThan<TokenColumn>>,
+{
+    type IsAggregate = T::IsAggregate;
+}
+
+/// `No` answers "is this column the token column?" for a column other than the token
+/// (the token is never the primary key, the one column Diesel groups everything by).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "the changeset assigns or reads the token column",
+    label = "diesel-occ writes the token itself",
+    note = "remove the token column from the changeset: every row the write touches \
+            gets a fresh token, as each checked save gives it"
+)]
+pub trait NotTheTokenColumn {}
+
+impl NotTheTokenColumn for No {}
 
 /// The UPDATE [`BulkDsl::bulk_update`] builds: `target` updated with `changes` and the
 /// advanced token.
@@ -127,8 +237,12 @@ pub type BulkUpdate<T, Target, Changes> = dsl::Update<
 pub trait BulkDsl: VersionedParts {
     /// `UPDATE <target> SET <changes>, token = <advanced>`: see [`AdvanceToken`] for
     /// what each token kind becomes. `target` is the table or a filtered table;
-    /// `changes` anything Diesel's `.set(...)` takes. An entity whose token the
-    /// database generates needs none of this: any UPDATE advances it.
+    /// `changes` what Diesel's `.set(...)` takes, built from `column.eq(value)`
+    /// assignments. An entity whose token the database generates needs none of this:
+    /// any UPDATE advances it.
+    ///
+    /// `changes` never assigns or reads the token column: that is a compile error (see
+    /// [`NoTokenAssignment`]), since the bulk update assigns the token itself.
     fn bulk_update<Target, Changes>(
         target: Target,
         changes: Changes,
@@ -137,6 +251,7 @@ pub trait BulkDsl: VersionedParts {
         Target: IntoUpdateTarget,
         Target::Table: diesel::Table,
         Self::Token: AdvanceToken<Self::TokenColumn>,
+        Changes: NoTokenAssignment<Self::TokenColumn>,
         (
             Changes,
             <Self::Token as AdvanceToken<Self::TokenColumn>>::Assignment,

@@ -155,7 +155,7 @@ mod versioned;
 
 pub use batch::BatchConflict;
 pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
-pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate};
+pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate, NoTokenAssignment};
 pub use error::{
     ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
     InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
@@ -186,6 +186,7 @@ pub mod prelude {
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use diesel;
 }
 

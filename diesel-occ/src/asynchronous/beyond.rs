@@ -341,6 +341,7 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
 
     /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
     /// [`crate::AggregateDsl::soft_delete_checked`].
+    /// `marker` never assigns or reads the token column: a compile error, as there.
     fn soft_delete_checked<M>(
         &mut self,
         conn: &mut Conn,
@@ -350,6 +351,7 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
         Self: Send,
         Self::Guarded: IntoUpdateTarget,
         <Self::Guarded as HasTable>::Table: Table,
+        M: crate::NoTokenAssignment<Self::TokenColumn>,
         (M, Self::TokenAssignment): AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>:
             AsQuery + ExecuteDsl<Conn> + Send,
