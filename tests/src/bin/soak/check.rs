@@ -69,7 +69,8 @@ impl Unknown {
 }
 
 /// Checks the `inventory` rows (`sku -> (available, token)`) against the log; returns
-/// the violations.
+/// the violations and how many unknown-outcome writes the explanations needed (writes
+/// that must have happened).
 ///
 /// Every checked write consumes the token it read, so a row's real history is one
 /// chain of tokens from its insert to its final state. The check rebuilds that chain:
@@ -77,7 +78,10 @@ impl Unknown {
 /// unknown may be on it or not, each at most once; and the row must end where the
 /// chain ends, holding the value the last write on it wrote. Two acknowledged writes
 /// from one token cannot both be on a chain: a lost update.
-pub(crate) fn inventory(rows: &BTreeMap<String, (i32, UuidToken)>, log: &[Record]) -> Vec<String> {
+pub(crate) fn inventory(
+    rows: &BTreeMap<String, (i32, UuidToken)>,
+    log: &[Record],
+) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
     for (sku, (available, token)) in rows {
         if *available < 0 {
@@ -119,18 +123,19 @@ pub(crate) fn inventory(rows: &BTreeMap<String, (i32, UuidToken)>, log: &[Record
             _ => {}
         }
     }
+    let mut applied = 0;
     for (sku, history) in &histories {
         let row = rows
             .get(*sku)
             .map(|(available, token)| (*token, *available));
-        history.check(sku, row, &mut violations);
+        applied += history.check(sku, row, &mut violations);
     }
     for sku in rows.keys() {
         if !histories.contains_key(sku.as_str()) {
             violations.push(format!("{sku}: a row no write produced"));
         }
     }
-    violations
+    (violations, applied)
 }
 
 /// What the log says about one row.
@@ -168,10 +173,19 @@ struct Search<'h> {
     used: Vec<bool>,
     visited: Vec<bool>,
     steps: u32,
+    /// Unknown writes on the chain found.
+    applied: usize,
 }
 
 impl History {
-    fn check(&self, sku: &str, row: Option<(UuidToken, i32)>, violations: &mut Vec<String>) {
+    /// Adds the row's violations; returns how many unknown writes its explanation
+    /// needed.
+    fn check(
+        &self,
+        sku: &str,
+        row: Option<(UuidToken, i32)>,
+        violations: &mut Vec<String>,
+    ) -> usize {
         let mut produced: HashMap<UuidToken, i32> = HashMap::new();
         produced.extend(self.insert);
         for (_, new, available) in &self.updates {
@@ -197,7 +211,7 @@ impl History {
         }
         if lost {
             // No chain holds both writes; the lost update says it all.
-            return;
+            return 0;
         }
         if let Some((token, available)) = row {
             if let Some(acked) = produced.get(&token).filter(|acked| **acked != available) {
@@ -207,16 +221,16 @@ impl History {
             }
             if !self.deletes.is_empty() {
                 violations.push(format!("{sku}: deleted row resurrected"));
-                return;
+                return 0;
             }
         }
         let mut search = Search::new(self, &next, &produced, row);
         if search.segments.iter().map(|s| s.writes).sum::<usize>() != next.len() {
             violations.push(format!("{sku}: acknowledged writes form a cycle"));
-            return;
+            return 0;
         }
         if search.explains() {
-            return;
+            return search.applied;
         }
         let state = match row {
             Some((token, available)) => format!("token {token} holding {available}"),
@@ -238,6 +252,7 @@ impl History {
         } else {
             violations.push(format!("{sku}: {message}"));
         }
+        0
     }
 }
 
@@ -288,6 +303,7 @@ impl<'h> Search<'h> {
             visited: vec![false; segments.len()],
             segments,
             steps: 0,
+            applied: 0,
         }
     }
 
@@ -349,6 +365,7 @@ impl<'h> Search<'h> {
                     .enumerate()
                     .any(|(i, write)| !self.used[i] && *write == Unknown::Delete { old: end });
                 if deleted {
+                    self.applied += 1;
                     return true;
                 }
             }
@@ -391,6 +408,7 @@ impl<'h> Search<'h> {
                 continue;
             }
             if self.enter(to) {
+                self.applied += 1;
                 found = true;
                 break;
             }
@@ -475,7 +493,7 @@ mod tests {
             .map(|(token, available)| ("a".to_owned(), (available, t(token))))
             .into_iter()
             .collect();
-        inventory(&rows, log)
+        inventory(&rows, log).0
     }
 
     #[track_caller]
