@@ -13,10 +13,10 @@
 //! writes or injected fewer faults proves too little: the run fails), and
 //! `--sabotage`, which turns the checked updates into plain read-modify-writes without
 //! the token in the predicate and adds two writers that read the same row, meet at a
-//! barrier and both write it blindly: the check must report lost updates and the run
-//! must exit with 1 (CI asserts both). Servers come from `OCC_POSTGRES_URL` /
-//! `OCC_MYSQL_URL` as for the tests; each backend runs in a fresh database that is
-//! dropped afterwards.
+//! barrier and both write it blindly (past the duration if need be, until three rounds
+//! have landed): the check must report lost updates and the run must exit with 1 (CI
+//! asserts both). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the
+//! tests; each backend runs in a fresh database that is dropped afterwards.
 //!
 //! Workers run on the example schemas until the duration is up:
 //!
@@ -868,14 +868,26 @@ impl Worker<'_, '_> {
     }
 }
 
-/// What the saboteurs agreed to write in a round: a SKU, or `None` to stop.
-type Round = Mutex<Option<Option<String>>>;
+/// What the saboteurs share.
+#[derive(Default)]
+struct Rounds {
+    /// What they agreed to write in this round: a SKU, or `None` to stop.
+    sku: Mutex<Option<Option<String>>>,
+    /// Their acknowledged writes so far.
+    landed: AtomicU64,
+    played: AtomicU64,
+}
+
+/// Past the deadline the saboteurs go on until this many of their writes landed (three
+/// rounds' worth, however slow the machine), or they gave up after `MAX_LATE_ROUNDS`.
+const MIN_LANDED: u64 = 6;
+const MAX_LATE_ROUNDS: u64 = 200;
 
 /// `--sabotage`: one of two writers that read the same row, wait for each other, then
 /// both write it back without the token in the predicate. The later write always
 /// starts from a token the earlier one has just replaced, so every round in which both
 /// land is a lost update; the barrier makes that certain, not a matter of timing.
-fn saboteur(shared: &Shared<'_>, barrier: &Barrier, round: &Round, seed: u64) -> Vec<Record> {
+fn saboteur(shared: &Shared<'_>, barrier: &Barrier, rounds: &Rounds, seed: u64) -> Vec<Record> {
     use diesel_occ_examples::schema::inventory::dsl;
     let mut rng = Rng::new(seed);
     let mut conn: Option<AnyConnection> = None;
@@ -884,14 +896,17 @@ fn saboteur(shared: &Shared<'_>, barrier: &Barrier, round: &Round, seed: u64) ->
         // Every wait is reached by both threads whatever happened in between: a
         // saboteur that skipped one would leave the other waiting forever.
         if barrier.wait().is_leader() {
-            let sku = (Instant::now() < shared.deadline).then(|| {
+            let played = rounds.played.fetch_add(1, Ordering::SeqCst);
+            let more = Instant::now() < shared.deadline
+                || (rounds.landed.load(Ordering::SeqCst) < MIN_LANDED && played < MAX_LATE_ROUNDS);
+            let sku = more.then(|| {
                 let live = shared.live.read().unwrap_or_else(|e| e.into_inner());
                 live.get(rng.below(live.len() as u64) as usize).cloned()
             });
-            *round.lock().unwrap_or_else(|e| e.into_inner()) = sku;
+            *rounds.sku.lock().unwrap_or_else(|e| e.into_inner()) = sku;
         }
         barrier.wait();
-        let sku = round.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sku = rounds.sku.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(sku) = sku else { break };
         if conn.is_none() {
             conn = shared.target.connect().ok();
@@ -917,6 +932,7 @@ fn saboteur(shared: &Shared<'_>, barrier: &Barrier, round: &Round, seed: u64) ->
         match written {
             Ok(1) => {
                 bump(&shared.counters.acknowledged);
+                rounds.landed.fetch_add(1, Ordering::SeqCst);
                 log.push(Record::Updated {
                     sku,
                     old: stock.version,
@@ -991,7 +1007,7 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
     };
     let stop = AtomicBool::new(false);
     let logs = Mutex::new(vec![initial]);
-    let (barrier, round) = (Barrier::new(2), Round::default());
+    let (barrier, rounds) = (Barrier::new(2), Rounds::default());
     thread::scope(|scope| {
         if !args.fault_every.is_zero() {
             let (shared, stop) = (&shared, &stop);
@@ -1008,10 +1024,10 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
         }
         if args.sabotage {
             let (shared, logs) = (&shared, &logs);
-            let (barrier, round) = (&barrier, &round);
+            let (barrier, rounds) = (&barrier, &rounds);
             for n in 0..2 {
                 scope.spawn(move || {
-                    let log = saboteur(shared, barrier, round, args.seed ^ (0x5ab0 + n));
+                    let log = saboteur(shared, barrier, rounds, args.seed ^ (0x5ab0 + n));
                     logs.lock().unwrap().push(log);
                 });
             }
