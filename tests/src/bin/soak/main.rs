@@ -8,10 +8,15 @@
 //!
 //! Options: `--backend postgres,mysql,sqlite|all` (default `all`), `--duration 30s`
 //! (per backend; `ms`, `s` or `m`), `--workers 8`, `--fault-every 200ms` (`0` turns
-//! faults off), `--seed N`, and `--sabotage`, which makes the checked updates plain
-//! read-modify-writes without the token in the predicate, to show that the check
-//! catches lost updates (that run must end with violations and exit code 1). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for
-//! the tests; each backend runs in a fresh database that is dropped afterwards.
+//! faults off, and then the run fails unless `--min-faults 0`), `--seed N`,
+//! `--min-acknowledged 100` and `--min-faults 1` (a backend that acknowledged fewer
+//! writes or injected fewer faults proves too little: the run fails), and
+//! `--sabotage`, which turns the checked updates into plain read-modify-writes without
+//! the token in the predicate and adds two writers that read the same row, meet at a
+//! barrier and both write it blindly (past the duration if need be, until three rounds
+//! have landed): the check must report lost updates and the run must exit with 1 (CI
+//! asserts both). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the
+//! tests; each backend runs in a fresh database that is dropped afterwards.
 //!
 //! Workers run on the example schemas until the duration is up:
 //!
@@ -31,20 +36,28 @@
 //!
 //! Every acknowledged write is logged (the token the ack says the row holds), and so is
 //! every write whose outcome is unknown (its connection died after the statement may
-//! have been sent). The check afterwards counts a violation for: two acknowledged writes
-//! from the same token (a lost update); an acknowledged token that was overwritten with
-//! no acknowledged or unknown-outcome write from it; a row holding a value other than
-//! its last acknowledged write's; a deleted row that exists; an acknowledged row that
+//! have been sent). The check afterwards (`check.rs`) rebuilds each `inventory` row's
+//! chain of tokens: every acknowledged write must be on it, each unknown write at most
+//! once, and the row must end where the chain ends with the value its last write wrote.
+//! It counts a violation for: two acknowledged writes from the same token (a lost
+//! update); a final state (token and value, or no row) that the acknowledged writes
+//! plus at most the unknown ones do not explain; a row holding a value other than its
+//! last acknowledged write's; a deleted row that exists; an acknowledged row that
 //! vanished; an acknowledgement that did not change the token; a hostile token that was
 //! not refused; a broken invariant (stock below zero, a nil token, seats sold plus seats
 //! left not equal to capacity, an acknowledged seat or effect missing, an item
-//! processed twice, a done item without its effect or with a stale fence). Exit code 1
-//! when any backend has a violation, 2 when a backend could not run.
+//! processed twice, a done item without its effect or with a stale fence).
+//!
+//! The last lines give one verdict per backend (`soak: postgres: passed`, or
+//! `soak: postgres: FAILED: ...` with the number of violations and lost updates, or the
+//! evidence that was missing). Exit code 1 when any backend has a violation, 3 when one
+//! proved too little (too few acknowledged writes or faults), 2 when a backend could not
+//! run.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Barrier, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -60,6 +73,10 @@ use diesel_occ_examples::schema::{work_effects, work_items};
 use diesel_occ_examples::seat::{self, Booking, BookingError};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
+use check::{Record, Unknown};
+
+mod check;
+
 /// Command-line options.
 #[derive(Debug, Clone)]
 struct Args {
@@ -69,6 +86,10 @@ struct Args {
     fault_every: Duration,
     seed: u64,
     sabotage: bool,
+    /// A backend that acknowledged fewer writes proves too little.
+    min_acknowledged: u64,
+    /// A backend that injected fewer faults proves too little.
+    min_faults: u64,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -93,6 +114,8 @@ fn parse_args() -> Result<Args, String> {
         fault_every: Duration::from_millis(200),
         seed: 0x5eed_0cc0,
         sabotage: false,
+        min_acknowledged: MIN_ACKNOWLEDGED,
+        min_faults: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -132,12 +155,20 @@ fn parse_args() -> Result<Args, String> {
             "--fault-every" => args.fault_every = parse_duration(&value()?)?,
             "--seed" => args.seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--sabotage" => args.sabotage = true,
+            "--min-acknowledged" => {
+                args.min_acknowledged = value()?.parse().map_err(|_| "bad --min-acknowledged")?
+            }
+            "--min-faults" => args.min_faults = value()?.parse().map_err(|_| "bad --min-faults")?,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
     }
     Ok(args)
 }
+
+/// The default `--min-acknowledged`: a debug build's 3-second run on a loaded 2-core
+/// machine acknowledges several times this many writes on every backend.
+const MIN_ACKNOWLEDGED: u64 = 100;
 
 /// A small xorshift generator: reproducible mixes without a dependency.
 #[derive(Debug, Clone)]
@@ -188,44 +219,6 @@ struct Counters {
 
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// One entry of the independent log.
-#[derive(Debug, Clone)]
-enum Record {
-    /// An acknowledged insert: the row holds `token` and `available`.
-    Inserted {
-        sku: String,
-        token: UuidToken,
-        available: i32,
-    },
-    /// An acknowledged update from `old`: the row holds `new` and `available`.
-    Updated {
-        sku: String,
-        old: UuidToken,
-        new: UuidToken,
-        available: i32,
-    },
-    /// An acknowledged delete of the row at `old`.
-    Deleted { sku: String, old: UuidToken },
-    /// A write whose outcome is unknown: its connection failed after the statement may
-    /// have been sent. `old` is the token it was guarded by (`None` for an insert).
-    Unknown { sku: String, old: Option<UuidToken> },
-    /// An acknowledged completion: the effect was recorded with this fence.
-    Completed {
-        item: i32,
-        worker: String,
-        fence: i64,
-    },
-    /// An acknowledged booking.
-    Booked {
-        concert: i32,
-        seat_no: i32,
-        buyer: String,
-    },
-    /// An outcome that must not happen (a hostile token accepted, a valid one refused,
-    /// a worker that panicked): always a violation.
-    Unexpected { what: String },
 }
 
 /// What every worker shares.
@@ -286,7 +279,10 @@ fn settle<T>(
         Ok(value) => ack(value),
         Err(OccError::RetriesExhausted(_)) => {
             bump(&c.exhausted);
-            Step::Nothing
+            // The last attempt failed with a conflict (no write) or a transient error,
+            // which should mean no effect; a write it may have sent stays unknown all
+            // the same, since the check allows an unknown write to have had none.
+            pending.map_or(Step::Nothing, Step::Unknown)
         }
         Err(error) if error.is_not_found() || error.is_conflict() => Step::Nothing,
         Err(_) => {
@@ -320,7 +316,8 @@ macro_rules! backend_ops {
             pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
                 use diesel_occ::prelude::*;
                 let attempts = std::cell::Cell::new(0);
-                let pending = std::cell::Cell::new(None::<UuidToken>);
+                // The write this attempt may have made, until its outcome is known.
+                let pending = std::cell::Cell::new(None::<Unknown>);
                 let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
                     attempts.set(attempt.number());
                     pending.set(None);
@@ -330,20 +327,25 @@ macro_rules! backend_ops {
                     }
                     let old = stock.version;
                     stock.available += delta;
-                    pending.set(Some(old));
+                    let mut write = Unknown::Update {
+                        old,
+                        new: None,
+                        available: stock.available,
+                    };
+                    pending.set(Some(write));
                     if shared.sabotage {
                         // The plain read-modify-write the library exists to prevent:
                         // no token in the predicate. The check must catch it.
                         use diesel_occ_examples::schema::inventory::dsl;
                         stock.version = UuidToken::initial();
-                        diesel::update(dsl::inventory.find(sku))
+                        let written = diesel::update(dsl::inventory.find(sku))
                             .set((
                                 dsl::available.eq(stock.available),
                                 dsl::version.eq(stock.version),
                             ))
                             .execute(conn)?;
                         pending.set(None);
-                        return Ok(Some((old, stock.version, stock.available)));
+                        return Ok((written == 1).then_some((old, stock.version, stock.available)));
                     }
                     let saved = stock.save_checked(conn);
                     if saved.as_ref().is_err_and(|e| e.is_conflict()) {
@@ -352,15 +354,20 @@ macro_rules! backend_ops {
                     }
                     saved?;
                     if attempt.is_escalated() {
-                        // The commit is still to come: an error now leaves it unknown.
+                        // The commit is still to come: an error now leaves it unknown,
+                        // but the token it would leave is known.
+                        if let Unknown::Update { new, .. } = &mut write {
+                            *new = Some(stock.version);
+                        }
+                        pending.set(Some(write));
                         return Ok(Some((old, stock.version, stock.available)));
                     }
                     pending.set(None);
                     Ok(Some((old, stock.version, stock.available)))
                 });
-                let pending = pending.get().map(|old| Record::Unknown {
+                let pending = pending.get().map(|write| Record::Unknown {
                     sku: sku.to_owned(),
-                    old: Some(old),
+                    write,
                 });
                 settle(
                     shared,
@@ -398,7 +405,7 @@ macro_rules! backend_ops {
                 });
                 let pending = pending.get().map(|old| Record::Unknown {
                     sku: sku.to_owned(),
-                    old: Some(old),
+                    write: Unknown::Delete { old },
                 });
                 settle(shared, attempts.get(), result, pending, |old| {
                     Step::Ack(Record::Deleted {
@@ -434,17 +441,15 @@ fn kill_server_session(url: &str, admin: &mut Option<AnyConnection>, rng: &mut R
     let Some(conn) = admin.as_mut() else {
         return false;
     };
-    let (list, kill): (&str, fn(i64) -> String) = match conn {
-        AnyConnection::Postgres(_) => (
+    let list = match conn {
+        AnyConnection::Postgres(_) => {
             "SELECT CAST(pid AS BIGINT) AS id FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            |id| format!("SELECT pg_terminate_backend({id})"),
-        ),
-        _ => (
+             WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        }
+        _ => {
             "SELECT CAST(id AS SIGNED) AS id FROM information_schema.processlist \
-             WHERE db = DATABASE() AND id <> CONNECTION_ID()",
-            |id| format!("KILL CONNECTION {id}"),
-        ),
+             WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+        }
     };
     let sessions: Vec<Session> = match diesel::sql_query(list).load(conn) {
         Ok(sessions) => sessions,
@@ -457,30 +462,57 @@ fn kill_server_session(url: &str, admin: &mut Option<AnyConnection>, rng: &mut R
         return false;
     }
     let victim = sessions[rng.below(sessions.len() as u64) as usize].id;
-    // The session may have ended on its own meanwhile; that is not a fault we made.
-    let statement = kill(victim);
-    let done = match conn {
-        AnyConnection::Postgres(c) => c.batch_execute(&statement),
+    // Counted only when the server says it ended a session: one that ended on its own
+    // meanwhile is not a fault this run injected.
+    match conn {
+        AnyConnection::Postgres(c) => {
+            #[derive(QueryableByName)]
+            struct Killed {
+                #[diesel(sql_type = diesel::sql_types::Bool)]
+                killed: bool,
+            }
+            // `false` when no such session was left to signal.
+            diesel::sql_query(format!("SELECT pg_terminate_backend({victim}) AS killed"))
+                .get_result::<Killed>(c)
+                .is_ok_and(|k| k.killed)
+        }
+        // An error (1094, unknown thread) when the session had already ended.
         #[cfg(feature = "mysql")]
-        AnyConnection::Mysql(c) => c.batch_execute(&statement),
-        AnyConnection::Sqlite(_) => unreachable!("SQLite has no sessions"),
-    };
-    done.is_ok()
+        AnyConnection::Mysql(c) => c
+            .batch_execute(&format!("KILL CONNECTION {victim}"))
+            .is_ok(),
+        AnyConnection::Sqlite(_) => false,
+    }
 }
 
 /// SQLite: holds the write lock for 50 ms, so writers wait (or meet a busy error).
 fn hold_sqlite_lock(url: &str, admin: &mut Option<AnyConnection>, _rng: &mut Rng) -> bool {
     if admin.is_none() {
         *admin = Target::parse(url).connect().ok();
+        // SQLite's busy handler backs off to 100 ms sleeps, so a waiter that polls with
+        // it loses the lock to eight busy writers for seconds: poll every millisecond
+        // instead, or a short run injects almost nothing.
+        if let Some(AnyConnection::Sqlite(conn)) = admin.as_mut() {
+            if conn.batch_execute("PRAGMA busy_timeout = 0").is_err() {
+                *admin = None;
+            }
+        }
     }
     let Some(AnyConnection::Sqlite(conn)) = admin.as_mut() else {
         return false;
     };
-    if conn.batch_execute("BEGIN IMMEDIATE").is_err() {
-        return false;
+    let give_up = Instant::now() + Duration::from_secs(2);
+    while conn.batch_execute("BEGIN IMMEDIATE").is_err() {
+        if Instant::now() > give_up {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
     }
     thread::sleep(Duration::from_millis(50));
-    conn.batch_execute("ROLLBACK").is_ok()
+    if conn.batch_execute("ROLLBACK").is_err() {
+        *admin = None;
+    }
+    true
 }
 
 backend_ops!(
@@ -612,7 +644,10 @@ impl Worker<'_, '_> {
             }
             Err(_) => {
                 self.failed();
-                self.record(Step::Unknown(Record::Unknown { sku, old: None }));
+                self.record(Step::Unknown(Record::Unknown {
+                    sku,
+                    write: Unknown::Insert { available },
+                }));
             }
         }
     }
@@ -693,7 +728,11 @@ impl Worker<'_, '_> {
                 self.failed();
                 self.record(Step::Unknown(Record::Unknown {
                     sku,
-                    old: Some(token),
+                    write: Unknown::Update {
+                        old: token,
+                        new: None,
+                        available,
+                    },
                 }));
             }
         }
@@ -829,11 +868,105 @@ impl Worker<'_, '_> {
     }
 }
 
+/// What the saboteurs share.
+#[derive(Default)]
+struct Rounds {
+    /// What they agreed to write in this round: a SKU, or `None` to stop.
+    sku: Mutex<Option<Option<String>>>,
+    /// Their acknowledged writes so far.
+    landed: AtomicU64,
+    played: AtomicU64,
+}
+
+/// Past the deadline the saboteurs go on until this many of their writes landed (three
+/// rounds' worth, however slow the machine), or they gave up after `MAX_LATE_ROUNDS`.
+const MIN_LANDED: u64 = 6;
+const MAX_LATE_ROUNDS: u64 = 200;
+
+/// `--sabotage`: one of two writers that read the same row, wait for each other, then
+/// both write it back without the token in the predicate. The later write always
+/// starts from a token the earlier one has just replaced, so every round in which both
+/// land is a lost update; the barrier makes that certain, not a matter of timing.
+fn saboteur(shared: &Shared<'_>, barrier: &Barrier, rounds: &Rounds, seed: u64) -> Vec<Record> {
+    use diesel_occ_examples::schema::inventory::dsl;
+    let mut rng = Rng::new(seed);
+    let mut conn: Option<AnyConnection> = None;
+    let mut log = Vec::new();
+    loop {
+        // Every wait is reached by both threads whatever happened in between: a
+        // saboteur that skipped one would leave the other waiting forever.
+        if barrier.wait().is_leader() {
+            let played = rounds.played.fetch_add(1, Ordering::SeqCst);
+            let more = Instant::now() < shared.deadline
+                || (rounds.landed.load(Ordering::SeqCst) < MIN_LANDED && played < MAX_LATE_ROUNDS);
+            let sku = more.then(|| {
+                let live = shared.live.read().unwrap_or_else(|e| e.into_inner());
+                live.get(rng.below(live.len() as u64) as usize).cloned()
+            });
+            *rounds.sku.lock().unwrap_or_else(|e| e.into_inner()) = sku;
+        }
+        barrier.wait();
+        let sku = rounds.sku.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(sku) = sku else { break };
+        if conn.is_none() {
+            conn = shared.target.connect().ok();
+        }
+        let read: Option<Stock> = match (&sku, conn.as_mut()) {
+            (Some(sku), Some(c)) => inventory_table::table
+                .find(sku)
+                .select(Stock::as_select())
+                .first(c)
+                .ok(),
+            _ => None,
+        };
+        barrier.wait();
+        let (Some(sku), Some(stock), Some(c)) = (sku, read, conn.as_mut()) else {
+            continue;
+        };
+        bump(&shared.counters.operations);
+        let new = UuidToken::initial();
+        let available = stock.available + 1;
+        let written = diesel::update(dsl::inventory.find(&sku))
+            .set((dsl::available.eq(available), dsl::version.eq(new)))
+            .execute(c);
+        match written {
+            Ok(1) => {
+                bump(&shared.counters.acknowledged);
+                rounds.landed.fetch_add(1, Ordering::SeqCst);
+                log.push(Record::Updated {
+                    sku,
+                    old: stock.version,
+                    new,
+                    available,
+                });
+            }
+            // Deleted meanwhile.
+            Ok(_) => {}
+            Err(_) => {
+                bump(&shared.counters.errors);
+                bump(&shared.counters.unknown_outcome);
+                conn = None;
+                log.push(Record::Unknown {
+                    sku,
+                    write: Unknown::Update {
+                        old: stock.version,
+                        new: Some(new),
+                        available,
+                    },
+                });
+            }
+        }
+    }
+    log
+}
+
 /// A backend's figures and violations.
 struct Report {
     backend: Backend,
     counters: Counters,
     violations: Vec<String>,
+    /// Unknown-outcome writes the check needed to explain the rows.
+    unknown_applied: usize,
 }
 
 fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> Option<Report> {
@@ -874,6 +1007,7 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
     };
     let stop = AtomicBool::new(false);
     let logs = Mutex::new(vec![initial]);
+    let (barrier, rounds) = (Barrier::new(2), Rounds::default());
     thread::scope(|scope| {
         if !args.fault_every.is_zero() {
             let (shared, stop) = (&shared, &stop);
@@ -887,6 +1021,16 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
                     }
                 }
             });
+        }
+        if args.sabotage {
+            let (shared, logs) = (&shared, &logs);
+            let (barrier, rounds) = (&barrier, &rounds);
+            for n in 0..2 {
+                scope.spawn(move || {
+                    let log = saboteur(shared, barrier, rounds, args.seed ^ (0x5ab0 + n));
+                    logs.lock().unwrap().push(log);
+                });
+            }
         }
         let workers: Vec<_> = (0..args.workers)
             .map(|n| {
@@ -918,18 +1062,20 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
     });
     let log: Vec<Record> = logs.into_inner().unwrap().into_iter().flatten().collect();
     let mut conn = shared.target.connect().expect("connect for the check");
-    let violations = verify(&mut conn, &log);
+    let (violations, unknown_applied) = verify(&mut conn, &log);
     Some(Report {
         backend,
         counters,
         violations,
+        unknown_applied,
     })
 }
 
-/// Checks the database against the log; returns the violations.
-fn verify(conn: &mut AnyConnection, log: &[Record]) -> Vec<String> {
+/// Checks the database against the log; returns the violations and how many
+/// unknown-outcome writes the explanation of the rows needed.
+fn verify(conn: &mut AnyConnection, log: &[Record]) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
-    verify_inventory(conn, log, &mut violations);
+    let applied = verify_inventory(conn, log, &mut violations);
     verify_claims(conn, log, &mut violations);
     verify_seats(conn, log, &mut violations);
     for record in log {
@@ -937,10 +1083,15 @@ fn verify(conn: &mut AnyConnection, log: &[Record]) -> Vec<String> {
             violations.push(what.clone());
         }
     }
-    violations
+    (violations, applied)
 }
 
-fn verify_inventory(conn: &mut AnyConnection, log: &[Record], violations: &mut Vec<String>) {
+/// Returns how many unknown-outcome writes the explanation of the rows needed.
+fn verify_inventory(
+    conn: &mut AnyConnection,
+    log: &[Record],
+    violations: &mut Vec<String>,
+) -> usize {
     let rows: BTreeMap<String, (i32, UuidToken)> = inventory_table::table
         .select(Stock::as_select())
         .load(conn)
@@ -948,110 +1099,9 @@ fn verify_inventory(conn: &mut AnyConnection, log: &[Record], violations: &mut V
         .into_iter()
         .map(|s| (s.sku, (s.available, s.version)))
         .collect();
-    for (sku, (available, token)) in &rows {
-        if *available < 0 {
-            violations.push(format!("{sku}: stock below zero ({available})"));
-        }
-        if token.0.is_nil() {
-            violations.push(format!("{sku}: nil token"));
-        }
-    }
-    // Per SKU: acknowledged results (token -> available), the tokens acknowledged
-    // writes started from, deletes, and the tokens of writes with unknown outcome.
-    #[derive(Default)]
-    struct Sku {
-        produced: HashMap<UuidToken, i32>,
-        consumed: HashMap<UuidToken, usize>,
-        deleted: bool,
-        inserted: bool,
-        unknown_from: HashSet<Option<UuidToken>>,
-    }
-    let mut skus: BTreeMap<&str, Sku> = BTreeMap::new();
-    for record in log {
-        match record {
-            Record::Inserted {
-                sku,
-                token,
-                available,
-            } => {
-                let s = skus.entry(sku).or_default();
-                s.inserted = true;
-                s.produced.insert(*token, *available);
-            }
-            Record::Updated {
-                sku,
-                old,
-                new,
-                available,
-            } => {
-                if old == new {
-                    violations.push(format!("{sku}: an acknowledged write kept token {old}"));
-                }
-                let s = skus.entry(sku).or_default();
-                if s.produced.insert(*new, *available).is_some() {
-                    violations.push(format!("{sku}: token {new} acknowledged twice"));
-                }
-                *s.consumed.entry(*old).or_default() += 1;
-            }
-            Record::Deleted { sku, old } => {
-                let s = skus.entry(sku).or_default();
-                s.deleted = true;
-                *s.consumed.entry(*old).or_default() += 1;
-            }
-            Record::Unknown { sku, old } => {
-                skus.entry(sku).or_default().unknown_from.insert(*old);
-            }
-            _ => {}
-        }
-    }
-    for (sku, s) in &skus {
-        let row = rows.get(*sku);
-        for (token, writes) in &s.consumed {
-            if *writes > 1 {
-                violations.push(format!(
-                    "{sku}: lost update: {writes} acknowledged writes from token {token}"
-                ));
-            }
-        }
-        for token in s.produced.keys() {
-            let superseded = s.consumed.contains_key(token)
-                || s.unknown_from.contains(&Some(*token))
-                || row.is_some_and(|(_, current)| current == token);
-            if !superseded {
-                violations.push(format!(
-                    "{sku}: acknowledged token {token} was overwritten or lost with no \
-                     acknowledged or unknown-outcome write from it"
-                ));
-            }
-        }
-        match row {
-            Some((available, current)) => {
-                if s.deleted {
-                    violations.push(format!("{sku}: deleted row resurrected"));
-                }
-                match s.produced.get(current) {
-                    Some(acked) if acked != available => violations.push(format!(
-                        "{sku}: holds {available} at token {current}, acknowledged {acked}"
-                    )),
-                    Some(_) => {}
-                    None if !s.unknown_from.is_empty() => {}
-                    None => violations.push(format!(
-                        "{sku}: holds token {current} that no write produced"
-                    )),
-                }
-            }
-            None => {
-                if s.inserted && !s.deleted && s.unknown_from.iter().all(Option::is_none) {
-                    violations.push(format!("{sku}: acknowledged row vanished"));
-                }
-            }
-        }
-    }
-    for sku in rows.keys() {
-        if !skus.contains_key(sku.as_str()) {
-            violations.push(format!("{sku}: a row no write produced"));
-        }
-    }
+    let (found, applied) = check::inventory(&rows, log);
+    violations.extend(found);
+    applied
 }
 
 fn verify_claims(conn: &mut AnyConnection, log: &[Record], violations: &mut Vec<String>) {
@@ -1159,13 +1209,16 @@ fn main() -> ExitCode {
             }
             eprintln!(
                 "usage: soak [--backend all|postgres,mysql,sqlite] [--duration 30s] \
-                 [--workers 8] [--fault-every 200ms] [--seed N]"
+                 [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
+                 [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1]"
             );
             return ExitCode::from(2);
         }
     };
     let mut failed = false;
+    let mut too_little = false;
     let mut unavailable = false;
+    let mut verdicts = Vec::new();
     for backend in args.backends.clone() {
         let started = Instant::now();
         let report = match backend {
@@ -1198,8 +1251,8 @@ fn main() -> ExitCode {
         println!(
             "{}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
              {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} errors \
-             from faults, {} writes with unknown outcome, {} hostile tokens refused, {} \
-             fenced completions, {} violations",
+             from faults, {} writes with unknown outcome ({} of them needed to explain the \
+             rows), {} hostile tokens refused, {} fenced completions, {} violations",
             report.backend,
             started.elapsed().as_secs_f64(),
             args.workers,
@@ -1211,6 +1264,7 @@ fn main() -> ExitCode {
             get(&c.faults),
             get(&c.errors),
             get(&c.unknown_outcome),
+            report.unknown_applied,
             get(&c.hostile_refused),
             get(&c.fenced),
             report.violations.len(),
@@ -1218,10 +1272,42 @@ fn main() -> ExitCode {
         for violation in report.violations.iter().take(50) {
             println!("  VIOLATION {violation}");
         }
-        failed |= !report.violations.is_empty();
+        let shortfalls = check::evidence(
+            get(&c.acknowledged),
+            args.min_acknowledged,
+            get(&c.faults),
+            args.min_faults,
+        );
+        verdicts.push(if !report.violations.is_empty() {
+            failed = true;
+            let lost = report
+                .violations
+                .iter()
+                .filter(|v| v.contains("lost update:"))
+                .count();
+            format!(
+                "soak: {}: FAILED: {} violations ({lost} lost updates)",
+                report.backend,
+                report.violations.len()
+            )
+        } else if !shortfalls.is_empty() {
+            too_little = true;
+            format!(
+                "soak: {}: FAILED: too little evidence: {}",
+                report.backend,
+                shortfalls.join(", ")
+            )
+        } else {
+            format!("soak: {}: passed", report.backend)
+        });
+    }
+    for verdict in &verdicts {
+        println!("{verdict}");
     }
     if failed {
         ExitCode::from(1)
+    } else if too_little {
+        ExitCode::from(3)
     } else if unavailable {
         ExitCode::from(2)
     } else {
