@@ -7,6 +7,7 @@
 
 mod schema;
 mod sql_log;
+mod statement_cache;
 mod tracked_logic;
 #[macro_use]
 mod async_suite;
