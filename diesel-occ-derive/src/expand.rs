@@ -58,6 +58,24 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let changes: Vec<_> = written.iter().map(|f| change(table, f, &dsl)).collect();
     let change_tys: Vec<_> = changes.iter().map(|(ty, _)| ty).collect();
     let change_exprs: Vec<_> = changes.iter().map(|(_, expr)| expr).collect();
+    // An `Option` field skipped as `None` leaves its column out of the full save's text:
+    // only the texts with all of them or none of them are kept prepared, so an entity
+    // adds at most two prepared statements to a connection.
+    let skippable: Vec<_> = written
+        .iter()
+        .filter(|f| !std::ptr::eq(written_type(f), f.ty))
+        .map(|f| f.ident)
+        .collect();
+    let cached = if skippable.is_empty() {
+        TokenStream::new()
+    } else {
+        quote! {
+            .cached_if({
+                let present = [#(::std::option::Option::is_some(&self.#skippable)),*];
+                present.iter().all(|p| *p) || !present.iter().any(|p| *p)
+            })
+        }
+    };
 
     let bound_columns = keys
         .iter()
@@ -107,6 +125,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                     #guarded_expr,
                     (#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
                 )
+                #cached
             },
         )
     };
@@ -404,10 +423,12 @@ fn tracking(
                 ::diesel_occ::CachedUpdate<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
             },
             quote! {
+                // One text per set of fields: only the full set is kept prepared.
                 ::diesel_occ::CachedUpdate::new(
                     #guarded_expr,
                     (#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
                 )
+                .cached_if(fields == ::diesel_occ::Fields::all())
             },
         )
     };

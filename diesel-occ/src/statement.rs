@@ -21,12 +21,22 @@ use diesel::query_source::{QuerySource, Table};
 /// which on PostgreSQL costs a round trip per save and on SQLite a compilation. This
 /// statement renders the same SQL as `diesel::update(target).set(changes)` but has no
 /// static query id, so the cache keys it by its SQL text and bind types (as Diesel
-/// keys boxed queries): each distinct text is prepared once per connection and reused.
+/// keys boxed queries): the text is prepared once per connection and reused.
 ///
-/// `#[derive(Versioned)]` builds it for `save_checked` and for `Tracked` saves (one
-/// cached text per set of changed columns). You build it with [`CachedUpdate::new`]
-/// where you would call `diesel::update(target).set(changes)`; a changeset that sets
-/// nothing fails with Diesel's `EmptyChangeset` error, as Diesel's own UPDATE does.
+/// Diesel's cache never evicts, and on MySQL and MariaDB every cached statement holds
+/// one of the server's `max_prepared_stmt_count` slots, shared by all connections. So
+/// only a statement whose text is fixed should be cached: one whose text varies from
+/// call to call (a changeset that skips its `None` fields, a subset of the columns) is
+/// marked with [`cached_if(false)`](Self::cached_if) and prepared for one execution,
+/// then closed, like Diesel's own UPDATE.
+///
+/// `#[derive(Versioned)]` builds it for `save_checked`, cached when its `Option` fields
+/// (those without `treat_none_as_null`, whose `None` leaves the column alone) are all
+/// `Some` or all `None`, so at most two texts per entity; and for `Tracked` saves,
+/// cached only when every tracked field is written.
+/// You build it with [`CachedUpdate::new`] where you would call
+/// `diesel::update(target).set(changes)`; a changeset that sets nothing fails with
+/// Diesel's `EmptyChangeset` error, as Diesel's own UPDATE does.
 ///
 /// ```
 /// use diesel::connection::InstrumentationEvent;
@@ -69,6 +79,8 @@ where
     from_clause: <Target::Table as QuerySource>::FromClause,
     where_clause: Target::WhereClause,
     changes: Changes::Changeset,
+    /// False for a statement whose text varies: Diesel prepares it for one execution.
+    cached: bool,
 }
 
 impl<Target, Changes> CachedUpdate<Target, Changes>
@@ -79,10 +91,53 @@ where
     /// The UPDATE of `target`'s rows (a table, or a table with filters) with `changes`,
     /// as `diesel::update(target).set(changes)` builds it.
     pub fn new(target: Target, changes: Changes) -> Self {
-        Self::with_changeset(target, changes.as_changeset())
+        Self::with_changeset(target, changes.as_changeset(), true)
     }
 
-    fn with_changeset(target: Target, changes: Changes::Changeset) -> Self {
+    /// Keeps the statement in Diesel's statement cache only when `cached` is true
+    /// (the default); otherwise it is prepared for one execution and closed.
+    ///
+    /// Pass false when the SQL text varies between calls, so the connection does not
+    /// keep one prepared statement per distinct text for its whole life: a changeset
+    /// with `Option` assignments that may be `None`, or one that writes a chosen subset
+    /// of the columns.
+    ///
+    /// ```
+    /// use diesel::connection::InstrumentationEvent;
+    /// use diesel::prelude::*;
+    /// use diesel_occ::CachedUpdate;
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// diesel::table! { stock (id) { id -> Integer, available -> Integer, note -> Nullable<Text> } }
+    ///
+    /// # fn main() -> QueryResult<()> {
+    /// let mut conn = SqliteConnection::establish(":memory:").unwrap();
+    /// diesel::sql_query("CREATE TABLE stock (id INTEGER PRIMARY KEY, available INTEGER NOT NULL, note TEXT)")
+    ///     .execute(&mut conn)?;
+    /// let cached = Arc::new(Mutex::new(0));
+    /// let log = Arc::clone(&cached);
+    /// conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+    ///     if let InstrumentationEvent::CacheQuery { .. } = event {
+    ///         *log.lock().unwrap() += 1;
+    ///     }
+    /// });
+    /// for note in [None, Some("restocked"), None] {
+    ///     // `None` leaves `note` alone: two different texts.
+    ///     let changes = (stock::available.eq(3), note.map(|n| stock::note.eq(n)));
+    ///     CachedUpdate::new(stock::table.find(1), changes)
+    ///         .cached_if(note.is_some())
+    ///         .execute(&mut conn)?;
+    /// }
+    /// assert_eq!(*cached.lock().unwrap(), 1, "only the text that writes every column");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cached_if(mut self, cached: bool) -> Self {
+        self.cached = cached;
+        self
+    }
+
+    fn with_changeset(target: Target, changes: Changes::Changeset, cached: bool) -> Self {
         let UpdateTarget {
             table,
             where_clause,
@@ -92,6 +147,7 @@ where
             from_clause: table.from_clause(),
             where_clause,
             changes,
+            cached,
         }
     }
 
@@ -121,7 +177,7 @@ where
         Target: FilterDsl<Predicate>,
         Filter<Target, Predicate>: IntoUpdateTarget<Table = Target::Table> + Clone,
     {
-        CachedUpdate::with_changeset(self.target.filter(predicate), self.changes)
+        CachedUpdate::with_changeset(self.target.filter(predicate), self.changes, self.cached)
     }
 }
 
@@ -137,7 +193,7 @@ where
 }
 
 /// No static query id: Diesel's statement cache then keys the statement by its SQL
-/// text, which is what makes caching it safe.
+/// text, which is what makes caching it safe (when it is [cached](CachedUpdate::cached_if)).
 impl<Target, Changes> QueryId for CachedUpdate<Target, Changes>
 where
     Target: IntoUpdateTarget,
@@ -157,8 +213,12 @@ where
     Changes: AsChangeset,
     Changes::Changeset: QueryFragment<DB>,
 {
-    // What Diesel's `UpdateStatement` writes, without its `unsafe_to_cache_prepared`.
+    // What Diesel's `UpdateStatement` writes, with its `unsafe_to_cache_prepared` only
+    // when the text varies.
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        if !self.cached {
+            out.unsafe_to_cache_prepared();
+        }
         if self.changes.is_noop(out.backend())? {
             return Err(diesel::result::Error::QueryBuilderError(Box::new(
                 diesel::result::EmptyChangeset,

@@ -9,6 +9,7 @@
 mod guard_suite;
 mod schema;
 mod sql_log;
+mod statement_cache;
 mod tracked_logic;
 #[macro_use]
 mod async_suite;
