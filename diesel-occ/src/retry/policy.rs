@@ -1,7 +1,7 @@
 //! [`RetryPolicy`], [`Attempt`] and the decision the sync and async loops share: after
 //! an attempt, stop with its result, give up, or sleep and try again.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::hot_rows::{self, Heat};
 use crate::error::{Error, RetriesExhausted};
@@ -24,7 +24,9 @@ use crate::versioned::Versioned;
 /// - **Deadline** (default none): a time budget for the whole loop, measured from the
 ///   call. The first attempt always runs; no later attempt starts after the deadline,
 ///   and when a backoff would reach it the helper gives up at once instead of sleeping.
-///   A running attempt is not interrupted (an async caller can wrap the future in a
+///   It also bounds the waits the helper starts inside an attempt: the checkout and the
+///   lock wait of a locking read (see [`deadline`](Self::deadline)). Other statements
+///   of a running attempt are not interrupted (an async caller can wrap the future in a
 ///   timeout: see the cancellation notes in `diesel_occ::asynchronous`).
 /// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
 ///   conflicts, the remaining attempts run in a transaction that locks what they read,
@@ -96,6 +98,18 @@ impl RetryPolicy {
     }
 
     /// Gives up once `budget` has passed since the helper was called.
+    ///
+    /// The deadline bounds every wait of the helper: no attempt starts after it, no
+    /// backoff sleeps past it, a checkout waits at most the time left (a checkout that
+    /// runs out of it is [`Error::Pool`] with
+    /// [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)), and a locking read
+    /// ([`Attempt::locks_row`]) waits for the row lock at most the time left (a lock
+    /// that comes too late ends the loop with [`Error::RetriesExhausted`], whose
+    /// [`deadline_reached`](crate::RetriesExhausted::deadline_reached) is true).
+    ///
+    /// How each backend bounds the lock wait is in [`backend`](crate::backend); a
+    /// source of your own bounds its checkout by implementing
+    /// `checkout_within` ([`ConnectionSource`](crate::retry::ConnectionSource)).
     pub fn deadline(mut self, budget: Duration) -> Self {
         self.deadline = Some(budget);
         self
@@ -229,6 +243,7 @@ pub struct Attempt {
     conflicts: u32,
     escalated: bool,
     escalates_hot_rows: bool,
+    deadline: Option<Instant>,
 }
 
 impl Attempt {
@@ -251,6 +266,35 @@ impl Attempt {
     /// How many earlier attempts met a conflict.
     pub fn conflicts(&self) -> u32 {
         self.conflicts
+    }
+
+    /// The time left before the policy's [deadline](RetryPolicy::deadline), zero once it
+    /// has passed; `None` without a deadline. The helper bounds its own waits with it;
+    /// a closure can bound its own slow work the same way.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::retry::{self, RetryPolicy};
+    /// # use diesel::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let source = || SqliteConnection::establish(":memory:");
+    /// let policy = RetryPolicy::new().deadline(Duration::from_secs(2));
+    /// let left = retry::retry(&source, &policy, |_conn, attempt| Ok(attempt.remaining()))?;
+    /// assert!(left.is_some_and(|left| left <= Duration::from_secs(2)));
+    ///
+    /// let unbounded = retry::retry(&source, &RetryPolicy::new(), |_conn, attempt| Ok(attempt.remaining()))?;
+    /// assert_eq!(unbounded, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn remaining(&self) -> Option<Duration> {
+        super::deadline::remaining(self.deadline)
+    }
+
+    /// When the policy's deadline falls, if it has one.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
     }
 
     /// True when this attempt runs escalated, after the policy's
@@ -302,6 +346,7 @@ pub(crate) struct RetryLoop<'p> {
     rng: fastrand::Rng,
     attempts: u32,
     conflicts: u32,
+    deadline: Option<Instant>,
 }
 
 impl<'p> RetryLoop<'p> {
@@ -315,6 +360,7 @@ impl<'p> RetryLoop<'p> {
             rng,
             attempts: 0,
             conflicts: 0,
+            deadline: super::deadline::instant(policy.deadline),
         }
     }
 
@@ -333,6 +379,7 @@ impl<'p> RetryLoop<'p> {
             conflicts: self.conflicts,
             escalated: self.escalated(),
             escalates_hot_rows: self.policy.hot_rows.is_some(),
+            deadline: self.deadline,
         }
     }
 
