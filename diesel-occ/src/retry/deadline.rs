@@ -30,6 +30,14 @@ pub(crate) fn checkout_timed_out() -> PoolError {
     PoolError::from_kind(PoolErrorKind::Timeout)
 }
 
+/// True for a checkout that timed out with no time left before `deadline`: the deadline,
+/// not the pool's own timeout, ended it. After a retried attempt the loop then reports
+/// the deadline with that attempt's error, as when it does not start a retry at all.
+pub(crate) fn cut_checkout(error: &Error, deadline: Option<Instant>) -> bool {
+    matches!(error, Error::Pool(pool) if pool.kind() == PoolErrorKind::Timeout)
+        && remaining(deadline) == Some(Duration::ZERO)
+}
+
 /// How long an r2d2 checkout may wait: the pool's own `connection_timeout`, or the time
 /// left when that is shorter.
 #[cfg(feature = "r2d2")]

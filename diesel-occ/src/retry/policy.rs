@@ -100,9 +100,10 @@ impl RetryPolicy {
     /// Gives up once `budget` has passed since the helper was called.
     ///
     /// The deadline bounds every wait of the helper: no attempt starts after it, no
-    /// backoff sleeps past it, a checkout waits at most the time left (a checkout that
-    /// runs out of it is [`Error::Pool`] with
-    /// [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)), and a locking read
+    /// backoff sleeps past it, a checkout waits at most the time left (running out of it
+    /// is [`Error::Pool`] with [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)
+    /// on the first attempt, and on a retry [`Error::RetriesExhausted`] with the retried
+    /// error, as if the retry had not started), and a locking read
     /// ([`Attempt::locks_row`]) waits for the row lock at most the time left (a lock
     /// that comes too late ends the loop with [`Error::RetriesExhausted`], whose
     /// [`deadline_reached`](crate::RetriesExhausted::deadline_reached) is true).
@@ -347,6 +348,8 @@ pub(crate) struct RetryLoop<'p> {
     attempts: u32,
     conflicts: u32,
     deadline: Option<Instant>,
+    /// The error of the attempt before, for a checkout the deadline cuts short.
+    retried: Option<Error>,
 }
 
 impl<'p> RetryLoop<'p> {
@@ -361,6 +364,7 @@ impl<'p> RetryLoop<'p> {
             attempts: 0,
             conflicts: 0,
             deadline: super::deadline::instant(policy.deadline),
+            retried: None,
         }
     }
 
@@ -390,6 +394,17 @@ impl<'p> RetryLoop<'p> {
             Ok(value) => {
                 observe::succeeded(self.attempts);
                 return Step::Done(Ok(value));
+            }
+            Err(error) if super::deadline::cut_checkout(&error, self.deadline) => {
+                // The retry never ran: the deadline came first, as if the loop had not
+                // started it.
+                return match self.retried.take() {
+                    Some(last) => {
+                        self.attempts -= 1;
+                        self.give_up(last, true)
+                    }
+                    None => Step::Done(Err(error)),
+                };
             }
             Err(error) if !error.is_retryable() => return Step::Done(Err(error)),
             Err(error) => error,
@@ -421,6 +436,7 @@ impl<'p> RetryLoop<'p> {
             backoff,
             locks_next || self.escalated(),
         );
+        self.retried = Some(error);
         Step::Retry(backoff)
     }
 
@@ -613,6 +629,55 @@ mod tests {
             }
             step => panic!("expected the deadline to end the loop, got {step:?}"),
         }
+    }
+
+    #[test]
+    fn a_checkout_the_deadline_cut_short_ends_the_loop_like_the_deadline() {
+        use crate::error::{PoolError, PoolErrorKind};
+
+        let timed_out = || Error::from(PoolError::from_kind(PoolErrorKind::Timeout));
+        let policy = RetryPolicy::new()
+            .backoff(Duration::ZERO, Duration::ZERO)
+            .deadline(MS);
+        // The first attempt's checkout: the pool error itself.
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        std::thread::sleep(2 * MS); // past the deadline
+        match state.after::<()>(Err(timed_out()), Duration::ZERO) {
+            Step::Done(Err(Error::Pool(error))) => assert_eq!(error.kind(), PoolErrorKind::Timeout),
+            step => panic!("expected the pool error, got {step:?}"),
+        }
+        // A retry's checkout: the deadline came first, with the conflict that was
+        // retried, after the one attempt that ran.
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(conflict(Operation::Update)), Duration::ZERO),
+            Step::Retry(_)
+        ));
+        state.next_attempt();
+        std::thread::sleep(2 * MS);
+        match state.after::<()>(Err(timed_out()), 2 * MS) {
+            Step::Done(Err(Error::RetriesExhausted(exhausted))) => {
+                assert_eq!(exhausted.attempts(), 1);
+                assert!(exhausted.deadline_reached());
+                assert!(exhausted.last_error().is_conflict(), "{exhausted:?}");
+            }
+            step => panic!("expected the deadline to end the loop, got {step:?}"),
+        }
+        // A pool that timed out on its own, with time left: the pool error.
+        let roomy = policy.deadline(Duration::from_secs(3600));
+        let mut state = seeded(&roomy);
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(conflict(Operation::Update)), Duration::ZERO),
+            Step::Retry(_)
+        ));
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(timed_out()), Duration::ZERO),
+            Step::Done(Err(Error::Pool(_)))
+        ));
     }
 
     #[test]
