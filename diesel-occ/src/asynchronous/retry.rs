@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::ops::DerefMut;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
@@ -22,7 +22,7 @@ use crate::backend::{LockedRead, LockingBackend, LockingConnection};
 use crate::checked;
 use crate::error::{DatabaseError, Error, PoolError};
 use crate::observe;
-use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step};
+use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step, deadline};
 use crate::versioned::Versioned;
 
 /// Where the async retry helper gets a connection for each attempt.
@@ -66,6 +66,21 @@ pub trait AsyncConnectionSource: Sync {
     /// Checks a connection out for one attempt. The helper drops it when the attempt
     /// ends, before it sleeps.
     fn checkout(&self) -> impl Future<Output = Result<Self::Pooled<'_>, PoolError>> + Send;
+
+    /// Checks a connection out, waiting at most `remaining` (the time left before the
+    /// policy's [deadline](RetryPolicy::deadline); `None` without one); the helper
+    /// calls this. Running out of time is a [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout).
+    ///
+    /// The default drops the [`checkout`](Self::checkout) future when the time is up
+    /// (Tokio's timer), which suits every checkout that leaves nothing behind when
+    /// dropped before it hands out a connection: a pool's wait, or a connection being
+    /// opened.
+    fn checkout_within(
+        &self,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = Result<Self::Pooled<'_>, PoolError>> + Send {
+        deadline::checkout_within(self.checkout(), remaining)
+    }
 
     /// Gets rid of a connection whose state is unknown, so that it is never handed out
     /// again: its attempt was cancelled (the helper's future was dropped) or its
@@ -153,6 +168,13 @@ pub trait AsyncLockingConnection: AsyncConnection {
     /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
     fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
+
+    /// Opens the transaction with [`LockingBackend::begin_locked_within`]: the twin of
+    /// [`LockingConnection::begin_locked_transaction_within`].
+    fn begin_locked_transaction_within(
+        &mut self,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = QueryResult<()>> + Send;
 }
 
 impl<C> AsyncLockingConnection for C
@@ -163,6 +185,15 @@ where
     fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send {
         <C::TransactionManager as AsyncLockingTransactionManager<C>>::begin_locked_transaction(self)
     }
+
+    fn begin_locked_transaction_within(
+        &mut self,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = QueryResult<()>> + Send {
+        <C::TransactionManager as AsyncLockingTransactionManager<C>>::begin_locked_transaction_within(
+            self, remaining,
+        )
+    }
 }
 
 /// How an async connection's transaction manager opens a locking transaction; what
@@ -171,6 +202,14 @@ where
 pub trait AsyncLockingTransactionManager<Conn: AsyncConnection>: TransactionManager<Conn> {
     /// Opens the transaction with the backend's [`LockingBackend::BEGIN_LOCKED`].
     fn begin_locked_transaction(conn: &mut Conn) -> impl Future<Output = QueryResult<()>> + Send;
+
+    /// Opens the transaction with the backend's [`LockingBackend::begin_locked_within`],
+    /// so that its lock waits end within `remaining` where the backend bounds them at
+    /// the start of a transaction.
+    fn begin_locked_transaction_within(
+        conn: &mut Conn,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = QueryResult<()>> + Send;
 }
 
 impl<C> AsyncLockingTransactionManager<C> for diesel_async::AnsiTransactionManager
@@ -179,7 +218,15 @@ where
     C::Backend: LockingBackend,
 {
     fn begin_locked_transaction(conn: &mut C) -> impl Future<Output = QueryResult<()>> + Send {
-        Self::begin_transaction_sql(conn, <C::Backend as LockingBackend>::BEGIN_LOCKED)
+        Self::begin_locked_transaction_within(conn, None)
+    }
+
+    fn begin_locked_transaction_within(
+        conn: &mut C,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = QueryResult<()>> + Send {
+        let begin = <C::Backend as LockingBackend>::begin_locked_within(remaining);
+        async move { Self::begin_transaction_sql(conn, &begin).await }
     }
 }
 
@@ -194,7 +241,14 @@ where
     fn begin_locked_transaction(
         conn: &mut SyncConnectionWrapper<C, S>,
     ) -> impl Future<Output = QueryResult<()>> + Send {
-        conn.spawn_blocking(|conn| conn.begin_locked_transaction())
+        Self::begin_locked_transaction_within(conn, None)
+    }
+
+    fn begin_locked_transaction_within(
+        conn: &mut SyncConnectionWrapper<C, S>,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = QueryResult<()>> + Send {
+        conn.spawn_blocking(move |conn| conn.begin_locked_transaction_within(remaining))
     }
 }
 
@@ -331,7 +385,7 @@ where
         + Send,
     T: Send,
 {
-    let pooled = source.checkout().await?;
+    let pooled = source.checkout_within(attempt.remaining()).await?;
     let mut checkout = Checkout {
         source,
         pooled: Some(pooled),
@@ -368,7 +422,10 @@ where
         + Send,
     T: Send,
 {
-    if let Err(error) = conn.begin_locked_transaction().await {
+    if let Err(error) = conn
+        .begin_locked_transaction_within(attempt.remaining())
+        .await
+    {
         return (Err(error.into()), false);
     }
     let result = f(&mut *conn, attempt).await;
@@ -444,18 +501,23 @@ impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
     {
         let locks = self.locks_row::<T>(&key);
         let escalated = self.is_escalated();
+        let due = self.deadline();
         async move {
             if !locks {
                 return <T as CheckedDsl<Conn>>::find(conn, key).await;
             }
             if !escalated && !in_transaction(conn)? {
                 observe::hot_row_locked(T::TABLE_NAME, &key);
-                conn.begin_locked_transaction().await?;
+                conn.begin_locked_transaction_within(deadline::remaining(due))
+                    .await?;
             }
-            let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()));
+            let remaining = deadline::remaining(due);
+            let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
+                .within(remaining);
             diesel_async::RunQueryDsl::get_result(query, conn)
                 .await
-                .optional()?
+                .optional()
+                .map_err(|error| deadline::locked_read_error(error, remaining))?
                 .ok_or_else(|| checked::not_found::<T>(&key))
         }
     }

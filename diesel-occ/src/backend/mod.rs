@@ -6,6 +6,27 @@
 //! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205 | busy, locked |
 //! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
 //! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
+//! | lock wait within a [deadline](crate::retry::RetryPolicy::deadline) ([`LockingBackend::begin_locked_within`], [`LockingBackend::locked_read_prefix`]) | `SET LOCAL lock_timeout` after `BEGIN` | MariaDB: `SET STATEMENT max_statement_time = ... FOR` the read | not bounded: SQLite's `busy_timeout` |
+//!
+//! A retry policy's deadline bounds the lock wait of a locking read on the server, so
+//! that the statement ends cleanly and the connection stays usable:
+//!
+//! - **PostgreSQL**: the escalated transaction starts with `BEGIN; SET LOCAL
+//!   lock_timeout = '<ms>ms'`, the time left rounded up to a millisecond, in one round
+//!   trip. Every lock wait of the transaction is bounded by the time left when it began;
+//!   `SET LOCAL` ends with the transaction. A wait that runs out fails with `55P03`, a
+//!   [lock wait timeout](TransientKind::LockWaitTimeout).
+//! - **MariaDB**: `innodb_lock_wait_timeout` counts whole seconds, so the read itself is
+//!   prefixed with `SET STATEMENT max_statement_time = <seconds> FOR`, computed when the
+//!   read starts, which interrupts the lock wait on time (error 1969); the helpers report
+//!   that as a lock wait timeout too. The prefix sits in a MariaDB-only comment
+//!   (`/*M!100108 ... */`), which MySQL skips: on MySQL the lock wait is bounded by
+//!   `innodb_lock_wait_timeout` alone (whole seconds, 50 by default; set it on the
+//!   session where that matters). A bounded read's SQL text carries the time left, so it
+//!   is not put in the prepared statement cache.
+//! - **SQLite**: an escalated attempt waits for the write lock in `BEGIN IMMEDIATE`,
+//!   for as long as the connection's `busy_timeout` says; the deadline does not shorten
+//!   it.
 //!
 //! The classification works on [`diesel::result::Error`] alone, whichever driver
 //! produced it (`libpq`, `tokio-postgres`, `mysqlclient`, `mysql_async`, SQLite), so it
@@ -14,6 +35,9 @@
 mod mysql;
 mod pg;
 mod sqlite;
+
+use std::borrow::Cow;
+use std::time::Duration;
 
 use diesel::backend::Backend;
 use diesel::connection::{AnsiTransactionManager, Connection};
@@ -39,6 +63,20 @@ pub(crate) fn transient(error: &DieselError) -> Option<TransientKind> {
     }
 }
 
+/// `error` as the helpers report it after a locking read whose lock wait was bounded by
+/// the retry deadline: MariaDB's `max_statement_time` interruption becomes a lock wait
+/// timeout; everything else is left as it is.
+pub(crate) fn lock_wait_bound_reached(error: DieselError) -> DieselError {
+    mysql::lock_wait_bound_reached(error)
+}
+
+/// Whole milliseconds in `duration`, rounded up, at least 1: a bound of zero means "no
+/// bound" to PostgreSQL and MariaDB, and rounding down would end a wait before the
+/// deadline.
+fn ceil_millis(duration: Duration) -> u128 {
+    duration.as_nanos().div_ceil(1_000_000).max(1)
+}
+
 /// How a backend runs an escalated retry attempt: in a transaction whose read locks the
 /// rows it reads until the transaction ends.
 ///
@@ -53,6 +91,40 @@ pub trait LockingBackend: Backend {
     /// What follows the escalated read: ` FOR UPDATE` on PostgreSQL and MySQL, nothing
     /// on SQLite.
     const ROW_LOCK: &'static str;
+
+    /// The statements that open the escalated transaction when its lock waits must end
+    /// within `remaining` (the time left before a retry deadline; `None` for no bound):
+    /// [`BEGIN_LOCKED`](Self::BEGIN_LOCKED), followed on PostgreSQL by `SET LOCAL
+    /// lock_timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::backend::LockingBackend;
+    /// use diesel::sqlite::Sqlite;
+    ///
+    /// // SQLite waits in BEGIN IMMEDIATE for as long as its busy_timeout says.
+    /// assert_eq!(Sqlite::begin_locked_within(Some(Duration::from_millis(300))), "BEGIN IMMEDIATE");
+    /// assert_eq!(Sqlite::begin_locked_within(None), Sqlite::BEGIN_LOCKED);
+    /// ```
+    fn begin_locked_within(remaining: Option<Duration>) -> Cow<'static, str> {
+        let _ = remaining;
+        Cow::Borrowed(Self::BEGIN_LOCKED)
+    }
+
+    /// What goes before a locking read whose lock wait must end within `remaining`:
+    /// MariaDB's `SET STATEMENT max_statement_time = ... FOR`; nothing elsewhere.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::backend::LockingBackend;
+    /// use diesel::sqlite::Sqlite;
+    ///
+    /// assert_eq!(Sqlite::locked_read_prefix(Duration::from_millis(300)), None);
+    /// ```
+    fn locked_read_prefix(remaining: Duration) -> Option<String> {
+        let _ = remaining;
+        None
+    }
 }
 
 /// A read whose rows stay locked until the transaction ends: the query followed by the
@@ -63,12 +135,38 @@ pub trait LockingBackend: Backend {
 /// where a locking clause goes. Diesel's own `.for_update()` cannot be called from
 /// generic code (its lock type is private), hence this wrapper.
 #[derive(Debug, Clone, Copy, QueryId)]
-pub struct LockedRead<Q>(Q);
+pub struct LockedRead<Q> {
+    query: Q,
+    wait: Option<Duration>,
+}
 
 impl<Q> LockedRead<Q> {
     /// Locks the rows `query` reads.
     pub fn new(query: Q) -> Self {
-        LockedRead(query)
+        LockedRead { query, wait: None }
+    }
+
+    /// Waits for the row lock at most `remaining` where the backend can bound the wait
+    /// of one statement ([`LockingBackend::locked_read_prefix`]); `None` leaves the
+    /// wait to the server's settings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel::prelude::*;
+    /// use diesel_occ::backend::LockedRead;
+    ///
+    /// diesel::table! { stock (id) { id -> Integer, available -> Integer } }
+    ///
+    /// let read = LockedRead::new(stock::table.find(1)).within(Some(Duration::from_millis(300)));
+    /// // SQLite needs no row lock: the escalated transaction holds the write lock.
+    /// assert_eq!(
+    ///     diesel::debug_query::<diesel::sqlite::Sqlite, _>(&read).to_string(),
+    ///     "SELECT `stock`.`id`, `stock`.`available` FROM `stock` WHERE (`stock`.`id` = ?) -- binds: [1]"
+    /// );
+    /// ```
+    pub fn within(mut self, remaining: Option<Duration>) -> Self {
+        self.wait = remaining;
+        self
     }
 }
 
@@ -82,7 +180,13 @@ where
     Q: QueryFragment<DB>,
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.0.walk_ast(out.reborrow())?;
+        if let Some(prefix) = self.wait.and_then(DB::locked_read_prefix) {
+            // The text carries the time left: caching it would prepare a statement per
+            // distinct bound, never evicted.
+            out.unsafe_to_cache_prepared();
+            out.push_sql(&prefix);
+        }
+        self.query.walk_ast(out.reborrow())?;
         out.push_sql(DB::ROW_LOCK);
         Ok(())
     }
@@ -99,7 +203,29 @@ impl<Q, Conn> diesel::RunQueryDsl<Conn> for LockedRead<Q> {}
 pub trait LockingConnection: Connection {
     /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
-    fn begin_locked_transaction(&mut self) -> QueryResult<()>;
+    fn begin_locked_transaction(&mut self) -> QueryResult<()> {
+        self.begin_locked_transaction_within(None)
+    }
+
+    /// Opens the transaction with [`LockingBackend::begin_locked_within`], so that its
+    /// lock waits end within `remaining` where the backend bounds them at the start of
+    /// a transaction (PostgreSQL). Fails with `AlreadyInTransaction` when a transaction
+    /// is open.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel::prelude::*;
+    /// use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    /// use diesel_occ::backend::LockingConnection;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut conn = SqliteConnection::establish(":memory:")?;
+    /// conn.begin_locked_transaction_within(Some(Duration::from_millis(300)))?;
+    /// AnsiTransactionManager::commit_transaction(&mut conn)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn begin_locked_transaction_within(&mut self, remaining: Option<Duration>) -> QueryResult<()>;
 }
 
 impl<C> LockingConnection for C
@@ -107,8 +233,9 @@ where
     C: Connection<TransactionManager = AnsiTransactionManager>,
     C::Backend: LockingBackend,
 {
-    fn begin_locked_transaction(&mut self) -> QueryResult<()> {
-        AnsiTransactionManager::begin_transaction_sql(self, C::Backend::BEGIN_LOCKED)
+    fn begin_locked_transaction_within(&mut self, remaining: Option<Duration>) -> QueryResult<()> {
+        let begin = C::Backend::begin_locked_within(remaining);
+        AnsiTransactionManager::begin_transaction_sql(self, &begin)
     }
 }
 
@@ -238,6 +365,90 @@ mod tests {
             "SELECT `stock`.`id`, `stock`.`available`, `stock`.`version` \
              FROM `stock` WHERE (`stock`.`id` = ?) -- binds: [1]"
         );
+    }
+
+    #[test]
+    fn a_deadline_bounds_the_lock_wait_where_the_backend_can() {
+        use std::time::Duration;
+
+        use diesel::{QueryDsl, SelectableHelper};
+
+        use crate::Versioned;
+        use crate::retry::test_support::Stock;
+
+        let left = Some(Duration::from_micros(299_999_500));
+        macro_rules! bounded_sql {
+            ($db:ty, $left:expr) => {{
+                let read = LockedRead::new(Stock::find_query(1).select(Stock::as_select()));
+                diesel::debug_query::<$db, _>(&read.within($left)).to_string()
+            }};
+        }
+        #[cfg(feature = "postgres")]
+        {
+            use diesel::pg::Pg;
+            // PostgreSQL bounds the whole transaction when it begins, rounded up.
+            assert_eq!(
+                Pg::begin_locked_within(left),
+                "BEGIN; SET LOCAL lock_timeout = '300000ms'"
+            );
+            assert_eq!(
+                Pg::begin_locked_within(Some(Duration::ZERO)),
+                "BEGIN; SET LOCAL lock_timeout = '1ms'"
+            );
+            assert_eq!(Pg::begin_locked_within(None), "BEGIN");
+            assert_eq!(bounded_sql!(Pg, left), locked_find_sql!(Pg));
+        }
+        #[cfg(feature = "mysql")]
+        {
+            use diesel::mysql::Mysql;
+            // MariaDB bounds the read itself, in a comment MySQL skips.
+            assert_eq!(Mysql::begin_locked_within(left), "BEGIN");
+            assert_eq!(
+                bounded_sql!(Mysql, left),
+                format!(
+                    "/*M!100108 SET STATEMENT max_statement_time = 299.999500 FOR */ {}",
+                    locked_find_sql!(Mysql)
+                )
+            );
+            assert_eq!(
+                Mysql::locked_read_prefix(Duration::ZERO).as_deref(),
+                Some("/*M!100108 SET STATEMENT max_statement_time = 0.001000 FOR */ ")
+            );
+            assert_eq!(bounded_sql!(Mysql, None), locked_find_sql!(Mysql));
+        }
+        use diesel::sqlite::Sqlite;
+        assert_eq!(Sqlite::begin_locked_within(left), "BEGIN IMMEDIATE");
+        assert_eq!(bounded_sql!(Sqlite, left), locked_find_sql!(Sqlite));
+    }
+
+    #[test]
+    fn a_lock_wait_the_deadline_ended_is_a_lock_wait_timeout() {
+        // MariaDB's error 1969 from the time limit of a bounded read.
+        let interrupted = database_error(
+            DatabaseErrorKind::Unknown,
+            "Query execution was interrupted (max_statement_time exceeded)",
+        );
+        assert_eq!(transient(&interrupted), None, "a statement timeout as such");
+        let ended = lock_wait_bound_reached(interrupted);
+        assert_eq!(transient(&ended), Some(TransientKind::LockWaitTimeout));
+        let DieselError::DatabaseError(_, info) = &ended else {
+            panic!("{ended:?}");
+        };
+        assert_eq!(
+            info.details(),
+            Some("Query execution was interrupted (max_statement_time exceeded)"),
+            "the server's message stays reachable"
+        );
+        // Anything else is left alone.
+        let deadlock = database_error(DatabaseErrorKind::Unknown, "deadlock detected");
+        assert_eq!(
+            transient(&lock_wait_bound_reached(deadlock)),
+            Some(TransientKind::Deadlock)
+        );
+        assert!(matches!(
+            lock_wait_bound_reached(DieselError::NotFound),
+            DieselError::NotFound
+        ));
     }
 
     #[test]

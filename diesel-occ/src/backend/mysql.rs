@@ -9,13 +9,22 @@
 //!
 //! - 1213: `Deadlock found when trying to get lock; try restarting transaction`
 //! - 1205: `Lock wait timeout exceeded; try restarting transaction`
+//! - 1969 (MariaDB): `Query execution was interrupted (max_statement_time exceeded)`:
+//!   a statement time limit, not transient; but when the helpers set that limit on a
+//!   locking read to bound its lock wait by the retry deadline, it is reported as a lock
+//!   wait timeout ([`lock_wait_bound_reached`]).
 
-use diesel::result::DatabaseErrorKind;
+use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error as DieselError};
 
 use crate::error::TransientKind;
 
 const DEADLOCK_PREFIX: &str = "Deadlock found when trying to get lock";
 const LOCK_WAIT_TIMEOUT_PREFIX: &str = "Lock wait timeout exceeded";
+/// MariaDB's error 1969.
+const STATEMENT_TIME_EXCEEDED: &str =
+    "Query execution was interrupted (max_statement_time exceeded)";
+/// What a locking read reports when the retry deadline ended its lock wait.
+const DEADLINE_LOCK_WAIT: &str = "Lock wait ended by the retry deadline";
 
 pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<TransientKind> {
     match kind {
@@ -24,10 +33,62 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
         {
             Some(TransientKind::Deadlock)
         }
-        DatabaseErrorKind::Unknown if message.starts_with(LOCK_WAIT_TIMEOUT_PREFIX) => {
+        DatabaseErrorKind::Unknown
+            if message.starts_with(LOCK_WAIT_TIMEOUT_PREFIX) || message == DEADLINE_LOCK_WAIT =>
+        {
             Some(TransientKind::LockWaitTimeout)
         }
         _ => None,
+    }
+}
+
+/// A locking read bounded by [`locked_read_prefix`](super::LockingBackend::locked_read_prefix)
+/// failed with error 1969: the limit the helper set ended the lock wait, which is a lock
+/// wait timeout like 1205 (the read did nothing and can run again), not a slow statement.
+/// The server's message stays in `details`.
+pub(super) fn lock_wait_bound_reached(error: DieselError) -> DieselError {
+    match error {
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info.message() == STATEMENT_TIME_EXCEEDED =>
+        {
+            DieselError::DatabaseError(
+                DatabaseErrorKind::Unknown,
+                Box::new(DeadlineLockWait {
+                    server: info.message().to_owned(),
+                }),
+            )
+        }
+        error => error,
+    }
+}
+
+/// The error information of [`lock_wait_bound_reached`].
+#[derive(Debug)]
+struct DeadlineLockWait {
+    server: String,
+}
+
+impl DatabaseErrorInformation for DeadlineLockWait {
+    fn message(&self) -> &str {
+        DEADLINE_LOCK_WAIT
+    }
+    fn details(&self) -> Option<&str> {
+        Some(&self.server)
+    }
+    fn hint(&self) -> Option<&str> {
+        None
+    }
+    fn table_name(&self) -> Option<&str> {
+        None
+    }
+    fn column_name(&self) -> Option<&str> {
+        None
+    }
+    fn constraint_name(&self) -> Option<&str> {
+        None
+    }
+    fn statement_position(&self) -> Option<i32> {
+        None
     }
 }
 
@@ -35,4 +96,18 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
 impl super::LockingBackend for diesel::mysql::Mysql {
     const BEGIN_LOCKED: &'static str = "BEGIN";
     const ROW_LOCK: &'static str = " FOR UPDATE";
+
+    /// `/*M!100108 SET STATEMENT max_statement_time = <seconds> FOR */ `: MariaDB (10.1.8
+    /// and later) runs the read under a time limit that also ends its lock wait, to the
+    /// microsecond, where `innodb_lock_wait_timeout` counts whole seconds; MySQL skips
+    /// the comment. The limit replaces the session's own for this statement only.
+    fn locked_read_prefix(remaining: std::time::Duration) -> Option<String> {
+        // At least a millisecond: zero means no limit.
+        let micros = remaining.as_nanos().div_ceil(1_000).max(1_000);
+        Some(format!(
+            "/*M!100108 SET STATEMENT max_statement_time = {}.{:06} FOR */ ",
+            micros / 1_000_000,
+            micros % 1_000_000
+        ))
+    }
 }

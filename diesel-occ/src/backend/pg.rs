@@ -42,4 +42,21 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
 impl super::LockingBackend for diesel::pg::Pg {
     const BEGIN_LOCKED: &'static str = "BEGIN";
     const ROW_LOCK: &'static str = " FOR UPDATE";
+
+    /// `BEGIN; SET LOCAL lock_timeout = '<ms>ms'`: sent as one batch, so bounding the
+    /// lock waits costs no round trip, and `SET LOCAL` ends with the transaction, so the
+    /// pooled connection keeps its own setting.
+    fn begin_locked_within(
+        remaining: Option<std::time::Duration>,
+    ) -> std::borrow::Cow<'static, str> {
+        match remaining {
+            None => Self::BEGIN_LOCKED.into(),
+            Some(left) => format!(
+                "{}; SET LOCAL lock_timeout = '{}ms'",
+                Self::BEGIN_LOCKED,
+                super::ceil_millis(left)
+            )
+            .into(),
+        }
+    }
 }

@@ -65,12 +65,13 @@
 //! [`AttemptDsl::find`] locks it for a while, the first attempt of an operation
 //! included, while reads of other rows stay lock-free.
 
+pub(crate) mod deadline;
 mod hot_rows;
 mod policy;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use diesel::connection::{Connection, TransactionManager};
 use diesel::dsl::{AsSelect, Select};
@@ -145,6 +146,19 @@ pub trait ConnectionSource {
     /// ends, before it sleeps.
     fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError>;
 
+    /// Checks a connection out, waiting at most `remaining` (the time left before the
+    /// policy's [deadline](RetryPolicy::deadline); `None` without one); the helper
+    /// calls this. Running out of time is a [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout).
+    ///
+    /// The default calls [`checkout`](Self::checkout), whose wait a blocking call cannot
+    /// cut short: override it when your pool can bound a wait, as the r2d2
+    /// implementation does with `Pool::get_timeout`. A closure source connects without
+    /// a bound of ours (the driver's connect timeout applies).
+    fn checkout_within(&self, remaining: Option<Duration>) -> Result<Self::Pooled<'_>, PoolError> {
+        let _ = remaining;
+        self.checkout()
+    }
+
     /// Gets rid of a connection whose state is unknown (its transaction could not be
     /// committed or rolled back), so that it is not used again. The default drops it,
     /// which is right for pools that check connections when they come back (r2d2 with
@@ -217,7 +231,13 @@ where
     /// `Pool::get`. r2d2 reports every checkout failure as a timeout (it keeps retrying
     /// to connect until its `connection_timeout`).
     fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        self.get()
+        self.checkout_within(None)
+    }
+
+    /// `Pool::get_timeout` with the pool's `connection_timeout` or the time left,
+    /// whichever is shorter.
+    fn checkout_within(&self, remaining: Option<Duration>) -> Result<Self::Pooled<'_>, PoolError> {
+        self.get_timeout(deadline::pool_wait(self.connection_timeout(), remaining))
             .map_err(|error| PoolError::new(crate::PoolErrorKind::Timeout, error))
     }
 }
@@ -262,7 +282,7 @@ where
     S::Connection: LockingConnection,
     F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
 {
-    let mut pooled = source.checkout()?;
+    let mut pooled = source.checkout_within(attempt.remaining())?;
     let (result, clean) = if attempt.is_escalated() {
         escalated(&mut *pooled, attempt, f)
     } else if attempt.escalates_hot_rows() {
@@ -289,7 +309,7 @@ where
     C: LockingConnection,
     F: FnMut(&mut C, Attempt) -> Result<T, Error>,
 {
-    if let Err(error) = conn.begin_locked_transaction() {
+    if let Err(error) = conn.begin_locked_transaction_within(attempt.remaining()) {
         return (Err(error.into()), false);
     }
     let result = f(conn, attempt);
@@ -365,11 +385,14 @@ impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
         }
         if !self.is_escalated() && !in_transaction(conn)? {
             observe::hot_row_locked(T::TABLE_NAME, &key);
-            conn.begin_locked_transaction()?;
+            conn.begin_locked_transaction_within(self.remaining())?;
         }
+        let remaining = self.remaining();
         LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
+            .within(remaining)
             .get_result(conn)
-            .optional()?
+            .optional()
+            .map_err(|error| deadline::locked_read_error(error, remaining))?
             .ok_or_else(|| checked::not_found::<T>(&key))
     }
 }

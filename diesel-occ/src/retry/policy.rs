@@ -1,7 +1,7 @@
 //! [`RetryPolicy`], [`Attempt`] and the decision the sync and async loops share: after
 //! an attempt, stop with its result, give up, or sleep and try again.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::hot_rows::{self, Heat};
 use crate::error::{Error, RetriesExhausted};
@@ -24,7 +24,9 @@ use crate::versioned::Versioned;
 /// - **Deadline** (default none): a time budget for the whole loop, measured from the
 ///   call. The first attempt always runs; no later attempt starts after the deadline,
 ///   and when a backoff would reach it the helper gives up at once instead of sleeping.
-///   A running attempt is not interrupted (an async caller can wrap the future in a
+///   It also bounds the waits the helper starts inside an attempt: the checkout and the
+///   lock wait of a locking read (see [`deadline`](Self::deadline)). Other statements
+///   of a running attempt are not interrupted (an async caller can wrap the future in a
 ///   timeout: see the cancellation notes in `diesel_occ::asynchronous`).
 /// - **Escalation** (default off): after [`escalate_after(n)`](Self::escalate_after)
 ///   conflicts, the remaining attempts run in a transaction that locks what they read,
@@ -96,6 +98,19 @@ impl RetryPolicy {
     }
 
     /// Gives up once `budget` has passed since the helper was called.
+    ///
+    /// The deadline bounds every wait of the helper: no attempt starts after it, no
+    /// backoff sleeps past it, a checkout waits at most the time left (running out of it
+    /// is [`Error::Pool`] with [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)
+    /// on the first attempt, and on a retry [`Error::RetriesExhausted`] with the retried
+    /// error, as if the retry had not started), and a locking read
+    /// ([`Attempt::locks_row`]) waits for the row lock at most the time left (a lock
+    /// that comes too late ends the loop with [`Error::RetriesExhausted`], whose
+    /// [`deadline_reached`](crate::RetriesExhausted::deadline_reached) is true).
+    ///
+    /// How each backend bounds the lock wait is in [`backend`](crate::backend); a
+    /// source of your own bounds its checkout by implementing
+    /// `checkout_within` ([`ConnectionSource`](crate::retry::ConnectionSource)).
     pub fn deadline(mut self, budget: Duration) -> Self {
         self.deadline = Some(budget);
         self
@@ -229,6 +244,7 @@ pub struct Attempt {
     conflicts: u32,
     escalated: bool,
     escalates_hot_rows: bool,
+    deadline: Option<Instant>,
 }
 
 impl Attempt {
@@ -251,6 +267,35 @@ impl Attempt {
     /// How many earlier attempts met a conflict.
     pub fn conflicts(&self) -> u32 {
         self.conflicts
+    }
+
+    /// The time left before the policy's [deadline](RetryPolicy::deadline), zero once it
+    /// has passed; `None` without a deadline. The helper bounds its own waits with it;
+    /// a closure can bound its own slow work the same way.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::retry::{self, RetryPolicy};
+    /// # use diesel::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let source = || SqliteConnection::establish(":memory:");
+    /// let policy = RetryPolicy::new().deadline(Duration::from_secs(2));
+    /// let left = retry::retry(&source, &policy, |_conn, attempt| Ok(attempt.remaining()))?;
+    /// assert!(left.is_some_and(|left| left <= Duration::from_secs(2)));
+    ///
+    /// let unbounded = retry::retry(&source, &RetryPolicy::new(), |_conn, attempt| Ok(attempt.remaining()))?;
+    /// assert_eq!(unbounded, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn remaining(&self) -> Option<Duration> {
+        super::deadline::remaining(self.deadline)
+    }
+
+    /// When the policy's deadline falls, if it has one.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
     }
 
     /// True when this attempt runs escalated, after the policy's
@@ -302,6 +347,9 @@ pub(crate) struct RetryLoop<'p> {
     rng: fastrand::Rng,
     attempts: u32,
     conflicts: u32,
+    deadline: Option<Instant>,
+    /// The error of the attempt before, for a checkout the deadline cuts short.
+    retried: Option<Error>,
 }
 
 impl<'p> RetryLoop<'p> {
@@ -315,6 +363,8 @@ impl<'p> RetryLoop<'p> {
             rng,
             attempts: 0,
             conflicts: 0,
+            deadline: super::deadline::instant(policy.deadline),
+            retried: None,
         }
     }
 
@@ -333,6 +383,7 @@ impl<'p> RetryLoop<'p> {
             conflicts: self.conflicts,
             escalated: self.escalated(),
             escalates_hot_rows: self.policy.hot_rows.is_some(),
+            deadline: self.deadline,
         }
     }
 
@@ -343,6 +394,17 @@ impl<'p> RetryLoop<'p> {
             Ok(value) => {
                 observe::succeeded(self.attempts);
                 return Step::Done(Ok(value));
+            }
+            Err(error) if super::deadline::cut_checkout(&error, self.deadline) => {
+                // The retry never ran: the deadline came first, as if the loop had not
+                // started it.
+                return match self.retried.take() {
+                    Some(last) => {
+                        self.attempts -= 1;
+                        self.give_up(last, true)
+                    }
+                    None => Step::Done(Err(error)),
+                };
             }
             Err(error) if !error.is_retryable() => return Step::Done(Err(error)),
             Err(error) => error,
@@ -374,6 +436,7 @@ impl<'p> RetryLoop<'p> {
             backoff,
             locks_next || self.escalated(),
         );
+        self.retried = Some(error);
         Step::Retry(backoff)
     }
 
@@ -566,6 +629,55 @@ mod tests {
             }
             step => panic!("expected the deadline to end the loop, got {step:?}"),
         }
+    }
+
+    #[test]
+    fn a_checkout_the_deadline_cut_short_ends_the_loop_like_the_deadline() {
+        use crate::error::{PoolError, PoolErrorKind};
+
+        let timed_out = || Error::from(PoolError::from_kind(PoolErrorKind::Timeout));
+        let policy = RetryPolicy::new()
+            .backoff(Duration::ZERO, Duration::ZERO)
+            .deadline(MS);
+        // The first attempt's checkout: the pool error itself.
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        std::thread::sleep(2 * MS); // past the deadline
+        match state.after::<()>(Err(timed_out()), Duration::ZERO) {
+            Step::Done(Err(Error::Pool(error))) => assert_eq!(error.kind(), PoolErrorKind::Timeout),
+            step => panic!("expected the pool error, got {step:?}"),
+        }
+        // A retry's checkout: the deadline came first, with the conflict that was
+        // retried, after the one attempt that ran.
+        let mut state = seeded(&policy);
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(conflict(Operation::Update)), Duration::ZERO),
+            Step::Retry(_)
+        ));
+        state.next_attempt();
+        std::thread::sleep(2 * MS);
+        match state.after::<()>(Err(timed_out()), 2 * MS) {
+            Step::Done(Err(Error::RetriesExhausted(exhausted))) => {
+                assert_eq!(exhausted.attempts(), 1);
+                assert!(exhausted.deadline_reached());
+                assert!(exhausted.last_error().is_conflict(), "{exhausted:?}");
+            }
+            step => panic!("expected the deadline to end the loop, got {step:?}"),
+        }
+        // A pool that timed out on its own, with time left: the pool error.
+        let roomy = policy.deadline(Duration::from_secs(3600));
+        let mut state = seeded(&roomy);
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(conflict(Operation::Update)), Duration::ZERO),
+            Step::Retry(_)
+        ));
+        state.next_attempt();
+        assert!(matches!(
+            state.after::<()>(Err(timed_out()), Duration::ZERO),
+            Step::Done(Err(Error::Pool(_)))
+        ));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Faults on the real servers: a server connection killed during a retry attempt,
-//! statement and lock timeouts, an exhausted pool, and what the resulting errors show.
+//! statement and lock timeouts, an exhausted pool, waits bounded by a retry deadline,
+//! and what the resulting errors show.
 //!
 //! ```text
 //! cargo nextest run -p diesel-occ-tests --features mysql --test faults
@@ -16,6 +17,7 @@
 mod sync_faults;
 #[macro_use]
 mod async_faults;
+mod deadlines;
 mod dialect;
 mod leaks;
 
