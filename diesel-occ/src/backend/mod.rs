@@ -3,7 +3,7 @@
 //!
 //! | | PostgreSQL | MySQL / MariaDB | SQLite |
 //! |---|---|---|---|
-//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205 | busy, locked |
+//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205, 1020 (MariaDB snapshot isolation) | busy, locked |
 //! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
 //! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
 //!
