@@ -42,6 +42,12 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
     }
 }
 
+#[cfg(feature = "mysql")]
+impl super::LockingBackend for diesel::mysql::Mysql {
+    const BEGIN_LOCKED: &'static str = "BEGIN";
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+}
+
 #[cfg(test)]
 mod tests {
     use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -84,10 +90,4 @@ mod tests {
             None
         );
     }
-}
-
-#[cfg(feature = "mysql")]
-impl super::LockingBackend for diesel::mysql::Mysql {
-    const BEGIN_LOCKED: &'static str = "BEGIN";
-    const ROW_LOCK: &'static str = " FOR UPDATE";
 }

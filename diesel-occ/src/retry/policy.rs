@@ -475,14 +475,14 @@ impl<'p> RetryLoop<'p> {
         let Some(hot) = &self.policy.hot_rows else {
             return false;
         };
-        conflicts
-            .iter()
-            .filter(|conflict| !conflict.is_deleted())
-            .fold(false, |any, conflict| {
-                hot.memory
-                    .remember(conflict.table(), conflict.key(), hot.heat)
-                    || any
-            })
+        // Every row is remembered, so no short-circuiting `any`.
+        let mut any_hot = false;
+        for conflict in conflicts.iter().filter(|conflict| !conflict.is_deleted()) {
+            any_hot |= hot
+                .memory
+                .remember(conflict.table(), conflict.key(), hot.heat);
+        }
+        any_hot
     }
 
     fn give_up<T>(&self, last: Error, deadline_reached: bool) -> Step<T> {
