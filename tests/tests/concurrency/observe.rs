@@ -67,13 +67,7 @@ impl Captured {
     /// metrics recorder (run async code on a current-thread runtime inside it).
     pub(crate) fn run<T>(&self, totals: &Totals, f: impl FnOnce() -> T) -> T {
         let subscriber = tracing_subscriber::registry().with(self.clone());
-        tracing::subscriber::with_default(subscriber, || {
-            // Another test thread may have registered a callsite (the attempt span) while
-            // this subscriber was being installed, caching "disabled" for it; ask every
-            // callsite again now that this subscriber is in place.
-            tracing::callsite::rebuild_interest_cache();
-            metrics::with_local_recorder(totals, f)
-        })
+        tracing::subscriber::with_default(subscriber, || metrics::with_local_recorder(totals, f))
     }
 
     /// Every diesel-occ event.
