@@ -94,8 +94,10 @@ impl HotRows {
     /// # include!("doctest_setup.rs");
     /// use diesel_occ::retry::HotRows;
     ///
+    /// # fn main() {
     /// let memory = HotRows::new();
     /// assert!(!memory.is_hot::<Stock>(&1));
+    /// # }
     /// ```
     pub fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
         self.is_hot_row(T::TABLE_NAME, || T::entity_key(key))
