@@ -106,8 +106,7 @@ macro_rules! blocking_strategies {
                     retry_loop(worker, || handwritten_once(conn, key))
                 }
                 Strategy::Occ | Strategy::OccEscalate | Strategy::OccEscalateOp => {
-                    let policy = worker.policy;
-                    occ(held, &policy, key)
+                    occ(held, &worker.policy, key)
                 }
                 Strategy::Pessimistic => {
                     let conn = &mut *held.0.borrow_mut();

@@ -179,6 +179,8 @@ pub(crate) fn run_threads<C: Send>(
             .into_iter()
             .enumerate()
             .map(|(index, conn)| {
+                // Clones share the policy's hot-row memory: the workers learn together.
+                let policy = policy.clone();
                 scope.spawn(move || {
                     let held = Held(RefCell::new(conn));
                     let mut worker = Worker {

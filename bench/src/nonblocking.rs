@@ -68,6 +68,7 @@ macro_rules! async_strategy {
                         .map(|index| {
                             let pool = pool.clone();
                             let stop = Arc::clone(&stop);
+                            let policy = policy.clone();
                             tokio::spawn(async move {
                                 let mut rng = fastrand::Rng::with_seed(index as u64 * 7919 + 1);
                                 let mut tally = Tally::default();

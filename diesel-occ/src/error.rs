@@ -455,7 +455,7 @@ impl From<diesel::result::Error> for DatabaseError {
 ///
 /// | kind | PostgreSQL | MySQL / MariaDB | SQLite |
 /// |---|---|---|---|
-/// | [`SerializationFailure`](Self::SerializationFailure) | SQLSTATE `40001` | | |
+/// | [`SerializationFailure`](Self::SerializationFailure) | SQLSTATE `40001` | error 1020 (MariaDB 11.6+, `innodb_snapshot_isolation`) | |
 /// | [`Deadlock`](Self::Deadlock) | SQLSTATE `40P01` | error 1213 | |
 /// | [`LockWaitTimeout`](Self::LockWaitTimeout) | SQLSTATE `55P03` (`lock_timeout`) | error 1205 | |
 /// | [`Busy`](Self::Busy) | | | `SQLITE_BUSY`, `SQLITE_LOCKED` |

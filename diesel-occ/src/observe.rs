@@ -24,7 +24,7 @@
 //! | [`CONFLICTS_TOTAL`] | every [`ConcurrencyConflict`], also labelled by `operation` |
 //! | [`RETRIES_TOTAL`] | every retry a helper schedules |
 //! | [`RETRIES_EXHAUSTED_TOTAL`] | every time a helper gives up |
-//! | [`HOT_ROW_LOCKS_TOTAL`] | every attempt that opened a locking transaction to read a hot row |
+//! | [`HOT_ROW_LOCKS_TOTAL`] | every read of a hot row that locked it |
 
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ pub const RETRIES_TOTAL: &str = "diesel_occ_retries_total";
 /// Counter: retry helpers that gave up, labelled `table`.
 pub const RETRIES_EXHAUSTED_TOTAL: &str = "diesel_occ_retries_exhausted_total";
 
-/// Counter: attempts that read a hot row with a lock, labelled `table`.
+/// Counter: reads of a hot row that locked it, labelled `table`.
 pub const HOT_ROW_LOCKS_TOTAL: &str = "diesel_occ_hot_row_locks_total";
 
 /// The `table` label for an error that names no table.
@@ -70,7 +70,7 @@ pub fn describe_metrics() {
     );
 }
 
-/// An attempt opens a locking transaction to read a row that conflicted recently.
+/// An attempt locks a row that conflicted recently as it reads it.
 pub(crate) fn hot_row_locked(table: &'static str, key: &dyn std::fmt::Debug) {
     tracing::debug!(target: "diesel_occ", table, key = ?key, "occ hot row locked");
     #[cfg(feature = "metrics")]

@@ -75,7 +75,7 @@ pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
-pub use crate::retry::{Attempt, OwnedConnection, RetryPolicy};
+pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
 use crate::checked;
 use crate::error::{Error, Operation};

@@ -341,8 +341,9 @@ where
         let mut state = RetryLoop::new(policy);
         loop {
             let current = state.next_attempt();
+            let span = observe::attempt_span(&current);
             let result = run_attempt(source, current, attempt.clone())
-                .instrument(observe::attempt_span(&current))
+                .instrument(span)
                 .await;
             match state.after(result, started.elapsed()) {
                 Step::Done(result) => return result,
@@ -395,16 +396,8 @@ where
         unreachable!("the connection was just checked out")
     };
     let conn: &mut S::Connection = pooled;
-    let (result, clean) = if attempt.is_escalated() {
-        escalated(conn, attempt, f).await
-    } else if attempt.escalates_hot_rows() {
-        // A read of a hot row may have opened the locking transaction: end it.
-        let result = f(&mut *conn, attempt).await;
-        match in_transaction(conn) {
-            Ok(false) => (result, true),
-            Ok(true) => end_transaction(conn, result).await,
-            Err(_) => (result, false),
-        }
+    let (result, clean) = if attempt.runs_in_transaction() {
+        in_attempt_transaction(conn, attempt, f).await
     } else {
         (f(conn, attempt).await, true)
     };
@@ -412,9 +405,14 @@ where
     result
 }
 
-/// An escalated attempt: the closure inside a locking transaction. Also says whether
-/// the transaction ended cleanly.
-async fn escalated<C, T, F>(conn: &mut C, attempt: Attempt, f: F) -> (Result<T, Error>, bool)
+/// The closure inside the attempt's transaction, which opens before it: a locking
+/// transaction, or a savepoint when the caller's transaction is open on the connection.
+/// Also says whether the connection is clean.
+async fn in_attempt_transaction<C, T, F>(
+    conn: &mut C,
+    attempt: Attempt,
+    f: F,
+) -> (Result<T, Error>, bool)
 where
     C: AsyncLockingConnection,
     for<'c> F: AsyncFnOnce(&'c mut C, Attempt) -> Result<T, Error>
@@ -422,20 +420,31 @@ where
         + Send,
     T: Send,
 {
-    if let Err(error) = conn
-        .begin_locked_transaction_within(attempt.remaining())
-        .await
-    {
+    let outer = match transaction_depth(conn) {
+        Ok(depth) => depth,
+        Err(error) => return (Err(error), false),
+    };
+    // Inside the caller's transaction diesel-async's begin is a savepoint, which the
+    // helper can end without ending the caller's transaction.
+    let begun = if outer == 0 {
+        conn.begin_locked_transaction_within(attempt.remaining()).await
+    } else {
+        C::TransactionManager::begin_transaction(conn).await
+    };
+    if let Err(error) = begun {
         return (Err(error.into()), false);
     }
     let result = f(&mut *conn, attempt).await;
-    end_transaction(conn, result).await
+    match transaction_depth(conn) {
+        Ok(depth) if depth == outer + 1 => end_transaction(conn, result).await,
+        depth => (crate::retry::unbalanced(result, depth), false),
+    }
 }
 
-/// True when `conn` is inside a transaction.
-fn in_transaction<C: AsyncConnection>(conn: &mut C) -> Result<bool, Error> {
+/// How many transactions (the outermost and its savepoints) are open on `conn`.
+fn transaction_depth<C: AsyncConnection>(conn: &mut C) -> Result<u32, Error> {
     let status = C::TransactionManager::transaction_manager_status_mut(conn);
-    Ok(status.transaction_depth()?.is_some())
+    Ok(status.transaction_depth()?.map_or(0, |depth| depth.get()))
 }
 
 /// Commits the attempt's transaction after `Ok`, rolls it back after `Err`. Also says
@@ -472,8 +481,9 @@ pub trait AttemptDsl<Conn: AsyncConnection> {
     /// On an escalated attempt the read locks the row until the attempt's transaction
     /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
     /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. A
-    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way, in a locking
-    /// transaction that this read opens when the attempt has none yet. Otherwise it is
+    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way when the attempt
+    /// [runs in a transaction](Attempt::runs_in_transaction), which the helper opened
+    /// before the closure ([`Attempt::locks_row`] tells). Otherwise it is
     /// [`CheckedDsl::find`].
     fn find<T>(
         &self,
@@ -506,10 +516,8 @@ impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
             if !locks {
                 return <T as CheckedDsl<Conn>>::find(conn, key).await;
             }
-            if !escalated && !in_transaction(conn)? {
+            if !escalated {
                 observe::hot_row_locked(T::TABLE_NAME, &key);
-                conn.begin_locked_transaction_within(deadline::remaining(due))
-                    .await?;
             }
             let remaining = deadline::remaining(due);
             let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()))

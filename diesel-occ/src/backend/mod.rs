@@ -3,7 +3,7 @@
 //!
 //! | | PostgreSQL | MySQL / MariaDB | SQLite |
 //! |---|---|---|---|
-//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205 | busy, locked |
+//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205, 1020 (MariaDB snapshot isolation) | busy, locked |
 //! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
 //! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
 //! | lock wait within a [deadline](crate::retry::RetryPolicy::deadline) ([`LockingBackend::begin_locked_within`], [`LockingBackend::locked_read_prefix`]) | `SET LOCAL lock_timeout` after `BEGIN` | MariaDB: `SET STATEMENT max_statement_time = ... FOR` the read | not bounded: SQLite's `busy_timeout` |

@@ -13,6 +13,11 @@
 //!   a statement time limit, not transient; but when the helpers set that limit on a
 //!   locking read to bound its lock wait by the retry deadline, it is reported as a lock
 //!   wait timeout ([`lock_wait_bound_reached`]).
+//! - 1020 (`ER_CHECKREAD`): `Record has changed since last read in table 't'`. MariaDB
+//!   11.6 and later raise it under `innodb_snapshot_isolation` when a transaction writes
+//!   or locks a row that another transaction changed after its snapshot was taken: a
+//!   write conflict, which a new transaction (a retry) resolves, like PostgreSQL's
+//!   serialization failure under REPEATABLE READ.
 
 use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error as DieselError};
 
@@ -25,6 +30,7 @@ const STATEMENT_TIME_EXCEEDED: &str =
     "Query execution was interrupted (max_statement_time exceeded)";
 /// What a locking read reports when the retry deadline ended its lock wait.
 const DEADLINE_LOCK_WAIT: &str = "Lock wait ended by the retry deadline";
+const RECORD_CHANGED_PREFIX: &str = "Record has changed since last read";
 
 pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<TransientKind> {
     match kind {
@@ -37,6 +43,11 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
             if message.starts_with(LOCK_WAIT_TIMEOUT_PREFIX) || message == DEADLINE_LOCK_WAIT =>
         {
             Some(TransientKind::LockWaitTimeout)
+        }
+        DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::Unknown
+            if message.starts_with(RECORD_CHANGED_PREFIX) =>
+        {
+            Some(TransientKind::SerializationFailure)
         }
         _ => None,
     }
@@ -109,5 +120,49 @@ impl super::LockingBackend for diesel::mysql::Mysql {
             micros / 1_000_000,
             micros % 1_000_000
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+    use crate::error::{Error, TransientKind};
+
+    fn error(kind: DatabaseErrorKind, message: &str) -> Error {
+        DieselError::DatabaseError(kind, Box::new(message.to_owned())).into()
+    }
+
+    /// MariaDB 11.6+ with `innodb_snapshot_isolation`; the servers the tests run on
+    /// cannot raise it, so the mapping is checked on the error both drivers produce
+    /// (`mysqlclient` and `mysql_async` keep only the kind and the message).
+    #[test]
+    fn a_record_changed_since_last_read_is_a_retryable_serialization_failure() {
+        let message = "Record has changed since last read in table 'counters'";
+        for kind in [
+            DatabaseErrorKind::Unknown,
+            DatabaseErrorKind::SerializationFailure,
+        ] {
+            let error = error(kind, message);
+            assert_eq!(
+                error.transient_kind(),
+                Some(TransientKind::SerializationFailure)
+            );
+            assert!(error.is_retryable());
+            assert!(!error.to_string().contains("counters"), "{error}");
+        }
+        // Only the server's message, not one that merely mentions it.
+        assert_eq!(
+            error(
+                DatabaseErrorKind::Unknown,
+                "a Record has changed since last read"
+            )
+            .transient_kind(),
+            None
+        );
+        assert_eq!(
+            error(DatabaseErrorKind::UniqueViolation, message).transient_kind(),
+            None
+        );
     }
 }

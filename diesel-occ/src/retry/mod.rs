@@ -63,7 +63,36 @@
 //! most are not, [`RetryPolicy::escalate_hot_rows`] escalates per row instead: once a
 //! row has met a few conflicts within a window, every attempt that reads it with
 //! [`AttemptDsl::find`] locks it for a while, the first attempt of an operation
-//! included, while reads of other rows stay lock-free.
+//! included, while reads of other rows stay lock-free. The conflicts are counted in a
+//! [`HotRows`] memory that belongs to the policy (and its clones), never to the
+//! process: two policies, two pools on two databases, two tests running side by side
+//! never see each other's hot rows, unless they share a memory on purpose
+//! ([`RetryPolicy::escalate_hot_rows_with`]).
+//!
+//! # Atomicity
+//!
+//! **An attempt's writes are all-or-nothing exactly as far as a transaction encloses
+//! them: put a change to several rows in `conn.transaction(..)` inside the closure and
+//! it lands whole or not at all on every kind of attempt, because a transaction the
+//! helper opens always encloses the whole closure, is committed only when the closure
+//! returns `Ok`, and turns yours into a savepoint.**
+//!
+//! - An optimistic attempt runs in no transaction of the helper's: each statement the
+//!   closure runs outside a transaction of its own commits on its own.
+//! - An escalated attempt, and every attempt of a hot-row policy that starts while the
+//!   policy's memory holds a hot row ([`Attempt::runs_in_transaction`]), runs inside a
+//!   transaction the helper opens before the closure (`BEGIN`; `BEGIN IMMEDIATE` on
+//!   SQLite) and commits when the closure returns `Ok` or rolls back when it returns
+//!   `Err`: such an attempt is all-or-nothing even without a transaction of the
+//!   closure's, and a hot row it reads stays locked to the end, also when the closure
+//!   opens a transaction of its own.
+//! - The helper ends only transactions it began. When a connection comes out of the
+//!   source already inside a transaction (a test transaction, a `BEGIN; SET LOCAL ...`
+//!   for row-level security), the helper's transaction is a savepoint, which it
+//!   releases or rolls back: the caller's transaction stays open and uncommitted. On
+//!   SQLite such a savepoint cannot take the write lock up front, so a hot row read
+//!   inside the caller's transaction is not locked (the token check still decides the
+//!   save).
 
 pub(crate) mod deadline;
 mod hot_rows;
@@ -80,6 +109,7 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
+pub use self::hot_rows::HotRows;
 pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};
 
@@ -246,12 +276,14 @@ where
 /// or `policy` gives up ([`Error::RetriesExhausted`]).
 ///
 /// Every attempt checks a fresh connection out of `source` and drops it before the
-/// backoff sleep; a checkout failure ends the loop with [`Error::Pool`]. An escalated
-/// attempt ([`Attempt::is_escalated`]) runs in a transaction opened with the backend's
-/// [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED), committed on `Ok`
-/// and rolled back on `Err`; a failed commit (such as a serialization failure) is
-/// retried like any transient error. See the [module documentation](self) for the
-/// closure's contract and an example.
+/// backoff sleep; a checkout failure ends the loop with [`Error::Pool`]. An attempt
+/// that [runs in a transaction](Attempt::runs_in_transaction) (escalated, or a hot-row
+/// policy's while a row is hot) gets one opened with the backend's
+/// [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED) before the closure
+/// (a savepoint inside a caller's transaction), committed on `Ok` and rolled back on
+/// `Err`; a failed commit (such as a serialization failure) is retried like any
+/// transient error. See the [module documentation](self) for the closure's contract,
+/// the [atomicity rule](self#atomicity) and an example.
 ///
 /// The closure is `FnMut`; the async helper takes an async closure instead.
 pub fn retry<S, T, F>(source: &S, policy: &RetryPolicy, mut attempt: F) -> Result<T, Error>
@@ -283,16 +315,8 @@ where
     F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
 {
     let mut pooled = source.checkout_within(attempt.remaining())?;
-    let (result, clean) = if attempt.is_escalated() {
-        escalated(&mut *pooled, attempt, f)
-    } else if attempt.escalates_hot_rows() {
-        // A read of a hot row may have opened the locking transaction: end it.
-        let result = f(&mut pooled, attempt);
-        match in_transaction(&mut *pooled) {
-            Ok(false) => (result, true),
-            Ok(true) => end_transaction(&mut *pooled, result),
-            Err(_) => (result, false),
-        }
+    let (result, clean) = if attempt.runs_in_transaction() {
+        in_attempt_transaction(&mut *pooled, attempt, f)
     } else {
         (f(&mut pooled, attempt), true)
     };
@@ -302,24 +326,60 @@ where
     result
 }
 
-/// An escalated attempt: the closure inside a locking transaction. Also says whether
-/// the transaction ended cleanly.
-fn escalated<C, T, F>(conn: &mut C, attempt: Attempt, f: &mut F) -> (Result<T, Error>, bool)
+/// The closure inside the attempt's transaction, which opens before it: a locking
+/// transaction, or a savepoint when the caller's transaction is open on the connection.
+/// Also says whether the connection is clean.
+fn in_attempt_transaction<C, T, F>(
+    conn: &mut C,
+    attempt: Attempt,
+    f: &mut F,
+) -> (Result<T, Error>, bool)
 where
     C: LockingConnection,
     F: FnMut(&mut C, Attempt) -> Result<T, Error>,
 {
-    if let Err(error) = conn.begin_locked_transaction_within(attempt.remaining()) {
+    let outer = match transaction_depth(conn) {
+        Ok(depth) => depth,
+        Err(error) => return (Err(error), false),
+    };
+    // Inside the caller's transaction Diesel's begin is a savepoint, which the helper
+    // can end without ending the caller's transaction.
+    let begun = if outer == 0 {
+        conn.begin_locked_transaction_within(attempt.remaining())
+    } else {
+        C::TransactionManager::begin_transaction(conn)
+    };
+    if let Err(error) = begun {
         return (Err(error.into()), false);
     }
     let result = f(conn, attempt);
-    end_transaction(conn, result)
+    match transaction_depth(conn) {
+        Ok(depth) if depth == outer + 1 => end_transaction(conn, result),
+        depth => (unbalanced(result, depth), false),
+    }
 }
 
-/// True when `conn` is inside a transaction.
-fn in_transaction<C: Connection>(conn: &mut C) -> Result<bool, Error> {
+/// How many transactions (the outermost and its savepoints) are open on `conn`.
+fn transaction_depth<C: Connection>(conn: &mut C) -> Result<u32, Error> {
     let status = C::TransactionManager::transaction_manager_status_mut(conn);
-    Ok(status.transaction_depth()?.is_some())
+    Ok(status.transaction_depth()?.map_or(0, |depth| depth.get()))
+}
+
+/// The result of an attempt whose closure committed, rolled back or left open a
+/// transaction level of its own, so that the helper cannot tell what its own
+/// transaction holds: never `Ok`, because its writes may be lost with the connection.
+pub(crate) fn unbalanced<T>(
+    result: Result<T, Error>,
+    depth: Result<u32, Error>,
+) -> Result<T, Error> {
+    tracing::warn!(
+        target: "diesel_occ",
+        "occ attempt's closure left the attempt's transaction unbalanced; discarding its connection"
+    );
+    match (result, depth) {
+        (Err(error), _) | (Ok(_), Err(error)) => Err(error),
+        (Ok(_), Ok(_)) => Err(diesel::result::Error::BrokenTransactionManager.into()),
+    }
 }
 
 /// Commits the attempt's transaction after `Ok`, rolls it back after `Err`. Also says
@@ -357,8 +417,9 @@ pub trait AttemptDsl<Conn: Connection> {
     /// On an escalated attempt the read locks the row until the attempt's transaction
     /// ends: `SELECT ... FOR UPDATE` on PostgreSQL and MySQL; on SQLite the attempt's
     /// `BEGIN IMMEDIATE` already holds the write lock, so the read is plain. A
-    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way, in a locking
-    /// transaction that this read opens when the attempt has none yet. Otherwise it is
+    /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way when the attempt
+    /// [runs in a transaction](Attempt::runs_in_transaction), which the helper opened
+    /// before the closure ([`Attempt::locks_row`] tells). Otherwise it is
     /// [`CheckedDsl::find`].
     fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
     where
@@ -383,9 +444,8 @@ impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
         if !self.locks_row::<T>(&key) {
             return <T as CheckedDsl<Conn>>::find(conn, key);
         }
-        if !self.is_escalated() && !in_transaction(conn)? {
+        if !self.is_escalated() {
             observe::hot_row_locked(T::TABLE_NAME, &key);
-            conn.begin_locked_transaction_within(self.remaining())?;
         }
         let remaining = self.remaining();
         LockedRead::new(T::find_query(key.clone()).select(T::as_select()))

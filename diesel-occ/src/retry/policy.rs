@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::hot_rows::{self, Heat};
-use crate::error::{Error, RetriesExhausted};
+use super::hot_rows::{Heat, HotRows};
+use crate::error::{ConcurrencyConflict, Error, RetriesExhausted};
 use crate::observe;
 use crate::versioned::Versioned;
 
@@ -34,10 +34,20 @@ use crate::versioned::Versioned;
 /// - **Hot rows** (default off): with [`escalate_hot_rows(n, window)`](Self::escalate_hot_rows),
 ///   a row that met `n` conflicts within `window` is locked by every attempt that reads
 ///   it during the next `window`, from the first attempt of an operation on: a row that
-///   stays hot costs what a lock costs, and a cold row costs nothing more.
+///   stays hot costs what a lock costs, and while no row is hot nothing costs more.
 /// - **No backoff before a lock**: a retry after a conflict that will take the row's
 ///   lock (escalated, or a hot row) starts at once; waiting for the lock spaces the
 ///   writers out instead.
+/// - **A deleted row**: a conflict that found the row deleted
+///   ([`ConcurrencyConflict::is_deleted`]) is retried at once, without a backoff and
+///   without counting towards escalation: no other writer needs to be waited out, and
+///   a lock cannot help. The retry's re-read finds nothing ([`Error::NotFound`], which
+///   ends the loop) unless the row was created again, so the closure decides what a
+///   missing row means: an error, a domain outcome, or a new row. Conflicts inside a
+///   batch ([`Error::Batch`]) count like one conflict, and each stale row of it is
+///   remembered as a hot-row conflict.
+///
+/// Cloning a policy is cheap; a clone shares the policy's [`HotRows`] memory.
 ///
 /// ```
 /// use std::time::Duration;
@@ -51,7 +61,7 @@ use crate::versioned::Versioned;
 /// assert_eq!(policy.get_max_attempts(), 8);
 /// assert_eq!(policy.get_escalate_after(), Some(3));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[must_use]
 pub struct RetryPolicy {
     max_attempts: u32,
@@ -59,7 +69,14 @@ pub struct RetryPolicy {
     max_backoff: Duration,
     deadline: Option<Duration>,
     escalate_after: Option<u32>,
-    hot_rows: Option<Heat>,
+    hot_rows: Option<HotRowPolicy>,
+}
+
+/// When rows turn hot, and the memory that counts their conflicts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct HotRowPolicy {
+    heat: Heat,
+    memory: HotRows,
 }
 
 impl Default for RetryPolicy {
@@ -134,21 +151,27 @@ impl RetryPolicy {
     /// Escalate per row: once a row has met `conflicts` conflicts within `window`, every
     /// attempt under this policy that reads it with `AttemptDsl::find` during the next
     /// `window` locks it ([`Attempt::is_escalated`] explains the lock), the first
-    /// attempt of an operation included. The read opens the locking transaction itself
-    /// when the attempt has none; the helper commits it when the closure returns `Ok`
-    /// and rolls it back on `Err`. `0` conflicts counts as 1.
+    /// attempt of an operation included. `0` conflicts counts as 1.
+    ///
+    /// The conflicts are counted in a fresh [`HotRows`] memory that this policy and its
+    /// clones share, so every worker holding a clone learns from the others' conflicts,
+    /// and a row that stays quiet for `window` goes back to optimistic reads. Nothing
+    /// else sees it: another policy, a policy for another database, a parallel test. To
+    /// share a memory between policies on purpose, use
+    /// [`escalate_hot_rows_with`](Self::escalate_hot_rows_with).
+    ///
+    /// While the memory holds a hot row, every attempt runs in a transaction that the
+    /// helper opens before the closure and commits when it returns `Ok` (rolls back on
+    /// `Err`): see [`Attempt::runs_in_transaction`]. While no row is hot, an attempt
+    /// runs as under a plain policy, and asking the memory costs one atomic load.
     ///
     /// [`escalate_after`](Self::escalate_after) escalates one operation after its own
     /// conflicts, so on a row that is always hot every operation still loses one
-    /// optimistic attempt first. Hot rows are remembered for the whole process (at most
-    /// 4 096 rows, by table name and key), so every worker learns from the others'
-    /// conflicts, and a row that stays quiet for `window` goes back to optimistic reads.
-    ///
-    /// The threshold keeps rows that conflict now and then optimistic: a lock costs a
-    /// transaction on every write (on SQLite, where writers queue anyway, about a fifth
-    /// of the throughput), which an occasional retry does not. A few conflicts within
-    /// a second (`escalate_hot_rows(3, Duration::from_secs(1))`) suits most workloads;
-    /// BENCHMARKS.md has figures.
+    /// optimistic attempt first. The threshold keeps rows that conflict now and then
+    /// optimistic: a lock costs a transaction on every write (on SQLite, where writers
+    /// queue anyway, about a fifth of the throughput), which an occasional retry does
+    /// not. A few conflicts within a second (`escalate_hot_rows(3, Duration::from_secs(1))`)
+    /// suits most workloads; BENCHMARKS.md has figures.
     ///
     /// ```
     /// use std::time::Duration;
@@ -156,12 +179,44 @@ impl RetryPolicy {
     ///
     /// let policy = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
     /// assert_eq!(policy.get_hot_rows(), Some((3, Duration::from_secs(1))));
+    /// // A clone shares the memory; another policy has its own.
+    /// assert_eq!(policy.clone().get_hot_row_memory(), policy.get_hot_row_memory());
+    /// let other = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
+    /// assert_ne!(other.get_hot_row_memory(), policy.get_hot_row_memory());
     /// assert_eq!(policy.never_escalate().get_hot_rows(), None);
     /// ```
-    pub fn escalate_hot_rows(mut self, conflicts: u32, window: Duration) -> Self {
-        self.hot_rows = Some(Heat {
-            conflicts: conflicts.max(1),
-            window,
+    pub fn escalate_hot_rows(self, conflicts: u32, window: Duration) -> Self {
+        self.escalate_hot_rows_with(&HotRows::new(), conflicts, window)
+    }
+
+    /// [`escalate_hot_rows`](Self::escalate_hot_rows), counting conflicts in `memory`:
+    /// every policy given the same memory (or a clone of it) locks the rows that any of
+    /// them found hot. Each policy keeps its own threshold and window; a row is hot
+    /// until the latest window one of its conflicts opened.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use diesel_occ::retry::{HotRows, RetryPolicy};
+    ///
+    /// let memory = HotRows::new();
+    /// let reserve = RetryPolicy::new().escalate_hot_rows_with(&memory, 3, Duration::from_secs(1));
+    /// let restock = RetryPolicy::new()
+    ///     .max_attempts(10)
+    ///     .escalate_hot_rows_with(&memory, 1, Duration::from_secs(5));
+    /// assert_eq!(reserve.get_hot_row_memory(), restock.get_hot_row_memory());
+    /// ```
+    pub fn escalate_hot_rows_with(
+        mut self,
+        memory: &HotRows,
+        conflicts: u32,
+        window: Duration,
+    ) -> Self {
+        self.hot_rows = Some(HotRowPolicy {
+            heat: Heat {
+                conflicts: conflicts.max(1),
+                window,
+            },
+            memory: memory.clone(),
         });
         self
     }
@@ -196,7 +251,14 @@ impl RetryPolicy {
     /// When hot rows escalate: the conflicts that make a row hot, and the window they
     /// must fall in (also how long the row then stays hot).
     pub fn get_hot_rows(&self) -> Option<(u32, Duration)> {
-        self.hot_rows.map(|heat| (heat.conflicts, heat.window))
+        self.hot_rows
+            .as_ref()
+            .map(|hot| (hot.heat.conflicts, hot.heat.window))
+    }
+
+    /// The memory hot rows are counted in, when hot rows escalate.
+    pub fn get_hot_row_memory(&self) -> Option<&HotRows> {
+        self.hot_rows.as_ref().map(|hot| &hot.memory)
     }
 
     /// The largest sleep before retry `retry` (1 before the second attempt):
@@ -237,14 +299,16 @@ impl RetryPolicy {
 /// }
 /// # };
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Attempt {
     number: u32,
     max_attempts: u32,
     conflicts: u32,
     escalated: bool,
-    escalates_hot_rows: bool,
     deadline: Option<Instant>,
+    /// The policy's memory, when this attempt runs in the helper's transaction because
+    /// the memory held a hot row as it started.
+    hot_rows: Option<HotRows>,
 }
 
 impl Attempt {
@@ -313,20 +377,33 @@ impl Attempt {
         self.escalated
     }
 
+    /// True when the helper runs this attempt inside a transaction that it opens
+    /// before the closure and ends after it: committed when the closure returns `Ok`,
+    /// rolled back when it returns `Err`, so that everything the attempt wrote lands
+    /// together or not at all. That is the case for an escalated attempt, and for every
+    /// attempt of a [hot-row](RetryPolicy::escalate_hot_rows) policy that starts while
+    /// the policy's memory holds a hot row (only such a transaction can keep a hot
+    /// row's lock until the save). Any other attempt runs without a transaction of the
+    /// helper's: the closure owns its atomicity (see [the rule](crate::retry#atomicity)).
+    ///
+    /// The transaction opens with the backend's
+    /// [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED) (`BEGIN IMMEDIATE`
+    /// on SQLite, whose lock is the whole database). When the connection is already
+    /// inside a transaction of the caller's, the helper opens a savepoint instead and
+    /// releases or rolls back only that: the caller's transaction stays open.
+    pub fn runs_in_transaction(&self) -> bool {
+        self.escalated || self.hot_rows.is_some()
+    }
+
     /// True when `AttemptDsl::find` of this row locks it: the attempt is escalated, or
-    /// the policy escalates hot rows and this row met a conflict within the window.
+    /// it [runs in a transaction](Self::runs_in_transaction) of a hot-row policy and
+    /// this row met its policy's conflicts within the window.
     pub fn locks_row<T: Versioned>(&self, key: &T::Key) -> bool {
-        self.escalated || self.escalates_hot_rows && self.is_hot::<T>(key)
-    }
-
-    /// True when the policy escalates hot rows, so that a read may open the locking
-    /// transaction the helper then ends.
-    pub(crate) fn escalates_hot_rows(&self) -> bool {
-        self.escalates_hot_rows
-    }
-
-    fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
-        hot_rows::is_hot(T::TABLE_NAME, || T::entity_key(key))
+        self.escalated
+            || self
+                .hot_rows
+                .as_ref()
+                .is_some_and(|memory| memory.is_hot::<T>(key))
     }
 }
 
@@ -377,13 +454,21 @@ impl<'p> RetryLoop<'p> {
     /// The attempt to run next.
     pub(crate) fn next_attempt(&mut self) -> Attempt {
         self.attempts += 1;
+        // The memory is asked once, here: an attempt that started while no row was hot
+        // runs optimistic to its end, so that it never locks halfway through.
+        let hot_rows = self
+            .policy
+            .hot_rows
+            .as_ref()
+            .filter(|hot| hot.memory.any_hot())
+            .map(|hot| hot.memory.clone());
         Attempt {
             number: self.attempts,
             max_attempts: self.policy.max_attempts,
             conflicts: self.conflicts,
             escalated: self.escalated(),
-            escalates_hot_rows: self.policy.hot_rows.is_some(),
             deadline: self.deadline,
+            hot_rows,
         }
     }
 
@@ -409,18 +494,24 @@ impl<'p> RetryLoop<'p> {
             Err(error) if !error.is_retryable() => return Step::Done(Err(error)),
             Err(error) => error,
         };
+        let conflicts = conflicts_of(&error);
+        // A conflict on a row that is still there: another writer was first. One on a
+        // row that was deleted has no writer to wait out and nothing to lock.
+        let contended = conflicts.iter().any(|conflict| !conflict.is_deleted());
+        let only_deleted = !conflicts.is_empty() && !contended;
         let mut hot_row = false;
-        if error.is_conflict() {
+        if contended {
             self.conflicts += 1;
-            hot_row = self.remember_hot_row(&error);
+            hot_row = self.remember_hot_rows(&conflicts);
         }
         if self.attempts >= self.policy.max_attempts {
             return self.give_up(error, false);
         }
         // The next attempt locks the row that conflicted: waiting for that lock spaces
-        // the writers out, so a backoff would only add to it.
-        let locks_next = hot_row || error.is_conflict() && self.escalated();
-        let backoff = if locks_next {
+        // the writers out, so a backoff would only add to it. After a deletion the
+        // re-read finds nothing (or a new row) whenever it runs.
+        let locks_next = hot_row || contended && self.escalated();
+        let backoff = if locks_next || only_deleted {
             Duration::ZERO
         } else {
             jitter(&mut self.rng, self.policy.backoff_ceiling(self.attempts))
@@ -440,15 +531,21 @@ impl<'p> RetryLoop<'p> {
         Step::Retry(backoff)
     }
 
-    /// Counts the conflict on its row when the policy escalates hot rows; true when the
-    /// row is hot now, so that the next attempt locks it.
-    fn remember_hot_row(&self, error: &Error) -> bool {
-        match (self.policy.hot_rows, error.as_conflict()) {
-            (Some(heat), Some(conflict)) => {
-                hot_rows::remember(conflict.table(), conflict.key(), heat)
-            }
-            _ => false,
+    /// Counts each conflict on a row that still exists in the policy's memory, when it
+    /// escalates hot rows; true when one of those rows is hot now, so that the next
+    /// attempt locks it.
+    fn remember_hot_rows(&self, conflicts: &[&ConcurrencyConflict]) -> bool {
+        let Some(hot) = &self.policy.hot_rows else {
+            return false;
+        };
+        // Every row is remembered, so no short-circuiting `any`.
+        let mut any_hot = false;
+        for conflict in conflicts.iter().filter(|conflict| !conflict.is_deleted()) {
+            any_hot |= hot
+                .memory
+                .remember(conflict.table(), conflict.key(), hot.heat);
         }
+        any_hot
     }
 
     fn give_up<T>(&self, last: Error, deadline_reached: bool) -> Step<T> {
@@ -459,6 +556,15 @@ impl<'p> RetryLoop<'p> {
             last,
         )
         .into()))
+    }
+}
+
+/// The conflicts a retryable error carries: one, every conflict of a batch, or none.
+fn conflicts_of(error: &Error) -> Vec<&ConcurrencyConflict> {
+    match (error.as_conflict(), error.as_batch_conflict()) {
+        (Some(conflict), _) => vec![conflict],
+        (None, Some(batch)) => batch.conflicts().iter().map(|(_, c)| c).collect(),
+        (None, None) => Vec::new(),
     }
 }
 
@@ -473,7 +579,8 @@ mod tests {
     use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
     use super::*;
-    use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
+    use crate::batch::BatchConflict;
+    use crate::error::{ConflictState, EntityKey, NotFound, Operation};
     use crate::token::VersionToken;
 
     const MS: Duration = Duration::from_millis(1);
@@ -785,14 +892,14 @@ mod tests {
         };
         // Without escalation every retry backs off.
         assert_eq!(
-            sleeps(slow, vec![conflict(Operation::Update), busy()]),
+            sleeps(slow.clone(), vec![conflict(Operation::Update), busy()]),
             [true, true]
         );
         // Escalating after 2 conflicts: the retry that escalates starts at once; a
         // transient error still backs off, escalated or not.
         assert_eq!(
             sleeps(
-                slow.escalate_after(2),
+                slow.clone().escalate_after(2),
                 vec![
                     conflict(Operation::Update),
                     busy(),
@@ -802,31 +909,180 @@ mod tests {
             ),
             [true, true, false, true]
         );
-        // Hot rows (remembered by the process: each case conflicts on a table of its
-        // own). A zero window makes nothing hot; with a threshold of 2, the first
+        // Hot rows. A zero window makes nothing hot; with a threshold of 2, the first
         // conflict backs off and the second makes the row hot, so the retry locks it.
-        let on = |table: &'static str| {
-            Error::from(ConcurrencyConflict::new(
-                table,
-                EntityKey::new(&["id"], vec!["1".into()]),
-                Operation::Update,
-                1_i32.to_value(),
-                ConflictState::Deleted,
-            ))
-        };
         assert_eq!(
             sleeps(
-                slow.escalate_hot_rows(1, Duration::ZERO),
-                vec![on("backoff_zero_window")]
+                slow.clone().escalate_hot_rows(1, Duration::ZERO),
+                vec![conflict(Operation::Update)]
             ),
             [true]
         );
         assert_eq!(
             sleeps(
                 slow.escalate_hot_rows(2, hour),
-                vec![on("backoff_threshold"), on("backoff_threshold"), busy()]
+                vec![
+                    conflict(Operation::Update),
+                    conflict(Operation::Update),
+                    busy()
+                ]
             ),
             [true, false, true]
         );
+    }
+
+    fn conflict_on(id: i32, state: ConflictState) -> ConcurrencyConflict {
+        ConcurrencyConflict::new(
+            "stock",
+            EntityKey::new(&["id"], vec![id.to_string()]),
+            Operation::Update,
+            1_i32.to_value(),
+            state,
+        )
+    }
+
+    fn stale(id: i32) -> ConcurrencyConflict {
+        conflict_on(
+            id,
+            ConflictState::Stale {
+                current: 2_i32.to_value(),
+            },
+        )
+    }
+
+    fn deleted(id: i32) -> ConcurrencyConflict {
+        conflict_on(id, ConflictState::Deleted)
+    }
+
+    fn batch(conflicts: Vec<ConcurrencyConflict>) -> Error {
+        BatchConflict::new(3, conflicts.into_iter().enumerate().collect()).into()
+    }
+
+    /// Runs one attempt per error on a fresh loop; returns, for each attempt, whether
+    /// it was escalated and whether it ran in the helper's transaction, and the backoffs.
+    fn run(policy: &RetryPolicy, errors: Vec<Error>) -> (Vec<(bool, bool)>, Vec<Duration>) {
+        let mut state = seeded(policy);
+        let mut kinds = Vec::new();
+        let mut sleeps = Vec::new();
+        for error in errors {
+            let attempt = state.next_attempt();
+            kinds.push((attempt.is_escalated(), attempt.runs_in_transaction()));
+            match state.after::<()>(Err(error), Duration::ZERO) {
+                Step::Retry(backoff) => sleeps.push(backoff),
+                step => panic!("expected a retry, got {step:?}"),
+            }
+        }
+        let last = state.next_attempt();
+        kinds.push((last.is_escalated(), last.runs_in_transaction()));
+        (kinds, sleeps)
+    }
+
+    #[test]
+    fn conflicts_inside_a_batch_count_towards_escalation_like_one_conflict() {
+        let hour = Duration::from_secs(3600);
+        let policy = RetryPolicy::new()
+            .max_attempts(10)
+            .backoff(hour, hour)
+            .escalate_after(2);
+        let (kinds, sleeps) = run(
+            &policy,
+            vec![batch(vec![stale(1), stale(2)]), batch(vec![stale(1)])],
+        );
+        // Two batches with conflicts are two conflicts, whatever their size: the third
+        // attempt escalates, and the retry that leads to it does not back off.
+        assert_eq!(kinds, [(false, false), (false, false), (true, true)]);
+        assert!(!sleeps[0].is_zero());
+        assert_eq!(sleeps[1], Duration::ZERO);
+
+        // Every stale row of a batch is a conflict on that row for the hot-row memory.
+        let hot = RetryPolicy::new()
+            .max_attempts(10)
+            .backoff(hour, hour)
+            .escalate_hot_rows(1, hour);
+        let (kinds, sleeps) = run(&hot, vec![batch(vec![stale(1), deleted(2), stale(3)])]);
+        assert_eq!(kinds, [(false, false), (false, true)]);
+        assert_eq!(
+            sleeps,
+            [Duration::ZERO],
+            "the retry locks a hot row at once"
+        );
+        let memory = hot.get_hot_row_memory().expect("a memory");
+        let is_hot =
+            |id: i32| memory.is_hot_row("stock", || EntityKey::new(&["id"], vec![id.to_string()]));
+        assert_eq!((is_hot(1), is_hot(2), is_hot(3)), (true, false, true));
+    }
+
+    #[test]
+    fn a_deleted_row_is_retried_at_once_and_does_not_escalate() {
+        let hour = Duration::from_secs(3600);
+        let policy = RetryPolicy::new()
+            .max_attempts(10)
+            .backoff(hour, hour)
+            .escalate_after(1)
+            .escalate_hot_rows(1, hour);
+        // The re-read finds nothing (or a new row) whenever it runs: no backoff, no
+        // escalation, and the row is not hot.
+        let (kinds, sleeps) = run(
+            &policy,
+            vec![Error::from(deleted(1)), batch(vec![deleted(1), deleted(2)])],
+        );
+        assert_eq!(kinds, [(false, false), (false, false), (false, false)]);
+        assert_eq!(sleeps, [Duration::ZERO, Duration::ZERO]);
+        assert!(!policy.get_hot_row_memory().expect("a memory").any_hot());
+
+        // A deleted row still spends an attempt: the last one gives up with it.
+        let once = RetryPolicy::new().max_attempts(1);
+        let mut state = seeded(&once);
+        state.next_attempt();
+        match state.after::<()>(Err(deleted(1).into()), Duration::ZERO) {
+            Step::Done(Err(Error::RetriesExhausted(exhausted))) => {
+                assert!(
+                    exhausted
+                        .last_conflict()
+                        .is_some_and(ConcurrencyConflict::is_deleted)
+                );
+            }
+            step => panic!("expected exhaustion, got {step:?}"),
+        }
+    }
+
+    #[test]
+    fn two_policies_never_share_hot_rows_unless_given_one_memory() {
+        let hour = Duration::from_secs(3600);
+        let first = RetryPolicy::new().escalate_hot_rows(1, hour);
+        let second = RetryPolicy::new().escalate_hot_rows(1, hour);
+        let shared = RetryPolicy::new().escalate_hot_rows_with(
+            first.get_hot_row_memory().expect("a memory"),
+            5,
+            hour,
+        );
+        let clone = first.clone();
+
+        // The same table and key conflict under the first policy only.
+        let (kinds, _) = run(&first, vec![stale(1).into()]);
+        assert_eq!(kinds, [(false, false), (false, true)]);
+
+        let attempt = |policy: &RetryPolicy| seeded(policy).next_attempt();
+        let key = EntityKey::new(&["id"], vec!["1".into()]);
+        assert!(attempt(&first).runs_in_transaction());
+        assert!(
+            attempt(&clone).runs_in_transaction(),
+            "a clone shares the memory"
+        );
+        assert!(
+            attempt(&shared).runs_in_transaction(),
+            "so does a policy given it"
+        );
+        assert!(
+            !attempt(&second).runs_in_transaction(),
+            "another policy knows nothing of the first one's rows"
+        );
+        let memory = |policy: &RetryPolicy| policy.get_hot_row_memory().expect("a memory").clone();
+        assert!(memory(&shared).is_hot_row("stock", || key.clone()));
+        assert!(!memory(&second).is_hot_row("stock", || key.clone()));
+        assert_eq!(first, clone);
+        assert_ne!(first, second);
+        // A policy without hot rows never runs an attempt in a transaction of its own.
+        assert!(!attempt(&RetryPolicy::new()).runs_in_transaction());
     }
 }

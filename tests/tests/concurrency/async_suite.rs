@@ -459,6 +459,7 @@ macro_rules! async_suite {
                 let workers: Vec<_> = (0..WORKERS)
                     .map(|_| {
                         let pool = pool.clone();
+                        let policy = policy.clone();
                         tokio::spawn(async move {
                             let (mut attempts, mut escalated) = (0_u32, 0_u32);
                             for _ in 0..INCREMENTS {
@@ -587,23 +588,29 @@ macro_rules! async_suite {
                     .await
                     .expect("every operation lands");
                 }
-                assert_eq!(
-                    seen.into_inner().unwrap(),
-                    [
-                        // Row 1 is cold: the first read is lock-free, and loses.
-                        (1, 1, false, false),
-                        // The conflict made it hot: the retry locks it and wins.
-                        (1, 2, true, true),
-                        // The next operation locks it from its first read: no attempt lost.
-                        (1, 1, true, true),
-                        // Row 2 has its own history: cold until its own conflict.
-                        (2, 1, false, false),
-                        (2, 2, true, true),
-                    ]
-                );
-                // Both locking transactions were committed and the locks are gone.
+                let sqlite = <Conn as AsyncTestConn>::BACKEND == diesel_occ_tests::Backend::Sqlite;
+                let row_two: &[(i32, u32, bool, bool)] = if sqlite {
+                    // While row 1 is hot every attempt runs in the helper's transaction,
+                    // and SQLite's `BEGIN IMMEDIATE` locks the whole database: the other
+                    // writer waits, so row 2's first attempt cannot lose.
+                    &[(2, 1, false, true)]
+                } else {
+                    // Row 2 has its own history: cold until its own conflict.
+                    &[(2, 1, false, false), (2, 2, true, true)]
+                };
+                let mut expected = vec![
+                    // Row 1 is cold: the first read is lock-free, and loses.
+                    (1, 1, false, false),
+                    // The conflict made it hot: the retry locks it and wins.
+                    (1, 2, true, true),
+                    // The next operation locks it from its first read: no attempt lost.
+                    (1, 1, true, true),
+                ];
+                expected.extend_from_slice(row_two);
+                assert_eq!(seen.into_inner().unwrap(), expected);
+                // Every locking transaction was committed and the locks are gone.
                 assert_eq!(load(&mut db.conn().await, 1).await.value, 3);
-                assert_eq!(load(&mut db.conn().await, 2).await.value, 2);
+                assert_eq!(load(&mut db.conn().await, 2).await.value, if sqlite { 1 } else { 2 });
                 assert_eq!(try_plain_increment(&mut *other.lock().await, 1).await.expect("unblocked"), 1);
             }
 
@@ -647,6 +654,128 @@ macro_rules! async_suite {
                     assert_eq!((attempt.number(), attempt.is_escalated()), (1, false));
                 }
                 assert_eq!(load(&mut db.conn().await, 1).await.value, 20);
+            }
+
+            // ---- 6b. an attempt's atomicity and the caller's transaction ----
+
+            /// Makes row `id` hot in `policy`'s memory: one attempt that another writer
+            /// overtakes.
+            async fn make_hot(db: &AsyncDb<Conn>, pool: &Pool<Conn>, policy: &RetryPolicy, id: i32) {
+                let other = Mutex::new(db.conn().await);
+                let _ = occ::retry(pool, &policy.clone().max_attempts(1), async |conn, attempt| {
+                    let mut row: Counter = attempt.find(conn, id).await?;
+                    bump(&mut *other.lock().await, id).await;
+                    row.increment();
+                    row.save_checked(conn).await
+                })
+                .await;
+                assert!(policy.get_hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
+            }
+
+            /// Writes row 2, then fails to write row 1 (a stale token), inside the
+            /// closure's own transaction when `own` is set.
+            async fn two_rows(conn: &mut Conn, attempt: &diesel_occ::retry::Attempt, own: bool) -> Result<(), Error> {
+                let change = async |conn: &mut Conn| -> Result<(), Error> {
+                    let mut cold: Counter = attempt.find(conn, 2).await?;
+                    cold.increment();
+                    cold.save_checked(conn).await?;
+                    let mut hot: Counter = attempt.find(conn, 1).await?;
+                    hot.increment();
+                    hot.version += 100; // the second write fails
+                    hot.save_checked(conn).await
+                };
+                if own {
+                    conn.transaction(change).await
+                } else {
+                    change(conn).await
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
+                let db = test_db!();
+                seed(&db, 1).await;
+                seed(&db, 2).await;
+                let pool = warm_pool(&db, 2).await;
+                let hot = quick().max_attempts(1).escalate_hot_rows(1, Duration::from_secs(3600));
+                make_hot(&db, &pool, &hot, 1).await;
+                let values = async || {
+                    let mut conn = db.conn().await;
+                    (load(&mut conn, 1).await.value, load(&mut conn, 2).await.value)
+                };
+                let cases = [
+                    ("optimistic", quick().max_attempts(1), false),
+                    ("optimistic, closure's transaction", quick().max_attempts(1), true),
+                    ("escalated", quick().max_attempts(1).escalate_after(0), false),
+                    ("escalated, closure's transaction", quick().max_attempts(1).escalate_after(0), true),
+                    ("hot row", hot.clone(), false),
+                    ("hot row, closure's transaction", hot.clone(), true),
+                ];
+                for (kind, policy, own) in cases {
+                    let before = values().await;
+                    let result: Result<(), Error> = occ::retry(&pool, &policy, async |conn, attempt| {
+                        two_rows(conn, &attempt, own).await
+                    })
+                    .await;
+                    exhausted(result);
+                    let after = values().await;
+                    if kind == "optimistic" {
+                        // No transaction encloses the writes: the first one stands.
+                        assert_eq!(after, (before.0, before.1 + 1), "{kind}");
+                    } else {
+                        assert_eq!(after, before, "{kind}: neither write");
+                    }
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn the_helper_never_ends_the_callers_transaction() {
+                let db = test_db!();
+                seed(&db, 1).await;
+                seed(&db, 2).await;
+                let pool = warm_pool(&db, 2).await;
+                let policy = quick().escalate_hot_rows(1, Duration::from_secs(3600));
+                make_hot(&db, &pool, &policy, 1).await;
+                let before = load(&mut db.conn().await, 1).await;
+
+                // A source whose one connection is inside the caller's test transaction.
+                struct Held(Mutex<Conn>);
+                impl AsyncConnectionSource for Held {
+                    type Connection = Conn;
+                    type Pooled<'a> = tokio::sync::MutexGuard<'a, Conn> where Self: 'a;
+                    async fn checkout(&self) -> Result<Self::Pooled<'_>, diesel_occ::PoolError> {
+                        Ok(self.0.lock().await)
+                    }
+                }
+                let mut conn = db.conn().await;
+                conn.begin_test_transaction().await.expect("test transaction");
+                // The caller's own work, before the helper runs.
+                bump(&mut conn, 2).await;
+                let held = Held(Mutex::new(conn));
+                for (kind, policy) in [
+                    ("cold attempt", quick().escalate_hot_rows(1, Duration::from_secs(3600))),
+                    ("hot row", policy.clone()),
+                    ("escalated", quick().escalate_after(0)),
+                ] {
+                    let value = occ::retry(&held, &policy, async |conn, attempt| {
+                        let mut row: Counter = attempt.find(conn, 1).await?;
+                        row.increment();
+                        row.save_checked(conn).await?;
+                        Ok(row.value)
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+                    let mut conn = held.0.lock().await;
+                    let depth = <<Conn as AsyncConnection>::TransactionManager as diesel_async::TransactionManager<Conn>>::transaction_manager_status_mut(&mut conn)
+                        .transaction_depth()
+                        .expect("a sound transaction manager");
+                    assert_eq!(depth.map(|d| d.get()), Some(1), "{kind}: the caller's transaction is still open");
+                    assert_eq!(load(&mut conn, 1).await.value, value, "{kind}: seen inside it");
+                }
+                // Nothing of it is committed: not the caller's write, not the helper's.
+                let mut outside = db.conn().await;
+                assert_eq!(load(&mut outside, 1).await, before);
+                assert_eq!(load(&mut outside, 2).await.value, 0);
             }
 
             // ---- 7. cancellation ----
