@@ -75,6 +75,22 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field))))
     };
     let generated = token.attrs.generated.is_some();
+    // Declared only when written, so that a token type without a precision keeps the
+    // trait's default.
+    let precision = token.attrs.precision.map(|(digits, span)| {
+        quote_spanned! {span=>
+            const TOKEN_PRECISION: u8 = {
+                ::std::assert!(
+                    ::std::matches!(
+                        <#token_ty as ::diesel_occ::VersionToken>::KIND,
+                        ::diesel_occ::TokenKind::Timestamp
+                    ),
+                    "`precision` applies to timestamp tokens only: remove it from this token"
+                );
+                #digits
+            };
+        }
+    });
 
     // A generated token is never assigned: the UPDATE reads it back with RETURNING.
     let (update_ty, update_expr) = if generated {
@@ -171,6 +187,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 const TABLE_NAME: &'static str = #table_name;
                 const TOKEN_COLUMN: &'static str = #token_col_name;
                 const KEY_COLUMNS: &'static [&'static str] = &[#(#key_col_names),*];
+                #precision
 
                 fn token(&self) -> &Self::Token {
                     &self.#token_field

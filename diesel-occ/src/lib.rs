@@ -146,6 +146,7 @@ mod parts;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod retry;
+pub mod schema;
 mod statement;
 mod sync;
 mod token;
@@ -164,7 +165,7 @@ pub use error::{
 pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
-pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
+pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
