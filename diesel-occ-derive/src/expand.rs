@@ -66,13 +66,21 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         .chain(written.iter().map(|f| (&f.column, written_type(f))));
     let column_checks = column_checks(table, bound_columns);
 
+    // `token = <original>`, which on SQLite also matches the other text forms of a
+    // timestamp token.
     let guarded = quote! {
-        #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #dsl::Eq<#table::#token_col, #token_bound>>
+        #dsl::Filter<
+            #dsl::Filter<#table::table, #key_filter_ty>,
+            ::diesel_occ::__private::TokenEq<#table::#token_col, #token_ty>,
+        >
     };
     let guarded_expr = quote! {
         #table::table
             .filter(__occ_key_filter(<Self as ::diesel_occ::Versioned>::key(self)))
-            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field))))
+            .filter(::diesel_occ::__private::TokenEq::new(
+                #table::#token_col,
+                ::std::clone::Clone::clone(&self.#token_field),
+            ))
     };
     let generated = token.attrs.generated.is_some();
     // Declared only when written, so that a token type without a precision keeps the

@@ -67,6 +67,15 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
         self.next_token()
     }
 
+    /// The other text forms SQLite may hold this token in and Diesel reads back as
+    /// exactly this token (for timestamps: `T` for the space, other fraction digits, a
+    /// `Z` or `+00:00` suffix), which a guarded write on SQLite also matches. Empty for
+    /// tokens with one form.
+    #[doc(hidden)]
+    fn text_forms(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// What kind of column holds this token, for
     /// [`SchemaCheck`](crate::schema::SchemaCheck).
     const KIND: TokenKind = TokenKind::Other;
@@ -288,6 +297,48 @@ fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> Nai
     now.max(floor)
 }
 
+/// The text forms of `t` that SQLite's date functions accept and Diesel reads back as
+/// exactly `t`, with the given suffixes, except Diesel's own (`%F %T%.f`, no suffix).
+fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
+    let nanos = t.and_utc().timestamp_subsec_nanos();
+    let digits = format!("{nanos:09}");
+    let mut fractions = vec![
+        t.format("%.f").to_string(),
+        format!(".{digits}"),
+        format!(".{}", digits.trim_end_matches('0')),
+    ];
+    if nanos % 1_000 == 0 {
+        fractions.push(format!(".{}", &digits[..6]));
+    }
+    if nanos % 1_000_000 == 0 {
+        fractions.push(format!(".{}", &digits[..3]));
+    }
+    if nanos == 0 {
+        fractions.push(String::new());
+    }
+    let date = t.format("%F");
+    let mut times: Vec<String> = fractions
+        .iter()
+        .filter(|fraction| fraction.as_str() != ".")
+        .map(|fraction| format!("{}{fraction}", t.format("%T")))
+        .collect();
+    if nanos == 0 && t.format("%S").to_string() == "00" {
+        times.push(t.format("%R").to_string());
+    }
+    let mut forms = Vec::new();
+    for separator in [' ', 'T'] {
+        for time in &times {
+            for suffix in suffixes {
+                let form = format!("{date}{separator}{time}{suffix}");
+                if form != own && !forms.contains(&form) {
+                    forms.push(form);
+                }
+            }
+        }
+    }
+    forms
+}
+
 impl VersionToken for NaiveDateTime {
     const KIND: TokenKind = TokenKind::Timestamp;
 
@@ -302,6 +353,12 @@ impl VersionToken for NaiveDateTime {
 
     fn next_token_at(&self, precision: u8) -> Self {
         fresh_timestamp(*self, Utc::now().naive_utc(), precision)
+    }
+
+    // Diesel reads a naive timestamp with an offset by ignoring the offset.
+    fn text_forms(&self) -> Vec<String> {
+        let own = self.format("%F %T%.f").to_string();
+        text_forms(*self, &["", "Z", "+00:00"], &own)
     }
 
     fn to_value(&self) -> TokenValue {
@@ -334,6 +391,12 @@ impl VersionToken for DateTime<Utc> {
 
     fn next_token_at(&self, precision: u8) -> Self {
         fresh_timestamp(self.naive_utc(), Utc::now().naive_utc(), precision).and_utc()
+    }
+
+    // Diesel writes `+00:00` and reads any offset, applying it; UTC forms only.
+    fn text_forms(&self) -> Vec<String> {
+        let own = self.format("%F %T%.f+00:00").to_string();
+        text_forms(self.naive_utc(), &["Z", "+00:00"], &own)
     }
 
     fn to_value(&self) -> TokenValue {
@@ -461,6 +524,41 @@ mod tests {
             let old = floor_at(NaiveDateTime::MAX, precision);
             assert_eq!(fresh_timestamp(old, now, precision), now);
         }
+    }
+
+    #[test]
+    fn every_text_form_reads_back_as_the_token() {
+        for text in [
+            "2024-01-02T03:04:05.000000",
+            "2024-01-02T03:04:05.500000",
+            "2024-01-02T03:04:05.123456",
+            "2024-01-02T03:04:00.000000",
+        ] {
+            let token = at(text);
+            let forms = token.text_forms();
+            assert!(!forms.contains(&token.format("%F %T%.f").to_string()));
+            assert!(forms.contains(&token.format("%FT%T%.f").to_string()));
+            for form in forms {
+                let read = [
+                    "%F %T%.f",
+                    "%FT%T%.f",
+                    "%F %T%.fZ",
+                    "%FT%T%.fZ",
+                    "%F %T%.f%:z",
+                    "%FT%T%.f%:z",
+                    "%F %R",
+                    "%FT%R",
+                    "%F %RZ",
+                    "%FT%RZ",
+                    "%F %R%:z",
+                    "%FT%R%:z",
+                ]
+                .iter()
+                .find_map(|format| NaiveDateTime::parse_from_str(&form, format).ok());
+                assert_eq!(read, Some(token), "{form}");
+            }
+        }
+        assert!(7_i32.text_forms().is_empty());
     }
 
     #[test]

@@ -113,3 +113,64 @@ macro_rules! async_suite {
         }
     };
 }
+
+/// SQLite timestamps written by other tools, on an async connection.
+mod sqlite_forms {
+    use chrono::NaiveDateTime;
+    use diesel::{Queryable, Selectable};
+    use diesel_async::RunQueryDsl;
+    use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+    use diesel_occ::Error;
+    use diesel_occ::asynchronous::prelude::*;
+
+    use crate::schema::stamps;
+    use crate::support::AsyncDb;
+
+    #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+    #[diesel(table_name = stamps)]
+    struct Stamp {
+        id: i32,
+        value: i32,
+        #[occ(version)]
+        updated_at: NaiveDateTime,
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_stored_in_other_text_forms_save() {
+        let Some(db) =
+            AsyncDb::<SyncConnectionWrapper<diesel::SqliteConnection>>::create("sqlite_forms_a")
+                .await
+        else {
+            return;
+        };
+        let mut conn = db.conn().await;
+        diesel::sql_query(
+            "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+             updated_at TIMESTAMP NOT NULL)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        for (id, form) in crate::OTHER_FORMS.iter().enumerate() {
+            diesel::sql_query(format!("INSERT INTO stamps VALUES ({id}, 0, '{form}')"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        for (id, form) in crate::OTHER_FORMS.iter().enumerate() {
+            let id = i32::try_from(id).unwrap();
+            let mut mine = Stamp::find(&mut conn, id).await.unwrap();
+            let mut stale = mine.clone();
+            mine.value = 1;
+            mine.save_checked(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("a row holding {form:?} saves: {e:?}"));
+            assert_eq!(Stamp::find(&mut conn, id).await.unwrap(), mine);
+            stale.value = 2;
+            assert!(
+                matches!(stale.save_checked(&mut conn).await, Err(Error::Conflict(_))),
+                "a stale writer of {form:?} conflicts"
+            );
+        }
+    }
+}

@@ -150,3 +150,67 @@ macro_rules! blocking_suite {
         }
     };
 }
+
+/// SQLite timestamps written by other tools, in text forms Diesel reads but does not
+/// write: such rows save, and a stale writer still conflicts.
+mod sqlite_forms {
+    use chrono::NaiveDateTime;
+    use diesel::prelude::*;
+    use diesel::sqlite::SqliteConnection;
+    use diesel_occ::Error;
+    use diesel_occ::prelude::*;
+    use diesel_occ_tests::TestDb;
+
+    use crate::schema::stamps;
+
+    #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+    #[diesel(table_name = stamps)]
+    struct Stamp {
+        id: i32,
+        value: i32,
+        #[occ(version)]
+        updated_at: NaiveDateTime,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+    #[diesel(table_name = stamps)]
+    struct Micros {
+        id: i32,
+        value: i32,
+        #[occ(version, precision = 6)]
+        updated_at: NaiveDateTime,
+    }
+
+    #[test]
+    fn rows_stored_in_other_text_forms_save() {
+        let Some(db) = TestDb::<SqliteConnection>::create("sqlite_forms") else {
+            return;
+        };
+        let mut conn = db.conn();
+        diesel::sql_query(
+            "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+             updated_at TIMESTAMP NOT NULL)",
+        )
+        .execute(&mut conn)
+        .unwrap();
+        for (id, form) in crate::OTHER_FORMS.iter().enumerate() {
+            diesel::sql_query(format!("INSERT INTO stamps VALUES ({id}, 0, '{form}')"))
+                .execute(&mut conn)
+                .unwrap();
+        }
+        for (id, form) in crate::OTHER_FORMS.iter().enumerate() {
+            let id = i32::try_from(id).unwrap();
+            let mut mine = Stamp::find(&mut conn, id).unwrap();
+            let mut theirs = Micros::find(&mut conn, id).unwrap();
+            mine.value = 1;
+            mine.save_checked(&mut conn)
+                .unwrap_or_else(|e| panic!("a row holding {form:?} saves: {e:?}"));
+            assert_eq!(Stamp::find(&mut conn, id).unwrap(), mine);
+            theirs.value = 2;
+            assert!(
+                matches!(theirs.save_checked(&mut conn), Err(Error::Conflict(_))),
+                "a stale writer of {form:?} conflicts"
+            );
+        }
+    }
+}

@@ -29,6 +29,22 @@ fn ahead_of_clock() -> chrono::NaiveDateTime {
         .trunc_subsecs(0)
 }
 
+/// Text forms of timestamps that SQLite's date functions and Diesel read, but that
+/// Diesel does not write (it writes `2024-01-02 03:04:05.123456`).
+const OTHER_FORMS: &[&str] = &[
+    "2024-01-02T03:04:05",
+    "2024-01-02T03:04:05.123",
+    "2024-01-02T03:04:05.123456",
+    "2024-01-02 03:04:05.500",
+    "2024-01-02 03:04:05.120000",
+    "2024-01-02 03:04:05.000",
+    "2024-01-02T03:04:05Z",
+    "2024-01-02 03:04:05.250Z",
+    "2024-01-02T03:04:05+00:00",
+    "2024-01-02 03:04",
+    "2024-01-02T03:04",
+];
+
 #[macro_use]
 mod blocking;
 #[macro_use]
