@@ -80,6 +80,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             .filter(::diesel_occ::__private::TokenEq::new(
                 #table::#token_col,
                 ::std::clone::Clone::clone(&self.#token_field),
+                <Self as ::diesel_occ::Versioned>::token_text_forms(self),
             ))
     };
     let generated = token.attrs.generated.is_some();
@@ -87,16 +88,19 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     // trait's default.
     let precision = token.attrs.precision.map(|(digits, span)| {
         quote_spanned! {span=>
-            const TOKEN_PRECISION: u8 = {
-                ::std::assert!(
-                    ::std::matches!(
-                        <#token_ty as ::diesel_occ::VersionToken>::KIND,
-                        ::diesel_occ::TokenKind::Timestamp
-                    ),
-                    "`precision` applies to timestamp tokens only: remove it from this token"
-                );
-                #digits
-            };
+            const TOKEN_PRECISION: u8 = #digits;
+        }
+    });
+    // A free constant, evaluated even by `cargo check`.
+    let precision_check = token.attrs.precision.map(|(_, span)| {
+        quote_spanned! {span=>
+            const _: () = ::std::assert!(
+                ::std::matches!(
+                    <#token_ty as ::diesel_occ::VersionToken>::KIND,
+                    ::diesel_occ::TokenKind::Timestamp
+                ),
+                "`precision` applies to timestamp tokens only: remove it from this token"
+            );
         }
     });
 
@@ -159,6 +163,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
 
             #column_checks
+            #precision_check
 
             fn __occ_key_filter(key: #key_ty) -> #key_filter_ty {
                 #key_filter_expr

@@ -15,8 +15,6 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{Bool, HasSqlType, Text};
 use diesel::{QueryResult, SelectableExpression};
 
-use crate::token::VersionToken;
-
 /// `column = token`, matching every text form of a timestamp token on SQLite.
 /// Built by `#[derive(Versioned)]`; not public API.
 #[doc(hidden)]
@@ -28,10 +26,12 @@ pub struct TokenEq<Col, T> {
     forms: Vec<String>,
 }
 
-impl<Col, T: VersionToken> TokenEq<Col, T> {
-    /// The predicate `column = token`.
-    pub fn new(column: Col, token: T) -> Self {
-        let forms = token.text_forms();
+impl<Col, T> TokenEq<Col, T> {
+    /// The predicate `column = token`, where `forms` are the token's other text forms
+    /// ([`Versioned::token_text_forms`](crate::Versioned::token_text_forms)).
+    ///
+    /// No bound on `T` here: a field that is no token is reported once, on the field.
+    pub fn new(column: Col, token: T, forms: Vec<String>) -> Self {
         TokenEq {
             column,
             token,

@@ -65,6 +65,13 @@ pub trait Versioned: Sized {
     /// The entity's key.
     fn key(&self) -> Self::Key;
 
+    /// The other text forms of the token, which a guarded write on SQLite also
+    /// matches. Not public API.
+    #[doc(hidden)]
+    fn token_text_forms(&self) -> Vec<String> {
+        self.token().text_forms()
+    }
+
     /// The token a checked write stores next: a fresh one at the column's declared
     /// precision ([`VersionToken::next_token_at`] with [`TOKEN_PRECISION`](Self::TOKEN_PRECISION)).
     fn fresh_token(&self) -> Self::Token {
