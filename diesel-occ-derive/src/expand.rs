@@ -80,7 +80,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             .filter(::diesel_occ::__private::TokenEq::new(
                 #table::#token_col,
                 ::std::clone::Clone::clone(&self.#token_field),
-                <Self as ::diesel_occ::Versioned>::token_text_forms(self),
+                <Self as ::diesel_occ::Versioned>::token_text_forms,
             ))
     };
     let generated = token.attrs.generated.is_some();

@@ -8,6 +8,8 @@
 //! predicate is `column IN (<every form of the token>)`: textual equality with forms
 //! that each read back as exactly this token, so it never matches another instant.
 
+use std::sync::OnceLock;
+
 use diesel::backend::Backend;
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
 use diesel::query_builder::{AstPass, QueryFragment, QueryId};
@@ -22,20 +24,23 @@ use diesel::{QueryResult, SelectableExpression};
 pub struct TokenEq<Col, T> {
     column: Col,
     token: T,
-    /// The token's other text forms, for SQLite: empty for tokens that have one.
-    forms: Vec<String>,
+    /// The token's other text forms, worked out the first time the predicate is
+    /// written for SQLite; never on the other backends.
+    forms: OnceLock<Vec<String>>,
+    forms_of: fn(&T) -> Vec<String>,
 }
 
 impl<Col, T> TokenEq<Col, T> {
-    /// The predicate `column = token`, where `forms` are the token's other text forms
+    /// The predicate `column = token`; `forms_of` lists a token's other text forms
     /// ([`Versioned::token_text_forms`](crate::Versioned::token_text_forms)).
     ///
     /// No bound on `T` here: a field that is no token is reported once, on the field.
-    pub fn new(column: Col, token: T, forms: Vec<String>) -> Self {
+    pub fn new(column: Col, token: T, forms_of: fn(&T) -> Vec<String>) -> Self {
         TokenEq {
             column,
             token,
-            forms,
+            forms: OnceLock::new(),
+            forms_of,
         }
     }
 }
@@ -69,13 +74,18 @@ where
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
-        if self.forms.is_empty() || !is_sqlite::<DB>() {
+        let forms: &[String] = if is_sqlite::<DB>() {
+            self.forms.get_or_init(|| (self.forms_of)(&self.token))
+        } else {
+            &[]
+        };
+        if forms.is_empty() {
             out.push_sql(" = ");
             return out.push_bind_param::<Col::SqlType, T>(&self.token);
         }
         out.push_sql(" IN (");
         out.push_bind_param::<Col::SqlType, T>(&self.token)?;
-        for form in &self.forms {
+        for form in forms {
             out.push_sql(", ");
             out.push_bind_param::<Text, String>(form)?;
         }

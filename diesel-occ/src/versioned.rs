@@ -65,11 +65,11 @@ pub trait Versioned: Sized {
     /// The entity's key.
     fn key(&self) -> Self::Key;
 
-    /// The other text forms of the token, which a guarded write on SQLite also
-    /// matches. Not public API.
+    /// The other text forms of a token, which a guarded write on SQLite also matches.
+    /// Not public API.
     #[doc(hidden)]
-    fn token_text_forms(&self) -> Vec<String> {
-        self.token().text_forms()
+    fn token_text_forms(token: &Self::Token) -> Vec<String> {
+        token.text_forms()
     }
 
     /// The token a checked write stores next: a fresh one at the column's declared

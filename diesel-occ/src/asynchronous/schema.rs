@@ -20,7 +20,7 @@ impl SchemaCheck {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), diesel_occ::Error> {
-    /// let mut conn = SyncConnectionWrapper::new(connection());
+    /// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
     /// SchemaCheck::new().entity::<Stock>().run_async(&mut conn).await?;
     /// # Ok(())
     /// # }
