@@ -25,7 +25,10 @@ pub const MAX_ENCODED_LEN: usize = 64;
 /// A timestamp token advances at whole seconds unless the entity declares how many
 /// fractional digits its column stores (`#[occ(version, precision = 6)]`): a whole-second
 /// token is stored exactly by every `DATETIME`, `TIMESTAMP(n)` and text column, so a fresh
-/// token can never be rounded back onto the old one and let a stale writer match.
+/// token can never be rounded back onto the old one and let a stale writer match. On
+/// SQLite, which stores timestamps as text, a guarded write matches every text form
+/// Diesel reads back as the token (`T` or space, any fraction digits, `Z` or `+00:00`),
+/// so rows written by other tools save.
 ///
 /// ```
 /// use diesel_occ::VersionToken;
