@@ -345,9 +345,11 @@ fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
 impl VersionToken for NaiveDateTime {
     const KIND: TokenKind = TokenKind::Timestamp;
 
-    /// Now, at whole seconds: stored exactly at every precision.
+    /// Now, at microseconds.
+    // Microseconds, not whole seconds: a bulk update advances a timestamp token to
+    // `initial()`, which must differ from a token written earlier in the same second.
     fn initial() -> Self {
-        floor_at(Utc::now().naive_utc(), 0)
+        floor_at(Utc::now().naive_utc(), MAX_PRECISION)
     }
 
     fn next_token(&self) -> Self {
@@ -383,9 +385,9 @@ impl VersionToken for NaiveDateTime {
 impl VersionToken for DateTime<Utc> {
     const KIND: TokenKind = TokenKind::Timestamp;
 
-    /// Now, at whole seconds: stored exactly at every precision.
+    /// Now, at microseconds (see `NaiveDateTime`'s).
     fn initial() -> Self {
-        floor_at(Utc::now().naive_utc(), 0).and_utc()
+        floor_at(Utc::now().naive_utc(), MAX_PRECISION).and_utc()
     }
 
     fn next_token(&self) -> Self {
