@@ -4,7 +4,7 @@ use proc_macro2::{Spacing, Span, TokenStream, TokenTree};
 use quote::quote;
 use syn::meta::ParseNestedMeta;
 use syn::punctuated::Punctuated;
-use syn::{Attribute, Ident, LitBool, Path, Token};
+use syn::{Attribute, Ident, LitBool, LitInt, Path, Token};
 
 /// What the container's attributes say.
 #[derive(Default)]
@@ -28,6 +28,9 @@ pub(crate) struct FieldAttrs {
     /// Span of `generated` in `#[occ(version, generated)]`: the database assigns the
     /// token (PostgreSQL `xmin`, a trigger), which is read back with `RETURNING`.
     pub(crate) generated: Option<Span>,
+    /// `precision = N` in `#[occ(version, precision = N)]`: the fractional digits of a
+    /// second the timestamp token's column stores, with the literal's span.
+    pub(crate) precision: Option<(u8, Span)>,
     pub(crate) column_name: Option<Ident>,
     pub(crate) skip_update: bool,
     pub(crate) treat_none_as_null: Option<bool>,
@@ -37,7 +40,7 @@ pub(crate) struct FieldAttrs {
     pub(crate) invalid_occ: bool,
 }
 
-const OCC_FIELD_KEYS: &str = "`version`, `generated`, `skip`";
+const OCC_FIELD_KEYS: &str = "`version`, `generated`, `precision`, `skip`";
 const OCC_CONTAINER_KEYS: &str = "`track`";
 
 pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ContainerAttrs {
@@ -114,6 +117,25 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
                 } else if meta.path.is_ident("generated") {
                     expect_no_value(&meta, "generated")?;
                     out.generated = Some(meta.path.require_ident()?.span());
+                } else if meta.path.is_ident("precision") {
+                    let literal: LitInt =
+                        meta.value().map_err(|_| precision_error(&meta))?.parse()?;
+                    match literal.base10_parse::<u8>() {
+                        Ok(digits) if digits <= MAX_PRECISION => {
+                            out.precision = Some((digits, literal.span()));
+                        }
+                        _ => {
+                            return Err(syn::Error::new(
+                                literal.span(),
+                                format!(
+                                    "`precision` is the number of fractional digits of a second \
+                                     the column stores, 0 to {MAX_PRECISION}\n\
+                                     help: write `#[occ(version, precision = 0)]` for `DATETIME`, \
+                                     `precision = 6` for `DATETIME(6)` or PostgreSQL's `timestamp`"
+                                ),
+                            ));
+                        }
+                    }
                 } else if meta.path.is_ident("track") {
                     return Err(meta.error(
                         "`track` belongs on the struct, not on a field\n\
@@ -185,6 +207,16 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<TokenStream> {
         }
         Ok((skipped, rest))
     })
+}
+
+/// The finest precision a timestamp column stores: microseconds.
+const MAX_PRECISION: u8 = 6;
+
+fn precision_error(meta: &ParseNestedMeta<'_>) -> syn::Error {
+    meta.error(
+        "`precision` takes the number of fractional digits the column stores\n\
+         help: write `#[occ(version, precision = 0)]`",
+    )
 }
 
 /// Rejects a value after one of our flag keys (`version = true`, `skip(..)`).

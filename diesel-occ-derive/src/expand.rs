@@ -84,15 +84,43 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         .chain(written.iter().map(|f| (&f.column, written_type(f))));
     let column_checks = column_checks(table, bound_columns);
 
+    // `token = <original>`, which on SQLite also matches the other text forms of a
+    // timestamp token.
     let guarded = quote! {
-        #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #dsl::Eq<#table::#token_col, #token_bound>>
+        #dsl::Filter<
+            #dsl::Filter<#table::table, #key_filter_ty>,
+            ::diesel_occ::__private::TokenEq<#table::#token_col, #token_ty>,
+        >
     };
     let guarded_expr = quote! {
         #table::table
             .filter(__occ_key_filter(<Self as ::diesel_occ::Versioned>::key(self)))
-            .filter(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(&self.#token_field))))
+            .filter(::diesel_occ::__private::TokenEq::new(
+                #table::#token_col,
+                ::std::clone::Clone::clone(&self.#token_field),
+                <Self as ::diesel_occ::Versioned>::token_text_forms,
+            ))
     };
     let generated = token.attrs.generated.is_some();
+    // Declared only when written, so that a token type without a precision keeps the
+    // trait's default.
+    let precision = token.attrs.precision.map(|(digits, span)| {
+        quote_spanned! {span=>
+            const TOKEN_PRECISION: u8 = #digits;
+        }
+    });
+    // A free constant, evaluated even by `cargo check`.
+    let precision_check = token.attrs.precision.map(|(_, span)| {
+        quote_spanned! {span=>
+            const _: () = ::std::assert!(
+                ::std::matches!(
+                    <#token_ty as ::diesel_occ::VersionToken>::KIND,
+                    ::diesel_occ::TokenKind::Timestamp
+                ),
+                "`precision` applies to timestamp tokens only: remove it from this token"
+            );
+        }
+    });
 
     // A generated token is never assigned: the UPDATE reads it back with RETURNING.
     let (update_ty, update_expr) = if generated {
@@ -154,6 +182,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
 
             #column_checks
+            #precision_check
 
             fn __occ_key_filter(key: #key_ty) -> #key_filter_ty {
                 #key_filter_expr
@@ -190,6 +219,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 const TABLE_NAME: &'static str = #table_name;
                 const TOKEN_COLUMN: &'static str = #token_col_name;
                 const KEY_COLUMNS: &'static [&'static str] = &[#(#key_col_names),*];
+                #precision
 
                 fn token(&self) -> &Self::Token {
                     &self.#token_field

@@ -68,6 +68,21 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
                  help: write `#[occ(version, generated)]` on the token field",
             ));
         }
+        if let Some((_, span)) = field.attrs.precision {
+            if field.attrs.version.is_none() {
+                errors.push(syn::Error::new(
+                    span,
+                    "`precision` describes the concurrency token's column\n\
+                     help: write `#[occ(version, precision = N)]` on the token field",
+                ));
+            } else if field.attrs.generated.is_some() {
+                errors.push(syn::Error::new(
+                    span,
+                    "a database-generated token has no precision to declare\n\
+                     help: remove `precision`: the database assigns the token",
+                ));
+            }
+        }
         if let Some(span) = field.attrs.embed {
             errors.push(syn::Error::new(
                 span,

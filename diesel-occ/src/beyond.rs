@@ -14,7 +14,6 @@ use crate::checked;
 use crate::error::{ConflictState, Error, Operation};
 use crate::parts::{GuardedUpdate, VersionedParts};
 use crate::sync::{CheckedDsl, classify};
-use crate::token::VersionToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 use crate::versioned::Versioned;
 
@@ -64,7 +63,7 @@ where
 
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
         let fields = self.fields_to_write();
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let (affected, fresh) = self
             .current()
             .fields_update_statement(fields, &fresh)
@@ -166,7 +165,7 @@ where
             let mut fresh_tokens = Vec::with_capacity(entities.len());
             let mut conflicts = Vec::new();
             for (index, entity) in entities.iter().enumerate() {
-                let fresh = entity.token().next_token();
+                let fresh = entity.fresh_token();
                 let (affected, fresh) = entity.update_statement(&fresh).run_guarded(conn, fresh)?;
                 if checked::written(entity, affected)? {
                     fresh_tokens.push(fresh);
@@ -234,7 +233,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         diesel::dsl::Update<Self::Guarded, Self::TokenAssignment>: AsQuery + ExecuteDsl<Conn>,
         Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
         let affected = ExecuteDsl::execute(statement, conn)?;
         if checked::written(self, affected)? {
@@ -285,7 +284,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
         Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement =
             diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
         let affected = ExecuteDsl::execute(statement, conn)?;

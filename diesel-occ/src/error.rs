@@ -68,6 +68,11 @@ pub enum Error {
     /// or deleted entity.
     #[error(transparent)]
     Batch(#[from] crate::batch::BatchConflict),
+    /// A [`SchemaCheck`](crate::schema::SchemaCheck) found token columns that cannot
+    /// hold their entities' tokens (missing, of another kind, or keeping fewer
+    /// fractional digits than declared). Nothing was written.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaProblems),
 }
 
 impl Error {
@@ -80,6 +85,14 @@ impl Error {
     pub fn as_conflict(&self) -> Option<&ConcurrencyConflict> {
         match self {
             Error::Conflict(conflict) => Some(conflict),
+            _ => None,
+        }
+    }
+
+    /// The schema problems, when a [`SchemaCheck`](crate::schema::SchemaCheck) found some.
+    pub fn as_schema_problems(&self) -> Option<&crate::schema::SchemaProblems> {
+        match self {
+            Error::Schema(problems) => Some(problems),
             _ => None,
         }
     }

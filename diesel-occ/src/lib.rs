@@ -60,11 +60,19 @@
 //! - `#[occ(version)]` on exactly one field: the concurrency token. Its type implements
 //!   [`VersionToken`]: `i16`, `i32`, `i64` (wrapping counters), [`uuid::Uuid`]
 //!   (PostgreSQL) or [`UuidToken`] (any backend), `chrono::NaiveDateTime` or
-//!   `chrono::DateTime<Utc>` (microsecond precision; on MySQL/MariaDB declare the
-//!   column `DATETIME(6)` or `TIMESTAMP(6)`). It cannot be part of the key or an `Option`.
+//!   `chrono::DateTime<Utc>` (whole seconds unless `precision` says more, see below). It
+//!   cannot be part of the key or an `Option`.
 //!   `#[occ(version, generated)]` marks a token the database assigns, such as
 //!   PostgreSQL's `xmin` (`pg::XminToken`, feature `postgres`): never written, read
 //!   back with `RETURNING`.
+//!
+//! Optional field attribute (ours), on the token:
+//! - `#[occ(version, precision = N)]`, default 0: the fractional digits of a second a
+//!   timestamp token's column keeps (0 to 6: `DATETIME` is 0, `DATETIME(3)` 3,
+//!   PostgreSQL's `timestamp` 6). A fresh token is a whole step of that precision past
+//!   the old one, so the column stores it exactly: a column that keeps fewer digits than
+//!   declared could round a fresh token back onto the old one, which
+//!   [`schema::SchemaCheck`] reports at start-up.
 //!
 //! Optional container attribute (ours):
 //! - `#[occ(track)]`, default off: also derive [`Tracking`], for [`Tracked`] saves that
@@ -145,7 +153,9 @@ pub mod observe;
 mod parts;
 #[cfg(feature = "postgres")]
 pub mod pg;
+mod predicate;
 pub mod retry;
+pub mod schema;
 mod statement;
 mod sync;
 mod token;
@@ -164,7 +174,7 @@ pub use error::{
 pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
-pub use token::{MAX_ENCODED_LEN, TokenValue, VersionToken};
+pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
@@ -187,6 +197,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bulk::{ColumnsOtherThan, NotTheTokenColumn};
+    pub use crate::predicate::TokenEq;
     pub use diesel;
 }
 

@@ -20,7 +20,15 @@ pub const MAX_ENCODED_LEN: usize = 64;
 /// |---|---|---|
 /// | `i16`, `i32`, `i64` | old + 1, wrapping | decimal |
 /// | [`uuid::Uuid`], [`UuidToken`](crate::UuidToken) | random v4, never nil | hyphenated |
-/// | [`NaiveDateTime`], [`DateTime<Utc>`] | now at microseconds, strictly after the old one | RFC 3339 |
+/// | [`NaiveDateTime`], [`DateTime<Utc>`] | now at the column's precision, strictly after the old one | RFC 3339 |
+///
+/// A timestamp token advances at whole seconds unless the entity declares how many
+/// fractional digits its column stores (`#[occ(version, precision = 6)]`): a whole-second
+/// token is stored exactly by every `DATETIME`, `TIMESTAMP(n)` and text column, so a fresh
+/// token can never be rounded back onto the old one and let a stale writer match. On
+/// SQLite, which stores timestamps as text, a guarded write matches every text form
+/// Diesel reads back as the token (`T` or space, any fraction digits, `Z` or `+00:00`),
+/// so rows written by other tools save.
 ///
 /// ```
 /// use diesel_occ::VersionToken;
@@ -38,8 +46,42 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// A token for a new row.
     fn initial() -> Self;
 
-    /// A fresh token that differs from `self` at the precision the database stores.
+    /// A fresh token that differs from `self` at every precision the database may store:
+    /// for timestamps, [`next_token_at(0)`](Self::next_token_at), whole seconds.
     fn next_token(&self) -> Self;
+
+    /// A fresh token for a column that stores `precision` fractional digits of a second
+    /// (0 to 6; larger values count as 6). Only timestamps use the precision: the fresh
+    /// token is a multiple of `10^-precision` seconds, strictly after `self` at that
+    /// precision, so the column stores it exactly and it never equals the old token.
+    ///
+    /// ```
+    /// use chrono::NaiveDateTime;
+    /// use diesel_occ::VersionToken;
+    ///
+    /// // A token from a clock that runs ahead: the fresh one is the next millisecond.
+    /// let old = "2999-01-01T00:00:00.123".parse::<NaiveDateTime>().unwrap();
+    /// assert_eq!(old.next_token_at(3).to_string(), "2999-01-01 00:00:00.124");
+    /// assert_eq!(old.next_token_at(0).to_string(), "2999-01-01 00:00:01");
+    /// assert_eq!(41_i32.next_token_at(0), 42);
+    /// ```
+    fn next_token_at(&self, precision: u8) -> Self {
+        let _ = precision;
+        self.next_token()
+    }
+
+    /// The other text forms SQLite may hold this token in and Diesel reads back as
+    /// exactly this token (for timestamps: `T` for the space, other fraction digits, a
+    /// `Z` or `+00:00` suffix), which a guarded write on SQLite also matches. Empty for
+    /// tokens with one form.
+    #[doc(hidden)]
+    fn text_forms(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What kind of column holds this token, for
+    /// [`SchemaCheck`](crate::schema::SchemaCheck).
+    const KIND: TokenKind = TokenKind::Other;
 
     /// The token as an untyped value, for errors and logs.
     fn to_value(&self) -> TokenValue;
@@ -60,6 +102,46 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// Reads a token a client sent back; empty, oversized, malformed and nil tokens are
     /// typed errors.
     fn decode(text: &str) -> Result<Self, InvalidToken>;
+}
+
+/// The kind of column a token needs, as [`VersionToken::KIND`] says and
+/// [`SchemaCheck`](crate::schema::SchemaCheck) verifies.
+///
+/// ```
+/// use diesel_occ::{TokenKind, VersionToken};
+///
+/// assert_eq!(<i64 as VersionToken>::KIND, TokenKind::BigInt);
+/// assert_eq!(<chrono::NaiveDateTime as VersionToken>::KIND, TokenKind::Timestamp);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TokenKind {
+    /// A 16-bit integer column (`SMALLINT`).
+    SmallInt,
+    /// A 32-bit integer column (`INTEGER`, `INT`).
+    Integer,
+    /// A 64-bit integer column (`BIGINT`).
+    BigInt,
+    /// A UUID: PostgreSQL `uuid`, or 16 bytes (`BINARY(16)`, `BLOB`) for
+    /// [`UuidToken`](crate::UuidToken) elsewhere.
+    Uuid,
+    /// A date and time (`TIMESTAMP`, `DATETIME`, SQLite text).
+    Timestamp,
+    /// Anything else: not checked.
+    Other,
+}
+
+impl fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TokenKind::SmallInt => "a 16-bit integer",
+            TokenKind::Integer => "a 32-bit integer",
+            TokenKind::BigInt => "a 64-bit integer",
+            TokenKind::Uuid => "a UUID",
+            TokenKind::Timestamp => "a timestamp",
+            TokenKind::Other => "a token",
+        })
+    }
 }
 
 /// A token of any kind, for errors and logs.
@@ -107,8 +189,10 @@ fn malformed() -> InvalidToken {
 }
 
 macro_rules! integer_token {
-    ($($int:ty),*) => {$(
+    ($($int:ty => $kind:ident),*) => {$(
         impl VersionToken for $int {
+            const KIND: TokenKind = TokenKind::$kind;
+
             fn initial() -> Self {
                 1
             }
@@ -140,9 +224,11 @@ macro_rules! integer_token {
     )*};
 }
 
-integer_token!(i16, i32, i64);
+integer_token!(i16 => SmallInt, i32 => Integer, i64 => BigInt);
 
 impl VersionToken for Uuid {
+    const KIND: TokenKind = TokenKind::Uuid;
+
     fn initial() -> Self {
         Uuid::new_v4()
     }
@@ -182,21 +268,102 @@ impl VersionToken for Uuid {
     }
 }
 
-/// `now`, truncated to microseconds (the finest precision PostgreSQL and MariaDB keep),
-/// and strictly after `old` at that precision.
-fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime) -> NaiveDateTime {
-    let now = now.trunc_subsecs(6);
-    let floor = old.trunc_subsecs(6) + TimeDelta::microseconds(1);
+/// The finest precision PostgreSQL and MariaDB keep: microseconds.
+const MAX_PRECISION: u8 = 6;
+
+/// One step at `precision` fractional digits: 1 s, 100 ms, ..., 1 µs.
+fn unit(precision: u8) -> TimeDelta {
+    TimeDelta::microseconds(10_i64.pow(u32::from(MAX_PRECISION - precision)))
+}
+
+/// `t` rounded down to a multiple of [`unit`]`(precision)`, before the epoch too (where
+/// chrono's truncation would round towards zero, upwards).
+fn floor_at(t: NaiveDateTime, precision: u8) -> NaiveDateTime {
+    let unit = unit(precision).num_microseconds().unwrap_or(1);
+    let micros = t.and_utc().timestamp_micros();
+    let floored = micros - micros.rem_euclid(unit);
+    DateTime::from_timestamp_micros(floored)
+        .map_or(t.trunc_subsecs(u16::from(precision)), |d| d.naive_utc())
+}
+
+/// `now` at `precision` fractional digits, and strictly after `old` at that precision:
+/// a multiple of the column's unit, so the column stores it exactly and it never
+/// rounds or truncates back onto `old`.
+fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> NaiveDateTime {
+    let precision = precision.min(MAX_PRECISION);
+    let now = floor_at(now, precision);
+    // The step cannot overflow before the end of chrono's range; there, any value other
+    // than `old` is fresh, and the earliest one is as good as any.
+    let floor = floor_at(old, precision)
+        .checked_add_signed(unit(precision))
+        .unwrap_or(NaiveDateTime::MIN);
     now.max(floor)
 }
 
+/// The text forms of `t` that SQLite's date functions accept and Diesel reads back as
+/// exactly `t`, with the given suffixes, except Diesel's own (`%F %T%.f`, no suffix).
+fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
+    let nanos = t.and_utc().timestamp_subsec_nanos();
+    let digits = format!("{nanos:09}");
+    let mut fractions = vec![
+        t.format("%.f").to_string(),
+        format!(".{digits}"),
+        format!(".{}", digits.trim_end_matches('0')),
+    ];
+    if nanos % 1_000 == 0 {
+        fractions.push(format!(".{}", &digits[..6]));
+    }
+    if nanos % 1_000_000 == 0 {
+        fractions.push(format!(".{}", &digits[..3]));
+    }
+    if nanos == 0 {
+        fractions.push(String::new());
+    }
+    let date = t.format("%F");
+    let mut times: Vec<String> = fractions
+        .iter()
+        .filter(|fraction| fraction.as_str() != ".")
+        .map(|fraction| format!("{}{fraction}", t.format("%T")))
+        .collect();
+    if nanos == 0 && t.format("%S").to_string() == "00" {
+        times.push(t.format("%R").to_string());
+    }
+    let mut forms = Vec::new();
+    for separator in [' ', 'T'] {
+        for time in &times {
+            for suffix in suffixes {
+                let form = format!("{date}{separator}{time}{suffix}");
+                if form != own && !forms.contains(&form) {
+                    forms.push(form);
+                }
+            }
+        }
+    }
+    forms
+}
+
 impl VersionToken for NaiveDateTime {
+    const KIND: TokenKind = TokenKind::Timestamp;
+
+    /// Now, at microseconds.
+    // Microseconds, not whole seconds: a bulk update advances a timestamp token to
+    // `initial()`, which must differ from a token written earlier in the same second.
     fn initial() -> Self {
-        Utc::now().naive_utc().trunc_subsecs(6)
+        floor_at(Utc::now().naive_utc(), MAX_PRECISION)
     }
 
     fn next_token(&self) -> Self {
-        fresh_timestamp(*self, Utc::now().naive_utc())
+        self.next_token_at(0)
+    }
+
+    fn next_token_at(&self, precision: u8) -> Self {
+        fresh_timestamp(*self, Utc::now().naive_utc(), precision)
+    }
+
+    // Diesel reads a naive timestamp with an offset by ignoring the offset.
+    fn text_forms(&self) -> Vec<String> {
+        let own = self.format("%F %T%.f").to_string();
+        text_forms(*self, &["", "Z", "+00:00"], &own)
     }
 
     fn to_value(&self) -> TokenValue {
@@ -216,12 +383,25 @@ impl VersionToken for NaiveDateTime {
 }
 
 impl VersionToken for DateTime<Utc> {
+    const KIND: TokenKind = TokenKind::Timestamp;
+
+    /// Now, at microseconds (see `NaiveDateTime`'s).
     fn initial() -> Self {
-        Utc::now().trunc_subsecs(6)
+        floor_at(Utc::now().naive_utc(), MAX_PRECISION).and_utc()
     }
 
     fn next_token(&self) -> Self {
-        fresh_timestamp(self.naive_utc(), Utc::now().naive_utc()).and_utc()
+        self.next_token_at(0)
+    }
+
+    fn next_token_at(&self, precision: u8) -> Self {
+        fresh_timestamp(self.naive_utc(), Utc::now().naive_utc(), precision).and_utc()
+    }
+
+    // Diesel writes `+00:00` and reads any offset, applying it; UTC forms only.
+    fn text_forms(&self) -> Vec<String> {
+        let own = self.format("%F %T%.f+00:00").to_string();
+        text_forms(self.naive_utc(), &["Z", "+00:00"], &own)
     }
 
     fn to_value(&self) -> TokenValue {
@@ -269,18 +449,121 @@ mod tests {
             NaiveDateTime::parse_from_str("2026-01-01T00:00:00.000001", NAIVE_FORMAT).unwrap();
         // The clock has not moved past the old token: the floor wins.
         assert_eq!(
-            fresh_timestamp(now, now).to_string(),
+            fresh_timestamp(now, now, 6).to_string(),
             "2026-01-01 00:00:00.000002"
         );
         // A token from the future (clock skew) still advances.
         let later = now + TimeDelta::seconds(5);
         assert_eq!(
-            fresh_timestamp(later, now),
+            fresh_timestamp(later, now, 6),
             later + TimeDelta::microseconds(1)
         );
         // Nanoseconds are dropped: the database would drop them.
         let noisy = now + TimeDelta::nanoseconds(999);
-        assert_eq!(fresh_timestamp(now - TimeDelta::seconds(1), noisy), now);
+        assert_eq!(fresh_timestamp(now - TimeDelta::seconds(1), noisy, 6), now);
+    }
+
+    fn at(text: &str) -> NaiveDateTime {
+        NaiveDateTime::parse_from_str(text, NAIVE_FORMAT).unwrap()
+    }
+
+    #[test]
+    fn fresh_timestamp_is_a_whole_step_of_the_declared_precision() {
+        let old = at("2026-01-01T00:00:00.999999");
+        let now = at("2026-01-01T00:00:00.400000");
+        // The clock is behind the token: one step past the old token's own step.
+        assert_eq!(
+            fresh_timestamp(old, now, 0),
+            at("2026-01-01T00:00:01.000000")
+        );
+        assert_eq!(
+            fresh_timestamp(old, now, 3),
+            at("2026-01-01T00:00:01.000000")
+        );
+        assert_eq!(
+            fresh_timestamp(old, now, 1),
+            at("2026-01-01T00:00:01.000000")
+        );
+        // The clock is ahead: now, truncated to the step.
+        let now = at("2026-01-01T00:00:07.654321");
+        assert_eq!(
+            fresh_timestamp(old, now, 0),
+            at("2026-01-01T00:00:07.000000")
+        );
+        assert_eq!(
+            fresh_timestamp(old, now, 2),
+            at("2026-01-01T00:00:07.650000")
+        );
+        // Larger precisions count as microseconds.
+        assert_eq!(fresh_timestamp(old, now, 9), now);
+    }
+
+    #[test]
+    fn a_fresh_timestamp_never_rounds_back_onto_the_old_one() {
+        // Whatever the column keeps (truncating or rounding to 0..=6 digits), the
+        // whole-second token differs from every old token the column could hold.
+        let old = at("2026-01-01T00:00:00.000000");
+        for now in ["2026-01-01T00:00:00.000000", "2026-01-01T00:00:00.700000"] {
+            let fresh = fresh_timestamp(old, at(now), 0);
+            for digits in 0..=6 {
+                assert_ne!(fresh.trunc_subsecs(digits), old);
+                assert_ne!(fresh.round_subsecs(digits), old);
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_before_the_epoch_floor_downwards() {
+        let old = at("1960-01-01T00:00:00.500000");
+        assert_eq!(floor_at(old, 0), at("1960-01-01T00:00:00.000000"));
+        assert_eq!(
+            fresh_timestamp(old, at("1950-01-01T00:00:00.000000"), 0),
+            at("1960-01-01T00:00:01.000000")
+        );
+    }
+
+    #[test]
+    fn the_end_of_time_does_not_panic() {
+        let now = at("2026-01-01T00:00:00.000000");
+        for precision in [0, 3, 6] {
+            let old = floor_at(NaiveDateTime::MAX, precision);
+            assert_eq!(fresh_timestamp(old, now, precision), now);
+        }
+    }
+
+    #[test]
+    fn every_text_form_reads_back_as_the_token() {
+        for text in [
+            "2024-01-02T03:04:05.000000",
+            "2024-01-02T03:04:05.500000",
+            "2024-01-02T03:04:05.123456",
+            "2024-01-02T03:04:00.000000",
+        ] {
+            let token = at(text);
+            let forms = token.text_forms();
+            assert!(!forms.contains(&token.format("%F %T%.f").to_string()));
+            assert!(forms.contains(&token.format("%FT%T%.f").to_string()));
+            for form in forms {
+                let read = [
+                    "%F %T%.f",
+                    "%FT%T%.f",
+                    "%F %T%.fZ",
+                    "%FT%T%.fZ",
+                    "%F %T%.f%:z",
+                    "%FT%T%.f%:z",
+                    "%F %R",
+                    "%FT%R",
+                    "%F %RZ",
+                    "%FT%RZ",
+                    "%F %R%:z",
+                    "%FT%R%:z",
+                ]
+                .iter()
+                .find_map(|format| NaiveDateTime::parse_from_str(&form, format).ok());
+                assert_eq!(read, Some(token), "{form}");
+            }
+        }
+        assert!(7_i32.text_forms().is_empty());
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub trait Versioned: Sized {
     const TOKEN_COLUMN: &'static str;
     /// The key columns' SQL names, in key order.
     const KEY_COLUMNS: &'static [&'static str];
+    /// The fractional digits of a second the token column stores, for timestamp tokens:
+    /// `#[occ(version, precision = N)]`, default 0 (whole seconds, which every
+    /// timestamp column stores exactly). Other tokens ignore it.
+    const TOKEN_PRECISION: u8 = 0;
 
     /// The token as read (or as last written by a checked save).
     fn token(&self) -> &Self::Token;
@@ -60,6 +64,19 @@ pub trait Versioned: Sized {
 
     /// The entity's key.
     fn key(&self) -> Self::Key;
+
+    /// The other text forms of a token, which a guarded write on SQLite also matches.
+    /// Not public API.
+    #[doc(hidden)]
+    fn token_text_forms(token: &Self::Token) -> Vec<String> {
+        token.text_forms()
+    }
+
+    /// The token a checked write stores next: a fresh one at the column's declared
+    /// precision ([`VersionToken::next_token_at`] with [`TOKEN_PRECISION`](Self::TOKEN_PRECISION)).
+    fn fresh_token(&self) -> Self::Token {
+        self.token().next_token_at(Self::TOKEN_PRECISION)
+    }
 
     /// Each key part rendered with `Debug`, in key order.
     fn key_values(key: &Self::Key) -> Vec<String>;

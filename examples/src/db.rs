@@ -83,6 +83,25 @@ impl AnyConnection {
         };
         applied.map_err(|error| DbError::Migration(error.to_string()))
     }
+
+    /// Checks that every app entity's token column can hold its tokens (it exists, is
+    /// of the token's kind, keeps the precision the entity declares), so a schema that
+    /// drifted fails at start-up instead of at the first save.
+    pub fn check_token_columns(&mut self) -> Result<(), DbError> {
+        use diesel_occ::schema::SchemaCheck;
+        let check = SchemaCheck::new()
+            .entity::<crate::inventory::Stock>()
+            .entity::<crate::seat::Concert>()
+            .entity::<crate::claims::WorkItem>()
+            .entity::<crate::http::store::Article>();
+        let checked = match self {
+            AnyConnection::Postgres(conn) => check.run(conn),
+            #[cfg(feature = "mysql")]
+            AnyConnection::Mysql(conn) => check.run(conn),
+            AnyConnection::Sqlite(conn) => check.run(conn),
+        };
+        checked.map_err(|error| DbError::Schema(error.to_string()))
+    }
 }
 
 /// Where to find the database: a server URL or a SQLite file.
@@ -142,10 +161,11 @@ impl Target {
         Ok(connection)
     }
 
-    /// Opens a connection and applies the pending migrations.
+    /// Opens a connection, applies the pending migrations and checks the token columns.
     pub fn connect_and_migrate(&self) -> Result<AnyConnection, DbError> {
         let mut conn = self.connect()?;
         conn.migrate()?;
+        conn.check_token_columns()?;
         Ok(conn)
     }
 }
@@ -217,6 +237,8 @@ pub enum DbError {
     MysqlNotBuilt,
     /// A migration failed.
     Migration(String),
+    /// A token column cannot hold its entity's tokens.
+    Schema(String),
 }
 
 impl DbError {
@@ -239,6 +261,7 @@ impl fmt::Display for DbError {
                  (the MySQL client library must be installed)",
             ),
             DbError::Migration(reason) => write!(f, "migrations failed: {reason}"),
+            DbError::Schema(reason) => write!(f, "schema check failed: {reason}"),
         }
     }
 }

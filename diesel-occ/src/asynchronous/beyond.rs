@@ -18,7 +18,6 @@ use crate::batch::BatchConflict;
 use crate::checked;
 use crate::error::{ConflictState, Error, Operation};
 use crate::parts::VersionedParts;
-use crate::token::VersionToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 use crate::versioned::Versioned;
 
@@ -164,7 +163,7 @@ where
 
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
         let fields = self.fields_to_write();
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement = self.current().fields_update_statement(fields, &fresh);
         async move {
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
@@ -281,7 +280,7 @@ where
     let mut fresh_tokens = Vec::with_capacity(entities.len());
     let mut conflicts = Vec::new();
     for (index, entity) in entities.iter().enumerate() {
-        let fresh = entity.token().next_token();
+        let fresh = entity.fresh_token();
         let statement = entity.update_statement(&fresh);
         let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
         let key = entity.key();
@@ -334,7 +333,7 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
             AsQuery + ExecuteDsl<Conn> + Send,
         Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
     {
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
         guarded_write(self, conn, statement, fresh, Operation::ForceIncrement)
     }
@@ -357,7 +356,7 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
             AsQuery + ExecuteDsl<Conn> + Send,
         Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
     {
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement =
             diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
         guarded_write(self, conn, statement, fresh, Operation::SoftDelete)

@@ -58,6 +58,7 @@
 
 mod beyond;
 mod retry;
+mod schema;
 #[cfg(test)]
 mod tests;
 
@@ -110,7 +111,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         Self::UpdateStatement: GuardedUpdate<Conn, Self::Token> + Send,
         Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
     {
-        let fresh = self.token().next_token();
+        let fresh = self.fresh_token();
         let statement = self.update_statement(&fresh);
         async move {
             // A generated token (`xmin`) comes back from `RETURNING`.

@@ -1,0 +1,41 @@
+//! [`SchemaCheck::run_async`]: the start-up check of token columns on an async
+//! connection, the twin of [`SchemaCheck::run`].
+
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel_async::AsyncConnection;
+use diesel_async::RunQueryDsl;
+use diesel_async::methods::LoadQuery;
+
+use crate::error::Error;
+use crate::schema::{ColumnRow, SchemaBackend, SchemaCheck};
+
+impl SchemaCheck {
+    /// [`run`](Self::run) on an async connection: reads each token column's type and
+    /// reports every problem at once, as [`Error::Schema`]. One query per entity.
+    ///
+    /// ```
+    /// # include!("../doctest_setup.rs");
+    /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+    /// use diesel_occ::schema::SchemaCheck;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
+    /// SchemaCheck::new().entity::<Stock>().run_async(&mut conn).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_async<Conn>(&self, conn: &mut Conn) -> Result<(), Error>
+    where
+        Conn: AsyncConnection,
+        Conn::Backend: SchemaBackend,
+        BoxedSqlQuery<'static, Conn::Backend, SqlQuery>: LoadQuery<'static, Conn, ColumnRow>,
+    {
+        let mut found = Vec::new();
+        for query in self.queries::<Conn::Backend>() {
+            let rows: Vec<ColumnRow> = query.load(conn).await?;
+            found.push(rows.into_iter().next());
+        }
+        self.judge(<Conn::Backend as SchemaBackend>::DIALECT, found)
+    }
+}
