@@ -543,10 +543,10 @@ mod sqlite_cancelled_batch {
         }
         let reached = Arc::new(Barrier::new(2));
         let release = Arc::new(Barrier::new(2));
-        let mut inner = SqliteConnection::establish(db.url()).expect("connection");
+        let inner = SqliteConnection::establish(db.url()).expect("connection");
         {
             let (reached, release) = (Arc::clone(&reached), Arc::clone(&release));
-            occ_test_pause_utils::register_nondeterministic_impl(&mut inner, move || {
+            occ_test_pause_utils::register_nondeterministic_impl(&inner, move || {
                 reached.wait();
                 release.wait();
                 1
@@ -562,7 +562,7 @@ mod sqlite_cancelled_batch {
         .await
         .expect("pause trigger");
         let mut third = Counter::find(&mut conn, 3).await.expect("row 3");
-        let mut batch = vec![
+        let mut batch = [
             Counter::find(&mut conn, 1).await.expect("row 1"),
             Counter::find(&mut conn, 2).await.expect("row 2"),
         ];
