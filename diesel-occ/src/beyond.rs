@@ -10,7 +10,7 @@ use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Selectable, Table};
 
 use crate::batch::BatchConflict;
-use crate::checked;
+use crate::checked::{self, CurrentToken};
 use crate::error::{ConflictState, Error, Operation};
 use crate::parts::{GuardedUpdate, VersionedParts};
 use crate::sync::{CheckedDsl, classify};
@@ -53,7 +53,7 @@ where
     T: Tracking + Clone + Selectable<Conn::Backend>,
     Conn: Connection,
     T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token>,
-    T::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, T::Token>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::SelectExpression: QueryId,
     T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
     Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
@@ -114,9 +114,11 @@ where
 /// too); in the prelude. The async twin is `diesel_occ::asynchronous::BatchDsl`.
 ///
 /// A batch holds entities of one type. To save an aggregate of several types all or
-/// nothing, save each kind's batch (or entity) inside one `conn.transaction(..)`: each
-/// batch runs in a savepoint of it, and the first error rolls the whole transaction
-/// back (the error names the conflicts of the batch that failed).
+/// nothing, save each kind's batch (or entity) inside one
+/// [`diesel_occ::transaction`](crate::transaction()) that is given every batch: each
+/// batch runs in a savepoint of it, the first error rolls the whole transaction back
+/// (the error names the conflicts of the batch that failed), and every entity gets
+/// back the token it read.
 ///
 /// ```
 /// # include!("tracked_doctest_setup.rs");
@@ -148,7 +150,9 @@ pub trait BatchDsl<Conn: Connection> {
     /// holds its fresh token.
     ///
     /// The transaction is a savepoint when the connection is already in one, so the
-    /// batch composes with the caller's transaction.
+    /// batch composes with the caller's transaction. When that transaction rolls back
+    /// after the batch succeeded, only [`diesel_occ::transaction`](crate::transaction())
+    /// gives the entities their tokens back: run it with the batch among its entities.
     fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error>;
 }
 
@@ -157,7 +161,7 @@ where
     T: Versioned,
     Conn: Connection,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
-    T::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, T::Token>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
     fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
         let entities = &*self;
@@ -204,7 +208,9 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
     /// Call it on an aggregate root inside the transaction that writes its children:
     /// two writers that edit different children of one order then still conflict on
     /// the order, and the loser's transaction rolls back. On success the entity holds
-    /// the fresh token; on [`Error::Conflict`] it is unchanged.
+    /// the fresh token; on [`Error::Conflict`] it is unchanged. Run that transaction
+    /// with [`diesel_occ::transaction`](crate::transaction()), the root and the
+    /// children among its entities, so that a rollback gives them their tokens back.
     ///
     /// ```
     /// # include!("tracked_doctest_setup.rs");
@@ -215,7 +221,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
     /// let mut conn = connection();
     /// let mut order = Stock::find(&mut conn, 1)?; // the aggregate root
     /// let mut stale = order.clone();
-    /// conn.transaction(|conn| {
+    /// diesel_occ::transaction(&mut conn, &mut order, |conn, order| {
     ///     // ... insert or update the order's lines here ...
     ///     order.force_increment(conn)
     /// })?;
@@ -231,7 +237,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         <Self::Guarded as HasTable>::Table: Table,
         Self::TokenAssignment: AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, Self::TokenAssignment>: AsQuery + ExecuteDsl<Conn>,
-        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         let fresh = self.fresh_token();
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
@@ -282,7 +288,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         M: crate::NoTokenAssignment<Self::TokenColumn>,
         (M, Self::TokenAssignment): AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
-        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         let fresh = self.fresh_token();
         let statement =

@@ -138,12 +138,13 @@ impl Error {
     }
 
     /// True when the retry helpers retry this error: a [`ConcurrencyConflict`] met by a
-    /// write (a stale client token is not retried: re-reading cannot make it current)
-    /// or a [transient](Self::is_transient) database error.
+    /// write (a stale client token is not retried: re-reading cannot make it current;
+    /// nor is [`ConflictState::Unmatched`]: the row holds the token, so re-reading
+    /// changes nothing) or a [transient](Self::is_transient) database error.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Conflict(conflict) => conflict.operation() != Operation::ClientToken,
-            Error::Batch(_) => true,
+            Error::Conflict(conflict) => conflict.is_retryable(),
+            Error::Batch(batch) => batch.conflicts().iter().all(|(_, c)| c.is_retryable()),
             _ => self.is_transient(),
         }
     }
@@ -238,6 +239,11 @@ pub enum ConflictState {
     },
     /// The row is gone.
     Deleted,
+    /// The row still holds the expected token, yet the write matched no row: something
+    /// other than a concurrent writer refused it, such as a row-level security policy
+    /// or a trigger that skips the write. Re-reading and retrying cannot help, so the
+    /// retry helpers do not retry it; [`ConcurrencyConflict::current`] is `None`.
+    Unmatched,
 }
 
 /// The row changed or vanished since it was read; nothing was written.
@@ -323,12 +329,20 @@ impl ConcurrencyConflict {
         T::from_value(&self.expected)
     }
 
-    /// The token the row holds now; `None` if it was deleted or `T` is the wrong type.
+    /// The token the row holds now; `None` if it was deleted, if the write was
+    /// [unmatched](ConflictState::Unmatched), or if `T` is the wrong type.
     pub fn current<T: VersionToken>(&self) -> Option<T> {
         match &self.state {
             ConflictState::Stale { current } => T::from_value(current),
-            ConflictState::Deleted => None,
+            ConflictState::Deleted | ConflictState::Unmatched => None,
         }
+    }
+
+    /// True when re-reading the row and trying again can succeed: a write's conflict
+    /// with a stale or deleted row. A stale client token and an
+    /// [unmatched](ConflictState::Unmatched) write are not retryable.
+    pub fn is_retryable(&self) -> bool {
+        self.operation != Operation::ClientToken && self.state != ConflictState::Unmatched
     }
 }
 
@@ -342,6 +356,10 @@ impl fmt::Display for ConcurrencyConflict {
         match &self.state {
             ConflictState::Stale { current } => write!(f, "the row now holds token {current}"),
             ConflictState::Deleted => f.write_str("the row was deleted"),
+            ConflictState::Unmatched => f.write_str(
+                "the row holds that token but the write matched no row \
+                 (a row-level security policy or a trigger may have refused it)",
+            ),
         }
     }
 }

@@ -160,12 +160,14 @@ mod statement;
 mod sync;
 mod token;
 mod tracked;
+mod transaction;
 mod uuid_token;
 mod versioned;
 
 pub use batch::BatchConflict;
 pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
 pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate, NoTokenAssignment};
+pub use checked::CurrentToken;
 pub use error::{
     ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
     InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
@@ -176,6 +178,7 @@ pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
+pub use transaction::{Restore, transaction};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
 

@@ -93,6 +93,7 @@ pub(crate) fn conflict(conflict: &ConcurrencyConflict) {
     let outcome = match conflict.state() {
         ConflictState::Stale { .. } => "stale",
         ConflictState::Deleted => "deleted",
+        ConflictState::Unmatched => "unmatched",
     };
     tracing::debug!(
         target: "diesel_occ",

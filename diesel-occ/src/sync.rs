@@ -1,13 +1,13 @@
 //! Checked operations on a blocking [`diesel::Connection`].
 
-use diesel::connection::Connection;
+use diesel::connection::{Connection, TransactionManager};
 use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
 use diesel::query_dsl::methods::{ExecuteDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
-use crate::checked;
+use crate::checked::{self, CurrentToken};
 use crate::error::{Error, Operation};
 use crate::parts::GuardedUpdate;
 use crate::token::VersionToken;
@@ -51,10 +51,22 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// With a database-generated token (`#[occ(version, generated)]`, PostgreSQL only)
     /// the statement is `UPDATE ... RETURNING token` and the entity takes the token
     /// the database assigned.
+    ///
+    /// The fresh token is taken as soon as the UPDATE matches, before any enclosing
+    /// transaction commits. **Inside a transaction, save through
+    /// [`diesel_occ::transaction`](crate::transaction()), passing it every entity the
+    /// transaction writes: after a rollback they hold the tokens they read, so their
+    /// next save conflicts unless the row is still exactly as they read it.** After a
+    /// rollback of a plain `conn.transaction`, discard the entities and read them again.
+    ///
+    /// Inside a transaction the conflict is classified with a locking read, so a
+    /// REPEATABLE READ snapshot never hides the row's current token; a write that
+    /// matched nothing although the row holds the expected token is
+    /// [`ConflictState::Unmatched`](crate::ConflictState::Unmatched).
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>
     where
         Self::UpdateStatement: GuardedUpdate<Conn, Self::Token>,
-        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         let fresh = self.fresh_token();
         let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
@@ -73,7 +85,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
     where
         Self::DeleteStatement: ExecuteDsl<Conn>,
-        Self::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self::Token>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
         if checked::written(self, affected)? {
@@ -121,16 +133,33 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
 
 impl<T: Versioned, Conn: Connection> CheckedDsl<Conn> for T {}
 
-/// The conflict behind a zero-row write: one query for the row's current token.
+/// The conflict behind a zero-row write: one query for the row's current token, a
+/// locking read inside a transaction (see [`CurrentToken`] for why).
 pub(crate) fn classify<T, Conn>(entity: &T, operation: Operation, conn: &mut Conn) -> Error
 where
     T: Versioned,
     Conn: Connection,
-    T::TokenQuery: RunQueryDsl<Conn> + LoadQuery<'static, Conn, T::Token>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
     let key = entity.key();
-    match T::token_query(key.clone()).get_result(conn).optional() {
-        Ok(current) => checked::conflict::<T>(&key, operation, entity.token(), current).into(),
+    let expected = entity.token();
+    let in_transaction = !matches!(
+        Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth(),
+        Ok(None)
+    );
+    let read = |conn: &mut Conn, lock: bool| {
+        CurrentToken::new(T::token_query(key.clone()), lock)
+            .get_result::<T::Token>(conn)
+            .optional()
+    };
+    let mut current = read(conn, in_transaction);
+    // A transaction opened with plain SQL is invisible to Diesel: a token equal to the
+    // expected one may come from its snapshot, so read again, locking.
+    if !in_transaction && matches!(&current, Ok(Some(token)) if token == expected) {
+        current = read(conn, true);
+    }
+    match current {
+        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
         Err(error) => error.into(),
     }
 }

@@ -311,6 +311,13 @@ impl<T: Tracking + Clone> Tracked<T> {
         }
     }
 
+    /// After the transaction of a save rolled back: the values as read are those of
+    /// before it again, and the edited entity takes their token.
+    pub(crate) fn restore_original(&mut self, original: T) {
+        self.current.set_token(original.token().clone());
+        self.original = original;
+    }
+
     /// After a successful save: the saved values become the values as read.
     pub(crate) fn saved(&mut self, token: T::Token) {
         self.current.set_token(token);

@@ -9,13 +9,14 @@ use diesel::associations::HasTable;
 use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId, UpdateStatement};
 use diesel::query_dsl::methods::SelectDsl;
-use diesel::{OptionalExtension, QueryResult, QuerySource, Selectable, Table};
+use diesel::{QueryResult, QuerySource, Selectable, Table};
+use diesel_async::AsyncConnection;
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
-use diesel_async::{AsyncConnection, TransactionManager};
 
-use super::CheckedDsl;
+use super::transaction::OpenTransaction;
+use super::{CheckedDsl, classify, usable};
 use crate::batch::BatchConflict;
-use crate::checked;
+use crate::checked::{self, CurrentToken};
 use crate::error::{ConflictState, Error, Operation};
 use crate::parts::VersionedParts;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
@@ -81,28 +82,6 @@ where
     }
 }
 
-/// The conflict behind a zero-row write: one query for the row's current token.
-async fn classify<T, Conn>(
-    key: T::Key,
-    expected: &T::Token,
-    operation: Operation,
-    conn: &mut Conn,
-) -> Error
-where
-    T: Versioned,
-    Conn: AsyncConnection,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
-{
-    let query = T::token_query(key.clone());
-    match diesel_async::RunQueryDsl::get_result(query, conn)
-        .await
-        .optional()
-    {
-        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
-        Err(error) => error.into(),
-    }
-}
-
 /// Checked saves of a [`Tracked`] entity on an async connection: the twin of the
 /// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
 ///
@@ -154,7 +133,8 @@ where
     T: Tracking + Clone + Selectable<Conn::Backend> + Send + Sync + 'static,
     Conn: AsyncConnection,
     T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
     T::SelectExpression: QueryId,
     T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
     Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
@@ -166,6 +146,7 @@ where
         let fresh = self.fresh_token();
         let statement = self.current().fields_update_statement(fields, &fresh);
         async move {
+            usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
             let key = self.key();
             if checked::written_key::<T>(&key, affected)? {
@@ -212,9 +193,13 @@ where
 /// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, one UPDATE each,
 /// all or nothing, and [`Error::Batch`] naming every stale or deleted entity.
 ///
-/// Dropping the future while the transaction is open leaves it open on the connection,
-/// as with any diesel-async transaction: see the [module documentation](super) on
-/// cancellation.
+/// Dropping the future while its transaction is open (a timeout, a client that went
+/// away) cannot roll it back: no statement can run in a destructor. It marks the
+/// connection's transaction manager broken instead, so the connection fails loudly
+/// rather than writing into a transaction that will never commit: every later checked
+/// write and every `transaction` on it returns [`Error::Database`], and a diesel-async
+/// pool closes it instead of handing it out. Drop the connection; closing it makes the
+/// server roll the batch back.
 ///
 /// ```
 /// # include!("../tracked_doctest_setup.rs");
@@ -245,18 +230,21 @@ where
     T: Versioned + Send + Sync,
     Conn: AsyncConnection,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
 {
     async fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        Conn::TransactionManager::begin_transaction(conn).await?;
-        let outcome = write_all(&*self, conn).await;
+        usable(conn)?;
+        // Dropped before it ends, the guard marks the connection broken.
+        let mut open = OpenTransaction::begin(conn).await?;
+        let outcome = write_all(&*self, open.conn()).await;
         let fresh = match outcome {
             Ok(fresh) => {
-                Conn::TransactionManager::commit_transaction(conn).await?;
+                open.commit().await?;
                 fresh
             }
             Err(error) => {
-                Conn::TransactionManager::rollback_transaction(conn).await?;
+                open.rollback().await?;
                 return Err(error);
             }
         };
@@ -275,7 +263,8 @@ where
     T: Versioned + Send + Sync,
     Conn: AsyncConnection,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
 {
     let mut fresh_tokens = Vec::with_capacity(entities.len());
     let mut conflicts = Vec::new();
@@ -331,7 +320,8 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
         Self::TokenAssignment: AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, Self::TokenAssignment>:
             AsQuery + ExecuteDsl<Conn> + Send,
-        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
     {
         let fresh = self.fresh_token();
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
@@ -354,7 +344,8 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
         (M, Self::TokenAssignment): AsChangeset<Target = <Self::Guarded as HasTable>::Table>,
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>:
             AsQuery + ExecuteDsl<Conn> + Send,
-        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
     {
         let fresh = self.fresh_token();
         let statement =
@@ -377,8 +368,10 @@ where
     T: Versioned + Send,
     Conn: AsyncConnection,
     S: ExecuteDsl<Conn> + Send,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
 {
+    usable(conn)?;
     let affected = ExecuteDsl::execute(statement, conn).await?;
     let key = entity.key();
     if checked::written_key::<T>(&key, affected)? {

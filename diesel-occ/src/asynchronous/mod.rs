@@ -10,7 +10,7 @@
 //!
 //! ```
 //! # include!("../retry/doctest_setup.rs");
-//! use diesel_async::AsyncConnection;
+//! use diesel_async::{AsyncConnection, TransactionManager};
 //! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 //! use diesel_occ::asynchronous::prelude::*;
 //!
@@ -55,12 +55,20 @@
 //!   escalated attempt's transaction and releases its row locks (or SQLite's write
 //!   lock) right away. The closure's own writes in that transaction are never
 //!   committed.
+//! - A transaction this module opens on your connection
+//!   ([`save_all_checked`](BatchDsl::save_all_checked), [`transaction`]) and whose
+//!   future is dropped before it ended marks the connection's transaction manager
+//!   broken. The connection then fails loudly instead of writing into a transaction
+//!   that will never commit: every later checked write and every `transaction` on it
+//!   returns [`Error::Database`], and a pool closes it. Drop it (closing it makes the
+//!   server roll back). Plain Diesel queries you run on it yourself are not checked.
 
 mod beyond;
 mod retry;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod transaction;
 
 use std::future::Future;
 
@@ -68,17 +76,18 @@ use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
 use diesel::query_dsl::methods::SelectDsl;
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
-use diesel_async::AsyncConnection;
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
+use diesel_async::{AsyncConnection, TransactionManager};
 
 pub use self::beyond::{AggregateDsl, BatchDsl, GuardedUpdate, TrackedDsl};
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+pub use self::transaction::{TransactionFn, transaction};
 pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
-use crate::checked;
+use crate::checked::{self, CurrentToken};
 use crate::error::{Error, Operation};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
@@ -105,15 +114,20 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
     /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
     /// Dropping the future before it completes leaves the entity as it was, too.
+    ///
+    /// Inside a transaction, use [`transaction`]: it gives the entity its token back
+    /// if the transaction rolls back (see [`crate::CheckedDsl::save_checked`]).
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
     where
         Self: Send,
         Self::UpdateStatement: GuardedUpdate<Conn, Self::Token> + Send,
-        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
     {
         let fresh = self.fresh_token();
         let statement = self.update_statement(&fresh);
         async move {
+            usable(conn)?;
             // A generated token (`xmin`) comes back from `RETURNING`.
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
             let key = self.key();
@@ -133,12 +147,14 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
     where
         Self::DeleteStatement: ExecuteDsl<Conn> + Send,
-        Self::TokenQuery: LoadQuery<'static, Conn, Self::Token> + Send + 'static,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
     {
         let statement = self.delete_statement();
         let key = self.key();
         let expected = self.token().clone();
         async move {
+            usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
             if checked::written_key::<Self>(&key, affected)? {
                 checked::trace_written_key::<Self>(&key, Operation::Delete);
@@ -195,8 +211,10 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
 
 impl<T: Versioned, Conn: AsyncConnection> CheckedDsl<Conn> for T {}
 
-/// The conflict behind a zero-row write: one query for the row's current token.
-async fn classify<T, Conn>(
+/// The conflict behind a zero-row write: one query for the row's current token, a
+/// locking read inside a transaction (see [`CurrentToken`] for why). The twin of the
+/// blocking classification.
+pub(crate) async fn classify<T, Conn>(
     key: T::Key,
     expected: &T::Token,
     operation: Operation,
@@ -205,14 +223,36 @@ async fn classify<T, Conn>(
 where
     T: Versioned,
     Conn: AsyncConnection,
-    T::TokenQuery: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
 {
-    let query = T::token_query(key.clone());
-    match diesel_async::RunQueryDsl::get_result(query, conn)
+    let in_transaction = !matches!(
+        Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth(),
+        Ok(None)
+    );
+    let query = CurrentToken::new(T::token_query(key.clone()), in_transaction);
+    let mut current = diesel_async::RunQueryDsl::get_result::<T::Token>(query, &mut *conn)
         .await
-        .optional()
-    {
+        .optional();
+    // A transaction opened with plain SQL is invisible to diesel-async: a token equal to
+    // the expected one may come from its snapshot, so read again, locking.
+    if !in_transaction && matches!(&current, Ok(Some(token)) if token == expected) {
+        let query = CurrentToken::new(T::token_query(key.clone()), true);
+        current = diesel_async::RunQueryDsl::get_result::<T::Token>(query, &mut *conn)
+            .await
+            .optional();
+    }
+    match current {
         Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
         Err(error) => error.into(),
     }
+}
+
+/// Refuses a connection whose transaction manager is broken: the state a dropped
+/// [`BatchDsl::save_all_checked`] or [`transaction`] future leaves behind while a
+/// transaction it opened is still open on the server. A write there would report
+/// `Ok` inside a transaction that can never commit. Costs no round trip.
+pub(crate) fn usable<Conn: AsyncConnection>(conn: &mut Conn) -> Result<(), Error> {
+    Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth()?;
+    Ok(())
 }

@@ -68,3 +68,48 @@ guard_suite!(guard_mysql, diesel::mysql::MysqlConnection, Mysql);
 guard_suite!(guard_sqlite, diesel::sqlite::SqliteConnection, Sqlite);
 
 mod postgres_only;
+
+#[macro_use]
+mod transactions;
+#[macro_use]
+mod async_transactions;
+
+transactions_suite!(
+    tx_postgres,
+    diesel::pg::PgConnection,
+    diesel_occ_tests::schema::pg
+);
+#[cfg(feature = "mysql")]
+transactions_suite!(
+    tx_mysql,
+    diesel::mysql::MysqlConnection,
+    diesel_occ_tests::schema::mysql
+);
+transactions_suite!(
+    tx_sqlite,
+    diesel::sqlite::SqliteConnection,
+    diesel_occ_tests::schema::sqlite
+);
+
+async_transactions_suite!(
+    tx_postgres_async,
+    diesel_async::AsyncPgConnection,
+    diesel::pg::PgConnection,
+    diesel_occ_tests::schema::pg,
+    "SET lc_messages TO 'C'"
+);
+#[cfg(feature = "mysql")]
+async_transactions_suite!(
+    tx_mysql_async,
+    diesel_async::AsyncMysqlConnection,
+    diesel::mysql::MysqlConnection,
+    diesel_occ_tests::schema::mysql,
+    "SELECT 1"
+);
+async_transactions_suite!(
+    tx_sqlite_async,
+    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::sqlite::SqliteConnection>,
+    diesel::sqlite::SqliteConnection,
+    diesel_occ_tests::schema::sqlite,
+    "PRAGMA busy_timeout = 10000"
+);
