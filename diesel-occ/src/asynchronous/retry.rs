@@ -427,7 +427,8 @@ where
     // Inside the caller's transaction diesel-async's begin is a savepoint, which the
     // helper can end without ending the caller's transaction.
     let begun = if outer == 0 {
-        conn.begin_locked_transaction_within(attempt.remaining()).await
+        conn.begin_locked_transaction_within(attempt.remaining())
+            .await
     } else {
         C::TransactionManager::begin_transaction(conn).await
     };

@@ -88,6 +88,7 @@ impl<C: AsyncTestConn> AsyncDb<C> {
     where
         AsyncMigrationHarness<C>: MigrationHarness<C::Backend>,
     {
+        crate::observe::interested_everywhere();
         let db = match C::BACKEND.server_url() {
             None => {
                 let dir = tempfile::tempdir().expect("temp dir");
