@@ -66,7 +66,7 @@ impl Captured {
     /// Runs `f` with this layer as the thread's subscriber and `totals` as the thread's
     /// metrics recorder (run async code on a current-thread runtime inside it).
     pub(crate) fn run<T>(&self, totals: &Totals, f: impl FnOnce() -> T) -> T {
-        interested_everywhere();
+        crate::support::interested_everywhere();
         let subscriber = tracing_subscriber::registry().with(self.clone());
         tracing::subscriber::with_default(subscriber, || metrics::with_local_recorder(totals, f))
     }
@@ -182,50 +182,4 @@ impl Recorder for Totals {
     fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
         Histogram::noop()
     }
-}
-
-/// Installs, once per process, a global subscriber that is interested in every callsite
-/// and keeps nothing.
-///
-/// `tracing` caches each callsite's interest process-wide. Without a global subscriber,
-/// a span first hit by a test that captures nothing can be cached as "never" while
-/// another test's capturing subscriber is being registered, and that test then sees
-/// its events outside their `occ.attempt` span. With this one installed no callsite is
-/// ever "never", so each thread's scoped subscriber alone decides what it records.
-pub(crate) fn interested_everywhere() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Another global subscriber already keeps every callsite alive just as well.
-        let _ = tracing::subscriber::set_global_default(Interested);
-    });
-}
-
-/// The subscriber [`interested_everywhere`] installs.
-struct Interested;
-
-impl Subscriber for Interested {
-    fn register_callsite(
-        &self,
-        _: &'static tracing::Metadata<'static>,
-    ) -> tracing::subscriber::Interest {
-        tracing::subscriber::Interest::always()
-    }
-
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, _: &Event<'_>) {}
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
 }

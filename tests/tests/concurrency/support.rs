@@ -88,7 +88,7 @@ impl<C: AsyncTestConn> AsyncDb<C> {
     where
         AsyncMigrationHarness<C>: MigrationHarness<C::Backend>,
     {
-        crate::observe::interested_everywhere();
+        interested_everywhere();
         let db = match C::BACKEND.server_url() {
             None => {
                 let dir = tempfile::tempdir().expect("temp dir");
@@ -202,4 +202,50 @@ fn sanitize(test: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Installs, once per process, a global subscriber that is interested in every callsite
+/// and keeps nothing.
+///
+/// `tracing` caches each callsite's interest process-wide. Without a global subscriber,
+/// a span first hit by a test that captures nothing can be cached as "never" while
+/// another test's capturing subscriber is being registered, and that test then sees
+/// its events outside their `occ.attempt` span. With this one installed no callsite is
+/// ever "never", so each thread's scoped subscriber alone decides what it records.
+pub(crate) fn interested_everywhere() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another global subscriber already keeps every callsite alive just as well.
+        let _ = tracing::subscriber::set_global_default(Interested);
+    });
+}
+
+/// The subscriber [`interested_everywhere`] installs.
+struct Interested;
+
+impl tracing::Subscriber for Interested {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::always()
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, _: &tracing::Event<'_>) {}
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
 }
