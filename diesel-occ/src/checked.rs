@@ -2,12 +2,11 @@
 //! turning a zero-row write into a classified conflict, checking a client's token, and
 //! reporting all of it (through [`observe`]).
 
-use std::any::TypeId;
-
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::{QueryResult, RunQueryDsl};
 
+use crate::dialect::Dialect;
 use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, NotFound, Operation};
 use crate::observe;
 use crate::token::VersionToken;
@@ -116,18 +115,12 @@ impl<Q> CurrentToken<Q> {
 
 /// The locking clause `CurrentToken` appends on `DB`: empty where there is none.
 fn locking_clause<DB: 'static>() -> &'static str {
-    let backend = TypeId::of::<DB>();
-    #[cfg(feature = "postgres")]
-    if backend == TypeId::of::<diesel::pg::Pg>() {
-        return " FOR SHARE";
-    }
-    #[cfg(feature = "mysql")]
-    if backend == TypeId::of::<diesel::mysql::Mysql>() {
+    match Dialect::of::<DB>() {
+        Some(Dialect::Postgres) => " FOR SHARE",
         // MariaDB does not accept MySQL 8's `FOR SHARE`; both accept this.
-        return " LOCK IN SHARE MODE";
+        Some(Dialect::Mysql) => " LOCK IN SHARE MODE",
+        Some(Dialect::Sqlite) | None => "",
     }
-    let _ = backend;
-    ""
 }
 
 impl<Q: Query> Query for CurrentToken<Q> {

@@ -147,6 +147,7 @@ mod batch;
 mod beyond;
 mod bulk;
 mod checked;
+mod dialect;
 mod error;
 pub mod guard;
 pub mod observe;
@@ -166,7 +167,7 @@ mod versioned;
 
 pub use batch::BatchConflict;
 pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
-pub use bulk::{AdvanceToken, BulkDsl, BulkUpdate, NoTokenAssignment};
+pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkDsl, BulkUpdate, NoTokenAssignment};
 pub use checked::CurrentToken;
 pub use error::{
     ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,

@@ -17,6 +17,8 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{Bool, HasSqlType, Text};
 use diesel::{QueryResult, SelectableExpression};
 
+use crate::dialect::Dialect;
+
 /// `column = token`, matching every text form of a timestamp token on SQLite.
 /// Built by `#[derive(Versioned)]`; not public API.
 #[doc(hidden)]
@@ -74,7 +76,7 @@ where
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
-        let forms: &[String] = if is_sqlite::<DB>() {
+        let forms: &[String] = if Dialect::of::<DB>() == Some(Dialect::Sqlite) {
             self.forms.get_or_init(|| (self.forms_of)(&self.token))
         } else {
             &[]
@@ -91,17 +93,5 @@ where
         }
         out.push_sql(")");
         Ok(())
-    }
-}
-
-/// Whether `DB` is SQLite, the one backend that stores timestamps as text.
-fn is_sqlite<DB: 'static>() -> bool {
-    #[cfg(feature = "sqlite")]
-    {
-        std::any::TypeId::of::<DB>() == std::any::TypeId::of::<diesel::sqlite::Sqlite>()
-    }
-    #[cfg(not(feature = "sqlite"))]
-    {
-        false
     }
 }

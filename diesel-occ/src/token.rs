@@ -300,6 +300,18 @@ fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> Nai
     now.max(floor)
 }
 
+/// The clock at `precision` fractional digits (at most microseconds), rounded down.
+pub(crate) fn clock_at(precision: u8) -> NaiveDateTime {
+    floor_at(Utc::now().naive_utc(), precision.min(MAX_PRECISION))
+}
+
+/// One step at `precision` fractional digits (at most microseconds), in microseconds.
+pub(crate) fn step_micros(precision: u8) -> i64 {
+    unit(precision.min(MAX_PRECISION))
+        .num_microseconds()
+        .unwrap_or(1)
+}
+
 /// The text forms of `t` that SQLite's date functions accept and Diesel reads back as
 /// exactly `t`, with the given suffixes, except Diesel's own (`%F %T%.f`, no suffix).
 fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {

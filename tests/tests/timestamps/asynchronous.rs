@@ -88,6 +88,50 @@ macro_rules! async_suite {
                 assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), first);
             }
 
+            /// The row's tokens run ahead of the clock: a bulk update must still move
+            /// the token past every token the row held, and every entity read before
+            /// it conflicts.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
+                use diesel::ExpressionMethods;
+
+                let Some((_db, mut a, mut b)) = setup().await else {
+                    return;
+                };
+                let mut in_flight = Stamp::find(&mut a, 1).await.unwrap();
+                let seed = in_flight.updated_at;
+                let mut writer = Stamp::find(&mut b, 1).await.unwrap();
+                writer.value = 1;
+                writer.save_checked(&mut b).await.expect("a checked save");
+                assert_eq!(writer.updated_at, seed + chrono::TimeDelta::seconds(1));
+
+                let touched = Stamp::bulk_update(stamps::table, stamps::value.eq(7))
+                    .execute(&mut a)
+                    .await
+                    .expect("the bulk update");
+                assert_eq!(touched, 1);
+                let mut bulk = Stamp::find(&mut a, 1).await.unwrap();
+                assert_eq!(
+                    bulk.updated_at,
+                    seed + chrono::TimeDelta::seconds(2),
+                    "one whole second after the token the row held"
+                );
+
+                for stale in [&mut in_flight, &mut writer] {
+                    stale.value = 9;
+                    match stale.save_checked(&mut b).await {
+                        Err(Error::Conflict(conflict)) => assert_eq!(
+                            conflict.current::<NaiveDateTime>(),
+                            Some(bulk.updated_at)
+                        ),
+                        other => panic!("an entity read before the bulk update must conflict, got {other:?}"),
+                    }
+                }
+                bulk.value = 8;
+                bulk.save_checked(&mut a).await.expect("the row saves after the bulk update");
+                assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), bulk);
+            }
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn the_start_up_check_reports_a_column_coarser_than_declared() {
                 let Some((_db, mut a, _)) = setup().await else {

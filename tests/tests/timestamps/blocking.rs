@@ -121,6 +121,61 @@ macro_rules! blocking_suite {
                 assert_eq!(first.updated_at, seed + step + step);
             }
 
+            /// The row's tokens run ahead of the clock: a bulk update must still move
+            /// the token past every token the row held (a value taken from the clock
+            /// would go back to one of them), and every entity read before it conflicts.
+            #[test]
+            fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
+                let Some((_db, mut a, mut b, seed)) = setup() else {
+                    return;
+                };
+                let mut in_flight = Stamp::find(&mut a, 1).unwrap();
+                let mut writer = Stamp::find(&mut b, 1).unwrap();
+                writer.value = 1;
+                writer.save_checked(&mut b).expect("a checked save");
+                assert_eq!(writer.updated_at, seed + TimeDelta::seconds(1));
+
+                let touched = Stamp::bulk_update(stamps::table, stamps::value.eq(7))
+                    .execute(&mut a)
+                    .expect("the bulk update");
+                assert_eq!(touched, 1);
+                let mut bulk = Stamp::find(&mut a, 1).unwrap();
+                assert_eq!(
+                    bulk.updated_at,
+                    seed + TimeDelta::seconds(2),
+                    "one whole second after the token the row held"
+                );
+
+                for (stale, token) in [(&mut in_flight, seed), (&mut writer, seed + TimeDelta::seconds(1))] {
+                    stale.value = 9;
+                    match stale.save_checked(&mut b) {
+                        Err(Error::Conflict(conflict)) => {
+                            assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
+                            assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
+                        }
+                        other => panic!("an entity read before the bulk update must conflict, got {other:?}"),
+                    }
+                }
+                bulk.value = 8;
+                bulk.save_checked(&mut a).expect("the row saves after the bulk update");
+                assert_eq!(Stamp::find(&mut b, 1).unwrap(), bulk);
+
+                // A declared precision steps in its own unit (SQLite's date functions in
+                // milliseconds at least).
+                let before = Declared::find(&mut a, 1).unwrap();
+                Declared::bulk_update(stamps::table, stamps::value.eq(10))
+                    .execute(&mut a)
+                    .expect("the bulk update");
+                let after = Declared::find(&mut a, 1).unwrap();
+                let step = TimeDelta::microseconds(10_i64.pow(6 - $digits));
+                let step = if stringify!($name).starts_with("sqlite") {
+                    step.max(TimeDelta::milliseconds(1))
+                } else {
+                    step
+                };
+                assert_eq!(after.updated_at, before.updated_at + step);
+            }
+
             #[test]
             fn the_start_up_check_reports_a_column_coarser_than_declared() {
                 let Some((_db, mut a, _, _)) = setup() else {

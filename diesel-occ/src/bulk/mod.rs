@@ -14,8 +14,12 @@ use diesel::{Expression, ExpressionMethods};
 use uuid::Uuid;
 
 use crate::parts::VersionedParts;
-use crate::token::VersionToken;
+use crate::token::{VersionToken, clock_at};
 use crate::uuid_token::UuidToken;
+
+mod timestamp;
+
+pub use timestamp::AdvancedTimestamp;
 
 /// A token kind a bulk UPDATE can advance in SQL, on every row it touches.
 ///
@@ -23,24 +27,30 @@ use crate::uuid_token::UuidToken;
 /// |---|---|
 /// | `i16`, `i32`, `i64` | `token = CASE WHEN token = MAX THEN MIN ELSE token + 1 END` |
 /// | `uuid::Uuid`, [`UuidToken`] | `token = <one fresh random UUID>` |
-/// | `NaiveDateTime`, `DateTime<Utc>` | `token = <now, at microseconds>` |
+/// | `NaiveDateTime`, `DateTime<Utc>` | `token = max(<now>, token + <one step>)`, at the token's precision |
 ///
 /// Only equality matters for a token, so one fresh UUID shared by the touched rows is
 /// as good as one per row: each differs from every token read before. A counter wraps
 /// from its Rust type's maximum to its minimum, exactly as
 /// [`next_token`](VersionToken::next_token) does, on every backend (`MAX + 1` would be
 /// an overflow error on PostgreSQL and MySQL, and on SQLite a value the token's type
-/// cannot read back). A timestamp token touched twice within one microsecond may keep
-/// its value; prefer counters or UUIDs for rows that see bulk writes.
+/// cannot read back). A timestamp token moves strictly forward, computed by the
+/// database from each row's own token exactly as
+/// [`next_token_at`](VersionToken::next_token_at) computes it in a checked save, one
+/// step of the entity's [`TOKEN_PRECISION`](crate::Versioned::TOKEN_PRECISION) at
+/// least, so a whole-second column can never round it back onto a token the row held
+/// (on SQLite, whose date functions count milliseconds, the step is at least a
+/// millisecond). `precision` is the entity's `TOKEN_PRECISION`; counters and UUIDs
+/// ignore it.
 ///
 /// ```
-/// # include!("tracked_doctest_setup.rs");
+/// # include!("../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel::sqlite::Sqlite;
 /// use diesel_occ::AdvanceToken;
 ///
 /// # fn main() {
-/// let advance = <i32 as AdvanceToken<stock::version>>::advance(stock::version);
+/// let advance = <i32 as AdvanceToken<stock::version>>::advance(stock::version, 0);
 /// let sql = diesel::debug_query::<Sqlite, _>(&diesel::update(stock::table).set(advance)).to_string();
 /// assert!(
 ///     sql.starts_with(
@@ -56,8 +66,9 @@ pub trait AdvanceToken<Col>: VersionToken {
     /// The assignment `token = <advanced>`.
     type Assignment;
 
-    /// The assignment for this column.
-    fn advance(column: Col) -> Self::Assignment;
+    /// The assignment for this column, whose entity declares `precision` fractional
+    /// digits of a second ([`TOKEN_PRECISION`](crate::Versioned::TOKEN_PRECISION)).
+    fn advance(column: Col, precision: u8) -> Self::Assignment;
 }
 
 /// `CASE WHEN token = MAX THEN MIN ELSE token + 1 END`: the SQL twin of
@@ -82,7 +93,7 @@ macro_rules! counter_advance {
         {
             type Assignment = dsl::Eq<Col, WrappingIncrement<Col, $int>>;
 
-            fn advance(column: Col) -> Self::Assignment {
+            fn advance(column: Col, _precision: u8) -> Self::Assignment {
                 column.eq(
                     dsl::case_when(column.eq(<$int>::MAX), <$int>::MIN).otherwise(column + 1),
                 )
@@ -93,24 +104,53 @@ macro_rules! counter_advance {
 
 counter_advance!(i16, i32, i64);
 
-macro_rules! fresh_value_advance {
-    ($($ty:ty),*) => {$(
+impl<Col> AdvanceToken<Col> for Uuid
+where
+    Col: Expression + ExpressionMethods,
+    Col::SqlType: SqlType,
+    Uuid: AsExpression<Col::SqlType>,
+{
+    type Assignment = dsl::Eq<Col, Uuid>;
+
+    fn advance(column: Col, _precision: u8) -> Self::Assignment {
+        column.eq(Uuid::initial())
+    }
+}
+
+impl<Col> AdvanceToken<Col> for UuidToken
+where
+    Col: Expression + ExpressionMethods,
+    Col::SqlType: SqlType,
+    UuidToken: AsExpression<Col::SqlType>,
+{
+    type Assignment = dsl::Eq<Col, UuidToken>;
+
+    fn advance(column: Col, _precision: u8) -> Self::Assignment {
+        column.eq(UuidToken::initial())
+    }
+}
+
+macro_rules! timestamp_advance {
+    ($($ty:ty => $from_clock:expr, $sqlite_suffix:literal);*) => {$(
         impl<Col> AdvanceToken<Col> for $ty
         where
-            Col: Expression + ExpressionMethods,
-            Col::SqlType: SqlType,
-            $ty: AsExpression<Col::SqlType>,
+            Col: Expression + ExpressionMethods + Copy,
+            Col::SqlType: SqlType + TypedExpressionType,
         {
-            type Assignment = dsl::Eq<Col, $ty>;
+            type Assignment = dsl::Eq<Col, AdvancedTimestamp<Col, $ty>>;
 
-            fn advance(column: Col) -> Self::Assignment {
-                column.eq(<$ty as VersionToken>::initial())
+            fn advance(column: Col, precision: u8) -> Self::Assignment {
+                let now: $ty = ($from_clock)(clock_at(precision));
+                column.eq(AdvancedTimestamp::new(column, now, precision, $sqlite_suffix))
             }
         }
     )*};
 }
 
-fresh_value_advance!(Uuid, UuidToken, NaiveDateTime, DateTime<Utc>);
+timestamp_advance!(
+    NaiveDateTime => |t: NaiveDateTime| t, "";
+    DateTime<Utc> => |t: NaiveDateTime| t.and_utc(), "+00:00"
+);
 
 /// A changeset that leaves the token column `TokenColumn` to diesel-occ: neither assigns
 /// it nor reads it. [`bulk_update`](BulkDsl::bulk_update) and
@@ -125,7 +165,7 @@ fresh_value_advance!(Uuid, UuidToken, NaiveDateTime, DateTime<Utc>);
 /// not say which columns it assigns: pass its fields as assignments instead.
 ///
 /// ```
-/// # include!("tracked_doctest_setup.rs");
+/// # include!("../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel_occ::NoTokenAssignment;
 ///
@@ -138,7 +178,7 @@ fresh_value_advance!(Uuid, UuidToken, NaiveDateTime, DateTime<Utc>);
 /// ```
 ///
 /// ```compile_fail
-/// # include!("tracked_doctest_setup.rs");
+/// # include!("../tracked_doctest_setup.rs");
 /// # use diesel::prelude::*;
 /// # use diesel_occ::NoTokenAssignment;
 /// # fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
@@ -212,7 +252,7 @@ pub type BulkUpdate<T, Target, Changes> = dsl::Update<
 /// builds the statement only: run it with Diesel's or diesel-async's `execute`.
 ///
 /// ```
-/// # include!("tracked_doctest_setup.rs");
+/// # include!("../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel_occ::prelude::*;
 ///
@@ -260,7 +300,10 @@ pub trait BulkDsl: VersionedParts {
     {
         diesel::update(target).set((
             changes,
-            <Self::Token as AdvanceToken<Self::TokenColumn>>::advance(Self::TokenColumn::default()),
+            <Self::Token as AdvanceToken<Self::TokenColumn>>::advance(
+                Self::TokenColumn::default(),
+                Self::TOKEN_PRECISION,
+            ),
         ))
     }
 }
