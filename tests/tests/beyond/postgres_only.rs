@@ -198,6 +198,57 @@ fn xmin_tracked_merge_and_batch_save() {
     );
 }
 
+/// A generated token in a transaction that rolls back: the save inside it reads the
+/// transaction's own `xmin` back, which no committed row will ever hold. The entity
+/// gets the token it read back, so it saves while the row is unchanged and conflicts,
+/// with the real current token, once another writer has saved.
+#[test]
+fn xmin_rolled_back_save_is_restored_then_conflicts() {
+    let Some(db) = seed("beyond_pg_xmin_rollback") else {
+        return;
+    };
+    let mut conn = db.conn();
+    let read = Document::find(&mut conn, 1).unwrap();
+    let mut mine = read.clone();
+
+    // 1. Saved inside a transaction that rolls back.
+    mine.body = "Rolled back".into();
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        assert_ne!(
+            mine.xmin, read.xmin,
+            "the transaction's own xmin, read back"
+        );
+        Err::<(), Error>(diesel::result::Error::RollbackTransaction.into())
+    });
+    assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+    assert_eq!(Document::find(&mut conn, 1).unwrap(), read);
+    assert_eq!(mine.xmin, read.xmin, "the token it read, restored");
+
+    // The restored entity saves while nobody else wrote...
+    let mut restored = mine.clone();
+    restored
+        .save_checked(&mut db.conn())
+        .expect("the restored token matches the unchanged row");
+    assert_eq!(restored.xmin, stored_xmin(&mut conn));
+
+    // 2. ...and once another writer saved (here: the restored entity's own save), the
+    // rolled-back entity's next save is a typed conflict that reports the row's token.
+    let error = mine.save_checked(&mut conn).unwrap_err();
+    let conflict = error.as_conflict().expect("a conflict");
+    assert_eq!(
+        conflict.state(),
+        &ConflictState::Stale {
+            current: restored.xmin.to_value()
+        }
+    );
+    assert_eq!(
+        Document::find(&mut conn, 1).unwrap(),
+        restored,
+        "their write stands"
+    );
+}
+
 /// The async API, with only its own prelude in scope.
 mod asynchronous {
     use diesel_async::{AsyncConnection, AsyncPgConnection};
@@ -205,6 +256,50 @@ mod asynchronous {
     use diesel_occ::{SaveOutcome, Tracked};
 
     use super::{Document, seed, stored_xmin};
+
+    /// The async twin of `xmin_rolled_back_save_is_restored_then_conflicts`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn xmin_rolled_back_save_is_restored_then_conflicts_async() {
+        let Some(db) = seed("beyond_pg_xmin_rollback_async") else {
+            return;
+        };
+        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let read = Document::find(&mut conn, 1).await.unwrap();
+        let mut mine = read.clone();
+
+        mine.body = "Rolled back".into();
+        let outcome =
+            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+                mine.save_checked(conn).await?;
+                assert_ne!(
+                    mine.xmin, read.xmin,
+                    "the transaction's own xmin, read back"
+                );
+                Err::<(), diesel_occ::Error>(diesel::result::Error::RollbackTransaction.into())
+            })
+            .await;
+        assert!(outcome.is_err(), "{outcome:?}");
+        assert_eq!(Document::find(&mut conn, 1).await.unwrap(), read);
+        assert_eq!(mine.xmin, read.xmin, "the token it read, restored");
+
+        let mut other = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let mut restored = mine.clone();
+        restored
+            .save_checked(&mut other)
+            .await
+            .expect("the restored token matches the unchanged row");
+        assert_eq!(restored.xmin, stored_xmin(&mut db.conn()));
+
+        let error = mine.save_checked(&mut conn).await.unwrap_err();
+        assert_eq!(
+            error
+                .as_conflict()
+                .expect("a conflict")
+                .current::<diesel_occ::pg::XminToken>(),
+            Some(restored.xmin)
+        );
+        assert_eq!(Document::find(&mut conn, 1).await.unwrap(), restored);
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn xmin_on_the_async_connection() {
