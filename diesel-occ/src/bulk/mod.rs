@@ -104,31 +104,24 @@ macro_rules! counter_advance {
 
 counter_advance!(i16, i32, i64);
 
-impl<Col> AdvanceToken<Col> for Uuid
-where
-    Col: Expression + ExpressionMethods,
-    Col::SqlType: SqlType,
-    Uuid: AsExpression<Col::SqlType>,
-{
-    type Assignment = dsl::Eq<Col, Uuid>;
+macro_rules! fresh_value_advance {
+    ($($ty:ty),*) => {$(
+        impl<Col> AdvanceToken<Col> for $ty
+        where
+            Col: Expression + ExpressionMethods,
+            Col::SqlType: SqlType,
+            $ty: AsExpression<Col::SqlType>,
+        {
+            type Assignment = dsl::Eq<Col, $ty>;
 
-    fn advance(column: Col, _precision: u8) -> Self::Assignment {
-        column.eq(Uuid::initial())
-    }
+            fn advance(column: Col, _precision: u8) -> Self::Assignment {
+                column.eq(<$ty as VersionToken>::initial())
+            }
+        }
+    )*};
 }
 
-impl<Col> AdvanceToken<Col> for UuidToken
-where
-    Col: Expression + ExpressionMethods,
-    Col::SqlType: SqlType,
-    UuidToken: AsExpression<Col::SqlType>,
-{
-    type Assignment = dsl::Eq<Col, UuidToken>;
-
-    fn advance(column: Col, _precision: u8) -> Self::Assignment {
-        column.eq(UuidToken::initial())
-    }
-}
+fresh_value_advance!(Uuid, UuidToken);
 
 macro_rules! timestamp_advance {
     ($($ty:ty => $from_clock:expr, $sqlite_suffix:literal);*) => {$(

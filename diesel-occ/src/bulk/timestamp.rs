@@ -91,6 +91,27 @@ impl<Col, T> AdvancedTimestamp<Col, T> {
             _ => ("'%Y-%m-%d %H:%M:%f'", "'+0.001 seconds'"),
         }
     }
+
+    /// `MAX(strftime(<format>, now), strftime(<format>, token, <step>))`, plus the
+    /// suffix the token type needs: one text form on both sides, so `MAX` compares
+    /// instants.
+    fn walk_sqlite<'b, DB>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()>
+    where
+        DB: Backend + HasSqlType<Col::SqlType>,
+        Col: Expression + QueryFragment<DB>,
+        T: ToSql<Col::SqlType, DB>,
+    {
+        let (format, step) = self.sqlite_format_and_step();
+        out.push_sql(&format!("MAX(strftime({format}, "));
+        out.push_bind_param::<Col::SqlType, T>(&self.now)?;
+        out.push_sql(&format!("), strftime({format}, "));
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(&format!(", {step}))"));
+        if !self.sqlite_suffix.is_empty() {
+            out.push_sql(&format!(" || '{}'", self.sqlite_suffix));
+        }
+        Ok(())
+    }
 }
 
 impl<Col: Expression, T> Expression for AdvancedTimestamp<Col, T> {
@@ -130,32 +151,10 @@ where
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         let step = step_micros(self.precision);
-        match Dialect::of::<DB>() {
-            Some(Dialect::Postgres) => {
-                out.push_sql("GREATEST(");
-                out.push_bind_param::<Col::SqlType, T>(&self.now)?;
-                out.push_sql(", ");
-                self.column.walk_ast(out.reborrow())?;
-                out.push_sql(&format!(" + INTERVAL '{step} microseconds')"));
-            }
-            Some(Dialect::Mysql) => {
-                out.push_sql("GREATEST(");
-                out.push_bind_param::<Col::SqlType, T>(&self.now)?;
-                out.push_sql(", ");
-                self.column.walk_ast(out.reborrow())?;
-                out.push_sql(&format!(" + INTERVAL {step} MICROSECOND)"));
-            }
-            Some(Dialect::Sqlite) => {
-                let (format, step) = self.sqlite_format_and_step();
-                out.push_sql(&format!("MAX(strftime({format}, "));
-                out.push_bind_param::<Col::SqlType, T>(&self.now)?;
-                out.push_sql(&format!("), strftime({format}, "));
-                self.column.walk_ast(out.reborrow())?;
-                out.push_sql(&format!(", {step}))"));
-                if !self.sqlite_suffix.is_empty() {
-                    out.push_sql(&format!(" || '{}'", self.sqlite_suffix));
-                }
-            }
+        let interval = match Dialect::of::<DB>() {
+            Some(Dialect::Postgres) => format!("INTERVAL '{step} microseconds'"),
+            Some(Dialect::Mysql) => format!("INTERVAL {step} MICROSECOND"),
+            Some(Dialect::Sqlite) => return self.walk_sqlite(out),
             None => {
                 return Err(diesel::result::Error::QueryBuilderError(
                     "diesel-occ advances a timestamp token in a bulk update on PostgreSQL, \
@@ -163,7 +162,12 @@ where
                         .into(),
                 ));
             }
-        }
+        };
+        out.push_sql("GREATEST(");
+        out.push_bind_param::<Col::SqlType, T>(&self.now)?;
+        out.push_sql(", ");
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(&format!(" + {interval})"));
         Ok(())
     }
 }
