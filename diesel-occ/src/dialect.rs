@@ -6,11 +6,16 @@
 
 use std::any::TypeId;
 
-/// The SQL dialect of a backend, where diesel-occ writes backend-specific SQL.
+/// The SQL dialect of a backend, where diesel-occ writes backend-specific SQL or reads
+/// a column type's name ([`SchemaBackend`](crate::schema::SchemaBackend)).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
+pub enum Dialect {
+    /// PostgreSQL.
     Postgres,
+    /// MySQL and MariaDB.
     Mysql,
+    /// SQLite.
     Sqlite,
 }
 

@@ -18,6 +18,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::sql_types::{BigInt, Nullable, Text};
 
+pub use crate::dialect::Dialect;
 use crate::error::Error;
 use crate::parts::VersionedParts;
 use crate::token::{TokenKind, VersionToken};
@@ -149,6 +150,7 @@ fn column_query<DB: SchemaBackend>(expected: &Expected) -> BoxedSqlQuery<'static
 }
 
 /// The column query with its two binds (the bind impls of `&str` differ per backend).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 macro_rules! column_query {
     ($sql:expr) => {
         fn column_query(
@@ -236,18 +238,6 @@ pub struct ColumnRow {
     data_type: String,
     #[diesel(sql_type = Nullable<BigInt>)]
     datetime_precision: Option<i64>,
-}
-
-/// Which database's names a column type is given in.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    /// PostgreSQL.
-    Postgres,
-    /// MySQL and MariaDB.
-    Mysql,
-    /// SQLite.
-    Sqlite,
 }
 
 /// A backend [`SchemaCheck`] can read column types on: PostgreSQL, MySQL/MariaDB and

@@ -70,13 +70,6 @@ pub(crate) fn lock_wait_bound_reached(error: DieselError) -> DieselError {
     mysql::lock_wait_bound_reached(error)
 }
 
-/// Whole milliseconds in `duration`, rounded up, at least 1: a bound of zero means "no
-/// bound" to PostgreSQL and MariaDB, and rounding down would end a wait before the
-/// deadline.
-fn ceil_millis(duration: Duration) -> u128 {
-    duration.as_nanos().div_ceil(1_000_000).max(1)
-}
-
 /// How a backend runs an escalated retry attempt: in a transaction whose read locks the
 /// rows it reads until the transaction ends.
 ///

@@ -54,9 +54,16 @@ impl super::LockingBackend for diesel::pg::Pg {
             Some(left) => format!(
                 "{}; SET LOCAL lock_timeout = '{}ms'",
                 Self::BEGIN_LOCKED,
-                super::ceil_millis(left)
+                ceil_millis(left)
             )
             .into(),
         }
     }
+}
+
+/// Whole milliseconds in `duration`, rounded up, at least 1: a `lock_timeout` of zero
+/// means "no bound", and rounding down would end a wait before the deadline.
+#[cfg(feature = "postgres")]
+fn ceil_millis(duration: std::time::Duration) -> u128 {
+    duration.as_nanos().div_ceil(1_000_000).max(1)
 }

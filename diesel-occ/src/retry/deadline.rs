@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use diesel::result::Error as DieselError;
 
-use crate::error::{Error, PoolError, PoolErrorKind};
+#[cfg(feature = "async")]
+use crate::error::PoolError;
+use crate::error::{Error, PoolErrorKind};
 
 /// The instant a deadline of `budget` from now falls on; `None` without a deadline, or
 /// when it lies beyond what an `Instant` can hold (which no caller lives to see).
@@ -26,6 +28,7 @@ pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
 }
 
 /// The error of a checkout that the deadline ended before the source answered.
+#[cfg(feature = "async")]
 pub(crate) fn checkout_timed_out() -> PoolError {
     PoolError::from_kind(PoolErrorKind::Timeout)
 }

@@ -358,6 +358,7 @@ impl Attempt {
     }
 
     /// When the policy's deadline falls, if it has one.
+    #[cfg(feature = "async")]
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
