@@ -177,7 +177,9 @@ pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
-pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
+pub use tracked::{
+    FieldIndexOutOfRange, Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking,
+};
 pub use transaction::{Restore, transaction};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
