@@ -82,6 +82,8 @@ macro_rules! counter_advance {
         {
             type Assignment = dsl::Eq<Col, WrappingIncrement<Col, $int>>;
 
+            // `column + 1` is SQL, not Rust arithmetic, and the CASE keeps it in range.
+            #[allow(clippy::arithmetic_side_effects)]
             fn advance(column: Col) -> Self::Assignment {
                 column.eq(
                     dsl::case_when(column.eq(<$int>::MAX), <$int>::MIN).otherwise(column + 1),

@@ -139,6 +139,20 @@
 //! - `metrics`: the counters listed in [`observe`].
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// No panic is reachable from input: library code returns typed errors, and each allow
+// that remains says why it cannot panic. Tests and doctests may unwrap.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::indexing_slicing,
+        clippy::string_slice,
+        clippy::arithmetic_side_effects
+    )
+)]
 
 #[cfg(feature = "async")]
 pub mod asynchronous;

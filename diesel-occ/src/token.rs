@@ -292,9 +292,9 @@ impl VersionToken for Uuid {
 /// The finest precision PostgreSQL and MariaDB keep: microseconds.
 const MAX_PRECISION: u8 = 6;
 
-/// One step at `precision` fractional digits: 1 s, 100 ms, ..., 1 µs.
+/// One step at `precision` fractional digits: 1 s, 100 ms, ..., 1 µs (and 1 µs past 6).
 fn unit(precision: u8) -> TimeDelta {
-    TimeDelta::microseconds(10_i64.pow(u32::from(MAX_PRECISION - precision)))
+    TimeDelta::microseconds(10_i64.pow(u32::from(MAX_PRECISION.saturating_sub(precision))))
 }
 
 /// `t` rounded down to a multiple of [`unit`]`(precision)`, before the epoch too (where
@@ -302,8 +302,9 @@ fn unit(precision: u8) -> TimeDelta {
 fn floor_at(t: NaiveDateTime, precision: u8) -> NaiveDateTime {
     let unit = unit(precision).num_microseconds().unwrap_or(1);
     let micros = t.and_utc().timestamp_micros();
-    let floored = micros - micros.rem_euclid(unit);
-    DateTime::from_timestamp_micros(floored)
+    micros
+        .checked_sub(micros.rem_euclid(unit))
+        .and_then(DateTime::from_timestamp_micros)
         .map_or(t.trunc_subsecs(u16::from(precision)), |d| d.naive_utc())
 }
 
@@ -349,11 +350,11 @@ fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
         format!(".{digits}"),
         format!(".{}", digits.trim_end_matches('0')),
     ];
-    if nanos % 1_000 == 0 {
-        fractions.push(format!(".{}", &digits[..6]));
+    if let Some(micros) = digits.get(..6).filter(|_| nanos % 1_000 == 0) {
+        fractions.push(format!(".{micros}"));
     }
-    if nanos % 1_000_000 == 0 {
-        fractions.push(format!(".{}", &digits[..3]));
+    if let Some(millis) = digits.get(..3).filter(|_| nanos % 1_000_000 == 0) {
+        fractions.push(format!(".{millis}"));
     }
     if nanos == 0 {
         fractions.push(String::new());
