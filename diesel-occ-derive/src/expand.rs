@@ -414,7 +414,8 @@ fn tracking(
         let (field, ty) = (f.ident, f.ty);
         quote_spanned! {ty.span()=>
             if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
-                changed = changed.with_index(#i);
+                // `#i` counts the written fields, at most 64 (valid.rs): never an error.
+                changed = changed.with_index(#i).unwrap_or(changed);
             }
         }
     });

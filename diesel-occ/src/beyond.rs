@@ -63,7 +63,7 @@ where
 
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
         let fields = self.fields_to_write();
-        let fresh = self.fresh_token();
+        let fresh = self.fresh_token()?;
         let (affected, fresh) = self
             .current()
             .fields_update_statement(fields, &fresh)
@@ -169,7 +169,7 @@ where
             let mut fresh_tokens = Vec::with_capacity(entities.len());
             let mut conflicts = Vec::new();
             for (index, entity) in entities.iter().enumerate() {
-                let fresh = entity.fresh_token();
+                let fresh = entity.fresh_token()?;
                 let (affected, fresh) = entity.update_statement(&fresh).run_guarded(conn, fresh)?;
                 if checked::written(entity, affected)? {
                     fresh_tokens.push(fresh);
@@ -239,7 +239,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         diesel::dsl::Update<Self::Guarded, Self::TokenAssignment>: AsQuery + ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token();
+        let fresh = self.fresh_token()?;
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
         let affected = ExecuteDsl::execute(statement, conn)?;
         if checked::written(self, affected)? {
@@ -290,7 +290,7 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         diesel::dsl::Update<Self::Guarded, (M, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token();
+        let fresh = self.fresh_token()?;
         let statement =
             diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
         let affected = ExecuteDsl::execute(statement, conn)?;

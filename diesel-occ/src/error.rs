@@ -34,7 +34,9 @@ pub enum Error {
     /// A load by key found no row.
     #[error(transparent)]
     NotFound(#[from] NotFound),
-    /// A client-supplied token is missing, nil or malformed. Nothing was read or written.
+    /// A client-supplied token is missing, nil, malformed or out of range, or a write
+    /// found no fresh token to follow the entity's (a timestamp at the end of chrono's
+    /// range). Nothing was read or written.
     #[error(transparent)]
     InvalidToken(#[from] InvalidToken),
     /// A checked write matched more than one row: the declared primary key is not unique
@@ -408,6 +410,11 @@ pub enum InvalidTokenReason {
     /// Not a token of the expected kind.
     #[error("the token is malformed")]
     Malformed,
+    /// A timestamp so late (the last second of chrono's range, years past any
+    /// database's) that no fresh token can follow it: a write could only store an
+    /// earlier one.
+    #[error("the token is too late for a fresh token to follow it")]
+    OutOfRange,
 }
 
 /// The database or the connection failed.

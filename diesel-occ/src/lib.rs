@@ -139,6 +139,20 @@
 //! - `metrics`: the counters listed in [`observe`].
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// No panic is reachable from input: library code returns typed errors, and each allow
+// that remains says why it cannot panic. Tests and doctests may unwrap.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::indexing_slicing,
+        clippy::string_slice,
+        clippy::arithmetic_side_effects
+    )
+)]
 
 #[cfg(feature = "async")]
 pub mod asynchronous;
@@ -178,7 +192,9 @@ pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
 pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
-pub use tracked::{Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking};
+pub use tracked::{
+    FieldIndexOutOfRange, Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking,
+};
 pub use transaction::{Restore, transaction};
 pub use uuid_token::UuidToken;
 pub use versioned::Versioned;

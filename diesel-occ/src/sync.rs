@@ -68,7 +68,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         Self::UpdateStatement: GuardedUpdate<Conn, Self::Token>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token();
+        let fresh = self.fresh_token()?;
         let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
         if checked::written(self, affected)? {
             self.set_token(fresh);

@@ -65,9 +65,29 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// assert_eq!(old.next_token_at(0).to_string(), "2999-01-01 00:00:01");
     /// assert_eq!(41_i32.next_token_at(0), 42);
     /// ```
+    ///
+    /// A timestamp in the last second of chrono's range has no later value: there the
+    /// result is now, earlier than `self`. The checked operations use
+    /// [`try_next_token_at`](Self::try_next_token_at), which refuses such a token.
     fn next_token_at(&self, precision: u8) -> Self {
         let _ = precision;
         self.next_token()
+    }
+
+    /// [`next_token_at`](Self::next_token_at), or [`InvalidTokenReason::OutOfRange`]
+    /// for a token no fresh one can follow (a timestamp in the last second of chrono's
+    /// range). Counters wrap and UUIDs are random: for them it never fails.
+    ///
+    /// ```
+    /// use chrono::NaiveDateTime;
+    /// use diesel_occ::{InvalidTokenReason, VersionToken};
+    ///
+    /// let end = NaiveDateTime::MAX;
+    /// assert_eq!(end.try_next_token_at(6).unwrap_err().reason, InvalidTokenReason::OutOfRange);
+    /// assert_eq!(i16::MAX.try_next_token_at(0), Ok(i16::MIN));
+    /// ```
+    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
+        Ok(self.next_token_at(precision))
     }
 
     /// The other text forms SQLite may hold this token in and Diesel reads back as
@@ -89,7 +109,8 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// The typed token back from an untyped value, if it is of this kind.
     fn from_value(value: &TokenValue) -> Option<Self>;
 
-    /// Rejects values that can never be valid tokens (the nil UUID).
+    /// Rejects values that can never be valid tokens: the nil UUID, and a timestamp no
+    /// fresh token can follow (see [`try_next_token_at`](Self::try_next_token_at)).
     fn validate(&self) -> Result<(), InvalidToken> {
         Ok(())
     }
@@ -99,8 +120,8 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
         self.to_value().to_string()
     }
 
-    /// Reads a token a client sent back; empty, oversized, malformed and nil tokens are
-    /// typed errors.
+    /// Reads a token a client sent back; empty, oversized, malformed, nil and
+    /// [out-of-range](InvalidTokenReason::OutOfRange) tokens are typed errors.
     fn decode(text: &str) -> Result<Self, InvalidToken>;
 }
 
@@ -271,9 +292,9 @@ impl VersionToken for Uuid {
 /// The finest precision PostgreSQL and MariaDB keep: microseconds.
 const MAX_PRECISION: u8 = 6;
 
-/// One step at `precision` fractional digits: 1 s, 100 ms, ..., 1 µs.
+/// One step at `precision` fractional digits: 1 s, 100 ms, ..., 1 µs (and 1 µs past 6).
 fn unit(precision: u8) -> TimeDelta {
-    TimeDelta::microseconds(10_i64.pow(u32::from(MAX_PRECISION - precision)))
+    TimeDelta::microseconds(10_i64.pow(u32::from(MAX_PRECISION.saturating_sub(precision))))
 }
 
 /// `t` rounded down to a multiple of [`unit`]`(precision)`, before the epoch too (where
@@ -281,23 +302,42 @@ fn unit(precision: u8) -> TimeDelta {
 fn floor_at(t: NaiveDateTime, precision: u8) -> NaiveDateTime {
     let unit = unit(precision).num_microseconds().unwrap_or(1);
     let micros = t.and_utc().timestamp_micros();
-    let floored = micros - micros.rem_euclid(unit);
-    DateTime::from_timestamp_micros(floored)
+    micros
+        .checked_sub(micros.rem_euclid(unit))
+        .and_then(DateTime::from_timestamp_micros)
         .map_or(t.trunc_subsecs(u16::from(precision)), |d| d.naive_utc())
 }
 
 /// `now` at `precision` fractional digits, and strictly after `old` at that precision:
 /// a multiple of the column's unit, so the column stores it exactly and it never
-/// rounds or truncates back onto `old`.
-fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> NaiveDateTime {
+/// rounds or truncates back onto `old`. `None` when no such value exists: `old` is in
+/// the last step of chrono's range.
+fn fresh_timestamp(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> Option<NaiveDateTime> {
     let precision = precision.min(MAX_PRECISION);
-    let now = floor_at(now, precision);
-    // The step cannot overflow before the end of chrono's range; there, any value other
-    // than `old` is fresh, and the earliest one is as good as any.
-    let floor = floor_at(old, precision)
-        .checked_add_signed(unit(precision))
-        .unwrap_or(NaiveDateTime::MIN);
-    now.max(floor)
+    let floor = floor_at(old, precision).checked_add_signed(unit(precision))?;
+    Some(floor_at(now, precision).max(floor))
+}
+
+/// [`fresh_timestamp`] from now, or the out-of-range error.
+fn try_fresh_timestamp(old: NaiveDateTime, precision: u8) -> Result<NaiveDateTime, InvalidToken> {
+    fresh_timestamp(old, Utc::now().naive_utc(), precision)
+        .ok_or(InvalidToken::new(InvalidTokenReason::OutOfRange))
+}
+
+/// [`fresh_timestamp`] from now; at the end of chrono's range, where nothing is later
+/// than `old`, now (see [`VersionToken::next_token_at`]).
+fn next_timestamp(old: NaiveDateTime, precision: u8) -> NaiveDateTime {
+    let now = Utc::now().naive_utc();
+    fresh_timestamp(old, now, precision)
+        .unwrap_or_else(|| floor_at(now, precision.min(MAX_PRECISION)))
+}
+
+/// A timestamp token is valid when a fresh token can follow it at every precision:
+/// the whole-second step, the coarsest, exists.
+fn validate_timestamp(t: NaiveDateTime) -> Result<(), InvalidToken> {
+    fresh_timestamp(t, t, 0)
+        .map(|_| ())
+        .ok_or(InvalidToken::new(InvalidTokenReason::OutOfRange))
 }
 
 /// The clock at `precision` fractional digits (at most microseconds), rounded down.
@@ -322,11 +362,11 @@ fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
         format!(".{digits}"),
         format!(".{}", digits.trim_end_matches('0')),
     ];
-    if nanos % 1_000 == 0 {
-        fractions.push(format!(".{}", &digits[..6]));
+    if let Some(micros) = digits.get(..6).filter(|_| nanos % 1_000 == 0) {
+        fractions.push(format!(".{micros}"));
     }
-    if nanos % 1_000_000 == 0 {
-        fractions.push(format!(".{}", &digits[..3]));
+    if let Some(millis) = digits.get(..3).filter(|_| nanos % 1_000_000 == 0) {
+        fractions.push(format!(".{millis}"));
     }
     if nanos == 0 {
         fractions.push(String::new());
@@ -369,7 +409,11 @@ impl VersionToken for NaiveDateTime {
     }
 
     fn next_token_at(&self, precision: u8) -> Self {
-        fresh_timestamp(*self, Utc::now().naive_utc(), precision)
+        next_timestamp(*self, precision)
+    }
+
+    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
+        try_fresh_timestamp(*self, precision)
     }
 
     // Diesel reads a naive timestamp with an offset by ignoring the offset.
@@ -389,8 +433,15 @@ impl VersionToken for NaiveDateTime {
         }
     }
 
+    fn validate(&self) -> Result<(), InvalidToken> {
+        validate_timestamp(*self)
+    }
+
     fn decode(text: &str) -> Result<Self, InvalidToken> {
-        NaiveDateTime::parse_from_str(checked_text(text)?, NAIVE_FORMAT).map_err(|_| malformed())
+        let token = NaiveDateTime::parse_from_str(checked_text(text)?, NAIVE_FORMAT)
+            .map_err(|_| malformed())?;
+        token.validate()?;
+        Ok(token)
     }
 }
 
@@ -407,7 +458,11 @@ impl VersionToken for DateTime<Utc> {
     }
 
     fn next_token_at(&self, precision: u8) -> Self {
-        fresh_timestamp(self.naive_utc(), Utc::now().naive_utc(), precision).and_utc()
+        next_timestamp(self.naive_utc(), precision).and_utc()
+    }
+
+    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
+        try_fresh_timestamp(self.naive_utc(), precision).map(|t| t.and_utc())
     }
 
     // Diesel writes `+00:00` and reads any offset, applying it; UTC forms only.
@@ -427,10 +482,16 @@ impl VersionToken for DateTime<Utc> {
         }
     }
 
+    fn validate(&self) -> Result<(), InvalidToken> {
+        validate_timestamp(self.naive_utc())
+    }
+
     fn decode(text: &str) -> Result<Self, InvalidToken> {
-        DateTime::parse_from_rfc3339(checked_text(text)?)
+        let token = DateTime::parse_from_rfc3339(checked_text(text)?)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|_| malformed())
+            .map_err(|_| malformed())?;
+        token.validate()?;
+        Ok(token)
     }
 }
 
@@ -460,19 +521,18 @@ mod tests {
         let now =
             NaiveDateTime::parse_from_str("2026-01-01T00:00:00.000001", NAIVE_FORMAT).unwrap();
         // The clock has not moved past the old token: the floor wins.
-        assert_eq!(
-            fresh_timestamp(now, now, 6).to_string(),
-            "2026-01-01 00:00:00.000002"
-        );
+        assert_eq!(fresh(now, now, 6).to_string(), "2026-01-01 00:00:00.000002");
         // A token from the future (clock skew) still advances.
         let later = now + TimeDelta::seconds(5);
-        assert_eq!(
-            fresh_timestamp(later, now, 6),
-            later + TimeDelta::microseconds(1)
-        );
+        assert_eq!(fresh(later, now, 6), later + TimeDelta::microseconds(1));
         // Nanoseconds are dropped: the database would drop them.
         let noisy = now + TimeDelta::nanoseconds(999);
-        assert_eq!(fresh_timestamp(now - TimeDelta::seconds(1), noisy, 6), now);
+        assert_eq!(fresh(now - TimeDelta::seconds(1), noisy, 6), now);
+    }
+
+    /// [`fresh_timestamp`] where a fresh token exists.
+    fn fresh(old: NaiveDateTime, now: NaiveDateTime, precision: u8) -> NaiveDateTime {
+        fresh_timestamp(old, now, precision).unwrap()
     }
 
     fn at(text: &str) -> NaiveDateTime {
@@ -484,30 +544,15 @@ mod tests {
         let old = at("2026-01-01T00:00:00.999999");
         let now = at("2026-01-01T00:00:00.400000");
         // The clock is behind the token: one step past the old token's own step.
-        assert_eq!(
-            fresh_timestamp(old, now, 0),
-            at("2026-01-01T00:00:01.000000")
-        );
-        assert_eq!(
-            fresh_timestamp(old, now, 3),
-            at("2026-01-01T00:00:01.000000")
-        );
-        assert_eq!(
-            fresh_timestamp(old, now, 1),
-            at("2026-01-01T00:00:01.000000")
-        );
+        assert_eq!(fresh(old, now, 0), at("2026-01-01T00:00:01.000000"));
+        assert_eq!(fresh(old, now, 3), at("2026-01-01T00:00:01.000000"));
+        assert_eq!(fresh(old, now, 1), at("2026-01-01T00:00:01.000000"));
         // The clock is ahead: now, truncated to the step.
         let now = at("2026-01-01T00:00:07.654321");
-        assert_eq!(
-            fresh_timestamp(old, now, 0),
-            at("2026-01-01T00:00:07.000000")
-        );
-        assert_eq!(
-            fresh_timestamp(old, now, 2),
-            at("2026-01-01T00:00:07.650000")
-        );
+        assert_eq!(fresh(old, now, 0), at("2026-01-01T00:00:07.000000"));
+        assert_eq!(fresh(old, now, 2), at("2026-01-01T00:00:07.650000"));
         // Larger precisions count as microseconds.
-        assert_eq!(fresh_timestamp(old, now, 9), now);
+        assert_eq!(fresh(old, now, 9), now);
     }
 
     #[test]
@@ -516,7 +561,7 @@ mod tests {
         // whole-second token differs from every old token the column could hold.
         let old = at("2026-01-01T00:00:00.000000");
         for now in ["2026-01-01T00:00:00.000000", "2026-01-01T00:00:00.700000"] {
-            let fresh = fresh_timestamp(old, at(now), 0);
+            let fresh = fresh(old, at(now), 0);
             for digits in 0..=6 {
                 assert_ne!(fresh.trunc_subsecs(digits), old);
                 assert_ne!(fresh.round_subsecs(digits), old);
@@ -529,18 +574,40 @@ mod tests {
         let old = at("1960-01-01T00:00:00.500000");
         assert_eq!(floor_at(old, 0), at("1960-01-01T00:00:00.000000"));
         assert_eq!(
-            fresh_timestamp(old, at("1950-01-01T00:00:00.000000"), 0),
+            fresh(old, at("1950-01-01T00:00:00.000000"), 0),
             at("1960-01-01T00:00:01.000000")
         );
     }
 
     #[test]
-    fn the_end_of_time_does_not_panic() {
+    fn the_end_of_time_is_an_out_of_range_token() {
         let now = at("2026-01-01T00:00:00.000000");
+        let reason = |r: Result<(), InvalidToken>| r.map_err(|e| e.reason);
+        let out_of_range = Err(InvalidTokenReason::OutOfRange);
         for precision in [0, 3, 6] {
             let old = floor_at(NaiveDateTime::MAX, precision);
-            assert_eq!(fresh_timestamp(old, now, precision), now);
+            assert_eq!(fresh_timestamp(old, now, precision), None);
+            assert_eq!(
+                reason(old.try_next_token_at(precision).map(drop)),
+                out_of_range
+            );
+            let utc = old.and_utc();
+            assert_eq!(
+                reason(utc.try_next_token_at(precision).map(drop)),
+                out_of_range
+            );
+            // The infallible form does not panic either: now, at the precision.
+            assert!(old.next_token_at(precision) < old);
         }
+        // The last second is refused at every precision: whole seconds cannot follow.
+        let last_second = floor_at(NaiveDateTime::MAX, 0);
+        assert_eq!(reason(last_second.validate()), out_of_range);
+        assert_eq!(reason(last_second.and_utc().validate()), out_of_range);
+        let decoded = NaiveDateTime::decode(&last_second.encode());
+        assert_eq!(reason(decoded.map(drop)), out_of_range);
+        let before = last_second - TimeDelta::seconds(1);
+        assert_eq!(NaiveDateTime::decode(&before.encode()), Ok(before));
+        assert_eq!(before.try_next_token_at(0), Ok(last_second));
     }
 
     #[test]

@@ -72,16 +72,17 @@ impl<T: Tracking> Fields<T> {
         Self::from_bits(0)
     }
 
-    /// Every tracked field.
+    /// Every tracked field (the first 64, for a hand-written [`Tracking`] with more:
+    /// the derive refuses more than 64).
     pub fn all() -> Self {
-        let n = T::FIELDS.len();
-        Self::from_bits(if n >= 64 { u64::MAX } else { (1 << n) - 1 })
+        // The bits below bit `n`, or all of them when there is no bit `n`.
+        Self::from_bits(bit(T::FIELDS.len()).map_or(u64::MAX, |b| b.wrapping_sub(1)))
     }
 
     /// The one field with this name, if it is tracked.
     pub fn named(name: &str) -> Option<Self> {
         let index = T::FIELDS.iter().position(|f| *f == name)?;
-        Some(Self::none().with_index(index))
+        Self::none().with_index(index).ok()
     }
 
     fn from_bits(bits: u64) -> Self {
@@ -91,15 +92,37 @@ impl<T: Tracking> Fields<T> {
         }
     }
 
-    /// This set plus the field at `index` in [`Tracking::FIELDS`].
-    pub fn with_index(self, index: usize) -> Self {
-        debug_assert!(index < T::FIELDS.len());
-        Self::from_bits(self.bits | (1 << index))
+    /// This set plus the field at `index` in [`Tracking::FIELDS`], or
+    /// [`FieldIndexOutOfRange`] when there is no such field (or it is past the 64th,
+    /// which a set cannot hold).
+    ///
+    /// ```
+    /// # include!("tracked_doctest_setup.rs");
+    /// use diesel_occ::Fields;
+    ///
+    /// # fn main() {
+    /// // `Article::FIELDS` is `["title", "body"]`.
+    /// let body = Fields::<Article>::none().with_index(1).unwrap();
+    /// assert!(body.contains("body"));
+    /// let error = Fields::<Article>::none().with_index(2).unwrap_err();
+    /// assert_eq!((error.index(), error.field_count()), (2, 2));
+    /// assert!(Fields::<Article>::none().with_index(64).is_err());
+    /// # }
+    /// ```
+    pub fn with_index(self, index: usize) -> Result<Self, FieldIndexOutOfRange> {
+        match bit(index) {
+            Some(bit) if index < T::FIELDS.len() => Ok(Self::from_bits(self.bits | bit)),
+            _ => Err(FieldIndexOutOfRange {
+                index,
+                field_count: T::FIELDS.len(),
+            }),
+        }
     }
 
-    /// True when the field at `index` in [`Tracking::FIELDS`] is in the set.
+    /// True when the field at `index` in [`Tracking::FIELDS`] is in the set (false for
+    /// any index past the fields).
     pub fn contains_index(&self, index: usize) -> bool {
-        index < 64 && self.bits & (1 << index) != 0
+        bit(index).is_some_and(|bit| self.bits & bit != 0)
     }
 
     /// True when the field with this name is in the set.
@@ -142,6 +165,47 @@ impl<T: Tracking> Fields<T> {
     /// Fields in this set and not in `other`.
     pub fn difference(self, other: Self) -> Self {
         Self::from_bits(self.bits & !other.bits)
+    }
+}
+
+/// The bit of the field at `index`; `None` past the 64th field.
+fn bit(index: usize) -> Option<u64> {
+    u32::try_from(index).ok().and_then(|i| 1_u64.checked_shl(i))
+}
+
+/// [`Fields::with_index`] was given an index past the entity's tracked fields, or past
+/// the 64th.
+///
+/// ```
+/// # include!("tracked_doctest_setup.rs");
+/// use diesel_occ::Fields;
+///
+/// # fn main() {
+/// let error = Fields::<Article>::none().with_index(7).unwrap_err();
+/// assert_eq!(
+///     error.to_string(),
+///     "field index 7 is out of range: the entity tracks 2 fields, a set holds at most 64"
+/// );
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "field index {index} is out of range: the entity tracks {field_count} fields, a set holds at most 64"
+)]
+pub struct FieldIndexOutOfRange {
+    index: usize,
+    field_count: usize,
+}
+
+impl FieldIndexOutOfRange {
+    /// The index that was asked for.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// How many fields the entity tracks ([`Tracking::FIELDS`]'s length).
+    pub fn field_count(&self) -> usize {
+        self.field_count
     }
 }
 
@@ -539,4 +603,94 @@ pub enum SaveOutcome<T: Tracking> {
     /// Somebody changed some of the same fields to other values: nothing was written,
     /// the tracked entity is as it was. The caller decides.
     Overlap(Overlap<T>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::versioned::Versioned;
+
+    /// A hand-written `Tracking` with more fields than a set holds (the derive refuses
+    /// more than 64), to reach every index edge.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Wide;
+
+    impl Versioned for Wide {
+        type Table = ();
+        type Token = i32;
+        type Key = ();
+        type UpdateStatement = ();
+        type DeleteStatement = ();
+        type TokenQuery = ();
+        type FindQuery = ();
+        const TABLE_NAME: &'static str = "wide";
+        const TOKEN_COLUMN: &'static str = "version";
+        const KEY_COLUMNS: &'static [&'static str] = &[];
+
+        fn token(&self) -> &i32 {
+            &1
+        }
+        fn set_token(&mut self, _: i32) {}
+        fn key(&self) {}
+        fn key_values(_: &()) -> Vec<String> {
+            Vec::new()
+        }
+        fn update_statement(&self, _: &i32) {}
+        fn delete_statement(&self) {}
+        fn token_query(_: ()) {}
+        fn find_query(_: ()) {}
+    }
+
+    impl VersionedParts for Wide {
+        type TokenColumn = ();
+        type Guarded = ();
+        type TokenAssignment = ();
+        const GENERATED_TOKEN: bool = false;
+
+        fn guarded(&self) {}
+        fn token_assignment(_: &i32) {}
+    }
+
+    impl Tracking for Wide {
+        const FIELDS: &'static [&'static str] = &[
+            "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11", "f12", "f13",
+            "f14", "f15", "f16", "f17", "f18", "f19", "f20", "f21", "f22", "f23", "f24", "f25",
+            "f26", "f27", "f28", "f29", "f30", "f31", "f32", "f33", "f34", "f35", "f36", "f37",
+            "f38", "f39", "f40", "f41", "f42", "f43", "f44", "f45", "f46", "f47", "f48", "f49",
+            "f50", "f51", "f52", "f53", "f54", "f55", "f56", "f57", "f58", "f59", "f60", "f61",
+            "f62", "f63", "f64", "f65", "f66", "f67", "f68", "f69",
+        ];
+        type FieldsUpdateStatement = ();
+
+        fn changed_from(&self, _: &Self) -> Fields<Self> {
+            Fields::none()
+        }
+        fn copy_fields(&mut self, _: &Self, _: Fields<Self>) {}
+        fn fields_update_statement(&self, _: Fields<Self>, _: &i32) {}
+    }
+
+    #[test]
+    fn an_index_past_the_fields_or_the_64th_is_an_error() {
+        let none = Fields::<Wide>::none();
+        let last = none.with_index(63).unwrap();
+        assert!(last.contains("f63"));
+        assert_eq!(last.len(), 1);
+        for index in [64, 69, 70, usize::MAX] {
+            assert_eq!(
+                none.with_index(index),
+                Err(FieldIndexOutOfRange {
+                    index,
+                    field_count: 70
+                }),
+                "index {index}"
+            );
+            assert!(
+                !Fields::<Wide>::all().contains_index(index),
+                "index {index}"
+            );
+        }
+        assert_eq!(Fields::<Wide>::all().len(), 64);
+        assert!(Fields::<Wide>::named("f64").is_none());
+        assert!(!Fields::<Wide>::all().contains("f64"));
+    }
 }

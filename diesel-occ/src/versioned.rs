@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::error::EntityKey;
+use crate::error::{EntityKey, InvalidToken};
 use crate::token::VersionToken;
 
 /// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
@@ -73,9 +73,22 @@ pub trait Versioned: Sized {
     }
 
     /// The token a checked write stores next: a fresh one at the column's declared
-    /// precision ([`VersionToken::next_token_at`] with [`TOKEN_PRECISION`](Self::TOKEN_PRECISION)).
-    fn fresh_token(&self) -> Self::Token {
-        self.token().next_token_at(Self::TOKEN_PRECISION)
+    /// precision ([`VersionToken::try_next_token_at`] with
+    /// [`TOKEN_PRECISION`](Self::TOKEN_PRECISION)), or
+    /// [`InvalidTokenReason::OutOfRange`](crate::InvalidTokenReason::OutOfRange) when no
+    /// fresh token can follow the entity's, before anything is written.
+    ///
+    /// ```
+    /// # include!("doctest_setup.rs");
+    /// use diesel_occ::Versioned;
+    ///
+    /// # fn main() {
+    /// let stock = Stock { id: 1, available: 9, version: 1 };
+    /// assert_eq!(stock.fresh_token(), Ok(2));
+    /// # }
+    /// ```
+    fn fresh_token(&self) -> Result<Self::Token, InvalidToken> {
+        self.token().try_next_token_at(Self::TOKEN_PRECISION)
     }
 
     /// Each key part rendered with `Debug`, in key order.

@@ -325,7 +325,7 @@ pub fn claim(
     claimed.lease_expires_at = Some(now + lease_ms);
     claimed.fence = item.fence + 1;
 
-    let fresh = claimed.fresh_token();
+    let fresh = claimed.fresh_token().map_err(database)?;
     let updated = claimed
         .update_statement(&fresh)
         .filter(work_items::status.eq(item.status))
@@ -389,7 +389,7 @@ pub fn complete(
     done.status = Status::Done;
     done.lease_owner = None;
     done.lease_expires_at = None;
-    let fresh = done.fresh_token();
+    let fresh = done.fresh_token().map_err(database)?;
     let result = conn.transaction::<_, ClaimError, _>(|conn| {
         let updated = done
             .update_statement(&fresh)

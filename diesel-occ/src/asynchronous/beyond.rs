@@ -17,7 +17,7 @@ use super::transaction::OpenTransaction;
 use super::{CheckedDsl, classify, usable};
 use crate::batch::BatchConflict;
 use crate::checked::{self, CurrentToken};
-use crate::error::{ConflictState, Error, Operation};
+use crate::error::{ConflictState, Error, InvalidToken, Operation};
 use crate::parts::VersionedParts;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 use crate::versioned::Versioned;
@@ -143,9 +143,14 @@ where
 
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
         let fields = self.fields_to_write();
-        let fresh = self.fresh_token();
-        let statement = self.current().fields_update_statement(fields, &fresh);
+        let prepared = self.fresh_token().map(|fresh| {
+            (
+                self.current().fields_update_statement(fields, &fresh),
+                fresh,
+            )
+        });
         async move {
+            let (statement, fresh) = prepared?;
             usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
             let key = self.key();
@@ -269,7 +274,7 @@ where
     let mut fresh_tokens = Vec::with_capacity(entities.len());
     let mut conflicts = Vec::new();
     for (index, entity) in entities.iter().enumerate() {
-        let fresh = entity.fresh_token();
+        let fresh = entity.fresh_token()?;
         let statement = entity.update_statement(&fresh);
         let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
         let key = entity.key();
@@ -323,9 +328,11 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
     {
-        let fresh = self.fresh_token();
-        let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
-        guarded_write(self, conn, statement, fresh, Operation::ForceIncrement)
+        let prepared = self.fresh_token().map(|fresh| {
+            let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
+            (statement, fresh)
+        });
+        guarded_write(self, conn, prepared, Operation::ForceIncrement)
     }
 
     /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
@@ -347,21 +354,23 @@ pub trait AggregateDsl<Conn: AsyncConnection>: VersionedParts {
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
     {
-        let fresh = self.fresh_token();
-        let statement =
-            diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
-        guarded_write(self, conn, statement, fresh, Operation::SoftDelete)
+        let prepared = self.fresh_token().map(|fresh| {
+            let statement =
+                diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+            (statement, fresh)
+        });
+        guarded_write(self, conn, prepared, Operation::SoftDelete)
     }
 }
 
 impl<T: VersionedParts, Conn: AsyncConnection> AggregateDsl<Conn> for T {}
 
-/// Runs a guarded UPDATE that assigns `fresh`; on success the entity takes it.
+/// Runs a guarded UPDATE that assigns `fresh`; on success the entity takes it. Without
+/// a fresh token (`prepared` is the error), nothing runs.
 async fn guarded_write<T, Conn, S>(
     entity: &mut T,
     conn: &mut Conn,
-    statement: S,
-    fresh: T::Token,
+    prepared: Result<(S, T::Token), InvalidToken>,
     operation: Operation,
 ) -> Result<(), Error>
 where
@@ -371,6 +380,7 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
+    let (statement, fresh) = prepared?;
     usable(conn)?;
     let affected = ExecuteDsl::execute(statement, conn).await?;
     let key = entity.key();

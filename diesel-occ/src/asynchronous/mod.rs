@@ -124,9 +124,11 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
     {
-        let fresh = self.fresh_token();
-        let statement = self.update_statement(&fresh);
+        let prepared = self
+            .fresh_token()
+            .map(|fresh| (self.update_statement(&fresh), fresh));
         async move {
+            let (statement, fresh) = prepared?;
             usable(conn)?;
             // A generated token (`xmin`) comes back from `RETURNING`.
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;

@@ -389,13 +389,10 @@ where
     let pooled = source.checkout_within(attempt.remaining()).await?;
     let mut checkout = Checkout {
         source,
-        pooled: Some(pooled),
+        pooled: None,
         clean: false,
     };
-    let Some(pooled) = checkout.pooled.as_mut() else {
-        unreachable!("the connection was just checked out")
-    };
-    let conn: &mut S::Connection = pooled;
+    let conn: &mut S::Connection = checkout.pooled.insert(pooled);
     let (result, clean) = if attempt.runs_in_transaction() {
         in_attempt_transaction(conn, attempt, f).await
     } else {
@@ -437,7 +434,7 @@ where
     }
     let result = f(&mut *conn, attempt).await;
     match transaction_depth(conn) {
-        Ok(depth) if depth == outer + 1 => end_transaction(conn, result).await,
+        Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result).await,
         depth => (crate::retry::unbalanced(result, depth), false),
     }
 }

@@ -93,6 +93,8 @@ macro_rules! counter_advance {
         {
             type Assignment = dsl::Eq<Col, WrappingIncrement<Col, $int>>;
 
+            // `column + 1` is SQL, not Rust arithmetic, and the CASE keeps it in range.
+            #[allow(clippy::arithmetic_side_effects)]
             fn advance(column: Col, _precision: u8) -> Self::Assignment {
                 column.eq(
                     dsl::case_when(column.eq(<$int>::MAX), <$int>::MIN).otherwise(column + 1),

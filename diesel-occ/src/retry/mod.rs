@@ -354,7 +354,7 @@ where
     }
     let result = f(conn, attempt);
     match transaction_depth(conn) {
-        Ok(depth) if depth == outer + 1 => end_transaction(conn, result),
+        Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result),
         depth => (unbalanced(result, depth), false),
     }
 }

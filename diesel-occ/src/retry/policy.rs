@@ -454,7 +454,8 @@ impl<'p> RetryLoop<'p> {
 
     /// The attempt to run next.
     pub(crate) fn next_attempt(&mut self) -> Attempt {
-        self.attempts += 1;
+        // At most `max_attempts`: the loop gives up before another attempt.
+        self.attempts = self.attempts.saturating_add(1);
         // The memory is asked once, here: an attempt that started while no row was hot
         // runs optimistic to its end, so that it never locks halfway through.
         let hot_rows = self
@@ -486,7 +487,7 @@ impl<'p> RetryLoop<'p> {
                 // started it.
                 return match self.retried.take() {
                     Some(last) => {
-                        self.attempts -= 1;
+                        self.attempts = self.attempts.saturating_sub(1);
                         self.give_up(last, true)
                     }
                     None => Step::Done(Err(error)),
@@ -502,7 +503,7 @@ impl<'p> RetryLoop<'p> {
         let only_deleted = !conflicts.is_empty() && !contended;
         let mut hot_row = false;
         if contended {
-            self.conflicts += 1;
+            self.conflicts = self.conflicts.saturating_add(1);
             hot_row = self.remember_hot_rows(&conflicts);
         }
         if self.attempts >= self.policy.max_attempts {

@@ -60,6 +60,27 @@ macro_rules! async_suite {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
+                let Some((_db, mut a, _)) = setup().await else {
+                    return;
+                };
+                // An entity built from a client's token in the last second of chrono's
+                // range: a write would have no later token to store.
+                let end = NaiveDateTime::MAX;
+                let mut stamp = Stamp { id: 1, value: 7, updated_at: end };
+                let before = stamp.clone();
+                crate::assert_out_of_range(stamp.save_checked(&mut a).await);
+                crate::assert_out_of_range(stamp.force_increment(&mut a).await);
+                crate::assert_out_of_range(
+                    std::slice::from_mut(&mut stamp).save_all_checked(&mut a).await,
+                );
+                crate::assert_out_of_range(Stamp::find_checked(&mut a, 1, &end).await.map(|_| ()));
+                assert_eq!(stamp, before, "the entity is untouched");
+                let stored = Stamp::find(&mut a, 1).await.unwrap();
+                assert_eq!(stored.value, 0, "nothing was written");
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
                 let Some((_db, mut a, mut b)) = setup().await else {
                     return;

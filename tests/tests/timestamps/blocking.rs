@@ -177,6 +177,28 @@ macro_rules! blocking_suite {
             }
 
             #[test]
+            fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
+                let Some((_db, mut a, _, seed)) = setup() else {
+                    return;
+                };
+                // An entity built from a client's token in the last second of chrono's
+                // range: a write would have no later token to store.
+                let end = NaiveDateTime::MAX;
+                let mut stamp = Stamp { id: 1, value: 7, updated_at: end };
+                let before = stamp.clone();
+                crate::assert_out_of_range(stamp.save_checked(&mut a));
+                crate::assert_out_of_range(stamp.force_increment(&mut a));
+                crate::assert_out_of_range(std::slice::from_mut(&mut stamp).save_all_checked(&mut a));
+                crate::assert_out_of_range(Stamp::find_checked(&mut a, 1, &end).map(|_| ()));
+                assert_eq!(stamp, before, "the entity is untouched");
+                assert_eq!(
+                    Stamp::find(&mut a, 1).unwrap(),
+                    Stamp { id: 1, value: 0, updated_at: seed },
+                    "nothing was written"
+                );
+            }
+
+            #[test]
             fn the_start_up_check_reports_a_column_coarser_than_declared() {
                 let Some((_db, mut a, _, _)) = setup() else {
                     return;

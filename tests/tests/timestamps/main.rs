@@ -29,6 +29,15 @@ fn ahead_of_clock() -> chrono::NaiveDateTime {
         .trunc_subsecs(0)
 }
 
+/// Asserts a refused token with no fresh successor, printing what came instead.
+fn assert_out_of_range(result: Result<(), diesel_occ::Error>) {
+    use diesel_occ::{Error, InvalidTokenReason};
+    match result {
+        Err(Error::InvalidToken(invalid)) if invalid.reason == InvalidTokenReason::OutOfRange => {}
+        other => panic!("expected an out-of-range token, got {other:?}"),
+    }
+}
+
 /// Text forms of timestamps that SQLite's date functions and Diesel read, but that
 /// Diesel does not write (it writes `2024-01-02 03:04:05.123456`).
 const OTHER_FORMS: &[&str] = &[
