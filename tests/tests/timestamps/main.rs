@@ -135,3 +135,19 @@ async_suite!(
     "TIMESTAMP",
     6
 );
+
+#[macro_use]
+mod utc;
+
+utc_bulk_suite!(
+    postgres_timestamptz,
+    diesel::pg::PgConnection,
+    "TIMESTAMPTZ",
+    diesel::sql_types::Timestamptz
+);
+utc_bulk_suite!(
+    sqlite_text_utc,
+    diesel::sqlite::SqliteConnection,
+    "TEXT",
+    diesel::sql_types::TimestamptzSqlite
+);
