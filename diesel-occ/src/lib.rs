@@ -218,6 +218,10 @@ pub mod prelude {
 pub mod __private {
     pub use crate::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::predicate::TokenEq;
+    pub use crate::{
+        CachedUpdate, Fields, GeneratedUpdate, NotAssigned, TokenKind, Tracking, VersionToken,
+        Versioned, VersionedParts,
+    };
     pub use diesel;
 }
 
