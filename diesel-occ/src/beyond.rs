@@ -13,7 +13,7 @@ use crate::batch::BatchConflict;
 use crate::checked::{self, CurrentToken};
 use crate::error::{ConflictState, Error, Operation};
 use crate::parts::{GuardedUpdate, VersionedParts};
-use crate::sync::{CheckedDsl, classify};
+use crate::sync::{CheckedDsl, classify, settle};
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 use crate::versioned::Versioned;
 
@@ -68,13 +68,10 @@ where
             .current()
             .fields_update_statement(fields, &fresh)
             .run_guarded(conn, fresh)?;
-        if checked::written(self.current(), affected)? {
-            self.saved(fresh);
-            checked::trace_written(self.current(), Operation::Update);
-            Ok(())
-        } else {
-            Err(classify(self.original(), Operation::Update, conn))
-        }
+        let expected = self.original().token();
+        settle::<T, Conn>(conn, &self.key(), expected, Operation::Update, affected)?;
+        self.saved(fresh);
+        Ok(())
     }
 
     fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {
@@ -176,7 +173,12 @@ where
                 } else {
                     // A zero-row UPDATE leaves the transaction usable on every backend:
                     // keep going, so the error names every stale or deleted entity.
-                    match classify(entity, Operation::Update, conn) {
+                    match classify::<T, Conn>(
+                        &entity.key(),
+                        entity.token(),
+                        Operation::Update,
+                        conn,
+                    ) {
                         Error::Conflict(conflict) => conflicts.push((index, conflict)),
                         error => return Err(error),
                     }
@@ -242,13 +244,15 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         let fresh = self.fresh_token()?;
         let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
         let affected = ExecuteDsl::execute(statement, conn)?;
-        if checked::written(self, affected)? {
-            self.set_token(fresh);
-            checked::trace_written(self, Operation::ForceIncrement);
-            Ok(())
-        } else {
-            Err(classify(self, Operation::ForceIncrement, conn))
-        }
+        settle::<Self, Conn>(
+            conn,
+            &self.key(),
+            self.token(),
+            Operation::ForceIncrement,
+            affected,
+        )?;
+        self.set_token(fresh);
+        Ok(())
     }
 
     /// Marks the row deleted with a checked UPDATE of the marker and the token:
@@ -294,13 +298,15 @@ pub trait AggregateDsl<Conn: Connection>: VersionedParts {
         let statement =
             diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
         let affected = ExecuteDsl::execute(statement, conn)?;
-        if checked::written(self, affected)? {
-            self.set_token(fresh);
-            checked::trace_written(self, Operation::SoftDelete);
-            Ok(())
-        } else {
-            Err(classify(self, Operation::SoftDelete, conn))
-        }
+        settle::<Self, Conn>(
+            conn,
+            &self.key(),
+            self.token(),
+            Operation::SoftDelete,
+            affected,
+        )?;
+        self.set_token(fresh);
+        Ok(())
     }
 }
 

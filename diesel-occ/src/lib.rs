@@ -188,7 +188,9 @@ pub use error::{
     InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
     TransientKind,
 };
-pub use parts::{GeneratedUpdate, GuardedUpdate, NotAssigned, VersionedParts};
+pub use parts::{
+    GeneratedUpdate, GuardedUpdate, KeyGuarded, Narrow, NotAssigned, TokenIs, VersionedParts,
+};
 pub use statement::CachedUpdate;
 pub use sync::CheckedDsl;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};

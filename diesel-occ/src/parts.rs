@@ -3,10 +3,12 @@
 //! [`GuardedUpdate`]: how a guarded UPDATE reports what it wrote.
 
 use diesel::connection::Connection;
+use diesel::dsl::Filter;
 use diesel::query_builder::{AsChangeset, IntoUpdateTarget, UpdateStatement};
-use diesel::query_dsl::methods::ExecuteDsl;
+use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::{QueryResult, QuerySource};
 
+use crate::predicate::TokenEq;
 use crate::statement::CachedUpdate;
 use crate::versioned::Versioned;
 
@@ -168,5 +170,63 @@ where
         let mut rows: Vec<Tok> = self.0.load(conn)?;
         let written = rows.len();
         Ok((written, rows.pop().unwrap_or(fresh)))
+    }
+}
+
+/// `token = <expected>` on an entity's token column (every text form on SQLite).
+#[doc(hidden)]
+pub type TokenIs<T> = TokenEq<<T as VersionedParts>::TokenColumn, <T as Versioned>::Token>;
+
+/// `t WHERE <key> AND token = <expected>`: the target of a write by key and a client's
+/// token, which never loads the row.
+#[doc(hidden)]
+pub type KeyGuarded<T> = Filter<<T as Versioned>::FindQuery, TokenIs<T>>;
+
+/// The row with `key`, if it still holds `expected`.
+pub(crate) fn key_guarded<T>(key: T::Key, expected: &T::Token) -> KeyGuarded<T>
+where
+    T: VersionedParts,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+{
+    let token = TokenEq::new(
+        T::TokenColumn::default(),
+        expected.clone(),
+        T::token_text_forms,
+    );
+    T::find_query(key).filter(token)
+}
+
+/// A guarded statement narrowed by one more predicate of the caller's: the UPDATE of
+/// [`save_checked_where`](crate::CheckedDsl::save_checked_where).
+#[doc(hidden)]
+pub trait Narrow<Predicate> {
+    /// The statement with `AND <predicate>` in its `WHERE`.
+    type Output;
+
+    /// Adds the predicate.
+    fn narrow(self, predicate: Predicate) -> Self::Output;
+}
+
+impl<Target, Changes, Predicate> Narrow<Predicate> for CachedUpdate<Target, Changes>
+where
+    Target: IntoUpdateTarget + Clone + FilterDsl<Predicate>,
+    Changes: AsChangeset<Target = Target::Table>,
+    Filter<Target, Predicate>: IntoUpdateTarget<Table = Target::Table> + Clone,
+{
+    type Output = CachedUpdate<Filter<Target, Predicate>, Changes>;
+
+    fn narrow(self, predicate: Predicate) -> Self::Output {
+        self.filter(predicate)
+    }
+}
+
+impl<S, Predicate> Narrow<Predicate> for GeneratedUpdate<S>
+where
+    S: FilterDsl<Predicate>,
+{
+    type Output = GeneratedUpdate<Filter<S, Predicate>>;
+
+    fn narrow(self, predicate: Predicate) -> Self::Output {
+        GeneratedUpdate(self.0.filter(predicate))
     }
 }

@@ -1,15 +1,17 @@
 //! Checked operations on a blocking [`diesel::Connection`].
 
+use diesel::associations::HasTable;
 use diesel::connection::{Connection, TransactionManager};
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::{ExecuteDsl, SelectDsl};
+use diesel::dsl::{AsSelect, Select, Update};
+use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId};
+use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
-use diesel::{OptionalExtension, Selectable, SelectableHelper};
+use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
+use crate::bulk::NoTokenAssignment;
 use crate::checked::{self, CurrentToken};
 use crate::error::{Error, Operation};
-use crate::parts::GuardedUpdate;
+use crate::parts::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 
@@ -70,13 +72,144 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     {
         let fresh = self.fresh_token()?;
         let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
-        if checked::written(self, affected)? {
-            self.set_token(fresh);
-            checked::trace_written(self, Operation::Update);
-            Ok(())
-        } else {
-            Err(classify(self, Operation::Update, conn))
-        }
+        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
+        self.set_token(fresh);
+        Ok(())
+    }
+
+    /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
+    /// the `WHERE`: `UPDATE ... WHERE <key> AND token = <original> AND <predicate>`.
+    ///
+    /// For a write that is only valid in a given state, decided by the database in the
+    /// same statement: claim a job only while it is still `pending`, reserve a seat only
+    /// while it is `free`. The predicate is an expression on the entity's table.
+    ///
+    /// When no row matches, the error says why, as for `save_checked`: another writer
+    /// changed the row ([`ConflictState::Stale`](crate::ConflictState::Stale)), it was
+    /// deleted, or it still holds the token that was read, so the predicate was false
+    /// ([`ConflictState::Unmatched`](crate::ConflictState::Unmatched), which a retry
+    /// never repeats). The entity is left untouched.
+    ///
+    /// ```
+    /// # include!("doctest_setup.rs");
+    /// use diesel::prelude::*;
+    /// use diesel_occ::prelude::*;
+    /// use diesel_occ::ConflictState;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// let mut stock = Stock::find(&mut conn, 1)?;
+    /// stock.available -= 10;
+    /// // Only while the row has that many left.
+    /// stock.save_checked_where(&mut conn, stock::available.ge(10))?;
+    ///
+    /// stock.available -= 1;
+    /// let error = stock.save_checked_where(&mut conn, stock::available.ge(1)).unwrap_err();
+    /// assert_eq!(error.as_conflict().unwrap().state(), &ConflictState::Unmatched);
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn save_checked_where<Predicate>(
+        &mut self,
+        conn: &mut Conn,
+        predicate: Predicate,
+    ) -> Result<(), Error>
+    where
+        Self::UpdateStatement: Narrow<Predicate>,
+        <Self::UpdateStatement as Narrow<Predicate>>::Output: GuardedUpdate<Conn, Self::Token>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+    {
+        let fresh = self.fresh_token()?;
+        let statement = self.update_statement(&fresh).narrow(predicate);
+        let (affected, fresh) = statement.run_guarded(conn, fresh)?;
+        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
+        self.set_token(fresh);
+        Ok(())
+    }
+
+    /// Writes `changes` to the row with `key` if it still holds the token a client sent
+    /// (an HTTP `If-Match`, a form field), in one statement and without loading it:
+    /// `UPDATE t SET <changes>, token = <fresh> WHERE <key> AND token = <expected>`.
+    /// Returns the fresh token (the client's next `ETag`).
+    ///
+    /// An invalid client token is [`Error::InvalidToken`] before any query. When no row
+    /// matches, [`Error::Conflict`] says whether the row holds another token (with it)
+    /// or is gone, at the cost of one more query. `changes` never assigns or reads the
+    /// token column: that is a compile error (see [`NoTokenAssignment`]). Not available
+    /// for a database-generated token, which needs a loaded entity.
+    ///
+    /// ```
+    /// # include!("doctest_setup.rs");
+    /// use diesel::prelude::*;
+    /// use diesel_occ::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// // The client read version 1 and sends it back with its change.
+    /// let etag = Stock::update_by_key(&mut conn, 1, &1, stock::available.eq(7))?;
+    /// assert_eq!(etag, 2);
+    ///
+    /// // A second client that also read version 1 is refused.
+    /// let error = Stock::update_by_key(&mut conn, 1, &1, stock::available.eq(0)).unwrap_err();
+    /// assert_eq!(error.as_conflict().unwrap().current::<i32>(), Some(2));
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn update_by_key<Changes>(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+        changes: Changes,
+    ) -> Result<Self::Token, Error>
+    where
+        Self: VersionedParts,
+        Self::FindQuery: FilterDsl<TokenIs<Self>>,
+        KeyGuarded<Self>: IntoUpdateTarget,
+        <KeyGuarded<Self> as HasTable>::Table: Table,
+        Changes: NoTokenAssignment<Self::TokenColumn>,
+        (Changes, Self::TokenAssignment):
+            AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
+        Update<KeyGuarded<Self>, (Changes, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+    {
+        expected.validate()?;
+        let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
+        let target = key_guarded::<Self>(key.clone(), expected);
+        let statement = diesel::update(target).set((changes, Self::token_assignment(&fresh)));
+        let affected = ExecuteDsl::execute(statement, conn)?;
+        settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
+        Ok(fresh)
+    }
+
+    /// Deletes the row with `key` if it still holds the token a client sent, in one
+    /// statement and without loading it: `DELETE FROM t WHERE <key> AND token = <expected>`.
+    ///
+    /// An invalid client token is [`Error::InvalidToken`] before any query; when no row
+    /// matches, [`Error::Conflict`] says whether it holds another token or is gone.
+    ///
+    /// ```
+    /// # include!("doctest_setup.rs");
+    /// use diesel_occ::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// assert!(Stock::delete_by_key(&mut conn, 1, &7).unwrap_err().is_conflict());
+    /// Stock::delete_by_key(&mut conn, 1, &1)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn delete_by_key(conn: &mut Conn, key: Self::Key, expected: &Self::Token) -> Result<(), Error>
+    where
+        Self: VersionedParts,
+        Self::FindQuery: FilterDsl<TokenIs<Self>>,
+        KeyGuarded<Self>: IntoUpdateTarget,
+        diesel::dsl::delete<KeyGuarded<Self>>: ExecuteDsl<Conn>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+    {
+        expected.validate()?;
+        let statement = diesel::delete(key_guarded::<Self>(key.clone(), expected));
+        let affected = ExecuteDsl::execute(statement, conn)?;
+        settle::<Self, Conn>(conn, &key, expected, Operation::Delete, affected)
     }
 
     /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
@@ -88,12 +221,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
-        if checked::written(self, affected)? {
-            checked::trace_written(self, Operation::Delete);
-            Ok(())
-        } else {
-            Err(classify(self, Operation::Delete, conn))
-        }
+        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Delete, affected)
     }
 
     /// Loads the row with this key, or [`Error::NotFound`].
@@ -133,16 +261,41 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
 
 impl<T: Versioned, Conn: Connection> CheckedDsl<Conn> for T {}
 
-/// The conflict behind a zero-row write: one query for the row's current token, a
-/// locking read inside a transaction (see [`CurrentToken`] for why).
-pub(crate) fn classify<T, Conn>(entity: &T, operation: Operation, conn: &mut Conn) -> Error
+/// The end of every guarded write on a blocking connection: `Ok` (and the event) when
+/// it wrote exactly the row, else the conflict that explains the zero-row write.
+pub(crate) fn settle<T, Conn>(
+    conn: &mut Conn,
+    key: &T::Key,
+    expected: &T::Token,
+    operation: Operation,
+    affected: usize,
+) -> Result<(), Error>
 where
     T: Versioned,
     Conn: Connection,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
-    let key = entity.key();
-    let expected = entity.token();
+    if checked::written_key::<T>(key, affected)? {
+        checked::trace_written_key::<T>(key, operation);
+        Ok(())
+    } else {
+        Err(classify::<T, Conn>(key, expected, operation, conn))
+    }
+}
+
+/// The conflict behind a zero-row write: one query for the row's current token, a
+/// locking read inside a transaction (see [`CurrentToken`] for why).
+pub(crate) fn classify<T, Conn>(
+    key: &T::Key,
+    expected: &T::Token,
+    operation: Operation,
+    conn: &mut Conn,
+) -> Error
+where
+    T: Versioned,
+    Conn: Connection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
     let in_transaction = !matches!(
         Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth(),
         Ok(None)
@@ -159,7 +312,7 @@ where
         current = read(conn, true);
     }
     match current {
-        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
+        Ok(current) => checked::conflict::<T>(key, operation, expected, current).into(),
         Err(error) => error.into(),
     }
 }

@@ -14,7 +14,7 @@ use diesel_async::AsyncConnection;
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 
 use super::transaction::OpenTransaction;
-use super::{CheckedDsl, classify, usable};
+use super::{CheckedDsl, classify, settle, usable};
 use crate::batch::BatchConflict;
 use crate::checked::{self, CurrentToken};
 use crate::error::{ConflictState, Error, InvalidToken, Operation};
@@ -153,15 +153,10 @@ where
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
-            let key = self.key();
-            if checked::written_key::<T>(&key, affected)? {
-                self.saved(fresh);
-                checked::trace_written_key::<T>(&key, Operation::Update);
-                Ok(())
-            } else {
-                let expected = self.original().token().clone();
-                Err(classify::<T, Conn>(key, &expected, Operation::Update, conn).await)
-            }
+            let expected = self.original().token().clone();
+            settle::<T, Conn>(conn, self.key(), &expected, Operation::Update, affected).await?;
+            self.saved(fresh);
+            Ok(())
         }
     }
 
@@ -383,12 +378,7 @@ where
     let (statement, fresh) = prepared?;
     usable(conn)?;
     let affected = ExecuteDsl::execute(statement, conn).await?;
-    let key = entity.key();
-    if checked::written_key::<T>(&key, affected)? {
-        entity.set_token(fresh);
-        checked::trace_written_key::<T>(&key, operation);
-        Ok(())
-    } else {
-        Err(classify::<T, Conn>(key, entity.token(), operation, conn).await)
-    }
+    settle::<T, Conn>(conn, entity.key(), entity.token(), operation, affected).await?;
+    entity.set_token(fresh);
+    Ok(())
 }

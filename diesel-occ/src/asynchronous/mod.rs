@@ -72,10 +72,11 @@ mod transaction;
 
 use std::future::Future;
 
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
-use diesel::{OptionalExtension, Selectable, SelectableHelper};
+use diesel::associations::HasTable;
+use diesel::dsl::{AsSelect, Select, Update};
+use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId};
+use diesel::query_dsl::methods::{FilterDsl, SelectDsl};
+use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, TransactionManager};
 
@@ -87,8 +88,10 @@ pub use self::retry::{
 pub use self::transaction::{TransactionFn, transaction};
 pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
+use crate::bulk::NoTokenAssignment;
 use crate::checked::{self, CurrentToken};
 use crate::error::{Error, Operation};
+use crate::parts::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 
@@ -132,14 +135,106 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             usable(conn)?;
             // A generated token (`xmin`) comes back from `RETURNING`.
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
-            let key = self.key();
-            if checked::written_key::<Self>(&key, affected)? {
-                self.set_token(fresh);
-                checked::trace_written_key::<Self>(&key, Operation::Update);
-                Ok(())
-            } else {
-                Err(classify::<Self, Conn>(key, self.token(), Operation::Update, conn).await)
-            }
+            settle::<Self, Conn>(conn, self.key(), self.token(), Operation::Update, affected)
+                .await?;
+            self.set_token(fresh);
+            Ok(())
+        }
+    }
+
+    /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
+    /// the `WHERE`. See [`crate::CheckedDsl::save_checked_where`].
+    fn save_checked_where<Predicate>(
+        &mut self,
+        conn: &mut Conn,
+        predicate: Predicate,
+    ) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: Send,
+        Self::UpdateStatement: Narrow<Predicate>,
+        <Self::UpdateStatement as Narrow<Predicate>>::Output:
+            GuardedUpdate<Conn, Self::Token> + Send,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
+    {
+        let prepared = self
+            .fresh_token()
+            .map(|fresh| (self.update_statement(&fresh).narrow(predicate), fresh));
+        async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+            settle::<Self, Conn>(conn, self.key(), self.token(), Operation::Update, affected)
+                .await?;
+            self.set_token(fresh);
+            Ok(())
+        }
+    }
+
+    /// Writes `changes` to the row with `key` if it still holds the token a client sent,
+    /// in one statement and without loading it; returns the fresh token. See
+    /// [`crate::CheckedDsl::update_by_key`].
+    fn update_by_key<Changes>(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+        changes: Changes,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send
+    where
+        Self: VersionedParts,
+        Self::FindQuery: FilterDsl<TokenIs<Self>>,
+        KeyGuarded<Self>: IntoUpdateTarget,
+        <KeyGuarded<Self> as HasTable>::Table: Table,
+        Changes: NoTokenAssignment<Self::TokenColumn>,
+        (Changes, Self::TokenAssignment):
+            AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
+        Update<KeyGuarded<Self>, (Changes, Self::TokenAssignment)>:
+            AsQuery + ExecuteDsl<Conn> + Send,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
+    {
+        let expected = expected.clone();
+        let prepared = expected
+            .validate()
+            .and_then(|()| expected.try_next_token_at(Self::TOKEN_PRECISION))
+            .map(|fresh| {
+                let target = key_guarded::<Self>(key.clone(), &expected);
+                let changes = (changes, Self::token_assignment(&fresh));
+                (diesel::update(target).set(changes), fresh)
+            });
+        async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            settle::<Self, Conn>(conn, key, &expected, Operation::Update, affected).await?;
+            Ok(fresh)
+        }
+    }
+
+    /// Deletes the row with `key` if it still holds the token a client sent, in one
+    /// statement and without loading it. See [`crate::CheckedDsl::delete_by_key`].
+    fn delete_by_key(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+    ) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: VersionedParts,
+        Self::FindQuery: FilterDsl<TokenIs<Self>>,
+        KeyGuarded<Self>: IntoUpdateTarget,
+        diesel::dsl::delete<KeyGuarded<Self>>: ExecuteDsl<Conn> + Send,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
+    {
+        let expected = expected.clone();
+        let prepared = expected
+            .validate()
+            .map(|()| diesel::delete(key_guarded::<Self>(key.clone(), &expected)));
+        async move {
+            let statement = prepared?;
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
         }
     }
 
@@ -158,12 +253,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         async move {
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
-            if checked::written_key::<Self>(&key, affected)? {
-                checked::trace_written_key::<Self>(&key, Operation::Delete);
-                Ok(())
-            } else {
-                Err(classify::<Self, Conn>(key, &expected, Operation::Delete, conn).await)
-            }
+            settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
         }
     }
 
@@ -212,6 +302,30 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
 }
 
 impl<T: Versioned, Conn: AsyncConnection> CheckedDsl<Conn> for T {}
+
+/// The end of every guarded write on an async connection: `Ok` (and the event) when it
+/// wrote exactly the row, else the conflict that explains the zero-row write. The twin
+/// of the blocking one.
+pub(crate) async fn settle<T, Conn>(
+    conn: &mut Conn,
+    key: T::Key,
+    expected: &T::Token,
+    operation: Operation,
+    affected: usize,
+) -> Result<(), Error>
+where
+    T: Versioned,
+    Conn: AsyncConnection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    if checked::written_key::<T>(&key, affected)? {
+        checked::trace_written_key::<T>(&key, operation);
+        Ok(())
+    } else {
+        Err(classify::<T, Conn>(key, expected, operation, conn).await)
+    }
+}
 
 /// The conflict behind a zero-row write: one query for the row's current token, a
 /// locking read inside a transaction (see [`CurrentToken`] for why). The twin of the

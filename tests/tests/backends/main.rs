@@ -33,4 +33,5 @@ utc_suite!(
     diesel_occ_tests::schema::sqlite
 );
 
+mod client_token;
 mod postgres_only;
