@@ -276,3 +276,16 @@ fn asynchronous_race_of_closures_returning_futures() {
     ));
     assert_eq!(report.into_values().unwrap(), [0, 11]);
 }
+
+#[test]
+fn an_asynchronous_race_of_send_writers_is_send() {
+    // So a test may spawn it (`tokio::spawn`) when its writers are `Send`.
+    fn assert_send<F: std::future::Future + Send>(future: F) -> F {
+        future
+    }
+    let race = Race::new(2);
+    let report = runtime().block_on(assert_send(
+        race.run_asynchronous(async |writer| writer, async |_, read| read),
+    ));
+    assert_eq!(report.into_values().unwrap(), [0, 1]);
+}
