@@ -173,6 +173,8 @@ pub mod retry;
 pub mod schema;
 mod statement;
 mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod token;
 mod tracked;
 mod transaction;

@@ -1,5 +1,5 @@
 //! Support for diesel-occ's integration tests: which backends to run, a fresh database
-//! per test, the test schema, statement counting and forced interleavings.
+//! per test, the test schema and statement counting.
 //!
 //! Backends are chosen with environment variables:
 //!
@@ -13,7 +13,6 @@
 
 pub mod backend;
 pub mod db;
-pub mod race;
 pub mod schema;
 pub mod statements;
 

@@ -10,9 +10,9 @@ macro_rules! sync_suite {
             use chrono::NaiveDateTime;
             use diesel::prelude::*;
             use diesel_occ::prelude::*;
+            use diesel_occ::testing::Race;
             use diesel_occ::{ConflictState, Error, InvalidTokenReason, Operation, UuidToken};
             use diesel_occ_tests::TestDb;
-            use diesel_occ_tests::race::after_all_read;
             use diesel_occ_tests::statements::StatementCounter;
 
             use $schema as schema;
@@ -144,8 +144,7 @@ macro_rules! sync_suite {
             fn two_writers_from_one_version_exactly_one_wins() {
                 let db = test_db!();
                 seed_counter(&db);
-                let outcomes = after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |_| read_counter(&db),
                     |writer, (mut conn, mut row)| {
                         row.value += 10 * (writer as i32 + 1);
@@ -154,6 +153,7 @@ macro_rules! sync_suite {
                         (result, row)
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
                 assert_eq!(winners.len(), 1, "exactly one winner: {outcomes:?}");
                 let (_, winner) = winners[0];
@@ -189,8 +189,7 @@ macro_rules! sync_suite {
                 // can observe the failure diesel-occ prevents.
                 let db = test_db!();
                 seed_counter(&db);
-                let outcomes = after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |_| read_counter(&db),
                     |_, (mut conn, row)| {
                         diesel::update(schema::counters::table.find(row.id))
@@ -198,6 +197,7 @@ macro_rules! sync_suite {
                             .execute(&mut conn)
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 assert_eq!(
                     outcomes.iter().map(|r| *r.as_ref().unwrap()).sum::<usize>(),
                     2
@@ -213,14 +213,14 @@ macro_rules! sync_suite {
             fn checked_increments_from_one_version_lose_nothing() {
                 let db = test_db!();
                 seed_counter(&db);
-                let outcomes = after_all_read(
-                    4,
+                let report = Race::new(4).run(
                     |_| read_counter(&db),
                     |_, (mut conn, mut row)| {
                         row.value += 1;
                         row.save_checked(&mut conn).is_ok()
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 let applied = outcomes.iter().filter(|ok| **ok).count();
                 assert_eq!(applied, 1);
                 assert_eq!(
@@ -314,8 +314,7 @@ macro_rules! sync_suite {
             fn racing_update_and_delete_leave_one_consistent_outcome() {
                 let db = test_db!();
                 seed_counter(&db);
-                let outcomes = after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |_| read_counter(&db),
                     |writer, (mut conn, mut row)| {
                         if writer == 0 {
@@ -326,6 +325,7 @@ macro_rules! sync_suite {
                         }
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 let stored = Counter::find(&mut db.conn(), 1);
                 match (&outcomes[0], &outcomes[1]) {
                     (Ok(()), Err(Error::Conflict(c))) => {

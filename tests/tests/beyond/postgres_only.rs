@@ -5,9 +5,9 @@ use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel_occ::pg::XminToken;
 use diesel_occ::prelude::*;
+use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
 use diesel_occ_tests::TestDb;
-use diesel_occ_tests::race::after_all_read;
 
 use crate::schema::pg as schema;
 use crate::sql_log::{SqlLog, sql_only};
@@ -135,8 +135,7 @@ fn xmin_two_writers_from_one_version_exactly_one_wins() {
     let Some(db) = seed("beyond_pg_xmin_race") else {
         return;
     };
-    let outcomes = after_all_read(
-        2,
+    let report = Race::new(2).run(
         |_| {
             let mut conn = db.conn();
             let doc = Document::find(&mut conn, 1).unwrap();
@@ -148,6 +147,7 @@ fn xmin_two_writers_from_one_version_exactly_one_wins() {
             (result.map_err(|e| e.is_conflict()), doc)
         },
     );
+    let outcomes = report.into_values().unwrap();
     let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
     assert_eq!(winners.len(), 1, "{outcomes:?}");
     assert!(outcomes.iter().any(|(r, _)| *r == Err(true)));

@@ -11,11 +11,11 @@ macro_rules! sync_suite {
             use diesel::prelude::*;
             use diesel_occ::guard::{BypassGuard, GuardBackend};
             use diesel_occ::prelude::*;
+            use diesel_occ::testing::Race;
             use diesel_occ::{
                 ConflictState, Error, Operation, Prefer, SaveOutcome, Tracked, UuidToken,
             };
             use diesel_occ_tests::TestDb;
-            use diesel_occ_tests::race::after_all_read;
 
             use crate::sql_log::{SqlLog, sql_only, updates};
             use $schema as schema;
@@ -299,8 +299,7 @@ macro_rules! sync_suite {
                 db: &TestDb<Conn>,
                 edit: impl Fn(usize, &mut Article) + Sync,
             ) -> Vec<(Result<SaveOutcome<Article>, Error>, Tracked<Article>)> {
-                after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |_| {
                         let mut conn = db.conn();
                         let tracked = Tracked::new(article(&mut conn));
@@ -311,7 +310,8 @@ macro_rules! sync_suite {
                         let outcome = tracked.save_merging(&mut conn);
                         (outcome, tracked)
                     },
-                )
+                );
+                report.into_values().unwrap()
             }
 
             #[test]
@@ -358,8 +358,7 @@ macro_rules! sync_suite {
                 // and one edit is overwritten with the stale value it was read with.
                 let db = test_db!();
                 seed_article(&db);
-                after_all_read(
-                    2,
+                let report = Race::new(2).in_order().run(
                     |_| {
                         let mut conn = db.conn();
                         let row = article(&mut conn);
@@ -369,7 +368,6 @@ macro_rules! sync_suite {
                         if writer == 0 {
                             row.title = "Title by 0".into();
                         } else {
-                            std::thread::sleep(std::time::Duration::from_millis(200));
                             row.body = "Body by 1".into();
                         }
                         diesel::update(schema::beyond_articles::table.find(row.id))
@@ -381,6 +379,7 @@ macro_rules! sync_suite {
                             .expect("plain update")
                     },
                 );
+                report.into_values().unwrap();
                 let stored = article(&mut db.conn());
                 assert_eq!(stored.body, "Body by 1");
                 assert_eq!(stored.title, "Title", "writer 0's title was lost");
@@ -417,7 +416,7 @@ macro_rules! sync_suite {
             }
 
             /// Writer 1 edits title and body, writer 0 the title only; writer 0 saves
-            /// first (it waits for nothing, writer 1 sleeps), so writer 1 overlaps on
+            /// first (the writers write in order), so writer 1 overlaps on
             /// `title` and resolves with `prefer`.
             fn resolve_overlap(prefer: Prefer) -> Option<Article> {
                 let db = match TestDb::<Conn>::create(concat!(
@@ -429,8 +428,7 @@ macro_rules! sync_suite {
                     None => return None,
                 };
                 seed_article(&db);
-                let outcomes = after_all_read(
-                    2,
+                let report = Race::new(2).in_order().run(
                     |_| {
                         let mut conn = db.conn();
                         let tracked = Tracked::new(article(&mut conn));
@@ -445,9 +443,6 @@ macro_rules! sync_suite {
                             return None;
                         }
                         // Writer 1 saves after writer 0 has committed.
-                        while article(&mut conn).version == 1 {
-                            std::thread::sleep(std::time::Duration::from_millis(10));
-                        }
                         tracked.title = "Title by 1".into();
                         tracked.body = "Body by 1".into();
                         let Ok(SaveOutcome::Overlap(overlap)) = tracked.save_merging(&mut conn)
@@ -459,6 +454,7 @@ macro_rules! sync_suite {
                         Some(tracked.into_inner())
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 let resolved = outcomes
                     .into_iter()
                     .flatten()
@@ -635,8 +631,7 @@ macro_rules! sync_suite {
             fn racing_batch_and_single_save_leave_one_consistent_outcome() {
                 let db = test_db!();
                 seed_accounts(&db, 2);
-                let outcomes = after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |_| {
                         let mut conn = db.conn();
                         let batch = vec![account(&mut conn, 1), account(&mut conn, 2)];
@@ -658,6 +653,7 @@ macro_rules! sync_suite {
                         }
                     },
                 );
+                let outcomes = report.into_values().unwrap();
                 let mut conn = db.conn();
                 let (one, two) = (account(&mut conn, 1), account(&mut conn, 2));
                 match (&outcomes[0], &outcomes[1]) {
@@ -678,8 +674,7 @@ macro_rules! sync_suite {
             /// Two writers edit different items of one order, each in a transaction;
             /// with `force`, each also force-increments the order.
             fn race_items(db: &TestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
-                after_all_read(
-                    2,
+                let report = Race::new(2).run(
                     |writer| {
                         let mut conn = db.conn();
                         let order = Order::find(&mut conn, 1).expect("order");
@@ -697,7 +692,8 @@ macro_rules! sync_suite {
                             Ok(())
                         })
                     },
-                )
+                );
+                report.into_values().unwrap()
             }
 
             #[test]

@@ -3,9 +3,9 @@
 macro_rules! claims_suite {
     ($backend:ident, $conn:ty) => {
         use diesel::prelude::*;
+        use diesel_occ::testing::Race;
         use diesel_occ_examples::claims::{self, ClaimError, ClaimStats, Effect, Schedule, Status};
         use diesel_occ_examples::schema::{work_effects, work_items};
-        use diesel_occ_tests::race::after_all_read;
 
         fn enqueue(target: &diesel_occ_examples::db::Target, items: i32) {
             claims::enqueue(&mut target.connect().unwrap(), items).unwrap();
@@ -17,8 +17,7 @@ macro_rules! claims_suite {
             enqueue(&target, 1);
             let stats = ClaimStats::default();
             let now = claims::now_ms();
-            let leases = after_all_read(
-                4,
+            let report = Race::new(4).run(
                 |_| {
                     let mut conn = target.connect().unwrap();
                     let item = claims::load(&mut conn, 1).unwrap();
@@ -36,6 +35,7 @@ macro_rules! claims_suite {
                     .unwrap()
                 },
             );
+            let leases = report.into_values().unwrap();
             let won: Vec<_> = leases.iter().flatten().collect();
             assert_eq!(won.len(), 1, "exactly one claim: {leases:?}");
             assert_eq!(

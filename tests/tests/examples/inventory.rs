@@ -8,7 +8,7 @@ macro_rules! inventory_suite {
             self, ReserveError, ReserveRequest, Reserved, StockView,
         };
         use diesel_occ_examples::schema::inventory as table;
-        use diesel_occ_tests::race::after_all_read;
+        use diesel_occ::testing::Race;
         use diesel_occ_tests::statements::StatementCounter;
 
         const SKU: &str = "SKU-1";
@@ -133,8 +133,7 @@ macro_rules! inventory_suite {
             let (_db, target) = example_db!($backend, $conn);
             let read = seed(&target);
             // Two clients with the same token both pass every check, then both save.
-            let outcomes: Vec<Result<Reserved, ReserveError>> = after_all_read(
-                2,
+            let report = Race::new(2).run(
                 |_| {
                     let mut conn = target.connect().unwrap();
                     let prepared = inventory::prepare(&mut conn, &request(2, Some(&read.token)))
@@ -143,6 +142,7 @@ macro_rules! inventory_suite {
                 },
                 |_, (mut conn, prepared)| prepared.save(&mut conn),
             );
+            let outcomes: Vec<Result<Reserved, ReserveError>> = report.into_values().unwrap();
             let winners: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
             assert_eq!(winners.len(), 1, "exactly one reservation: {outcomes:?}");
             let loser = outcomes.iter().find_map(|o| o.as_ref().err()).unwrap();
@@ -161,8 +161,7 @@ macro_rules! inventory_suite {
             // one reservation vanishes, which is what the checked save prevents.
             let (_db, target) = example_db!($backend, $conn);
             seed(&target);
-            let written: Vec<usize> = after_all_read(
-                2,
+            let report = Race::new(2).run(
                 |_| {
                     let conn = target.connect().unwrap();
                     let available = current(&target).available;
@@ -175,6 +174,7 @@ macro_rules! inventory_suite {
                         .unwrap()
                 },
             );
+            let written: Vec<usize> = report.into_values().unwrap();
             assert_eq!(written, vec![1, 1], "both writes reported success");
             assert_eq!(current(&target).available, 3, "4 units reserved, only 2 taken");
         }

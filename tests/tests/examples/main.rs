@@ -1,7 +1,7 @@
 //! The example apps' scenarios (issue 4), on every backend: each test runs the code the
 //! apps run, against a fresh database (or SQLite file) from the harness's `TestDb`.
 //!
-//! Races are forced with barriers (`race::after_all_read`, or the apps' own barriers),
+//! Races are forced with barriers (`diesel_occ::testing::Race`, or the apps' own barriers),
 //! never left to timing.
 
 #[macro_use]
