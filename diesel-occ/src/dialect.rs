@@ -7,7 +7,7 @@
 use std::any::TypeId;
 
 /// The SQL dialect of a backend, where diesel-occ writes backend-specific SQL or reads
-/// a column type's name ([`SchemaBackend`](crate::schema::SchemaBackend)).
+/// a column type's name ([`SchemaBackend`](crate::schema_check::SchemaBackend)).
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

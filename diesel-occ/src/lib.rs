@@ -157,50 +157,36 @@
 #[cfg(feature = "async")]
 pub mod asynchronous;
 pub mod backend;
-mod batch;
-mod beyond;
-mod bulk;
-mod checked;
+pub mod blocking;
+pub mod bypass_guard;
 mod dialect;
 mod error;
-pub mod guard;
 pub mod observe;
-mod parts;
-#[cfg(feature = "postgres")]
-pub mod pg;
-mod predicate;
+mod outcome;
 pub mod retry;
-pub mod schema;
-mod statement;
-mod sync;
+pub mod schema_check;
+pub mod statement;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod token;
 mod tracked;
 mod transaction;
-mod uuid_token;
 mod versioned;
+#[cfg(feature = "postgres")]
+pub mod xmin;
 
-pub use batch::BatchConflict;
-pub use beyond::{AggregateDsl, BatchDsl, TrackedDsl};
-pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkDsl, BulkUpdate, NoTokenAssignment};
-pub use checked::CurrentToken;
+pub use blocking::{BatchDsl, CheckedDsl, TrackedDsl};
 pub use error::{
-    ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error, InvalidToken,
-    InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind, RetriesExhausted,
-    TransientKind,
+    BatchConflict, ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error,
+    InvalidToken, InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind,
+    RetriesExhausted, TransientKind,
 };
-pub use parts::{
-    GeneratedUpdate, GuardedUpdate, KeyGuarded, Narrow, NotAssigned, TokenIs, VersionedParts,
-};
-pub use statement::CachedUpdate;
-pub use sync::CheckedDsl;
+pub use token::uuid_token::UuidToken;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{
     FieldIndexOutOfRange, Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking,
 };
 pub use transaction::{Restore, transaction};
-pub use uuid_token::UuidToken;
 pub use versioned::Versioned;
 
 #[cfg(feature = "derive")]
@@ -210,22 +196,19 @@ pub use diesel_occ_derive::Versioned;
 /// [`CheckedDsl`] and [`AttemptDsl`](crate::retry::AttemptDsl). The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
+    pub use crate::Versioned;
+    pub use crate::blocking::{BatchDsl, CheckedDsl, TrackedDsl};
     pub use crate::retry::AttemptDsl;
-    pub use crate::{
-        AggregateDsl, BatchDsl, BulkDsl, CheckedDsl, TrackedDsl, VersionToken, Versioned,
-        VersionedParts,
-    };
 }
 
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bulk::{ColumnsOtherThan, NotTheTokenColumn};
-    pub use crate::predicate::TokenEq;
-    pub use crate::{
-        CachedUpdate, Fields, GeneratedUpdate, NotAssigned, TokenKind, Tracking, VersionToken,
-        Versioned, VersionedParts,
+    pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
+    pub use crate::statement::{
+        CachedUpdate, GeneratedUpdate, NotAssigned, TokenEq, VersionedParts,
     };
+    pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;
 }
 

@@ -3,9 +3,9 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 
-use crate::parts::VersionedParts;
+use crate::statement::VersionedParts;
 
 /// An entity that can be [`Tracked`]: field-by-field comparison and copy, and a guarded
 /// UPDATE of a chosen set of fields.
@@ -299,6 +299,16 @@ impl<T: Tracking + Clone> Tracked<T> {
         &self.current
     }
 
+    /// The entity, for editing: the edits are what [`changed`](Self::changed) reports
+    /// and what a tracked save writes.
+    ///
+    /// `Tracked` derefs to the entity for reading but not for writing, so that a
+    /// method of the entity that writes (a full `save_checked`, say) cannot be reached
+    /// through it by accident: `tracked.save_checked(conn)` is always the tracked save.
+    pub fn edit(&mut self) -> &mut T {
+        &mut self.current
+    }
+
     /// The edited entity, without the values as read.
     pub fn into_inner(self) -> T {
         self.current
@@ -397,11 +407,6 @@ impl<T> Deref for Tracked<T> {
     }
 }
 
-impl<T> DerefMut for Tracked<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.current
-    }
-}
 
 /// Which side keeps an overlapping field in [`Tracked::rebase`]: see [`Overlap`] for
 /// an example.

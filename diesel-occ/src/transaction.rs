@@ -170,7 +170,7 @@ impl<E: Restore> Drop for Restoring<E> {
 /// serialization failure at `COMMIT`) or `f` panics, the transaction rolls back and
 /// each entity's token is restored; its other fields keep their edits. A batch
 /// ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked)) and
-/// [`AggregateDsl::force_increment`](crate::AggregateDsl::force_increment) inside it
+/// [`AggregateDsl::force_increment`](crate::CheckedDsl::force_increment) inside it
 /// are covered like single saves.
 ///
 /// Inside an enclosing transaction this one is a savepoint, and a later rollback of

@@ -2,7 +2,10 @@
 
 use std::fmt;
 
+use diesel::query_builder::{AsChangeset, IntoUpdateTarget};
+
 use crate::error::{EntityKey, InvalidToken};
+use crate::statement::{AdvanceToken, BulkUpdate, NoTokenAssignment, VersionedParts};
 use crate::token::VersionToken;
 
 /// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
@@ -35,7 +38,7 @@ pub trait Versioned: Sized {
     type Token: VersionToken;
     /// The primary key: the key field's type, or a tuple of them for a composite key.
     type Key: Clone + fmt::Debug + Send + Sync + 'static;
-    /// The guarded UPDATE: a [`CachedUpdate`](crate::CachedUpdate) when derived, so
+    /// The guarded UPDATE: a [`CachedUpdate`](crate::statement::CachedUpdate) when derived, so
     /// that each connection prepares it once.
     type UpdateStatement;
     /// The guarded DELETE.
@@ -109,5 +112,66 @@ pub trait Versioned: Sized {
     /// The key as it appears in errors and logs: `(id=7)`.
     fn entity_key(key: &Self::Key) -> EntityKey {
         EntityKey::new(Self::KEY_COLUMNS, Self::key_values(key))
+    }
+
+    /// A bulk write that bypasses the per-entity check on purpose, and says so: it
+    /// advances the token of every row it touches. It builds the statement only: run
+    /// it with Diesel's or diesel-async's `execute`.
+    ///
+    /// `UPDATE <target> SET <changes>, token = <advanced>`: see [`AdvanceToken`] for
+    /// what each token kind becomes. `target` is the table or a filtered table;
+    /// `changes` what Diesel's `.set(...)` takes, built from `column.eq(value)`
+    /// assignments. An entity whose token the database generates needs none of this:
+    /// any UPDATE advances it.
+    ///
+    /// `changes` never assigns or reads the token column: that is a compile error (see
+    /// [`NoTokenAssignment`]), since the bulk update assigns the token itself.
+    ///
+    /// ```
+    /// # include!("tracked_doctest_setup.rs");
+    /// use diesel::prelude::*;
+    /// use diesel_occ::prelude::*;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut conn = connection();
+    /// let mut in_flight = Stock::find(&mut conn, 1)?;
+    ///
+    /// // UPDATE stock SET available = 0, version = version + 1 WHERE available < 15
+    /// let touched = Stock::bulk_update(
+    ///     stock::table.filter(stock::available.lt(15)),
+    ///     stock::available.eq(0),
+    /// )
+    /// .execute(&mut conn)?;
+    /// assert_eq!(touched, 1);
+    ///
+    /// // The edit that was in flight no longer overwrites the bulk write.
+    /// in_flight.available -= 1;
+    /// assert!(in_flight.save_checked(&mut conn).unwrap_err().is_conflict());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn bulk_update<Target, Changes>(
+        target: Target,
+        changes: Changes,
+    ) -> BulkUpdate<Self, Target, Changes>
+    where
+        Self: VersionedParts,
+        Target: IntoUpdateTarget,
+        Target::Table: diesel::Table,
+        Self::Token: AdvanceToken<<Self as VersionedParts>::TokenColumn>,
+        Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
+        (
+            Changes,
+            <Self::Token as AdvanceToken<<Self as VersionedParts>::TokenColumn>>::Assignment,
+        ): AsChangeset<Target = Target::Table>,
+        BulkUpdate<Self, Target, Changes>: diesel::query_builder::AsQuery,
+    {
+        diesel::update(target).set((
+            changes,
+            <Self::Token as AdvanceToken<<Self as VersionedParts>::TokenColumn>>::advance(
+                <Self as VersionedParts>::TokenColumn::default(),
+                Self::TOKEN_PRECISION,
+            ),
+        ))
     }
 }

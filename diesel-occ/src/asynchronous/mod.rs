@@ -63,11 +63,13 @@
 //!   returns [`Error::Database`], and a pool closes it. Drop it (closing it makes the
 //!   server roll back). Plain Diesel queries you run on it yourself are not checked.
 
-mod beyond;
+mod batch;
+mod guarded_update;
 mod retry;
-mod schema;
+mod schema_check;
 #[cfg(test)]
 mod tests;
+mod tracked;
 mod transaction;
 
 use std::future::Future;
@@ -80,25 +82,28 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, TransactionManager};
 
-pub use self::beyond::{AggregateDsl, BatchDsl, GuardedUpdate, TrackedDsl};
+pub use self::batch::BatchDsl;
+pub use self::guarded_update::GuardedUpdate;
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};
 pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
-use crate::bulk::NoTokenAssignment;
-use crate::checked::{self, CurrentToken};
-use crate::error::{Error, Operation};
-use crate::parts::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
+use crate::error::{Error, InvalidToken, Operation};
+use crate::outcome;
+use crate::statement::CurrentToken;
+use crate::statement::NoTokenAssignment;
+use crate::statement::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 
 /// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
 pub mod prelude {
-    pub use super::{AggregateDsl, AttemptDsl, BatchDsl, CheckedDsl, TrackedDsl};
-    pub use crate::{BulkDsl, VersionToken, Versioned, VersionedParts};
+    pub use super::{AttemptDsl, BatchDsl, CheckedDsl, TrackedDsl};
+    pub use crate::Versioned;
 }
 
 /// Checked saves, deletes and loads on an async Diesel connection: the twin of the
@@ -185,10 +190,10 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         Self::FindQuery: FilterDsl<TokenIs<Self>>,
         KeyGuarded<Self>: IntoUpdateTarget,
         <KeyGuarded<Self> as HasTable>::Table: Table,
-        Changes: NoTokenAssignment<Self::TokenColumn>,
-        (Changes, Self::TokenAssignment):
+        Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
+        (Changes, <Self as VersionedParts>::TokenAssignment):
             AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        Update<KeyGuarded<Self>, (Changes, Self::TokenAssignment)>:
+        Update<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
             AsQuery + ExecuteDsl<Conn> + Send,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
@@ -271,7 +276,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             diesel_async::RunQueryDsl::get_result(query, conn)
                 .await
                 .optional()?
-                .ok_or_else(|| checked::not_found::<Self>(&key))
+                .ok_or_else(|| outcome::not_found::<Self>(&key))
         }
     }
 
@@ -296,12 +301,90 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         let expected = expected.clone();
         async move {
             expected.validate()?;
-            checked::check_client_token(Self::find(conn, key).await?, &expected)
+            outcome::check_client_token(Self::find(conn, key).await?, &expected)
         }
+    }
+
+    /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::CheckedDsl::force_increment`].
+    fn force_increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: VersionedParts,
+        Self: Send,
+        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
+        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
+        <Self as VersionedParts>::TokenAssignment:
+            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<
+            <Self as VersionedParts>::Guarded,
+            <Self as VersionedParts>::TokenAssignment,
+        >: AsQuery + ExecuteDsl<Conn> + Send,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
+    {
+        let prepared = self.fresh_token().map(|fresh| {
+            let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
+            (statement, fresh)
+        });
+        guarded_write(self, conn, prepared, Operation::ForceIncrement)
+    }
+
+    /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::CheckedDsl::soft_delete_checked`].
+    /// `marker` never assigns or reads the token column: a compile error, as there.
+    fn soft_delete_checked<M>(
+        &mut self,
+        conn: &mut Conn,
+        marker: M,
+    ) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        Self: VersionedParts,
+        Self: Send,
+        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
+        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
+        M: crate::statement::NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
+        (M, <Self as VersionedParts>::TokenAssignment):
+            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<
+            <Self as VersionedParts>::Guarded,
+            (M, <Self as VersionedParts>::TokenAssignment),
+        >: AsQuery + ExecuteDsl<Conn> + Send,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+        Self::TokenQuery: Send + 'static,
+    {
+        let prepared = self.fresh_token().map(|fresh| {
+            let statement =
+                diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+            (statement, fresh)
+        });
+        guarded_write(self, conn, prepared, Operation::SoftDelete)
     }
 }
 
 impl<T: Versioned, Conn: AsyncConnection> CheckedDsl<Conn> for T {}
+
+/// Runs a guarded UPDATE that assigns `fresh`; on success the entity takes it. Without
+/// a fresh token (`prepared` is the error), nothing runs.
+async fn guarded_write<T, Conn, S>(
+    entity: &mut T,
+    conn: &mut Conn,
+    prepared: Result<(S, T::Token), InvalidToken>,
+    operation: Operation,
+) -> Result<(), Error>
+where
+    T: Versioned + Send,
+    Conn: AsyncConnection,
+    S: ExecuteDsl<Conn> + Send,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    let (statement, fresh) = prepared?;
+    usable(conn)?;
+    let affected = ExecuteDsl::execute(statement, conn).await?;
+    settle::<T, Conn>(conn, entity.key(), entity.token(), operation, affected).await?;
+    entity.set_token(fresh);
+    Ok(())
+}
 
 /// The end of every guarded write on an async connection: `Ok` (and the event) when it
 /// wrote exactly the row, else the conflict that explains the zero-row write. The twin
@@ -319,8 +402,8 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
-    if checked::written_key::<T>(&key, affected)? {
-        checked::trace_written_key::<T>(&key, operation);
+    if outcome::written_key::<T>(&key, affected)? {
+        outcome::trace_written_key::<T>(&key, operation);
         Ok(())
     } else {
         Err(classify::<T, Conn>(key, expected, operation, conn).await)
@@ -359,7 +442,7 @@ where
             .optional();
     }
     match current {
-        Ok(current) => checked::conflict::<T>(&key, operation, expected, current).into(),
+        Ok(current) => outcome::conflict::<T>(&key, operation, expected, current).into(),
         Err(error) => error.into(),
     }
 }

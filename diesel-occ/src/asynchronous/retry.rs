@@ -19,9 +19,9 @@ use tracing::Instrument;
 
 use super::CheckedDsl;
 use crate::backend::{LockedRead, LockingBackend, LockingConnection};
-use crate::checked;
 use crate::error::{DatabaseError, Error, PoolError};
 use crate::observe;
+use crate::outcome;
 use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step, deadline};
 use crate::versioned::Versioned;
 
@@ -524,7 +524,7 @@ impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
                 .await
                 .optional()
                 .map_err(|error| deadline::locked_read_error(error, remaining))?
-                .ok_or_else(|| checked::not_found::<T>(&key))
+                .ok_or_else(|| outcome::not_found::<T>(&key))
         }
     }
 }

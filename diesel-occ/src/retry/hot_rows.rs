@@ -56,12 +56,12 @@ pub(crate) struct Heat {
 /// let quick = RetryPolicy::new()
 ///     .max_attempts(2)
 ///     .escalate_hot_rows_with(&memory, 3, Duration::from_secs(1));
-/// assert_eq!(patient.get_hot_row_memory(), Some(&memory));
-/// assert_eq!(quick.get_hot_row_memory(), Some(&memory));
+/// assert_eq!(patient.hot_row_memory(), Some(&memory));
+/// assert_eq!(quick.hot_row_memory(), Some(&memory));
 ///
 /// // Another call of `escalate_hot_rows` remembers on its own.
 /// let apart = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
-/// assert_ne!(apart.get_hot_row_memory(), Some(&memory));
+/// assert_ne!(apart.hot_row_memory(), Some(&memory));
 /// ```
 #[derive(Clone)]
 pub struct HotRows {

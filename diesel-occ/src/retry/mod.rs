@@ -114,10 +114,10 @@ pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};
 
 use crate::backend::{LockedRead, LockingConnection};
-use crate::checked;
+use crate::blocking::CheckedDsl;
 use crate::error::{Error, PoolError};
 use crate::observe;
-use crate::sync::CheckedDsl;
+use crate::outcome;
 use crate::versioned::Versioned;
 
 /// Where the blocking retry helper gets a connection for each attempt.
@@ -453,7 +453,7 @@ impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
             .get_result(conn)
             .optional()
             .map_err(|error| deadline::locked_read_error(error, remaining))?
-            .ok_or_else(|| checked::not_found::<T>(&key))
+            .ok_or_else(|| outcome::not_found::<T>(&key))
     }
 }
 

@@ -58,8 +58,8 @@ use crate::versioned::Versioned;
 ///     .backoff(Duration::from_millis(5), Duration::from_millis(200))
 ///     .deadline(Duration::from_secs(2))
 ///     .escalate_after(3);
-/// assert_eq!(policy.get_max_attempts(), 8);
-/// assert_eq!(policy.get_escalate_after(), Some(3));
+/// assert_eq!(policy.attempt_limit(), 8);
+/// assert_eq!(policy.escalation_threshold(), Some(3));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[must_use]
@@ -178,12 +178,12 @@ impl RetryPolicy {
     /// use diesel_occ::retry::RetryPolicy;
     ///
     /// let policy = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
-    /// assert_eq!(policy.get_hot_rows(), Some((3, Duration::from_secs(1))));
+    /// assert_eq!(policy.hot_row_rule(), Some((3, Duration::from_secs(1))));
     /// // A clone shares the memory; another policy has its own.
-    /// assert_eq!(policy.clone().get_hot_row_memory(), policy.get_hot_row_memory());
+    /// assert_eq!(policy.clone().hot_row_memory(), policy.hot_row_memory());
     /// let other = RetryPolicy::new().escalate_hot_rows(3, Duration::from_secs(1));
-    /// assert_ne!(other.get_hot_row_memory(), policy.get_hot_row_memory());
-    /// assert_eq!(policy.never_escalate().get_hot_rows(), None);
+    /// assert_ne!(other.hot_row_memory(), policy.hot_row_memory());
+    /// assert_eq!(policy.never_escalate().hot_row_rule(), None);
     /// ```
     pub fn escalate_hot_rows(self, conflicts: u32, window: Duration) -> Self {
         self.escalate_hot_rows_with(&HotRows::new(), conflicts, window)
@@ -203,7 +203,7 @@ impl RetryPolicy {
     /// let restock = RetryPolicy::new()
     ///     .max_attempts(10)
     ///     .escalate_hot_rows_with(&memory, 1, Duration::from_secs(5));
-    /// assert_eq!(reserve.get_hot_row_memory(), restock.get_hot_row_memory());
+    /// assert_eq!(reserve.hot_row_memory(), restock.hot_row_memory());
     /// ```
     pub fn escalate_hot_rows_with(
         mut self,
@@ -229,35 +229,35 @@ impl RetryPolicy {
     }
 
     /// The attempt limit.
-    pub fn get_max_attempts(&self) -> u32 {
+    pub fn attempt_limit(&self) -> u32 {
         self.max_attempts
     }
 
     /// The first and the largest backoff ceiling.
-    pub fn get_backoff(&self) -> (Duration, Duration) {
+    pub fn backoff_bounds(&self) -> (Duration, Duration) {
         (self.initial_backoff, self.max_backoff)
     }
 
     /// The deadline, if any.
-    pub fn get_deadline(&self) -> Option<Duration> {
+    pub fn time_budget(&self) -> Option<Duration> {
         self.deadline
     }
 
     /// The escalation threshold, if any.
-    pub fn get_escalate_after(&self) -> Option<u32> {
+    pub fn escalation_threshold(&self) -> Option<u32> {
         self.escalate_after
     }
 
     /// When hot rows escalate: the conflicts that make a row hot, and the window they
     /// must fall in (also how long the row then stays hot).
-    pub fn get_hot_rows(&self) -> Option<(u32, Duration)> {
+    pub fn hot_row_rule(&self) -> Option<(u32, Duration)> {
         self.hot_rows
             .as_ref()
             .map(|hot| (hot.heat.conflicts, hot.heat.window))
     }
 
     /// The memory hot rows are counted in, when hot rows escalate.
-    pub fn get_hot_row_memory(&self) -> Option<&HotRows> {
+    pub fn hot_row_memory(&self) -> Option<&HotRows> {
         self.hot_rows.as_ref().map(|hot| &hot.memory)
     }
 
@@ -581,7 +581,7 @@ mod tests {
     use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
     use super::*;
-    use crate::batch::BatchConflict;
+    use crate::error::BatchConflict;
     use crate::error::{ConflictState, EntityKey, NotFound, Operation};
     use crate::token::VersionToken;
 
@@ -644,10 +644,10 @@ mod tests {
     #[test]
     fn builder_clamps_nonsense() {
         let policy = RetryPolicy::new().max_attempts(0).backoff(20 * MS, 5 * MS);
-        assert_eq!(policy.get_max_attempts(), 1);
-        assert_eq!(policy.get_backoff(), (20 * MS, 20 * MS));
+        assert_eq!(policy.attempt_limit(), 1);
+        assert_eq!(policy.backoff_bounds(), (20 * MS, 20 * MS));
         assert_eq!(
-            RetryPolicy::new().deadline(MS).no_deadline().get_deadline(),
+            RetryPolicy::new().deadline(MS).no_deadline().time_budget(),
             None
         );
     }
@@ -1008,7 +1008,7 @@ mod tests {
             [Duration::ZERO],
             "the retry locks a hot row at once"
         );
-        let memory = hot.get_hot_row_memory().expect("a memory");
+        let memory = hot.hot_row_memory().expect("a memory");
         let is_hot =
             |id: i32| memory.is_hot_row("stock", || EntityKey::new(&["id"], vec![id.to_string()]));
         assert_eq!((is_hot(1), is_hot(2), is_hot(3)), (true, false, true));
@@ -1030,7 +1030,7 @@ mod tests {
         );
         assert_eq!(kinds, [(false, false), (false, false), (false, false)]);
         assert_eq!(sleeps, [Duration::ZERO, Duration::ZERO]);
-        assert!(!policy.get_hot_row_memory().expect("a memory").any_hot());
+        assert!(!policy.hot_row_memory().expect("a memory").any_hot());
 
         // A deleted row still spends an attempt: the last one gives up with it.
         let once = RetryPolicy::new().max_attempts(1);
@@ -1054,7 +1054,7 @@ mod tests {
         let first = RetryPolicy::new().escalate_hot_rows(1, hour);
         let second = RetryPolicy::new().escalate_hot_rows(1, hour);
         let shared = RetryPolicy::new().escalate_hot_rows_with(
-            first.get_hot_row_memory().expect("a memory"),
+            first.hot_row_memory().expect("a memory"),
             5,
             hour,
         );
@@ -1079,7 +1079,7 @@ mod tests {
             !attempt(&second).runs_in_transaction(),
             "another policy knows nothing of the first one's rows"
         );
-        let memory = |policy: &RetryPolicy| policy.get_hot_row_memory().expect("a memory").clone();
+        let memory = |policy: &RetryPolicy| policy.hot_row_memory().expect("a memory").clone();
         assert!(memory(&shared).is_hot_row("stock", || key.clone()));
         assert!(!memory(&second).is_hot_row("stock", || key.clone()));
         assert_eq!(first, clone);

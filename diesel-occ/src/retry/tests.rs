@@ -7,8 +7,8 @@ use diesel::prelude::*;
 
 use super::test_support::{CountingSource, Stock, TestDb, interfere, stock};
 use super::{Attempt, AttemptDsl, RetryPolicy, retry};
+use crate::blocking::CheckedDsl;
 use crate::error::{Error, Operation, PoolErrorKind};
-use crate::sync::CheckedDsl;
 
 fn quick() -> RetryPolicy {
     RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO)
@@ -306,7 +306,7 @@ fn two_policies_on_the_same_table_and_key_never_share_a_hot_row() {
     let second = quick().escalate_hot_rows(1, hour);
     let shared = quick().escalate_hot_rows_with(
         first
-            .get_hot_row_memory()
+            .hot_row_memory()
             .expect("a hot-row policy has a memory"),
         1,
         hour,

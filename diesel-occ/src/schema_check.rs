@@ -20,7 +20,7 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 
 pub use crate::dialect::Dialect;
 use crate::error::Error;
-use crate::parts::VersionedParts;
+use crate::statement::VersionedParts;
 use crate::token::{TokenKind, VersionToken};
 use crate::versioned::Versioned;
 
@@ -36,7 +36,7 @@ use crate::versioned::Versioned;
 ///
 /// ```
 /// # include!("doctest_setup.rs");
-/// use diesel_occ::schema::SchemaCheck;
+/// use diesel_occ::schema_check::SchemaCheck;
 ///
 /// diesel::table! {
 ///     events (id) {

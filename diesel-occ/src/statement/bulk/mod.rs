@@ -8,14 +8,13 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl;
 use diesel::expression::is_contained_in_group_by::{No, Yes};
 use diesel::expression::{AsExpression, IsContainedInGroupBy, TypedExpressionType, ValidGrouping};
-use diesel::query_builder::{AsChangeset, IntoUpdateTarget};
 use diesel::sql_types::{BoolOrNullableBool, SqlType};
 use diesel::{Expression, ExpressionMethods};
 use uuid::Uuid;
 
-use crate::parts::VersionedParts;
+use crate::statement::VersionedParts;
+use crate::token::uuid_token::UuidToken;
 use crate::token::{VersionToken, clock_at};
-use crate::uuid_token::UuidToken;
 
 mod timestamp;
 
@@ -44,7 +43,7 @@ pub use timestamp::AdvancedTimestamp;
 /// ignore it.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!("../../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel::sqlite::Sqlite;
 /// use diesel_occ::AdvanceToken;
@@ -149,7 +148,7 @@ timestamp_advance!(
 
 /// A changeset that leaves the token column `TokenColumn` to diesel-occ: neither assigns
 /// it nor reads it. [`bulk_update`](BulkDsl::bulk_update) and
-/// [`soft_delete_checked`](crate::AggregateDsl::soft_delete_checked) take only such
+/// [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) take only such
 /// changesets, so a changeset that assigns the token is a compile error instead of a
 /// token the write then advances, overwrites or rejects differently on each backend.
 ///
@@ -160,7 +159,7 @@ timestamp_advance!(
 /// not say which columns it assigns: pass its fields as assignments instead.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!("../../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel_occ::NoTokenAssignment;
 ///
@@ -173,7 +172,7 @@ timestamp_advance!(
 /// ```
 ///
 /// ```compile_fail
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!("../../tracked_doctest_setup.rs");
 /// # use diesel::prelude::*;
 /// # use diesel_occ::NoTokenAssignment;
 /// # fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
@@ -230,7 +229,7 @@ pub trait NotTheTokenColumn {}
 
 impl NotTheTokenColumn for No {}
 
-/// The UPDATE [`BulkDsl::bulk_update`] builds: `target` updated with `changes` and the
+/// The UPDATE [`Versioned::bulk_update`](crate::Versioned::bulk_update) builds: `target` updated with `changes` and the
 /// advanced token.
 pub type BulkUpdate<T, Target, Changes> = dsl::Update<
     Target,
@@ -239,68 +238,3 @@ pub type BulkUpdate<T, Target, Changes> = dsl::Update<
         <<T as crate::Versioned>::Token as AdvanceToken<<T as VersionedParts>::TokenColumn>>::Assignment,
     ),
 >;
-
-/// Bulk writes that bypass the per-entity check on purpose, and say so: they advance
-/// the token of every row they touch.
-///
-/// Implemented for every [`Versioned`](crate::Versioned) entity; in the prelude. It
-/// builds the statement only: run it with Diesel's or diesel-async's `execute`.
-///
-/// ```
-/// # include!("../tracked_doctest_setup.rs");
-/// use diesel::prelude::*;
-/// use diesel_occ::prelude::*;
-///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut conn = connection();
-/// let mut in_flight = Stock::find(&mut conn, 1)?;
-///
-/// // UPDATE stock SET available = 0, version = version + 1 WHERE available < 15
-/// let touched = Stock::bulk_update(
-///     stock::table.filter(stock::available.lt(15)),
-///     stock::available.eq(0),
-/// )
-/// .execute(&mut conn)?;
-/// assert_eq!(touched, 1);
-///
-/// // The edit that was in flight no longer overwrites the bulk write.
-/// in_flight.available -= 1;
-/// assert!(in_flight.save_checked(&mut conn).unwrap_err().is_conflict());
-/// # Ok(())
-/// # }
-/// ```
-pub trait BulkDsl: VersionedParts {
-    /// `UPDATE <target> SET <changes>, token = <advanced>`: see [`AdvanceToken`] for
-    /// what each token kind becomes. `target` is the table or a filtered table;
-    /// `changes` what Diesel's `.set(...)` takes, built from `column.eq(value)`
-    /// assignments. An entity whose token the database generates needs none of this:
-    /// any UPDATE advances it.
-    ///
-    /// `changes` never assigns or reads the token column: that is a compile error (see
-    /// [`NoTokenAssignment`]), since the bulk update assigns the token itself.
-    fn bulk_update<Target, Changes>(
-        target: Target,
-        changes: Changes,
-    ) -> BulkUpdate<Self, Target, Changes>
-    where
-        Target: IntoUpdateTarget,
-        Target::Table: diesel::Table,
-        Self::Token: AdvanceToken<Self::TokenColumn>,
-        Changes: NoTokenAssignment<Self::TokenColumn>,
-        (
-            Changes,
-            <Self::Token as AdvanceToken<Self::TokenColumn>>::Assignment,
-        ): AsChangeset<Target = Target::Table>,
-        BulkUpdate<Self, Target, Changes>: diesel::query_builder::AsQuery,
-    {
-        diesel::update(target).set((
-            changes,
-            <Self::Token as AdvanceToken<Self::TokenColumn>>::advance(
-                Self::TokenColumn::default(),
-                Self::TOKEN_PRECISION,
-            ),
-        ))
-    }
-}
-
-impl<T: VersionedParts> BulkDsl for T {}

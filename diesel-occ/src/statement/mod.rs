@@ -8,20 +8,28 @@ use diesel::query_builder::{AsChangeset, IntoUpdateTarget, UpdateStatement};
 use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::{QueryResult, QuerySource};
 
-use crate::predicate::TokenEq;
-use crate::statement::CachedUpdate;
 use crate::versioned::Versioned;
+
+pub(crate) mod bulk;
+mod cached_update;
+mod current_token;
+mod token_eq;
+
+pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkUpdate, NoTokenAssignment};
+pub use cached_update::CachedUpdate;
+pub use current_token::CurrentToken;
+pub use token_eq::TokenEq;
 
 /// The parts of an entity's guarded statements, as described by `#[derive(Versioned)]`.
 ///
 /// [`Versioned`] builds the complete statements of a checked save and delete; this
 /// trait exposes their pieces so other checked writes can be built from them:
-/// [`force_increment`](crate::AggregateDsl::force_increment),
-/// [`soft_delete_checked`](crate::AggregateDsl::soft_delete_checked) and
-/// [`bulk_update`](crate::BulkDsl::bulk_update).
+/// [`force_increment`](crate::CheckedDsl::force_increment),
+/// [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) and
+/// [`bulk_update`](crate::Versioned::bulk_update).
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel_occ::prelude::*;
 ///
@@ -58,7 +66,7 @@ pub trait VersionedParts: Versioned {
 /// compile for such an entity.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::VersionedParts;
 ///
 /// # fn main() {
@@ -110,7 +118,7 @@ impl<S> GeneratedUpdate<S> {
 /// PostgreSQL only: saving such an entity on MySQL or SQLite does not compile.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::{GuardedUpdate, VersionToken, Versioned};
 ///
 /// # fn main() -> diesel::QueryResult<()> {

@@ -8,12 +8,19 @@ use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
-use crate::bulk::NoTokenAssignment;
-use crate::checked::{self, CurrentToken};
 use crate::error::{Error, Operation};
-use crate::parts::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
+use crate::outcome;
+use crate::statement::CurrentToken;
+use crate::statement::NoTokenAssignment;
+use crate::statement::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
+
+mod batch;
+mod tracked;
+
+pub use batch::BatchDsl;
+pub use tracked::TrackedDsl;
 
 /// Checked saves, deletes and loads on a blocking Diesel connection.
 ///
@@ -22,7 +29,7 @@ use crate::versioned::Versioned;
 /// `diesel_occ::asynchronous` (feature `async`).
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::prelude::*;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {
@@ -91,7 +98,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// never repeats). The entity is left untouched.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!("../doctest_setup.rs");
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     /// use diesel_occ::ConflictState;
@@ -139,7 +146,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// for a database-generated token, which needs a loaded entity.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!("../doctest_setup.rs");
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///
@@ -166,10 +173,11 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         Self::FindQuery: FilterDsl<TokenIs<Self>>,
         KeyGuarded<Self>: IntoUpdateTarget,
         <KeyGuarded<Self> as HasTable>::Table: Table,
-        Changes: NoTokenAssignment<Self::TokenColumn>,
-        (Changes, Self::TokenAssignment):
+        Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
+        (Changes, <Self as VersionedParts>::TokenAssignment):
             AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        Update<KeyGuarded<Self>, (Changes, Self::TokenAssignment)>: AsQuery + ExecuteDsl<Conn>,
+        Update<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
+            AsQuery + ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         expected.validate()?;
@@ -188,7 +196,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// matches, [`Error::Conflict`] says whether it holds another token or is gone.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!("../doctest_setup.rs");
     /// use diesel_occ::prelude::*;
     ///
     /// # fn main() -> Result<(), diesel_occ::Error> {
@@ -237,7 +245,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
             .select(Self::as_select())
             .get_result(conn)
             .optional()?
-            .ok_or_else(|| checked::not_found::<Self>(&key))
+            .ok_or_else(|| outcome::not_found::<Self>(&key))
     }
 
     /// Loads the row with this key and checks that it still holds the token a client
@@ -255,7 +263,123 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
             RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
     {
         expected.validate()?;
-        checked::check_client_token(Self::find(conn, key)?, expected)
+        outcome::check_client_token(Self::find(conn, key)?, expected)
+    }
+
+    /// Advances the token without writing any other column:
+    /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>` (JPA's
+    /// `OPTIMISTIC_FORCE_INCREMENT`).
+    ///
+    /// Call it on an aggregate root inside the transaction that writes its children:
+    /// two writers that edit different children of one order then still conflict on
+    /// the order, and the loser's transaction rolls back. On success the entity holds
+    /// the fresh token; on [`Error::Conflict`] it is unchanged. Run that transaction
+    /// with [`diesel_occ::transaction`](crate::transaction()), the root and the
+    /// children among its entities, so that a rollback gives them their tokens back.
+    ///
+    /// ```
+    /// # include!("../tracked_doctest_setup.rs");
+    /// use diesel::Connection;
+    /// use diesel_occ::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// let mut order = Stock::find(&mut conn, 1)?; // the aggregate root
+    /// let mut stale = order.clone();
+    /// diesel_occ::transaction(&mut conn, &mut order, |conn, order| {
+    ///     // ... insert or update the order's lines here ...
+    ///     order.force_increment(conn)
+    /// })?;
+    /// assert_eq!(order.version, 2);
+    /// let error = conn.transaction(|conn| stale.force_increment(conn)).unwrap_err();
+    /// assert!(error.is_conflict());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn force_increment(&mut self, conn: &mut Conn) -> Result<(), Error>
+    where
+        Self: VersionedParts,
+        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
+        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
+        <Self as VersionedParts>::TokenAssignment:
+            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<
+            <Self as VersionedParts>::Guarded,
+            <Self as VersionedParts>::TokenAssignment,
+        >: AsQuery + ExecuteDsl<Conn>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+    {
+        let fresh = self.fresh_token()?;
+        let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
+        let affected = ExecuteDsl::execute(statement, conn)?;
+        settle::<Self, Conn>(
+            conn,
+            &self.key(),
+            self.token(),
+            Operation::ForceIncrement,
+            affected,
+        )?;
+        self.set_token(fresh);
+        Ok(())
+    }
+
+    /// Marks the row deleted with a checked UPDATE of the marker and the token:
+    /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`.
+    ///
+    /// `marker` is what Diesel's `.set(...)` takes, such as `stock::deleted.eq(true)`
+    /// or `stock::deleted_at.eq(now)`; no other column is written. A writer still
+    /// holding the entity as it was before conflicts instead of resurrecting it. On
+    /// success the entity holds the fresh token (set the marker field yourself if you
+    /// keep using it); on [`Error::Conflict`] it is unchanged.
+    ///
+    /// `marker` never assigns or reads the token column: that is a compile error (see
+    /// [`NoTokenAssignment`](crate::statement::NoTokenAssignment)), since the write assigns the
+    /// fresh token itself.
+    ///
+    /// ```
+    /// # include!("../tracked_doctest_setup.rs");
+    /// use diesel::prelude::*;
+    /// use diesel_occ::prelude::*;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// let mut stock = Stock::find(&mut conn, 1)?;
+    /// let mut in_flight = stock.clone();
+    /// stock.soft_delete_checked(&mut conn, stock::deleted.eq(true))?;
+    /// assert!(Stock::find(&mut conn, 1)?.deleted);
+    ///
+    /// in_flight.available = 3;
+    /// assert!(in_flight.save_checked(&mut conn).unwrap_err().is_conflict());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn soft_delete_checked<M>(&mut self, conn: &mut Conn, marker: M) -> Result<(), Error>
+    where
+        Self: VersionedParts,
+        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
+        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
+        M: crate::statement::NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
+        (M, <Self as VersionedParts>::TokenAssignment):
+            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
+        diesel::dsl::Update<
+            <Self as VersionedParts>::Guarded,
+            (M, <Self as VersionedParts>::TokenAssignment),
+        >: AsQuery + ExecuteDsl<Conn>,
+        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
+    {
+        let fresh = self.fresh_token()?;
+        let statement =
+            diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+        let affected = ExecuteDsl::execute(statement, conn)?;
+        settle::<Self, Conn>(
+            conn,
+            &self.key(),
+            self.token(),
+            Operation::SoftDelete,
+            affected,
+        )?;
+        self.set_token(fresh);
+        Ok(())
     }
 }
 
@@ -275,8 +399,8 @@ where
     Conn: Connection,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
-    if checked::written_key::<T>(key, affected)? {
-        checked::trace_written_key::<T>(key, operation);
+    if outcome::written_key::<T>(key, affected)? {
+        outcome::trace_written_key::<T>(key, operation);
         Ok(())
     } else {
         Err(classify::<T, Conn>(key, expected, operation, conn))
@@ -312,7 +436,7 @@ where
         current = read(conn, true);
     }
     match current {
-        Ok(current) => checked::conflict::<T>(key, operation, expected, current).into(),
+        Ok(current) => outcome::conflict::<T>(key, operation, expected, current).into(),
         Err(error) => error.into(),
     }
 }

@@ -38,7 +38,7 @@
 //! # include!("doctest_setup.rs");
 //! use diesel::connection::SimpleConnection;
 //! use diesel::prelude::*;
-//! use diesel_occ::guard::{BypassGuard, GuardBackend};
+//! use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 //! use diesel_occ::prelude::*;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -60,12 +60,12 @@ use std::fmt;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
-use crate::uuid_token::UuidToken;
+use crate::token::uuid_token::UuidToken;
 
 /// The backend whose dialect the trigger DDL is written in.
 ///
 /// ```
-/// use diesel_occ::guard::GuardBackend;
+/// use diesel_occ::bypass_guard::GuardBackend;
 ///
 /// assert_eq!(GuardBackend::Postgres.to_string(), "PostgreSQL");
 /// ```
@@ -84,7 +84,7 @@ pub enum GuardBackend {
 /// token type through [`GuardToken`].
 ///
 /// ```
-/// use diesel_occ::guard::{GuardToken, GuardTokenKind};
+/// use diesel_occ::bypass_guard::{GuardToken, GuardTokenKind};
 ///
 /// assert_eq!(<i64 as GuardToken>::KIND, GuardTokenKind::I64);
 /// assert_eq!(<diesel_occ::UuidToken as GuardToken>::KIND, GuardTokenKind::Uuid);
@@ -149,9 +149,9 @@ pub(crate) fn wrapping_increment_sql(operand: &str, max: i64) -> String {
 ///
 /// ```
 /// # include!("doctest_setup.rs");
-/// use diesel_occ::guard::{BypassGuard, GuardBackend};
+/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 ///
-/// # fn main() -> Result<(), diesel_occ::guard::GuardError> {
+/// # fn main() -> Result<(), diesel_occ::bypass_guard::GuardError> {
 /// let guard = BypassGuard::of::<Stock>();
 /// assert_eq!(guard.trigger_name(), "occ_guard_stock_version_8e3dfac2f3d11183");
 /// assert!(guard.install_sql(GuardBackend::Postgres)?.contains("BEFORE UPDATE ON \"stock\""));
@@ -177,7 +177,7 @@ pub struct BypassGuard {
 /// Why [`BypassGuard`] cannot render its DDL for a backend. Nothing was executed.
 ///
 /// ```
-/// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardError, GuardTokenKind};
+/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardError, GuardTokenKind};
 ///
 /// let guard = BypassGuard::new("events", "updated_at", &["id"], GuardTokenKind::Timestamp);
 /// let error = guard.install_sql(GuardBackend::Mysql).unwrap_err();
@@ -223,7 +223,7 @@ pub enum GuardError {
 /// Which name of a [`BypassGuard`] a [`GuardError::InvalidName`] is about.
 ///
 /// ```
-/// use diesel_occ::guard::NamePart;
+/// use diesel_occ::bypass_guard::NamePart;
 ///
 /// assert_eq!(NamePart::TokenColumn.to_string(), "token column");
 /// ```
@@ -243,7 +243,7 @@ pub enum NamePart {
 /// What is wrong with a name in a [`GuardError::InvalidName`].
 ///
 /// ```
-/// use diesel_occ::guard::NameProblem;
+/// use diesel_occ::bypass_guard::NameProblem;
 ///
 /// assert_eq!(NameProblem::ContainsNul.to_string(), "contains a NUL character");
 /// ```
@@ -266,7 +266,7 @@ pub enum NameProblem {
 ///
 /// ```
 /// # include!("doctest_setup.rs");
-/// use diesel_occ::guard::GuardTable;
+/// use diesel_occ::bypass_guard::GuardTable;
 ///
 /// # fn main() {
 /// fn guardable<T: GuardTable>() {}
@@ -388,7 +388,7 @@ impl BypassGuard {
     /// (see [`GuardTable`]), the token column's `#[sql_name]`.
     pub fn of<T>() -> Self
     where
-        T: crate::VersionedParts,
+        T: crate::statement::VersionedParts,
         T::Token: GuardToken,
         T::Table: GuardTable,
         T::TokenColumn: diesel::Column,
@@ -417,7 +417,7 @@ impl BypassGuard {
     /// one the backend cannot hold is refused by [`install_sql`](Self::install_sql).
     ///
     /// ```
-    /// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
     ///
     /// let guard = BypassGuard::new("odd\"name", "v", &["id"], GuardTokenKind::I32);
     /// assert!(guard.install_sql(GuardBackend::Sqlite).unwrap().contains("ON \"odd\"\"name\""));
@@ -443,7 +443,7 @@ impl BypassGuard {
     /// created in that schema.
     ///
     /// ```
-    /// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
     ///
     /// let guard = BypassGuard::new("items", "version", &["id"], GuardTokenKind::I32)
     ///     .in_schema("shop");
@@ -488,7 +488,7 @@ impl BypassGuard {
     /// instead of replacing it.
     ///
     /// ```
-    /// use diesel_occ::guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
     ///
     /// let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::I32);
     /// assert_eq!(

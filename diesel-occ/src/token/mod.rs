@@ -8,6 +8,8 @@ use uuid::Uuid;
 
 use crate::error::{InvalidToken, InvalidTokenReason};
 
+pub(crate) mod uuid_token;
+
 /// Longest encoded token accepted from a client; every token this crate issues is shorter.
 pub const MAX_ENCODED_LEN: usize = 64;
 
@@ -100,7 +102,7 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     }
 
     /// What kind of column holds this token, for
-    /// [`SchemaCheck`](crate::schema::SchemaCheck).
+    /// [`SchemaCheck`](crate::schema_check::SchemaCheck).
     const KIND: TokenKind = TokenKind::Other;
 
     /// The token as an untyped value, for errors and logs.
@@ -126,7 +128,7 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
 }
 
 /// The kind of column a token needs, as [`VersionToken::KIND`] says and
-/// [`SchemaCheck`](crate::schema::SchemaCheck) verifies.
+/// [`SchemaCheck`](crate::schema_check::SchemaCheck) verifies.
 ///
 /// ```
 /// use diesel_occ::{TokenKind, VersionToken};

@@ -8,13 +8,13 @@
 //!
 //! ```
 //! use diesel::prelude::*;
-//! use diesel_occ::pg::XminToken;
+//! use diesel_occ::xmin::XminToken;
 //!
 //! diesel::table! {
 //!     documents (id) {
 //!         id -> Integer,
 //!         body -> Text,
-//!         xmin -> diesel_occ::pg::sql_types::Xid,
+//!         xmin -> diesel_occ::xmin::sql_types::Xid,
 //!     }
 //! }
 //!
@@ -40,11 +40,11 @@
 //! `UPDATE documents SET body = $1 WHERE id = $2 AND xmin = $3 RETURNING xmin`, and the
 //! entity takes the `xmin` the database assigned. `delete_checked`, `find_checked`,
 //! tracked saves and batch saves work as with any token. Writes that need to assign
-//! the token ([`force_increment`](crate::AggregateDsl::force_increment),
-//! [`soft_delete_checked`](crate::AggregateDsl::soft_delete_checked),
-//! [`bulk_update`](crate::BulkDsl::bulk_update)) do not compile for it, and need not
+//! the token ([`force_increment`](crate::CheckedDsl::force_increment),
+//! [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked),
+//! [`bulk_update`](crate::Versioned::bulk_update)) do not compile for it, and need not
 //! exist: any UPDATE, from anyone, gives the row a new `xmin`, so `xmin` is also its
-//! own [bypass guard](crate::guard).
+//! own [bypass guard](crate::bypass_guard).
 //!
 //! Caveats: rows written by one transaction share its `xmin`, so a row updated twice
 //! in the same transaction keeps the same token (nobody else can write it meanwhile:
@@ -57,7 +57,7 @@
 //! entity with a generated token does not compile: the guarded UPDATE that reads the
 //! token back is implemented for PostgreSQL connections only. Let the application
 //! assign the token there (an integer or UUID `#[occ(version)]`), and install the
-//! [bypass guard](crate::guard) to cover other writers.
+//! [bypass guard](crate::bypass_guard) to cover other writers.
 
 use std::io::Write;
 
@@ -72,13 +72,13 @@ use crate::token::{TokenValue, VersionToken};
 /// PostgreSQL SQL types diesel-occ adds.
 pub mod sql_types {
     /// PostgreSQL's `xid`, the type of the `xmin` system column. Declare `xmin` as
-    /// `xmin -> diesel_occ::pg::sql_types::Xid` in `table!`.
+    /// `xmin -> diesel_occ::xmin::sql_types::Xid` in `table!`.
     ///
     /// ```
     /// diesel::table! {
     ///     documents (id) {
     ///         id -> Integer,
-    ///         xmin -> diesel_occ::pg::sql_types::Xid,
+    ///         xmin -> diesel_occ::xmin::sql_types::Xid,
     ///     }
     /// }
     /// # fn main() {}
@@ -99,7 +99,7 @@ pub use self::sql_types::Xid;
 ///
 /// ```
 /// use diesel_occ::VersionToken;
-/// use diesel_occ::pg::XminToken;
+/// use diesel_occ::xmin::XminToken;
 ///
 /// assert_eq!(XminToken::decode("1234").unwrap(), XminToken(1234));
 /// assert_eq!(XminToken(1234).encode(), "1234");

@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 use diesel_async::methods::LoadQuery;
 
 use crate::error::Error;
-use crate::schema::{ColumnRow, SchemaBackend, SchemaCheck};
+use crate::schema_check::{ColumnRow, SchemaBackend, SchemaCheck};
 
 impl SchemaCheck {
     /// [`run`](Self::run) on an async connection: reads each token column's type and
@@ -16,7 +16,7 @@ impl SchemaCheck {
     /// ```
     /// # include!("../doctest_setup.rs");
     /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-    /// use diesel_occ::schema::SchemaCheck;
+    /// use diesel_occ::schema_check::SchemaCheck;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), diesel_occ::Error> {

@@ -1,0 +1,70 @@
+//! [`GuardedUpdate`]: how a guarded UPDATE runs on an async connection and reports what
+//! it wrote.
+
+use std::future::Future;
+
+use diesel::query_builder::UpdateStatement;
+use diesel::{QueryResult, QuerySource};
+use diesel_async::AsyncConnection;
+use diesel_async::methods::ExecuteDsl;
+
+/// A guarded UPDATE on an async connection: the twin of
+/// [`diesel_occ::GuardedUpdate`](crate::statement::GuardedUpdate). Runs it and says how many rows
+/// it wrote and which token they hold now.
+#[diagnostic::on_unimplemented(
+    message = "this checked UPDATE cannot run on `{Conn}`",
+    label = "not a guarded UPDATE for this connection",
+    note = "an entity with `#[occ(version, generated)]` reads its new token back with RETURNING, \
+            which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
+            application assign the token (an integer or UUID `#[occ(version)]`)"
+)]
+pub trait GuardedUpdate<Conn, Tok> {
+    /// Runs the statement: the number of rows written, and the token they now hold
+    /// (`fresh` when nothing came back).
+    fn run_guarded(
+        self,
+        conn: &mut Conn,
+        fresh: Tok,
+    ) -> impl Future<Output = QueryResult<(usize, Tok)>> + Send;
+}
+
+impl<T, U, V, Conn, Tok> GuardedUpdate<Conn, Tok> for UpdateStatement<T, U, V>
+where
+    T: QuerySource,
+    Conn: AsyncConnection,
+    Tok: Send,
+    Self: ExecuteDsl<Conn> + Send,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn).await?, fresh))
+    }
+}
+
+impl<Target, Changes, Conn, Tok> GuardedUpdate<Conn, Tok>
+    for crate::statement::CachedUpdate<Target, Changes>
+where
+    Target: diesel::query_builder::IntoUpdateTarget,
+    Changes: diesel::query_builder::AsChangeset,
+    Conn: AsyncConnection,
+    Tok: Send,
+    Self: ExecuteDsl<Conn> + Send,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        Ok((ExecuteDsl::execute(self, conn).await?, fresh))
+    }
+}
+
+/// PostgreSQL only, as the blocking impl.
+#[cfg(feature = "postgres")]
+impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for crate::statement::GeneratedUpdate<S>
+where
+    Conn: AsyncConnection<Backend = diesel::pg::Pg>,
+    Tok: Send + 'static,
+    S: diesel_async::methods::LoadQuery<'static, Conn, Tok> + Send + 'static,
+{
+    async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
+        let mut rows: Vec<Tok> = diesel_async::RunQueryDsl::load(self.into_inner(), conn).await?;
+        let written = rows.len();
+        Ok((written, rows.pop().unwrap_or(fresh)))
+    }
+}

@@ -1,0 +1,124 @@
+//! [`TrackedDsl`]: checked saves of a [`Tracked`] entity on an async connection: the
+//! twin of the blocking one.
+
+use std::future::Future;
+
+use diesel::Selectable;
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::SelectDsl;
+use diesel_async::AsyncConnection;
+use diesel_async::methods::LoadQuery;
+
+use super::GuardedUpdate;
+use super::{CheckedDsl, settle, usable};
+use crate::error::{ConflictState, Error, Operation};
+use crate::statement::CurrentToken;
+use crate::tracked::{SaveOutcome, Tracked, Tracking};
+
+/// Checked saves of a [`Tracked`] entity on an async connection: the twin of the
+/// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
+///
+/// ```
+/// # include!("../tracked_doctest_setup.rs");
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+/// use diesel_occ::{SaveOutcome, Tracked};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
+/// let mut mine = Tracked::new(Article::find(&mut conn, 1).await?);
+/// let mut theirs = Tracked::new(Article::find(&mut conn, 1).await?);
+/// theirs.body = "Their body".into();
+/// theirs.save_checked(&mut conn).await?;
+///
+/// mine.title = "My title".into();
+/// let outcome = mine.save_merging(&mut conn).await?;
+/// assert!(matches!(outcome, SaveOutcome::Merged { .. }));
+/// assert_eq!(mine.version, 3);
+/// # Ok(())
+/// # }
+/// ```
+pub trait TrackedDsl<Conn: AsyncConnection> {
+    /// The tracked entity.
+    type Entity: Tracking;
+
+    /// Writes the fields edited since the values were read, and a fresh token, in one
+    /// statement. See [`crate::TrackedDsl::save_checked`].
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Loads the row as it is now, typed; [`Error::NotFound`] when it was deleted.
+    fn load_current(
+        &self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<Self::Entity, Error>> + Send;
+
+    /// Saves, and on a stale-token conflict merges non-overlapping edits onto the
+    /// current row and saves once more. See [`crate::TrackedDsl::save_merging`].
+    fn save_merging(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<SaveOutcome<Self::Entity>, Error>> + Send;
+}
+
+impl<T, Conn> TrackedDsl<Conn> for Tracked<T>
+where
+    T: Tracking + Clone + Selectable<Conn::Backend> + Send + Sync + 'static,
+    Conn: AsyncConnection,
+    T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+    T::SelectExpression: QueryId,
+    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+    Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
+{
+    type Entity = T;
+
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        let fields = self.fields_to_write();
+        let prepared = self.fresh_token().map(|fresh| {
+            (
+                self.current().fields_update_statement(fields, &fresh),
+                fresh,
+            )
+        });
+        async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+            let expected = self.original().token().clone();
+            settle::<T, Conn>(conn, self.key(), &expected, Operation::Update, affected).await?;
+            self.saved(fresh);
+            Ok(())
+        }
+    }
+
+    fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {
+        <T as CheckedDsl<Conn>>::find(conn, self.key())
+    }
+
+    async fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
+        let conflict = match TrackedDsl::save_checked(self, conn).await {
+            Ok(()) => return Ok(SaveOutcome::Saved),
+            Err(Error::Conflict(conflict))
+                if matches!(conflict.state(), ConflictState::Stale { .. }) =>
+            {
+                conflict
+            }
+            Err(error) => return Err(error),
+        };
+        let theirs = match TrackedDsl::load_current(self, conn).await {
+            Ok(theirs) => theirs,
+            Err(Error::NotFound(_)) => return Err(conflict.into()),
+            Err(error) => return Err(error),
+        };
+        match self.merge(theirs) {
+            Ok(theirs) => {
+                TrackedDsl::save_checked(self, conn).await?;
+                Ok(SaveOutcome::Merged { theirs })
+            }
+            Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
+        }
+    }
+}

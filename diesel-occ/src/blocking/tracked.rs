@@ -1,0 +1,102 @@
+//! [`TrackedDsl`]: checked saves of a [`Tracked`] entity on a blocking connection,
+//! writing only the edited columns, and merging a conflict.
+
+use diesel::Selectable;
+use diesel::connection::Connection;
+use diesel::dsl::{AsSelect, Select};
+use diesel::query_builder::QueryId;
+use diesel::query_dsl::methods::SelectDsl;
+use diesel::query_dsl::{LoadQuery, RunQueryDsl};
+
+use crate::blocking::{CheckedDsl, settle};
+use crate::error::{ConflictState, Error, Operation};
+use crate::statement::CurrentToken;
+use crate::statement::GuardedUpdate;
+use crate::tracked::{SaveOutcome, Tracked, Tracking};
+
+/// Checked saves of a [`Tracked`] entity on a blocking connection: only the edited
+/// columns are written, and a conflict can be merged.
+///
+/// Implemented for `Tracked<T>` of every entity deriving `Versioned` with
+/// `#[occ(track)]`; in the prelude. The async twin, with the same names, is
+/// `diesel_occ::asynchronous::TrackedDsl`. See [`Tracked`] for an example.
+pub trait TrackedDsl<Conn: Connection> {
+    /// The tracked entity.
+    type Entity: Tracking;
+
+    /// Writes the fields edited since the values were read, and a fresh token:
+    /// `UPDATE t SET <edited columns>, token = <fresh> WHERE <key> AND token = <original>`,
+    /// one statement (the token alone when nothing was edited; with a database-generated
+    /// token, every tracked field with its unchanged value).
+    ///
+    /// On success the saved values become the values as read. On
+    /// [`Error::Conflict`] (stale, with the current token, or deleted) nothing changes.
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>;
+
+    /// Loads the row as it is now, typed: `theirs` for [`Tracked::three_way`] and
+    /// [`Tracked::merge`]. [`Error::NotFound`] when it was deleted.
+    fn load_current(&self, conn: &mut Conn) -> Result<Self::Entity, Error>;
+
+    /// [`save_checked`](Self::save_checked), and on a stale-token conflict: loads the
+    /// current row and, when the edits do not overlap its changes, applies them on top
+    /// of it and saves once more with its token (that save can conflict again: the
+    /// error is returned). When they overlap, writes nothing and returns the overlap.
+    /// A deleted row is returned as its [`Error::Conflict`].
+    fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<Self::Entity>, Error>;
+}
+
+impl<T, Conn> TrackedDsl<Conn> for Tracked<T>
+where
+    T: Tracking + Clone + Selectable<Conn::Backend>,
+    Conn: Connection,
+    T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::SelectExpression: QueryId,
+    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+    Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+        RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
+{
+    type Entity = T;
+
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        let fields = self.fields_to_write();
+        let fresh = self.fresh_token()?;
+        let (affected, fresh) = self
+            .current()
+            .fields_update_statement(fields, &fresh)
+            .run_guarded(conn, fresh)?;
+        let expected = self.original().token();
+        settle::<T, Conn>(conn, &self.key(), expected, Operation::Update, affected)?;
+        self.saved(fresh);
+        Ok(())
+    }
+
+    fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {
+        <T as CheckedDsl<Conn>>::find(conn, self.key())
+    }
+
+    fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
+        let conflict = match TrackedDsl::save_checked(self, conn) {
+            Ok(()) => return Ok(SaveOutcome::Saved),
+            Err(Error::Conflict(conflict))
+                if matches!(conflict.state(), ConflictState::Stale { .. }) =>
+            {
+                conflict
+            }
+            Err(error) => return Err(error),
+        };
+        let theirs = match self.load_current(conn) {
+            Ok(theirs) => theirs,
+            // Deleted between the conflict and the read: report the original conflict.
+            Err(Error::NotFound(_)) => return Err(conflict.into()),
+            Err(error) => return Err(error),
+        };
+        match self.merge(theirs) {
+            Ok(theirs) => {
+                TrackedDsl::save_checked(self, conn)?;
+                Ok(SaveOutcome::Merged { theirs })
+            }
+            Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Errors: one `#[non_exhaustive]` enum, with the conflict as a type of its own.
+//!
+//! No `Display` or `Debug` here contains SQL text, bind values or driver messages, so
+//! a service may put any of them in a response or a log line. The driver's error stays
+//! reachable through [`DatabaseError::diesel_error`] for code that wants it.
+
+mod batch;
+mod conflict;
+mod database;
+mod invalid_token;
+
+pub use batch::BatchConflict;
+pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
+pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
+pub use invalid_token::{InvalidToken, InvalidTokenReason};
+
+/// Everything a checked operation can fail with.
+///
+/// ```
+/// use diesel_occ::Error;
+///
+/// fn status(error: &Error) -> u16 {
+///     match error {
+///         Error::Conflict(conflict) if conflict.is_deleted() => 404,
+///         Error::Conflict(_) => 409,
+///         Error::NotFound(_) => 404,
+///         Error::InvalidToken(_) => 400,
+///         _ => 500,
+///     }
+/// }
+/// # let _ = status;
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The row changed or vanished since it was read: the write matched no row, or a
+    /// client-supplied token is already stale. Nothing was written.
+    #[error(transparent)]
+    Conflict(#[from] ConcurrencyConflict),
+    /// A load by key found no row.
+    #[error(transparent)]
+    NotFound(#[from] NotFound),
+    /// A client-supplied token is missing, nil, malformed or out of range, or a write
+    /// found no fresh token to follow the entity's (a timestamp at the end of chrono's
+    /// range). Nothing was read or written.
+    #[error(transparent)]
+    InvalidToken(#[from] InvalidToken),
+    /// A checked write matched more than one row: the declared primary key is not unique
+    /// in the database.
+    #[error("{affected} rows of {table} matched key {key}; the primary key is not unique")]
+    KeyNotUnique {
+        /// The table written to.
+        table: &'static str,
+        /// The key that matched several rows.
+        key: EntityKey,
+        /// How many rows the statement touched.
+        affected: usize,
+    },
+    /// The database or the connection failed.
+    ///
+    /// Some of these are worth retrying: [`Error::is_transient`] tells which.
+    #[error(transparent)]
+    Database(#[from] DatabaseError),
+    /// A retry helper could not get a connection out of its source (a pool timed out,
+    /// was closed, or could not connect). The helper does not retry this: the pool has
+    /// its own waiting.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// A retry helper gave up: every attempt its [`RetryPolicy`](crate::retry::RetryPolicy)
+    /// allowed met a conflict or a transient database error, or its deadline came first.
+    /// Carries the number of attempts and the last error.
+    #[error(transparent)]
+    RetriesExhausted(#[from] RetriesExhausted),
+    /// A batch save ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked))
+    /// met one or more conflicts: it rolled back, wrote nothing, and lists every stale
+    /// or deleted entity.
+    #[error(transparent)]
+    Batch(#[from] crate::error::BatchConflict),
+    /// A [`SchemaCheck`](crate::schema_check::SchemaCheck) found token columns that cannot
+    /// hold their entities' tokens (missing, of another kind, or keeping fewer
+    /// fractional digits than declared). Nothing was written.
+    #[error(transparent)]
+    Schema(#[from] crate::schema_check::SchemaProblems),
+}
+
+impl Error {
+    /// True for [`Error::Conflict`].
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict(_))
+    }
+
+    /// The conflict, when this is one.
+    pub fn as_conflict(&self) -> Option<&ConcurrencyConflict> {
+        match self {
+            Error::Conflict(conflict) => Some(conflict),
+            _ => None,
+        }
+    }
+
+    /// The schema problems, when a [`SchemaCheck`](crate::schema_check::SchemaCheck) found some.
+    pub fn as_schema_problems(&self) -> Option<&crate::schema_check::SchemaProblems> {
+        match self {
+            Error::Schema(problems) => Some(problems),
+            _ => None,
+        }
+    }
+
+    /// The batch conflict, when this is one.
+    pub fn as_batch_conflict(&self) -> Option<&crate::error::BatchConflict> {
+        match self {
+            Error::Batch(conflict) => Some(conflict),
+            _ => None,
+        }
+    }
+
+    /// True for [`Error::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound(_))
+    }
+
+    /// True for a database error that is worth retrying as it is: a serialization
+    /// failure, a deadlock, a lock wait timeout or a busy SQLite database. See
+    /// [`TransientKind`] for how each backend's errors are recognised.
+    ///
+    /// ```
+    /// use diesel::result::{DatabaseErrorKind, Error as DieselError};
+    /// use diesel_occ::Error;
+    ///
+    /// let deadlock = DieselError::DatabaseError(
+    ///     DatabaseErrorKind::Unknown,
+    ///     Box::new(String::from("deadlock detected")),
+    /// );
+    /// assert!(Error::from(deadlock).is_transient());
+    /// assert!(!Error::from(DieselError::NotFound).is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        self.transient_kind().is_some()
+    }
+
+    /// What kind of transient database error this is, if it is one.
+    pub fn transient_kind(&self) -> Option<TransientKind> {
+        match self {
+            Error::Database(error) => error.transient(),
+            _ => None,
+        }
+    }
+
+    /// True when the retry helpers retry this error: a [`ConcurrencyConflict`] met by a
+    /// write (a stale client token is not retried: re-reading cannot make it current;
+    /// nor is [`ConflictState::Unmatched`]: the row holds the token, so re-reading
+    /// changes nothing) or a [transient](Self::is_transient) database error.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Conflict(conflict) => conflict.is_retryable(),
+            Error::Batch(batch) => batch.conflicts().iter().all(|(_, c)| c.is_retryable()),
+            _ => self.is_transient(),
+        }
+    }
+}
+
+impl From<diesel::result::Error> for Error {
+    fn from(error: diesel::result::Error) -> Self {
+        Error::Database(DatabaseError::from(error))
+    }
+}
