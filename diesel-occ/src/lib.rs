@@ -159,6 +159,7 @@ pub mod asynchronous;
 pub mod backend;
 pub mod blocking;
 pub mod bypass_guard;
+mod derive_support;
 mod dialect;
 mod error;
 pub mod observe;
@@ -204,6 +205,7 @@ pub mod prelude {
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{
         CachedUpdate, GeneratedUpdate, NotAssigned, TokenEq, VersionedParts,

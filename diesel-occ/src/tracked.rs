@@ -407,7 +407,6 @@ impl<T> Deref for Tracked<T> {
     }
 }
 
-
 /// Which side keeps an overlapping field in [`Tracked::rebase`]: see [`Overlap`] for
 /// an example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
