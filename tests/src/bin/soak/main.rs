@@ -73,9 +73,10 @@ use diesel_occ_examples::schema::{work_effects, work_items};
 use diesel_occ_examples::seat::{self, Booking, BookingError};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
-use check::{Record, Unknown};
+use record::{Record, Unknown};
 
 mod check;
+mod record;
 
 /// Command-line options.
 #[derive(Debug, Clone)]
