@@ -171,36 +171,9 @@ fn parse_args() -> Result<Args, String> {
 /// machine acknowledges several times this many writes on every backend.
 const MIN_ACKNOWLEDGED: u64 = 100;
 
-/// A small xorshift generator: reproducible mixes without a dependency.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn range(&mut self, low: i32, high: i32) -> i32 {
-        low + self.below((high - low + 1) as u64) as i32
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
+/// `true` with a chance of `percent` in 100.
+fn chance(rng: &mut fastrand::Rng, percent: u32) -> bool {
+    rng.u32(..100) < percent
 }
 
 /// What the run did, counted by all threads.
@@ -244,7 +217,7 @@ struct Ops {
     /// A checked delete of `sku` through the retry helper.
     delete: fn(&Shared<'_>, &str) -> Step,
     /// Injects one fault; returns whether it did.
-    fault: fn(&str, &mut Option<AnyConnection>, &mut Rng) -> bool,
+    fault: fn(&str, &mut Option<AnyConnection>, &mut fastrand::Rng) -> bool,
 }
 
 /// What one retried operation ended with.
@@ -428,7 +401,11 @@ macro_rules! backend_ops {
 }
 
 /// Kills one session of the soak database other than the injector's own.
-fn kill_server_session(url: &str, admin: &mut Option<AnyConnection>, rng: &mut Rng) -> bool {
+fn kill_server_session(
+    url: &str,
+    admin: &mut Option<AnyConnection>,
+    rng: &mut fastrand::Rng,
+) -> bool {
     use diesel::sql_types::BigInt;
 
     #[derive(QueryableByName)]
@@ -462,7 +439,7 @@ fn kill_server_session(url: &str, admin: &mut Option<AnyConnection>, rng: &mut R
     if sessions.is_empty() {
         return false;
     }
-    let victim = sessions[rng.below(sessions.len() as u64) as usize].id;
+    let victim = sessions[rng.usize(..sessions.len())].id;
     // Counted only when the server says it ended a session: one that ended on its own
     // meanwhile is not a fault this run injected.
     match conn {
@@ -487,7 +464,11 @@ fn kill_server_session(url: &str, admin: &mut Option<AnyConnection>, rng: &mut R
 }
 
 /// SQLite: holds the write lock for 50 ms, so writers wait (or meet a busy error).
-fn hold_sqlite_lock(url: &str, admin: &mut Option<AnyConnection>, _rng: &mut Rng) -> bool {
+fn hold_sqlite_lock(
+    url: &str,
+    admin: &mut Option<AnyConnection>,
+    _rng: &mut fastrand::Rng,
+) -> bool {
     if admin.is_none() {
         *admin = Target::parse(url).connect().ok();
         // SQLite's busy handler backs off to 100 ms sleeps, so a waiter that polls with
@@ -552,7 +533,7 @@ struct Worker<'s, 'a> {
     n: usize,
     shared: &'s Shared<'a>,
     ops: &'s Ops,
-    rng: Rng,
+    rng: fastrand::Rng,
     conn: Option<AnyConnection>,
     log: Vec<Record>,
     /// The token this worker's "client" last saw for a SKU (often stale by now).
@@ -582,7 +563,7 @@ impl Worker<'_, '_> {
         if live.is_empty() {
             return None;
         }
-        Some(live[self.rng.below(live.len() as u64) as usize].clone())
+        Some(live[self.rng.usize(..live.len())].clone())
     }
 
     fn record(&mut self, step: Step) {
@@ -606,10 +587,10 @@ impl Worker<'_, '_> {
         while Instant::now() < self.shared.deadline {
             bump(&self.shared.counters.operations);
             self.seq += 1;
-            match self.rng.below(100) {
+            match self.rng.u32(..100) {
                 0..=29 => {
                     if let Some(sku) = self.random_sku() {
-                        let delta = self.rng.range(-3, 4);
+                        let delta = self.rng.i32(-3..=4);
                         let step = (self.ops.update)(self.shared, &sku, delta);
                         self.record(step);
                     }
@@ -631,7 +612,7 @@ impl Worker<'_, '_> {
 
     fn insert(&mut self) {
         let sku = format!("w{}-{}", self.n, self.seq);
-        let available = self.rng.range(0, 50);
+        let available = self.rng.i32(0..=50);
         let Some(conn) = self.conn() else { return };
         match inventory::add_item(conn, &sku, "soak item", available) {
             Ok(view) => {
@@ -657,10 +638,10 @@ impl Worker<'_, '_> {
     /// edit when stale, checked again by the save.
     fn client_edit(&mut self) {
         let Some(sku) = self.random_sku() else { return };
-        if self.rng.chance(5) {
+        if chance(&mut self.rng, 5) {
             return self.hostile(&sku);
         }
-        let refresh = !self.views.contains_key(&sku) || self.rng.chance(30);
+        let refresh = !self.views.contains_key(&sku) || chance(&mut self.rng, 30);
         if refresh {
             let Some(conn) = self.conn() else { return };
             match inventory::stock(conn, &sku) {
@@ -674,7 +655,7 @@ impl Worker<'_, '_> {
         }
         let token = self.views[&sku];
         let text = token.encode();
-        let quantity = self.rng.range(1, 3);
+        let quantity = self.rng.i32(1..=3);
         let request = ReserveRequest {
             sku: &sku,
             quantity,
@@ -740,8 +721,8 @@ impl Worker<'_, '_> {
     }
 
     fn hostile(&mut self, sku: &str) {
-        let text = HOSTILE[self.rng.below(HOSTILE.len() as u64) as usize];
-        let token = (!self.rng.chance(10)).then_some(text);
+        let text = HOSTILE[self.rng.usize(..HOSTILE.len())];
+        let token = (!chance(&mut self.rng, 10)).then_some(text);
         let request = ReserveRequest {
             sku,
             quantity: 1,
@@ -790,7 +771,7 @@ impl Worker<'_, '_> {
         };
         // Some workers stall past their lease: someone else may claim the item, and
         // then the fencing token must refuse this completion.
-        if self.rng.chance(15) {
+        if chance(&mut self.rng, 15) {
             thread::sleep(Duration::from_millis(50));
         }
         let Some(conn) = self.conn() else { return };
@@ -803,7 +784,7 @@ impl Worker<'_, '_> {
                 };
                 self.record(Step::Ack(record));
                 // A replayed delivery must not apply the effect twice.
-                if self.rng.chance(10) {
+                if chance(&mut self.rng, 10) {
                     let Some(conn) = self.conn() else { return };
                     match claims::complete(conn, &lease, stats) {
                         Err(ClaimError::AlreadyCompleted | ClaimError::Fenced { .. }) => {}
@@ -890,7 +871,7 @@ const MAX_LATE_ROUNDS: u64 = 200;
 /// land is a lost update; the barrier makes that certain, not a matter of timing.
 fn saboteur(shared: &Shared<'_>, barrier: &Barrier, rounds: &Rounds, seed: u64) -> Vec<Record> {
     use diesel_occ_examples::schema::inventory::dsl;
-    let mut rng = Rng::new(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut conn: Option<AnyConnection> = None;
     let mut log = Vec::new();
     loop {
@@ -902,7 +883,7 @@ fn saboteur(shared: &Shared<'_>, barrier: &Barrier, rounds: &Rounds, seed: u64) 
                 || (rounds.landed.load(Ordering::SeqCst) < MIN_LANDED && played < MAX_LATE_ROUNDS);
             let sku = more.then(|| {
                 let live = shared.live.read().unwrap_or_else(|e| e.into_inner());
-                live.get(rng.below(live.len() as u64) as usize).cloned()
+                rng.choice(live.iter()).cloned()
             });
             *rounds.sku.lock().unwrap_or_else(|e| e.into_inner()) = sku;
         }
@@ -1013,7 +994,7 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
         if !args.fault_every.is_zero() {
             let (shared, stop) = (&shared, &stop);
             scope.spawn(move || {
-                let mut rng = Rng::new(args.seed ^ 0xfa17);
+                let mut rng = fastrand::Rng::with_seed(args.seed ^ 0xfa17);
                 let mut admin = None;
                 while !stop.load(Ordering::SeqCst) && Instant::now() < shared.deadline {
                     thread::sleep(args.fault_every);
@@ -1041,7 +1022,7 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
                         n,
                         shared,
                         ops,
-                        rng: Rng::new(args.seed.wrapping_add(n as u64 * 7919)),
+                        rng: fastrand::Rng::with_seed(args.seed.wrapping_add(n as u64 * 7919)),
                         conn: None,
                         log: Vec::new(),
                         views: HashMap::new(),
