@@ -84,10 +84,10 @@ macro_rules! blocking_strategies {
         use diesel_occ::CachedUpdate;
         use diesel_occ::prelude::*;
 
-        use crate::Strategy;
         use crate::blocking::{Once, Seen, retry_loop};
         use crate::harness::{Held, OpResult, Worker};
         use crate::model::{Stock, bench_stock};
+        use crate::strategy::Strategy;
 
         /// Runs one reservation with `strategy` on the worker's connection.
         pub(crate) fn op(
@@ -120,7 +120,7 @@ macro_rules! blocking_strategies {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || atomic_once(conn, key))
                 }
-                Strategy::OccAsync => Err("occ-async runs on its own runtime".into()),
+                Strategy::OccAsynchronous => Err("occ-async runs on its own runtime".into()),
             }
         }
 
@@ -274,68 +274,41 @@ macro_rules! blocking_strategies {
 
         /// Statements run by successful saves, counted by Diesel's instrumentation,
         /// and the SQL of diesel-occ's UPDATE and of the hand-written one.
-        pub(crate) fn statements(conn: &mut Conn, saves: i32) -> Result<crate::Statements, String> {
-            use std::sync::{Arc, Mutex};
-            let log: Arc<Mutex<Vec<String>>> = Arc::default();
-            let sink = Arc::clone(&log);
-            conn.set_instrumentation(move |event: diesel::connection::InstrumentationEvent<'_>| {
-                match event {
-                    diesel::connection::InstrumentationEvent::StartQuery { query, .. } => {
-                        sink.lock().unwrap().push(query.to_string());
-                    }
-                    diesel::connection::InstrumentationEvent::CacheQuery { sql, .. } => {
-                        sink.lock().unwrap().push(format!("CACHE {sql}"));
-                    }
-                    _ => {}
-                }
-            });
-            let take = |log: &Arc<Mutex<Vec<String>>>| std::mem::take(&mut *log.lock().unwrap());
-            let mut counted = 0;
-            let mut cached = 0;
-            let mut occ_sql = String::new();
-            let mut occ_read = String::new();
+        pub(crate) fn statements(
+            conn: &mut Conn,
+            saves: i32,
+        ) -> Result<crate::statements::Statements, String> {
+            use crate::statements::{QueryLog, strip_binds};
+            let log = QueryLog::attach(conn);
+            let mut measured = crate::statements::Statements {
+                saves: saves as usize,
+                ..Default::default()
+            };
             for key in 1..=saves {
                 let mut stock = Stock::find(conn, key).map_err(|e| e.to_string())?;
-                if let Some(sql) = take(&log).first() {
-                    occ_read = crate::strip_binds(sql);
+                if let Some(sql) = log.take().first() {
+                    measured.occ_read = strip_binds(sql);
                 }
                 stock.available -= 1;
                 stock.save_checked(conn).map_err(|e| e.to_string())?;
-                let (cache, run): (Vec<String>, Vec<String>) = take(&log)
-                    .into_iter()
-                    .partition(|s| s.starts_with("CACHE "));
-                cached += cache.len();
-                counted += run.len();
+                let (cache, run): (Vec<String>, Vec<String>) =
+                    log.take().into_iter().partition(|s| QueryLog::cached(s));
+                measured.cached += cache.len();
+                measured.statements += run.len();
                 if let Some(sql) = run.last() {
-                    occ_sql = crate::strip_binds(sql);
+                    measured.occ_update = strip_binds(sql);
                 }
             }
-            let mut hand_cached = 0;
             for key in 1..=saves {
                 handwritten_once(conn, key).map_err(|e| e.to_string())?;
-                hand_cached += take(&log)
-                    .iter()
-                    .filter(|s| s.starts_with("CACHE "))
-                    .count();
+                measured.hand_cached += log.take().iter().filter(|s| QueryLog::cached(s)).count();
             }
             handwritten_once(conn, 1).map_err(|e| e.to_string())?;
-            let hand = take(&log);
-            Ok(crate::Statements {
-                saves: saves as usize,
-                cached,
-                hand_cached,
-                statements: counted,
-                occ_read,
-                occ_update: occ_sql,
-                handwritten_read: hand
-                    .first()
-                    .map(|s| crate::strip_binds(s))
-                    .unwrap_or_default(),
-                handwritten_update: hand
-                    .get(1)
-                    .map(|s| crate::strip_binds(s))
-                    .unwrap_or_default(),
-            })
+            let hand = log.take();
+            let text = |sql: Option<&String>| sql.map(|s| strip_binds(s)).unwrap_or_default();
+            measured.handwritten_read = text(hand.first());
+            measured.handwritten_update = text(hand.get(1));
+            Ok(measured)
         }
     };
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::Row;
+use crate::report::Row;
 
 const COLORS: [&str; 10] = [
     "#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#7f7f7f",
@@ -34,6 +34,21 @@ impl Panel {
             value / self.max
         };
         BOTTOM - frac.clamp(0.0, 1.0) * (BOTTOM - TOP)
+    }
+
+    /// Grid values: six even steps, or each power of ten on a log scale.
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let mut t = Vec::new();
+            let mut v = self.min;
+            while v <= self.max * 1.0001 {
+                t.push(v);
+                v *= 10.0;
+            }
+            t
+        } else {
+            (0..=5).map(|i| self.max * f64::from(i) / 5.0).collect()
+        }
     }
 
     fn x(&self, index: usize, count: usize) -> f64 {
@@ -72,6 +87,23 @@ fn label(value: f64) -> String {
 
 /// Writes `<base>.svg` and, when possible, `<base>.png`; returns the PNG's path.
 pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<PathBuf>, String> {
+    let svg_path = base.with_extension("svg");
+    std::fs::write(&svg_path, svg(rows, title))
+        .map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    let png_path = base.with_extension("png");
+    let converted = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png_path)
+        .arg(&svg_path)
+        .status();
+    match converted {
+        Ok(status) if status.success() => Ok(Some(png_path)),
+        _ => Ok(None),
+    }
+}
+
+/// The whole chart: the title, the two panels and the legend.
+fn svg(rows: &[Row], title: &str) -> String {
     let mut keys: Vec<i32> = rows.iter().map(|r| r.keys).collect();
     keys.sort_unstable();
     keys.dedup();
@@ -81,6 +113,40 @@ pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<Path
             strategies.push(&row.strategy);
         }
     }
+    let (throughput, latency) = panels(rows);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Arial, sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{}" y="28" font-size="17" text-anchor="middle">{}</text>
+"#,
+        WIDTH / 2.0,
+        escape(title)
+    );
+    for (panel, name) in [
+        (&throughput, "committed operations per second"),
+        (&latency, "p99 latency, ms (log scale)"),
+    ] {
+        frame(&mut svg, panel, name, &keys);
+        for (s, strategy) in strategies.iter().enumerate() {
+            line(
+                &mut svg,
+                panel,
+                COLORS[s % COLORS.len()],
+                strategy,
+                &keys,
+                rows,
+            );
+        }
+    }
+    legend(&mut svg, &strategies);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The throughput panel (linear) and the p99 latency panel (log scale).
+fn panels(rows: &[Row]) -> (Panel, Panel) {
     let throughput = Panel {
         left: 90.0,
         right: 560.0,
@@ -105,99 +171,82 @@ pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<Path
         max: p99_max.max(p99_min * 10.0),
         min: p99_min,
     };
+    (throughput, latency)
+}
 
-    let mut svg = String::new();
-    let _ = write!(
+/// A panel's box, title, axis label, value grid and key ticks.
+fn frame(svg: &mut String, panel: &Panel, name: &str, keys: &[i32]) {
+    let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Arial, sans-serif" font-size="13">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="28" font-size="17" text-anchor="middle">{}</text>
-"#,
-        WIDTH / 2.0,
-        escape(title)
-    );
-    for (panel, name) in [
-        (&throughput, "committed operations per second"),
-        (&latency, "p99 latency, ms (log scale)"),
-    ] {
-        let _ = writeln!(
-            svg,
-            r##"<rect x="{l}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#333"/>
+        r##"<rect x="{l}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#333"/>
 <text x="{cx}" y="{ty}" font-size="15" text-anchor="middle">{name}</text>
 <text x="{cx}" y="{xy}" text-anchor="middle">hot keys (more keys = less contention)</text>"##,
+        l = panel.left,
+        w = panel.right - panel.left,
+        h = BOTTOM - TOP,
+        cx = (panel.left + panel.right) / 2.0,
+        ty = TOP - 12.0,
+        xy = BOTTOM + 40.0,
+    );
+    for tick in panel.ticks() {
+        let y = panel.y(tick);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#ddd"/><text x="{tx}" y="{ty}" text-anchor="end">{v}</text>"##,
             l = panel.left,
-            w = panel.right - panel.left,
-            h = BOTTOM - TOP,
-            cx = (panel.left + panel.right) / 2.0,
-            ty = TOP - 12.0,
-            xy = BOTTOM + 40.0,
+            r = panel.right,
+            tx = panel.left - 6.0,
+            ty = y + 4.0,
+            v = label(tick)
         );
-        let ticks: Vec<f64> = if panel.log {
-            let mut t = Vec::new();
-            let mut v = panel.min;
-            while v <= panel.max * 1.0001 {
-                t.push(v);
-                v *= 10.0;
-            }
-            t
-        } else {
-            (0..=5).map(|i| panel.max * f64::from(i) / 5.0).collect()
-        };
-        for tick in ticks {
-            let y = panel.y(tick);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#ddd"/><text x="{tx}" y="{ty}" text-anchor="end">{v}</text>"##,
-                l = panel.left,
-                r = panel.right,
-                tx = panel.left - 6.0,
-                ty = y + 4.0,
-                v = label(tick)
-            );
-        }
-        for (i, key) in keys.iter().enumerate() {
-            let x = panel.x(i, keys.len());
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x}" y1="{BOTTOM}" x2="{x}" y2="{b}" stroke="#333"/><text x="{x}" y="{ty}" text-anchor="middle">{key}</text>"##,
-                b = BOTTOM + 5.0,
-                ty = BOTTOM + 20.0
-            );
-        }
-        for (s, strategy) in strategies.iter().enumerate() {
-            let color = COLORS[s % COLORS.len()];
-            let points: Vec<(f64, f64)> = keys
-                .iter()
-                .enumerate()
-                .filter_map(|(i, key)| {
-                    let row = rows
-                        .iter()
-                        .find(|r| r.strategy == *strategy && r.keys == *key)?;
-                    let value = if panel.log {
-                        row.p99_ms
-                    } else {
-                        row.ops_per_sec
-                    };
-                    Some((panel.x(i, keys.len()), panel.y(value)))
-                })
-                .collect();
-            let path: Vec<String> = points
-                .iter()
-                .map(|(x, y)| format!("{x:.1},{y:.1}"))
-                .collect();
-            let _ = writeln!(
-                svg,
-                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"/>"#,
-                path.join(" ")
-            );
-            for (x, y) in points {
-                let _ = writeln!(
-                    svg,
-                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
-                );
-            }
-        }
     }
+    for (i, key) in keys.iter().enumerate() {
+        let x = panel.x(i, keys.len());
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x}" y1="{BOTTOM}" x2="{x}" y2="{b}" stroke="#333"/><text x="{x}" y="{ty}" text-anchor="middle">{key}</text>"##,
+            b = BOTTOM + 5.0,
+            ty = BOTTOM + 20.0
+        );
+    }
+}
+
+/// One strategy's line and points in a panel.
+fn line(svg: &mut String, panel: &Panel, color: &str, strategy: &str, keys: &[i32], rows: &[Row]) {
+    let points: Vec<(f64, f64)> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, key)| {
+            let row = rows
+                .iter()
+                .find(|r| r.strategy == strategy && r.keys == *key)?;
+            let value = if panel.log {
+                row.p99_ms
+            } else {
+                row.ops_per_sec
+            };
+            Some((panel.x(i, keys.len()), panel.y(value)))
+        })
+        .collect();
+    let path: Vec<String> = points
+        .iter()
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let _ = writeln!(
+        svg,
+        r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"/>"#,
+        path.join(" ")
+    );
+    for (x, y) in points {
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
+        );
+    }
+}
+
+/// The legend under the panels, [`LEGEND_COLUMNS`] entries per row.
+fn legend(svg: &mut String, strategies: &[&str]) {
     for (s, strategy) in strategies.iter().enumerate() {
         let x = 90.0 + (s % LEGEND_COLUMNS) as f64 * 210.0;
         let y = HEIGHT - 34.0 + (s / LEGEND_COLUMNS) as f64 * 22.0;
@@ -209,20 +258,6 @@ pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<Path
             tx = x + 22.0,
             name = escape(strategy)
         );
-    }
-    svg.push_str("</svg>\n");
-
-    let svg_path = base.with_extension("svg");
-    std::fs::write(&svg_path, svg).map_err(|e| format!("{}: {e}", svg_path.display()))?;
-    let png_path = base.with_extension("png");
-    let converted = std::process::Command::new("rsvg-convert")
-        .arg("-o")
-        .arg(&png_path)
-        .arg(&svg_path)
-        .status();
-    match converted {
-        Ok(status) if status.success() => Ok(Some(png_path)),
-        _ => Ok(None),
     }
 }
 

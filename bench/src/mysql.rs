@@ -6,7 +6,7 @@ pub(crate) type Conn = MysqlConnection;
 pub(crate) type AsyncConn = diesel_async::AsyncMysqlConnection;
 
 crate::blocking::blocking_strategies!();
-crate::nonblocking::async_strategy!();
+crate::asynchronous::asynchronous_strategy!();
 
 /// The serializable strategy's connections run at SERIALIZABLE (InnoDB then reads with
 /// shared locks, and concurrent writers deadlock; the loop retries error 1213).

@@ -6,7 +6,7 @@ pub(crate) type Conn = PgConnection;
 pub(crate) type AsyncConn = diesel_async::AsyncPgConnection;
 
 crate::blocking::blocking_strategies!();
-crate::nonblocking::async_strategy!();
+crate::asynchronous::asynchronous_strategy!();
 
 pub(crate) fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
     Conn::establish(url).map_err(|e| e.to_string())

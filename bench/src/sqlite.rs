@@ -8,7 +8,7 @@ pub(crate) type AsyncConn =
     diesel_async::sync_connection_wrapper::SyncConnectionWrapper<SqliteConnection>;
 
 crate::blocking::blocking_strategies!();
-crate::nonblocking::async_strategy!();
+crate::asynchronous::asynchronous_strategy!();
 
 /// Per-connection settings: wait for the write lock instead of failing at once.
 pub(crate) const PRAGMAS: &str =

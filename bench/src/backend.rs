@@ -1,0 +1,104 @@
+//! The databases the benchmark runs against: their names, default URLs, creating the
+//! benchmark's database and reading the server's version.
+
+/// A database to run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+impl Backend {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres",
+            Backend::Mysql => "mysql",
+            Backend::Sqlite => "sqlite",
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Result<Backend, String> {
+        match name {
+            "postgres" | "pg" | "postgresql" => Ok(Backend::Postgres),
+            "mysql" | "mariadb" => Ok(Backend::Mysql),
+            "sqlite" => Ok(Backend::Sqlite),
+            _ => Err(format!("unknown backend {name:?}")),
+        }
+    }
+
+    pub(crate) fn default_url(self) -> String {
+        match self {
+            Backend::Postgres => "postgres://postgres@127.0.0.1:5432/occ_bench".into(),
+            Backend::Mysql => "mysql://root@127.0.0.1:3306/occ_bench".into(),
+            Backend::Sqlite => std::env::temp_dir()
+                .join("diesel-occ-bench.sqlite3")
+                .display()
+                .to_string(),
+        }
+    }
+}
+
+/// Creates the benchmark's database when it does not exist yet.
+pub(crate) fn ensure_database(backend: Backend, url: &str) -> Result<(), String> {
+    use diesel::{Connection, RunQueryDsl};
+    let (server, name) = url.rsplit_once('/').ok_or("a URL ends with /DATABASE")?;
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    match backend {
+        Backend::Sqlite => Ok(()),
+        Backend::Postgres => {
+            if diesel::PgConnection::establish(url).is_ok() {
+                return Ok(());
+            }
+            if !valid {
+                return Err(format!("cannot create database {name:?}"));
+            }
+            let mut conn = diesel::PgConnection::establish(&format!("{server}/postgres"))
+                .map_err(|e| e.to_string())?;
+            diesel::sql_query(format!("CREATE DATABASE {name}"))
+                .execute(&mut conn)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(feature = "mysql")]
+        Backend::Mysql => {
+            if !valid {
+                return Err(format!("cannot create database {name:?}"));
+            }
+            let mut conn = diesel::MysqlConnection::establish(&format!("{server}/mysql"))
+                .map_err(|e| e.to_string())?;
+            diesel::sql_query(format!("CREATE DATABASE IF NOT EXISTS {name}"))
+                .execute(&mut conn)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "mysql"))]
+        Backend::Mysql => Err("MySQL needs `--features mysql`".into()),
+    }
+}
+
+/// The server's version for the tables' headers and the charts' titles.
+pub(crate) fn server_version(backend: Backend, url: &str) -> String {
+    use diesel::{Connection, RunQueryDsl};
+    diesel::define_sql_function!(fn version() -> diesel::sql_types::Text);
+    let version: Option<String> = match backend {
+        Backend::Postgres => diesel::PgConnection::establish(url)
+            .ok()
+            .and_then(|mut c| diesel::select(version()).get_result(&mut c).ok())
+            .map(|v: String| v.split(" on ").next().unwrap_or(&v).to_owned()),
+        #[cfg(feature = "mysql")]
+        Backend::Mysql => diesel::MysqlConnection::establish(url)
+            .ok()
+            .and_then(|mut c| diesel::select(version()).get_result(&mut c).ok()),
+        #[cfg(not(feature = "mysql"))]
+        Backend::Mysql => None,
+        Backend::Sqlite => {
+            diesel::define_sql_function!(fn sqlite_version() -> diesel::sql_types::Text);
+            diesel::SqliteConnection::establish(":memory:")
+                .ok()
+                .and_then(|mut c| diesel::select(sqlite_version()).get_result(&mut c).ok())
+                .map(|v: String| format!("SQLite {v}"))
+        }
+    };
+    version.unwrap_or_else(|| "version unknown".into())
+}

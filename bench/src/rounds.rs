@@ -1,0 +1,264 @@
+//! The paired rounds behind the ratios: the strategies being compared run in
+//! alternation, round after round, so that the shared machine's drift hits all of them
+//! alike; the ratios are ratios of medians, and each round's own ratio is listed too.
+
+use crate::backend::Backend;
+use crate::harness::Limit;
+use crate::options::Args;
+use crate::pg;
+use crate::report::Summary;
+use crate::run::{Setting, run};
+use crate::strategy::Strategy;
+
+/// One round's throughput of one strategy (or pgbench) at one key count.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    round: usize,
+    label: &'static str,
+    keys: i32,
+    value: f64,
+}
+
+/// Every round's samples.
+#[derive(Debug, Default)]
+struct Samples(Vec<Sample>);
+
+impl Samples {
+    fn median(&self, label: &str, keys: i32) -> f64 {
+        median(
+            self.0
+                .iter()
+                .filter(|s| s.label == label && s.keys == keys)
+                .map(|s| s.value)
+                .collect(),
+        )
+    }
+
+    fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
+        self.0
+            .iter()
+            .find(|s| s.round == round && s.label == label && s.keys == keys)
+            .map(|s| s.value)
+    }
+
+    /// Each round's ratio, from two runs seconds apart: the drift of a shared machine
+    /// hits both sides alike, which the ratio of medians does not guarantee.
+    fn per_round(
+        &self,
+        rounds: usize,
+        (a, a_keys): (&str, i32),
+        (b, b_keys): (&str, i32),
+    ) -> String {
+        let ratios: Vec<f64> = (1..=rounds)
+            .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
+            .collect();
+        let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        format!(
+            "  per round, {a} / {b}: {} (median {:.3})",
+            listed.join(" "),
+            median(ratios)
+        )
+    }
+}
+
+/// The key counts of the comparisons: the hot key (fewest) and the overhead (most).
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    narrow: i32,
+    wide: i32,
+}
+
+/// Runs the rounds and reports the ratios.
+pub(crate) fn paired(
+    setting: &Setting<'_>,
+    args: &Args,
+    summary: &mut Summary,
+) -> Result<(), String> {
+    let keys = Keys {
+        wide: *args.keys.iter().max().unwrap_or(&1),
+        narrow: *args.keys.iter().min().unwrap_or(&1),
+    };
+    summary.say(format!(
+        "-- paired rounds ({} rounds): hot key at {} keys, overhead at {} keys",
+        args.rounds, keys.narrow, keys.wide
+    ));
+    let samples = play(setting, args, keys, summary)?;
+    report_overhead(&samples, args, keys, summary);
+    report_hot_key(&samples, args, keys, summary);
+    report_per_round(&samples, args, keys, summary);
+    Ok(())
+}
+
+/// Plays the rounds, each starting with another strategy so that none always runs first.
+fn play(
+    setting: &Setting<'_>,
+    args: &Args,
+    keys: Keys,
+    summary: &mut Summary,
+) -> Result<Samples, String> {
+    let Keys { narrow, wide } = keys;
+    let mut hot = [
+        (Strategy::Occ, narrow),
+        (Strategy::OccEscalate, narrow),
+        (Strategy::OccEscalateOp, narrow),
+        (Strategy::Pessimistic, narrow),
+    ];
+    let mut overhead = [
+        (Strategy::Handwritten, wide),
+        (Strategy::Occ, wide),
+        (Strategy::OccEscalate, wide),
+    ];
+    let mut samples = Samples::default();
+    for round in 1..=args.rounds {
+        if round > 1 {
+            hot.rotate_left(1);
+            overhead.rotate_left(1);
+        }
+        for (strategy, keys) in hot.into_iter().chain(overhead) {
+            let row = run(setting, strategy, keys, args)?;
+            summary.say(format!("round {round}: {}", row.line()));
+            samples.0.push(Sample {
+                round,
+                label: strategy.name(),
+                keys,
+                value: row.ops_per_sec,
+            });
+        }
+        if setting.backend == Backend::Postgres && args.pgbench {
+            if let Some(sample) = pgbench_round(setting, args, round, wide, summary)? {
+                samples.0.push(sample);
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// pgbench on the same table and SQL, for one round.
+fn pgbench_round(
+    setting: &Setting<'_>,
+    args: &Args,
+    round: usize,
+    wide: i32,
+    summary: &mut Summary,
+) -> Result<Option<Sample>, String> {
+    let seconds = match args.limit {
+        Limit::Time(d) => d.as_secs().max(1),
+        Limit::Ops(_) => 5,
+    };
+    let mut conn = pg::connect(setting.url, Strategy::Atomic)?;
+    pg::reset(&mut conn, wide).map_err(|e| e.to_string())?;
+    match crate::pgbench::tps(setting.url, args.workers, seconds, wide)? {
+        Some(tps) => {
+            summary.say(format!(
+                "round {round}: pgbench        keys {wide:>6}  {tps:>9.0} tps (same SQL, {} clients)",
+                args.workers
+            ));
+            Ok(Some(Sample {
+                round,
+                label: "pgbench",
+                keys: wide,
+                value: tps,
+            }))
+        }
+        None => {
+            summary.say("pgbench not found: skipped".into());
+            Ok(None)
+        }
+    }
+}
+
+/// diesel-occ against the hand-written statements and pgbench, at the most keys.
+fn report_overhead(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
+    let wide = keys.wide;
+    let (hand, occ) = (
+        samples.median("handwritten", wide),
+        samples.median("occ", wide),
+    );
+    summary.say(format!(
+        "overhead: diesel-occ / hand-written Diesel = {} (medians {occ:.0} vs {hand:.0} ops/s at {wide} keys; target >= 0.97: {})",
+        ratio(occ, hand),
+        verdict(occ / hand, 0.97)
+    ));
+    let tps = samples.median("pgbench", wide);
+    if tps.is_finite() {
+        summary.say(format!(
+            "overhead: diesel-occ / pgbench = {} (medians {occ:.0} ops/s vs {tps:.0} tps, {} clients; target >= 0.9: {})",
+            ratio(occ, tps),
+            args.workers,
+            verdict(occ / tps, 0.9)
+        ));
+    }
+}
+
+/// Lock escalation against the pessimistic lock at the fewest keys, and its cost at
+/// the most keys.
+fn report_hot_key(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
+    let Keys { narrow, wide } = keys;
+    let (plain, escalate, per_operation, lock) = (
+        samples.median("occ", narrow),
+        samples.median("occ-escalate", narrow),
+        samples.median("occ-escalate-op", narrow),
+        samples.median("pessimistic", narrow),
+    );
+    summary.say(format!(
+        "hot key ({narrow} key, {} workers), medians: occ {plain:.0}, occ-escalate {escalate:.0}, \
+         occ-escalate-op {per_operation:.0}, pessimistic {lock:.0} ops/s",
+        args.workers
+    ));
+    summary.say(format!(
+        "  occ-escalate / pessimistic = {} (target >= 0.9: {}); occ-escalate-op / pessimistic = {}; \
+         occ / pessimistic = {}",
+        ratio(escalate, lock),
+        verdict(escalate / lock, 0.9),
+        ratio(per_operation, lock),
+        ratio(plain, lock)
+    ));
+    let (plain, escalate) = (
+        samples.median("occ", wide),
+        samples.median("occ-escalate", wide),
+    );
+    summary.say(format!(
+        "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
+        ratio(escalate, plain),
+        verdict(escalate / plain, 0.97)
+    ));
+}
+
+/// The same comparisons round by round.
+fn report_per_round(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
+    let Keys { narrow, wide } = keys;
+    let rounds = args.rounds;
+    summary.say(samples.per_round(rounds, ("occ", wide), ("handwritten", wide)));
+    if samples.median("pgbench", wide).is_finite() {
+        summary.say(samples.per_round(rounds, ("occ", wide), ("pgbench", wide)));
+    }
+    summary.say(samples.per_round(rounds, ("occ-escalate", narrow), ("pessimistic", narrow)));
+    summary.say(samples.per_round(rounds, ("occ-escalate-op", narrow), ("pessimistic", narrow)));
+    summary.say(samples.per_round(rounds, ("occ-escalate", wide), ("occ", wide)));
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// `a / b` to three decimals, or `n/a`.
+pub(crate) fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() {
+        format!("{:.3}", a / b)
+    } else {
+        "n/a".into()
+    }
+}
+
+fn verdict(value: f64, target: f64) -> &'static str {
+    if value >= target { "met" } else { "MISSED" }
+}

@@ -1,0 +1,62 @@
+//! The strategies: the ways the benchmark runs the same reservation.
+
+/// A way to run the reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strategy {
+    /// Read, then `UPDATE SET available = <read - 1>` with no predicate: loses updates.
+    Blind,
+    /// The statements `save_checked` runs, written by hand with Diesel, same retry loop.
+    Handwritten,
+    /// diesel-occ `save_checked` in the blocking retry helper, no escalation.
+    Occ,
+    /// The same with `escalate_hot_rows`: a row that met 3 conflicts in the last second
+    /// is read with `SELECT ... FOR UPDATE` from the first attempt of every operation.
+    OccEscalate,
+    /// The same with `escalate_after`: an operation locks after its own conflict.
+    OccEscalateOp,
+    /// diesel-occ's asynchronous `save_checked` in `asynchronous::retry` on a deadpool
+    /// pool (printed as `occ-async`).
+    OccAsynchronous,
+    /// `SELECT ... FOR UPDATE` in a transaction (SQLite: `BEGIN IMMEDIATE`).
+    Pessimistic,
+    /// A SERIALIZABLE transaction, retried on serialization failures and deadlocks.
+    Serializable,
+    /// `UPDATE SET available = available - 1 WHERE id = ? AND available > 0`.
+    Atomic,
+}
+
+impl Strategy {
+    pub(crate) const ALL: [Strategy; 9] = [
+        Strategy::Blind,
+        Strategy::Handwritten,
+        Strategy::Occ,
+        Strategy::OccEscalate,
+        Strategy::OccEscalateOp,
+        Strategy::OccAsynchronous,
+        Strategy::Pessimistic,
+        Strategy::Serializable,
+        Strategy::Atomic,
+    ];
+
+    /// The name the command line takes and the tables print.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Strategy::Blind => "blind",
+            Strategy::Handwritten => "handwritten",
+            Strategy::Occ => "occ",
+            Strategy::OccEscalate => "occ-escalate",
+            Strategy::OccEscalateOp => "occ-escalate-op",
+            Strategy::OccAsynchronous => "occ-async",
+            Strategy::Pessimistic => "pessimistic",
+            Strategy::Serializable => "serializable",
+            Strategy::Atomic => "atomic",
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Result<Strategy, String> {
+        Strategy::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| format!("unknown strategy {name:?}"))
+    }
+}

@@ -1,0 +1,147 @@
+//! What the soak prints: each backend's figures and violations, then one verdict line
+//! per backend (CI reads them), and the exit code.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use diesel_occ_tests::Backend;
+
+use crate::check;
+use crate::options::Args;
+use crate::run::Counters;
+
+/// A backend's figures and violations.
+pub(crate) struct Report {
+    pub(crate) backend: Backend,
+    pub(crate) counters: Counters,
+    pub(crate) violations: Vec<String>,
+    /// Unknown-outcome writes the check needed to explain the rows.
+    pub(crate) unknown_applied: usize,
+}
+
+/// What a backend's run proved.
+enum Verdict {
+    Passed,
+    /// Violations: the run fails with 1.
+    Violations,
+    /// Too few acknowledged writes or faults: the run fails with 3.
+    TooLittle,
+}
+
+impl Report {
+    /// Prints the figures line and up to 50 violations.
+    fn print(&self, args: &Args, elapsed: Duration) {
+        let c = &self.counters;
+        let fault_kind = match self.backend {
+            Backend::Sqlite => "write lock held 50 ms",
+            _ => "sessions killed",
+        };
+        println!(
+            "{}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
+             {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} errors \
+             from faults, {} writes with unknown outcome ({} of them needed to explain the \
+             rows), {} hostile tokens refused, {} fenced completions, {} violations",
+            self.backend,
+            elapsed.as_secs_f64(),
+            args.workers,
+            get(&c.operations),
+            get(&c.acknowledged),
+            get(&c.conflicts),
+            get(&c.retries),
+            get(&c.exhausted),
+            get(&c.faults),
+            get(&c.errors),
+            get(&c.unknown_outcome),
+            self.unknown_applied,
+            get(&c.hostile_refused),
+            get(&c.fenced),
+            self.violations.len(),
+        );
+        for violation in self.violations.iter().take(50) {
+            println!("  VIOLATION {violation}");
+        }
+    }
+
+    /// The verdict and its line (`soak: <backend>: passed` or `... FAILED: ...`).
+    fn verdict(&self, args: &Args) -> (Verdict, String) {
+        let c = &self.counters;
+        let shortfalls = check::evidence(
+            get(&c.acknowledged),
+            args.min_acknowledged,
+            get(&c.faults),
+            args.min_faults,
+        );
+        if !self.violations.is_empty() {
+            let lost = self
+                .violations
+                .iter()
+                .filter(|v| v.contains("lost update:"))
+                .count();
+            let line = format!(
+                "soak: {}: FAILED: {} violations ({lost} lost updates)",
+                self.backend,
+                self.violations.len()
+            );
+            (Verdict::Violations, line)
+        } else if !shortfalls.is_empty() {
+            let line = format!(
+                "soak: {}: FAILED: too little evidence: {}",
+                self.backend,
+                shortfalls.join(", ")
+            );
+            (Verdict::TooLittle, line)
+        } else {
+            (Verdict::Passed, format!("soak: {}: passed", self.backend))
+        }
+    }
+}
+
+fn get(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+/// The verdicts of all backends so far.
+#[derive(Debug, Default)]
+pub(crate) struct Verdicts {
+    lines: Vec<String>,
+    failed: bool,
+    too_little: bool,
+    unavailable: bool,
+}
+
+impl Verdicts {
+    /// A backend that could not run.
+    pub(crate) fn unavailable(&mut self) {
+        self.unavailable = true;
+    }
+
+    /// Prints a backend's figures and keeps its verdict for the end.
+    pub(crate) fn add(&mut self, report: &Report, args: &Args, elapsed: Duration) {
+        report.print(args, elapsed);
+        let (verdict, line) = report.verdict(args);
+        match verdict {
+            Verdict::Passed => {}
+            Verdict::Violations => self.failed = true,
+            Verdict::TooLittle => self.too_little = true,
+        }
+        self.lines.push(line);
+    }
+
+    /// Prints the verdict lines; 1 for violations, 3 for too little evidence, 2 for a
+    /// backend that could not run.
+    pub(crate) fn finish(self) -> ExitCode {
+        for line in &self.lines {
+            println!("{line}");
+        }
+        if self.failed {
+            ExitCode::from(1)
+        } else if self.too_little {
+            ExitCode::from(3)
+        } else if self.unavailable {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
