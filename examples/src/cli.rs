@@ -1,6 +1,6 @@
 //! The apps' command line: `--database-url URL` (or `DATABASE_URL`), else a SQLite file.
 
-use crate::db::Target;
+use crate::target::Target;
 
 /// Options every app understands, plus the ones it declares.
 #[derive(Debug)]

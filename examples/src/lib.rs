@@ -1,25 +1,30 @@
-//! The example apps of [diesel-occ](diesel_occ): the scenarios of the project's seeds,
-//! runnable on SQLite (embedded, the default), PostgreSQL and MySQL/MariaDB.
+//! The example apps of [diesel-occ](diesel_occ), runnable on SQLite (embedded, the default),
+//! PostgreSQL and MySQL/MariaDB.
 //!
-//! | module | scenario | binary |
-//! |---|---|---|
-//! | [`inventory`] | a reservation with a client-held token | `inventory` |
-//! | [`seat`] | N buyers, one concert seat | `seat` |
-//! | [`claims`] | competing workers, leases and fencing tokens | `claims` |
-//! | [`http`] | an axum CRUD API where the token is the ETag | `http` |
+//! | module | scenario |
+//! |---|---|
+//! | `inventory` | a reservation with a client-held token |
+//! | `seat` | N buyers, one concert seat, booked through `retry::retry` |
+//! | `claims` | competing workers, leases and fencing tokens |
+//! | `tracked` | a tracked save of the edited columns, and a three-way merge on conflict |
+//! | `http` | an axum CRUD API where the token is the ETag |
 //!
-//! `cargo run -p diesel-occ-examples --bin demo` walks through all of them. The scenario
-//! logic lives here so the binaries stay thin and the integration tests
-//! (`tests/tests/examples`) run the same code on every backend.
+//! Each app is written once, in `src/apps/`, for one connection type `Conn` (and
+//! `AsyncConn` for the HTTP service), the way an application is written for its
+//! database. [`sqlite`], [`postgres`] and `mysql` (feature `mysql`) compile those files
+//! for their own connection types, so `sqlite::seat::book` and `postgres::seat::book`
+//! are the same code. The `demo` binary runs every app on SQLite unless given a URL;
+//! the integration tests (`tests/tests/examples`) run them on all three backends.
 #![forbid(unsafe_code)]
 
-pub mod claims;
 pub mod cli;
-pub mod db;
-pub mod http;
-pub mod inventory;
+pub mod etag;
+#[cfg(feature = "mysql")]
+pub mod mysql;
+pub mod postgres;
 pub mod schema;
-pub mod seat;
+pub mod sqlite;
+pub mod target;
 
 /// What an app's walkthrough returns.
 pub type AppResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

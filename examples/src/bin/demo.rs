@@ -3,29 +3,28 @@
 //! `cargo run -p diesel-occ-examples --bin demo [-- --database-url URL]`
 #![forbid(unsafe_code)]
 
-use diesel_occ_examples::{claims, cli::Args, http, inventory, seat};
+use diesel_occ_examples::cli::Args;
+use diesel_occ_examples::target::Target;
 
 fn main() -> std::process::ExitCode {
     let args = Args::from_env("demo", "");
-    diesel_occ_examples::finish(run(&args))
+    println!("diesel-occ demo on {}\n", args.target);
+    diesel_occ_examples::finish(run(&args.target))
 }
 
-fn run(args: &Args) -> diesel_occ_examples::AppResult {
+fn run(target: &Target) -> diesel_occ_examples::AppResult {
     let out = &mut std::io::stdout();
-    let target = &args.target;
-    // Connecting and migrating first makes a bad URL fail before any heading.
-    let conn = target.connect_and_migrate()?;
-    println!("diesel-occ demo on {target} (migrated)\n");
-    drop(conn);
-
-    println!("1. Inventory reservation with a client-held token");
-    inventory::walkthrough(target, out)?;
-    println!("\n2. The last concert seat");
-    seat::walkthrough(target, 4, out)?;
-    println!("\n3. Work claims by competing workers");
-    claims::walkthrough(target, 4, 6, out)?;
-    println!("\n4. The HTTP API where the token is the ETag");
-    tokio::runtime::Runtime::new()?.block_on(http::client::walkthrough(target, out))?;
+    match target {
+        Target::Sqlite(path) => {
+            let path = path.to_str().ok_or("the SQLite path is not UTF-8")?;
+            diesel_occ_examples::sqlite::demo::run(path, out)?;
+        }
+        Target::Postgres(url) => diesel_occ_examples::postgres::demo::run(url, out)?,
+        #[cfg(feature = "mysql")]
+        Target::Mysql(url) => diesel_occ_examples::mysql::demo::run(url, out)?,
+        #[cfg(not(feature = "mysql"))]
+        Target::Mysql(_) => return Err(diesel_occ_examples::target::MysqlNotBuilt.into()),
+    }
     println!(
         "\n(cargo run -p diesel-occ-examples --bin http keeps the API running; see examples/README.md)"
     );

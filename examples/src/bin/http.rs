@@ -1,39 +1,35 @@
-//! The axum CRUD service where the token is the ETag. See `diesel_occ_examples::http`.
+//! The axum CRUD service where the token is the ETag (`src/apps/http/`).
 //!
 //! Runs the walkthrough against itself, then serves on `--listen` (default
 //! 127.0.0.1:3000) until Ctrl-C; `--serve false` stops after the walkthrough.
 #![forbid(unsafe_code)]
 
 use diesel_occ_examples::cli::Args;
-use diesel_occ_examples::http::{self, ArticleStore, client};
+use diesel_occ_examples::target::Target;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::from_env("http", " [--listen ADDR] [--serve true|false]");
+    println!("HTTP API where the token is the ETag, on {}", args.target);
     diesel_occ_examples::finish(run(&args).await)
 }
 
 async fn run(args: &Args) -> diesel_occ_examples::AppResult {
     let listen: String = args.get("listen", "127.0.0.1:3000".to_owned());
-    println!("HTTP API where the token is the ETag, on {}", args.target);
-    client::walkthrough(&args.target, &mut std::io::stdout()).await?;
-    if !args.get("serve", true) {
-        return Ok(());
+    let serve = args.get("serve", true);
+    match &args.target {
+        Target::Sqlite(path) => {
+            let path = path.to_str().ok_or("the SQLite path is not UTF-8")?;
+            diesel_occ_examples::sqlite::demo::serve_http(path, &listen, serve).await
+        }
+        Target::Postgres(url) => {
+            diesel_occ_examples::postgres::demo::serve_http(url, &listen, serve).await
+        }
+        #[cfg(feature = "mysql")]
+        Target::Mysql(url) => {
+            diesel_occ_examples::mysql::demo::serve_http(url, &listen, serve).await
+        }
+        #[cfg(not(feature = "mysql"))]
+        Target::Mysql(_) => Err(diesel_occ_examples::target::MysqlNotBuilt.into()),
     }
-    let store = ArticleStore::open(&args.target, 8).await?;
-    let listener = tokio::net::TcpListener::bind(&listen).await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    println!("\nserving on {base} (Ctrl-C to stop). Try:");
-    println!(
-        "  curl -si -X POST {base}/articles -H 'content-type: application/json' -d '{{\"title\":\"Hi\",\"body\":\"...\"}}'"
-    );
-    println!("  curl -si {base}/articles/<id>");
-    println!(
-        "  curl -si -X PUT {base}/articles/<id> -H 'If-Match: \"<token>\"' -H 'content-type: application/json' -d '{{\"title\":\"New\",\"body\":\"...\"}}'"
-    );
-    tokio::select! {
-        served = http::serve(listener, store) => served?,
-        _ = tokio::signal::ctrl_c() => println!("stopped"),
-    }
-    Ok(())
 }

@@ -1,25 +1,28 @@
-//! Work claims by competing workers, leases and fencing tokens (issue 4, point 5).
+//! Work claims by competing workers, leases and fencing tokens.
 
 macro_rules! claims_suite {
     ($backend:ident, $conn:ty) => {
         use diesel::prelude::*;
         use diesel_occ::testing::Race;
-        use diesel_occ_examples::claims::{self, ClaimError, ClaimStats, Effect, Schedule, Status};
         use diesel_occ_examples::schema::{work_effects, work_items};
+        use diesel_occ_examples::$backend::Pool;
+        use diesel_occ_examples::$backend::claims::{
+            self, ClaimError, ClaimStats, Effect, Schedule, Status,
+        };
 
-        fn enqueue(target: &diesel_occ_examples::db::Target, items: i32) {
-            claims::enqueue(&mut target.connect().unwrap(), items).unwrap();
+        fn enqueue(pool: &Pool, items: i32) {
+            claims::enqueue(&mut pool.get().unwrap(), items).unwrap();
         }
 
         #[test]
         fn one_item_many_workers_exactly_one_claim() {
-            let (_db, target) = example_db!($backend, $conn);
-            enqueue(&target, 1);
+            let (_db, pool) = example_db!($backend, $conn);
+            enqueue(&pool, 1);
             let stats = ClaimStats::default();
             let now = claims::now_ms();
             let report = Race::new(4).run(
                 |_| {
-                    let mut conn = target.connect().unwrap();
+                    let mut conn = pool.get().unwrap();
                     let item = claims::load(&mut conn, 1).unwrap();
                     (conn, item)
                 },
@@ -44,7 +47,7 @@ macro_rules! claims_suite {
                 "(claims, claim conflicts, fenced)"
             );
 
-            let item = claims::load(&mut target.connect().unwrap(), 1).unwrap();
+            let item = claims::load(&mut pool.get().unwrap(), 1).unwrap();
             assert_eq!(item.status, Status::Processing);
             assert_eq!(item.lease_owner.as_deref(), Some(won[0].worker.as_str()));
             assert_eq!((item.fence, item.version), (1, won[0].item.version));
@@ -54,9 +57,9 @@ macro_rules! claims_suite {
         fn status_is_in_the_claim_predicate() {
             // A writer that changes the status without advancing the token (bypassing
             // the protocol) still cannot be overwritten by a claim read before it.
-            let (_db, target) = example_db!($backend, $conn);
-            enqueue(&target, 1);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            enqueue(&pool, 1);
+            let mut conn = pool.get().unwrap();
             let read = claims::load(&mut conn, 1).unwrap();
             diesel::update(work_items::table.find(1))
                 .set(work_items::status.eq(Status::Done))
@@ -82,8 +85,8 @@ macro_rules! claims_suite {
 
         #[test]
         fn lockstep_workers_process_every_item_exactly_once() {
-            let (_db, target) = example_db!($backend, $conn);
-            let report = claims::run_pool(&target, 4, 6, Schedule::Lockstep).unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let report = claims::run_pool(&pool, 4, 6, Schedule::Lockstep).unwrap();
             assert!(report.errors.is_empty(), "{:?}", report.errors);
             assert_eq!(report.completed_by.iter().sum::<usize>(), 6);
             assert_eq!((report.effects, report.unfinished), (6, 0));
@@ -93,7 +96,7 @@ macro_rules! claims_suite {
                 report.to_string(),
                 "4 workers, 6 items: 6 processed exactly once, 18 claim conflicts"
             );
-            let mut conn = target.connect().unwrap();
+            let mut conn = pool.get().unwrap();
             let effects: Vec<i32> = work_effects::table
                 .select(work_effects::item_id)
                 .order(work_effects::item_id)
@@ -104,8 +107,8 @@ macro_rules! claims_suite {
 
         #[test]
         fn free_running_workers_process_every_item_exactly_once() {
-            let (_db, target) = example_db!($backend, $conn);
-            let report = claims::run_pool(&target, 4, 12, Schedule::Free).unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let report = claims::run_pool(&pool, 4, 12, Schedule::Free).unwrap();
             assert!(report.errors.is_empty(), "{:?}", report.errors);
             assert_eq!(report.completed_by.iter().sum::<usize>(), 12, "{report}");
             assert_eq!((report.effects, report.unfinished), (12, 0), "{report}");
@@ -113,9 +116,9 @@ macro_rules! claims_suite {
 
         #[test]
         fn handler_is_idempotent() {
-            let (_db, target) = example_db!($backend, $conn);
-            enqueue(&target, 1);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            enqueue(&pool, 1);
+            let mut conn = pool.get().unwrap();
             assert_eq!(
                 claims::apply_effect(&mut conn, 1, "worker-1", 1).unwrap(),
                 Effect::Applied
@@ -133,9 +136,9 @@ macro_rules! claims_suite {
 
         #[test]
         fn replayed_completion_does_nothing_twice() {
-            let (_db, target) = example_db!($backend, $conn);
-            enqueue(&target, 1);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            enqueue(&pool, 1);
+            let mut conn = pool.get().unwrap();
             let stats = ClaimStats::default();
             let read = claims::load(&mut conn, 1).unwrap();
             let lease = claims::claim(
@@ -163,8 +166,8 @@ macro_rules! claims_suite {
 
         #[test]
         fn expired_lease_is_fenced_when_its_worker_wakes() {
-            let (_db, target) = example_db!($backend, $conn);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let mut conn = pool.get().unwrap();
             let report = claims::lease_expiry(&mut conn, 1_000_000).unwrap();
             assert_eq!(report.first.fence, 1);
             assert!(
@@ -199,9 +202,9 @@ macro_rules! claims_suite {
 
         #[test]
         fn walkthrough_tells_the_whole_story() {
-            let (_db, target) = example_db!($backend, $conn);
+            let (_db, pool) = example_db!($backend, $conn);
             let mut out = Vec::new();
-            claims::walkthrough(&target, 3, 4, &mut out).unwrap();
+            claims::walkthrough(&pool, 3, 4, &mut out).unwrap();
             let out = String::from_utf8(out).unwrap();
             for expected in [
                 "3 workers, 4 items: 4 processed exactly once, 8 claim conflicts",

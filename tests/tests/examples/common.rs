@@ -1,7 +1,7 @@
 //! What every example suite shares.
 
-/// A fresh migrated database and the apps' `Target` for it, or `return` (after the
-/// harness's SKIPPED line) when the backend is unreachable and not required.
+/// A fresh migrated database and a pool on it, or `return` (after the harness's SKIPPED
+/// line) when the backend is unreachable and not required.
 macro_rules! example_db {
     ($backend:ident, $conn:ty) => {
         match diesel_occ_tests::TestDb::<$conn>::create(concat!(
@@ -11,13 +11,12 @@ macro_rules! example_db {
             line!()
         )) {
             Some(db) => {
-                let target = diesel_occ_examples::db::Target::parse(db.url());
                 // The harness ran every migration it embeds; this applies any the apps
-                // embed beyond those (none, once both are built from one tree).
-                target
-                    .connect_and_migrate()
+                // embed beyond those and checks the token columns.
+                diesel_occ_examples::$backend::migrate(db.url())
                     .expect("migrate the example tables");
-                (db, target)
+                let pool = diesel_occ_examples::$backend::pool(db.url(), 16).expect("a pool");
+                (db, pool)
             }
             None => return,
         }

@@ -1,28 +1,25 @@
-//! The HTTP API where the token is the ETag (issue 4, point 6): the real axum server on
-//! 127.0.0.1 with an ephemeral port, and a real HTTP client.
+//! The HTTP API where the token is the ETag: the real axum server on 127.0.0.1 with an
+//! ephemeral port, driven from outside by a real HTTP client and, for races, by a second
+//! database connection.
 
 macro_rules! http_suite {
     ($backend:ident, $conn:ty) => {
-        use std::sync::Arc;
-
+        use diesel::connection::SimpleConnection;
         use diesel::prelude::*;
-        use diesel_occ::UuidToken;
-        use diesel_occ_examples::db::Target;
-        use diesel_occ_examples::http::client::{send, Reply, SaveGate};
-        use diesel_occ_examples::http::{self, ArticleStore, BeforeSave};
+        use diesel_occ::{UuidToken, VersionToken};
+        use diesel_occ_examples::$backend::http::client::{send, Reply};
+        use diesel_occ_examples::$backend::{async_pool, http, Pool};
         use diesel_occ_examples::schema::articles;
         use reqwest::{Client, Method, StatusCode};
         use serde_json::{json, Value};
 
-        /// Starts the service on 127.0.0.1:0 and returns its base URL.
-        async fn start(target: &Target, hook: Option<BeforeSave>) -> String {
-            let mut store = ArticleStore::open(target, 4).await.expect("open the store");
-            if let Some(hook) = hook {
-                store = store.with_before_save(hook);
-            }
+        /// Starts the service on 127.0.0.1:0 over the database at `url` and returns its
+        /// base URL.
+        async fn start(url: &str) -> String {
+            let pool = async_pool(url, 4).expect("an async pool");
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let base = format!("http://{}", listener.local_addr().unwrap());
-            tokio::spawn(http::serve(listener, store));
+            tokio::spawn(http::serve(listener, pool));
             base
         }
 
@@ -64,38 +61,106 @@ macro_rules! http_suite {
             Some(json!({"title": title, "body": "Edited."}))
         }
 
-        fn stored(target: &Target, url: &str) -> Option<(String, UuidToken)> {
+        fn stored(pool: &Pool, url: &str) -> Option<(String, UuidToken)> {
             let id = url.rsplit('/').next().unwrap();
             articles::table
                 .find(id)
                 .select((articles::title, articles::version))
-                .first(&mut target.connect().unwrap())
+                .first(&mut pool.get().unwrap())
                 .optional()
                 .unwrap()
         }
 
+        /// Another writer's transaction on the article at `url`: it changes the row (or
+        /// deletes it) and holds its row lock until the PATCH sent meanwhile is waiting
+        /// for that lock, then commits. The PATCH has read the row and passed its
+        /// precondition before the commit, so the commit lands between its check and
+        /// its save.
+        async fn patch_racing_a_commit(pool: &Pool, url: &str, etag: &str, delete: bool) -> Reply {
+            let id = url.rsplit('/').next().unwrap().to_owned();
+            let (locked_tx, locked) = std::sync::mpsc::channel();
+            let (commit, commit_rx) = std::sync::mpsc::channel::<()>();
+            let mut writer = pool.get().unwrap();
+            let other = std::thread::spawn(move || {
+                let begin = if stringify!($backend) == "sqlite" { "BEGIN IMMEDIATE" } else { "BEGIN" };
+                writer.batch_execute(begin).unwrap();
+                let row = articles::table.find(id);
+                if delete {
+                    diesel::delete(row).execute(&mut writer).unwrap();
+                } else {
+                    diesel::update(row)
+                        .set((articles::title.eq("Theirs"), articles::version.eq(UuidToken::initial())))
+                        .execute(&mut writer)
+                        .unwrap();
+                }
+                locked_tx.send(()).unwrap();
+                commit_rx.recv().unwrap();
+                writer.batch_execute("COMMIT").unwrap();
+            });
+            locked.recv().unwrap();
+            let patch = tokio::spawn({
+                let (url, etag) = (url.to_owned(), etag.to_owned());
+                async move {
+                    call(&Client::new(), Method::PATCH, &url, Some(&etag), Some(json!({"title": "Mine"}))).await
+                }
+            });
+            wait_for_a_lock_wait(pool).await;
+            commit.send(()).unwrap();
+            tokio::task::spawn_blocking(move || other.join().unwrap()).await.unwrap();
+            patch.await.unwrap()
+        }
+
+        /// Returns once a statement of this test's database waits for a row lock.
+        /// SQLite shows no lock waits: there the PATCH gets a second to read and reach
+        /// its UPDATE, which then waits for the write lock (`busy_timeout`).
+        async fn wait_for_a_lock_wait(pool: &Pool) {
+            #[derive(QueryableByName)]
+            struct Waiting {
+                #[diesel(sql_type = diesel::sql_types::BigInt)]
+                n: i64,
+            }
+            let query = match stringify!($backend) {
+                "postgres" => "SELECT count(*) AS n FROM pg_stat_activity \
+                               WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                "mysql" => "SELECT COUNT(*) AS n FROM information_schema.processlist \
+                            WHERE db = DATABASE() AND state = 'Updating' AND info LIKE 'UPDATE%'",
+                _ => {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    return;
+                }
+            };
+            for _ in 0..1000 {
+                let waiting: Waiting = diesel::sql_query(query).get_result(&mut pool.get().unwrap()).unwrap();
+                if waiting.n > 0 {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("the PATCH never waited for the row lock");
+        }
+
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn get_returns_the_token_as_a_strong_etag() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, created) = create(&client, &base).await;
             let reply = call(&client, Method::GET, &url, None, None).await;
             assert_eq!(reply.status, StatusCode::OK);
             let etag = reply.etag.clone().expect("an ETag");
             assert_eq!(etag, created);
-            let (_, token) = stored(&target, &url).unwrap();
+            let (_, token) = stored(&pool, &url).unwrap();
             assert_eq!(etag, format!("\"{}\"", token.0.hyphenated()), "strong: quoted, no W/");
             assert_eq!(reply.body["title"], "Draft");
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn writes_without_if_match_get_428() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, _) = create(&client, &base).await;
-            let before = stored(&target, &url);
+            let before = stored(&pool, &url);
             for (method, if_match) in [
                 (Method::PUT, None),
                 (Method::PATCH, None),
@@ -108,16 +173,16 @@ macro_rules! http_suite {
                 assert_eq!(reply.status, StatusCode::PRECONDITION_REQUIRED, "{method} {if_match:?}");
                 assert_eq!(reply.body["error"], "precondition_required");
             }
-            assert_eq!(stored(&target, &url), before, "nothing was written");
+            assert_eq!(stored(&pool, &url), before, "nothing was written");
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn malformed_if_match_gets_400() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
-            let before = stored(&target, &url);
+            let before = stored(&pool, &url);
             let unquoted = etag.trim_matches('"').to_owned();
             let trailing = format!("{etag} junk");
             for bad in [
@@ -132,24 +197,24 @@ macro_rules! http_suite {
                 assert_eq!(reply.status, StatusCode::BAD_REQUEST, "If-Match: {bad}");
                 assert_eq!(reply.body["error"], "malformed_if_match");
             }
-            assert_eq!(stored(&target, &url), before);
+            assert_eq!(stored(&pool, &url), before);
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn weak_etag_never_matches_412() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             let reply = call(&client, Method::PUT, &url, Some(&format!("W/{etag}")), edit("X")).await;
             assert_eq!(reply.status, StatusCode::PRECONDITION_FAILED);
-            assert_eq!(stored(&target, &url).unwrap().0, "Draft");
+            assert_eq!(stored(&pool, &url).unwrap().0, "Draft");
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn stale_etag_gets_412_before_the_edit() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, old) = create(&client, &base).await;
             let put = call(&client, Method::PUT, &url, Some(&old), edit("Second")).await;
@@ -162,14 +227,14 @@ macro_rules! http_suite {
                 assert_eq!(reply.body["error"], "precondition_failed");
                 assert!(reply.body["message"].as_str().unwrap().contains("GET it again"));
             }
-            let (title, token) = stored(&target, &url).unwrap();
+            let (title, token) = stored(&pool, &url).unwrap();
             assert_eq!((title.as_str(), format!("\"{}\"", token.0.hyphenated())), ("Second", new));
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn patch_and_put_return_the_new_etag() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, _pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             let patched = call(&client, Method::PATCH, &url, Some(&etag), Some(json!({"title": "Patched"}))).await;
@@ -187,8 +252,8 @@ macro_rules! http_suite {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn deleted_row_gets_404() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             let deleted = call(&client, Method::DELETE, &url, Some(&etag), None).await;
@@ -197,77 +262,61 @@ macro_rules! http_suite {
                 let reply = call(&client, method.clone(), &url, Some(&etag), edit("Gone")).await;
                 assert_eq!(reply.status, StatusCode::NOT_FOUND, "{method}");
             }
-            assert_eq!(stored(&target, &url), None);
+            assert_eq!(stored(&pool, &url), None);
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn row_deleted_during_a_write_gets_404() {
-            let (_db, target) = example_db!($backend, $conn);
-            // The PUT passes its precondition, then waits at the save for the test to
-            // delete the row underneath it.
-            let meet = Arc::new(tokio::sync::Barrier::new(2));
-            let hook: BeforeSave = {
-                let meet = Arc::clone(&meet);
-                Arc::new(move || {
-                    let meet = Arc::clone(&meet);
-                    Box::pin(async move {
-                        meet.wait().await; // the request is at the save
-                        meet.wait().await; // the row is gone
-                    })
-                })
-            };
-            let base = start(&target, Some(hook)).await;
-            let client = Client::new();
-            let (url, etag) = create(&client, &base).await;
-            let put = tokio::spawn({
-                let (client, url) = (client.clone(), url.clone());
-                async move { call(&client, Method::PUT, &url, Some(&etag), edit("Late")).await }
-            });
-            meet.wait().await;
-            let id = url.rsplit('/').next().unwrap().to_owned();
-            let deleted = diesel::delete(articles::table.find(id))
-                .execute(&mut target.connect().unwrap())
-                .unwrap();
-            assert_eq!(deleted, 1);
-            meet.wait().await;
-            let reply = put.await.unwrap();
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
+            let (url, etag) = create(&Client::new(), &base).await;
+            let reply = patch_racing_a_commit(&pool, &url, &etag, true).await;
             assert_eq!(reply.status, StatusCode::NOT_FOUND, "{reply:?}");
-            assert_eq!(stored(&target, &url), None, "the late write did not resurrect the row");
+            assert_eq!(stored(&pool, &url), None, "the late write did not resurrect the row");
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn concurrent_puts_with_the_same_etag_exactly_one_succeeds() {
-            let (_db, target) = example_db!($backend, $conn);
-            // Both PUTs pass the precondition; the gate holds each at the save until
-            // the other is there too.
-            let gate = SaveGate::new(2);
-            gate.arm();
-            let base = start(&target, Some(gate.hook())).await;
+        async fn a_write_committed_between_check_and_save_gets_409() {
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
+            let (url, etag) = create(&Client::new(), &base).await;
+            let reply = patch_racing_a_commit(&pool, &url, &etag, false).await;
+            assert_eq!(reply.status, StatusCode::CONFLICT, "{reply:?}");
+            assert_eq!(reply.body["error"], "conflict");
+            assert!(reply.body["message"].as_str().unwrap().contains("GET it again"), "{reply:?}");
+            assert_eq!(reply.etag, None);
+            let (title, _) = stored(&pool, &url).unwrap();
+            assert_eq!(title, "Theirs", "the row holds the other writer's write");
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn two_puts_with_the_same_etag_exactly_one_succeeds() {
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             let (a, b) = tokio::join!(
                 call(&client, Method::PUT, &url, Some(&etag), edit("A")),
                 call(&client, Method::PUT, &url, Some(&etag), edit("B")),
             );
-            let statuses = [a.status, b.status];
-            assert!(
-                statuses.contains(&StatusCode::OK) && statuses.contains(&StatusCode::CONFLICT),
-                "exactly one 200 and one 409: {a:?} {b:?}"
-            );
             let (winner, loser) = if a.status == StatusCode::OK { (a, b) } else { (b, a) };
-            assert_eq!(loser.body["error"], "conflict");
-            assert!(loser.body["message"].as_str().unwrap().contains("GET it again"), "{loser:?}");
+            assert_eq!(winner.status, StatusCode::OK, "{winner:?}");
+            // Refused at the precondition (412) or at the save (409), depending on when
+            // the winner committed: either way nothing of the loser's was written.
+            assert!(
+                [StatusCode::PRECONDITION_FAILED, StatusCode::CONFLICT].contains(&loser.status),
+                "{loser:?}"
+            );
             assert_eq!(loser.etag, None);
-
-            let (title, token) = stored(&target, &url).unwrap();
+            let (title, token) = stored(&pool, &url).unwrap();
             assert_eq!(title, winner.body["title"].as_str().unwrap(), "the row holds the winner's write");
             assert_eq!(winner.etag, Some(format!("\"{}\"", token.0.hyphenated())));
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn invalid_bodies_get_422() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, _pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             for body in [json!({"title": ""}), json!({"title": "x".repeat(201), "body": ""}), json!({"title": "a", "body": "b", "extra": 1}), json!([1])] {
@@ -278,13 +327,13 @@ macro_rules! http_suite {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn database_failures_show_no_sql_or_driver_text() {
-            let (_db, target) = example_db!($backend, $conn);
-            let base = start(&target, None).await;
+            let (db, pool) = example_db!($backend, $conn);
+            let base = start(db.url()).await;
             let client = Client::new();
             let (url, etag) = create(&client, &base).await;
             // Break the database under the running service.
             diesel::sql_query("DROP TABLE articles")
-                .execute(&mut target.connect().unwrap())
+                .execute(&mut pool.get().unwrap())
                 .unwrap();
             for (method, body) in [
                 (Method::GET, None),
@@ -301,15 +350,15 @@ macro_rules! http_suite {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn walkthrough_tells_the_whole_story() {
-            let (_db, target) = example_db!($backend, $conn);
+            let (db, _pool) = example_db!($backend, $conn);
             let mut out = Vec::new();
-            diesel_occ_examples::http::client::walkthrough(&target, &mut out).await.unwrap();
+            http::client::walkthrough(async_pool(db.url(), 4).unwrap(), &mut out).await.unwrap();
             let out = String::from_utf8(out).unwrap();
             for expected in [
                 "PUT without If-Match                         -> 428 precondition_required",
                 "PUT with If-Match: not-an-etag               -> 400 malformed_if_match",
                 "PATCH with the old ETag                      -> 412 precondition_failed",
-                "-> 409 conflict",
+                "client B PUTs        -> 412 precondition_failed",
                 "GET after the delete                         -> 404 not_found",
             ] {
                 assert!(out.contains(expected), "missing {expected:?} in:\n{out}");

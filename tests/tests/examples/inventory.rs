@@ -1,20 +1,21 @@
-//! Inventory reservation with a client-held token (issue 4, point 3).
+//! Inventory reservation with a client-held token.
 
 macro_rules! inventory_suite {
     ($backend:ident, $conn:ty) => {
         use diesel::prelude::*;
         use diesel_occ::InvalidTokenReason;
-        use diesel_occ_examples::inventory::{
+        use diesel_occ_examples::$backend::inventory::{
             self, ReserveError, ReserveRequest, Reserved, StockView,
         };
+        use diesel_occ_examples::$backend::Pool;
         use diesel_occ_examples::schema::inventory as table;
         use diesel_occ::testing::Race;
         use diesel_occ_tests::statements::StatementCounter;
 
         const SKU: &str = "SKU-1";
 
-        fn seed(target: &diesel_occ_examples::db::Target) -> StockView {
-            let mut conn = target.connect().unwrap();
+        fn seed(pool: &Pool) -> StockView {
+            let mut conn = pool.get().unwrap();
             inventory::add_item(&mut conn, SKU, "Tea kettle", 5).unwrap()
         }
 
@@ -22,15 +23,15 @@ macro_rules! inventory_suite {
             ReserveRequest { sku: SKU, quantity, token }
         }
 
-        fn current(target: &diesel_occ_examples::db::Target) -> StockView {
-            inventory::stock(&mut target.connect().unwrap(), SKU).unwrap()
+        fn current(pool: &Pool) -> StockView {
+            inventory::stock(&mut pool.get().unwrap(), SKU).unwrap()
         }
 
         #[test]
         fn quantity_must_be_positive() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             for quantity in [0, -1, i32::MIN] {
                 let result = inventory::reserve(&mut conn, &request(quantity, Some(&read.token)));
                 assert!(
@@ -38,15 +39,15 @@ macro_rules! inventory_suite {
                     "{result:?}"
                 );
             }
-            assert_eq!(current(&target), read, "nothing was written");
+            assert_eq!(current(&pool), read, "nothing was written");
         }
 
         #[test]
         fn token_must_be_present_well_formed_and_not_nil() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
-            let counter = StatementCounter::install(&mut conn);
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
+            let counter = StatementCounter::install(&mut *conn);
             let result = inventory::reserve(&mut conn, &request(1, None));
             assert!(matches!(result, Err(ReserveError::TokenRequired)), "{result:?}");
             for (token, reason) in [
@@ -61,14 +62,14 @@ macro_rules! inventory_suite {
                 );
             }
             assert_eq!(counter.take(), 0, "refused without touching the database");
-            assert_eq!(current(&target), read);
+            assert_eq!(current(&pool), read);
         }
 
         #[test]
         fn unknown_sku_is_a_clear_error() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             let result = inventory::reserve(
                 &mut conn,
                 &ReserveRequest { sku: "SKU-NOPE", quantity: 1, token: Some(&read.token) },
@@ -85,26 +86,26 @@ macro_rules! inventory_suite {
 
         #[test]
         fn insufficient_stock_is_refused_before_the_save() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             let result = inventory::reserve(&mut conn, &request(6, Some(&read.token)));
             assert!(
                 matches!(result, Err(ReserveError::InsufficientStock { requested: 6, available: 5 })),
                 "{result:?}"
             );
-            assert_eq!(current(&target), read);
+            assert_eq!(current(&pool), read);
         }
 
         #[test]
         fn a_reservation_returns_the_replacement_token() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             let reserved = inventory::reserve(&mut conn, &request(2, Some(&read.token))).unwrap();
             assert_eq!(reserved.available, 3);
             assert_ne!(reserved.token, read.token);
-            let now = current(&target);
+            let now = current(&pool);
             assert_eq!((now.available, now.token), (3, reserved.token.clone()));
             // The replacement token works for the next command.
             let next = inventory::reserve(&mut conn, &request(3, Some(&reserved.token))).unwrap();
@@ -113,29 +114,29 @@ macro_rules! inventory_suite {
 
         #[test]
         fn stale_token_is_rejected_before_the_edit() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             let first = inventory::reserve(&mut conn, &request(1, Some(&read.token))).unwrap();
 
-            let counter = StatementCounter::install(&mut conn);
+            let counter = StatementCounter::install(&mut *conn);
             let result = inventory::reserve(&mut conn, &request(1, Some(&read.token)));
             match result {
                 Err(ReserveError::StaleToken { current }) => assert_eq!(current, first.token),
                 other => panic!("expected StaleToken, got {other:?}"),
             }
             assert_eq!(counter.take(), 1, "one SELECT, no UPDATE");
-            assert_eq!(current(&target).available, 4, "the stale command changed nothing");
+            assert_eq!(current(&pool).available, 4, "the stale command changed nothing");
         }
 
         #[test]
         fn race_at_save_is_detected_by_the_predicate() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
             // Two clients with the same token both pass every check, then both save.
             let report = Race::new(2).run(
                 |_| {
-                    let mut conn = target.connect().unwrap();
+                    let mut conn = pool.get().unwrap();
                     let prepared = inventory::prepare(&mut conn, &request(2, Some(&read.token)))
                         .expect("both clients pass the checks");
                     (conn, prepared)
@@ -150,7 +151,7 @@ macro_rules! inventory_suite {
                 ReserveError::Conflict { current } => assert_eq!(current, &winners[0].token),
                 other => panic!("expected Conflict, got {other:?}"),
             }
-            let now = current(&target);
+            let now = current(&pool);
             assert_eq!(now.available, 3, "one decrement, not two");
             assert_eq!(now.token, winners[0].token);
         }
@@ -159,15 +160,15 @@ macro_rules! inventory_suite {
         fn control_plain_read_modify_write_loses_a_reservation() {
             // The same race without the token in the predicate: both writes land and
             // one reservation vanishes, which is what the checked save prevents.
-            let (_db, target) = example_db!($backend, $conn);
-            seed(&target);
+            let (_db, pool) = example_db!($backend, $conn);
+            seed(&pool);
             let report = Race::new(2).run(
                 |_| {
-                    let conn = target.connect().unwrap();
-                    let available = current(&target).available;
+                    let conn = pool.get().unwrap();
+                    let available = current(&pool).available;
                     (conn, available)
                 },
-                |_, (mut conn, available): (diesel_occ_examples::db::AnyConnection, i32)| {
+                |_, (mut conn, available): (_, i32)| {
                     diesel::update(table::table.find(SKU))
                         .set(table::available.eq(available - 2))
                         .execute(&mut conn)
@@ -176,17 +177,17 @@ macro_rules! inventory_suite {
             );
             let written: Vec<usize> = report.into_values().unwrap();
             assert_eq!(written, vec![1, 1], "both writes reported success");
-            assert_eq!(current(&target).available, 3, "4 units reserved, only 2 taken");
+            assert_eq!(current(&pool).available, 3, "4 units reserved, only 2 taken");
         }
 
         #[test]
         fn check_constraint_is_the_final_guard() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             let result = inventory::adjust_stock(&mut conn, SKU, -6);
             assert!(matches!(result, Err(ReserveError::StockGuard)), "{result:?}");
-            assert_eq!(current(&target), read, "the refused adjustment changed nothing");
+            assert_eq!(current(&pool), read, "the refused adjustment changed nothing");
             // The message names the guard, not the driver's text.
             assert_eq!(
                 result.unwrap_err().to_string(),
@@ -202,10 +203,10 @@ macro_rules! inventory_suite {
 
         #[test]
         fn deleted_row_is_detected() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
-            let mut admin = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
+            let mut admin = pool.get().unwrap();
 
             // Deleted between the check and the save: the predicate matches nothing.
             let prepared = inventory::prepare(&mut conn, &request(1, Some(&read.token))).unwrap();
@@ -220,20 +221,20 @@ macro_rules! inventory_suite {
 
         #[test]
         fn delete_with_a_stale_token_is_refused() {
-            let (_db, target) = example_db!($backend, $conn);
-            let read = seed(&target);
-            let mut conn = target.connect().unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            let read = seed(&pool);
+            let mut conn = pool.get().unwrap();
             inventory::reserve(&mut conn, &request(1, Some(&read.token))).unwrap();
             let result = inventory::discontinue(&mut conn, SKU, &read.token);
             assert!(matches!(result, Err(ReserveError::StaleToken { .. })), "{result:?}");
-            assert_eq!(current(&target).available, 4, "still there");
+            assert_eq!(current(&pool).available, 4, "still there");
         }
 
         #[test]
         fn walkthrough_tells_the_whole_story() {
-            let (_db, target) = example_db!($backend, $conn);
+            let (_db, pool) = example_db!($backend, $conn);
             let mut out = Vec::new();
-            inventory::walkthrough(&target, &mut out).unwrap();
+            inventory::walkthrough(&pool, &mut out).unwrap();
             let out = String::from_utf8(out).unwrap();
             for expected in [
                 "quantity must be positive",

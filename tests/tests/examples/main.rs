@@ -1,5 +1,6 @@
-//! The example apps' scenarios (issue 4), on every backend: each test runs the code the
-//! apps run, against a fresh database (or SQLite file) from the harness's `TestDb`.
+//! The example apps' scenarios, on every backend: each test runs the code the apps run
+//! (`diesel_occ_examples::<backend>::<app>`), against a fresh database (or SQLite file)
+//! from the harness's `TestDb`.
 //!
 //! Races are forced with barriers (`diesel_occ::testing::Race`, or the apps' own barriers),
 //! never left to timing.
@@ -12,6 +13,8 @@ mod inventory;
 mod seat;
 #[macro_use]
 mod claims;
+#[macro_use]
+mod tracked;
 #[macro_use]
 mod http;
 
@@ -36,4 +39,5 @@ macro_rules! on_every_backend {
 on_every_backend!(inventory_app, inventory_suite);
 on_every_backend!(seat_app, seat_suite);
 on_every_backend!(claims_app, claims_suite);
+on_every_backend!(tracked_app, tracked_suite);
 on_every_backend!(http_app, http_suite);

@@ -1,19 +1,20 @@
-//! The last concert seat (issue 4, point 4).
+//! The last concert seat.
 
 macro_rules! seat_suite {
     ($backend:ident, $conn:ty) => {
-        use diesel_occ_examples::seat::{self, Booking, BookingError, Protocol};
+        use diesel_occ::retry::RetryPolicy;
+        use diesel_occ_examples::$backend::{seat::{self, Booking, BookingError, Protocol}, Pool};
 
-        fn concert(target: &diesel_occ_examples::db::Target, seats: i32) {
-            let mut conn = target.connect().unwrap();
+        fn concert(pool: &Pool, seats: i32) {
+            let mut conn = pool.get().unwrap();
             seat::create_concert(&mut conn, 1, "The Last Waltz", seats).unwrap();
         }
 
         #[test]
         fn n_buyers_one_seat_exactly_one_confirmation() {
-            let (_db, target) = example_db!($backend, $conn);
-            concert(&target, 1);
-            let report = seat::rush(&target, 1, 4, Protocol::Checked { max_attempts: 3 }).unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            concert(&pool, 1);
+            let report = seat::rush(&pool, 1, 4, Protocol::Checked { max_attempts: 3 }).unwrap();
             assert_eq!(report.to_string(), "4 buyers, 1 seat: 1 confirmed, 3 sold out, available 0");
             assert_eq!((report.confirmed(), report.sold_out(), report.failed()), (1, 3, 0));
 
@@ -33,7 +34,7 @@ macro_rules! seat_suite {
             }
 
             // One decrement: one write advanced the token once.
-            let after = seat::load(&mut target.connect().unwrap(), 1).unwrap();
+            let after = seat::load(&mut pool.get().unwrap(), 1).unwrap();
             assert_eq!((after.available, after.version), (0, 2));
         }
 
@@ -42,9 +43,9 @@ macro_rules! seat_suite {
             // Buyers that skip the token check all decrement from the same read; only
             // the unique constraint on (concert, seat) stands between them and a seat
             // sold four times.
-            let (_db, target) = example_db!($backend, $conn);
-            concert(&target, 1);
-            let report = seat::rush(&target, 1, 4, Protocol::Unchecked).unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            concert(&pool, 1);
+            let report = seat::rush(&pool, 1, 4, Protocol::Unchecked).unwrap();
             assert_eq!(report.confirmed(), 1, "{report:?}");
             assert_eq!(report.seat_taken(), 3, "{report:?}");
             assert_eq!(report.assignments.len(), 1, "one holder for seat 1");
@@ -58,9 +59,9 @@ macro_rules! seat_suite {
 
         #[test]
         fn more_buyers_than_seats_fill_every_seat_once() {
-            let (_db, target) = example_db!($backend, $conn);
-            concert(&target, 2);
-            let report = seat::rush(&target, 1, 5, Protocol::Checked { max_attempts: 3 }).unwrap();
+            let (_db, pool) = example_db!($backend, $conn);
+            concert(&pool, 2);
+            let report = seat::rush(&pool, 1, 5, Protocol::Checked { max_attempts: 3 }).unwrap();
             assert_eq!(
                 report.to_string(),
                 "5 buyers, 2 seats: 2 confirmed, 3 sold out, available 0",
@@ -72,11 +73,11 @@ macro_rules! seat_suite {
 
         #[test]
         fn retries_are_bounded() {
-            let (_db, target) = example_db!($backend, $conn);
-            concert(&target, 1);
+            let (_db, pool) = example_db!($backend, $conn);
+            concert(&pool, 1);
             // One attempt each: the buyers who lose the forced race give up instead of
             // re-reading.
-            let report = seat::rush(&target, 1, 3, Protocol::Checked { max_attempts: 1 }).unwrap();
+            let report = seat::rush(&pool, 1, 3, Protocol::Checked { max_attempts: 1 }).unwrap();
             assert_eq!(report.confirmed(), 1);
             let gave_up = report
                 .outcomes
@@ -89,16 +90,17 @@ macro_rules! seat_suite {
 
         #[test]
         fn unknown_concert_is_a_clear_error() {
-            let (_db, target) = example_db!($backend, $conn);
-            let result = seat::book(&mut target.connect().unwrap(), 42, "buyer", 3);
+            let (_db, pool) = example_db!($backend, $conn);
+            let policy = RetryPolicy::new().max_attempts(3);
+            let result = seat::book(&pool, &policy, 42, "buyer", |_| {});
             assert!(matches!(result, Err(BookingError::UnknownConcert(42))), "{result:?}");
         }
 
         #[test]
         fn walkthrough_tells_the_whole_story() {
-            let (_db, target) = example_db!($backend, $conn);
+            let (_db, pool) = example_db!($backend, $conn);
             let mut out = Vec::new();
-            seat::walkthrough(&target, 4, &mut out).unwrap();
+            seat::walkthrough(&pool, 4, &mut out).unwrap();
             let out = String::from_utf8(out).unwrap();
             assert!(
                 out.contains("with the token check:    4 buyers, 1 seat: 1 confirmed, 3 sold out, available 0"),

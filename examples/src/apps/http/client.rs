@@ -2,56 +2,12 @@
 //! HTTP client going through every precondition outcome.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::header::{ETAG, IF_MATCH};
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::store::{ArticleStore, BeforeSave};
-use crate::db::Target;
-
-/// A gate for writes: while armed, every write waits at the save until `parties`
-/// writes are there, then they all go at once.
-#[derive(Debug)]
-pub struct SaveGate {
-    armed: AtomicBool,
-    barrier: tokio::sync::Barrier,
-}
-
-impl SaveGate {
-    /// A disarmed gate for `parties` writes.
-    pub fn new(parties: usize) -> Arc<SaveGate> {
-        Arc::new(SaveGate {
-            armed: AtomicBool::new(false),
-            barrier: tokio::sync::Barrier::new(parties),
-        })
-    }
-
-    /// Makes writes wait at the gate.
-    pub fn arm(&self) {
-        self.armed.store(true, Ordering::SeqCst);
-    }
-
-    /// Lets writes through without waiting.
-    pub fn disarm(&self) {
-        self.armed.store(false, Ordering::SeqCst);
-    }
-
-    /// The hook to install with [`ArticleStore::with_before_save`].
-    pub fn hook(self: &Arc<Self>) -> BeforeSave {
-        let gate = Arc::clone(self);
-        Arc::new(move || {
-            let gate = Arc::clone(&gate);
-            Box::pin(async move {
-                if gate.armed.load(Ordering::SeqCst) {
-                    gate.barrier.wait().await;
-                }
-            })
-        })
-    }
-}
+use super::AsyncPool;
 
 /// A response as the walkthrough shows it: status, ETag and the error code.
 #[derive(Debug, Clone)]
@@ -105,16 +61,11 @@ pub async fn send(
 }
 
 /// Starts the service on 127.0.0.1 (an ephemeral port) and walks through GET, the
-/// `If-Match` outcomes, a race of two PUTs with the same ETag, and a delete.
-pub async fn walkthrough(target: &Target, out: &mut (dyn Write + Send)) -> crate::AppResult {
-    let gate = SaveGate::new(2);
-    let store = ArticleStore::open(target, 4)
-        .await?
-        .with_before_save(gate.hook());
-    store.reset().await?;
+/// `If-Match` outcomes, two clients with the same ETag, and a delete.
+pub async fn walkthrough(pool: AsyncPool, out: &mut (dyn Write + Send)) -> crate::AppResult {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    let server = tokio::spawn(super::serve(listener, store));
+    let server = tokio::spawn(super::serve(listener, pool));
     writeln!(out, "  serving on {base}")?;
 
     let client = Client::new();
@@ -172,29 +123,13 @@ pub async fn walkthrough(target: &Target, out: &mut (dyn Write + Send)) -> crate
         .await?,
     )?;
 
-    // Two clients with the same (current) ETag: both pass the precondition, the gate
-    // holds them at the save until both are there, then the predicate picks one.
+    // Two clients with the same (current) ETag: the first write wins, the second one's
+    // token is stale by the time it arrives.
     let current = put.etag.clone().ok_or("PUT returned no ETag")?;
-    gate.arm();
-    let (a, b) = tokio::join!(
-        send(
-            &client,
-            Method::PUT,
-            &url,
-            Some(&current),
-            Some(json!({"title": "A", "body": "a"}))
-        ),
-        send(
-            &client,
-            Method::PUT,
-            &url,
-            Some(&current),
-            Some(json!({"title": "B", "body": "b"}))
-        ),
-    );
-    gate.disarm();
-    show("two PUTs with the same ETag: client A", &a?)?;
-    show("                                client B", &b?)?;
+    let a = send(&client, Method::PUT, &url, Some(&current), edit()).await?;
+    show("two clients, same ETag: client A PUTs", &a)?;
+    let b = send(&client, Method::PUT, &url, Some(&current), edit()).await?;
+    show("                        client B PUTs", &b)?;
 
     let now = send(&client, Method::GET, &url, None, None).await?;
     let latest = now.etag.clone().ok_or("GET returned no ETag")?;
