@@ -107,3 +107,4 @@ macro_rules! on_every_backend {
 mod observe;
 
 mod bulk;
+mod checked_writes;
