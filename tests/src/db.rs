@@ -25,6 +25,12 @@ pub trait TestConnection: Connection + MigrationHarness<Self::Backend> + Send + 
     const BACKEND: Backend;
     /// This backend's migrations.
     const MIGRATIONS: EmbeddedMigrations;
+    /// Statements that give a connection an identity [`TestConnection::CONNECTION_ID`]
+    /// reads back: nothing on a server (it has its own ids), a random number in a TEMP
+    /// table on SQLite (one per connection).
+    const IDENTITY_SETUP: &'static str;
+    /// The query that returns this connection's identity as a BIGINT.
+    const CONNECTION_ID: &'static str;
 
     /// Per-connection settings every test connection gets.
     fn configure(&mut self) {}
@@ -33,6 +39,8 @@ pub trait TestConnection: Connection + MigrationHarness<Self::Backend> + Send + 
 impl TestConnection for PgConnection {
     const BACKEND: Backend = Backend::Postgres;
     const MIGRATIONS: EmbeddedMigrations = POSTGRES_MIGRATIONS;
+    const IDENTITY_SETUP: &'static str = "SET application_name = 'diesel-occ-tests'";
+    const CONNECTION_ID: &'static str = "pg_backend_pid()::bigint";
 
     fn configure(&mut self) {
         // Error assertions must not depend on the server's locale.
@@ -46,11 +54,16 @@ impl TestConnection for PgConnection {
 impl TestConnection for diesel::mysql::MysqlConnection {
     const BACKEND: Backend = Backend::Mysql;
     const MIGRATIONS: EmbeddedMigrations = MYSQL_MIGRATIONS;
+    const IDENTITY_SETUP: &'static str = "SET @occ_test = 1";
+    const CONNECTION_ID: &'static str = "CAST(CONNECTION_ID() AS SIGNED)";
 }
 
 impl TestConnection for SqliteConnection {
     const BACKEND: Backend = Backend::Sqlite;
     const MIGRATIONS: EmbeddedMigrations = SQLITE_MIGRATIONS;
+    const IDENTITY_SETUP: &'static str = "CREATE TEMP TABLE occ_connection (id BIGINT NOT NULL); \
+         INSERT INTO occ_connection VALUES (abs(random()))";
+    const CONNECTION_ID: &'static str = "(SELECT id FROM occ_connection)";
 
     fn configure(&mut self) {
         // Writers wait for the file lock instead of failing with SQLITE_BUSY at once.

@@ -108,3 +108,6 @@ mod observe;
 
 mod bulk;
 mod checked_writes;
+mod properties;
+mod retry;
+mod transient_errors;
