@@ -68,10 +68,7 @@ fn xmin_is_read_compared_and_returned_in_one_statement() {
     let statements = log.take();
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
     let sql = sql_only(&statements[0]);
-    assert!(
-        sql.contains("RETURNING \"documents\".\"xmin\""),
-        "{sql}"
-    );
+    assert!(sql.contains("RETURNING \"documents\".\"xmin\""), "{sql}");
     assert!(
         !sql.contains("SET \"xmin\"") && !sql.contains(", \"xmin\" ="),
         "xmin is never assigned: {sql}"

@@ -896,12 +896,9 @@ macro_rules! sync_suite {
                 let db = test_db!();
                 let seeded = seed_ticket(&db);
                 let mut conn = db.conn();
-                Ticket::bulk_update(
-                    schema::tickets::table,
-                    schema::tickets::seat.eq("Z9"),
-                )
-                .execute(&mut conn)
-                .unwrap();
+                Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"))
+                    .execute(&mut conn)
+                    .unwrap();
                 let stored = Ticket::find(&mut conn, 1).unwrap();
                 assert_ne!(stored.version, seeded.version);
                 let mut stale = seeded;

@@ -17,6 +17,9 @@
 //!
 //! Races force their interleaving with barriers, never with timing.
 
+// on_every_backend! compiles each scenario file once per backend, on purpose.
+#![allow(clippy::duplicate_mod)]
+
 /// A fresh database for the calling test, on the backend of the blocking `Conn` in
 /// scope; returns from the test (after a SKIPPED line) when the backend is unreachable
 /// and not required.

@@ -485,7 +485,7 @@ fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
         &pool,
         &RetryPolicy::new().max_attempts(3).escalate_after(1),
         |conn, attempt| {
-            let mut rows = vec![attempt.find::<Counter>(conn, 1)?, attempt.find(conn, 2)?];
+            let mut rows = [attempt.find::<Counter>(conn, 1)?, attempt.find(conn, 2)?];
             if attempt.is_first() {
                 bump(&mut other);
             }
