@@ -20,4 +20,4 @@ pub mod statements;
 pub mod containers;
 
 pub use backend::Backend;
-pub use db::{TestConnection, TestDb};
+pub use db::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb, connect_async};

@@ -45,7 +45,7 @@ macro_rules! async_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_articles)]
+            #[diesel(table_name = schema::wiki_articles)]
             #[occ(track)]
             struct Article {
                 id: i32,
@@ -59,7 +59,7 @@ macro_rules! async_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_accounts)]
+            #[diesel(table_name = schema::accounts)]
             struct Account {
                 id: i32,
                 balance: i32,
@@ -69,7 +69,7 @@ macro_rules! async_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_orders)]
+            #[diesel(table_name = schema::purchase_orders)]
             struct Order {
                 id: i32,
                 note: String,
@@ -78,7 +78,7 @@ macro_rules! async_suite {
             }
 
             async fn seed(conn: &mut Conn) {
-                diesel::insert_into(schema::beyond_articles::table)
+                diesel::insert_into(schema::wiki_articles::table)
                     .values(Article {
                         id: 1,
                         title: "Title".into(),
@@ -92,7 +92,7 @@ macro_rules! async_suite {
                     .expect("insert article");
                 for id in 1..=3 {
                     // One by one: SQLite has no multi-row insert through diesel-async.
-                    diesel::insert_into(schema::beyond_accounts::table)
+                    diesel::insert_into(schema::accounts::table)
                         .values(Account {
                             id,
                             balance: 100,
@@ -103,7 +103,7 @@ macro_rules! async_suite {
                         .await
                         .expect("insert account");
                 }
-                diesel::insert_into(schema::beyond_orders::table)
+                diesel::insert_into(schema::purchase_orders::table)
                     .values(Order {
                         id: 1,
                         note: "order".into(),
@@ -128,7 +128,7 @@ macro_rules! async_suite {
                 let mut conn = connect(&db).await;
                 seed(&mut conn).await;
                 let mut tracked = Tracked::new(article(&mut conn).await);
-                diesel::sql_query("UPDATE beyond_articles SET body = 'Bypass' WHERE id = 1")
+                diesel::sql_query("UPDATE wiki_articles SET body = 'Bypass' WHERE id = 1")
                     .execute(&mut connect(&db).await)
                     .await
                     .unwrap();
@@ -286,7 +286,7 @@ macro_rules! async_suite {
                     .unwrap_err();
                 let conflict = error.as_conflict().expect("a conflict on the root");
                 assert_eq!(conflict.operation(), Operation::ForceIncrement);
-                assert_eq!(conflict.table(), "beyond_orders");
+                assert_eq!(conflict.table(), "purchase_orders");
                 assert_eq!(
                     account(&mut first, 2).await.balance,
                     100,
@@ -302,7 +302,7 @@ macro_rules! async_suite {
                 seed(&mut conn).await;
                 let mut one = account(&mut conn, 1).await;
                 let mut stale_one = one.clone();
-                one.soft_delete_checked(&mut conn, schema::beyond_accounts::deleted.eq(true))
+                one.soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
                     .await
                     .unwrap();
                 assert_eq!(one.version, 2);
@@ -318,8 +318,8 @@ macro_rules! async_suite {
 
                 let mut in_flight = account(&mut conn, 2).await;
                 let touched = Account::bulk_update(
-                    schema::beyond_accounts::table.filter(schema::beyond_accounts::id.ge(2)),
-                    schema::beyond_accounts::balance.eq(0),
+                    schema::accounts::table.filter(schema::accounts::id.ge(2)),
+                    schema::accounts::balance.eq(0),
                 )
                 .execute(&mut conn)
                 .await
@@ -340,7 +340,7 @@ macro_rules! async_suite {
 
                 // Without the guard: the raw write is silently overwritten.
                 let mut mine = account(&mut conn, 1).await;
-                diesel::sql_query("UPDATE beyond_accounts SET balance = 7 WHERE id = 1")
+                diesel::sql_query("UPDATE accounts SET balance = 7 WHERE id = 1")
                     .execute(&mut raw)
                     .await
                     .unwrap();
@@ -354,7 +354,7 @@ macro_rules! async_suite {
                     .await
                     .expect("install guard");
                 let mut mine = account(&mut conn, 1).await;
-                diesel::sql_query("UPDATE beyond_accounts SET balance = 7 WHERE id = 1")
+                diesel::sql_query("UPDATE accounts SET balance = 7 WHERE id = 1")
                     .execute(&mut raw)
                     .await
                     .unwrap();

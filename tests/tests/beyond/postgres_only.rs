@@ -13,7 +13,7 @@ use crate::schema::pg as schema;
 use crate::sql_log::{SqlLog, sql_only};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
-#[diesel(table_name = schema::beyond_documents, check_for_backend(diesel::pg::Pg))]
+#[diesel(table_name = schema::documents, check_for_backend(diesel::pg::Pg))]
 #[occ(track)]
 struct Document {
     id: i32,
@@ -24,7 +24,7 @@ struct Document {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = schema::beyond_documents)]
+#[diesel(table_name = schema::documents)]
 struct NewDocument<'a> {
     id: i32,
     title: &'a str,
@@ -33,7 +33,7 @@ struct NewDocument<'a> {
 
 fn seed(test: &str) -> Option<TestDb<PgConnection>> {
     let db = TestDb::<PgConnection>::create(test)?;
-    diesel::insert_into(schema::beyond_documents::table)
+    diesel::insert_into(schema::documents::table)
         .values(NewDocument {
             id: 1,
             title: "Title",
@@ -45,9 +45,9 @@ fn seed(test: &str) -> Option<TestDb<PgConnection>> {
 }
 
 fn stored_xmin(conn: &mut PgConnection) -> XminToken {
-    schema::beyond_documents::table
+    schema::documents::table
         .find(1)
-        .select(schema::beyond_documents::xmin)
+        .select(schema::documents::xmin)
         .get_result(conn)
         .expect("xmin")
 }
@@ -68,10 +68,7 @@ fn xmin_is_read_compared_and_returned_in_one_statement() {
     let statements = log.take();
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
     let sql = sql_only(&statements[0]);
-    assert!(
-        sql.contains("RETURNING \"beyond_documents\".\"xmin\""),
-        "{sql}"
-    );
+    assert!(sql.contains("RETURNING \"documents\".\"xmin\""), "{sql}");
     assert!(
         !sql.contains("SET \"xmin\"") && !sql.contains(", \"xmin\" ="),
         "xmin is never assigned: {sql}"
@@ -120,7 +117,7 @@ fn xmin_is_its_own_bypass_guard() {
     };
     let mut conn = db.conn();
     let mut doc = Document::find(&mut conn, 1).unwrap();
-    diesel::sql_query("UPDATE beyond_documents SET body = 'Raw' WHERE id = 1")
+    diesel::sql_query("UPDATE documents SET body = 'Raw' WHERE id = 1")
         .execute(&mut db.conn())
         .unwrap();
     doc.title = "Mine".into();

@@ -1,12 +1,12 @@
-//! The tables of `migrations/*/2026-11-29-200000_beyond`, per backend: only the UUID
-//! column type differs (and PostgreSQL has `beyond_documents`, whose token is `xmin`).
+//! The tables of `migrations/*/2026-11-29-200000_feature_tables`, per backend: only the UUID
+//! column type differs (and PostgreSQL has `documents`, whose token is `xmin`).
 
 #![allow(missing_docs, unreachable_pub)] // table! output, as in a Diesel schema.rs
 
 macro_rules! tables {
     (uuid: $uuid:ty) => {
         diesel::table! {
-            beyond_articles (id) {
+            wiki_articles (id) {
                 id -> Integer,
                 title -> Text,
                 body -> Text,
@@ -17,7 +17,7 @@ macro_rules! tables {
         }
 
         diesel::table! {
-            beyond_accounts (id) {
+            accounts (id) {
                 id -> Integer,
                 balance -> Integer,
                 deleted -> Bool,
@@ -26,7 +26,7 @@ macro_rules! tables {
         }
 
         diesel::table! {
-            beyond_orders (id) {
+            purchase_orders (id) {
                 id -> Integer,
                 note -> Text,
                 version -> Integer,
@@ -34,7 +34,7 @@ macro_rules! tables {
         }
 
         diesel::table! {
-            beyond_order_items (order_id, line_no) {
+            purchase_order_items (order_id, line_no) {
                 order_id -> Integer,
                 line_no -> Integer,
                 quantity -> Integer,
@@ -43,7 +43,7 @@ macro_rules! tables {
         }
 
         diesel::table! {
-            beyond_tickets (id) {
+            tickets (id) {
                 id -> Integer,
                 seat -> Text,
                 version -> $uuid,
@@ -56,7 +56,7 @@ pub mod pg {
     tables!(uuid: diesel::sql_types::Uuid);
 
     diesel::table! {
-        beyond_documents (id) {
+        documents (id) {
             id -> Integer,
             title -> Text,
             body -> Text,

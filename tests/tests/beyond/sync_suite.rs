@@ -40,7 +40,7 @@ macro_rules! sync_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_articles)]
+            #[diesel(table_name = schema::wiki_articles)]
             #[occ(track)]
             struct Article {
                 id: i32,
@@ -56,7 +56,7 @@ macro_rules! sync_suite {
 
             /// The same table, with Diesel's own way of keeping a column out of saves.
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
-            #[diesel(table_name = schema::beyond_articles)]
+            #[diesel(table_name = schema::wiki_articles)]
             struct ArticleSkipUpdate {
                 id: i32,
                 title: String,
@@ -69,7 +69,7 @@ macro_rules! sync_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_accounts)]
+            #[diesel(table_name = schema::accounts)]
             struct Account {
                 id: i32,
                 balance: i32,
@@ -79,7 +79,7 @@ macro_rules! sync_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_orders)]
+            #[diesel(table_name = schema::purchase_orders)]
             struct Order {
                 id: i32,
                 note: String,
@@ -88,7 +88,7 @@ macro_rules! sync_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_order_items, primary_key(order_id, line_no))]
+            #[diesel(table_name = schema::purchase_order_items, primary_key(order_id, line_no))]
             struct OrderItem {
                 order_id: i32,
                 line_no: i32,
@@ -98,7 +98,7 @@ macro_rules! sync_suite {
             }
 
             #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-            #[diesel(table_name = schema::beyond_tickets)]
+            #[diesel(table_name = schema::tickets)]
             struct Ticket {
                 id: i32,
                 seat: String,
@@ -115,7 +115,7 @@ macro_rules! sync_suite {
                     views: 0,
                     version: 1,
                 };
-                diesel::insert_into(schema::beyond_articles::table)
+                diesel::insert_into(schema::wiki_articles::table)
                     .values(row.clone())
                     .execute(&mut db.conn())
                     .expect("insert article");
@@ -131,16 +131,16 @@ macro_rules! sync_suite {
                         version: 1,
                     })
                     .collect();
-                diesel::insert_into(schema::beyond_accounts::table)
+                diesel::insert_into(schema::accounts::table)
                     .values(rows.clone())
                     .execute(&mut db.conn())
-                    .expect("insert beyond_accounts");
+                    .expect("insert accounts");
                 rows
             }
 
             fn seed_order(db: &TestDb<Conn>) {
                 let mut conn = db.conn();
-                diesel::insert_into(schema::beyond_orders::table)
+                diesel::insert_into(schema::purchase_orders::table)
                     .values(Order {
                         id: 1,
                         note: "order".into(),
@@ -156,7 +156,7 @@ macro_rules! sync_suite {
                         version: 1,
                     })
                     .collect();
-                diesel::insert_into(schema::beyond_order_items::table)
+                diesel::insert_into(schema::purchase_order_items::table)
                     .values(items)
                     .execute(&mut conn)
                     .expect("insert items");
@@ -168,7 +168,7 @@ macro_rules! sync_suite {
                     seat: "A1".into(),
                     version: UuidToken::initial(),
                 };
-                diesel::insert_into(schema::beyond_tickets::table)
+                diesel::insert_into(schema::tickets::table)
                     .values(row.clone())
                     .execute(&mut db.conn())
                     .expect("insert ticket");
@@ -209,7 +209,7 @@ macro_rules! sync_suite {
                 // save would overwrite it, a tracked save of `title` must not.
                 raw_update(
                     &mut db.conn(),
-                    "UPDATE beyond_articles SET body = 'Bypass' WHERE id = 1",
+                    "UPDATE wiki_articles SET body = 'Bypass' WHERE id = 1",
                 );
 
                 tracked.title = "New title".into();
@@ -370,10 +370,10 @@ macro_rules! sync_suite {
                         } else {
                             row.body = "Body by 1".into();
                         }
-                        diesel::update(schema::beyond_articles::table.find(row.id))
+                        diesel::update(schema::wiki_articles::table.find(row.id))
                             .set((
-                                schema::beyond_articles::title.eq(&row.title),
-                                schema::beyond_articles::body.eq(&row.body),
+                                schema::wiki_articles::title.eq(&row.title),
+                                schema::wiki_articles::body.eq(&row.body),
                             ))
                             .execute(&mut conn)
                             .expect("plain update")
@@ -509,7 +509,7 @@ macro_rules! sync_suite {
                 assert_eq!(conflict.current::<i32>(), Some(3));
 
                 // The row is deleted: save_merging reports the deleted conflict.
-                diesel::delete(schema::beyond_articles::table)
+                diesel::delete(schema::wiki_articles::table)
                     .execute(&mut conn)
                     .unwrap();
                 let conflict = expect_conflict(mine.save_merging(&mut conn));
@@ -708,15 +708,15 @@ macro_rules! sync_suite {
                 );
                 let loser = outcomes.into_iter().find_map(Result::err).unwrap();
                 let conflict = expect_conflict::<()>(Err(loser));
-                assert_eq!(conflict.table(), "beyond_orders");
+                assert_eq!(conflict.table(), "purchase_orders");
                 assert_eq!(conflict.operation(), Operation::ForceIncrement);
                 assert_eq!(conflict.current::<i32>(), Some(2));
 
                 let mut conn = db.conn();
                 assert_eq!(Order::find(&mut conn, 1).unwrap().version, 2);
-                let quantities: Vec<i32> = schema::beyond_order_items::table
-                    .order(schema::beyond_order_items::line_no)
-                    .select(schema::beyond_order_items::quantity)
+                let quantities: Vec<i32> = schema::purchase_order_items::table
+                    .order(schema::purchase_order_items::line_no)
+                    .select(schema::purchase_order_items::quantity)
                     .load(&mut conn)
                     .unwrap();
                 assert_eq!(
@@ -763,7 +763,7 @@ macro_rules! sync_suite {
                 let mut mine = account(&mut conn, 1);
                 raw_update(
                     &mut db.conn(),
-                    "UPDATE beyond_accounts SET balance = 7 WHERE id = 1",
+                    "UPDATE accounts SET balance = 7 WHERE id = 1",
                 );
                 mine.balance = 90;
                 mine.save_checked(&mut conn)
@@ -824,7 +824,7 @@ macro_rules! sync_suite {
                 let mut mine = Ticket::find(&mut conn, 1).unwrap();
                 raw_update(
                     &mut db.conn(),
-                    "UPDATE beyond_tickets SET seat = 'B2' WHERE id = 1",
+                    "UPDATE tickets SET seat = 'B2' WHERE id = 1",
                 );
                 let current = Ticket::find(&mut conn, 1).unwrap().version;
                 assert_ne!(current, seeded.version, "the trigger drew a fresh UUID");
@@ -843,8 +843,8 @@ macro_rules! sync_suite {
                 let in_flight: Vec<_> = (1..=3).map(|id| account(&mut conn, id)).collect();
 
                 let touched = Account::bulk_update(
-                    schema::beyond_accounts::table.filter(schema::beyond_accounts::id.le(2)),
-                    schema::beyond_accounts::balance.eq(0),
+                    schema::accounts::table.filter(schema::accounts::id.le(2)),
+                    schema::accounts::balance.eq(0),
                 )
                 .execute(&mut conn)
                 .expect("bulk update");
@@ -872,8 +872,8 @@ macro_rules! sync_suite {
                 seed_accounts(&db, 1);
                 let mut conn = db.conn();
                 let mut in_flight = account(&mut conn, 1);
-                diesel::update(schema::beyond_accounts::table)
-                    .set(schema::beyond_accounts::balance.eq(0))
+                diesel::update(schema::accounts::table)
+                    .set(schema::accounts::balance.eq(0))
                     .execute(&mut conn)
                     .unwrap();
                 in_flight.balance += 1;
@@ -892,12 +892,9 @@ macro_rules! sync_suite {
                 let db = test_db!();
                 let seeded = seed_ticket(&db);
                 let mut conn = db.conn();
-                Ticket::bulk_update(
-                    schema::beyond_tickets::table,
-                    schema::beyond_tickets::seat.eq("Z9"),
-                )
-                .execute(&mut conn)
-                .unwrap();
+                Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"))
+                    .execute(&mut conn)
+                    .unwrap();
                 let stored = Ticket::find(&mut conn, 1).unwrap();
                 assert_ne!(stored.version, seeded.version);
                 let mut stale = seeded;
@@ -915,7 +912,7 @@ macro_rules! sync_suite {
 
                 first.balance = 1; // not written by the soft delete
                 first
-                    .soft_delete_checked(&mut conn, schema::beyond_accounts::deleted.eq(true))
+                    .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
                     .expect("soft delete");
                 assert_eq!(first.version, 2);
                 let stored = account(&mut conn, 1);
@@ -932,7 +929,7 @@ macro_rules! sync_suite {
                 );
                 // ...nor soft-delete it again from a stale token.
                 let conflict = expect_conflict(
-                    third.soft_delete_checked(&mut conn, schema::beyond_accounts::deleted.eq(true)),
+                    third.soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true)),
                 );
                 assert_eq!(conflict.operation(), Operation::SoftDelete);
                 assert_eq!(account(&mut conn, 1), stored);
@@ -947,7 +944,7 @@ macro_rules! sync_suite {
                 // The counter is maintained by atomic SQL elsewhere, token untouched.
                 raw_update(
                     &mut db.conn(),
-                    "UPDATE beyond_articles SET views = views + 1 WHERE id = 1",
+                    "UPDATE wiki_articles SET views = views + 1 WHERE id = 1",
                 );
 
                 let log = SqlLog::install(&mut conn);

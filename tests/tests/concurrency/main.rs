@@ -28,32 +28,3 @@ async_suite!(
     diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>,
     diesel_occ_tests::schema::sqlite
 );
-
-#[macro_use]
-mod sync_suite;
-
-sync_suite!(
-    postgres_r2d2,
-    diesel::PgConnection,
-    diesel_occ_tests::schema::pg,
-    "pg_backend_pid()::bigint",
-    "SET application_name = 'diesel-occ-tests'"
-);
-#[cfg(feature = "mysql")]
-sync_suite!(
-    mysql_r2d2,
-    diesel::MysqlConnection,
-    diesel_occ_tests::schema::mysql,
-    "CAST(CONNECTION_ID() AS SIGNED)",
-    "SET @occ_test = 1"
-);
-sync_suite!(
-    sqlite_r2d2,
-    diesel::SqliteConnection,
-    diesel_occ_tests::schema::sqlite,
-    "(SELECT id FROM occ_connection)",
-    "CREATE TEMP TABLE occ_connection (id BIGINT NOT NULL); \
-     INSERT INTO occ_connection VALUES (abs(random()))"
-);
-
-mod transient;

@@ -1,5 +1,4 @@
-// The blocking scenarios, compiled once per backend by `mod.rs` with `Conn` set to
-// that backend's connection.
+//! The guarded writes on a blocking connection.
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
@@ -8,6 +7,7 @@ use diesel_occ_tests::TestDb;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{Counter, counter, state};
+use super::{Conn, schema};
 use diesel_occ_tests::schema::pg::counters;
 use schema::stock;
 

@@ -1,4 +1,4 @@
--- Tables the foundation's scenario suite exercises, one per token kind and key shape.
+-- Tables the checked-write scenarios exercise, one per token kind and key shape.
 -- DATETIME(6): a timestamp token needs microseconds (DATETIME alone keeps whole seconds).
 -- No stamped_utc: Diesel maps DateTime<Utc> only on PostgreSQL and SQLite.
 CREATE TABLE counters (

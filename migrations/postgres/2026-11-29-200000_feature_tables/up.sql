@@ -1,6 +1,6 @@
 -- Tables for tracked saves and merge, batch saves, force increment, the bypass-writer
--- guard, bulk updates and soft delete (tests/tests/beyond). UUID tokens are BINARY(16).
-CREATE TABLE beyond_articles (
+-- guard, xmin tokens, bulk updates and soft delete.
+CREATE TABLE wiki_articles (
     id INTEGER PRIMARY KEY,
     title TEXT NOT NULL,
     body TEXT NOT NULL,
@@ -9,30 +9,36 @@ CREATE TABLE beyond_articles (
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_accounts (
+CREATE TABLE accounts (
     id INTEGER PRIMARY KEY,
     balance INTEGER NOT NULL CHECK (balance >= 0),
     deleted BOOLEAN NOT NULL DEFAULT FALSE,
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_orders (
+CREATE TABLE purchase_orders (
     id INTEGER PRIMARY KEY,
     note TEXT NOT NULL,
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_order_items (
-    order_id INTEGER NOT NULL,
+CREATE TABLE purchase_order_items (
+    order_id INTEGER NOT NULL REFERENCES purchase_orders (id),
     line_no INTEGER NOT NULL,
     quantity INTEGER NOT NULL,
     version INTEGER NOT NULL,
-    PRIMARY KEY (order_id, line_no),
-    FOREIGN KEY (order_id) REFERENCES beyond_orders (id)
+    PRIMARY KEY (order_id, line_no)
 );
 
-CREATE TABLE beyond_tickets (
+CREATE TABLE tickets (
     id INTEGER PRIMARY KEY,
     seat TEXT NOT NULL,
-    version BINARY(16) NOT NULL
+    version UUID NOT NULL
+);
+
+-- No token column: the token is the system column xmin.
+CREATE TABLE documents (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL
 );

@@ -1,4 +1,4 @@
--- Tables the foundation's scenario suite exercises, one per token kind and key shape.
+-- Tables the checked-write scenarios exercise, one per token kind and key shape.
 CREATE TABLE counters (
     id INTEGER PRIMARY KEY,
     value INTEGER NOT NULL,

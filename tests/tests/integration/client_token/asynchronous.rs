@@ -1,26 +1,26 @@
-// The async scenarios, compiled once per backend by `mod.rs` with `Conn` set to that
-// backend's diesel-async connection and `BlockingConn` to the blocking connection the
-// harness creates and seeds the database with.
+//! The guarded writes on an async connection (diesel-async).
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use diesel_occ::{ConflictState, TokenValue};
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ_tests::TestDb;
+use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{Counter, counter, state};
+use super::AsyncConn as Conn;
 use diesel_occ_tests::schema::pg::counters;
 
-/// A migrated, seeded database (counters 1 and 2) and an async connection to it.
-async fn database(scenario: &str) -> Option<(TestDb<BlockingConn>, Conn)> {
-    let db = TestDb::<BlockingConn>::create(&format!("client_token_async_{scenario}"))?;
-    diesel::RunQueryDsl::execute(
-        diesel::insert_into(counters::table).values([counter(1, 10), counter(2, 20)]),
-        &mut db.conn(),
-    )
-    .expect("seed counters");
-    let conn = Conn::establish(db.url()).await.expect("async connection");
+/// A migrated database holding counters 1 (value 10) and 2 (value 20), and an async
+/// connection to it.
+async fn database(scenario: &str) -> Option<(AsyncTestDb<Conn>, Conn)> {
+    let db = AsyncTestDb::<Conn>::create(&format!("client_token_async_{scenario}")).await?;
+    let mut conn = db.conn().await;
+    diesel::insert_into(counters::table)
+        .values([counter(1, 10), counter(2, 20)])
+        .execute(&mut conn)
+        .await
+        .expect("seed counters");
     Some((db, conn))
 }
 

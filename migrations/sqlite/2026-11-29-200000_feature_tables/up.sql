@@ -1,6 +1,6 @@
 -- Tables for tracked saves and merge, batch saves, force increment, the bypass-writer
--- guard, xmin tokens, bulk updates and soft delete (tests/tests/beyond).
-CREATE TABLE beyond_articles (
+-- guard, bulk updates and soft delete. UUID tokens are BLOBs.
+CREATE TABLE wiki_articles (
     id INTEGER PRIMARY KEY,
     title TEXT NOT NULL,
     body TEXT NOT NULL,
@@ -9,36 +9,30 @@ CREATE TABLE beyond_articles (
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_accounts (
+CREATE TABLE accounts (
     id INTEGER PRIMARY KEY,
     balance INTEGER NOT NULL CHECK (balance >= 0),
     deleted BOOLEAN NOT NULL DEFAULT FALSE,
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_orders (
+CREATE TABLE purchase_orders (
     id INTEGER PRIMARY KEY,
     note TEXT NOT NULL,
     version INTEGER NOT NULL
 );
 
-CREATE TABLE beyond_order_items (
-    order_id INTEGER NOT NULL REFERENCES beyond_orders (id),
+CREATE TABLE purchase_order_items (
+    order_id INTEGER NOT NULL REFERENCES purchase_orders (id),
     line_no INTEGER NOT NULL,
     quantity INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (order_id, line_no)
 );
 
-CREATE TABLE beyond_tickets (
+CREATE TABLE tickets (
     id INTEGER PRIMARY KEY,
     seat TEXT NOT NULL,
-    version UUID NOT NULL
+    version BLOB NOT NULL
 );
 
--- No token column: the token is the system column xmin.
-CREATE TABLE beyond_documents (
-    id INTEGER PRIMARY KEY,
-    title TEXT NOT NULL,
-    body TEXT NOT NULL
-);

@@ -15,7 +15,7 @@ use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::{Error, TransientKind};
 use diesel_occ_tests::{TestConnection, TestDb};
 
-use crate::support::{AsyncDb, AsyncTestConn};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
 
 /// The transient kind of a driver's error, as the retry helpers see it.
 fn kind(error: diesel::result::Error) -> Option<TransientKind> {
@@ -57,8 +57,8 @@ fn sync_deadlock<C: TestConnection>(db: &TestDb<C>, session: &str) -> Vec<diesel
 }
 
 /// The same on async connections, on two tasks.
-async fn async_deadlock<C: AsyncTestConn>(
-    db: &AsyncDb<C>,
+async fn async_deadlock<C: AsyncTestConnection>(
+    db: &AsyncTestDb<C>,
     session: &str,
 ) -> Vec<diesel::QueryResult<()>> {
     db.conn().await.batch_execute(SEED).await.expect("seed");
@@ -104,7 +104,7 @@ macro_rules! sync_db {
 
 macro_rules! async_db {
     ($conn:ty) => {
-        match AsyncDb::<$conn>::create(concat!("transient_a", line!())).await {
+        match AsyncTestDb::<$conn>::create(concat!("transient_a", line!())).await {
             Some(db) => db,
             None => return,
         }
@@ -437,7 +437,7 @@ mod retried {
         let other = tokio::sync::Mutex::new(db.conn().await);
         other.lock().await.batch_execute(SEED).await.unwrap();
         let url = db.url().to_owned();
-        let source = || crate::support::connect::<diesel_async::AsyncPgConnection>(&url);
+        let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncPgConnection>(&url);
         let errors = Mutex::new(Vec::new());
         let policy = RetryPolicy::new()
             .backoff(Duration::ZERO, Duration::ZERO)
@@ -569,7 +569,7 @@ mod retried {
             holder.batch_execute(&increment(1)).await.unwrap();
         }
         let url = db.url().to_owned();
-        let source = || crate::support::connect::<diesel_async::AsyncMysqlConnection>(&url);
+        let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncMysqlConnection>(&url);
         let errors = Mutex::new(Vec::new());
         let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
         let value = occ::retry(&source, &policy, async |conn, attempt| {
@@ -608,7 +608,7 @@ mod retried {
             holder.batch_execute("BEGIN IMMEDIATE").await.unwrap();
         }
         let url = db.url().to_owned();
-        let source = || crate::support::connect::<AsyncSqlite>(&url);
+        let source = || diesel_occ_tests::connect_async::<AsyncSqlite>(&url);
         let errors = Mutex::new(Vec::new());
         let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
         let value = occ::retry(&source, &policy, async |conn, attempt| {

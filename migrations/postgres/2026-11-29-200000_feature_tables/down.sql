@@ -1,0 +1,6 @@
+DROP TABLE documents;
+DROP TABLE tickets;
+DROP TABLE purchase_order_items;
+DROP TABLE purchase_orders;
+DROP TABLE accounts;
+DROP TABLE wiki_articles;

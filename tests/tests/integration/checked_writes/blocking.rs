@@ -1,0 +1,597 @@
+//! Checked saves and deletes on a blocking connection: every token kind and key shape.
+//!
+//! Each test gets a fresh database (or SQLite file). Ordered interleavings run on two
+//! connections from one thread, step by step; symmetric races run on two threads that
+//! both read, meet at a barrier, then write.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use diesel_occ::prelude::*;
+use diesel_occ::testing::Race;
+use diesel_occ::{ConflictState, Error, InvalidTokenReason, Operation, UuidToken};
+use diesel_occ_tests::TestDb;
+use diesel_occ_tests::statements::StatementCounter;
+
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::small_counters)]
+struct SmallCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i16,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::big_counters)]
+struct BigCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::order_lines, primary_key(order_id, line_no))]
+struct OrderLine {
+    order_id: i32,
+    line_no: i32,
+    quantity: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::notes, primary_key(note_id))]
+struct Note {
+    #[diesel(column_name = note_id)]
+    id: i32,
+    #[diesel(column_name = note_text)]
+    body: String,
+    #[occ(version)]
+    #[diesel(column_name = rev)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+struct Stamped {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: NaiveDateTime,
+}
+
+fn insert<T, U>(conn: &mut Conn, table: T, row: U)
+where
+    U: diesel::Insertable<T>,
+    diesel::query_builder::InsertStatement<T, U::Values>:
+        diesel::query_dsl::methods::ExecuteDsl<Conn>,
+    T: diesel::Table,
+{
+    diesel::insert_into(table)
+        .values(row)
+        .execute(conn)
+        .expect("insert");
+}
+
+fn counter(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).expect("counter row")
+}
+
+/// A writer's own connection and its read of counter 1.
+fn read_counter(db: &TestDb<Conn>) -> (Conn, Counter) {
+    let mut conn = db.conn();
+    let row = counter(&mut conn, 1);
+    (conn, row)
+}
+
+fn seed_counter(db: &TestDb<Conn>) -> Counter {
+    let row = Counter {
+        id: 1,
+        value: 0,
+        label: None,
+        version: 1,
+    };
+    insert(&mut db.conn(), schema::counters::table, row.clone());
+    row
+}
+
+fn expect_conflict(result: Result<(), Error>) -> diesel_occ::ConcurrencyConflict {
+    match result {
+        Err(Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}
+
+#[test]
+fn two_writers_from_one_version_exactly_one_wins() {
+    let db = test_db!();
+    seed_counter(&db);
+    let report = Race::new(2).run(
+        |_| read_counter(&db),
+        |writer, (mut conn, mut row)| {
+            row.value += 10 * (writer as i32 + 1);
+            row.label = Some(format!("writer {writer}"));
+            let result = row.save_checked(&mut conn);
+            (result, row)
+        },
+    );
+    let outcomes = report.into_values().unwrap();
+    let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1, "exactly one winner: {outcomes:?}");
+    let (_, winner) = winners[0];
+    let (loss, loser) = outcomes.iter().find(|(r, _)| r.is_err()).unwrap();
+
+    let conflict = loss
+        .as_ref()
+        .unwrap_err()
+        .as_conflict()
+        .expect("a conflict");
+    assert_eq!(conflict.operation(), Operation::Update);
+    assert_eq!(conflict.table(), "counters");
+    assert_eq!(conflict.expected::<i32>(), Some(1));
+    assert_eq!(
+        conflict.current::<i32>(),
+        Some(winner.version),
+        "names the winner's token"
+    );
+    assert_eq!(loser.version, 1, "the loser's token is not advanced");
+
+    let stored = counter(&mut db.conn(), 1);
+    assert_eq!(
+        &stored, winner,
+        "the row holds the winner's values and token"
+    );
+    assert_eq!(stored.version, 2);
+}
+
+#[test]
+fn control_plain_load_mutate_save_loses_an_update() {
+    // The same barrier scenario without the token in the predicate: both
+    // writers succeed and one increment vanishes. This proves the harness
+    // can observe the failure diesel-occ prevents.
+    let db = test_db!();
+    seed_counter(&db);
+    let report = Race::new(2).run(
+        |_| read_counter(&db),
+        |_, (mut conn, row)| {
+            diesel::update(schema::counters::table.find(row.id))
+                .set(schema::counters::value.eq(row.value + 1))
+                .execute(&mut conn)
+        },
+    );
+    let outcomes = report.into_values().unwrap();
+    assert_eq!(
+        outcomes.iter().map(|r| *r.as_ref().unwrap()).sum::<usize>(),
+        2
+    );
+    assert_eq!(
+        counter(&mut db.conn(), 1).value,
+        1,
+        "one of two increments was lost"
+    );
+}
+
+#[test]
+fn checked_increments_from_one_version_lose_nothing() {
+    let db = test_db!();
+    seed_counter(&db);
+    let report = Race::new(4).run(
+        |_| read_counter(&db),
+        |_, (mut conn, mut row)| {
+            row.value += 1;
+            row.save_checked(&mut conn).is_ok()
+        },
+    );
+    let outcomes = report.into_values().unwrap();
+    let applied = outcomes.iter().filter(|ok| **ok).count();
+    assert_eq!(applied, 1);
+    assert_eq!(
+        counter(&mut db.conn(), 1).value,
+        applied as i32,
+        "every acknowledged increment is stored"
+    );
+}
+
+#[test]
+fn save_runs_exactly_one_statement_and_advances_the_token() {
+    let db = test_db!();
+    seed_counter(&db);
+    let mut conn = db.conn();
+    let mut row = counter(&mut conn, 1);
+    let statements = StatementCounter::install(&mut conn);
+
+    row.value = 5;
+    row.save_checked(&mut conn).expect("save");
+    assert_eq!(statements.take(), 1, "one UPDATE on success");
+    assert_eq!(row.version, 2);
+
+    row.value = 6;
+    row.save_checked(&mut conn).expect("second save");
+    assert_eq!(statements.take(), 1);
+    let cached = statements.take_cached();
+    assert_eq!(
+        cached.len(),
+        1,
+        "the UPDATE is prepared once, then reused: {cached:?}"
+    );
+    assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
+    assert_eq!(counter(&mut conn, 1), row);
+    statements.take();
+
+    let mut stale = row.clone();
+    stale.version = 1;
+    expect_conflict(stale.save_checked(&mut conn));
+    assert_eq!(
+        statements.take(),
+        2,
+        "the conflict path adds one classification query"
+    );
+
+    row.delete_checked(&mut conn).expect("delete");
+    assert_eq!(statements.take(), 1, "one DELETE on success");
+}
+
+#[test]
+fn update_after_a_delete_is_a_deleted_conflict() {
+    let db = test_db!();
+    seed_counter(&db);
+    let (mut a, mut b) = (db.conn(), db.conn());
+    let deleter = counter(&mut a, 1);
+    let mut writer = counter(&mut b, 1);
+
+    deleter.delete_checked(&mut a).expect("delete wins");
+    writer.value = 7;
+    let conflict = expect_conflict(writer.save_checked(&mut b));
+    assert_eq!(conflict.state(), &ConflictState::Deleted);
+    assert!(conflict.is_deleted());
+    assert_eq!(writer.version, 1, "token untouched");
+    assert_eq!(writer.value, 7, "edits kept for the caller");
+    assert!(
+        matches!(Counter::find(&mut a, 1), Err(Error::NotFound(_))),
+        "not resurrected"
+    );
+}
+
+#[test]
+fn delete_after_an_update_is_a_stale_conflict() {
+    let db = test_db!();
+    seed_counter(&db);
+    let (mut a, mut b) = (db.conn(), db.conn());
+    let mut writer = counter(&mut a, 1);
+    let deleter = counter(&mut b, 1);
+
+    writer.value = 3;
+    writer.save_checked(&mut a).expect("update wins");
+    let conflict = expect_conflict(deleter.delete_checked(&mut b));
+    assert_eq!(conflict.operation(), Operation::Delete);
+    assert_eq!(conflict.current::<i32>(), Some(writer.version));
+    assert_eq!(
+        counter(&mut a, 1),
+        writer,
+        "the row survives with the update"
+    );
+}
+
+#[test]
+fn racing_update_and_delete_leave_one_consistent_outcome() {
+    let db = test_db!();
+    seed_counter(&db);
+    let report = Race::new(2).run(
+        |_| read_counter(&db),
+        |writer, (mut conn, mut row)| {
+            if writer == 0 {
+                row.value = 99;
+                row.save_checked(&mut conn)
+            } else {
+                row.delete_checked(&mut conn)
+            }
+        },
+    );
+    let outcomes = report.into_values().unwrap();
+    let stored = Counter::find(&mut db.conn(), 1);
+    match (&outcomes[0], &outcomes[1]) {
+        (Ok(()), Err(Error::Conflict(c))) => {
+            assert_eq!(c.current::<i32>(), Some(2));
+            assert_eq!(stored.unwrap().value, 99);
+        }
+        (Err(Error::Conflict(c)), Ok(())) => {
+            assert!(c.is_deleted());
+            assert!(matches!(stored, Err(Error::NotFound(_))));
+        }
+        other => panic!("exactly one of update and delete must win: {other:?}"),
+    }
+}
+
+#[test]
+fn stale_client_token_is_rejected_before_any_write() {
+    let db = test_db!();
+    seed_counter(&db);
+    let mut conn = db.conn();
+    let client_token = counter(&mut conn, 1).version;
+
+    let mut other = counter(&mut conn, 1);
+    other.value = 42;
+    other.save_checked(&mut conn).expect("another writer");
+
+    let statements = StatementCounter::install(&mut conn);
+    let error = Counter::find_checked(&mut conn, 1, &client_token).unwrap_err();
+    assert_eq!(statements.take(), 1, "one SELECT, no write");
+    let conflict = error.as_conflict().expect("stale client token");
+    assert_eq!(conflict.operation(), Operation::ClientToken);
+    assert_eq!(
+        conflict.expected::<i32>(),
+        Some(client_token),
+        "the client's token is kept"
+    );
+    assert_eq!(conflict.current::<i32>(), Some(other.version));
+    assert_eq!(counter(&mut conn, 1), other, "nothing written");
+
+    let fresh =
+        Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
+    assert_eq!(fresh, other);
+}
+
+#[test]
+fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let missing = Counter::find_checked(&mut conn, 404, &1).unwrap_err();
+    match &missing {
+        Error::NotFound(nf) => {
+            assert_eq!(nf.to_string(), "no row in counters with key (id=404)")
+        }
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+
+    insert(
+        &mut conn,
+        schema::stock::table,
+        Stock {
+            id: 1,
+            available: 5,
+            version: UuidToken::initial(),
+        },
+    );
+    let statements = StatementCounter::install(&mut conn);
+    let nil =
+        Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
+    assert_eq!(
+        statements.take(),
+        0,
+        "a nil token is refused without a query"
+    );
+    match nil {
+        Error::InvalidToken(invalid) => {
+            assert_eq!(invalid.reason, InvalidTokenReason::Nil)
+        }
+        other => panic!("expected InvalidToken, got {other:?}"),
+    }
+}
+
+#[test]
+fn i16_token_wraps_at_its_maximum() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let mut row = SmallCounter {
+        id: 1,
+        value: 0,
+        version: i16::MAX,
+    };
+    insert(&mut conn, schema::small_counters::table, row.clone());
+    let stale = row.clone();
+
+    row.value = 1;
+    row.save_checked(&mut conn).expect("save at i16::MAX");
+    assert_eq!(row.version, i16::MIN);
+    assert_eq!(SmallCounter::find(&mut conn, 1).unwrap(), row);
+    row.save_checked(&mut conn).expect("save after wrapping");
+    assert_eq!(row.version, i16::MIN + 1);
+
+    let conflict = expect_conflict(stale.clone().save_checked(&mut conn));
+    assert_eq!(conflict.current::<i16>(), Some(i16::MIN + 1));
+    assert_eq!(conflict.expected::<i16>(), Some(i16::MAX));
+}
+
+#[test]
+fn i64_token_wraps_at_its_maximum() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let mut row = BigCounter {
+        id: 1,
+        value: 0,
+        version: i64::MAX,
+    };
+    insert(&mut conn, schema::big_counters::table, row.clone());
+    row.save_checked(&mut conn).expect("save at i64::MAX");
+    assert_eq!(BigCounter::find(&mut conn, 1).unwrap().version, i64::MIN);
+}
+
+#[test]
+fn composite_key_guards_only_its_own_row() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    for line_no in 1..=2 {
+        insert(
+            &mut conn,
+            schema::order_lines::table,
+            OrderLine {
+                order_id: 7,
+                line_no,
+                quantity: 1,
+                version: 1,
+            },
+        );
+    }
+    let mut line = OrderLine::find(&mut conn, (7, 2)).unwrap();
+    let stale = line.clone();
+    line.quantity = 5;
+    line.save_checked(&mut conn).expect("save line 2");
+
+    let untouched = OrderLine::find(&mut conn, (7, 1)).unwrap();
+    assert_eq!(
+        (untouched.quantity, untouched.version),
+        (1, 1),
+        "line 1 untouched"
+    );
+
+    let conflict = expect_conflict(stale.delete_checked(&mut conn));
+    assert_eq!(conflict.key().to_string(), "(order_id=7, line_no=2)");
+    assert_eq!(conflict.current::<i32>(), Some(2));
+    line.delete_checked(&mut conn)
+        .expect("delete with the current token");
+    assert!(OrderLine::find(&mut conn, (7, 1)).is_ok());
+}
+
+#[test]
+fn renamed_columns_are_honoured() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    insert(
+        &mut conn,
+        schema::notes::table,
+        Note {
+            id: 1,
+            body: "draft".into(),
+            version: 1,
+        },
+    );
+    let mut note = Note::find(&mut conn, 1).unwrap();
+    let stale = note.clone();
+    note.body = "final".into();
+    note.save_checked(&mut conn).expect("save");
+    assert_eq!(
+        schema::notes::table
+            .select((schema::notes::note_text, schema::notes::rev))
+            .first::<(String, i32)>(&mut conn)
+            .unwrap(),
+        ("final".to_owned(), 2)
+    );
+    let conflict = expect_conflict(stale.delete_checked(&mut conn));
+    assert_eq!(conflict.key().to_string(), "(note_id=1)");
+}
+
+#[test]
+fn uuid_tokens_are_fresh_stored_and_checked() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let first = UuidToken::initial();
+    insert(
+        &mut conn,
+        schema::stock::table,
+        Stock {
+            id: 1,
+            available: 5,
+            version: first,
+        },
+    );
+    let mut stock = Stock::find_checked(&mut conn, 1, &first).unwrap();
+    stock.available -= 1;
+    stock.save_checked(&mut conn).expect("save");
+    assert_ne!(stock.version, first);
+    assert!(!stock.version.0.is_nil());
+    assert_eq!(
+        Stock::find(&mut conn, 1).unwrap(),
+        stock,
+        "entity token equals the stored one"
+    );
+
+    let conflict = Stock::find_checked(&mut conn, 1, &first).unwrap_err();
+    assert_eq!(
+        conflict.as_conflict().unwrap().current::<UuidToken>(),
+        Some(stock.version)
+    );
+}
+
+#[test]
+fn timestamp_tokens_advance_at_stored_precision() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let start = NaiveDateTime::initial();
+    insert(
+        &mut conn,
+        schema::stamped::table,
+        Stamped {
+            id: 1,
+            value: 0,
+            updated_at: start,
+        },
+    );
+    let mut row = Stamped::find(&mut conn, 1).unwrap();
+    assert_eq!(row.updated_at, start, "stored without loss");
+    let stale = row.clone();
+
+    // Back-to-back saves inside one clock tick must still change the token.
+    let mut seen = vec![row.updated_at];
+    for value in 1..=5 {
+        row.value = value;
+        row.save_checked(&mut conn).expect("save");
+        assert!(row.updated_at > *seen.last().unwrap());
+        seen.push(row.updated_at);
+        assert_eq!(
+            Stamped::find(&mut conn, 1).unwrap(),
+            row,
+            "entity token equals the stored one"
+        );
+    }
+    let conflict = expect_conflict(stale.clone().save_checked(&mut conn));
+    assert_eq!(conflict.current::<NaiveDateTime>(), Some(row.updated_at));
+}
+
+#[test]
+fn a_failed_statement_is_a_database_error_without_sql_or_values() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    insert(
+        &mut conn,
+        schema::stock::table,
+        Stock {
+            id: 1,
+            available: 1,
+            version: UuidToken::initial(),
+        },
+    );
+    let mut stock = Stock::find(&mut conn, 1).unwrap();
+    let before = stock.clone();
+    stock.available = -3; // violates CHECK (available >= 0)
+    let error = stock.save_checked(&mut conn).unwrap_err();
+    assert!(matches!(error, Error::Database(_)), "got {error:?}");
+    let shown = format!("{error} {error:?}");
+    for leak in [
+        "UPDATE",
+        "available",
+        "-3",
+        "stock",
+        "CHECK",
+        "constraint \"",
+    ] {
+        assert!(!shown.contains(leak), "{shown:?} leaks {leak:?}");
+    }
+    assert_eq!(stock.version, before.version, "token untouched");
+    assert_eq!(
+        Stock::find(&mut conn, 1).unwrap(),
+        before,
+        "nothing written"
+    );
+}

@@ -1,0 +1,233 @@
+//! Capturing what diesel-occ reports: a `tracing` layer that keeps every event with its
+//! fields and the fields of the spans around it, and a `metrics` recorder that keeps
+//! counter totals by name and labels.
+//!
+//! Every test database is created after [`interested_everywhere`] (see `test_db!`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use metrics::{
+    Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+/// Field values as text.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fields(pub(crate) BTreeMap<String, String>);
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+/// One captured event.
+#[derive(Debug, Clone)]
+pub(crate) struct CapturedEvent {
+    pub(crate) level: Level,
+    pub(crate) target: String,
+    pub(crate) fields: Fields,
+    /// The spans around it, innermost first: name and fields.
+    pub(crate) spans: Vec<(String, Fields)>,
+}
+
+impl CapturedEvent {
+    /// A field of the event; panics when it is missing.
+    pub(crate) fn field(&self, name: &str) -> &str {
+        self.fields
+            .0
+            .get(name)
+            .unwrap_or_else(|| panic!("no field {name} in {self:?}"))
+    }
+
+    /// A field of the innermost span called `span`.
+    pub(crate) fn span_field(&self, span: &str, name: &str) -> String {
+        self.spans
+            .iter()
+            .find(|(n, _)| n == span)
+            .and_then(|(_, fields)| fields.0.get(name).cloned())
+            .unwrap_or_else(|| panic!("no span {span} with {name} around {self:?}"))
+    }
+}
+
+/// The events the layer saw.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Captured(Arc<Mutex<Vec<CapturedEvent>>>);
+
+impl Captured {
+    /// Runs `f` with this layer as the thread's subscriber and `totals` as the thread's
+    /// metrics recorder (run async code on a current-thread runtime inside it).
+    pub(crate) fn run<T>(&self, totals: &Totals, f: impl FnOnce() -> T) -> T {
+        interested_everywhere();
+        let subscriber = tracing_subscriber::registry().with(self.clone());
+        tracing::subscriber::with_default(subscriber, || metrics::with_local_recorder(totals, f))
+    }
+
+    /// Every diesel-occ event.
+    pub(crate) fn events(&self) -> Vec<CapturedEvent> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.target == "diesel_occ")
+            .cloned()
+            .collect()
+    }
+
+    /// The diesel-occ events with this message.
+    pub(crate) fn named(&self, message: &str) -> Vec<CapturedEvent> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.fields.0.get("message").map(String::as_str) == Some(message))
+            .collect()
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Captured
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(fields) = span.extensions_mut().get_mut::<Fields>() {
+                values.record(fields);
+            }
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let spans = ctx
+            .event_scope(event)
+            .map(|scope| {
+                scope
+                    .map(|span| {
+                        let fields = span
+                            .extensions()
+                            .get::<Fields>()
+                            .cloned()
+                            .unwrap_or_default();
+                        (span.name().to_owned(), fields)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.0.lock().unwrap().push(CapturedEvent {
+            level: *event.metadata().level(),
+            target: event.metadata().target().to_owned(),
+            fields,
+            spans,
+        });
+    }
+}
+
+/// Counter totals by `name{label=value,...}`.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Totals(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl Totals {
+    /// The totals so far.
+    pub(crate) fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct Handle(Totals, String);
+
+impl CounterFn for Handle {
+    fn increment(&self, value: u64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += value;
+    }
+
+    fn absolute(&self, value: u64) {
+        self.0.0.lock().unwrap().insert(self.1.clone(), value);
+    }
+}
+
+impl Recorder for Totals {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        let labels: Vec<_> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        Counter::from_arc(Arc::new(Handle(self.clone(), name)))
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+/// Installs, once per process, a global subscriber that is interested in every callsite
+/// and keeps nothing.
+///
+/// `tracing` caches each callsite's interest process-wide. Without a global subscriber,
+/// a span first hit by a test that captures nothing can be cached as "never" while
+/// another test's capturing subscriber is being registered, and that test then sees
+/// its events outside their `occ.attempt` span. With this one installed no callsite is
+/// ever "never", so each thread's scoped subscriber alone decides what it records.
+pub(crate) fn interested_everywhere() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another global subscriber already keeps every callsite alive just as well.
+        let _ = tracing::subscriber::set_global_default(Interested);
+    });
+}
+
+/// The subscriber [`interested_everywhere`] installs.
+struct Interested;
+
+impl tracing::Subscriber for Interested {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::always()
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, _: &tracing::Event<'_>) {}
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
