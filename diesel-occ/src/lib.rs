@@ -197,7 +197,7 @@ pub use diesel_occ_derive::Versioned;
 /// [`CheckedDsl`] and [`AttemptDsl`](crate::retry::AttemptDsl). The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
-    pub use crate::Versioned;
+    pub use crate::{VersionToken, Versioned};
     pub use crate::blocking::{BatchDsl, CheckedDsl, TrackedDsl};
     pub use crate::retry::AttemptDsl;
 }

@@ -9,7 +9,7 @@ use diesel_async::AsyncConnection;
 use diesel_async::methods::ExecuteDsl;
 
 /// A guarded UPDATE on an async connection: the twin of
-/// [`diesel_occ::GuardedUpdate`](crate::statement::GuardedUpdate). Runs it and says how many rows
+/// [`diesel_occ::statement::GuardedUpdate`](crate::statement::GuardedUpdate). Runs it and says how many rows
 /// it wrote and which token they hold now.
 #[diagnostic::on_unimplemented(
     message = "this checked UPDATE cannot run on `{Conn}`",

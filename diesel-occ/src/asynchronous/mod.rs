@@ -103,7 +103,7 @@ use crate::versioned::Versioned;
 /// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
 pub mod prelude {
     pub use super::{AttemptDsl, BatchDsl, CheckedDsl, TrackedDsl};
-    pub use crate::Versioned;
+    pub use crate::{VersionToken, Versioned};
 }
 
 /// Checked saves, deletes and loads on an async Diesel connection: the twin of the

@@ -41,7 +41,7 @@ use diesel::query_source::{QuerySource, Table};
 /// ```
 /// use diesel::connection::InstrumentationEvent;
 /// use diesel::prelude::*;
-/// use diesel_occ::CachedUpdate;
+/// use diesel_occ::statement::CachedUpdate;
 /// use std::sync::{Arc, Mutex};
 ///
 /// diesel::table! { stock (id) { id -> Integer, available -> Integer } }
@@ -105,7 +105,7 @@ where
     /// ```
     /// use diesel::connection::InstrumentationEvent;
     /// use diesel::prelude::*;
-    /// use diesel_occ::CachedUpdate;
+    /// use diesel_occ::statement::CachedUpdate;
     /// use std::sync::{Arc, Mutex};
     ///
     /// diesel::table! { stock (id) { id -> Integer, available -> Integer, note -> Nullable<Text> } }
@@ -157,7 +157,7 @@ where
     ///
     /// ```
     /// use diesel::prelude::*;
-    /// use diesel_occ::CachedUpdate;
+    /// use diesel_occ::statement::CachedUpdate;
     ///
     /// diesel::table! { stock (id) { id -> Integer, available -> Integer } }
     ///

@@ -67,7 +67,7 @@ pub trait VersionedParts: Versioned {
 ///
 /// ```
 /// # include!("../doctest_setup.rs");
-/// use diesel_occ::VersionedParts;
+/// use diesel_occ::statement::VersionedParts;
 ///
 /// # fn main() {
 /// // `Stock`'s token is assigned by the application, so it has an assignment.
@@ -86,7 +86,7 @@ pub struct NotAssigned;
 /// entity that uses it.
 ///
 /// ```
-/// use diesel_occ::GeneratedUpdate;
+/// use diesel_occ::statement::GeneratedUpdate;
 ///
 /// let wrapped = GeneratedUpdate::new("UPDATE ... RETURNING xmin");
 /// assert_eq!(wrapped.into_inner(), "UPDATE ... RETURNING xmin");
@@ -119,7 +119,8 @@ impl<S> GeneratedUpdate<S> {
 ///
 /// ```
 /// # include!("../doctest_setup.rs");
-/// use diesel_occ::{GuardedUpdate, VersionToken, Versioned};
+/// use diesel_occ::statement::GuardedUpdate;
+/// use diesel_occ::{VersionToken, Versioned};
 ///
 /// # fn main() -> diesel::QueryResult<()> {
 /// let mut conn = connection();

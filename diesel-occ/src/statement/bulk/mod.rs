@@ -46,7 +46,7 @@ pub use timestamp::AdvancedTimestamp;
 /// # include!("../../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel::sqlite::Sqlite;
-/// use diesel_occ::AdvanceToken;
+/// use diesel_occ::statement::AdvanceToken;
 ///
 /// # fn main() {
 /// let advance = <i32 as AdvanceToken<stock::version>>::advance(stock::version, 0);
@@ -161,7 +161,7 @@ timestamp_advance!(
 /// ```
 /// # include!("../../tracked_doctest_setup.rs");
 /// use diesel::prelude::*;
-/// use diesel_occ::NoTokenAssignment;
+/// use diesel_occ::statement::NoTokenAssignment;
 ///
 /// fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
 ///
@@ -174,7 +174,7 @@ timestamp_advance!(
 /// ```compile_fail
 /// # include!("../../tracked_doctest_setup.rs");
 /// # use diesel::prelude::*;
-/// # use diesel_occ::NoTokenAssignment;
+/// # use diesel_occ::statement::NoTokenAssignment;
 /// # fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}
 /// # fn main() {
 /// leaves_the_token((stock::available.eq(0), stock::version.eq(999)));

@@ -41,7 +41,7 @@ use crate::token::step_micros;
 /// use chrono::NaiveDateTime;
 /// use diesel::prelude::*;
 /// use diesel::sqlite::Sqlite;
-/// use diesel_occ::AdvanceToken;
+/// use diesel_occ::statement::AdvanceToken;
 ///
 /// diesel::table! {
 ///     notes (id) {
