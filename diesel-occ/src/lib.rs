@@ -197,9 +197,9 @@ pub use diesel_occ_derive::Versioned;
 /// [`CheckedDsl`] and [`AttemptDsl`](crate::retry::AttemptDsl). The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
-    pub use crate::{VersionToken, Versioned};
     pub use crate::blocking::{BatchDsl, CheckedDsl, TrackedDsl};
     pub use crate::retry::AttemptDsl;
+    pub use crate::{VersionToken, Versioned};
 }
 
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.

@@ -106,10 +106,10 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
     let mut alice = open(&mut conn, "a-1")?;
     let mut bob = open(&mut conn, "a-1")?;
     writeln!(out, "  alice and bob open \"Draft\"")?;
-    bob.body = "Second version, by bob.".into();
+    bob.edit().body = "Second version, by bob.".into();
     let edit = save(&mut conn, &mut bob)?;
     writeln!(out, "  {:<40} -> {edit:?}", "bob edits the body and saves")?;
-    alice.title = "Optimistic locking".into();
+    alice.edit().title = "Optimistic locking".into();
     let edit = save(&mut conn, &mut alice)?;
     writeln!(
         out,
@@ -121,10 +121,10 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
 
     let mut carol = open(&mut conn, "a-1")?;
     let mut dave = open(&mut conn, "a-1")?;
-    dave.title = "Optimistic concurrency".into();
+    dave.edit().title = "Optimistic concurrency".into();
     save(&mut conn, &mut dave)?;
-    carol.title = "Versioned rows".into();
-    carol.body = "Third version, by carol.".into();
+    carol.edit().title = "Versioned rows".into();
+    carol.edit().body = "Third version, by carol.".into();
     let edit = save(&mut conn, &mut carol)?;
     writeln!(
         out,

@@ -669,7 +669,7 @@ macro_rules! async_suite {
                     row.save_checked(conn).await
                 })
                 .await;
-                assert!(policy.get_hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
+                assert!(policy.hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
             }
 
             /// Writes row 2, then fails to write row 1 (a stale token), inside the

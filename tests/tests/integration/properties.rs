@@ -129,7 +129,7 @@ fn i32_counters_wrap_and_out_of_range_text_is_refused() {
 
 mod if_match {
     use diesel_occ::{InvalidTokenReason, MAX_ENCODED_LEN, UuidToken, VersionToken};
-    use diesel_occ_examples::http::etag::{
+    use diesel_occ_examples::etag::{
         EntityTag, IfMatch, Precondition, SyntaxError, etag, parse_if_match, precondition,
     };
     use proptest::prelude::*;
@@ -243,23 +243,25 @@ mod if_match {
 }
 
 mod form_field {
+    use diesel::Connection;
+    use diesel::sqlite::SqliteConnection;
     use diesel_occ::{InvalidTokenReason, UuidToken, VersionToken};
-    use diesel_occ_examples::db::{AnyConnection, Target};
-    use diesel_occ_examples::inventory::{self, ReserveError, ReserveRequest};
+    use diesel_occ_examples::sqlite::{inventory, migrate};
+    use inventory::{ReserveError, ReserveRequest};
     use proptest::prelude::*;
 
-    fn app() -> (tempfile::TempDir, AnyConnection, String) {
+    fn app() -> (tempfile::TempDir, SqliteConnection, String) {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("form.sqlite3");
-        let mut conn = Target::parse(path.to_str().expect("utf-8"))
-            .connect_and_migrate()
-            .expect("SQLite");
+        let path = path.to_str().expect("utf-8");
+        migrate(path).expect("SQLite");
+        let mut conn = SqliteConnection::establish(path).expect("SQLite");
         let view = inventory::add_item(&mut conn, "sku-1", "widget", 10).expect("seed");
         (dir, conn, view.token)
     }
 
     /// The token the row holds, and its stock.
-    fn current(conn: &mut AnyConnection) -> (String, i32) {
+    fn current(conn: &mut SqliteConnection) -> (String, i32) {
         let view = inventory::stock(conn, "sku-1").expect("row");
         (view.token, view.available)
     }
@@ -348,9 +350,8 @@ mod http_if_match {
     use std::sync::OnceLock;
 
     use diesel_occ::UuidToken;
-    use diesel_occ_examples::db::Target;
-    use diesel_occ_examples::http::etag::{Precondition, precondition};
-    use diesel_occ_examples::http::{self, ArticleStore};
+    use diesel_occ_examples::etag::{Precondition, precondition};
+    use diesel_occ_examples::sqlite::{async_pool, http, migrate};
     use proptest::prelude::*;
     use reqwest::header::{ETAG, HeaderValue, IF_MATCH};
 
@@ -365,7 +366,9 @@ mod http_if_match {
         static APP: OnceLock<App> = OnceLock::new();
         APP.get_or_init(|| {
             let dir = tempfile::tempdir().expect("temp dir");
-            let target = Target::parse(dir.path().join("http.sqlite3").to_str().expect("utf-8"));
+            let path = dir.path().join("http.sqlite3");
+            let path = path.to_str().expect("utf-8").to_owned();
+            migrate(&path).expect("SQLite");
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -373,10 +376,10 @@ mod http_if_match {
                 .expect("runtime");
             let client = reqwest::Client::new();
             let url = runtime.block_on(async {
-                let store = ArticleStore::open(&target, 2).await.expect("store");
+                let pool = async_pool(&path, 2).expect("pool");
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let base = format!("http://{}", listener.local_addr().unwrap());
-                tokio::spawn(http::serve(listener, store));
+                tokio::spawn(http::serve(listener, pool));
                 let created = client
                     .post(format!("{base}/articles"))
                     .json(&serde_json::json!({"title": "Draft", "body": "First."}))
@@ -464,7 +467,7 @@ mod http_if_match {
                 .map(|lines| precondition::<UuidToken>(lines.iter().map(String::as_str)));
             match decided {
                 Some(Precondition::Tokens(tokens))
-                    if tokens.iter().any(|t| http::etag::etag(t) == before) =>
+                    if tokens.iter().any(|t| diesel_occ_examples::etag::etag(t) == before) =>
                 {
                     prop_assert_eq!(status, 200);
                     prop_assert_ne!(after, before, "the write changed the ETag");

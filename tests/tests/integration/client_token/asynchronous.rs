@@ -16,11 +16,13 @@ use diesel_occ_tests::schema::pg::counters;
 async fn database(scenario: &str) -> Option<(AsyncTestDb<Conn>, Conn)> {
     let db = AsyncTestDb::<Conn>::create(&format!("client_token_async_{scenario}")).await?;
     let mut conn = db.conn().await;
-    diesel::insert_into(counters::table)
-        .values([counter(1, 10), counter(2, 20)])
-        .execute(&mut conn)
-        .await
-        .expect("seed counters");
+    for row in [counter(1, 10), counter(2, 20)] {
+        diesel::insert_into(counters::table)
+            .values(row)
+            .execute(&mut conn)
+            .await
+            .expect("seed counters");
+    }
     Some((db, conn))
 }
 

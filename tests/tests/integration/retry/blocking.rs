@@ -378,7 +378,7 @@ fn make_hot(db: &TestDb<Conn>, policy: &RetryPolicy, id: i32) {
         row.increment();
         row.save_checked(conn)
     });
-    assert!(policy.get_hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
+    assert!(policy.hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
 }
 
 #[test]
