@@ -1,0 +1,265 @@
+//! The trigger DDL a [`BypassGuard`] renders, per backend and token kind.
+
+use super::names::*;
+use super::*;
+
+impl BypassGuard {
+    /// The guard of a `Versioned` entity's table and token column, by their SQL names:
+    /// the table, its schema and its primary key as Diesel's `table!` declares them
+    /// (see [`GuardTable`]), the token column's `#[sql_name]`.
+    pub fn of<T>() -> Self
+    where
+        T: crate::statement::VersionedParts,
+        T::Token: GuardToken,
+        T::Table: GuardTable,
+        T::TokenColumn: diesel::Column,
+    {
+        let token_column = <T::TokenColumn as diesel::Column>::NAME;
+        let kind = <T::Token as GuardToken>::KIND;
+        match <T::Table as GuardTable>::sql_names() {
+            Some((schema, table, keys)) => {
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let guard = BypassGuard::new(&table, token_column, &keys, kind);
+                match schema {
+                    Some(schema) => guard.in_schema(&schema),
+                    None => guard,
+                }
+            }
+            None => BypassGuard {
+                unreadable: true,
+                ..BypassGuard::new(T::TABLE_NAME, token_column, T::KEY_COLUMNS, kind)
+            },
+        }
+    }
+
+    /// The guard of any table: its SQL name, token column, key columns and token kind.
+    /// Names are taken literally (`"a.b"` is one table named `a.b`; see
+    /// [`in_schema`](Self::in_schema)) and quoted when rendered, so any name is safe;
+    /// one the backend cannot hold is refused by [`install_sql`](Self::install_sql).
+    ///
+    /// ```
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    ///
+    /// let guard = BypassGuard::new("odd\"name", "v", &["id"], GuardTokenKind::I32);
+    /// assert!(guard.install_sql(GuardBackend::Sqlite).unwrap().contains("ON \"odd\"\"name\""));
+    /// ```
+    pub fn new(
+        table: &str,
+        token_column: &str,
+        key_columns: &[&str],
+        kind: GuardTokenKind,
+    ) -> Self {
+        BypassGuard {
+            schema: None,
+            table: table.to_owned(),
+            token_column: token_column.to_owned(),
+            key_columns: key_columns.iter().map(|&k| k.to_owned()).collect(),
+            kind,
+            unreadable: false,
+        }
+    }
+
+    /// The same guard on a table in `schema` (a PostgreSQL schema, a MySQL database,
+    /// an attached SQLite database). The trigger, and on PostgreSQL its function, are
+    /// created in that schema.
+    ///
+    /// ```
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    ///
+    /// let guard = BypassGuard::new("items", "version", &["id"], GuardTokenKind::I32)
+    ///     .in_schema("shop");
+    /// assert!(guard.install_sql(GuardBackend::Mysql).unwrap().contains("ON `shop`.`items`"));
+    /// ```
+    pub fn in_schema(mut self, schema: &str) -> Self {
+        self.schema = Some(schema.to_owned());
+        self
+    }
+
+    /// The trigger's name (and on PostgreSQL its function's):
+    /// `occ_guard_<table>_<column>_<hash>`, at most 63 bytes. The readable part keeps
+    /// ASCII letters and digits (lower-cased) and turns every other character into
+    /// `_`; the hash is of the exact SQL names, so the name depends on nothing else and
+    /// stays the same across releases.
+    pub fn trigger_name(&self) -> String {
+        const PREFIX: &str = "occ_guard_";
+        const HASH_HEX: usize = 16;
+        const READABLE: usize = 63 - PREFIX.len() - 1 - HASH_HEX;
+        let readable: String = self
+            .table
+            .chars()
+            .chain(['_'])
+            .chain(self.token_column.chars())
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(READABLE)
+            .collect();
+        format!(
+            "{PREFIX}{readable}_{:016x}",
+            name_hash(&self.table, &self.token_column)
+        )
+    }
+
+    /// The DDL that installs the trigger, for `up.sql` or `batch_execute`. Plain
+    /// `CREATE` statements: if an object of that name exists, running it fails
+    /// instead of replacing it.
+    ///
+    /// ```
+    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    ///
+    /// let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::I32);
+    /// assert_eq!(
+    ///     guard.install_sql(GuardBackend::Mysql).unwrap(),
+    ///     "CREATE TRIGGER `occ_guard_stock_version_8e3dfac2f3d11183` BEFORE UPDATE ON `stock`\n    \
+    ///      FOR EACH ROW SET NEW.`version` = IF(NEW.`version` <=> OLD.`version`, \
+    ///      CASE WHEN OLD.`version` = 2147483647 THEN (-2147483647 - 1) \
+    ///      ELSE OLD.`version` + 1 END, NEW.`version`);\n"
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`GuardError`] when the backend cannot express this token kind (timestamps
+    /// outside PostgreSQL) or cannot hold one of the names.
+    pub fn install_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
+        self.check(backend)?;
+        let name = quote(backend, &self.trigger_name());
+        let tok = quote(backend, &self.token_column);
+        let unsupported = GuardError::Unsupported {
+            backend,
+            kind: self.kind,
+        };
+        let fresh = match (self.kind, backend) {
+            (GuardTokenKind::I16, _) => wrapping_increment_sql(&format!("OLD.{tok}"), 32767),
+            (GuardTokenKind::I32, _) => {
+                wrapping_increment_sql(&format!("OLD.{tok}"), 2_147_483_647)
+            }
+            (GuardTokenKind::I64, _) => {
+                wrapping_increment_sql(&format!("OLD.{tok}"), 9_223_372_036_854_775_807)
+            }
+            (GuardTokenKind::Uuid, GuardBackend::Postgres) => "gen_random_uuid()".to_owned(),
+            (GuardTokenKind::Uuid, GuardBackend::Mysql) => {
+                "UNHEX(REPLACE(UUID(), '-', ''))".to_owned()
+            }
+            (GuardTokenKind::Uuid, GuardBackend::Sqlite) => "randomblob(16)".to_owned(),
+            (GuardTokenKind::Timestamp, GuardBackend::Postgres) => format!(
+                "GREATEST(date_trunc('microseconds', clock_timestamp() AT TIME ZONE 'UTC'), \
+                 OLD.{tok} + interval '1 microsecond')"
+            ),
+            (GuardTokenKind::Timestamp, _) => return Err(unsupported),
+        };
+        Ok(match backend {
+            GuardBackend::Postgres => {
+                let table = self.qualified(backend, &self.table);
+                let function = self.qualified(backend, &self.trigger_name());
+                let body = format!(
+                    "\nBEGIN\n\
+                     \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
+                     \x20       NEW.{tok} := {fresh};\n\
+                     \x20   END IF;\n\
+                     \x20   RETURN NEW;\n\
+                     END\n"
+                );
+                let tag = dollar_tag(&body);
+                format!(
+                    "CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS \
+                     {tag}{body}{tag};\n\
+                     CREATE TRIGGER {name} BEFORE UPDATE ON {table}\n\
+                     \x20   FOR EACH ROW EXECUTE FUNCTION {function}();\n"
+                )
+            }
+            GuardBackend::Mysql => {
+                let table = self.qualified(backend, &self.table);
+                let name = self.qualified(backend, &self.trigger_name());
+                format!(
+                    "CREATE TRIGGER {name} BEFORE UPDATE ON {table}\n\
+                     \x20   FOR EACH ROW SET NEW.{tok} = IF(NEW.{tok} <=> OLD.{tok}, {fresh}, NEW.{tok});\n"
+                )
+            }
+            GuardBackend::Sqlite => {
+                // SQLite names the trigger's schema once, on the trigger; the table in
+                // `ON` and in the body must not be qualified.
+                let table = quote(backend, &self.table);
+                let name = self.qualified(backend, &self.trigger_name());
+                let key = self
+                    .key_columns
+                    .iter()
+                    .map(|k| {
+                        let k = quote(backend, k);
+                        format!("{k} = NEW.{k}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" AND ");
+                format!(
+                    "CREATE TRIGGER {name} AFTER UPDATE ON {table}\n\
+                     \x20   FOR EACH ROW WHEN NEW.{tok} IS OLD.{tok}\n\
+                     BEGIN\n\
+                     \x20   UPDATE {table} SET {tok} = {fresh} WHERE {key};\n\
+                     END;\n"
+                )
+            }
+        })
+    }
+
+    /// The DDL that removes the trigger (and on PostgreSQL its function), for
+    /// `down.sql`.
+    ///
+    /// # Errors
+    ///
+    /// [`GuardError`] when the backend cannot hold one of the names.
+    pub fn uninstall_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
+        self.check(backend)?;
+        let name = self.qualified(backend, &self.trigger_name());
+        Ok(match backend {
+            GuardBackend::Postgres => format!(
+                "DROP TRIGGER IF EXISTS {} ON {};\nDROP FUNCTION IF EXISTS {name}();\n",
+                quote(backend, &self.trigger_name()),
+                self.qualified(backend, &self.table),
+            ),
+            GuardBackend::Mysql | GuardBackend::Sqlite => {
+                format!("DROP TRIGGER IF EXISTS {name};\n")
+            }
+        })
+    }
+
+    /// Refuses names the backend cannot hold, before any text is rendered.
+    fn check(&self, backend: GuardBackend) -> Result<(), GuardError> {
+        if self.unreadable {
+            return Err(GuardError::UnreadableTable);
+        }
+        let names = self
+            .schema
+            .iter()
+            .map(|s| (NamePart::Schema, s))
+            .chain([
+                (NamePart::Table, &self.table),
+                (NamePart::TokenColumn, &self.token_column),
+            ])
+            .chain(self.key_columns.iter().map(|k| (NamePart::KeyColumn, k)));
+        for (part, name) in names {
+            if let Some(problem) = name_problem(backend, name) {
+                return Err(GuardError::InvalidName {
+                    backend,
+                    part,
+                    problem,
+                });
+            }
+        }
+        if backend == GuardBackend::Sqlite && self.key_columns.is_empty() {
+            return Err(GuardError::NoKeyColumns { backend });
+        }
+        Ok(())
+    }
+
+    /// `"schema"."name"`, or `"name"` without a schema.
+    fn qualified(&self, backend: GuardBackend, name: &str) -> String {
+        match &self.schema {
+            Some(schema) => format!("{}.{}", quote(backend, schema), quote(backend, name)),
+            None => quote(backend, name),
+        }
+    }
+}

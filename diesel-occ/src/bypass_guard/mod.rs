@@ -1,0 +1,386 @@
+//! Bypass-writer guard: triggers that advance the token on any UPDATE that did not
+//! change it, so writes that bypass diesel-occ (raw SQL, bulk updates, other services)
+//! still make every in-flight checked save conflict instead of silently overwriting
+//! them.
+//!
+//! [`BypassGuard`] renders the trigger DDL for a migration (`up.sql`) and its removal
+//! (`down.sql`), per backend and token kind:
+//!
+//! | backend | trigger | integer token | UUID token |
+//! |---|---|---|---|
+//! | PostgreSQL | plpgsql `BEFORE UPDATE` | `OLD + 1`, MAX wraps to MIN | `gen_random_uuid()` (PostgreSQL 13+) |
+//! | MySQL / MariaDB | `BEFORE UPDATE` | `OLD + 1`, MAX wraps to MIN | 16 bytes from `UUID()` (`BINARY(16)`) |
+//! | SQLite | `AFTER UPDATE ... WHEN NEW.tok IS OLD.tok` | `OLD + 1`, MAX wraps to MIN | `randomblob(16)` |
+//!
+//! Timestamp tokens are guarded on PostgreSQL (now in UTC at microseconds, or the old
+//! value plus one microsecond if that is later); MySQL and SQLite return
+//! [`GuardError::Unsupported`] for them.
+//!
+//! **Naming rule:** the trigger (and on PostgreSQL its function) is named
+//! `occ_guard_<table>_<column>_<hash>`, where the readable part is cut so the whole name
+//! fits in 63 bytes and `<hash>` is a stable 64-bit hash of the exact SQL names of the
+//! table and the token column, so two guards get the same name only when they guard
+//! the same column of the same table, and installing such a second guard fails.
+//!
+//! **Wrap rule:** an integer token at its type's MAX (`i16`, `i32` or `i64`) becomes
+//! its MIN, exactly as [`VersionToken::next_token`](crate::VersionToken::next_token)
+//! does, on every backend.
+//!
+//! The DDL names the table, its schema and the columns by their SQL names (Diesel's
+//! `#[sql_name]` and `schema.table` in `table!`), quotes every identifier for the
+//! backend, and refuses with a typed [`GuardError`] a name the backend cannot hold
+//! (empty, a NUL character, or longer than PostgreSQL's 63 bytes or MySQL's 64
+//! characters). The checked operations always change the token, so the trigger never
+//! touches their writes. This is the one place diesel-occ writes SQL text: Diesel has
+//! no builder for triggers.
+//!
+//! ```
+//! # include!("doctest_setup.rs");
+//! use diesel::connection::SimpleConnection;
+//! use diesel::prelude::*;
+//! use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+//! use diesel_occ::prelude::*;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut conn = connection();
+//! let guard = BypassGuard::of::<Stock>();
+//! conn.batch_execute(&guard.install_sql(GuardBackend::Sqlite)?)?;
+//!
+//! let mut mine = Stock::find(&mut conn, 1)?;
+//! // Another service writes the row without touching the token...
+//! diesel::sql_query("UPDATE stock SET available = 0 WHERE id = 1").execute(&mut conn)?;
+//! // ...and the trigger advanced it anyway: the stale save conflicts.
+//! mine.available -= 1;
+//! assert!(mine.save_checked(&mut conn).unwrap_err().is_conflict());
+//! # Ok(())
+//! # }
+//! ```
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+
+use crate::token::uuid_token::UuidToken;
+
+/// The backend whose dialect the trigger DDL is written in.
+///
+/// ```
+/// use diesel_occ::bypass_guard::GuardBackend;
+///
+/// assert_eq!(GuardBackend::Postgres.to_string(), "PostgreSQL");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GuardBackend {
+    /// PostgreSQL: a plpgsql function and a `BEFORE UPDATE` trigger.
+    Postgres,
+    /// MySQL or MariaDB: a `BEFORE UPDATE` trigger.
+    Mysql,
+    /// SQLite: an `AFTER UPDATE` trigger that rewrites the token.
+    Sqlite,
+}
+
+/// How the trigger advances the token; [`BypassGuard::of`] takes it from the entity's
+/// token type through [`GuardToken`].
+///
+/// ```
+/// use diesel_occ::bypass_guard::{GuardToken, GuardTokenKind};
+///
+/// assert_eq!(<i64 as GuardToken>::KIND, GuardTokenKind::I64);
+/// assert_eq!(<diesel_occ::UuidToken as GuardToken>::KIND, GuardTokenKind::Uuid);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GuardTokenKind {
+    /// An `i16` counter (`SMALLINT`): the old value plus one, `i16::MAX` wraps to
+    /// `i16::MIN`.
+    I16,
+    /// An `i32` counter (`INTEGER`): the old value plus one, `i32::MAX` wraps to
+    /// `i32::MIN`.
+    I32,
+    /// An `i64` counter (`BIGINT`): the old value plus one, `i64::MAX` wraps to
+    /// `i64::MIN`.
+    I64,
+    /// A UUID: a fresh random one (native `uuid` on PostgreSQL, 16 bytes on MySQL and
+    /// SQLite, as [`UuidToken`] stores it).
+    Uuid,
+    /// A timestamp: now in UTC at microseconds, or one microsecond after the old value
+    /// if that is later (PostgreSQL only).
+    Timestamp,
+}
+
+/// A token type whose trigger-side advance [`BypassGuard`] knows: see
+/// [`GuardTokenKind`] for an example.
+pub trait GuardToken {
+    /// How a trigger advances it.
+    const KIND: GuardTokenKind;
+}
+
+macro_rules! guard_token {
+    ($($ty:ty => $kind:ident),* $(,)?) => {$(
+        impl GuardToken for $ty {
+            const KIND: GuardTokenKind = GuardTokenKind::$kind;
+        }
+    )*};
+}
+
+guard_token!(
+    i16 => I16,
+    i32 => I32,
+    i64 => I64,
+    uuid::Uuid => Uuid,
+    UuidToken => Uuid,
+    NaiveDateTime => Timestamp,
+    DateTime<Utc> => Timestamp,
+);
+
+/// `CASE WHEN <operand> = MAX THEN MIN ELSE <operand> + 1 END` for a signed integer
+/// type whose `MAX` is `max`: the SQL twin of the wrapping `next_token`.
+///
+/// MIN is written `(-MAX - 1)` so that no backend ever parses a literal outside the
+/// type (PostgreSQL reads `9223372036854775808` as `numeric`, SQLite as a float).
+pub(crate) fn wrapping_increment_sql(operand: &str, max: i64) -> String {
+    format!("CASE WHEN {operand} = {max} THEN (-{max} - 1) ELSE {operand} + 1 END")
+}
+
+/// The trigger that guards one table's token column against writers that bypass
+/// diesel-occ: see the [module documentation](self) for a complete example and the
+/// naming rule.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+///
+/// # fn main() -> Result<(), diesel_occ::bypass_guard::GuardError> {
+/// let guard = BypassGuard::of::<Stock>();
+/// assert_eq!(guard.trigger_name(), "occ_guard_stock_version_8e3dfac2f3d11183");
+/// assert!(guard.install_sql(GuardBackend::Postgres)?.contains("BEFORE UPDATE ON \"stock\""));
+/// assert_eq!(
+///     guard.uninstall_sql(GuardBackend::Sqlite)?,
+///     "DROP TRIGGER IF EXISTS \"occ_guard_stock_version_8e3dfac2f3d11183\";\n"
+/// );
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BypassGuard {
+    schema: Option<String>,
+    table: String,
+    token_column: String,
+    key_columns: Vec<String>,
+    kind: GuardTokenKind,
+    /// Set when Diesel's rendering of the table could not be read; every DDL method
+    /// returns it rather than guess a name.
+    unreadable: bool,
+}
+
+/// Why [`BypassGuard`] cannot render its DDL for a backend. Nothing was executed.
+///
+/// ```
+/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardError, GuardTokenKind};
+///
+/// let guard = BypassGuard::new("events", "updated_at", &["id"], GuardTokenKind::Timestamp);
+/// let error = guard.install_sql(GuardBackend::Mysql).unwrap_err();
+/// assert!(matches!(error, GuardError::Unsupported { .. }));
+/// assert_eq!(error.to_string(), "the bypass guard does not support Timestamp tokens on MySQL");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// The backend cannot express this token kind in a trigger (timestamps on MySQL
+    /// and SQLite).
+    #[error("the bypass guard does not support {kind:?} tokens on {backend}")]
+    Unsupported {
+        /// The backend asked for.
+        backend: GuardBackend,
+        /// The token kind asked for.
+        kind: GuardTokenKind,
+    },
+    /// A name the DDL needs cannot be an identifier on this backend. The message
+    /// names which one and why, never the name itself.
+    #[error("the bypass guard's {part} name {problem} on {backend}")]
+    InvalidName {
+        /// The backend asked for.
+        backend: GuardBackend,
+        /// Which name.
+        part: NamePart,
+        /// What is wrong with it.
+        problem: NameProblem,
+    },
+    /// SQLite's trigger finds the updated row by its key, and the guard has no key
+    /// column.
+    #[error("the bypass guard needs at least one key column on {backend}")]
+    NoKeyColumns {
+        /// The backend asked for.
+        backend: GuardBackend,
+    },
+    /// [`BypassGuard::of`] could not read the table's SQL name from Diesel's rendering
+    /// of it.
+    #[error("the bypass guard could not read the table's SQL name from Diesel")]
+    UnreadableTable,
+}
+
+/// Which name of a [`BypassGuard`] a [`GuardError::InvalidName`] is about.
+///
+/// ```
+/// use diesel_occ::bypass_guard::NamePart;
+///
+/// assert_eq!(NamePart::TokenColumn.to_string(), "token column");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NamePart {
+    /// The table's schema (PostgreSQL schema, MySQL database, SQLite attached database).
+    Schema,
+    /// The table.
+    Table,
+    /// The token column.
+    TokenColumn,
+    /// One of the key columns.
+    KeyColumn,
+}
+
+/// What is wrong with a name in a [`GuardError::InvalidName`].
+///
+/// ```
+/// use diesel_occ::bypass_guard::NameProblem;
+///
+/// assert_eq!(NameProblem::ContainsNul.to_string(), "contains a NUL character");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameProblem {
+    /// The name is empty.
+    Empty,
+    /// The name contains U+0000, which no backend accepts in an identifier.
+    ContainsNul,
+    /// The name is longer than the backend keeps: PostgreSQL's 63 bytes (it would
+    /// silently cut it and name another object) or MySQL's 64 characters.
+    TooLong,
+}
+
+/// Where [`BypassGuard::of`] reads a table's SQL names: Diesel's rendering of the
+/// table and of its primary key, so `#[sql_name]` and `schema.table` in `table!`
+/// are honoured. Implemented for every table `diesel::table!` declares, when at least
+/// one of the features `postgres`, `mysql` or `sqlite` is enabled.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::bypass_guard::GuardTable;
+///
+/// # fn main() {
+/// fn guardable<T: GuardTable>() {}
+/// guardable::<stock::table>();
+/// # }
+/// ```
+pub trait GuardTable {
+    /// The schema (if `table!` names one), the table's SQL name and its primary key
+    /// columns' SQL names; `None` if Diesel rendered them in an unexpected form.
+    #[doc(hidden)]
+    fn sql_names() -> Option<(Option<String>, String, Vec<String>)>;
+}
+
+/// The backend whose query builder renders tables for [`GuardTable`]: any will do,
+/// since only the quoted identifiers are read back.
+#[cfg(feature = "postgres")]
+mod render {
+    pub(super) type Backend = diesel::pg::Pg;
+    pub(super) const QUOTE: char = '"';
+}
+#[cfg(all(feature = "mysql", not(feature = "postgres")))]
+mod render {
+    pub(super) type Backend = diesel::mysql::Mysql;
+    pub(super) const QUOTE: char = '`';
+}
+#[cfg(all(feature = "sqlite", not(any(feature = "postgres", feature = "mysql"))))]
+mod render {
+    pub(super) type Backend = diesel::sqlite::Sqlite;
+    pub(super) const QUOTE: char = '`';
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+impl<T> GuardTable for T
+where
+    T: diesel::Table + Default,
+    T::FromClause: diesel::query_builder::QueryFragment<render::Backend>,
+    T::PrimaryKey: diesel::query_builder::QueryFragment<render::Backend>,
+{
+    fn sql_names() -> Option<(Option<String>, String, Vec<String>)> {
+        use diesel::query_builder::{QueryBuilder, QueryFragment};
+
+        fn rendered<F: QueryFragment<render::Backend>>(fragment: &F) -> Option<String> {
+            let mut builder =
+                <<render::Backend as diesel::backend::Backend>::QueryBuilder>::default();
+            fragment
+                .to_sql(&mut builder, &render::Backend::default())
+                .ok()?;
+            Some(builder.finish())
+        }
+
+        let table = T::default();
+        let mut from = parse_identifier_paths(
+            &rendered(&diesel::QuerySource::from_clause(&table))?,
+            render::QUOTE,
+        )?;
+        let (schema, name) = match (from.pop()?, from.is_empty()) {
+            (mut path, true) if path.len() == 1 => (None, path.pop()?),
+            (mut path, true) if path.len() == 2 => {
+                let name = path.pop()?;
+                (path.pop(), name)
+            }
+            _ => return None,
+        };
+        let keys = parse_identifier_paths(&rendered(&table.primary_key())?, render::QUOTE)?
+            .into_iter()
+            .map(|mut path| path.pop())
+            .collect::<Option<Vec<_>>>()?;
+        Some((schema, name, keys))
+    }
+}
+
+/// Reads `"a"."b", "c"."d"` (identifiers quoted with `quote`, embedded quotes doubled)
+/// back into `[[a, b], [c, d]]`; `None` for anything else.
+#[cfg_attr(
+    not(any(feature = "postgres", feature = "mysql", feature = "sqlite")),
+    allow(dead_code)
+)]
+pub(super) fn parse_identifier_paths(sql: &str, quote: char) -> Option<Vec<Vec<String>>> {
+    let mut paths = Vec::new();
+    let mut path = Vec::new();
+    let mut chars = sql.chars().peekable();
+    loop {
+        if chars.next()? != quote {
+            return None;
+        }
+        let mut ident = String::new();
+        loop {
+            let c = chars.next()?;
+            if c != quote {
+                ident.push(c);
+            } else if chars.peek() == Some(&quote) {
+                chars.next();
+                ident.push(quote);
+            } else {
+                break;
+            }
+        }
+        path.push(ident);
+        match chars.next() {
+            None => {
+                paths.push(path);
+                return Some(paths);
+            }
+            Some('.') => {}
+            Some(',') => {
+                while chars.peek() == Some(&' ') {
+                    chars.next();
+                }
+                paths.push(std::mem::take(&mut path));
+            }
+            Some(_) => return None,
+        }
+    }
+}
+
+mod ddl;
+mod names;
+#[cfg(test)]
+mod tests;

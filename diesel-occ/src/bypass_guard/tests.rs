@@ -1,0 +1,263 @@
+use super::*;
+
+const BACKENDS: [GuardBackend; 3] = [
+    GuardBackend::Postgres,
+    GuardBackend::Mysql,
+    GuardBackend::Sqlite,
+];
+
+#[test]
+fn renders_each_backend() {
+    let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::I32);
+    let name = guard.trigger_name();
+    let pg = guard.install_sql(GuardBackend::Postgres).unwrap();
+    assert!(pg.contains("IF NEW.\"version\" IS NOT DISTINCT FROM OLD.\"version\""));
+    assert!(pg.contains("BEFORE UPDATE ON \"stock\""));
+    assert!(pg.starts_with(&format!("CREATE FUNCTION \"{name}\"()")));
+    let mysql = guard.install_sql(GuardBackend::Mysql).unwrap();
+    assert!(mysql.contains(
+        "SET NEW.`version` = IF(NEW.`version` <=> OLD.`version`, CASE WHEN OLD.`version` \
+         = 2147483647 THEN (-2147483647 - 1) ELSE OLD.`version` + 1 END, NEW.`version`)"
+    ));
+    let sqlite = guard.install_sql(GuardBackend::Sqlite).unwrap();
+    assert!(sqlite.contains("WHEN NEW.\"version\" IS OLD.\"version\""));
+    assert!(sqlite.contains("WHERE \"id\" = NEW.\"id\""));
+    assert_eq!(
+        guard.uninstall_sql(GuardBackend::Mysql).unwrap(),
+        format!("DROP TRIGGER IF EXISTS `{name}`;\n")
+    );
+    for backend in BACKENDS {
+        let ddl = guard.install_sql(backend).unwrap();
+        assert!(
+            !ddl.contains("OR REPLACE"),
+            "a collision must fail, not rebind"
+        );
+    }
+}
+
+#[test]
+fn timestamps_only_on_postgres() {
+    let guard = BypassGuard::new("t", "at", &["id"], GuardTokenKind::Timestamp);
+    assert!(guard.install_sql(GuardBackend::Postgres).is_ok());
+    assert_eq!(
+        guard.install_sql(GuardBackend::Sqlite),
+        Err(GuardError::Unsupported {
+            backend: GuardBackend::Sqlite,
+            kind: GuardTokenKind::Timestamp
+        })
+    );
+}
+
+#[test]
+fn names_that_read_alike_differ_by_their_hash() {
+    let a = BypassGuard::new("order_items", "version", &["id"], GuardTokenKind::I32);
+    let b = BypassGuard::new("order", "items_version", &["id"], GuardTokenKind::I32);
+    assert!(
+        a.trigger_name()
+            .starts_with("occ_guard_order_items_version_")
+    );
+    assert!(
+        b.trigger_name()
+            .starts_with("occ_guard_order_items_version_")
+    );
+    assert_ne!(a.trigger_name(), b.trigger_name());
+    // The same names, whatever the key or the kind: a second install collides.
+    let c = BypassGuard::new("order_items", "version", &["k"], GuardTokenKind::I64);
+    assert_eq!(a.trigger_name(), c.trigger_name());
+}
+
+#[test]
+fn the_name_is_stable() {
+    // Pinned: installed triggers are found again (and uninstalled) by this name.
+    let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::I32);
+    assert_eq!(
+        guard.trigger_name(),
+        "occ_guard_stock_version_8e3dfac2f3d11183"
+    );
+}
+
+#[test]
+fn names_fit_in_63_bytes() {
+    let long = "é".repeat(100);
+    let guard = BypassGuard::new(&long, &long, &["id"], GuardTokenKind::I32);
+    let name = guard.trigger_name();
+    assert_eq!(name.len(), 63, "{name}");
+    assert!(name.is_ascii());
+    let short = BypassGuard::new("t", "v", &["id"], GuardTokenKind::I32).trigger_name();
+    assert!(short.len() <= 63);
+}
+
+#[test]
+fn a_dollar_quote_in_a_name_cannot_end_the_function_body() {
+    let guard = BypassGuard::new(
+        "t$occ$",
+        "v$occ$; DROP TABLE x; --",
+        &["id"],
+        GuardTokenKind::I32,
+    );
+    let pg = guard.install_sql(GuardBackend::Postgres).unwrap();
+    assert!(pg.contains("AS $occ1$\nBEGIN"), "{pg}");
+    assert_eq!(pg.matches("$occ1$").count(), 2, "{pg}");
+}
+
+#[test]
+fn quotes_are_doubled() {
+    let guard = BypassGuard::new("a\"b`c", "v", &["i\"d"], GuardTokenKind::I32);
+    let pg = guard.install_sql(GuardBackend::Postgres).unwrap();
+    assert!(pg.contains("ON \"a\"\"b`c\""));
+    let mysql = guard.install_sql(GuardBackend::Mysql).unwrap();
+    assert!(mysql.contains("ON `a\"b``c`"));
+    let sqlite = guard.install_sql(GuardBackend::Sqlite).unwrap();
+    assert!(sqlite.contains("\"i\"\"d\" = NEW.\"i\"\"d\""));
+}
+
+#[test]
+fn names_no_backend_can_hold_are_refused() {
+    let nul = BypassGuard::new("t\0; DROP TABLE x", "v", &["id"], GuardTokenKind::I32);
+    for backend in BACKENDS {
+        assert_eq!(
+            nul.install_sql(backend),
+            Err(GuardError::InvalidName {
+                backend,
+                part: NamePart::Table,
+                problem: NameProblem::ContainsNul
+            })
+        );
+        assert!(nul.uninstall_sql(backend).is_err());
+    }
+    let empty = BypassGuard::new("t", "", &["id"], GuardTokenKind::I32);
+    assert!(matches!(
+        empty.install_sql(GuardBackend::Sqlite),
+        Err(GuardError::InvalidName {
+            part: NamePart::TokenColumn,
+            problem: NameProblem::Empty,
+            ..
+        })
+    ));
+    let keyless = BypassGuard::new("t", "v", &[], GuardTokenKind::I32);
+    assert!(matches!(
+        keyless.install_sql(GuardBackend::Sqlite),
+        Err(GuardError::NoKeyColumns { .. })
+    ));
+    assert!(keyless.install_sql(GuardBackend::Postgres).is_ok());
+}
+
+#[test]
+fn identifier_limits_per_backend() {
+    let at_limit = BypassGuard::new(&"t".repeat(63), "v", &["id"], GuardTokenKind::I32);
+    assert!(at_limit.install_sql(GuardBackend::Postgres).is_ok());
+    let over = BypassGuard::new(&"t".repeat(64), "v", &["id"], GuardTokenKind::I32);
+    assert!(matches!(
+        over.install_sql(GuardBackend::Postgres),
+        Err(GuardError::InvalidName {
+            part: NamePart::Table,
+            problem: NameProblem::TooLong,
+            ..
+        })
+    ));
+    assert!(over.install_sql(GuardBackend::Mysql).is_ok());
+    assert!(over.install_sql(GuardBackend::Sqlite).is_ok());
+    // PostgreSQL counts bytes: 32 two-byte characters are 64 bytes.
+    let wide = BypassGuard::new(&"é".repeat(32), "v", &["id"], GuardTokenKind::I32);
+    assert!(wide.install_sql(GuardBackend::Postgres).is_err());
+    assert!(wide.install_sql(GuardBackend::Mysql).is_ok());
+    let schema =
+        BypassGuard::new("t", "v", &["id"], GuardTokenKind::I32).in_schema(&"s".repeat(65));
+    assert!(matches!(
+        schema.install_sql(GuardBackend::Mysql),
+        Err(GuardError::InvalidName {
+            part: NamePart::Schema,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn errors_do_not_echo_the_name() {
+    let guard = BypassGuard::new("secret\0name", "v", &["id"], GuardTokenKind::I32);
+    let error = guard.install_sql(GuardBackend::Postgres).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the bypass guard's table name contains a NUL character on PostgreSQL"
+    );
+    assert!(!format!("{error:?}").contains("secret"));
+}
+
+#[test]
+fn integer_tokens_wrap_at_their_max() {
+    for (kind, max) in [
+        (GuardTokenKind::I16, "32767 THEN (-32767 - 1)"),
+        (GuardTokenKind::I32, "2147483647 THEN (-2147483647 - 1)"),
+        (
+            GuardTokenKind::I64,
+            "9223372036854775807 THEN (-9223372036854775807 - 1)",
+        ),
+    ] {
+        let guard = BypassGuard::new("t", "v", &["id"], kind);
+        for backend in BACKENDS {
+            let ddl = guard.install_sql(backend).unwrap();
+            assert!(ddl.contains(max), "{backend}: {ddl}");
+        }
+    }
+}
+
+#[test]
+fn schemas_qualify_per_backend() {
+    let guard = BypassGuard::new("items", "v", &["id"], GuardTokenKind::I32).in_schema("shop");
+    let name = guard.trigger_name();
+    let pg = guard.install_sql(GuardBackend::Postgres).unwrap();
+    assert!(pg.contains(&format!("CREATE FUNCTION \"shop\".\"{name}\"()")));
+    assert!(pg.contains(&format!(
+        "CREATE TRIGGER \"{name}\" BEFORE UPDATE ON \"shop\".\"items\""
+    )));
+    let sqlite = guard.install_sql(GuardBackend::Sqlite).unwrap();
+    assert!(sqlite.contains(&format!(
+        "CREATE TRIGGER \"shop\".\"{name}\" AFTER UPDATE ON \"items\""
+    )));
+    assert!(sqlite.contains("UPDATE \"items\" SET"));
+    assert_eq!(
+        guard.uninstall_sql(GuardBackend::Postgres).unwrap(),
+        format!(
+            "DROP TRIGGER IF EXISTS \"{name}\" ON \"shop\".\"items\";\n\
+             DROP FUNCTION IF EXISTS \"shop\".\"{name}\"();\n"
+        )
+    );
+}
+
+#[test]
+fn rendered_identifier_paths_are_read_back() {
+    assert_eq!(
+        parse_identifier_paths("\"s\".\"t\"", '"'),
+        Some(vec![vec!["s".to_owned(), "t".to_owned()]])
+    );
+    assert_eq!(
+        parse_identifier_paths("`t`.`a``b`, `t`.`c`", '`'),
+        Some(vec![
+            vec!["t".to_owned(), "a`b".to_owned()],
+            vec!["t".to_owned(), "c".to_owned()]
+        ])
+    );
+    assert_eq!(parse_identifier_paths("t.c", '"'), None);
+    assert_eq!(parse_identifier_paths("\"t\" AS x", '"'), None);
+    assert_eq!(parse_identifier_paths("\"open", '"'), None);
+}
+
+#[test]
+fn of_reads_the_sql_names_from_diesel() {
+    diesel::table! {
+        #[sql_name = "Stock Items"]
+        shop.stock_items (id) {
+            id -> Integer,
+            #[sql_name = "row version"]
+            version -> Integer,
+        }
+    }
+    let (schema, table, keys) = <stock_items::table as GuardTable>::sql_names().unwrap();
+    assert_eq!(schema.as_deref(), Some("shop"));
+    assert_eq!(table, "Stock Items");
+    assert_eq!(keys, ["id"]);
+    assert_eq!(
+        <stock_items::version as diesel::Column>::NAME,
+        "row version"
+    );
+}
