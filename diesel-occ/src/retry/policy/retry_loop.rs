@@ -170,7 +170,7 @@ fn conflicts_of(error: &Error) -> Vec<&ConcurrencyConflict> {
 }
 
 /// A uniformly random duration in `[0, ceiling]`.
-fn jitter(rng: &mut fastrand::Rng, ceiling: Duration) -> Duration {
+pub(super) fn jitter(rng: &mut fastrand::Rng, ceiling: Duration) -> Duration {
     let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
     Duration::from_nanos(rng.u64(0..=nanos))
 }

@@ -1,8 +1,9 @@
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
+use super::retry_loop::jitter;
 use super::*;
 use crate::error::BatchConflict;
-use crate::error::{ConflictState, EntityKey, NotFound, Operation};
+use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, NotFound, Operation};
 use crate::token::VersionToken;
 
 const MS: Duration = Duration::from_millis(1);
