@@ -94,11 +94,11 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     };
     let guarded_expr = quote! {
         #table::table
-            .filter(__occ_key_filter(<Self as ::diesel_occ::Versioned>::key(self)))
+            .filter(__occ_key_filter(<Self as ::diesel_occ::__private::Versioned>::key(self)))
             .filter(::diesel_occ::__private::TokenEq::new(
                 #table::#token_col,
                 ::std::clone::Clone::clone(&self.#token_field),
-                <Self as ::diesel_occ::Versioned>::token_text_forms,
+                <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
             ))
     };
     let generated = token.attrs.generated.is_some();
@@ -114,8 +114,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         quote_spanned! {span=>
             const _: () = ::std::assert!(
                 ::std::matches!(
-                    <#token_ty as ::diesel_occ::VersionToken>::KIND,
-                    ::diesel_occ::TokenKind::Timestamp
+                    <#token_ty as ::diesel_occ::__private::VersionToken>::KIND,
+                    ::diesel_occ::__private::TokenKind::Timestamp
                 ),
                 "`precision` applies to timestamp tokens only: remove it from this token"
             );
@@ -125,15 +125,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     // A generated token is never assigned: the UPDATE reads it back with RETURNING.
     let (update_ty, update_expr) = if generated {
         (
-            quote! {
-                ::diesel_occ::GeneratedUpdate<#dsl::Returning<
-                    #dsl::Update<#guarded, (#(#change_tys,)*)>,
-                    #table::#token_col,
-                >>
-            },
+            quote!(::diesel_occ::__private::ReturningUpdate<#ident>),
             quote! {
                 let _ = fresh;
-                ::diesel_occ::GeneratedUpdate::new(
+                ::diesel_occ::__private::ReturningUpdate::new(
                     #diesel::update(#guarded_expr)
                         .set((#(#change_exprs,)*))
                         .returning(#table::#token_col),
@@ -143,13 +138,13 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     } else {
         (
             quote! {
-                ::diesel_occ::CachedUpdate<
+                ::diesel_occ::__private::CachedUpdate<
                     #guarded,
                     (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
                 >
             },
             quote! {
-                ::diesel_occ::CachedUpdate::new(
+                ::diesel_occ::__private::CachedUpdate::new(
                     #guarded_expr,
                     (#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
                 )
@@ -159,10 +154,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     };
     let (assignment_ty, assignment_expr) = if generated {
         (
-            quote!(::diesel_occ::NotAssigned),
+            quote!(::diesel_occ::__private::NotAssigned),
             quote!({
                 let _ = fresh;
-                ::diesel_occ::NotAssigned
+                ::diesel_occ::__private::NotAssigned
             }),
         )
     } else {
@@ -171,6 +166,14 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             quote!(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh)))),
         )
     };
+    let returning_statement = generated.then(|| {
+        returning_statement(
+            entity,
+            quote!(::diesel_occ::__private::AllFields),
+            &guarded,
+            &change_tys,
+        )
+    });
     let tracking = if entity.track {
         tracking(entity, &written, &guarded, &guarded_expr)
     } else {
@@ -189,7 +192,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl ::diesel_occ::VersionedParts for #ident {
+            impl ::diesel_occ::__private::VersionedParts for #ident {
                 type TokenColumn = #table::#token_col;
                 type Guarded = #guarded;
                 type TokenAssignment = #assignment_ty;
@@ -204,10 +207,11 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
             }
 
+            #returning_statement
             #tracking
 
             #[automatically_derived]
-            impl ::diesel_occ::Versioned for #ident {
+            impl ::diesel_occ::__private::Versioned for #ident {
                 type Table = #table::table;
                 type Token = #token_ty;
                 type Key = #key_ty;
@@ -346,15 +350,10 @@ fn written_type<'a>(field: &Field<'a>) -> &'a syn::Type {
 /// The SQL type comes from the column, not from `T: AsExpression<_>`, so the generated
 /// types stay well-formed when `T` does not fit the column and that mistake is reported
 /// once, by [`column_checks`], instead of by every statement that binds it. For the types
-/// Diesel maps, this is the very type `T: AsExpression<_>` names: `Bound` at this path is
-/// what Diesel's own `AsExpression` derive expands to in users' crates.
+/// Diesel maps, this is the very type `T: AsExpression<_>` names (see
+/// `diesel_occ::__private::Bound`).
 fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
-    quote_spanned! {ty.span()=>
-        ::diesel_occ::__private::diesel::internal::derives::as_expression::Bound<
-            ::diesel_occ::__private::diesel::dsl::SqlTypeOf<#table::#col>,
-            #ty,
-        >
-    }
+    quote_spanned!(ty.span()=> ::diesel_occ::__private::Bound<#table::#col, #ty>)
 }
 
 /// One check per bound column, spanned on the field's type: a field whose type does not
@@ -363,31 +362,36 @@ fn column_checks<'a>(
     table: &syn::Path,
     columns: impl Iterator<Item = (&'a syn::Ident, &'a syn::Type)>,
 ) -> TokenStream {
-    let diesel = quote!(::diesel_occ::__private::diesel);
-    let checks = columns
-        .map(|(col, ty)| quote_spanned!(ty.span()=> __occ_check_column::<#ty, #table::#col>();));
+    let checks = columns.map(|(col, ty)| {
+        quote_spanned!(ty.span()=> ::diesel_occ::__private::check_column::<#ty, #table::#col>();)
+    });
     quote! {
-        #[diagnostic::on_unimplemented(
-            message = "`{Self}` does not match the SQL type of the column `{Col}`",
-            label = "this field's type does not fit its column",
-            note = "use the Rust type Diesel maps the column's SQL type to, such as `i32` for \
-                    `Integer`, `i64` for `BigInt`, `String` for `Text` or `Option<_>` for `Nullable<_>`"
-        )]
-        trait __OccColumnValue<Col> {}
-
-        impl<T, Col> __OccColumnValue<Col> for T
-        where
-            Col: #diesel::expression::Expression,
-            Col::SqlType: #diesel::sql_types::SqlType + #diesel::expression::TypedExpressionType,
-            T: #diesel::expression::AsExpression<Col::SqlType>,
-        {
-        }
-
-        fn __occ_check_column<T: __OccColumnValue<Col>, Col>() {}
-
         const _: fn() = || {
             #(#checks)*
         };
+    }
+}
+
+/// `impl ReturningStatement<Which>` for an entity with a database-generated token: the
+/// type of its `UPDATE ... SET <changes> WHERE <guard> RETURNING token`.
+fn returning_statement(
+    entity: &Entity<'_>,
+    which: TokenStream,
+    guarded: &TokenStream,
+    change_tys: &[impl quote::ToTokens],
+) -> TokenStream {
+    let dsl = quote!(::diesel_occ::__private::diesel::dsl);
+    let ident = &entity.input.ident;
+    let table = &entity.table;
+    let token_col = &entity.token().column;
+    quote! {
+        #[automatically_derived]
+        impl ::diesel_occ::__private::ReturningStatement<#which> for #ident {
+            type Statement = #dsl::Returning<
+                #dsl::Update<#guarded, (#(#change_tys,)*)>,
+                #table::#token_col,
+            >;
+        }
     }
 }
 
@@ -431,53 +435,57 @@ fn tracking(
             )
         })
         .unzip();
-    let (statement_ty, statement_expr) = if token.attrs.generated.is_some() {
+    let (statement_ty, statement_expr, returning) = if token.attrs.generated.is_some() {
         (
-            quote! {
-                ::diesel_occ::GeneratedUpdate<#dsl::Returning<
-                    #dsl::Update<#guarded, (#(#set_tys,)*)>,
-                    #table::#token_col,
-                >>
-            },
+            quote!(::diesel_occ::__private::ReturningUpdate<#ident, ::diesel_occ::__private::ChosenFields>),
             quote! {
                 let _ = fresh;
-                ::diesel_occ::GeneratedUpdate::new(
+                ::diesel_occ::__private::ReturningUpdate::new(
                     #diesel::update(#guarded_expr)
                         .set((#(#set_exprs,)*))
                         .returning(#table::#token_col),
                 )
             },
+            returning_statement(
+                entity,
+                quote!(::diesel_occ::__private::ChosenFields),
+                guarded,
+                &set_tys,
+            ),
         )
     } else {
         (
             quote! {
-                ::diesel_occ::CachedUpdate<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
+                ::diesel_occ::__private::CachedUpdate<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
             },
             quote! {
                 // One text per set of fields: only the full set is kept prepared.
-                ::diesel_occ::CachedUpdate::new(
+                ::diesel_occ::__private::CachedUpdate::new(
                     #guarded_expr,
                     (#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
                 )
-                .cached_if(fields == ::diesel_occ::Fields::all())
+                .cached_if(fields == ::diesel_occ::__private::Fields::all())
             },
+            TokenStream::new(),
         )
     };
     quote! {
+        #returning
+
         #[automatically_derived]
-        impl ::diesel_occ::Tracking for #ident {
+        impl ::diesel_occ::__private::Tracking for #ident {
             const FIELDS: &'static [&'static str] = &[#(#names),*];
             type FieldsUpdateStatement = #statement_ty;
 
             #[allow(unused_mut)]
-            fn changed_from(&self, original: &Self) -> ::diesel_occ::Fields<Self> {
+            fn changed_from(&self, original: &Self) -> ::diesel_occ::__private::Fields<Self> {
                 let _ = original;
-                let mut changed = ::diesel_occ::Fields::<Self>::none();
+                let mut changed = ::diesel_occ::__private::Fields::<Self>::none();
                 #(#compares)*
                 changed
             }
 
-            fn copy_fields(&mut self, from: &Self, fields: ::diesel_occ::Fields<Self>) {
+            fn copy_fields(&mut self, from: &Self, fields: ::diesel_occ::__private::Fields<Self>) {
                 let _ = (from, fields);
                 #(
                     if fields.contains_index(#indices) {
@@ -488,7 +496,7 @@ fn tracking(
 
             fn fields_update_statement(
                 &self,
-                fields: ::diesel_occ::Fields<Self>,
+                fields: ::diesel_occ::__private::Fields<Self>,
                 fresh: &Self::Token,
             ) -> Self::FieldsUpdateStatement {
                 let _ = fields;

@@ -13,7 +13,7 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
         #(#errors)*
         const _: () = {
             #[automatically_derived]
-            impl #impl_generics ::diesel_occ::Versioned for #ident #ty_generics #where_clause {
+            impl #impl_generics ::diesel_occ::__private::Versioned for #ident #ty_generics #where_clause {
                 type Table = ();
                 type Token = i64;
                 type Key = ();
@@ -34,7 +34,7 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
                 fn find_query(_: ()) {}
             }
             #[automatically_derived]
-            impl #impl_generics ::diesel_occ::VersionedParts for #ident #ty_generics #where_clause {
+            impl #impl_generics ::diesel_occ::__private::VersionedParts for #ident #ty_generics #where_clause {
                 type TokenColumn = ();
                 type Guarded = ();
                 type TokenAssignment = ();

@@ -161,6 +161,7 @@ mod batch;
 mod beyond;
 mod bulk;
 mod checked;
+mod derive_support;
 mod dialect;
 mod error;
 pub mod guard;
@@ -217,6 +218,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bulk::{ColumnsOtherThan, NotTheTokenColumn};
+    pub use crate::derive_support::*;
     pub use crate::predicate::TokenEq;
     pub use crate::{
         CachedUpdate, Fields, GeneratedUpdate, NotAssigned, TokenKind, Tracking, VersionToken,
