@@ -126,7 +126,10 @@ impl<'a> Entity<'a> {
         self.fields
             .iter()
             .filter(|f| {
-                !f.is_token() && !self.is_key(f) && !f.attrs.skip_update && !f.attrs.occ_skip
+                !f.is_token()
+                    && !self.is_key(f)
+                    && !f.attrs.skip_update
+                    && f.attrs.occ_skip.is_none()
             })
             .collect()
     }

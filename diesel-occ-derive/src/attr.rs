@@ -23,8 +23,8 @@ pub(crate) struct ContainerAttrs {
 pub(crate) struct FieldAttrs {
     /// Span of the `version` key of `#[occ(version)]`, when present.
     pub(crate) version: Option<Span>,
-    /// `#[occ(skip)]`: the column is never written by a checked save.
-    pub(crate) occ_skip: bool,
+    /// Span of `skip` in `#[occ(skip)]`: the column is never written by a checked save.
+    pub(crate) occ_skip: Option<Span>,
     /// Span of `generated` in `#[occ(version, generated)]`: the database assigns the
     /// token (PostgreSQL `xmin`, a trigger), which is read back with `RETURNING`.
     pub(crate) generated: Option<Span>,
@@ -76,8 +76,7 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Co
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("track") {
                     expect_no_value(&meta, "track")?;
-                    out.track = Some(meta.path.require_ident()?.span());
-                    Ok(())
+                    set_once(&mut out.track, &meta, "track", errors)
                 } else if meta.path.is_ident("version") || meta.path.is_ident("skip") {
                     Err(meta.error(
                         "`#[occ(version)]` and `#[occ(skip)]` belong on a field, not on the struct\n\
@@ -110,17 +109,20 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("version") {
                     expect_no_value(&meta, "version")?;
-                    out.version = Some(meta.path.require_ident()?.span());
+                    set_once(&mut out.version, &meta, "version", errors)?;
                 } else if meta.path.is_ident("skip") {
                     expect_no_value(&meta, "skip")?;
-                    out.occ_skip = true;
+                    set_once(&mut out.occ_skip, &meta, "skip", errors)?;
                 } else if meta.path.is_ident("generated") {
                     expect_no_value(&meta, "generated")?;
-                    out.generated = Some(meta.path.require_ident()?.span());
+                    set_once(&mut out.generated, &meta, "generated", errors)?;
                 } else if meta.path.is_ident("precision") {
                     let literal: LitInt =
                         meta.value().map_err(|_| precision_error(&meta))?.parse()?;
                     match literal.base10_parse::<u8>() {
+                        Ok(_) if out.precision.is_some() => {
+                            errors.push(duplicate(&meta, "precision", "keep one `precision = N`"))
+                        }
                         Ok(digits) if digits <= MAX_PRECISION => {
                             out.precision = Some((digits, literal.span()));
                         }
@@ -217,6 +219,31 @@ fn precision_error(meta: &ParseNestedMeta<'_>) -> syn::Error {
         "`precision` takes the number of fractional digits the column stores\n\
          help: write `#[occ(version, precision = 0)]`",
     )
+}
+
+/// Records the span of a flag key, or reports it when the same attribute list, or an
+/// earlier `#[occ(...)]` on the same item, already gave it. Parsing goes on: the key
+/// itself is valid, so later keys are still checked.
+fn set_once(
+    slot: &mut Option<Span>,
+    meta: &ParseNestedMeta<'_>,
+    key: &str,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<()> {
+    if slot.is_some() {
+        errors.push(duplicate(meta, key, &format!("remove this `{key}`")));
+    } else {
+        *slot = Some(meta.path.require_ident()?.span());
+    }
+    Ok(())
+}
+
+/// `key` given twice on one item, spanned on the second one.
+fn duplicate(meta: &ParseNestedMeta<'_>, key: &str, help: &str) -> syn::Error {
+    meta.error(format!(
+        "duplicate `{key}` in #[occ(...)]: each key is given once\n\
+         help: {help}"
+    ))
 }
 
 /// Rejects a value after one of our flag keys (`version = true`, `skip(..)`).

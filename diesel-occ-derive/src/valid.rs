@@ -53,7 +53,7 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
                      help: make the token column NOT NULL and use the plain type",
                 ));
             }
-            if field.attrs.occ_skip {
+            if field.attrs.occ_skip.is_some() {
                 errors.push(syn::Error::new(
                     span,
                     "the concurrency token cannot be `#[occ(skip)]`\n\

@@ -1,0 +1,20 @@
+use diesel_occ::Versioned;
+
+diesel::table! {
+    stock (id) {
+        id -> Integer,
+        available -> Integer,
+        version -> Integer,
+    }
+}
+
+#[derive(Versioned)]
+#[diesel(table_name = stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version, version)]
+    version: i32,
+}
+
+fn main() {}
