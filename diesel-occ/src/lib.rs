@@ -19,7 +19,7 @@
 //!     }
 //! }
 //!
-//! #[derive(Debug, Queryable, Selectable, Identifiable, Versioned)]
+//! #[derive(Debug, Queryable, Selectable, Versioned)]
 //! #[diesel(table_name = stock)]
 //! pub struct Stock {
 //!     pub id: i32,
@@ -52,45 +52,33 @@
 //! # }
 //! ```
 //!
+//! # The checked writes
+//!
+//! [`CheckedDsl`] (blocking; `asynchronous::CheckedDsl` is its async twin) on every
+//! entity:
+//! - [`save_checked`](CheckedDsl::save_checked) and
+//!   [`delete_checked`](CheckedDsl::delete_checked) of an entity that was read;
+//! - [`save_checked_where`](CheckedDsl::save_checked_where): the same save, valid only
+//!   while a condition of yours holds (a job still `pending`);
+//! - [`update_by_key`](CheckedDsl::update_by_key) and
+//!   [`delete_by_key`](CheckedDsl::delete_by_key): one statement from a key and the
+//!   token a client sent (an HTTP `If-Match`), without loading the row;
+//! - [`find`](CheckedDsl::find), [`find_checked`](CheckedDsl::find_checked),
+//!   [`force_increment`](CheckedDsl::force_increment) (an aggregate root) and
+//!   [`soft_delete_checked`](CheckedDsl::soft_delete_checked).
+//!
+//! [`Tracked`] saves write only the edited columns and merge a conflict
+//! ([`TrackedDsl`]); [`BatchDsl`] saves many entities all or nothing;
+//! [`Versioned::bulk_update`] advances the token of every row a bulk write touches;
+//! [`transaction()`] gives entities their tokens back when it rolls back.
+//!
 //! # The derive
 //!
-//! `#[derive(Versioned)]` reads Diesel's own attributes and one of its own:
-//!
-//! Required field attribute:
-//! - `#[occ(version)]` on exactly one field: the concurrency token. Its type implements
-//!   [`VersionToken`]: `i16`, `i32`, `i64` (wrapping counters), [`uuid::Uuid`]
-//!   (PostgreSQL) or [`UuidToken`] (any backend), `chrono::NaiveDateTime` or
-//!   `chrono::DateTime<Utc>` (whole seconds unless `precision` says more, see below). It
-//!   cannot be part of the key or an `Option`.
-//!   `#[occ(version, generated)]` marks a token the database assigns, such as
-//!   PostgreSQL's `xmin` (`pg::XminToken`, feature `postgres`): never written, read
-//!   back with `RETURNING`.
-//!
-//! Optional field attribute (ours), on the token:
-//! - `#[occ(version, precision = N)]`, default 0: the fractional digits of a second a
-//!   timestamp token's column keeps (0 to 6: `DATETIME` is 0, `DATETIME(3)` 3,
-//!   PostgreSQL's `timestamp` 6). A fresh token is a whole step of that precision past
-//!   the old one, so the column stores it exactly: a column that keeps fewer digits than
-//!   declared could round a fresh token back onto the old one, which
-//!   [`schema::SchemaCheck`] reports at start-up.
-//!
-//! Optional container attribute (ours):
-//! - `#[occ(track)]`, default off: also derive [`Tracking`], for [`Tracked`] saves that
-//!   write only the edited columns, three-way diffs and merges. Every written field must
-//!   implement `PartialEq` and `Clone`.
-//!
-//! Optional container attributes (Diesel's):
-//! - `#[diesel(table_name = path)]`, default: the struct name in snake case plus `s`.
-//! - `#[diesel(primary_key(a, b))]`, default: `id`. Composite keys are supported.
-//! - `#[diesel(treat_none_as_null = true)]`, default `false`: as in Diesel's
-//!   `AsChangeset`, a `None` field leaves the column alone unless this is set.
-//!
-//! Optional field attributes:
-//! - `#[diesel(column_name = name)]`, default: the field name.
-//! - `#[diesel(skip_update)]` or `#[occ(skip)]`: the column is never written by
-//!   `save_checked`, tracked or batch saves (for a column maintained elsewhere, such as
-//!   an atomic counter).
-//! - `#[diesel(treat_none_as_null = bool)]`: overrides the container's setting.
+//! `#[derive(Versioned)]` (feature `derive`, on by default) describes an entity: its
+//! table and key, read from Diesel's own `#[diesel(...)]` attributes, and its
+//! concurrency token, marked `#[occ(version)]`. It sits beside `Queryable` and
+//! `Selectable` and needs no `Identifiable` or `AsChangeset`. Every attribute, with its
+//! default, is documented on the [derive itself](derive@Versioned).
 //!
 //! # Retrying
 //!
@@ -137,6 +125,8 @@
 //! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
 //! - `r2d2`: Diesel's r2d2 `Pool` as a blocking retry source.
 //! - `metrics`: the counters listed in [`observe`].
+//! - `testing`: [`testing::Race`](testing), a race harness for your own tests: writers
+//!   read, meet at a barrier, then write; a report of each writer's outcome.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // No panic is reachable from input: library code returns typed errors, and each allow
@@ -168,6 +158,7 @@ pub mod retry;
 pub mod schema_check;
 pub mod statement;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 mod token;
 mod tracked;

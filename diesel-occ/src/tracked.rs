@@ -257,10 +257,10 @@ impl<T: Tracking> fmt::Debug for Fields<T> {
 /// let mut mine = Tracked::new(Article::find(&mut conn, 1)?);
 /// let mut theirs = Tracked::new(Article::find(&mut conn, 1)?);
 ///
-/// theirs.body = "Their body".into();
+/// theirs.edit().body = "Their body".into();
 /// theirs.save_checked(&mut conn)?; // UPDATE article SET body = ?, version = 2 WHERE ...
 ///
-/// mine.title = "My title".into();
+/// mine.edit().title = "My title".into();
 /// assert_eq!(mine.changed().names().collect::<Vec<_>>(), ["title"]);
 /// // Conflict: the edits do not overlap, so they are applied on top of the current
 /// // row and saved with its token.
@@ -437,7 +437,7 @@ pub enum Prefer {
 /// theirs.body = "Their body".into();
 /// theirs.save_checked(&mut conn)?;
 ///
-/// mine.title = "My title".into();
+/// mine.edit().title = "My title".into();
 /// let current = mine.load_current(&mut conn)?;
 /// let diff = mine.three_way(&current);
 /// assert!(diff.only_mine().is_empty());
@@ -521,8 +521,8 @@ impl<'a, T: Tracking> ThreeWay<'a, T> {
 /// theirs.title = "Their title".into();
 /// theirs.save_checked(&mut conn)?;
 ///
-/// mine.title = "My title".into();
-/// mine.body = "My body".into();
+/// mine.edit().title = "My title".into();
+/// mine.edit().body = "My body".into();
 /// let SaveOutcome::Overlap(overlap) = mine.save_merging(&mut conn)? else {
 ///     unreachable!("both changed the title");
 /// };
@@ -583,7 +583,7 @@ impl<T: Tracking> Overlap<T> {
 /// # fn main() -> Result<(), diesel_occ::Error> {
 /// let mut conn = connection();
 /// let mut article = Tracked::new(Article::find(&mut conn, 1)?);
-/// article.body = "Edited".into();
+/// article.edit().body = "Edited".into();
 /// match article.save_merging(&mut conn)? {
 ///     SaveOutcome::Saved => {}
 ///     SaveOutcome::Merged { theirs } => println!("merged over {theirs:?}"),

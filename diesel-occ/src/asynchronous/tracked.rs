@@ -30,10 +30,10 @@ use crate::tracked::{SaveOutcome, Tracked, Tracking};
 /// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
 /// let mut mine = Tracked::new(Article::find(&mut conn, 1).await?);
 /// let mut theirs = Tracked::new(Article::find(&mut conn, 1).await?);
-/// theirs.body = "Their body".into();
+/// theirs.edit().body = "Their body".into();
 /// theirs.save_checked(&mut conn).await?;
 ///
-/// mine.title = "My title".into();
+/// mine.edit().title = "My title".into();
 /// let outcome = mine.save_merging(&mut conn).await?;
 /// assert!(matches!(outcome, SaveOutcome::Merged { .. }));
 /// assert_eq!(mine.version, 3);

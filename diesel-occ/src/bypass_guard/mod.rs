@@ -35,7 +35,7 @@
 //! no builder for triggers.
 //!
 //! ```
-//! # include!("doctest_setup.rs");
+//! # include!("../doctest_setup.rs");
 //! use diesel::connection::SimpleConnection;
 //! use diesel::prelude::*;
 //! use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
@@ -146,7 +146,7 @@ pub(crate) fn wrapping_increment_sql(operand: &str, max: i64) -> String {
 /// naming rule.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 ///
 /// # fn main() -> Result<(), diesel_occ::bypass_guard::GuardError> {
@@ -263,7 +263,7 @@ pub enum NameProblem {
 /// one of the features `postgres`, `mysql` or `sqlite` is enabled.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::bypass_guard::GuardTable;
 ///
 /// # fn main() {

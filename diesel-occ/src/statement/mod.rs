@@ -32,6 +32,7 @@ pub use token_eq::TokenEq;
 /// # include!("../doctest_setup.rs");
 /// use diesel::prelude::*;
 /// use diesel_occ::prelude::*;
+/// use diesel_occ::statement::VersionedParts;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut conn = connection();
