@@ -333,7 +333,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// keep using it); on [`Error::Conflict`] it is unchanged.
     ///
     /// `marker` never assigns or reads the token column: that is a compile error (see
-    /// [`NoTokenAssignment`](crate::statement::NoTokenAssignment)), since the write assigns the
+    /// [`NoTokenAssignment`]), since the write assigns the
     /// fresh token itself.
     ///
     /// ```

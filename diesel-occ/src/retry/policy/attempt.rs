@@ -49,7 +49,7 @@ impl Attempt {
         self.conflicts
     }
 
-    /// The time left before the policy's [deadline](RetryPolicy::deadline), zero once it
+    /// The time left before the policy's [deadline](super::RetryPolicy::deadline), zero once it
     /// has passed; `None` without a deadline. The helper bounds its own waits with it;
     /// a closure can bound its own slow work the same way.
     ///
@@ -80,7 +80,7 @@ impl Attempt {
     }
 
     /// True when this attempt runs escalated, after the policy's
-    /// [`escalate_after`](RetryPolicy::escalate_after) conflicts: inside a transaction
+    /// [`escalate_after`](super::RetryPolicy::escalate_after) conflicts: inside a transaction
     /// opened with the backend's [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED)
     /// (`BEGIN IMMEDIATE` on SQLite), committed when the closure returns `Ok` and rolled
     /// back when it returns `Err`. The closure should then read with `AttemptDsl::find`
@@ -88,7 +88,7 @@ impl Attempt {
     /// which adds `FOR UPDATE` on PostgreSQL and MySQL, so that no other writer can
     /// change the row between the read and the save.
     ///
-    /// An attempt that is not escalated may still lock a [hot row](RetryPolicy::escalate_hot_rows)
+    /// An attempt that is not escalated may still lock a [hot row](super::RetryPolicy::escalate_hot_rows)
     /// when it reads it: [`locks_row`](Self::locks_row) tells.
     pub fn is_escalated(&self) -> bool {
         self.escalated
@@ -98,7 +98,7 @@ impl Attempt {
     /// before the closure and ends after it: committed when the closure returns `Ok`,
     /// rolled back when it returns `Err`, so that everything the attempt wrote lands
     /// together or not at all. That is the case for an escalated attempt, and for every
-    /// attempt of a [hot-row](RetryPolicy::escalate_hot_rows) policy that starts while
+    /// attempt of a [hot-row](super::RetryPolicy::escalate_hot_rows) policy that starts while
     /// the policy's memory holds a hot row (only such a transaction can keep a hot
     /// row's lock until the save). Any other attempt runs without a transaction of the
     /// helper's: the closure owns its atomicity (see [the rule](crate::retry#atomicity)).

@@ -8,8 +8,8 @@ use super::hot_rows::{Heat, HotRows};
 /// How often and how patiently a retry helper tries again.
 ///
 /// A helper retries only an attempt that failed with a retryable error
-/// ([`Error::is_retryable`]): a [`ConcurrencyConflict`](crate::ConcurrencyConflict) at
-/// write time, or a transient database error ([`Error::is_transient`]). Anything else,
+/// ([`Error::is_retryable`](crate::Error::is_retryable)): a [`ConcurrencyConflict`](crate::ConcurrencyConflict) at
+/// write time, or a transient database error ([`Error::is_transient`](crate::Error::is_transient)). Anything else,
 /// and every `Ok`, ends the loop at once.
 ///
 /// - **Attempts**: at most [`max_attempts`](Self::max_attempts) (default 5), the first
@@ -36,12 +36,12 @@ use super::hot_rows::{Heat, HotRows};
 ///   lock (escalated, or a hot row) starts at once; waiting for the lock spaces the
 ///   writers out instead.
 /// - **A deleted row**: a conflict that found the row deleted
-///   ([`ConcurrencyConflict::is_deleted`]) is retried at once, without a backoff and
+///   ([`ConcurrencyConflict::is_deleted`](crate::ConcurrencyConflict::is_deleted)) is retried at once, without a backoff and
 ///   without counting towards escalation: no other writer needs to be waited out, and
-///   a lock cannot help. The retry's re-read finds nothing ([`Error::NotFound`], which
+///   a lock cannot help. The retry's re-read finds nothing ([`Error::NotFound`](crate::Error::NotFound), which
 ///   ends the loop) unless the row was created again, so the closure decides what a
 ///   missing row means: an error, a domain outcome, or a new row. Conflicts inside a
-///   batch ([`Error::Batch`]) count like one conflict, and each stale row of it is
+///   batch ([`Error::Batch`](crate::Error::Batch)) count like one conflict, and each stale row of it is
 ///   remembered as a hot-row conflict.
 ///
 /// Cloning a policy is cheap; a clone shares the policy's [`HotRows`] memory.
@@ -115,11 +115,11 @@ impl RetryPolicy {
     ///
     /// The deadline bounds every wait of the helper: no attempt starts after it, no
     /// backoff sleeps past it, a checkout waits at most the time left (running out of it
-    /// is [`Error::Pool`] with [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)
-    /// on the first attempt, and on a retry [`Error::RetriesExhausted`] with the retried
+    /// is [`Error::Pool`](crate::Error::Pool) with [`PoolErrorKind::Timeout`](crate::PoolErrorKind::Timeout)
+    /// on the first attempt, and on a retry [`Error::RetriesExhausted`](crate::Error::RetriesExhausted) with the retried
     /// error, as if the retry had not started), and a locking read
     /// ([`Attempt::locks_row`]) waits for the row lock at most the time left (a lock
-    /// that comes too late ends the loop with [`Error::RetriesExhausted`], whose
+    /// that comes too late ends the loop with [`Error::RetriesExhausted`](crate::Error::RetriesExhausted), whose
     /// [`deadline_reached`](crate::RetriesExhausted::deadline_reached) is true).
     ///
     /// How each backend bounds the lock wait is in [`backend`](crate::backend); a
