@@ -154,6 +154,7 @@ mod dialect;
 mod error;
 pub mod observe;
 mod outcome;
+mod restore;
 pub mod retry;
 pub mod schema_check;
 pub mod statement;
@@ -162,23 +163,23 @@ pub mod statement;
 pub mod testing;
 mod token;
 mod tracked;
-mod transaction;
 mod versioned;
 #[cfg(feature = "postgres")]
 pub mod xmin;
 
+pub use blocking::transaction;
 pub use blocking::{BatchDsl, CheckedDsl, TrackedDsl};
 pub use error::{
     BatchConflict, ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error,
     InvalidToken, InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind,
     RetriesExhausted, TransientKind,
 };
+pub use restore::Restore;
 pub use token::uuid_token::UuidToken;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{
     FieldIndexOutOfRange, Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking,
 };
-pub use transaction::{Restore, transaction};
 pub use versioned::Versioned;
 
 #[cfg(feature = "derive")]

@@ -7,7 +7,7 @@ use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, TransactionManager};
 
 use super::usable;
-use crate::transaction::{Restore, Restoring};
+use crate::restore::{Restore, Restoring};
 
 /// A transaction this library opened on a caller's connection.
 ///

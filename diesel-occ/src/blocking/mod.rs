@@ -18,9 +18,11 @@ use crate::versioned::Versioned;
 
 mod batch;
 mod tracked;
+mod transaction;
 
 pub use batch::BatchDsl;
 pub use tracked::TrackedDsl;
+pub use transaction::transaction;
 
 /// Checked saves, deletes and loads on a blocking Diesel connection.
 ///
