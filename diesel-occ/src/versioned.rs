@@ -10,16 +10,11 @@ use crate::token::VersionToken;
 
 /// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
 ///
-/// The derive implements it; the checked operations in [`CheckedDsl`](crate::CheckedDsl)
-/// use it. It names the table, the key and the token, and builds the typed Diesel
-/// statements that guard a write with the token that was read:
-///
-/// - [`update_statement`](Self::update_statement):
-///   `UPDATE t SET <columns>, token = <fresh> WHERE <key> AND token = <original>`
-/// - [`delete_statement`](Self::delete_statement):
-///   `DELETE FROM t WHERE <key> AND token = <original>`
-/// - [`token_query`](Self::token_query): `SELECT token FROM t WHERE <key>`
-/// - [`find_query`](Self::find_query): `t WHERE <key>`, to which the caller adds a selection
+/// The derive implements it; the checked writes of [`CheckedDsl`](crate::CheckedDsl)
+/// use it. It names the table, the key and the token, and hands out the token and the
+/// key of an entity. The statements it builds for the checked writes (the guarded
+/// `UPDATE` and `DELETE`, the query for the current token) are plumbing, hidden from
+/// this page; [`statement`](crate::statement) holds the rest of it.
 ///
 /// ```
 /// # include!("doctest_setup.rs");
@@ -39,13 +34,17 @@ pub trait Versioned: Sized {
     /// The primary key: the key field's type, or a tuple of them for a composite key.
     type Key: Clone + fmt::Debug + Send + Sync + 'static;
     /// The guarded UPDATE: a [`CachedUpdate`](crate::statement::CachedUpdate) when derived, so
-    /// that each connection prepares it once.
+    /// that each connection prepares it once. Plumbing, like the three below.
+    #[doc(hidden)]
     type UpdateStatement;
     /// The guarded DELETE.
+    #[doc(hidden)]
     type DeleteStatement;
     /// `SELECT token FROM t WHERE <key>`.
+    #[doc(hidden)]
     type TokenQuery;
     /// `t WHERE <key>`, without a selection.
+    #[doc(hidden)]
     type FindQuery;
 
     /// The table's SQL name.
@@ -95,18 +94,23 @@ pub trait Versioned: Sized {
     }
 
     /// Each key part rendered with `Debug`, in key order.
+    #[doc(hidden)]
     fn key_values(key: &Self::Key) -> Vec<String>;
 
     /// The guarded UPDATE writing every column but the key, with `fresh` as the token.
+    #[doc(hidden)]
     fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement;
 
     /// The guarded DELETE.
+    #[doc(hidden)]
     fn delete_statement(&self) -> Self::DeleteStatement;
 
     /// The query for the token the row holds now.
+    #[doc(hidden)]
     fn token_query(key: Self::Key) -> Self::TokenQuery;
 
     /// The row with this key, before a selection is added.
+    #[doc(hidden)]
     fn find_query(key: Self::Key) -> Self::FindQuery;
 
     /// The key as it appears in errors and logs: `(id=7)`.
