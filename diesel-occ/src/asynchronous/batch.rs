@@ -61,7 +61,7 @@ where
 {
     async fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
         usable(conn)?;
-        // Dropped before it ends, the guard marks the connection broken.
+        // Dropped before it ends, `OpenTransaction` marks the connection broken.
         let mut open = OpenTransaction::begin(conn).await?;
         let outcome = write_all(&*self, open.conn()).await;
         let fresh = match outcome {

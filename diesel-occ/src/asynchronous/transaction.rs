@@ -1,4 +1,4 @@
-//! The async [`transaction`] that restores tokens on rollback, and the guard that marks
+//! The async [`transaction`] that restores tokens on rollback, and [`OpenTransaction`], which marks
 //! a connection broken when a transaction the library opened is abandoned.
 
 use std::future::Future;
@@ -56,7 +56,7 @@ impl<'c, Conn: AsyncConnection> OpenTransaction<'c, Conn> {
 impl<Conn: AsyncConnection> Drop for OpenTransaction<'_, Conn> {
     fn drop(&mut self) {
         if self.open {
-            // The statement in flight was dropped before this guard, so the connection
+            // The statement in flight was dropped before this marker, so the connection
             // is not shared; a panic here would only hide the cancellation.
             let conn = &mut *self.conn;
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

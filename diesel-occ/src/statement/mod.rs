@@ -1,6 +1,21 @@
-//! [`VersionedParts`]: the pieces of an entity's guarded statements, for writes other
-//! than a full save (force increment, soft delete, bulk updates), and
-//! [`GuardedUpdate`]: how a guarded UPDATE reports what it wrote.
+//! The statements behind the checked writes: plumbing that code generic over entities
+//! or connections names in its bounds, and that nothing else needs.
+//!
+//! A *guarded* statement is one whose `WHERE` carries the token that was read
+//! (`<key> AND token = <original>`); that is all "guarded" means in diesel-occ. The
+//! [bypass guard](crate::bypass_guard) is something else: a trigger.
+//!
+//! - [`VersionedParts`]: the pieces of an entity's guarded statements (its guarded
+//!   target, the token assignment), which the writes other than a full save build on;
+//! - [`GuardedUpdate`]: how a guarded `UPDATE` runs and reports what it wrote
+//!   ([`GeneratedUpdate`] for one that reads a database-generated token back);
+//! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps;
+//! - [`CurrentToken`]: the read that classifies a write that matched no row;
+//! - [`TokenEq`]: the `token = <original>` predicate;
+//! - [`AdvanceToken`], [`AdvancedTimestamp`], [`BulkUpdate`]: the token assignment of
+//!   a bulk update; [`NoTokenAssignment`]: a changeset that leaves the token alone;
+//! - [`Narrow`], [`KeyGuarded`], [`TokenIs`]: the statements of `save_checked_where` and
+//!   of the writes by key and client token.
 
 use diesel::connection::Connection;
 use diesel::dsl::Filter;
@@ -184,12 +199,10 @@ where
 }
 
 /// `token = <expected>` on an entity's token column (every text form on SQLite).
-#[doc(hidden)]
 pub type TokenIs<T> = TokenEq<<T as VersionedParts>::TokenColumn, <T as Versioned>::Token>;
 
 /// `t WHERE <key> AND token = <expected>`: the target of a write by key and a client's
 /// token, which never loads the row.
-#[doc(hidden)]
 pub type KeyGuarded<T> = Filter<<T as Versioned>::FindQuery, TokenIs<T>>;
 
 /// The row with `key`, if it still holds `expected`.
@@ -208,7 +221,6 @@ where
 
 /// A guarded statement narrowed by one more predicate of the caller's: the UPDATE of
 /// [`save_checked_where`](crate::CheckedDsl::save_checked_where).
-#[doc(hidden)]
 pub trait Narrow<Predicate> {
     /// The statement with `AND <predicate>` in its `WHERE`.
     type Output;
