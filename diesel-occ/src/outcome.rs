@@ -1,4 +1,4 @@
-//! What the sync and async checked operations share: reading the affected row count,
+//! What the blocking and async checked writes share: reading the affected row count,
 //! turning a zero-row write into a classified conflict, checking a client's token, and
 //! reporting all of it (through [`observe`]).
 

@@ -1,4 +1,4 @@
-//! [`RetryPolicy`], [`Attempt`] and the decision the sync and async loops share: after
+//! [`RetryPolicy`], [`Attempt`] and the decision the blocking and async loops share: after
 //! an attempt, stop with its result, give up, or sleep and try again.
 
 use std::time::Duration;
