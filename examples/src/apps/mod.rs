@@ -14,7 +14,7 @@ use super::{AsyncConn, AsyncPool, Conn, Pool, async_pool, migrate, pool};
 /// the token's kind, keeps the precision the entity declares), so that a schema that
 /// drifted fails at start-up instead of at the first save.
 pub(super) fn check_token_columns(conn: &mut Conn) -> Result<(), diesel_occ::Error> {
-    diesel_occ::schema::SchemaCheck::new()
+    diesel_occ::schema_check::SchemaCheck::new()
         .entity::<inventory::Stock>()
         .entity::<seat::Concert>()
         .entity::<claims::WorkItem>()

@@ -1,7 +1,7 @@
 //! A tracked save and a three-way merge: two editors change the same article.
 //!
 //! An editor loads the article and wraps it in [`Tracked`], which keeps the values as
-//! read beside the edited ones. Its save writes only the columns that were edited,
+//! read beside the edited ones; edits go through [`Tracked::edit`]. Its save writes only the columns that were edited,
 //! guarded by the token that was read:
 //! `UPDATE articles SET title = ?, version = <fresh> WHERE id = ? AND version = <read>`.
 //!
@@ -16,7 +16,7 @@ use std::io::Write;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken};
+use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken, VersionToken};
 
 use super::{Conn, Pool};
 use crate::schema::articles;
@@ -106,10 +106,10 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
     let mut alice = open(&mut conn, "a-1")?;
     let mut bob = open(&mut conn, "a-1")?;
     writeln!(out, "  alice and bob open \"Draft\"")?;
-    bob.body = "Second version, by bob.".into();
+    bob.edit().body = "Second version, by bob.".into();
     let edit = save(&mut conn, &mut bob)?;
     writeln!(out, "  {:<40} -> {edit:?}", "bob edits the body and saves")?;
-    alice.title = "Optimistic locking".into();
+    alice.edit().title = "Optimistic locking".into();
     let edit = save(&mut conn, &mut alice)?;
     writeln!(
         out,
@@ -121,10 +121,10 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
 
     let mut carol = open(&mut conn, "a-1")?;
     let mut dave = open(&mut conn, "a-1")?;
-    dave.title = "Optimistic concurrency".into();
+    dave.edit().title = "Optimistic concurrency".into();
     save(&mut conn, &mut dave)?;
-    carol.title = "Versioned rows".into();
-    carol.body = "Third version, by carol.".into();
+    carol.edit().title = "Versioned rows".into();
+    carol.edit().body = "Third version, by carol.".into();
     let edit = save(&mut conn, &mut carol)?;
     writeln!(
         out,
