@@ -183,7 +183,7 @@ async fn expected_token(
     expected: Vec<UuidToken>,
 ) -> Result<UuidToken, ApiError> {
     if let [one] = expected.as_slice() {
-        return Ok(one.clone());
+        return Ok(*one);
     }
     let article = load_matching(conn, id.to_owned(), &expected).await?;
     Ok(article.version)
