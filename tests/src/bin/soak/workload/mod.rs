@@ -1,51 +1,42 @@
 //! One backend's run: a fresh database seeded with stock and a concert; the workers,
 //! the fault injector and (with `--sabotage`) the saboteurs until the deadline; then
 //! the database checked against everything the threads logged.
+//!
+//! Written once for the connection type `Conn` and the example apps `examples` of the
+//! backend module that includes this folder (`postgres.rs`, `mysql.rs`, `sqlite.rs`),
+//! as the example apps themselves are.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+mod retried;
+mod sabotage;
+mod verify;
+mod worker;
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Barrier, Mutex, RwLock};
 use std::thread;
 use std::time::Instant;
 
 use diesel::prelude::*;
-use diesel_occ_examples::claims::ClaimStats;
-use diesel_occ_examples::db::Target;
-use diesel_occ_examples::inventory::{self, Stock};
 use diesel_occ_examples::schema::inventory as inventory_table;
-use diesel_occ_examples::seat;
-use diesel_occ_tests::{Backend, TestConnection, TestDb};
+use diesel_occ_tests::{TestConnection, TestDb};
 
+use self::sabotage::{Rounds, saboteur};
+use self::verify::verify;
+use self::worker::Worker;
+use super::examples::claims::ClaimStats;
+use super::examples::inventory::{self, Stock};
+use super::examples::{Pool, seat};
+use super::{Conn, connect, examples, fault};
 use crate::options::Args;
 use crate::record::Record;
 use crate::report::Report;
-use crate::retried::{self, Ops};
-use crate::sabotage::{Rounds, saboteur};
-use crate::verify::verify;
-use crate::worker::Worker;
-
-/// What the run did, counted by all threads.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) operations: AtomicU64,
-    pub(crate) acknowledged: AtomicU64,
-    pub(crate) conflicts: AtomicU64,
-    pub(crate) retries: AtomicU64,
-    pub(crate) exhausted: AtomicU64,
-    pub(crate) faults: AtomicU64,
-    pub(crate) errors: AtomicU64,
-    pub(crate) unknown_outcome: AtomicU64,
-    pub(crate) hostile_refused: AtomicU64,
-    pub(crate) fenced: AtomicU64,
-}
-
-pub(crate) fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
+use crate::run::{Counters, bump};
 
 /// What every worker shares.
 pub(crate) struct Shared<'a> {
-    pub(crate) target: Target,
     pub(crate) url: String,
+    /// What seat bookings check connections out of (`seat::book` retries through it).
+    pub(crate) pool: Pool,
     pub(crate) deadline: Instant,
     pub(crate) counters: &'a Counters,
     pub(crate) live: RwLock<Vec<String>>,
@@ -56,38 +47,17 @@ pub(crate) struct Shared<'a> {
     pub(crate) sabotage: bool,
 }
 
-/// Runs `backend`; `None` when it could not run (no server, or not built).
-pub(crate) fn run(args: &Args, backend: Backend) -> Option<Report> {
-    match backend {
-        Backend::Postgres => {
-            run_backend::<diesel::pg::PgConnection>(args, &retried::pg_ops::ops(), backend)
-        }
-        #[cfg(feature = "mysql")]
-        Backend::Mysql => {
-            run_backend::<diesel::mysql::MysqlConnection>(args, &retried::mysql_ops::ops(), backend)
-        }
-        #[cfg(not(feature = "mysql"))]
-        Backend::Mysql => {
-            eprintln!("mysql: not built (run with --features mysql)");
-            None
-        }
-        Backend::Sqlite => run_backend::<diesel::sqlite::SqliteConnection>(
-            args,
-            &retried::sqlite_ops::ops(),
-            backend,
-        ),
-    }
-}
-
-fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> Option<Report> {
-    let db = TestDb::<C>::create(&format!("soak_{backend}"))?;
+/// Runs the workload on this backend; `None` when it could not run (no server).
+pub(crate) fn run(args: &Args) -> Option<Report> {
+    let backend = Conn::BACKEND;
+    let db = TestDb::<Conn>::create(&format!("soak_{backend}"))?;
     let url = db.url().to_owned();
-    let target = Target::parse(&url);
     let counters = Counters::default();
-    let (live, initial) = seed(&target);
+    let (live, initial) = seed(&url);
+    let pool = examples::pool(&url, args.workers as u32).expect("a pool for the bookings");
     let shared = Shared {
-        target,
         url: url.clone(),
+        pool,
         deadline: Instant::now() + args.duration,
         counters: &counters,
         live: RwLock::new(live),
@@ -96,8 +66,8 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
         claim_stats: ClaimStats::default(),
         sabotage: args.sabotage,
     };
-    let log = run_threads(args, ops, &shared, initial);
-    let mut conn = shared.target.connect().expect("connect for the check");
+    let log = run_threads(args, &shared, initial);
+    let mut conn = connect(&url).expect("connect for the check");
     let (violations, unknown_applied) = verify(&mut conn, &log);
     Some(Report {
         backend,
@@ -109,8 +79,8 @@ fn run_backend<C: TestConnection>(args: &Args, ops: &Ops, backend: Backend) -> O
 
 /// Seeds 40 `inventory` rows and the first concert; returns the live SKUs and the
 /// log's first records (the seeded rows as acknowledged inserts).
-fn seed(target: &Target) -> (Vec<String>, Vec<Record>) {
-    let mut setup = target.connect().expect("connect");
+fn seed(url: &str) -> (Vec<String>, Vec<Record>) {
+    let mut setup = connect(url).expect("connect");
     let mut live = Vec::new();
     for i in 0..40 {
         let sku = format!("seed-{i}");
@@ -133,14 +103,14 @@ fn seed(target: &Target) -> (Vec<String>, Vec<Record>) {
 }
 
 /// Runs the threads until the deadline; returns all their logs after `initial`.
-fn run_threads(args: &Args, ops: &Ops, shared: &Shared<'_>, initial: Vec<Record>) -> Vec<Record> {
+fn run_threads(args: &Args, shared: &Shared<'_>, initial: Vec<Record>) -> Vec<Record> {
     let stop = AtomicBool::new(false);
     let logs = Mutex::new(vec![initial]);
     let (barrier, rounds) = (Barrier::new(2), Rounds::default());
     thread::scope(|scope| {
         if !args.fault_every.is_zero() {
             let stop = &stop;
-            scope.spawn(move || inject_faults(args, ops, shared, stop));
+            scope.spawn(move || inject_faults(args, shared, stop));
         }
         if args.sabotage {
             let (logs, barrier, rounds) = (&logs, &barrier, &rounds);
@@ -156,7 +126,7 @@ fn run_threads(args: &Args, ops: &Ops, shared: &Shared<'_>, initial: Vec<Record>
                 let logs = &logs;
                 scope.spawn(move || {
                     let seed = args.seed.wrapping_add(n as u64 * 7919);
-                    let log = Worker::new(n, shared, ops, seed).run();
+                    let log = Worker::new(n, shared, seed).run();
                     logs.lock().unwrap().push(log);
                 })
             })
@@ -174,12 +144,12 @@ fn run_threads(args: &Args, ops: &Ops, shared: &Shared<'_>, initial: Vec<Record>
 }
 
 /// The fault thread: one fault every `--fault-every` until the workers are done.
-fn inject_faults(args: &Args, ops: &Ops, shared: &Shared<'_>, stop: &AtomicBool) {
+fn inject_faults(args: &Args, shared: &Shared<'_>, stop: &AtomicBool) {
     let mut rng = fastrand::Rng::with_seed(args.seed ^ 0xfa17);
     let mut admin = None;
     while !stop.load(Ordering::SeqCst) && Instant::now() < shared.deadline {
         thread::sleep(args.fault_every);
-        if (ops.fault)(&shared.url, &mut admin, &mut rng) {
+        if fault(&shared.url, &mut admin, &mut rng) {
             bump(&shared.counters.faults);
         }
     }

@@ -1,31 +1,19 @@
 //! Checked updates and deletes of `inventory` rows through the retry helper (a new
-//! connection per attempt, escalation after 3 conflicts), on each backend's own
-//! connection type, with the fault injector that goes with the backend.
+//! connection per attempt, escalation after 3 conflicts).
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
+use diesel_occ::prelude::*;
 use diesel_occ::retry::{self, RetryPolicy};
 use diesel_occ::{Error as OccError, UuidToken, VersionToken};
-use diesel_occ_examples::db::AnyConnection;
-use diesel_occ_examples::inventory::Stock;
 
-use crate::faults::{hold_sqlite_lock, kill_server_session};
+use super::examples::inventory::Stock;
+use super::{Conn, Shared, connect};
 use crate::record::{Record, Unknown};
-use crate::run::{Shared, bump};
-
-/// The backend-specific part: the retry helper on the backend's own connection type
-/// and the fault injector.
-pub(crate) struct Ops {
-    /// A checked update of `sku` by `delta` through the retry helper.
-    pub(crate) update: fn(&Shared<'_>, &str, i32) -> Step,
-    /// A checked delete of `sku` through the retry helper.
-    pub(crate) delete: fn(&Shared<'_>, &str) -> Step,
-    /// Injects one fault; returns whether it did.
-    pub(crate) fault: fn(&str, &mut Option<AnyConnection>, &mut fastrand::Rng) -> bool,
-}
+use crate::run::bump;
 
 /// What one retried operation ended with.
 pub(crate) enum Step {
@@ -90,145 +78,100 @@ fn settle<T>(
     }
 }
 
-macro_rules! backend_ops {
-    ($name:ident, $conn:ty, $setup:expr, $fault:expr) => {
-        pub(crate) mod $name {
-            use super::*;
-
-            type Conn = $conn;
-
-            fn source(url: &str) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
-                move || {
-                    let mut conn = Conn::establish(url)?;
-                    // A session killed right after connecting fails here: an error for
-                    // the helper, not a panic.
-                    conn.batch_execute($setup)
-                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                    Ok(conn)
-                }
-            }
-
-            /// `--sabotage`: the plain read-modify-write the library exists to prevent,
-            /// with no token in the predicate. The check must catch it.
-            fn blind_write(conn: &mut Conn, sku: &str, stock: &mut Stock) -> QueryResult<usize> {
-                use diesel_occ_examples::schema::inventory::dsl;
-                stock.version = UuidToken::initial();
-                diesel::update(dsl::inventory.find(sku))
-                    .set((
-                        dsl::available.eq(stock.available),
-                        dsl::version.eq(stock.version),
-                    ))
-                    .execute(conn)
-            }
-
-            pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
-                use diesel_occ::prelude::*;
-                let attempts = std::cell::Cell::new(0);
-                // The write this attempt may have made, until its outcome is known.
-                let pending = std::cell::Cell::new(None::<Unknown>);
-                let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
-                    attempts.set(attempt.number());
-                    pending.set(None);
-                    let mut stock: Stock = attempt.find(conn, sku.to_owned())?;
-                    if stock.available + delta < 0 {
-                        return Ok(None);
-                    }
-                    let old = stock.version;
-                    stock.available += delta;
-                    let mut write = Unknown::Update {
-                        old,
-                        new: None,
-                        available: stock.available,
-                    };
-                    pending.set(Some(write));
-                    if shared.sabotage {
-                        let written = blind_write(conn, sku, &mut stock)?;
-                        pending.set(None);
-                        return Ok((written == 1).then_some((old, stock.version, stock.available)));
-                    }
-                    let saved = stock.save_checked(conn);
-                    if saved.as_ref().is_err_and(|e| e.is_conflict()) {
-                        shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-                        pending.set(None);
-                    }
-                    saved?;
-                    if attempt.is_escalated() {
-                        // The commit is still to come: an error now leaves it unknown,
-                        // but the token it would leave is known.
-                        if let Unknown::Update { new, .. } = &mut write {
-                            *new = Some(stock.version);
-                        }
-                        pending.set(Some(write));
-                        return Ok(Some((old, stock.version, stock.available)));
-                    }
-                    pending.set(None);
-                    Ok(Some((old, stock.version, stock.available)))
-                });
-                let pending = pending.get().map(|write| Record::Unknown {
-                    sku: sku.to_owned(),
-                    write,
-                });
-                settle(shared, attempts.get(), result, pending, |saved| {
-                    updated(sku, saved)
-                })
-            }
-
-            pub(super) fn delete(shared: &Shared<'_>, sku: &str) -> Step {
-                use diesel_occ::prelude::*;
-                let attempts = std::cell::Cell::new(0);
-                let pending = std::cell::Cell::new(None::<UuidToken>);
-                let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
-                    attempts.set(attempt.number());
-                    pending.set(None);
-                    let stock: Stock = attempt.find(conn, sku.to_owned())?;
-                    pending.set(Some(stock.version));
-                    let deleted = stock.delete_checked(conn);
-                    if deleted.as_ref().is_err_and(|e| e.is_conflict()) {
-                        shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-                        pending.set(None);
-                    }
-                    deleted?;
-                    Ok(stock.version)
-                });
-                let pending = pending.get().map(|old| Record::Unknown {
-                    sku: sku.to_owned(),
-                    write: Unknown::Delete { old },
-                });
-                settle(shared, attempts.get(), result, pending, |old| {
-                    Step::Ack(Record::Deleted {
-                        sku: sku.to_owned(),
-                        old,
-                    })
-                })
-            }
-
-            pub(crate) fn ops() -> Ops {
-                Ops {
-                    update,
-                    delete,
-                    fault: $fault,
-                }
-            }
-        }
-    };
+/// Where every attempt gets its connection: a new one, so an attempt after a killed
+/// session starts afresh.
+fn source(url: &str) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
+    move || connect(url)
 }
 
-backend_ops!(
-    pg_ops,
-    diesel::pg::PgConnection,
-    "SET lc_messages TO 'C'",
-    kill_server_session
-);
-#[cfg(feature = "mysql")]
-backend_ops!(
-    mysql_ops,
-    diesel::mysql::MysqlConnection,
-    "SET SESSION sql_mode = DEFAULT",
-    kill_server_session
-);
-backend_ops!(
-    sqlite_ops,
-    diesel::sqlite::SqliteConnection,
-    "PRAGMA busy_timeout = 10000",
-    hold_sqlite_lock
-);
+/// `--sabotage`: the plain read-modify-write the library exists to prevent,
+/// with no token in the predicate. The check must catch it.
+fn blind_write(conn: &mut Conn, sku: &str, stock: &mut Stock) -> QueryResult<usize> {
+    use diesel_occ_examples::schema::inventory::dsl;
+    stock.version = UuidToken::initial();
+    diesel::update(dsl::inventory.find(sku))
+        .set((
+            dsl::available.eq(stock.available),
+            dsl::version.eq(stock.version),
+        ))
+        .execute(conn)
+}
+
+pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
+    let attempts = Cell::new(0);
+    // The write this attempt may have made, until its outcome is known.
+    let pending = Cell::new(None::<Unknown>);
+    let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
+        attempts.set(attempt.number());
+        pending.set(None);
+        let mut stock: Stock = attempt.find(conn, sku.to_owned())?;
+        if stock.available + delta < 0 {
+            return Ok(None);
+        }
+        let old = stock.version;
+        stock.available += delta;
+        let mut write = Unknown::Update {
+            old,
+            new: None,
+            available: stock.available,
+        };
+        pending.set(Some(write));
+        if shared.sabotage {
+            let written = blind_write(conn, sku, &mut stock)?;
+            pending.set(None);
+            return Ok((written == 1).then_some((old, stock.version, stock.available)));
+        }
+        let saved = stock.save_checked(conn);
+        if saved.as_ref().is_err_and(|e| e.is_conflict()) {
+            shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+            pending.set(None);
+        }
+        saved?;
+        if attempt.is_escalated() {
+            // The commit is still to come: an error now leaves it unknown,
+            // but the token it would leave is known.
+            if let Unknown::Update { new, .. } = &mut write {
+                *new = Some(stock.version);
+            }
+            pending.set(Some(write));
+            return Ok(Some((old, stock.version, stock.available)));
+        }
+        pending.set(None);
+        Ok(Some((old, stock.version, stock.available)))
+    });
+    let pending = pending.get().map(|write| Record::Unknown {
+        sku: sku.to_owned(),
+        write,
+    });
+    settle(shared, attempts.get(), result, pending, |saved| {
+        updated(sku, saved)
+    })
+}
+
+pub(super) fn delete(shared: &Shared<'_>, sku: &str) -> Step {
+    let attempts = Cell::new(0);
+    let pending = Cell::new(None::<UuidToken>);
+    let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
+        attempts.set(attempt.number());
+        pending.set(None);
+        let stock: Stock = attempt.find(conn, sku.to_owned())?;
+        pending.set(Some(stock.version));
+        let deleted = stock.delete_checked(conn);
+        if deleted.as_ref().is_err_and(|e| e.is_conflict()) {
+            shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+            pending.set(None);
+        }
+        deleted?;
+        Ok(stock.version)
+    });
+    let pending = pending.get().map(|old| Record::Unknown {
+        sku: sku.to_owned(),
+        write: Unknown::Delete { old },
+    });
+    settle(shared, attempts.get(), result, pending, |old| {
+        Step::Ack(Record::Deleted {
+            sku: sku.to_owned(),
+            old,
+        })
+    })
+}

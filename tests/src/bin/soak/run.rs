@@ -1,0 +1,43 @@
+//! What every backend's run shares: the counters, and the choice of the backend module
+//! that runs the workload on its own connection type.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use diesel_occ_tests::Backend;
+
+use crate::options::Args;
+use crate::report::Report;
+
+/// What the run did, counted by all threads.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) operations: AtomicU64,
+    pub(crate) acknowledged: AtomicU64,
+    pub(crate) conflicts: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) exhausted: AtomicU64,
+    pub(crate) faults: AtomicU64,
+    pub(crate) errors: AtomicU64,
+    pub(crate) unknown_outcome: AtomicU64,
+    pub(crate) hostile_refused: AtomicU64,
+    pub(crate) fenced: AtomicU64,
+}
+
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Runs `backend`; `None` when it could not run (no server, or not built).
+pub(crate) fn run(args: &Args, backend: Backend) -> Option<Report> {
+    match backend {
+        Backend::Postgres => crate::postgres::run(args),
+        #[cfg(feature = "mysql")]
+        Backend::Mysql => crate::mysql::run(args),
+        #[cfg(not(feature = "mysql"))]
+        Backend::Mysql => {
+            eprintln!("mysql: not built (run with --features mysql)");
+            None
+        }
+        Backend::Sqlite => crate::sqlite::run(args),
+    }
+}
