@@ -38,7 +38,7 @@ pub(crate) fn retry_loop(
                 }
             }
         }
-        if attempts >= worker.policy.get_max_attempts() {
+        if attempts >= worker.policy.attempt_limit() {
             return Ok(op);
         }
         op.retries += 1;
@@ -81,8 +81,8 @@ impl Seen {
 macro_rules! blocking_strategies {
     () => {
         use diesel::prelude::*;
-        use diesel_occ::CachedUpdate;
         use diesel_occ::prelude::*;
+        use diesel_occ::statement::CachedUpdate;
 
         use crate::blocking::{Once, Seen, retry_loop};
         use crate::harness::{Held, OpResult, Worker};

@@ -178,8 +178,9 @@ pub fn next_claimable(conn: &mut Conn, now: i64) -> Result<Option<WorkItem>, Cla
 /// Claims `item` (as this worker read it) for `lease_ms` milliseconds.
 ///
 /// `Ok(None)`: another worker's claim won; the conflict is counted and the caller moves
-/// on. The save has the status that was read in its predicate, beside the key and the
-/// token, as in MongoDB's `findOneAndUpdate({ _id, status: "PENDING", version })`.
+/// on. The save is `save_checked_where` with the status that was read as its predicate,
+/// beside the key and the token, as in MongoDB's
+/// `findOneAndUpdate({ _id, status: "PENDING", version })`.
 pub fn claim(
     conn: &mut Conn,
     item: &WorkItem,
@@ -199,10 +200,14 @@ pub fn claim(
     claimed.lease_expires_at = Some(now + lease_ms);
     claimed.fence = item.fence + 1;
 
-    if !save_where(&mut claimed, conn, Also::StatusIs(item.status))? {
-        ClaimStats::bump(&stats.claim_conflicts);
-        tracing::debug!(item = item.id, worker, "claim lost to another worker");
-        return Ok(None);
+    match claimed.save_checked_where(conn, work_items::status.eq(item.status)) {
+        Ok(()) => {}
+        Err(error) if error.is_conflict() => {
+            ClaimStats::bump(&stats.claim_conflicts);
+            tracing::debug!(item = item.id, worker, "claim lost to another worker");
+            return Ok(None);
+        }
+        Err(error) => return Err(database(error)),
     }
     ClaimStats::bump(&stats.claims);
     Ok(Some(Lease {
@@ -242,7 +247,8 @@ pub fn apply_effect(
 }
 
 /// Completes a leased item: in one transaction, marks it `DONE` with the lease's token
-/// and fencing token in the predicate, then applies the handler's effect.
+/// and, through `save_checked_where`, its fencing token in the predicate, then applies
+/// the handler's effect.
 ///
 /// A worker whose lease expired and whose item was claimed again gets
 /// [`ClaimError::Fenced`]; a completion replayed after success gets
@@ -253,19 +259,23 @@ pub fn complete(conn: &mut Conn, lease: &Lease, stats: &ClaimStats) -> Result<Ef
     done.lease_owner = None;
     done.lease_expires_at = None;
     let result = conn.transaction::<_, ClaimError, _>(|conn| {
-        if !save_where(&mut done, conn, Also::FenceIs(lease.fence))? {
-            let now = load(conn, lease.item.id)?;
-            return Err(if now.fence != lease.fence {
-                ClaimError::Fenced {
-                    mine: lease.fence,
-                    current: now.fence,
-                    holder: now.lease_owner,
-                }
-            } else if now.status == Status::Done {
-                ClaimError::AlreadyCompleted
-            } else {
-                ClaimError::Changed
-            });
+        match done.save_checked_where(conn, work_items::fence.eq(lease.fence)) {
+            Ok(()) => {}
+            Err(error) if error.is_conflict() => {
+                let now = load(conn, lease.item.id)?;
+                return Err(if now.fence != lease.fence {
+                    ClaimError::Fenced {
+                        mine: lease.fence,
+                        current: now.fence,
+                        holder: now.lease_owner,
+                    }
+                } else if now.status == Status::Done {
+                    ClaimError::AlreadyCompleted
+                } else {
+                    ClaimError::Changed
+                });
+            }
+            Err(error) => return Err(database(error)),
         }
         apply_effect(conn, lease.item.id, &lease.worker, lease.fence)
     });
@@ -273,35 +283,6 @@ pub fn complete(conn: &mut Conn, lease: &Lease, stats: &ClaimStats) -> Result<Ef
         ClaimStats::bump(&stats.fenced);
     }
     result
-}
-
-/// What a claim or a completion adds to the checked save's predicate.
-#[derive(Debug, Clone, Copy)]
-enum Also {
-    /// The item still has the status the worker read.
-    StatusIs(Status),
-    /// The item is still at the worker's fencing token.
-    FenceIs(i64),
-}
-
-/// The checked save with one more condition:
-/// `UPDATE work_items SET ..., version = <fresh> WHERE id = ? AND version = <read> AND
-/// <also>`. `true` when the row was written (`item` then holds the fresh token),
-/// `false` when no row matched.
-fn save_where(item: &mut WorkItem, conn: &mut Conn, also: Also) -> Result<bool, ClaimError> {
-    let fresh = item.fresh_token().map_err(database)?;
-    let statement = item.update_statement(&fresh);
-    let updated = match also {
-        Also::StatusIs(status) => statement
-            .filter(work_items::status.eq(status))
-            .execute(conn),
-        Also::FenceIs(fence) => statement.filter(work_items::fence.eq(fence)).execute(conn),
-    }
-    .map_err(database)?;
-    if updated == 1 {
-        item.set_token(fresh);
-    }
-    Ok(updated == 1)
 }
 
 /// Empties the work tables (the apps start from a known state).

@@ -23,7 +23,7 @@ mod walkthrough;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error as OccError, UuidToken};
+use diesel_occ::{Error as OccError, UuidToken, VersionToken};
 
 pub use self::error::ReserveError;
 use self::error::database;

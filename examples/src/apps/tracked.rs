@@ -1,7 +1,7 @@
 //! A tracked save and a three-way merge: two editors change the same article.
 //!
 //! An editor loads the article and wraps it in [`Tracked`], which keeps the values as
-//! read beside the edited ones. Its save writes only the columns that were edited,
+//! read beside the edited ones; edits go through [`Tracked::edit`]. Its save writes only the columns that were edited,
 //! guarded by the token that was read:
 //! `UPDATE articles SET title = ?, version = <fresh> WHERE id = ? AND version = <read>`.
 //!
@@ -16,7 +16,7 @@ use std::io::Write;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken};
+use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken, VersionToken};
 
 use super::{Conn, Pool};
 use crate::schema::articles;

@@ -29,7 +29,7 @@ macro_rules! tracked_suite {
                 .set(articles::body.eq("Changed behind our back."))
                 .execute(&mut conn)
                 .unwrap();
-            draft.title = "Final".into();
+            draft.edit().title = "Final".into();
             assert_eq!(tracked::save(&mut conn, &mut draft).unwrap(), Edit::Saved);
             let now = stored(&pool);
             assert_eq!(
@@ -50,9 +50,9 @@ macro_rules! tracked_suite {
             let mut conn = pool.get().unwrap();
             let mut alice = tracked::open(&mut conn, "a-1").unwrap();
             let mut bob = tracked::open(&mut conn, "a-1").unwrap();
-            bob.body = "Bob's body.".into();
+            bob.edit().body = "Bob's body.".into();
             assert_eq!(tracked::save(&mut conn, &mut bob).unwrap(), Edit::Saved);
-            alice.title = "Alice's title".into();
+            alice.edit().title = "Alice's title".into();
             assert_eq!(
                 tracked::save(&mut conn, &mut alice).unwrap(),
                 Edit::Merged {
@@ -78,10 +78,10 @@ macro_rules! tracked_suite {
             let mut conn = pool.get().unwrap();
             let mut carol = tracked::open(&mut conn, "a-1").unwrap();
             let mut dave = tracked::open(&mut conn, "a-1").unwrap();
-            dave.title = "Dave's title".into();
+            dave.edit().title = "Dave's title".into();
             tracked::save(&mut conn, &mut dave).unwrap();
-            carol.title = "Carol's title".into();
-            carol.body = "Carol's body.".into();
+            carol.edit().title = "Carol's title".into();
+            carol.edit().body = "Carol's body.".into();
             assert_eq!(
                 tracked::save(&mut conn, &mut carol).unwrap(),
                 Edit::KeptTheirs {
@@ -104,7 +104,7 @@ macro_rules! tracked_suite {
             diesel::delete(articles::table.find("a-1"))
                 .execute(&mut conn)
                 .unwrap();
-            draft.title = "Too late".into();
+            draft.edit().title = "Too late".into();
             match tracked::save(&mut conn, &mut draft) {
                 Err(diesel_occ::Error::Conflict(conflict)) => {
                     assert!(conflict.is_deleted(), "{conflict:?}")

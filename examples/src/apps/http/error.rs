@@ -14,7 +14,7 @@ pub enum ApiError {
     MalformedIfMatch,
     /// 412: the ETag is stale (or only weak tags were sent).
     PreconditionFailed,
-    /// 409: the row changed between the precondition check and the save.
+    /// 409: the row changed between PATCH's precondition check and its save.
     Conflict,
     /// 404: no such article.
     NotFound,
@@ -81,8 +81,9 @@ impl IntoResponse for ApiError {
 }
 
 impl ApiError {
-    /// An error met before the save: reading the row, checking the client's token.
-    pub(super) fn before_save(error: OccError) -> ApiError {
+    /// An error of a statement that checks the client's token: reading the row with it,
+    /// or a PUT or DELETE by key. A token the row no longer holds is 412.
+    pub(super) fn precondition(error: OccError) -> ApiError {
         match error {
             OccError::NotFound(_) => ApiError::NotFound,
             OccError::Conflict(conflict) if conflict.is_deleted() => ApiError::NotFound,
@@ -91,7 +92,8 @@ impl ApiError {
         }
     }
 
-    /// An error met by the guarded write itself.
+    /// An error of PATCH's save, after its precondition passed: a token that changed
+    /// since that check is 409.
     pub(super) fn at_save(error: OccError) -> ApiError {
         match error {
             OccError::Conflict(conflict) if conflict.is_deleted() => ApiError::NotFound,

@@ -4,17 +4,22 @@
 //! |---|---|---|
 //! | `POST /articles` `{"title","body"}` | 201, `Location`, `ETag` | 422 |
 //! | `GET /articles/{id}` | 200, `ETag: "<token>"` | 404 |
-//! | `PUT /articles/{id}` `{"title","body"}` + `If-Match` | 200, new `ETag` | 428, 400, 412, 404, 409, 422 |
-//! | `PATCH /articles/{id}` `{"title"?,"body"?}` + `If-Match` | 200, new `ETag` | same |
-//! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412, 404, 409 |
+//! | `PUT /articles/{id}` `{"title","body"}` + `If-Match` | 200, new `ETag` | 428, 400, 412, 404, 422 |
+//! | `PATCH /articles/{id}` `{"title"?,"body"?}` + `If-Match` | 200, new `ETag` | same, and 409 |
+//! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412, 404 |
 //!
 //! - No `If-Match` (or `If-Match: *`, which names no version): **428**. A write never
 //!   runs without a token.
 //! - A header that is not a list of entity-tags, or a tag that is not a token this
 //!   service issued: **400**. Only weak tags: **412** (strong comparison).
-//! - A token already stale when the request arrives: **412**, checked before the edit.
-//! - The row changed between that check and the save (the predicate matched no row):
-//!   **409**, with a body telling the client to re-read.
+//! - PUT and DELETE are one conditional statement each, without reading the row first
+//!   ([`update_by_key`](CheckedDsl::update_by_key),
+//!   [`delete_by_key`](CheckedDsl::delete_by_key)): the write itself checks the token,
+//!   so a stale token, or another write that committed first, is **412**.
+//! - PATCH reads the row to apply a partial change: a token already stale when the
+//!   request arrives is **412**, checked before the edit; a write that commits between
+//!   that check and the save (the save's predicate matches no row) is **409**, with a
+//!   body telling the client to re-read.
 //! - The row is gone (before or during the request): **404**.
 //! - Database failures: **500** `{"error":"internal"}`; the driver's text is only logged.
 //!
@@ -34,8 +39,8 @@ use axum::routing::{get, post};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use diesel_async::pooled_connection::deadpool::Object;
-use diesel_occ::UuidToken;
 use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{UuidToken, VersionToken};
 use serde::{Deserialize, Serialize};
 
 pub use self::error::ApiError;
@@ -170,6 +175,20 @@ fn expected_tokens(headers: &HeaderMap) -> Result<Vec<UuidToken>, ApiError> {
     }
 }
 
+/// The one token a PUT or DELETE is conditional on: the `If-Match` tag, or for a list of
+/// tags, the one the row holds now (412 when it holds none of them).
+async fn expected_token(
+    conn: &mut AsyncConn,
+    id: &str,
+    expected: Vec<UuidToken>,
+) -> Result<UuidToken, ApiError> {
+    if let [one] = expected.as_slice() {
+        return Ok(*one);
+    }
+    let article = load_matching(conn, id.to_owned(), &expected).await?;
+    Ok(article.version)
+}
+
 /// Loads the article for a client holding one of `expected`: 412 when it holds none.
 async fn load_matching(
     conn: &mut AsyncConn,
@@ -179,11 +198,11 @@ async fn load_matching(
     if let [one] = expected {
         return Article::find_checked(conn, id, one)
             .await
-            .map_err(ApiError::before_save);
+            .map_err(ApiError::precondition);
     }
     let article = Article::find(conn, id)
         .await
-        .map_err(ApiError::before_save)?;
+        .map_err(ApiError::precondition)?;
     if !expected.contains(&article.version) {
         return Err(ApiError::PreconditionFailed);
     }
@@ -218,7 +237,7 @@ async fn read(State(state): State<AppState>, Path(id): Path<String>) -> Result<R
     let mut conn = connection(&state).await?;
     let article = Article::find(&mut conn, id)
         .await
-        .map_err(ApiError::before_save)?;
+        .map_err(ApiError::precondition)?;
     Ok(with_etag(StatusCode::OK, article))
 }
 
@@ -234,13 +253,17 @@ async fn replace(
         return Err(ApiError::InvalidBody);
     }
     let mut conn = connection(&state).await?;
-    let mut article = load_matching(&mut conn, id, &expected).await?;
-    article.title = new.title;
-    article.body = new.body;
-    article
-        .save_checked(&mut conn)
+    let token = expected_token(&mut conn, &id, expected).await?;
+    let changes = (articles::title.eq(&new.title), articles::body.eq(&new.body));
+    let version = Article::update_by_key(&mut conn, id.clone(), &token, changes)
         .await
-        .map_err(ApiError::at_save)?;
+        .map_err(ApiError::precondition)?;
+    let article = Article {
+        id,
+        title: new.title,
+        body: new.body,
+        version,
+    };
     Ok(with_etag(StatusCode::OK, article))
 }
 
@@ -279,10 +302,9 @@ async fn remove(
 ) -> Result<StatusCode, ApiError> {
     let expected = expected_tokens(&headers)?;
     let mut conn = connection(&state).await?;
-    let article = load_matching(&mut conn, id, &expected).await?;
-    article
-        .delete_checked(&mut conn)
+    let token = expected_token(&mut conn, &id, expected).await?;
+    Article::delete_by_key(&mut conn, id, &token)
         .await
-        .map_err(ApiError::at_save)?;
+        .map_err(ApiError::precondition)?;
     Ok(StatusCode::NO_CONTENT)
 }

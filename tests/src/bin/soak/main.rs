@@ -18,7 +18,10 @@
 //! asserts both). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the
 //! tests; each backend runs in a fresh database that is dropped afterwards.
 //!
-//! Workers run on the example schemas until the duration is up:
+//! The workload (`workload/`) is written once for one connection type and compiled for
+//! each backend by `postgres.rs`, `mysql.rs` and `sqlite.rs`, on the example apps of
+//! that backend (`diesel_occ_examples::<backend>`). Workers run on the example schemas
+//! until the duration is up:
 //!
 //! - checked updates and deletes of `inventory` rows through the retry helper (a new
 //!   connection per attempt, escalation after 3 conflicts);
@@ -28,7 +31,8 @@
 //! - inserts of new `inventory` rows;
 //! - work-item claims with short leases, some completed after the lease ran out (the
 //!   fencing token must refuse them when the item was claimed again), some replayed;
-//! - seat bookings on concerts of 20 seats.
+//! - seat bookings on concerts of 20 seats, through `seat::book` (the retry helper on
+//!   an r2d2 pool).
 //!
 //! Faults: a fault thread kills a random session of the soak database every
 //! `--fault-every` (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`); on SQLite it holds
@@ -56,14 +60,14 @@
 
 mod check;
 mod faults;
+#[cfg(feature = "mysql")]
+mod mysql;
 mod options;
+mod postgres;
 mod record;
 mod report;
-mod retried;
 mod run;
-mod sabotage;
-mod verify;
-mod worker;
+mod sqlite;
 
 use std::process::ExitCode;
 use std::time::Instant;

@@ -7,16 +7,17 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{UuidToken, VersionToken};
-use diesel_occ_examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
-use diesel_occ_examples::db::AnyConnection;
-use diesel_occ_examples::inventory::{self, PreparedReservation, ReserveError, ReserveRequest};
 use diesel_occ_examples::schema::work_items;
-use diesel_occ_examples::seat::{self, Booking, BookingError};
 
+use super::examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
+use super::examples::inventory::{self, PreparedReservation, ReserveError, ReserveRequest};
+use super::examples::seat::{self, Booking, BookingError};
+use super::retried::{self, Step};
+use super::{Conn, Shared, connect};
 use crate::record::{Record, Unknown};
-use crate::retried::{Ops, Step};
-use crate::run::{Shared, bump};
+use crate::run::bump;
 
 /// Tokens a client might send that must be refused before any read or write.
 const HOSTILE: [&str; 7] = [
@@ -38,9 +39,8 @@ fn chance(rng: &mut fastrand::Rng, percent: u32) -> bool {
 pub(crate) struct Worker<'s, 'a> {
     n: usize,
     shared: &'s Shared<'a>,
-    ops: &'s Ops,
     rng: fastrand::Rng,
-    conn: Option<AnyConnection>,
+    conn: Option<Conn>,
     log: Vec<Record>,
     /// The token this worker's "client" last saw for a SKU (often stale by now).
     views: HashMap<String, UuidToken>,
@@ -49,11 +49,10 @@ pub(crate) struct Worker<'s, 'a> {
 
 impl<'s, 'a> Worker<'s, 'a> {
     /// Worker `n`, its random mix drawn from `seed`.
-    pub(crate) fn new(n: usize, shared: &'s Shared<'a>, ops: &'s Ops, seed: u64) -> Self {
+    pub(crate) fn new(n: usize, shared: &'s Shared<'a>, seed: u64) -> Self {
         Worker {
             n,
             shared,
-            ops,
             rng: fastrand::Rng::with_seed(seed),
             conn: None,
             log: Vec::new(),
@@ -71,13 +70,13 @@ impl<'s, 'a> Worker<'s, 'a> {
                 0..=29 => {
                     if let Some(sku) = self.random_sku() {
                         let delta = self.rng.i32(-3..=4);
-                        let step = (self.ops.update)(self.shared, &sku, delta);
+                        let step = retried::update(self.shared, &sku, delta);
                         self.record(step);
                     }
                 }
                 30..=34 => {
                     if let Some(sku) = self.random_sku() {
-                        let step = (self.ops.delete)(self.shared, &sku);
+                        let step = retried::delete(self.shared, &sku);
                         self.record(step);
                     }
                 }
@@ -90,9 +89,9 @@ impl<'s, 'a> Worker<'s, 'a> {
         self.log
     }
 
-    fn conn(&mut self) -> Option<&mut AnyConnection> {
+    fn conn(&mut self) -> Option<&mut Conn> {
         if self.conn.is_none() {
-            self.conn = self.shared.target.connect().ok();
+            self.conn = connect(&self.shared.url).ok();
             if self.conn.is_none() {
                 thread::sleep(Duration::from_millis(5));
             }
@@ -365,11 +364,13 @@ impl<'s, 'a> Worker<'s, 'a> {
         }
     }
 
+    /// A seat booking through `seat::book`, which retries on a conflict with
+    /// connections from the shared pool.
     fn book(&mut self) {
         let concert = self.shared.concert.load(Ordering::SeqCst);
         let buyer = format!("w{}-{}", self.n, self.seq);
-        let Some(conn) = self.conn() else { return };
-        match seat::book(conn, concert, &buyer, 5) {
+        let policy = RetryPolicy::new().max_attempts(5);
+        match seat::book(&self.shared.pool, &policy, concert, &buyer, |_| {}) {
             Ok(Booking::Confirmed { seat_no, attempts }) => {
                 let counters = self.shared.counters;
                 let extra = u64::from(attempts - 1);
@@ -390,7 +391,8 @@ impl<'s, 'a> Worker<'s, 'a> {
                 bump(&counters.exhausted);
             }
             Err(BookingError::UnknownConcert(_)) => {}
-            Err(_) => self.failed(),
+            // The pool replaces a connection that died.
+            Err(_) => bump(&self.shared.counters.errors),
         }
     }
 

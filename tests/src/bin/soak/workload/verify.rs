@@ -6,18 +6,18 @@ use std::collections::{BTreeMap, HashMap};
 
 use diesel::prelude::*;
 use diesel_occ::UuidToken;
-use diesel_occ_examples::claims::{Status, WorkItem};
-use diesel_occ_examples::db::AnyConnection;
-use diesel_occ_examples::inventory::Stock;
 use diesel_occ_examples::schema::{concerts, inventory as inventory_table, seat_assignments};
 use diesel_occ_examples::schema::{work_effects, work_items};
 
+use super::Conn;
+use super::examples::claims::{Status, WorkItem};
+use super::examples::inventory::Stock;
 use crate::check;
 use crate::record::Record;
 
 /// Checks the database against the log; returns the violations and how many
 /// unknown-outcome writes the explanation of the rows needed.
-pub(crate) fn verify(conn: &mut AnyConnection, log: &[Record]) -> (Vec<String>, usize) {
+pub(crate) fn verify(conn: &mut Conn, log: &[Record]) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
     let applied = verify_inventory(conn, log, &mut violations);
     verify_claims(conn, log, &mut violations);
@@ -31,11 +31,7 @@ pub(crate) fn verify(conn: &mut AnyConnection, log: &[Record]) -> (Vec<String>, 
 }
 
 /// Returns how many unknown-outcome writes the explanation of the rows needed.
-fn verify_inventory(
-    conn: &mut AnyConnection,
-    log: &[Record],
-    violations: &mut Vec<String>,
-) -> usize {
+fn verify_inventory(conn: &mut Conn, log: &[Record], violations: &mut Vec<String>) -> usize {
     let rows: BTreeMap<String, (i32, UuidToken)> = inventory_table::table
         .select(Stock::as_select())
         .load(conn)
@@ -48,7 +44,7 @@ fn verify_inventory(
     applied
 }
 
-fn verify_claims(conn: &mut AnyConnection, log: &[Record], violations: &mut Vec<String>) {
+fn verify_claims(conn: &mut Conn, log: &[Record], violations: &mut Vec<String>) {
     let items: BTreeMap<i32, WorkItem> = work_items::table
         .select(WorkItem::as_select())
         .load(conn)
@@ -104,7 +100,7 @@ fn verify_claims(conn: &mut AnyConnection, log: &[Record], violations: &mut Vec<
     }
 }
 
-fn verify_seats(conn: &mut AnyConnection, log: &[Record], violations: &mut Vec<String>) {
+fn verify_seats(conn: &mut Conn, log: &[Record], violations: &mut Vec<String>) {
     let concerts: Vec<(i32, i32, i32)> = concerts::table
         .select((concerts::id, concerts::capacity, concerts::available))
         .load(conn)

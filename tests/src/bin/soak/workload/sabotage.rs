@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use diesel::prelude::*;
 use diesel_occ::{UuidToken, VersionToken};
-use diesel_occ_examples::db::AnyConnection;
-use diesel_occ_examples::inventory::Stock;
 use diesel_occ_examples::schema::inventory as inventory_table;
 
+use super::examples::inventory::Stock;
+use super::{Conn, Shared, connect};
 use crate::record::{Record, Unknown};
-use crate::run::{Shared, bump};
+use crate::run::bump;
 
 /// What the saboteurs share.
 #[derive(Default)]
@@ -59,7 +59,7 @@ pub(crate) fn saboteur(
     seed: u64,
 ) -> Vec<Record> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut conn: Option<AnyConnection> = None;
+    let mut conn: Option<Conn> = None;
     let mut log = Vec::new();
     loop {
         // Every wait is reached by both threads whatever happened in between: a
@@ -70,7 +70,7 @@ pub(crate) fn saboteur(
         barrier.wait();
         let Some(sku) = rounds.chosen() else { break };
         if conn.is_none() {
-            conn = shared.target.connect().ok();
+            conn = connect(&shared.url).ok();
         }
         let read: Option<Stock> = match (&sku, conn.as_mut()) {
             (Some(sku), Some(c)) => inventory_table::table
@@ -97,7 +97,7 @@ pub(crate) fn saboteur(
 fn write_blindly(
     shared: &Shared<'_>,
     rounds: &Rounds,
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     sku: String,
     stock: Stock,
     log: &mut Vec<Record>,

@@ -1,0 +1,46 @@
+//! The workload on PostgreSQL, through `diesel_occ_examples::postgres`. The fault is a
+//! killed session (`pg_terminate_backend`).
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel_occ_examples::postgres as examples;
+
+use crate::faults;
+
+/// The connection the workload runs on.
+type Conn = diesel::pg::PgConnection;
+
+/// A new connection. A session killed right after connecting fails here: an error for
+/// the caller, not a panic.
+fn connect(url: &str) -> ConnectionResult<Conn> {
+    let mut conn = Conn::establish(url)?;
+    conn.batch_execute("SET lc_messages TO 'C'")
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
+
+/// Kills one other session of the soak database.
+fn fault(url: &str, admin: &mut Option<Conn>, rng: &mut fastrand::Rng) -> bool {
+    const SESSIONS: &str = "SELECT CAST(pid AS BIGINT) AS id FROM pg_stat_activity \
+                            WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    faults::kill_server_session(admin, || connect(url).ok(), SESSIONS, kill, rng)
+}
+
+/// `false` when no such session was left to signal.
+fn kill(conn: &mut Conn, victim: i64) -> bool {
+    #[derive(QueryableByName)]
+    struct Killed {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        killed: bool,
+    }
+    diesel::sql_query(format!("SELECT pg_terminate_backend({victim}) AS killed"))
+        .get_result::<Killed>(conn)
+        .is_ok_and(|k| k.killed)
+}
+
+// The same files for every backend, each time for this module's connection type.
+#[allow(clippy::duplicate_mod)]
+#[path = "workload/mod.rs"]
+mod workload;
+
+pub(crate) use workload::run;
