@@ -1,13 +1,13 @@
 //! `#[occ(version, generated)]`: PostgreSQL's `xmin`, read back with `RETURNING`.
 use diesel::prelude::*;
-use diesel_occ::pg::XminToken;
+use diesel_occ::xmin::XminToken;
 use diesel_occ::prelude::*;
 
 diesel::table! {
     documents (id) {
         id -> Integer,
         body -> Text,
-        xmin -> diesel_occ::pg::sql_types::Xid,
+        xmin -> diesel_occ::xmin::sql_types::Xid,
     }
 }
 

@@ -42,8 +42,8 @@ fn main() {
         revision: 1,
     };
     let mut tracked = Tracked::new(note);
-    tracked.tag = Some("b".into());
-    tracked.views = 3;
+    tracked.edit().tag = Some("b".into());
+    tracked.edit().views = 3;
     assert_eq!(tracked.changed(), Fields::named("tag").unwrap());
     let _save = |conn: &mut SqliteConnection| TrackedDsl::save_checked(&mut tracked, conn);
 }
