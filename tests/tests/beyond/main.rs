@@ -7,10 +7,7 @@
 
 #[macro_use]
 mod guard_suite;
-mod schema;
-mod sql_log;
 mod statement_cache;
-mod tracked_logic;
 #[macro_use]
 mod async_suite;
 #[macro_use]
