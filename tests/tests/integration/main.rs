@@ -109,6 +109,7 @@ macro_rules! on_every_backend {
 #[allow(dead_code)] // the capture helpers serve the subjects still to move in
 mod observe;
 
+mod batch;
 mod bulk;
 mod checked_writes;
 mod client_token;
