@@ -113,6 +113,7 @@ mod batch;
 mod bulk;
 mod checked_writes;
 mod client_token;
+mod force_increment;
 mod properties;
 mod retry;
 mod tracked;
