@@ -116,5 +116,6 @@ mod client_token;
 mod force_increment;
 mod properties;
 mod retry;
+mod soft_delete;
 mod tracked;
 mod transient_errors;
