@@ -116,6 +116,7 @@ mod client_token;
 mod force_increment;
 mod properties;
 mod retry;
+mod skipped_columns;
 mod soft_delete;
 mod tracked;
 mod transient_errors;
