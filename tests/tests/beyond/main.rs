@@ -5,8 +5,6 @@
 //! The suite is written once (`sync_suite.rs`) and instantiated per backend; each test
 //! gets a fresh migrated database (or SQLite file).
 
-#[macro_use]
-mod guard_suite;
 mod statement_cache;
 #[macro_use]
 mod async_suite;
@@ -58,11 +56,6 @@ async_suite!(
     Sqlite,
     "PRAGMA busy_timeout = 10000"
 );
-
-guard_suite!(guard_postgres, diesel::pg::PgConnection, Postgres);
-#[cfg(feature = "mysql")]
-guard_suite!(guard_mysql, diesel::mysql::MysqlConnection, Mysql);
-guard_suite!(guard_sqlite, diesel::sqlite::SqliteConnection, Sqlite);
 
 mod postgres_only;
 

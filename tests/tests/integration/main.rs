@@ -111,6 +111,7 @@ mod observe;
 
 mod batch;
 mod bulk;
+mod bypass_guard;
 mod checked_writes;
 mod client_token;
 mod force_increment;
