@@ -120,4 +120,5 @@ mod retry;
 mod skipped_columns;
 mod soft_delete;
 mod tracked;
+mod transactions;
 mod transient_errors;
