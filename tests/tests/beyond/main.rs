@@ -5,8 +5,4 @@
 //! The suite is written once (`sync_suite.rs`) and instantiated per backend; each test
 //! gets a fresh migrated database (or SQLite file).
 
-mod statement_cache;
-
-
-
 mod postgres_only;

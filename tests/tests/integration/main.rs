@@ -119,6 +119,7 @@ mod properties;
 mod retry;
 mod skipped_columns;
 mod soft_delete;
+mod statement_cache;
 mod tracked;
 mod transactions;
 mod transient_errors;
