@@ -123,3 +123,4 @@ mod statement_cache;
 mod tracked;
 mod transactions;
 mod transient_errors;
+mod xmin;
