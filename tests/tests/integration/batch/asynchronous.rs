@@ -116,7 +116,7 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
     let db = async_test_db!();
     seed_accounts(&db, 3).await;
     let mut conn = db.conn().await;
-    let mut batch = vec![account(&mut conn, 1).await, account(&mut conn, 2).await];
+    let mut batch = [account(&mut conn, 1).await, account(&mut conn, 2).await];
     let mut other = account(&mut conn, 2).await;
     other.balance = 42;
     other.save_checked(&mut conn).await.expect("other save");

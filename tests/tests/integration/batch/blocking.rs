@@ -114,7 +114,7 @@ fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
     let db = test_db!();
     seed_accounts(&db, 3);
     let mut conn = db.conn();
-    let mut batch = vec![account(&mut conn, 1), account(&mut conn, 2)];
+    let mut batch = [account(&mut conn, 1), account(&mut conn, 2)];
     let mut other = account(&mut conn, 2);
     other.balance = 42;
     other.save_checked(&mut conn).expect("other save");

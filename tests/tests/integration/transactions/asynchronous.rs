@@ -361,7 +361,7 @@ async fn skipped_write_is_unmatched_not_stale() {
 /// Drops a batch future while its transaction is open: once the server
 /// shows its second UPDATE waiting for a row lock another connection holds.
 async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
-    let mut batch = vec![
+    let mut batch = [
         Counter::find(conn, 1).await.expect("row 1"),
         Counter::find(conn, 2).await.expect("row 2"),
     ];
