@@ -1,5 +1,5 @@
 //! The test tables (see `migrations/`), declared once per backend: only the UUID and
-//! timestamp column types differ.
+//! timestamp column types differ (and PostgreSQL has `documents`, whose token is `xmin`).
 
 #![allow(missing_docs)] // table! output, as in a Diesel schema.rs
 macro_rules! tables {
@@ -61,12 +61,67 @@ macro_rules! tables {
                 updated_at -> $timestamp,
             }
         }
+
+        diesel::table! {
+            wiki_articles (id) {
+                id -> Integer,
+                title -> Text,
+                body -> Text,
+                summary -> Nullable<Text>,
+                views -> Integer,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            accounts (id) {
+                id -> Integer,
+                balance -> Integer,
+                deleted -> Bool,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            purchase_orders (id) {
+                id -> Integer,
+                note -> Text,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            purchase_order_items (order_id, line_no) {
+                order_id -> Integer,
+                line_no -> Integer,
+                quantity -> Integer,
+                version -> Integer,
+            }
+        }
+
+        diesel::table! {
+            tickets (id) {
+                id -> Integer,
+                seat -> Text,
+                version -> $uuid,
+            }
+        }
     };
 }
 
-/// PostgreSQL: `uuid` and `timestamp`, plus a `timestamptz` token table.
+/// PostgreSQL: `uuid` and `timestamp`, plus a `timestamptz` token table and a table
+/// whose token is the system column `xmin`.
 pub mod pg {
     tables!(uuid: diesel::sql_types::Uuid, timestamp: diesel::sql_types::Timestamp);
+
+    diesel::table! {
+        documents (id) {
+            id -> Integer,
+            title -> Text,
+            body -> Text,
+            xmin -> diesel_occ::xmin::sql_types::Xid,
+        }
+    }
 
     diesel::table! {
         stamped_utc (id) {

@@ -109,9 +109,18 @@ macro_rules! on_every_backend {
 #[allow(dead_code)] // the capture helpers serve the subjects still to move in
 mod observe;
 
+mod batch;
 mod bulk;
+mod bypass_guard;
 mod checked_writes;
 mod client_token;
+mod force_increment;
 mod properties;
 mod retry;
+mod skipped_columns;
+mod soft_delete;
+mod statement_cache;
+mod tracked;
+mod transactions;
 mod transient_errors;
+mod xmin;

@@ -1,8 +1,8 @@
 //! Bulk updates on an async connection (diesel-async).
 
-use diesel::prelude::{ExpressionMethods, Insertable, Queryable, Selectable};
+use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
-use diesel_occ::Error;
+use diesel_occ::{Error, UuidToken};
 use diesel_occ::asynchronous::prelude::*;
 
 use super::{AsyncConn as Conn, schema};
@@ -126,4 +126,119 @@ async fn bulk_update_wraps_an_i64_token_at_max() {
             version: 0
         }
     );
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+struct Account {
+    id: i32,
+    balance: i32,
+    deleted: bool,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::tickets)]
+struct Ticket {
+    id: i32,
+    seat: String,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+/// Accounts 1..=n, balance 100, version 1.
+async fn seed_accounts(conn: &mut Conn, n: i32) {
+    for id in 1..=n {
+        diesel::insert_into(schema::accounts::table)
+            .values(Account {
+                id,
+                balance: 100,
+                deleted: false,
+                version: 1,
+            })
+            .execute(conn)
+            .await
+            .expect("insert account");
+    }
+}
+
+#[tokio::test]
+async fn bulk_update_advances_the_token_of_every_row_it_touches() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_accounts(&mut conn, 3).await;
+    let mut in_flight = Vec::new();
+    for id in 1..=3 {
+        in_flight.push(Account::find(&mut conn, id).await.expect("account row"));
+    }
+
+    let touched = Account::bulk_update(
+        schema::accounts::table.filter(schema::accounts::id.le(2)),
+        schema::accounts::balance.eq(0),
+    )
+    .execute(&mut conn)
+    .await
+    .expect("bulk update");
+    assert_eq!(touched, 2);
+
+    for mut a in in_flight {
+        a.balance += 1;
+        let result = a.save_checked(&mut conn).await;
+        if a.id <= 2 {
+            match result {
+                Err(Error::Conflict(conflict)) => assert_eq!(conflict.current::<i32>(), Some(2)),
+                other => panic!("expected a conflict, got {other:?}"),
+            }
+            let stored = Account::find(&mut conn, a.id).await.expect("account row");
+            assert_eq!(stored.balance, 0, "the bulk write survives");
+        } else {
+            result.expect("an untouched row saves");
+        }
+    }
+}
+
+#[tokio::test]
+async fn control_plain_bulk_update_is_silently_overwritten() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_accounts(&mut conn, 1).await;
+    let mut in_flight = Account::find(&mut conn, 1).await.expect("account row");
+    diesel::update(schema::accounts::table)
+        .set(schema::accounts::balance.eq(0))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    in_flight.balance += 1;
+    in_flight
+        .save_checked(&mut conn)
+        .await
+        .expect("the stale save wins");
+    let stored = Account::find(&mut conn, 1).await.expect("account row");
+    assert_eq!(stored.balance, 101, "the bulk write was lost");
+}
+
+#[tokio::test]
+async fn bulk_update_draws_a_fresh_uuid() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    let seeded = Ticket {
+        id: 1,
+        seat: "A1".into(),
+        version: UuidToken::initial(),
+    };
+    diesel::insert_into(schema::tickets::table)
+        .values(seeded.clone())
+        .execute(&mut conn)
+        .await
+        .expect("insert ticket");
+    Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let stored = Ticket::find(&mut conn, 1).await.unwrap();
+    assert_ne!(stored.version, seeded.version);
+    let mut stale = seeded;
+    stale.seat = "A2".into();
+    assert!(stale.save_checked(&mut conn).await.unwrap_err().is_conflict());
 }

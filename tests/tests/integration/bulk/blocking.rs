@@ -1,7 +1,7 @@
 //! Bulk updates on a blocking connection.
 
 use diesel::prelude::*;
-use diesel_occ::Error;
+use diesel_occ::{Error, UuidToken};
 use diesel_occ::prelude::*;
 
 use super::{Conn, schema};
@@ -122,4 +122,113 @@ fn bulk_update_wraps_an_i64_token_at_max() {
             version: 0
         }
     );
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+struct Account {
+    id: i32,
+    balance: i32,
+    deleted: bool,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::tickets)]
+struct Ticket {
+    id: i32,
+    seat: String,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+/// Accounts 1..=n, balance 100, version 1.
+fn seed_accounts(conn: &mut Conn, n: i32) {
+    for id in 1..=n {
+        diesel::insert_into(schema::accounts::table)
+            .values(Account {
+                id,
+                balance: 100,
+                deleted: false,
+                version: 1,
+            })
+            .execute(conn)
+            .expect("insert account");
+    }
+}
+
+#[test]
+fn bulk_update_advances_the_token_of_every_row_it_touches() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_accounts(&mut conn, 3);
+    let mut in_flight = Vec::new();
+    for id in 1..=3 {
+        in_flight.push(Account::find(&mut conn, id).expect("account row"));
+    }
+
+    let touched = Account::bulk_update(
+        schema::accounts::table.filter(schema::accounts::id.le(2)),
+        schema::accounts::balance.eq(0),
+    )
+    .execute(&mut conn)
+    .expect("bulk update");
+    assert_eq!(touched, 2);
+
+    for mut a in in_flight {
+        a.balance += 1;
+        let result = a.save_checked(&mut conn);
+        if a.id <= 2 {
+            match result {
+                Err(Error::Conflict(conflict)) => assert_eq!(conflict.current::<i32>(), Some(2)),
+                other => panic!("expected a conflict, got {other:?}"),
+            }
+            let stored = Account::find(&mut conn, a.id).expect("account row");
+            assert_eq!(stored.balance, 0, "the bulk write survives");
+        } else {
+            result.expect("an untouched row saves");
+        }
+    }
+}
+
+#[test]
+fn control_plain_bulk_update_is_silently_overwritten() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_accounts(&mut conn, 1);
+    let mut in_flight = Account::find(&mut conn, 1).expect("account row");
+    diesel::update(schema::accounts::table)
+        .set(schema::accounts::balance.eq(0))
+        .execute(&mut conn)
+        .unwrap();
+    in_flight.balance += 1;
+    in_flight
+        .save_checked(&mut conn)
+        .expect("the stale save wins");
+    let stored = Account::find(&mut conn, 1).expect("account row");
+    assert_eq!(stored.balance, 101, "the bulk write was lost");
+}
+
+#[test]
+fn bulk_update_draws_a_fresh_uuid() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let seeded = Ticket {
+        id: 1,
+        seat: "A1".into(),
+        version: UuidToken::initial(),
+    };
+    diesel::insert_into(schema::tickets::table)
+        .values(seeded.clone())
+        .execute(&mut conn)
+        .expect("insert ticket");
+    Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"))
+        .execute(&mut conn)
+        .unwrap();
+    let stored = Ticket::find(&mut conn, 1).unwrap();
+    assert_ne!(stored.version, seeded.version);
+    let mut stale = seeded;
+    stale.seat = "A2".into();
+    assert!(stale.save_checked(&mut conn).unwrap_err().is_conflict());
 }

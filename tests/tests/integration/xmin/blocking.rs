@@ -1,38 +1,18 @@
-//! PostgreSQL only: `xmin` as a database-generated token (no token column), and the
-//! guard of a native `uuid` token.
+//! `xmin` tokens on a blocking connection.
 
-use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel_occ::pg::XminToken;
 use diesel_occ::prelude::*;
 use diesel_occ::testing::Race;
+use diesel_occ::xmin::XminToken;
 use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
 use diesel_occ_tests::TestDb;
+use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
-use crate::schema::pg as schema;
-use crate::sql_log::{SqlLog, sql_only};
+use super::super::{Document, NewDocument};
+use super::{Conn, schema};
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
-#[diesel(table_name = schema::documents, check_for_backend(diesel::pg::Pg))]
-#[occ(track)]
-struct Document {
-    id: i32,
-    title: String,
-    body: String,
-    #[occ(version, generated)]
-    xmin: XminToken,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = schema::documents)]
-struct NewDocument<'a> {
-    id: i32,
-    title: &'a str,
-    body: &'a str,
-}
-
-fn seed(test: &str) -> Option<TestDb<PgConnection>> {
-    let db = TestDb::<PgConnection>::create(test)?;
+/// Document 1, "Title" and "Body".
+fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::documents::table)
         .values(NewDocument {
             id: 1,
@@ -41,10 +21,9 @@ fn seed(test: &str) -> Option<TestDb<PgConnection>> {
         })
         .execute(&mut db.conn())
         .expect("insert document");
-    Some(db)
 }
 
-fn stored_xmin(conn: &mut PgConnection) -> XminToken {
+fn stored_xmin(conn: &mut Conn) -> XminToken {
     schema::documents::table
         .find(1)
         .select(schema::documents::xmin)
@@ -54,18 +33,17 @@ fn stored_xmin(conn: &mut PgConnection) -> XminToken {
 
 #[test]
 fn xmin_is_read_compared_and_returned_in_one_statement() {
-    let Some(db) = seed("beyond_pg_xmin") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let mut doc = Document::find(&mut conn, 1).unwrap();
     let read = doc.xmin;
     assert_eq!(read, stored_xmin(&mut conn));
 
     doc.body = "Edited".into();
-    let log = SqlLog::install(&mut conn);
+    let log = StatementCounter::install(&mut conn);
     doc.save_checked(&mut conn).expect("save");
-    let statements = log.take();
+    let statements = log.take_sql();
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
     let sql = sql_only(&statements[0]);
     assert!(sql.contains("RETURNING \"documents\".\"xmin\""), "{sql}");
@@ -83,9 +61,8 @@ fn xmin_is_read_compared_and_returned_in_one_statement() {
 
 #[test]
 fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
-    let Some(db) = seed("beyond_pg_xmin_stale") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let mut first = Document::find(&mut conn, 1).unwrap();
     let second = first.clone();
@@ -112,9 +89,8 @@ fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
 
 #[test]
 fn xmin_is_its_own_bypass_guard() {
-    let Some(db) = seed("beyond_pg_xmin_bypass") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let mut doc = Document::find(&mut conn, 1).unwrap();
     diesel::sql_query("UPDATE documents SET body = 'Raw' WHERE id = 1")
@@ -129,9 +105,8 @@ fn xmin_is_its_own_bypass_guard() {
 
 #[test]
 fn xmin_two_writers_from_one_version_exactly_one_wins() {
-    let Some(db) = seed("beyond_pg_xmin_race") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let report = Race::new(2).run(
         |_| {
             let mut conn = db.conn();
@@ -154,20 +129,19 @@ fn xmin_two_writers_from_one_version_exactly_one_wins() {
 
 #[test]
 fn xmin_tracked_merge_and_batch_save() {
-    let Some(db) = seed("beyond_pg_xmin_tracked") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let mut mine = Tracked::new(Document::find(&mut conn, 1).unwrap());
     let mut theirs = Document::find(&mut conn, 1).unwrap();
     theirs.body = "Their body".into();
     theirs.save_checked(&mut conn).unwrap();
 
-    mine.title = "My title".into();
-    let log = SqlLog::install(&mut conn);
+    mine.edit().title = "My title".into();
+    let log = StatementCounter::install(&mut conn);
     let outcome = mine.save_merging(&mut conn).expect("merge");
     assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
-    let last = log.take().pop().unwrap();
+    let last = log.take_sql().pop().unwrap();
     assert!(
         !sql_only(&last).contains("\"body\""),
         "the merged save writes my field only: {last}"
@@ -201,9 +175,8 @@ fn xmin_tracked_merge_and_batch_save() {
 /// with the real current token, once another writer has saved.
 #[test]
 fn xmin_rolled_back_save_is_restored_then_conflicts() {
-    let Some(db) = seed("beyond_pg_xmin_rollback") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let read = Document::find(&mut conn, 1).unwrap();
     let mut mine = read.clone();
@@ -246,97 +219,10 @@ fn xmin_rolled_back_save_is_restored_then_conflicts() {
     );
 }
 
-/// The async API, with only its own prelude in scope.
-mod asynchronous {
-    use diesel_async::{AsyncConnection, AsyncPgConnection};
-    use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::{SaveOutcome, Tracked};
-
-    use super::{Document, seed, stored_xmin};
-
-    /// The async twin of `xmin_rolled_back_save_is_restored_then_conflicts`.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn xmin_rolled_back_save_is_restored_then_conflicts_async() {
-        let Some(db) = seed("beyond_pg_xmin_rollback_async") else {
-            return;
-        };
-        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
-        let read = Document::find(&mut conn, 1).await.unwrap();
-        let mut mine = read.clone();
-
-        mine.body = "Rolled back".into();
-        let outcome =
-            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-                mine.save_checked(conn).await?;
-                assert_ne!(
-                    mine.xmin, read.xmin,
-                    "the transaction's own xmin, read back"
-                );
-                Err::<(), diesel_occ::Error>(diesel::result::Error::RollbackTransaction.into())
-            })
-            .await;
-        assert!(outcome.is_err(), "{outcome:?}");
-        assert_eq!(Document::find(&mut conn, 1).await.unwrap(), read);
-        assert_eq!(mine.xmin, read.xmin, "the token it read, restored");
-
-        let mut other = AsyncPgConnection::establish(db.url()).await.unwrap();
-        let mut restored = mine.clone();
-        restored
-            .save_checked(&mut other)
-            .await
-            .expect("the restored token matches the unchanged row");
-        assert_eq!(restored.xmin, stored_xmin(&mut db.conn()));
-
-        let error = mine.save_checked(&mut conn).await.unwrap_err();
-        assert_eq!(
-            error
-                .as_conflict()
-                .expect("a conflict")
-                .current::<diesel_occ::pg::XminToken>(),
-            Some(restored.xmin)
-        );
-        assert_eq!(Document::find(&mut conn, 1).await.unwrap(), restored);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn xmin_on_the_async_connection() {
-        let Some(db) = seed("beyond_pg_xmin_async") else {
-            return;
-        };
-        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
-        let mut doc = Document::find(&mut conn, 1).await.unwrap();
-        let stale = doc.clone();
-        doc.body = "Async".into();
-        doc.save_checked(&mut conn).await.expect("save");
-        assert_ne!(doc.xmin, stale.xmin);
-        assert_eq!(
-            doc.xmin,
-            stored_xmin(&mut db.conn()),
-            "read back with RETURNING"
-        );
-
-        let mut stale = Tracked::new(stale);
-        stale.title = "Merged".into();
-        let outcome = stale.save_merging(&mut conn).await.expect("merge");
-        assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
-        let stored = Document::find(&mut conn, 1).await.unwrap();
-        assert_eq!(
-            (stored.title.as_str(), stored.body.as_str()),
-            ("Merged", "Async")
-        );
-        assert_eq!(stale.xmin, stored.xmin);
-        let mut batch = [stored];
-        batch[0].body = "Batch".into();
-        batch.save_all_checked(&mut conn).await.unwrap();
-        assert_eq!(batch[0].xmin, stored_xmin(&mut db.conn()));
-    }
-}
-
 #[test]
 fn xmin_tracked_save_without_edits_still_checks_and_advances() {
-    let Some(db) = seed("beyond_pg_xmin_unchanged") else {
-        return;
-    };
+    let db = test_db!();
+    seed(&db);
     let mut conn = db.conn();
     let mut tracked = Tracked::new(Document::find(&mut conn, 1).unwrap());
     let read = tracked.xmin;
@@ -348,61 +234,4 @@ fn xmin_tracked_save_without_edits_still_checks_and_advances() {
         ..tracked.current().clone()
     });
     assert!(stale.save_checked(&mut conn).unwrap_err().is_conflict());
-}
-
-/// The timestamp guard, PostgreSQL only (on the foundation's `stamped` table).
-#[test]
-fn timestamp_token_guard_advances_on_raw_updates() {
-    use diesel::connection::SimpleConnection;
-    use diesel_occ::guard::{BypassGuard, GuardBackend};
-    use diesel_occ_tests::schema::pg::stamped;
-
-    #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-    #[diesel(table_name = stamped)]
-    struct Stamped {
-        id: i32,
-        value: i32,
-        #[occ(version)]
-        updated_at: chrono::NaiveDateTime,
-    }
-
-    let Some(db) = TestDb::<PgConnection>::create("beyond_pg_stamped_guard") else {
-        return;
-    };
-    let mut conn = db.conn();
-    let row = Stamped {
-        id: 1,
-        value: 0,
-        updated_at: chrono::NaiveDateTime::initial(),
-    };
-    diesel::insert_into(stamped::table)
-        .values(row.clone())
-        .execute(&mut conn)
-        .unwrap();
-    conn.batch_execute(
-        &BypassGuard::of::<Stamped>()
-            .install_sql(GuardBackend::Postgres)
-            .expect("guard DDL"),
-    )
-    .expect("install guard");
-
-    let mut mine = Stamped::find(&mut conn, 1).unwrap();
-    diesel::sql_query("UPDATE stamped SET value = 5 WHERE id = 1")
-        .execute(&mut db.conn())
-        .unwrap();
-    let current = Stamped::find(&mut conn, 1).unwrap().updated_at;
-    assert!(
-        current > row.updated_at,
-        "the trigger moved the timestamp forward"
-    );
-    mine.value = 9;
-    let Err(Error::Conflict(conflict)) = mine.save_checked(&mut conn) else {
-        panic!("expected a conflict");
-    };
-    assert_eq!(conflict.current::<chrono::NaiveDateTime>(), Some(current));
-    // The library's own save is left alone by the trigger.
-    let mut fresh = Stamped::find(&mut conn, 1).unwrap();
-    fresh.value = 10;
-    fresh.save_checked(&mut conn).unwrap();
-    assert_eq!(Stamped::find(&mut conn, 1).unwrap(), fresh);
 }

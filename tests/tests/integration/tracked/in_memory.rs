@@ -1,4 +1,4 @@
-//! The tracked entity's pure logic, without a database: field sets, three-way
+//! The tracked entity's logic without a database: field sets, three-way
 //! classification, merge and rebase.
 
 use diesel::prelude::*;
@@ -54,8 +54,8 @@ fn field_sets() {
 #[test]
 fn the_same_edit_on_both_sides_is_not_an_overlap() {
     let mut mine = Tracked::new(note());
-    mine.tag = Some("x".into());
-    mine.title = "mine".into();
+    mine.edit().tag = Some("x".into());
+    mine.edit().title = "mine".into();
     let mut theirs = note();
     theirs.tag = Some("x".into());
     theirs.body = "theirs".into();
@@ -81,8 +81,8 @@ fn the_same_edit_on_both_sides_is_not_an_overlap() {
 #[test]
 fn overlap_leaves_the_tracked_entity_alone_and_rebase_picks_a_side() {
     let mut mine = Tracked::new(note());
-    mine.title = "mine".into();
-    mine.body = "my body".into();
+    mine.edit().title = "mine".into();
+    mine.edit().body = "my body".into();
     let mut theirs = note();
     theirs.title = "theirs".into();
     theirs.version = 2;

@@ -1,0 +1,199 @@
+//! The bypass-writer guard on an async connection (diesel-async).
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
+use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{ConcurrencyConflict, Error, UuidToken};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+
+use super::super::dialect;
+use super::{AsyncConn as Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+struct Account {
+    id: i32,
+    balance: i32,
+    deleted: bool,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::tickets)]
+struct Ticket {
+    id: i32,
+    seat: String,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+struct Stamped {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: NaiveDateTime,
+}
+
+fn guard_dialect() -> GuardBackend {
+    dialect(Conn::BACKEND)
+}
+
+fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
+    match result {
+        Err(Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}
+
+/// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
+async fn raw_update(conn: &mut Conn, sql: &str) {
+    diesel::sql_query(sql)
+        .execute(conn)
+        .await
+        .expect("raw update");
+}
+
+async fn seed_account(db: &AsyncTestDb<Conn>) {
+    diesel::insert_into(schema::accounts::table)
+        .values(Account {
+            id: 1,
+            balance: 100,
+            deleted: false,
+            version: 1,
+        })
+        .execute(&mut db.conn().await)
+        .await
+        .expect("insert account");
+}
+
+async fn account(conn: &mut Conn) -> Account {
+    Account::find(conn, 1).await.expect("account row")
+}
+
+/// Reads account 1, lets a raw write change its balance, then saves the stale read.
+async fn bypass_then_save(db: &AsyncTestDb<Conn>) -> Result<(), Error> {
+    let mut conn = db.conn().await;
+    let mut mine = account(&mut conn).await;
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE accounts SET balance = 7 WHERE id = 1",
+    )
+    .await;
+    mine.balance = 90;
+    mine.save_checked(&mut conn).await
+}
+
+#[tokio::test]
+async fn raw_update_without_the_guard_is_a_lost_update() {
+    let db = async_test_db!();
+    seed_account(&db).await;
+    bypass_then_save(&db).await.expect("the stale save succeeds");
+    let stored = account(&mut db.conn().await).await;
+    assert_eq!(stored.balance, 90, "the raw write (balance 7) was lost");
+}
+
+#[tokio::test]
+async fn raw_update_with_the_guard_is_a_conflict() {
+    let db = async_test_db!();
+    seed_account(&db).await;
+    let guard = BypassGuard::of::<Account>();
+    let install = guard.install_sql(guard_dialect()).expect("guard DDL");
+    db.conn().await.batch_execute(&install).await.expect("install guard");
+
+    let conflict = expect_conflict(bypass_then_save(&db).await);
+    assert_eq!(
+        conflict.current::<i32>(),
+        Some(2),
+        "the trigger advanced the token"
+    );
+    let mut conn = db.conn().await;
+    assert_eq!(account(&mut conn).await.balance, 7, "the raw write survives");
+
+    // The library's own writes are not bumped twice.
+    let mut fresh = account(&mut conn).await;
+    fresh.balance = 8;
+    fresh.save_checked(&mut conn).await.expect("checked save");
+    assert_eq!(account(&mut conn).await, fresh, "stored token = the one it assigned");
+
+    // Uninstalled, the lost update is back.
+    let uninstall = guard.uninstall_sql(guard_dialect()).expect("guard DDL");
+    conn.batch_execute(&uninstall).await.expect("uninstall");
+    bypass_then_save(&db).await.expect("lost update again");
+}
+
+#[tokio::test]
+async fn uuid_token_guard_advances_on_raw_updates() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    let seeded = Ticket {
+        id: 1,
+        seat: "A1".into(),
+        version: UuidToken::initial(),
+    };
+    diesel::insert_into(schema::tickets::table)
+        .values(seeded.clone())
+        .execute(&mut conn)
+        .await
+        .expect("insert ticket");
+    let install = BypassGuard::of::<Ticket>()
+        .install_sql(guard_dialect())
+        .expect("guard DDL");
+    conn.batch_execute(&install).await.expect("install guard");
+    let mut mine = Ticket::find(&mut conn, 1).await.unwrap();
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE tickets SET seat = 'B2' WHERE id = 1",
+    )
+    .await;
+    let current = Ticket::find(&mut conn, 1).await.unwrap().version;
+    assert_ne!(current, seeded.version, "the trigger drew a fresh UUID");
+    mine.seat = "C3".into();
+    let conflict = expect_conflict(mine.save_checked(&mut conn).await);
+    assert_eq!(conflict.current::<UuidToken>(), Some(current));
+}
+
+#[tokio::test]
+async fn timestamp_token_guard_advances_on_raw_updates() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    let seeded = Stamped {
+        id: 1,
+        value: 0,
+        updated_at: NaiveDateTime::initial(),
+    };
+    diesel::insert_into(schema::stamped::table)
+        .values(seeded.clone())
+        .execute(&mut conn)
+        .await
+        .expect("insert stamped");
+    let install = BypassGuard::of::<Stamped>().install_sql(guard_dialect());
+    let install = match (guard_dialect(), install) {
+        (GuardBackend::Postgres, install) => install.expect("guard DDL"),
+        (_, install) => {
+            assert!(install.is_err(), "timestamp guards are PostgreSQL only");
+            return;
+        }
+    };
+    conn.batch_execute(&install).await.expect("install guard");
+
+    let mut mine = Stamped::find(&mut conn, 1).await.unwrap();
+    raw_update(&mut db.conn().await, "UPDATE stamped SET value = 5 WHERE id = 1").await;
+    let current = Stamped::find(&mut conn, 1).await.unwrap().updated_at;
+    assert!(
+        current > seeded.updated_at,
+        "the trigger moved the timestamp forward"
+    );
+    mine.value = 9;
+    let conflict = expect_conflict(mine.save_checked(&mut conn).await);
+    assert_eq!(conflict.current::<NaiveDateTime>(), Some(current));
+    // The library's own save is left alone by the trigger.
+    let mut fresh = Stamped::find(&mut conn, 1).await.unwrap();
+    fresh.value = 10;
+    fresh.save_checked(&mut conn).await.unwrap();
+    assert_eq!(Stamped::find(&mut conn, 1).await.unwrap(), fresh);
+}

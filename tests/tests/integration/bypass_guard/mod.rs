@@ -1,0 +1,21 @@
+//! The bypass-writer guard: a trigger that advances the token on every write that does
+//! not (raw SQL, another service), so a checked save from a stale read conflicts instead
+//! of overwriting that write. Each scenario shows the lost update without the guard.
+//! Timestamp tokens are guarded on PostgreSQL only; the other backends refuse them.
+//! [`triggers`] checks the DDL itself: names, quoting, identifier limits, wrapping.
+
+use diesel_occ::bypass_guard::GuardBackend;
+use diesel_occ_tests::Backend;
+
+/// The guard's dialect for a test backend.
+pub(crate) const fn dialect(backend: Backend) -> GuardBackend {
+    match backend {
+        Backend::Postgres => GuardBackend::Postgres,
+        Backend::Mysql => GuardBackend::Mysql,
+        Backend::Sqlite => GuardBackend::Sqlite,
+    }
+}
+
+mod triggers;
+
+on_every_backend!(blocking, asynchronous);

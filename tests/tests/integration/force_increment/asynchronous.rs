@@ -1,0 +1,148 @@
+//! Force increment on an async connection (diesel-async).
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::testing::Race;
+use diesel_occ::{Error, Operation};
+use diesel_occ_tests::AsyncTestDb;
+use diesel_occ_tests::statements::{StatementCounter, sql_only};
+
+use super::{AsyncConn as Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::purchase_orders)]
+struct Order {
+    id: i32,
+    note: String,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::purchase_order_items, primary_key(order_id, line_no))]
+struct OrderItem {
+    order_id: i32,
+    line_no: i32,
+    quantity: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+/// Order 1 with items 1 and 2, every token at 1.
+async fn seed_order(db: &AsyncTestDb<Conn>) {
+    let mut conn = db.conn().await;
+    diesel::insert_into(schema::purchase_orders::table)
+        .values(Order {
+            id: 1,
+            note: "order".into(),
+            version: 1,
+        })
+        .execute(&mut conn)
+        .await
+        .expect("insert order");
+    for line_no in 1..=2 {
+        diesel::insert_into(schema::purchase_order_items::table)
+            .values(OrderItem {
+                order_id: 1,
+                line_no,
+                quantity: 1,
+                version: 1,
+            })
+            .execute(&mut conn)
+            .await
+            .expect("insert item");
+    }
+}
+
+/// Two writers edit different items of one order, each in a transaction; with
+/// `force`, each also force-increments the order.
+async fn race_items(db: &AsyncTestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
+    let report = Race::new(2)
+        .run_asynchronous(
+            async |writer| {
+                let mut conn = db.conn().await;
+                let order = Order::find(&mut conn, 1).await.expect("order");
+                let item = OrderItem::find(&mut conn, (1, writer as i32 + 1))
+                    .await
+                    .expect("item");
+                (conn, order, item)
+            },
+            async |_, (mut conn, mut order, mut item): (Conn, Order, OrderItem)| {
+                conn.transaction(async |conn| {
+                    item.quantity += 5;
+                    item.save_checked(conn).await?;
+                    if force {
+                        order.force_increment(conn).await?;
+                    }
+                    Ok(())
+                })
+                .await
+            },
+        )
+        .await;
+    report.into_values().unwrap()
+}
+
+#[tokio::test]
+async fn force_increment_makes_writers_of_different_children_conflict_on_the_root() {
+    let db = async_test_db!();
+    seed_order(&db).await;
+    let outcomes = race_items(&db, true).await;
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1,
+        "{outcomes:?}"
+    );
+    let loser = outcomes.into_iter().find_map(Result::err).unwrap();
+    let Error::Conflict(conflict) = loser else {
+        panic!("expected a concurrency conflict, got {loser:?}");
+    };
+    assert_eq!(conflict.table(), "purchase_orders");
+    assert_eq!(conflict.operation(), Operation::ForceIncrement);
+    assert_eq!(conflict.current::<i32>(), Some(2));
+
+    let mut conn = db.conn().await;
+    assert_eq!(Order::find(&mut conn, 1).await.unwrap().version, 2);
+    let quantities: Vec<i32> = schema::purchase_order_items::table
+        .order(schema::purchase_order_items::line_no)
+        .select(schema::purchase_order_items::quantity)
+        .load(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        quantities.iter().filter(|&&q| q == 6).count(),
+        1,
+        "the loser's item write rolled back: {quantities:?}"
+    );
+}
+
+#[tokio::test]
+async fn control_without_force_increment_both_children_writes_commit() {
+    let db = async_test_db!();
+    seed_order(&db).await;
+    let outcomes = race_items(&db, false).await;
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    assert_eq!(
+        Order::find(&mut db.conn().await, 1).await.unwrap().version,
+        1,
+        "the root never moved"
+    );
+}
+
+#[tokio::test]
+async fn force_increment_writes_only_the_token() {
+    let db = async_test_db!();
+    seed_order(&db).await;
+    let mut conn = db.conn().await;
+    let mut order = Order::find(&mut conn, 1).await.unwrap();
+    order.note = "in memory only".into();
+    let log = StatementCounter::install_async(&mut conn);
+    order.force_increment(&mut conn).await.expect("force increment");
+    let statements = log.take_sql();
+    assert_eq!(statements.len(), 1);
+    assert!(!sql_only(&statements[0]).contains("note"), "{statements:?}");
+    let stored = Order::find(&mut conn, 1).await.unwrap();
+    assert_eq!((stored.note.as_str(), stored.version), ("order", 2));
+    assert_eq!(order.version, 2);
+}

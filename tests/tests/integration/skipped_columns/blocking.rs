@@ -1,0 +1,89 @@
+//! Skipped columns on a blocking connection.
+
+use diesel::prelude::*;
+use diesel_occ::Tracked;
+use diesel_occ::prelude::*;
+use diesel_occ_tests::statements::{StatementCounter, sql_only, updates};
+
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::wiki_articles)]
+#[occ(track)]
+struct Article {
+    id: i32,
+    title: String,
+    body: String,
+    summary: Option<String>,
+    /// Maintained by atomic SQL elsewhere: never written by a checked save.
+    #[occ(skip)]
+    views: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+/// The same table, with Diesel's own way of keeping a column out of saves.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = schema::wiki_articles)]
+struct ArticleSkipUpdate {
+    id: i32,
+    title: String,
+    body: String,
+    summary: Option<String>,
+    #[diesel(skip_update)]
+    views: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+fn article(conn: &mut Conn) -> Article {
+    Article::find(conn, 1).expect("article row")
+}
+
+#[test]
+fn skipped_columns_are_never_written_by_checked_saves() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::wiki_articles::table)
+        .values(Article {
+            id: 1,
+            title: "Title".into(),
+            body: "Body".into(),
+            summary: Some("Summary".into()),
+            views: 0,
+            version: 1,
+        })
+        .execute(&mut conn)
+        .expect("insert article");
+    let mut occ_skip = article(&mut conn);
+    // The counter is maintained by atomic SQL elsewhere, token untouched.
+    diesel::sql_query("UPDATE wiki_articles SET views = views + 1 WHERE id = 1")
+        .execute(&mut db.conn())
+        .expect("raw update");
+
+    let log = StatementCounter::install(&mut conn);
+    occ_skip.views = 999;
+    occ_skip.title = "occ skip".into();
+    occ_skip.save_checked(&mut conn).expect("save");
+    assert_eq!(article(&mut conn).views, 1);
+
+    let mut skip_update = ArticleSkipUpdate::find(&mut conn, 1).unwrap();
+    skip_update.views = 998;
+    skip_update.title = "skip update".into();
+    skip_update.save_checked(&mut conn).expect("save");
+    assert_eq!(article(&mut conn).views, 1);
+
+    let mut tracked = Tracked::new(article(&mut conn));
+    tracked.edit().views = 997;
+    tracked.edit().title = "tracked".into();
+    assert!(!tracked.changed().contains("views"), "not a tracked field");
+    tracked.save_checked(&mut conn).expect("save");
+    let statements = log.take_sql();
+    assert_eq!(updates(&statements).len(), 3);
+    for statement in updates(&statements) {
+        assert!(!sql_only(statement).contains("views"), "{statement}");
+    }
+    let stored = article(&mut conn);
+    assert_eq!(stored.views, 1, "only the atomic increment wrote it");
+    assert_eq!(stored.title, "tracked");
+}

@@ -1,0 +1,65 @@
+//! Checked soft delete on a blocking connection.
+
+use diesel::prelude::*;
+use diesel_occ::prelude::*;
+use diesel_occ::{ConcurrencyConflict, Error, Operation};
+
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+struct Account {
+    id: i32,
+    balance: i32,
+    deleted: bool,
+    #[occ(version)]
+    version: i32,
+}
+
+fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
+    match result {
+        Err(Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}
+
+#[test]
+fn soft_delete_is_checked_and_advances_the_token() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::accounts::table)
+        .values(Account {
+            id: 1,
+            balance: 100,
+            deleted: false,
+            version: 1,
+        })
+        .execute(&mut conn)
+        .expect("insert account");
+    let mut first = Account::find(&mut conn, 1).expect("account row");
+    let mut second = first.clone();
+
+    first.balance = 1; // not written by the soft delete
+    first
+        .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
+        .expect("soft delete");
+    assert_eq!(first.version, 2);
+    let stored = Account::find(&mut conn, 1).expect("account row");
+    assert_eq!(
+        (stored.deleted, stored.balance, stored.version),
+        (true, 100, 2)
+    );
+
+    // A writer still holding the live row cannot resurrect or edit it...
+    second.balance = 5;
+    let mut third = second.clone();
+    let conflict = expect_conflict(second.save_checked(&mut conn));
+    assert_eq!(conflict.current::<i32>(), Some(2));
+    // ...nor soft-delete it again from a stale token.
+    let conflict = expect_conflict(
+        third
+            .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true)),
+    );
+    assert_eq!(conflict.operation(), Operation::SoftDelete);
+    assert_eq!(Account::find(&mut conn, 1).expect("account row"), stored);
+}

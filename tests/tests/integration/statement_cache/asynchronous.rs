@@ -1,0 +1,73 @@
+//! Bounded prepared statements on an async connection (diesel-async).
+
+use diesel_async::SimpleAsyncConnection;
+use diesel_occ::Tracked;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ_tests::statements::StatementCounter;
+
+use super::super::{
+    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, values,
+};
+use super::AsyncConn as Conn;
+
+async fn create_wide_row(conn: &mut Conn) {
+    conn.batch_execute(CREATE).await.expect("create table");
+    conn.batch_execute(SEED).await.expect("seed row");
+}
+
+#[tokio::test]
+async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    create_wide_row(&mut conn).await;
+    let statements = StatementCounter::install_async(&mut conn);
+    let open = conn.open_statements().await;
+    let server = conn.server_prepared().await;
+    let mut tracked = Tracked::new(Wide::find(&mut conn, 1).await.expect("row"));
+    for pattern in 0..PATTERNS {
+        let mut edited = tracked.get();
+        for (column, value) in edited.iter_mut().zip(values(pattern, 1)) {
+            if value.is_some() {
+                *column = Some(column.unwrap_or(0) + 1);
+            }
+        }
+        tracked.edit().set(edited);
+        tracked.save_checked(&mut conn).await.expect("tracked save");
+    }
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    assert_bounded(
+        "tracked saves",
+        statements.take_cached().len(),
+        (open, after.0),
+        (server, after.1),
+    );
+    let stored = Wide::find(&mut conn, 1).await.expect("row");
+    assert_eq!(stored, *tracked.current());
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[tokio::test]
+async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    create_wide_row(&mut conn).await;
+    let statements = StatementCounter::install_async(&mut conn);
+    let open = conn.open_statements().await;
+    let server = conn.server_prepared().await;
+    let mut row = Wide::find(&mut conn, 1).await.expect("row");
+    for pattern in 0..PATTERNS {
+        row.set(values(pattern, pattern as i32));
+        row.save_checked(&mut conn).await.expect("save");
+    }
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    assert_bounded(
+        "full saves",
+        statements.take_cached().len(),
+        (open, after.0),
+        (server, after.1),
+    );
+    let stored = Wide::find(&mut conn, 1).await.expect("row");
+    let last = (PATTERNS - 1) as i32;
+    assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}

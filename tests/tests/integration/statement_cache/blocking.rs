@@ -1,0 +1,75 @@
+//! Bounded prepared statements on a blocking connection.
+
+use diesel::connection::SimpleConnection;
+use diesel_occ::Tracked;
+use diesel_occ::prelude::*;
+use diesel_occ_tests::statements::StatementCounter;
+
+use super::super::{
+    CREATE, OpenStatements, PATTERNS, SEED, Wide, assert_bounded, values,
+};
+use super::Conn;
+
+fn create_wide_row(conn: &mut Conn) {
+    conn.batch_execute(CREATE).expect("create table");
+    conn.batch_execute(SEED).expect("seed row");
+}
+
+#[test]
+fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    create_wide_row(&mut conn);
+    let statements = StatementCounter::install(&mut conn);
+    let open = conn.open_statements();
+    let server = conn.server_prepared();
+    let mut tracked = Tracked::new(Wide::find(&mut conn, 1).expect("row"));
+    for pattern in 0..PATTERNS {
+        // Every column in `pattern` changes, the others keep their value.
+        let mut edited = tracked.get();
+        for (column, value) in edited.iter_mut().zip(values(pattern, 1)) {
+            if value.is_some() {
+                *column = Some(column.unwrap_or(0) + 1);
+            }
+        }
+        tracked.edit().set(edited);
+        assert_eq!(tracked.changed().len(), pattern.count_ones() as usize);
+        tracked.save_checked(&mut conn).expect("tracked save");
+    }
+    assert_bounded(
+        "tracked saves",
+        statements.take_cached().len(),
+        (open, conn.open_statements()),
+        (server, conn.server_prepared()),
+    );
+    let stored = Wide::find(&mut conn, 1).expect("row");
+    assert_eq!(stored, *tracked.current());
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[test]
+fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    create_wide_row(&mut conn);
+    let statements = StatementCounter::install(&mut conn);
+    let open = conn.open_statements();
+    let server = conn.server_prepared();
+    let mut row = Wide::find(&mut conn, 1).expect("row");
+    for pattern in 0..PATTERNS {
+        // `None` leaves its column alone: one SQL text per pattern.
+        row.set(values(pattern, pattern as i32));
+        row.save_checked(&mut conn).expect("save");
+    }
+    assert_bounded(
+        "full saves",
+        statements.take_cached().len(),
+        (open, conn.open_statements()),
+        (server, conn.server_prepared()),
+    );
+    let stored = Wide::find(&mut conn, 1).expect("row");
+    // Column i was last written by the last pattern with bit i set.
+    let last = (PATTERNS - 1) as i32;
+    assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}

@@ -1,0 +1,243 @@
+//! Prepared statements stay bounded: saves whose column set varies (tracked saves of
+//! every subset of the fields, full saves with every pattern of `None` fields) leave a
+//! connection with a small, fixed number of prepared statements, however many distinct
+//! texts they run. MariaDB's `max_prepared_stmt_count` is one limit for the whole server.
+//!
+//! Counted three ways: the statements Diesel's cache keeps (its `CacheQuery` events, on
+//! every backend), the statements the server holds open for the session (MariaDB's
+//! `Com_stmt_prepare - Com_stmt_close`, PostgreSQL's `pg_prepared_statements`), and on
+//! MariaDB the server-wide `Prepared_stmt_count`.
+
+use diesel::prelude::{Queryable, Selectable};
+
+/// Twelve trackable, nullable columns: 4096 subsets, 4096 `None` patterns.
+pub(crate) const COLUMNS: usize = 12;
+/// How many saves each test runs: every pattern once.
+pub(crate) const PATTERNS: u32 = 1 << COLUMNS;
+/// Prepared statements one connection may keep after every pattern: the full save, the
+/// find and the token query, with room to spare. Without the bound it is thousands.
+pub(crate) const BOUND: i64 = 16;
+
+diesel::table! {
+    stmt_wide (id) {
+        id -> Integer,
+        c0 -> Nullable<Integer>,
+        c1 -> Nullable<Integer>,
+        c2 -> Nullable<Integer>,
+        c3 -> Nullable<Integer>,
+        c4 -> Nullable<Integer>,
+        c5 -> Nullable<Integer>,
+        c6 -> Nullable<Integer>,
+        c7 -> Nullable<Integer>,
+        c8 -> Nullable<Integer>,
+        c9 -> Nullable<Integer>,
+        c10 -> Nullable<Integer>,
+        c11 -> Nullable<Integer>,
+        version -> Integer,
+    }
+}
+
+/// The table, in SQL every backend accepts.
+pub(crate) const CREATE: &str = "CREATE TABLE stmt_wide (id INTEGER PRIMARY KEY, \
+    c0 INTEGER, c1 INTEGER, c2 INTEGER, c3 INTEGER, c4 INTEGER, c5 INTEGER, \
+    c6 INTEGER, c7 INTEGER, c8 INTEGER, c9 INTEGER, c10 INTEGER, c11 INTEGER, \
+    version INTEGER NOT NULL)";
+pub(crate) const SEED: &str =
+    "INSERT INTO stmt_wide VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)";
+
+/// The columns of `pattern` (bit i: column i), with `value` or `None`.
+pub(crate) fn values(pattern: u32, value: i32) -> [Option<i32>; COLUMNS] {
+    std::array::from_fn(|i| (pattern & (1 << i) != 0).then_some(value))
+}
+
+/// One row of `stmt_wide`, tracked.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, diesel_occ::Versioned)]
+#[diesel(table_name = stmt_wide)]
+#[occ(track)]
+pub(crate) struct Wide {
+    id: i32,
+    c0: Option<i32>,
+    c1: Option<i32>,
+    c2: Option<i32>,
+    c3: Option<i32>,
+    c4: Option<i32>,
+    c5: Option<i32>,
+    c6: Option<i32>,
+    c7: Option<i32>,
+    c8: Option<i32>,
+    c9: Option<i32>,
+    c10: Option<i32>,
+    c11: Option<i32>,
+    #[occ(version)]
+    version: i32,
+}
+
+impl Wide {
+    pub(crate) fn set(&mut self, values: [Option<i32>; COLUMNS]) {
+        let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11] = values;
+        (self.c0, self.c1, self.c2, self.c3) = (c0, c1, c2, c3);
+        (self.c4, self.c5, self.c6, self.c7) = (c4, c5, c6, c7);
+        (self.c8, self.c9, self.c10, self.c11) = (c8, c9, c10, c11);
+    }
+
+    pub(crate) fn get(&self) -> [Option<i32>; COLUMNS] {
+        [
+            self.c0, self.c1, self.c2, self.c3, self.c4, self.c5, self.c6, self.c7, self.c8,
+            self.c9, self.c10, self.c11,
+        ]
+    }
+}
+
+/// The statements the server holds open for a blocking connection's session (`None`
+/// where the backend has no server to ask).
+pub(crate) trait OpenStatements: diesel::Connection {
+    fn open_statements(&mut self) -> Option<i64>;
+    /// MariaDB's server-wide `Prepared_stmt_count`.
+    fn server_prepared(&mut self) -> Option<i64> {
+        None
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Status {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[diesel(column_name = Variable_name)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[diesel(column_name = Value)]
+    value: String,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
+}
+
+fn status_value(rows: &[Status], name: &str) -> i64 {
+    rows.iter()
+        .find(|row| row.name.eq_ignore_ascii_case(name))
+        .and_then(|row| row.value.parse().ok())
+        .unwrap_or_else(|| panic!("no status {name}"))
+}
+
+/// Statements this MariaDB session prepared and has not closed.
+pub(crate) const MYSQL_OPEN: &str =
+    "SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_close')";
+pub(crate) const MYSQL_SERVER: &str = "SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'";
+pub(crate) const PG_OPEN: &str = "SELECT count(*) AS count FROM pg_prepared_statements";
+
+fn mysql_open(rows: &[Status]) -> i64 {
+    status_value(rows, "Com_stmt_prepare") - status_value(rows, "Com_stmt_close")
+}
+
+impl OpenStatements for diesel::pg::PgConnection {
+    fn open_statements(&mut self) -> Option<i64> {
+        use diesel::RunQueryDsl;
+        let count: Count = diesel::sql_query(PG_OPEN)
+            .get_result(self)
+            .expect("pg_prepared_statements");
+        Some(count.count)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl OpenStatements for diesel::mysql::MysqlConnection {
+    fn open_statements(&mut self) -> Option<i64> {
+        use diesel::RunQueryDsl;
+        let rows: Vec<Status> = diesel::sql_query(MYSQL_OPEN)
+            .load(self)
+            .expect("session status");
+        Some(mysql_open(&rows))
+    }
+
+    fn server_prepared(&mut self) -> Option<i64> {
+        use diesel::RunQueryDsl;
+        let rows: Vec<Status> = diesel::sql_query(MYSQL_SERVER)
+            .load(self)
+            .expect("global status");
+        Some(status_value(&rows, "Prepared_stmt_count"))
+    }
+}
+
+impl OpenStatements for diesel::sqlite::SqliteConnection {
+    fn open_statements(&mut self) -> Option<i64> {
+        None
+    }
+}
+
+/// The same, on an async connection.
+pub(crate) trait AsyncOpenStatements: diesel_async::AsyncConnection {
+    fn open_statements(&mut self) -> impl std::future::Future<Output = Option<i64>> + Send;
+    fn server_prepared(&mut self) -> impl std::future::Future<Output = Option<i64>> + Send {
+        async { None }
+    }
+}
+
+impl AsyncOpenStatements for diesel_async::AsyncPgConnection {
+    async fn open_statements(&mut self) -> Option<i64> {
+        use diesel_async::RunQueryDsl;
+        let count: Count = diesel::sql_query(PG_OPEN)
+            .get_result(self)
+            .await
+            .expect("pg_prepared_statements");
+        Some(count.count)
+    }
+}
+
+impl AsyncOpenStatements for diesel_async::AsyncMysqlConnection {
+    async fn open_statements(&mut self) -> Option<i64> {
+        use diesel_async::RunQueryDsl;
+        let rows: Vec<Status> = diesel::sql_query(MYSQL_OPEN)
+            .load(self)
+            .await
+            .expect("session status");
+        Some(mysql_open(&rows))
+    }
+
+    async fn server_prepared(&mut self) -> Option<i64> {
+        use diesel_async::RunQueryDsl;
+        let rows: Vec<Status> = diesel::sql_query(MYSQL_SERVER)
+            .load(self)
+            .await
+            .expect("global status");
+        Some(status_value(&rows, "Prepared_stmt_count"))
+    }
+}
+
+impl AsyncOpenStatements
+    for diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+        diesel::sqlite::SqliteConnection,
+    >
+{
+    async fn open_statements(&mut self) -> Option<i64> {
+        None
+    }
+}
+
+/// Other sessions (tests running beside this one) move the server-wide count too: this
+/// much slack for them, still far below the thousands an unbounded cache leaves.
+pub(crate) const SERVER_SLACK: i64 = 512;
+
+/// The three counts after every pattern, against the counts before.
+pub(crate) fn assert_bounded(
+    what: &str,
+    cached: usize,
+    open: (Option<i64>, Option<i64>),
+    server: (Option<i64>, Option<i64>),
+) {
+    let grew = |(before, after): (Option<i64>, Option<i64>)| Some(after? - before?);
+    let (open, server) = (grew(open), grew(server));
+    let report = format!(
+        "{what}: Diesel's cache kept {cached} statements, the session holds {open:?} more, \
+         Prepared_stmt_count grew by {server:?}"
+    );
+    assert!(i64::try_from(cached).unwrap() <= BOUND, "{report}");
+    assert!(open.is_none_or(|open| open <= BOUND), "{report}");
+    assert!(
+        server.is_none_or(|server| server <= BOUND + SERVER_SLACK),
+        "{report}"
+    );
+}
+
+on_every_backend!(blocking, asynchronous);

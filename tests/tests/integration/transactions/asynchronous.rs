@@ -1,0 +1,444 @@
+//! Transactions around checked writes on an async connection (diesel-async), and a
+//! batch future dropped while its transaction is open.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::{Insertable, Queryable, Selectable};
+use diesel::result::Error as DieselError;
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{ConflictState, Error, UuidToken};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+
+use super::{AsyncConn as Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::small_counters)]
+struct SmallCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i16,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::big_counters)]
+struct BigCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+struct Stamped {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: NaiveDateTime,
+}
+
+fn rollback() -> Error {
+    DieselError::RollbackTransaction.into()
+}
+
+async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
+    for &id in ids {
+        diesel::insert_into(schema::counters::table)
+            .values(Counter {
+                id,
+                value: 0,
+                label: None,
+                version: 1,
+            })
+            .execute(conn)
+            .await
+            .expect("seed counter");
+    }
+}
+
+macro_rules! rolled_back_save {
+    ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
+            let db = async_test_db!();
+            let mut conn = db.conn().await;
+            diesel::insert_into(schema::$table::table)
+                .values($row)
+                .execute(&mut conn)
+                .await
+                .expect("seed");
+            let read = $entity::find(&mut conn, 1).await.expect("read");
+            let mut mine = read.clone();
+
+            // 1. Saved inside a transaction that rolls back.
+            mine.$field += 1;
+            let outcome = diesel_occ::asynchronous::transaction(
+                &mut conn,
+                &mut mine,
+                async |conn, mine| {
+                    mine.save_checked(conn).await?;
+                    Err::<(), _>(rollback())
+                },
+            )
+            .await;
+            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
+            assert_eq!(mine.token(), read.token());
+
+            // 2. Another writer saves, legitimately.
+            let mut other = db.conn().await;
+            let mut theirs = $entity::find(&mut other, 1).await.expect("their read");
+            theirs.$field += 10;
+            theirs.save_checked(&mut other).await.expect("their save");
+
+            // 3. The rolled-back entity's next save is a typed conflict.
+            let error = mine.save_checked(&mut conn).await.unwrap_err();
+            let conflict = error.as_conflict().expect("a conflict");
+            assert_eq!(
+                conflict.state(),
+                &ConflictState::Stale {
+                    current: theirs.token().to_value()
+                }
+            );
+            // 4. Their write stands.
+            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
+    }};
+}
+
+#[tokio::test]
+async fn rolled_back_save_then_conflicts_i16() {
+    rolled_back_save!(SmallCounter, small_counters, SmallCounter { id: 1, value: 0, version: 1 }, value);
+}
+#[tokio::test]
+async fn rolled_back_save_then_conflicts_i32() {
+    rolled_back_save!(Counter, counters, Counter { id: 1, value: 0, label: None, version: 1 }, value);
+}
+#[tokio::test]
+async fn rolled_back_save_then_conflicts_i64() {
+    rolled_back_save!(BigCounter, big_counters, BigCounter { id: 1, value: 0, version: 1 }, value);
+}
+#[tokio::test]
+async fn rolled_back_save_then_conflicts_uuid() {
+    rolled_back_save!(Stock, stock, Stock { id: 1, available: 5, version: UuidToken::initial() }, available);
+}
+#[tokio::test]
+async fn rolled_back_save_then_conflicts_timestamp() {
+    rolled_back_save!(Stamped, stamped, Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() }, value);
+}
+
+#[tokio::test]
+async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2, 3]).await;
+    let mut root = Counter::find(&mut conn, 1).await.expect("root");
+    let mut lines = vec![
+        Counter::find(&mut conn, 2).await.expect("line"),
+        Counter::find(&mut conn, 3).await.expect("line"),
+    ];
+    lines[0].value = 5;
+    lines[1].value = 6;
+    let outcome = diesel_occ::asynchronous::transaction(
+        &mut conn,
+        (&mut root, &mut lines),
+        async |conn, (root, lines)| {
+            lines.save_all_checked(conn).await?;
+            root.force_increment(conn).await?;
+            Err::<(), _>(rollback())
+        },
+    )
+    .await;
+    assert!(outcome.is_err());
+    assert_eq!((root.version, lines[0].version, lines[1].version), (1, 1, 1));
+
+    let mut other = db.conn().await;
+    for id in 1..=3 {
+        let mut theirs = Counter::find(&mut other, id).await.expect("their read");
+        theirs.value = 100;
+        theirs.save_checked(&mut other).await.expect("their save");
+    }
+    assert!(root.force_increment(&mut conn).await.unwrap_err().is_conflict());
+    let error = lines.save_all_checked(&mut conn).await.unwrap_err();
+    assert!(error.as_batch_conflict().is_some(), "{error:?}");
+}
+
+#[tokio::test]
+async fn committed_transaction_keeps_fresh_tokens() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2]).await;
+    let mut a = Counter::find(&mut conn, 1).await.expect("a");
+    let mut b = Counter::find(&mut conn, 2).await.expect("b");
+    let answer = diesel_occ::asynchronous::transaction(
+        &mut conn,
+        (&mut a, &mut b),
+        async |conn, (a, b)| {
+            a.value = 1;
+            b.value = 2;
+            a.save_checked(conn).await?;
+            b.save_checked(conn).await?;
+            Ok::<_, Error>(42)
+        },
+    )
+    .await
+    .expect("commit");
+    assert_eq!(answer, 42);
+    assert_eq!((a.version, b.version), (2, 2));
+}
+
+/// Opens a transaction at `isolation` (`None`: the backend's default), with
+/// diesel-async's transaction manager, or with plain SQL it does not see.
+async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
+    use diesel_async::TransactionManager;
+    let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
+    if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
+        conn.batch_execute(level).await.expect("isolation");
+    }
+    if raw {
+        conn.batch_execute("BEGIN").await.expect("begin");
+    } else {
+        <Conn as AsyncConnection>::TransactionManager::begin_transaction(conn)
+            .await
+            .expect("begin");
+    }
+    if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
+        conn.batch_execute(level).await.expect("isolation");
+    }
+}
+
+async fn end(conn: &mut Conn, raw: bool) {
+    use diesel_async::TransactionManager;
+    if raw {
+        conn.batch_execute("ROLLBACK").await.expect("rollback");
+    } else {
+        <Conn as AsyncConnection>::TransactionManager::rollback_transaction(conn)
+            .await
+            .expect("rollback");
+    }
+}
+
+async fn bump(db: &AsyncTestDb<Conn>) -> Counter {
+    let mut other = db.conn().await;
+    let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
+    theirs.value += 1;
+    theirs.save_checked(&mut other).await.expect("their save");
+    theirs
+}
+
+/// See the blocking suite: the entity is read inside the snapshot, or
+/// before it while another writer commits in between.
+async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    if read_before {
+        bump(&db).await;
+    }
+    begin(&mut conn, isolation, raw).await;
+    let snapshot = Counter::find(&mut conn, 1).await;
+    if !read_before {
+        mine = snapshot.expect("read in the snapshot");
+    }
+    let theirs = bump(&db).await;
+    mine.value = 100;
+    match mine.save_checked(&mut conn).await {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
+    end(&mut conn, raw).await;
+}
+
+#[tokio::test]
+async fn snapshot_conflict_reports_current_token_default_isolation() {
+    in_snapshot(None, false, false).await;
+    in_snapshot(None, true, false).await;
+}
+
+#[tokio::test]
+async fn snapshot_conflict_reports_current_token_repeatable_read() {
+    in_snapshot(Some("REPEATABLE READ"), false, false).await;
+    in_snapshot(Some("REPEATABLE READ"), true, false).await;
+}
+
+#[tokio::test]
+async fn snapshot_conflict_reports_current_token_serializable() {
+    if Conn::BACKEND == Backend::Mysql {
+        // InnoDB's SERIALIZABLE reads take shared locks: no stale snapshot.
+        return;
+    }
+    in_snapshot(Some("SERIALIZABLE"), false, false).await;
+    in_snapshot(Some("SERIALIZABLE"), true, false).await;
+}
+
+/// A transaction opened with plain SQL, which diesel-async does not see: a
+/// conflict on an entity read in its snapshot still names the real token.
+#[tokio::test]
+async fn snapshot_conflict_in_a_raw_sql_transaction() {
+    in_snapshot(None, false, true).await;
+    in_snapshot(Some("REPEATABLE READ"), false, true).await;
+}
+
+/// The same snapshot, opened with diesel-async's own transaction.
+#[tokio::test]
+async fn snapshot_conflict_in_a_diesel_async_transaction() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    if Conn::BACKEND == Backend::Mysql {
+        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .await
+            .expect("isolation");
+    }
+    let db = &db;
+    let outcome = conn
+        .transaction(async |conn| {
+            if Conn::BACKEND == Backend::Postgres {
+                conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    .await?;
+            }
+            let mut mine = Counter::find(conn, 1).await?;
+            let theirs = bump(db).await;
+            mine.value = 100;
+            Ok::<_, Error>((mine.save_checked(conn).await, theirs))
+        })
+        .await;
+    match outcome {
+        Ok((Err(Error::Conflict(conflict)), theirs)) => {
+            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+        }
+        Ok((Err(error), _)) | Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok((Ok(()), _)) => panic!("a stale save succeeded"),
+    }
+}
+
+#[tokio::test]
+async fn skipped_write_is_unmatched_not_stale() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let ddl = match Conn::BACKEND {
+        Backend::Postgres => {
+            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
+        }
+        _ => return,
+    };
+    conn.batch_execute(ddl).await.expect("trigger");
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let error = mine.save_checked(&mut conn).await.unwrap_err();
+    let conflict = error.as_conflict().expect("a conflict");
+    assert_eq!(conflict.state(), &ConflictState::Unmatched, "{conflict}");
+    assert_eq!(conflict.current::<i32>(), None);
+    assert!(!error.is_retryable());
+}
+
+/// Drops a batch future while its transaction is open: once the server
+/// shows its second UPDATE waiting for a row lock another connection holds.
+async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
+    let mut batch = [
+        Counter::find(conn, 1).await.expect("row 1"),
+        Counter::find(conn, 2).await.expect("row 2"),
+    ];
+    batch[0].value = 11;
+    batch[1].value = 12;
+    match Conn::BACKEND {
+        Backend::Postgres => {
+            let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+                "pg_backend_pid()",
+            ))
+            .get_result(conn)
+            .await
+            .expect("pid");
+            let mut locker = db.conn().await;
+            locker
+                .batch_execute("BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE")
+                .await
+                .expect("lock row 2");
+            let mut watcher = db.conn().await;
+            {
+                let save = batch.save_all_checked(conn);
+                tokio::pin!(save);
+                let waiting = async {
+                    loop {
+                        let waiting: i64 = diesel::select(diesel::dsl::sql::<
+                            diesel::sql_types::BigInt,
+                        >(&format!(
+                            "(SELECT count(*) FROM pg_stat_activity \
+                             WHERE pid = {pid} AND wait_event_type = 'Lock')"
+                        )))
+                        .get_result(&mut watcher)
+                        .await
+                        .expect("pg_stat_activity");
+                        if waiting == 1 {
+                            break;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    outcome = &mut save => panic!("the batch finished: {outcome:?}"),
+                    () = waiting => {}
+                }
+            }
+            locker.batch_execute("COMMIT").await.expect("unlock");
+        }
+        _ => unreachable!("PostgreSQL only: SQLite has its own test"),
+    }
+}
+
+#[tokio::test]
+async fn cancelled_batch_leaves_the_connection_visibly_broken() {
+    if Conn::BACKEND != Backend::Postgres {
+        return;
+    }
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2, 3]).await;
+    let mut third = Counter::find(&mut conn, 3).await.expect("row 3");
+
+    drop_batch_mid_transaction(&db, &mut conn).await;
+
+    // A later save on the same connection fails loudly...
+    third.value = 33;
+    let later = third.save_checked(&mut conn).await;
+    assert!(later.is_err(), "a later save returned {later:?}");
+    assert_eq!(third.version, 1);
+    // ...and so does a transaction.
+    let tx = conn.transaction(async |_| Ok::<_, Error>(())).await;
+    assert!(tx.is_err(), "{tx:?}");
+    drop(conn);
+
+    // Nothing of the batch or of the later save was committed.
+    let mut check = db.conn().await;
+    for id in 1..=3 {
+        let row = Counter::find(&mut check, id).await.expect("row");
+        assert_eq!((row.value, row.version), (0, 1), "row {id}");
+    }
+}

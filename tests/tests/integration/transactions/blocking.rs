@@ -1,0 +1,397 @@
+//! Transactions around checked writes on a blocking connection.
+
+use chrono::NaiveDateTime;
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::result::Error as DieselError;
+use diesel_occ::prelude::*;
+use diesel_occ::{ConflictState, Error, UuidToken};
+use diesel_occ_tests::{Backend, TestConnection, TestDb};
+
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::small_counters)]
+struct SmallCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i16,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::big_counters)]
+struct BigCounter {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+struct Stamped {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: NaiveDateTime,
+}
+
+fn rollback() -> Error {
+    DieselError::RollbackTransaction.into()
+}
+
+fn seed_counters(conn: &mut Conn, ids: &[i32]) {
+    for &id in ids {
+        diesel::insert_into(schema::counters::table)
+            .values(Counter {
+                id,
+                value: 0,
+                label: None,
+                version: 1,
+            })
+            .execute(conn)
+            .expect("seed counter");
+    }
+}
+
+/// The four steps, for one token kind: a save inside a transaction that
+/// rolls back, another writer's legitimate save, then the rolled-back
+/// entity's next save, which must be a typed conflict.
+macro_rules! rolled_back_save {
+    ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
+            let db = test_db!();
+            let mut conn = db.conn();
+            diesel::insert_into(schema::$table::table)
+                .values($row)
+                .execute(&mut conn)
+                .expect("seed");
+            let read = $entity::find(&mut conn, 1).expect("read");
+            let mut mine = read.clone();
+
+            // 1. Saved inside a transaction that rolls back.
+            mine.$field += 1;
+            let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+                mine.save_checked(conn)?;
+                Err::<(), _>(rollback())
+            });
+            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+            assert_eq!($entity::find(&mut conn, 1).expect("row"), read);
+            // The entity keeps its edit and the token it read.
+            assert_eq!(mine.token(), read.token());
+
+            // 2. Another writer saves, legitimately.
+            let mut other = db.conn();
+            let mut theirs = $entity::find(&mut other, 1).expect("their read");
+            theirs.$field += 10;
+            theirs.save_checked(&mut other).expect("their save");
+
+            // 3. The rolled-back entity's next save is a typed conflict.
+            let error = mine.save_checked(&mut conn).unwrap_err();
+            let conflict = error.as_conflict().expect("a conflict");
+            assert_eq!(
+                conflict.state(),
+                &ConflictState::Stale {
+                    current: theirs.token().to_value()
+                }
+            );
+            // 4. Their write stands.
+            assert_eq!($entity::find(&mut conn, 1).expect("row"), theirs);
+    }};
+}
+
+#[test]
+fn rolled_back_save_then_conflicts_i16() {
+    rolled_back_save!(SmallCounter, small_counters, SmallCounter { id: 1, value: 0, version: 1 }, value);
+}
+#[test]
+fn rolled_back_save_then_conflicts_i32() {
+    rolled_back_save!(Counter, counters, Counter { id: 1, value: 0, label: None, version: 1 }, value);
+}
+#[test]
+fn rolled_back_save_then_conflicts_i64() {
+    rolled_back_save!(BigCounter, big_counters, BigCounter { id: 1, value: 0, version: 1 }, value);
+}
+#[test]
+fn rolled_back_save_then_conflicts_uuid() {
+    rolled_back_save!(Stock, stock, Stock { id: 1, available: 5, version: UuidToken::initial() }, available);
+}
+#[test]
+fn rolled_back_save_then_conflicts_timestamp() {
+    rolled_back_save!(Stamped, stamped, Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() }, value);
+}
+
+/// When nobody else wrote, the restored entity saves as if the rolled-back
+/// transaction had never run.
+#[test]
+fn restored_entity_saves_when_the_row_is_unchanged() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 7;
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    mine.save_checked(&mut conn).expect("save after the rollback");
+    assert_eq!(Counter::find(&mut conn, 1).expect("row"), mine);
+    assert_eq!(mine.version, 2);
+}
+
+/// A batch and an aggregate root's force increment inside the caller's
+/// transaction: when it rolls back, every token is restored.
+#[test]
+fn rolled_back_batch_and_force_increment_restore_their_tokens() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1, 2, 3]);
+    let mut root = Counter::find(&mut conn, 1).expect("root");
+    let mut lines = vec![
+        Counter::find(&mut conn, 2).expect("line"),
+        Counter::find(&mut conn, 3).expect("line"),
+    ];
+    lines[0].value = 5;
+    lines[1].value = 6;
+    let outcome = diesel_occ::transaction(
+        &mut conn,
+        (&mut root, &mut lines),
+        |conn, (root, lines)| {
+            lines.save_all_checked(conn)?;
+            root.force_increment(conn)?;
+            assert_eq!((root.version, lines[0].version, lines[1].version), (2, 2, 2));
+            Err::<(), _>(rollback())
+        },
+    );
+    assert!(outcome.is_err());
+    assert_eq!((root.version, lines[0].version, lines[1].version), (1, 1, 1));
+
+    // Others write every row once; each of ours must now conflict.
+    let mut other = db.conn();
+    for id in 1..=3 {
+        let mut theirs = Counter::find(&mut other, id).expect("their read");
+        theirs.value = 100;
+        theirs.save_checked(&mut other).expect("their save");
+    }
+    assert!(root.force_increment(&mut conn).unwrap_err().is_conflict());
+    let error = lines.save_all_checked(&mut conn).unwrap_err();
+    let batch = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(batch.indices().collect::<Vec<_>>(), [0, 1]);
+}
+
+/// The restoring transaction commits like any other when the closure
+/// succeeds: the entities keep their fresh tokens.
+#[test]
+fn committed_transaction_keeps_fresh_tokens() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1, 2]);
+    let mut a = Counter::find(&mut conn, 1).expect("a");
+    let mut b = Counter::find(&mut conn, 2).expect("b");
+    let answer = diesel_occ::transaction(&mut conn, (&mut a, &mut b), |conn, (a, b)| {
+        a.value = 1;
+        b.value = 2;
+        a.save_checked(conn)?;
+        b.save_checked(conn)?;
+        Ok::<_, Error>(42)
+    })
+    .expect("commit");
+    assert_eq!(answer, 42);
+    assert_eq!((a.version, b.version), (2, 2));
+    assert_eq!(Counter::find(&mut conn, 2).expect("row"), b);
+}
+
+/// Without the restoring transaction the rolled-back token survives in
+/// memory, and the entity's next save overwrites another writer's row:
+/// the lost update `diesel_occ::transaction` exists to prevent.
+#[test]
+fn control_plain_transaction_rollback_loses_an_update() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 1;
+    let outcome = conn.transaction(|conn| {
+        mine.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    let mut other = db.conn();
+    let mut theirs = Counter::find(&mut other, 1).expect("their read");
+    theirs.value = 10;
+    theirs.save_checked(&mut other).expect("their save");
+    mine.save_checked(&mut conn).expect("the stale save wins");
+    assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 1);
+}
+
+/// Opens a transaction at `isolation` (`None`: the backend's default).
+fn in_transaction<R>(
+    conn: &mut Conn,
+    isolation: Option<&str>,
+    f: impl FnOnce(&mut Conn) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
+    if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
+        // MySQL: set before the transaction starts, for the next one.
+        conn.batch_execute(level).expect("isolation");
+    }
+    conn.transaction(|conn| {
+        if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
+            conn.batch_execute(level)?;
+        }
+        f(conn)
+    })
+}
+
+fn bump(db: &TestDb<Conn>) -> Counter {
+    let mut other = db.conn();
+    let mut theirs = Counter::find(&mut other, 1).expect("their read");
+    theirs.value += 1;
+    theirs.save_checked(&mut other).expect("their save");
+    theirs
+}
+
+/// The entity is read inside the snapshot; another writer commits; the
+/// save conflicts. The conflict names the row's real token (or is a
+/// transient error), never the snapshot's, which equals the expected one.
+fn read_in_snapshot(isolation: Option<&str>) {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let outcome = in_transaction(&mut conn, isolation, |conn| {
+        let mut mine = Counter::find(conn, 1)?;
+        let theirs = bump(&db);
+        mine.value = 100;
+        Ok((mine.save_checked(conn), theirs))
+    });
+    let (result, theirs) = match outcome {
+        Ok(pair) => pair,
+        Err(error) => {
+            assert!(error.is_transient(), "{error:?}");
+            return;
+        }
+    };
+    match result {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
+    assert_eq!(Counter::find(&mut conn, 1).expect("row"), theirs);
+}
+
+/// The entity was read before the snapshot; a second writer commits after
+/// it. The snapshot's token is neither the expected nor the current one.
+fn read_before_snapshot(isolation: Option<&str>) {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    bump(&db);
+    let outcome = in_transaction(&mut conn, isolation, |conn| {
+        // The snapshot: the first writer's row.
+        Counter::find(conn, 1)?;
+        let theirs = bump(&db);
+        mine.value = 100;
+        Ok((mine.save_checked(conn), theirs))
+    });
+    let (result, theirs) = match outcome {
+        Ok(pair) => pair,
+        Err(error) => {
+            assert!(error.is_transient(), "{error:?}");
+            return;
+        }
+    };
+    match result {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
+}
+
+#[test]
+fn snapshot_conflict_reports_current_token_default_isolation() {
+    read_in_snapshot(None);
+    read_before_snapshot(None);
+}
+
+#[test]
+fn snapshot_conflict_reports_current_token_repeatable_read() {
+    read_in_snapshot(Some("REPEATABLE READ"));
+    read_before_snapshot(Some("REPEATABLE READ"));
+}
+
+#[test]
+fn snapshot_conflict_reports_current_token_serializable() {
+    if Conn::BACKEND == Backend::Mysql {
+        // InnoDB's SERIALIZABLE reads take shared locks: the other writer
+        // would wait for this transaction, there is no stale snapshot.
+        return;
+    }
+    read_in_snapshot(Some("SERIALIZABLE"));
+    read_before_snapshot(Some("SERIALIZABLE"));
+}
+
+/// A trigger that silently skips the write (PostgreSQL `RETURN NULL`,
+/// SQLite `RAISE(IGNORE)`; MySQL has no such trigger).
+fn skip_writes(conn: &mut Conn) -> bool {
+    let ddl = match Conn::BACKEND {
+        Backend::Postgres => {
+            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
+        }
+        _ => return false,
+    };
+    conn.batch_execute(ddl).expect("trigger");
+    true
+}
+
+#[test]
+fn skipped_write_is_unmatched_not_stale() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    if !skip_writes(&mut conn) {
+        return;
+    }
+    for in_tx in [false, true] {
+        let mut mine = Counter::find(&mut conn, 1).expect("read");
+        mine.value = 5;
+        let error = if in_tx {
+            conn.transaction(|conn| mine.save_checked(conn)).unwrap_err()
+        } else {
+            mine.save_checked(&mut conn).unwrap_err()
+        };
+        let conflict = error.as_conflict().expect("a conflict");
+        assert_eq!(conflict.state(), &ConflictState::Unmatched, "{conflict}");
+        assert_eq!(conflict.current::<i32>(), None);
+        assert!(!error.is_retryable());
+        assert_eq!(mine.version, 1);
+    }
+}

@@ -1,0 +1,117 @@
+//! A dropped async batch on `SyncConnectionWrapper<SqliteConnection>`: the batch is
+//! dropped while its first UPDATE runs inside its transaction, held there by a TEMP
+//! trigger that calls a function meeting the test at a barrier.
+
+use std::sync::{Arc, Barrier};
+
+use diesel::prelude::*;
+use diesel::sqlite::SqliteConnection;
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+use diesel_occ::Error;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ_tests::TestDb;
+use diesel_occ_tests::schema::sqlite as schema;
+
+type Conn = SyncConnectionWrapper<SqliteConnection>;
+
+diesel::define_sql_function! {
+    /// Meets the test twice: once inside the UPDATE, once to be let go.
+    fn occ_test_pause() -> Integer;
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_batch_leaves_the_connection_visibly_broken() {
+    let Some(db) = TestDb::<SqliteConnection>::create(concat!(module_path!(), "_", line!())) else {
+        return;
+    };
+    let mut setup = db.conn();
+    for id in 1..=3 {
+        diesel::insert_into(schema::counters::table)
+            .values(Counter {
+                id,
+                value: 0,
+                label: None,
+                version: 1,
+            })
+            .execute(&mut setup)
+            .expect("seed");
+    }
+    let reached = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let inner = SqliteConnection::establish(db.url()).expect("connection");
+    {
+        let (reached, release) = (Arc::clone(&reached), Arc::clone(&release));
+        occ_test_pause_utils::register_nondeterministic_impl(&inner, move || {
+            reached.wait();
+            release.wait();
+            1
+        })
+        .expect("register the pause");
+    }
+    let mut conn: Conn = SyncConnectionWrapper::new(inner);
+    conn.batch_execute(
+        "PRAGMA busy_timeout = 10000;
+         CREATE TEMP TRIGGER pause BEFORE UPDATE ON counters WHEN OLD.id = 1
+         BEGIN SELECT occ_test_pause(); END;",
+    )
+    .await
+    .expect("pause trigger");
+    let mut third = Counter::find(&mut conn, 3).await.expect("row 3");
+    let mut batch = [
+        Counter::find(&mut conn, 1).await.expect("row 1"),
+        Counter::find(&mut conn, 2).await.expect("row 2"),
+    ];
+    batch[0].value = 11;
+    batch[1].value = 12;
+    {
+        let save = batch.save_all_checked(&mut conn);
+        tokio::pin!(save);
+        let in_update = tokio::task::spawn_blocking({
+            let reached = Arc::clone(&reached);
+            move || {
+                reached.wait();
+            }
+        });
+        tokio::select! {
+            biased;
+            outcome = &mut save => panic!("the batch finished: {outcome:?}"),
+            joined = in_update => joined.expect("barrier"),
+        }
+        // The first UPDATE is running inside the batch's transaction: let it end,
+        // then drop the batch before it is polled again.
+        let released = tokio::task::spawn_blocking({
+            let release = Arc::clone(&release);
+            move || {
+                release.wait();
+            }
+        });
+        released.await.expect("barrier");
+    }
+
+    third.value = 33;
+    let later = third.save_checked(&mut conn).await;
+    assert!(later.is_err(), "a later save returned {later:?}");
+    assert_eq!(third.version, 1);
+    let tx = conn.transaction(async |_| Ok::<_, Error>(())).await;
+    assert!(tx.is_err(), "{tx:?}");
+    drop(conn);
+
+    let mut check = SyncConnectionWrapper::<SqliteConnection>::establish(db.url())
+        .await
+        .expect("connection");
+    for id in 1..=3 {
+        let row = Counter::find(&mut check, id).await.expect("row");
+        assert_eq!((row.value, row.version), (0, 1), "row {id}");
+    }
+}
