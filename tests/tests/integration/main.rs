@@ -114,4 +114,5 @@ mod checked_writes;
 mod client_token;
 mod properties;
 mod retry;
+mod timestamp_precision;
 mod transient_errors;
