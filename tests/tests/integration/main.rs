@@ -106,12 +106,15 @@ macro_rules! on_every_backend {
     };
 }
 
-#[allow(dead_code)] // the capture helpers serve the subjects still to move in
 mod observe;
+mod pools;
 
 mod bulk;
+mod cancellation;
 mod checked_writes;
 mod client_token;
+mod escalation;
+mod observability;
 mod properties;
 mod retry;
 mod timestamp_precision;

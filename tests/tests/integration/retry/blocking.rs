@@ -8,7 +8,7 @@
 //! out anew. That is asserted as such (one checkout per attempt, exactly one connection
 //! out during each attempt, all back between attempts). Distinct server connections per
 //! attempt are asserted with a source that connects per attempt, and with deadpool
-//! (first in, first out) in the async suite.
+//! (first in, first out) in `asynchronous.rs`.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
