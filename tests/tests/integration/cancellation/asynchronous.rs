@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, RetryPolicy};
-use diesel_occ::Error;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
 
 use super::{AsyncConn as Conn, schema};
@@ -41,7 +41,11 @@ impl Counter {
             Some(self.value.to_string().as_str()),
             "value and label come from one write: {self:?}"
         );
-        assert_eq!(self.version, self.value + 1, "one token step per write: {self:?}");
+        assert_eq!(
+            self.version,
+            self.value + 1,
+            "one token step per write: {self:?}"
+        );
     }
 }
 
@@ -109,7 +113,11 @@ async fn dropping_a_retry_inside_an_escalated_attempt_rolls_back_and_frees_the_l
         () = saved.notified() => {}
     }
     // The retry future is dropped here, after its save.
-    assert_eq!(source.discards(), 1, "the attempt's connection is discarded");
+    assert_eq!(
+        source.discards(),
+        1,
+        "the attempt's connection is discarded"
+    );
     let mut other = impatient(&db).await;
     let row = load(&mut other, 1).await;
     assert_eq!((row.value, row.version), (0, 1), "nothing committed");
@@ -122,8 +130,16 @@ async fn dropping_a_retry_inside_an_escalated_attempt_rolls_back_and_frees_the_l
         assert!(tries < 20, "the lock outlived the dropped retry: {error}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(pool.status().size, 1, "the discarded connection left the pool");
-    drop(pool.get().await.expect("the pool still hands out connections"));
+    assert_eq!(
+        pool.status().size,
+        1,
+        "the discarded connection left the pool"
+    );
+    drop(
+        pool.get()
+            .await
+            .expect("the pool still hands out connections"),
+    );
 }
 
 /// A retry dropped while the server is still running its attempt's
@@ -154,10 +170,18 @@ async fn a_retry_dropped_mid_statement_leaves_no_out_of_step_connection_in_the_p
     assert!(cancelled.is_err(), "the timeout fired mid-statement");
     assert_eq!(source.discards(), 1);
     let mut conn = pool.get().await.expect("a new connection");
-    assert_ne!(connection_id(&mut conn).await, before, "not the discarded one");
+    assert_ne!(
+        connection_id(&mut conn).await,
+        before,
+        "not the discarded one"
+    );
     for _ in 0..5 {
         let row = load(&mut conn, 1).await;
-        assert_eq!((row.value, row.version), (0, 1), "the escalated save was rolled back");
+        assert_eq!(
+            (row.value, row.version),
+            (0, 1),
+            "the escalated save was rolled back"
+        );
     }
 }
 
@@ -197,7 +221,11 @@ async fn control_a_dropped_plain_transaction_keeps_its_lock() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let row = load(&mut other, 1).await;
-    assert_eq!((row.value, row.version), (1, 2), "only the other writer's increment");
+    assert_eq!(
+        (row.value, row.version),
+        (1, 2),
+        "only the other writer's increment"
+    );
 }
 
 /// Futures dropped at arbitrary points: a few hundred saves and retries
@@ -220,7 +248,9 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
         for _ in 0..5 {
             let mut row = load(&mut conn, 1).await;
             row.increment();
-            row.save_checked(&mut *conn).await.expect("uncontended save");
+            row.save_checked(&mut *conn)
+                .await
+                .expect("uncontended save");
         }
         started.elapsed() / 5
     };
@@ -268,7 +298,10 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = load(&mut checker, 1).await;
     before.assert_whole();
-    assert!(before.value >= completed + 5, "every acknowledged write is stored");
+    assert!(
+        before.value >= completed + 5,
+        "every acknowledged write is stored"
+    );
     let after = occ::retry(&pool, &quick().max_attempts(10), async |conn, attempt| {
         let mut row: Counter = attempt.find(conn, 1).await?;
         row.increment();

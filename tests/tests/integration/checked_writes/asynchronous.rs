@@ -75,11 +75,19 @@ async fn two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(winners.len(), 1, "exactly one winner: {outcomes:?}");
     let winner = &winners[0].1;
     let (loss, loser) = outcomes.iter().find(|(r, _)| r.is_err()).unwrap();
-    let conflict = loss.as_ref().unwrap_err().as_conflict().expect("a conflict");
+    let conflict = loss
+        .as_ref()
+        .unwrap_err()
+        .as_conflict()
+        .expect("a conflict");
     assert_eq!(conflict.operation(), Operation::Update);
     assert_eq!(conflict.table(), "counters");
     assert_eq!(conflict.expected::<i32>(), Some(1));
-    assert_eq!(conflict.current::<i32>(), Some(winner.version), "names the winner's token");
+    assert_eq!(
+        conflict.current::<i32>(),
+        Some(winner.version),
+        "names the winner's token"
+    );
     assert_eq!(loser.version, 1, "the loser's token is not advanced");
     assert_eq!(&load(&mut db.conn().await, 1).await, winner);
 }
@@ -99,8 +107,15 @@ async fn update_after_delete_and_delete_after_update() {
     let error = writer.save_checked(&mut b).await.unwrap_err();
     let conflict = error.as_conflict().expect("a conflict");
     assert_eq!(conflict.state(), &ConflictState::Deleted);
-    assert_eq!((writer.version, writer.value), (1, 7), "token untouched, edits kept");
-    assert!(Counter::find(&mut a, 1).await.unwrap_err().is_not_found(), "not resurrected");
+    assert_eq!(
+        (writer.version, writer.value),
+        (1, 7),
+        "token untouched, edits kept"
+    );
+    assert!(
+        Counter::find(&mut a, 1).await.unwrap_err().is_not_found(),
+        "not resurrected"
+    );
 
     // Update first, then delete: Stale, naming the update's token.
     let mut writer = load(&mut a, 2).await;
@@ -111,7 +126,11 @@ async fn update_after_delete_and_delete_after_update() {
     let conflict = error.as_conflict().expect("a conflict");
     assert_eq!(conflict.operation(), Operation::Delete);
     assert_eq!(conflict.current::<i32>(), Some(writer.version));
-    assert_eq!(load(&mut a, 2).await, writer, "the row survives with the update");
+    assert_eq!(
+        load(&mut a, 2).await,
+        writer,
+        "the row survives with the update"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -131,21 +150,39 @@ async fn one_statement_on_success_and_a_stale_client_token_is_rejected_unwritten
     row.save_checked(&mut conn).await.expect("second save");
     assert_eq!(statements.take(), 1);
     let cached = statements.take_cached();
-    assert_eq!(cached.len(), 1, "the UPDATE is prepared once, then reused: {cached:?}");
+    assert_eq!(
+        cached.len(),
+        1,
+        "the UPDATE is prepared once, then reused: {cached:?}"
+    );
     assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
 
     let mut stale = row.clone();
     stale.version = 1;
-    assert!(stale.save_checked(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        stale
+            .save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
     assert_eq!(statements.take(), 2, "the conflict path adds one read");
 
-    let error = Counter::find_checked(&mut conn, 1, &client_token).await.unwrap_err();
+    let error = Counter::find_checked(&mut conn, 1, &client_token)
+        .await
+        .unwrap_err();
     assert_eq!(statements.take(), 1, "one SELECT, no write");
     let conflict = error.as_conflict().expect("stale client token");
     assert_eq!(conflict.operation(), Operation::ClientToken);
-    assert_eq!(conflict.expected::<i32>(), Some(client_token), "the client's token is kept");
+    assert_eq!(
+        conflict.expected::<i32>(),
+        Some(client_token),
+        "the client's token is kept"
+    );
     assert_eq!(conflict.current::<i32>(), Some(row.version));
     assert_eq!(load(&mut conn, 1).await, row, "nothing written");
-    let fresh = Counter::find_checked(&mut conn, 1, &row.version).await.expect("current");
+    let fresh = Counter::find_checked(&mut conn, 1, &row.version)
+        .await
+        .expect("current");
     assert_eq!(fresh, row);
 }

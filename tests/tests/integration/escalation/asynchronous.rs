@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, RetryPolicy};
-use diesel_occ::Error;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 use tokio::sync::Mutex;
 
@@ -83,7 +83,9 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
             let mut row: Counter = attempt.find(conn, 1).await?;
             // The other writer tries in every attempt, after the read.
             let blocked = try_plain_increment(&mut *other.lock().await, 1).await;
-            seen.lock().unwrap().push((attempt.number(), attempt.is_escalated(), blocked.is_err()));
+            seen.lock()
+                .unwrap()
+                .push((attempt.number(), attempt.is_escalated(), blocked.is_err()));
             row.increment();
             row.save_checked(conn).await?;
             Ok(row)
@@ -97,10 +99,21 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
         "attempt 1 is lock-free and loses; attempt 2 holds the lock, so the other writer cannot get in"
     );
     let stored = load(&mut db.conn().await, 1).await;
-    assert_eq!(stored, result, "the escalated write is committed and visible");
-    assert_eq!(stored.value, 2, "the other writer's first increment and ours");
+    assert_eq!(
+        stored, result,
+        "the escalated write is committed and visible"
+    );
+    assert_eq!(
+        stored.value, 2,
+        "the other writer's first increment and ours"
+    );
     // The lock is gone with the commit.
-    assert_eq!(try_plain_increment(&mut *other.lock().await, 1).await.expect("unblocked"), 1);
+    assert_eq!(
+        try_plain_increment(&mut *other.lock().await, 1)
+            .await
+            .expect("unblocked"),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -110,7 +123,9 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
     seed(&db, 2).await;
     let pool = warm_pool(&db, 2).await;
     let other = Mutex::new(impatient(&db).await);
-    let policy = quick().max_attempts(3).escalate_hot_rows(1, Duration::from_secs(3600));
+    let policy = quick()
+        .max_attempts(3)
+        .escalate_hot_rows(1, Duration::from_secs(3600));
     let seen = StdMutex::new(Vec::new());
     for id in [1, 1, 2] {
         occ::retry(&pool, &policy, async |conn, attempt| {
@@ -118,7 +133,9 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
             let mut row: Counter = attempt.find(conn, id).await?;
             // The other writer tries in every attempt, after the read.
             let blocked = try_plain_increment(&mut *other.lock().await, id).await;
-            seen.lock().unwrap().push((id, attempt.number(), locks, blocked.is_err()));
+            seen.lock()
+                .unwrap()
+                .push((id, attempt.number(), locks, blocked.is_err()));
             row.increment();
             row.save_checked(conn).await?;
             Ok(row)
@@ -148,8 +165,16 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
     assert_eq!(seen.into_inner().unwrap(), expected);
     // Every locking transaction was committed and the locks are gone.
     assert_eq!(load(&mut db.conn().await, 1).await.value, 3);
-    assert_eq!(load(&mut db.conn().await, 2).await.value, if sqlite { 1 } else { 2 });
-    assert_eq!(try_plain_increment(&mut *other.lock().await, 1).await.expect("unblocked"), 1);
+    assert_eq!(
+        load(&mut db.conn().await, 2).await.value,
+        if sqlite { 1 } else { 2 }
+    );
+    assert_eq!(
+        try_plain_increment(&mut *other.lock().await, 1)
+            .await
+            .expect("unblocked"),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -157,22 +182,23 @@ async fn a_failing_escalated_attempt_leaves_nothing_written() {
     let db = async_test_db!();
     seed(&db, 1).await;
     let pool = warm_pool(&db, 2).await;
-    let result: Result<(), Error> = occ::retry(
-        &pool,
-        &quick().escalate_after(0),
-        async |conn, attempt| {
+    let result: Result<(), Error> =
+        occ::retry(&pool, &quick().escalate_after(0), async |conn, attempt| {
             assert!(attempt.is_escalated());
             let mut row: Counter = attempt.find(conn, 1).await?;
             row.increment();
             row.save_checked(conn).await?;
             // Not retryable: the loop ends and the transaction rolls back.
             Err(diesel::result::Error::NotFound.into())
-        },
-    )
-    .await;
+        })
+        .await;
     assert!(matches!(result, Err(Error::Database(_))), "{result:?}");
     let row = load(&mut db.conn().await, 1).await;
-    assert_eq!((row.value, row.version), (0, 1), "the saved row was rolled back");
+    assert_eq!(
+        (row.value, row.version),
+        (0, 1),
+        "the saved row was rolled back"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

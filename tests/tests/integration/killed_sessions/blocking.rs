@@ -47,9 +47,7 @@ fn row(db: &TestDb<Conn>) -> (i32, i32) {
 }
 
 /// A source that opens a new, configured connection per attempt.
-fn connector(
-    db: &TestDb<Conn>,
-) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
+fn connector(db: &TestDb<Conn>) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
     move || {
         let mut conn = Conn::establish(db.url())?;
         conn.configure();
@@ -215,8 +213,7 @@ fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds()
             sessions.borrow_mut().push(id);
             let mut counter: Counter = attempt.find(conn, 1)?;
             if attempt.is_first() {
-                let mut theirs: Counter =
-                    Counter::find(&mut db.conn(), 1).expect("row 1");
+                let mut theirs: Counter = Counter::find(&mut db.conn(), 1).expect("row 1");
                 theirs.value += 100;
                 theirs.save_checked(&mut db.conn()).expect("their save");
             }

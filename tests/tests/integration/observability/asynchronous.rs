@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use diesel::{Insertable, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, RetryPolicy};
-use diesel_occ::Error;
 use diesel_occ_tests::AsyncTestDb;
 use tokio::sync::Mutex;
 
@@ -60,9 +60,7 @@ async fn bump(conn: &mut Conn, id: i32) -> i32 {
     row.version
 }
 
-fn exhausted<T: std::fmt::Debug>(
-    result: Result<T, Error>,
-) -> diesel_occ::RetriesExhausted {
+fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
     match result {
         Err(Error::RetriesExhausted(exhausted)) => exhausted,
         other => panic!("expected RetriesExhausted, got {other:?}"),
@@ -133,7 +131,10 @@ fn conflicts_and_retries_are_traced_and_counted() {
         assert_eq!(conflict.level, tracing::Level::DEBUG);
     }
     assert_eq!(
-        conflicts.iter().map(|c| c.span_field("occ.attempt", "attempt")).collect::<Vec<_>>(),
+        conflicts
+            .iter()
+            .map(|c| c.span_field("occ.attempt", "attempt"))
+            .collect::<Vec<_>>(),
         ["1", "1", "2"],
         "each conflict inside its attempt's span"
     );
@@ -146,7 +147,10 @@ fn conflicts_and_retries_are_traced_and_counted() {
         assert_eq!(retry.field("outcome"), "stale");
         assert_eq!(retry.field("escalate"), "false");
         let backoff: u64 = retry.field("backoff_ms").parse().expect("backoff_ms");
-        assert!(backoff <= 5, "full jitter within the 5 ms ceiling: {backoff}");
+        assert!(
+            backoff <= 5,
+            "full jitter within the 5 ms ceiling: {backoff}"
+        );
     }
     let succeeded = captured.named("occ retry succeeded");
     assert_eq!(succeeded.len(), 1);
@@ -171,7 +175,10 @@ fn conflicts_and_retries_are_traced_and_counted() {
     assert_eq!(
         totals.snapshot(),
         [
-            (format!("{CONFLICTS_TOTAL}{{table=counters,operation=update}}"), 3),
+            (
+                format!("{CONFLICTS_TOTAL}{{table=counters,operation=update}}"),
+                3
+            ),
             (format!("{RETRIES_EXHAUSTED_TOTAL}{{table=counters}}"), 1),
             (format!("{RETRIES_TOTAL}{{table=counters}}"), 2),
         ]

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, AsyncConnectionSource, RetryPolicy};
-use diesel_occ::Error;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
 use tokio::sync::{Barrier, Mutex};
 
@@ -47,7 +47,11 @@ impl Counter {
             Some(self.value.to_string().as_str()),
             "value and label come from one write: {self:?}"
         );
-        assert_eq!(self.version, self.value + 1, "one token step per write: {self:?}");
+        assert_eq!(
+            self.version,
+            self.value + 1,
+            "one token step per write: {self:?}"
+        );
     }
 }
 
@@ -92,9 +96,7 @@ fn quick() -> RetryPolicy {
     RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
 }
 
-fn exhausted<T: std::fmt::Debug>(
-    result: Result<T, Error>,
-) -> diesel_occ::RetriesExhausted {
+fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
     match result {
         Err(Error::RetriesExhausted(exhausted)) => exhausted,
         other => panic!("expected RetriesExhausted, got {other:?}"),
@@ -168,7 +170,10 @@ async fn each_attempt_runs_on_a_distinct_server_connection_until_exactly_n() {
 
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
-    assert!(seen.iter().all(|s| s.2 == 1), "one connection out at a time: {seen:?}");
+    assert!(
+        seen.iter().all(|s| s.2 == 1),
+        "one connection out at a time: {seen:?}"
+    );
     let ids: HashSet<i64> = seen.iter().map(|s| s.1).collect();
     assert_eq!(ids.len(), 4, "four distinct server connections: {seen:?}");
     assert!(!ids.contains(&other_id));
@@ -227,7 +232,10 @@ async fn the_deadline_stops_a_perpetual_conflict() {
     assert_eq!(starts.len() as u32, exhausted.attempts());
     // Generous bounds: no attempt starts long after the budget and the loop
     // does not run on for long.
-    assert!(starts.iter().all(|s| *s < budget + Duration::from_secs(2)), "{starts:?}");
+    assert!(
+        starts.iter().all(|s| *s < budget + Duration::from_secs(2)),
+        "{starts:?}"
+    );
     assert!(elapsed < budget + Duration::from_secs(10), "{elapsed:?}");
     eprintln!(
         "{}: deadline {budget:?}: {} attempts in {elapsed:?}",
@@ -281,7 +289,11 @@ async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
         escalated += e;
     }
     let row = load(&mut db.conn().await, 1).await;
-    assert_eq!(row.value, (WORKERS * INCREMENTS) as i32, "no increment lost");
+    assert_eq!(
+        row.value,
+        (WORKERS * INCREMENTS) as i32,
+        "no increment lost"
+    );
     row.assert_whole();
     eprintln!(
         "{}: hot row {WORKERS}x{INCREMENTS}: {attempts} attempts, {escalated} escalated, {:?}",
@@ -330,19 +342,32 @@ async fn control_the_same_load_through_plain_load_mutate_save_loses_updates() {
 /// overtakes.
 async fn make_hot(db: &AsyncTestDb<Conn>, pool: &Pool<Conn>, policy: &RetryPolicy, id: i32) {
     let other = Mutex::new(db.conn().await);
-    let _ = occ::retry(pool, &policy.clone().max_attempts(1), async |conn, attempt| {
-        let mut row: Counter = attempt.find(conn, id).await?;
-        bump(&mut *other.lock().await, id).await;
-        row.increment();
-        row.save_checked(conn).await
-    })
+    let _ = occ::retry(
+        pool,
+        &policy.clone().max_attempts(1),
+        async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, id).await?;
+            bump(&mut *other.lock().await, id).await;
+            row.increment();
+            row.save_checked(conn).await
+        },
+    )
     .await;
-    assert!(policy.hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
+    assert!(
+        policy
+            .hot_row_memory()
+            .expect("a memory")
+            .is_hot::<Counter>(&id)
+    );
 }
 
 /// Writes row 2, then fails to write row 1 (a stale token), inside the
 /// closure's own transaction when `own` is set.
-async fn two_rows(conn: &mut Conn, attempt: &diesel_occ::retry::Attempt, own: bool) -> Result<(), Error> {
+async fn two_rows(
+    conn: &mut Conn,
+    attempt: &diesel_occ::retry::Attempt,
+    own: bool,
+) -> Result<(), Error> {
     let change = async |conn: &mut Conn| -> Result<(), Error> {
         let mut cold: Counter = attempt.find(conn, 2).await?;
         cold.increment();
@@ -365,17 +390,34 @@ async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says()
     seed(&db, 1).await;
     seed(&db, 2).await;
     let pool = warm_pool(&db, 2).await;
-    let hot = quick().max_attempts(1).escalate_hot_rows(1, Duration::from_secs(3600));
+    let hot = quick()
+        .max_attempts(1)
+        .escalate_hot_rows(1, Duration::from_secs(3600));
     make_hot(&db, &pool, &hot, 1).await;
     let values = async || {
         let mut conn = db.conn().await;
-        (load(&mut conn, 1).await.value, load(&mut conn, 2).await.value)
+        (
+            load(&mut conn, 1).await.value,
+            load(&mut conn, 2).await.value,
+        )
     };
     let cases = [
         ("optimistic", quick().max_attempts(1), false),
-        ("optimistic, closure's transaction", quick().max_attempts(1), true),
-        ("escalated", quick().max_attempts(1).escalate_after(0), false),
-        ("escalated, closure's transaction", quick().max_attempts(1).escalate_after(0), true),
+        (
+            "optimistic, closure's transaction",
+            quick().max_attempts(1),
+            true,
+        ),
+        (
+            "escalated",
+            quick().max_attempts(1).escalate_after(0),
+            false,
+        ),
+        (
+            "escalated, closure's transaction",
+            quick().max_attempts(1).escalate_after(0),
+            true,
+        ),
         ("hot row", hot.clone(), false),
         ("hot row, closure's transaction", hot.clone(), true),
     ];
@@ -410,18 +452,26 @@ async fn the_helper_never_ends_the_callers_transaction() {
     struct Held(Mutex<Conn>);
     impl AsyncConnectionSource for Held {
         type Connection = Conn;
-        type Pooled<'a> = tokio::sync::MutexGuard<'a, Conn> where Self: 'a;
+        type Pooled<'a>
+            = tokio::sync::MutexGuard<'a, Conn>
+        where
+            Self: 'a;
         async fn checkout(&self) -> Result<Self::Pooled<'_>, diesel_occ::PoolError> {
             Ok(self.0.lock().await)
         }
     }
     let mut conn = db.conn().await;
-    conn.begin_test_transaction().await.expect("test transaction");
+    conn.begin_test_transaction()
+        .await
+        .expect("test transaction");
     // The caller's own work, before the helper runs.
     bump(&mut conn, 2).await;
     let held = Held(Mutex::new(conn));
     for (kind, policy) in [
-        ("cold attempt", quick().escalate_hot_rows(1, Duration::from_secs(3600))),
+        (
+            "cold attempt",
+            quick().escalate_hot_rows(1, Duration::from_secs(3600)),
+        ),
         ("hot row", policy.clone()),
         ("escalated", quick().escalate_after(0)),
     ] {
@@ -434,11 +484,22 @@ async fn the_helper_never_ends_the_callers_transaction() {
         .await
         .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
         let mut conn = held.0.lock().await;
-        let depth = <<Conn as AsyncConnection>::TransactionManager as diesel_async::TransactionManager<Conn>>::transaction_manager_status_mut(&mut conn)
+        let depth =
+            <<Conn as AsyncConnection>::TransactionManager as diesel_async::TransactionManager<
+                Conn,
+            >>::transaction_manager_status_mut(&mut conn)
             .transaction_depth()
             .expect("a sound transaction manager");
-        assert_eq!(depth.map(|d| d.get()), Some(1), "{kind}: the caller's transaction is still open");
-        assert_eq!(load(&mut conn, 1).await.value, value, "{kind}: seen inside it");
+        assert_eq!(
+            depth.map(|d| d.get()),
+            Some(1),
+            "{kind}: the caller's transaction is still open"
+        );
+        assert_eq!(
+            load(&mut conn, 1).await.value,
+            value,
+            "{kind}: seen inside it"
+        );
     }
     // Nothing of it is committed: not the caller's write, not the helper's.
     let mut outside = db.conn().await;

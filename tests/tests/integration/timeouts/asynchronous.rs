@@ -81,12 +81,11 @@ async fn an_exhausted_deadpool_pool_is_a_typed_pool_error_within_the_deadline() 
     let policy = quick().deadline(deadline);
     let runs = AtomicU32::new(0);
     let started = Instant::now();
-    let result: Result<(), Error> =
-        asynchronous::retry(&pool, &policy, async |_conn, _attempt| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-        .await;
+    let result: Result<(), Error> = asynchronous::retry(&pool, &policy, async |_conn, _attempt| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })
+    .await;
     let elapsed = started.elapsed();
     let Err(Error::Pool(error)) = &result else {
         panic!("expected Error::Pool, got {result:?}");

@@ -55,9 +55,7 @@ fn row(db: &TestDb<Conn>) -> (i32, i32) {
 }
 
 /// A source that opens a new, configured connection per attempt.
-fn connector(
-    db: &TestDb<Conn>,
-) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
+fn connector(db: &TestDb<Conn>) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
     move || {
         let mut conn = Conn::establish(db.url())?;
         conn.configure();

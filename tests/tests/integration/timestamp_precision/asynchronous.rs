@@ -8,7 +8,9 @@ use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::schema_check::SchemaCheck;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
-use super::{AsyncConn as Conn, COLUMN, DIGITS, Declared, ahead_of_clock, assert_out_of_range, stamps};
+use super::{
+    AsyncConn as Conn, COLUMN, DIGITS, Declared, ahead_of_clock, assert_out_of_range, stamps,
+};
 
 /// A token column whose precision the entity does not declare.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -68,7 +70,10 @@ async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let mut second = Stamp::find(&mut b, 1).await.unwrap();
 
     first.value = 1;
-    first.save_checked(&mut a).await.expect("the first writer saves");
+    first
+        .save_checked(&mut a)
+        .await
+        .expect("the first writer saves");
     second.value = 2;
     match second.save_checked(&mut b).await {
         Err(Error::Conflict(conflict)) => assert_eq!(
@@ -85,7 +90,10 @@ async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     );
     // The winner's entity still matches its row.
     first.value = 3;
-    first.save_checked(&mut a).await.expect("the winner saves again");
+    first
+        .save_checked(&mut a)
+        .await
+        .expect("the winner saves again");
     assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), first);
 }
 
@@ -97,7 +105,10 @@ async fn a_declared_precision_advances_the_token_in_its_own_steps() {
     let mut second = Declared::find(&mut b, 1).await.unwrap();
 
     first.value = 1;
-    first.save_checked(&mut a).await.expect("the first writer saves");
+    first
+        .save_checked(&mut a)
+        .await
+        .expect("the first writer saves");
     // The clock is behind the token: one step of the declared precision.
     assert_eq!(first.updated_at, seed + declared_step());
     second.value = 2;
@@ -107,7 +118,10 @@ async fn a_declared_precision_advances_the_token_in_its_own_steps() {
     );
     assert_eq!(Declared::find(&mut b, 1).await.unwrap(), first);
     first.value = 3;
-    first.save_checked(&mut a).await.expect("the winner saves again");
+    first
+        .save_checked(&mut a)
+        .await
+        .expect("the winner saves again");
     assert_eq!(first.updated_at, seed + declared_step() + declared_step());
 }
 
@@ -144,10 +158,7 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         match stale.save_checked(&mut b).await {
             Err(Error::Conflict(conflict)) => {
                 assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
-                assert_eq!(
-                    conflict.current::<NaiveDateTime>(),
-                    Some(bulk.updated_at)
-                );
+                assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
             }
             other => {
                 panic!("an entity read before the bulk update must conflict, got {other:?}")
@@ -191,7 +202,11 @@ async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     let before = stamp.clone();
     assert_out_of_range(stamp.save_checked(&mut a).await);
     assert_out_of_range(stamp.force_increment(&mut a).await);
-    assert_out_of_range(std::slice::from_mut(&mut stamp).save_all_checked(&mut a).await);
+    assert_out_of_range(
+        std::slice::from_mut(&mut stamp)
+            .save_all_checked(&mut a)
+            .await,
+    );
     assert_out_of_range(Stamp::find_checked(&mut a, 1, &end).await.map(|_| ()));
     assert_eq!(stamp, before, "the entity is untouched");
     assert_eq!(
@@ -215,7 +230,10 @@ async fn the_start_up_check_reports_a_column_coarser_than_declared() {
         .run_async(&mut a)
         .await
         .expect("whole seconds and the real precision fit");
-    let result = SchemaCheck::new().entity::<Micros>().run_async(&mut a).await;
+    let result = SchemaCheck::new()
+        .entity::<Micros>()
+        .run_async(&mut a)
+        .await;
     if DIGITS == 6 {
         result.expect("a microsecond column holds microsecond tokens");
         return;

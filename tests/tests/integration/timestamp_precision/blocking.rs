@@ -140,10 +140,7 @@ fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         match stale.save_checked(&mut b) {
             Err(Error::Conflict(conflict)) => {
                 assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
-                assert_eq!(
-                    conflict.current::<NaiveDateTime>(),
-                    Some(bulk.updated_at)
-                );
+                assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
             }
             other => {
                 panic!("an entity read before the bulk update must conflict, got {other:?}")
