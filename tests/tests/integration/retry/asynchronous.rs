@@ -184,6 +184,30 @@ async fn each_attempt_runs_on_a_distinct_server_connection_until_exactly_n() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let url = db.url().to_owned();
+    let source = || diesel_occ_tests::connect_async::<Conn>(&url);
+    let other = Mutex::new(db.conn().await);
+    let seen = StdMutex::new(Vec::new());
+    let result: Result<(), Error> =
+        occ::retry(&source, &quick().max_attempts(4), async |conn, attempt| {
+            let id = connection_id(conn).await;
+            seen.lock().unwrap().push(id);
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            bump(&mut *other.lock().await, 1).await;
+            row.increment();
+            row.save_checked(conn).await
+        })
+        .await;
+    assert_eq!(exhausted(result).attempts(), 4);
+    let seen = seen.into_inner().unwrap();
+    let ids: HashSet<i64> = seen.iter().copied().collect();
+    assert_eq!(ids.len(), 4, "four server connections: {seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
     let db = async_test_db!();
     seed(&db, 1).await;
@@ -249,15 +273,11 @@ async fn the_deadline_stops_a_perpetual_conflict() {
 const WORKERS: usize = 8;
 const INCREMENTS: usize = 250;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
-    let db = async_test_db!();
-    seed(&db, 1).await;
-    let pool = warm_pool(&db, WORKERS).await;
-    let policy = RetryPolicy::new()
-        .max_attempts(100)
-        .backoff(Duration::ZERO, Duration::from_millis(2))
-        .escalate_after(1);
+/// Eight tasks run 250 retried increments each on one row under `policy`; returns the
+/// attempts they took. Every increment must land, and no operation may need more than
+/// two attempts: its second one holds the lock.
+async fn eight_workers_times_250_increments(db: &AsyncTestDb<Conn>, policy: &RetryPolicy) -> u32 {
+    let pool = warm_pool(db, WORKERS).await;
     let started = Instant::now();
     let workers: Vec<_> = (0..WORKERS)
         .map(|_| {
@@ -276,7 +296,7 @@ async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
                     .expect("every increment lands within the policy");
                     attempts += number;
                     escalated += u32::from(locked);
-                    assert!(number <= 2, "an escalated attempt cannot lose");
+                    assert!(number <= 2, "an attempt that holds the lock cannot lose");
                 }
                 (attempts, escalated)
             })
@@ -296,9 +316,38 @@ async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
     );
     row.assert_whole();
     eprintln!(
-        "{}: hot row {WORKERS}x{INCREMENTS}: {attempts} attempts, {escalated} escalated, {:?}",
+        "{}: hot row {WORKERS}x{INCREMENTS} ({policy:?}): {attempts} attempts, {escalated} escalated, {:?}",
         module_path!(),
         started.elapsed()
+    );
+    attempts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let policy = RetryPolicy::new()
+        .max_attempts(100)
+        .backoff(Duration::ZERO, Duration::from_millis(2))
+        .escalate_after(1);
+    eight_workers_times_250_increments(&db, &policy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let policy = RetryPolicy::new()
+        .max_attempts(100)
+        .backoff(Duration::ZERO, Duration::from_millis(2))
+        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let attempts = eight_workers_times_250_increments(&db, &policy).await;
+    // After the row's first conflict every read of it takes the lock, so only a read
+    // that started before that conflict can lose: at most one per worker.
+    assert!(
+        attempts <= (WORKERS * INCREMENTS + WORKERS) as u32,
+        "{attempts} attempts for 2000 increments"
     );
 }
 
@@ -505,4 +554,58 @@ async fn the_helper_never_ends_the_callers_transaction() {
     let mut outside = db.conn().await;
     assert_eq!(load(&mut outside, 1).await, before);
     assert_eq!(load(&mut outside, 2).await.value, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    seed(&db, 2).await;
+    let pool = warm_pool(&db, 2).await;
+    let other = Mutex::new(db.conn().await);
+    // A batch that another writer overtakes counts as a conflict.
+    let escalated = occ::retry(
+        &pool,
+        &RetryPolicy::new().max_attempts(3).escalate_after(1),
+        async |conn, attempt| {
+            let mut rows = [
+                attempt.find::<Counter>(conn, 1).await?,
+                attempt.find(conn, 2).await?,
+            ];
+            if attempt.is_first() {
+                bump(&mut *other.lock().await, 1).await;
+            }
+            rows.iter_mut().for_each(Counter::increment);
+            rows.save_all_checked(conn).await?;
+            Ok(attempt.is_escalated())
+        },
+    )
+    .await
+    .expect("the second attempt wins");
+    assert!(escalated, "the batch's conflict escalated the next attempt");
+
+    // A row deleted under the attempt: no backoff (an hour here), and the re-read ends
+    // the loop with NotFound.
+    let hour = Duration::from_secs(3600);
+    let started = Instant::now();
+    let attempts = StdMutex::new(0);
+    let result: Result<(), Error> = occ::retry(
+        &pool,
+        &RetryPolicy::new().backoff(hour, hour).escalate_after(1),
+        async |conn, attempt| {
+            *attempts.lock().unwrap() = attempt.number();
+            assert!(!attempt.is_escalated(), "a deletion does not escalate");
+            let mut row: Counter = attempt.find(conn, 2).await?;
+            diesel::delete(schema::counters::table.find(2))
+                .execute(&mut *other.lock().await)
+                .await
+                .expect("the other writer deletes");
+            row.increment();
+            row.save_checked(conn).await
+        },
+    )
+    .await;
+    assert!(matches!(result, Err(Error::NotFound(_))), "{result:?}");
+    assert_eq!(*attempts.lock().unwrap(), 2);
+    assert!(started.elapsed() < Duration::from_secs(60), "it slept");
 }
