@@ -28,6 +28,7 @@ struct Counter {
     version: i32,
 }
 
+/// Row 1 holds value 10 at token 1.
 fn seed(db: &TestDb<Conn>) {
     diesel::RunQueryDsl::execute(
         diesel::insert_into(schema::counters::table).values(Counter {
