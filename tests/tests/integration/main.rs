@@ -106,20 +106,60 @@ macro_rules! on_every_backend {
     };
 }
 
-#[allow(dead_code)] // the capture helpers serve the subjects still to move in
+/// [`on_every_backend!`] for the scenarios that need a server (sessions to kill, server
+/// timeouts): modules `postgres` and `mysql`, each giving the files below it `Conn`
+/// (blocking, a [`servers::Server`]), `AsyncConn` and `schema`. The MySQL module needs
+/// the client library (feature `mysql`) for both flavours: the async scenarios kill and
+/// lock through a blocking connection.
+macro_rules! on_every_server {
+    ($($flavour:ident),+) => {
+        // The files sit beside the subject's mod.rs, not in a directory per backend.
+        #[path = "."]
+        pub(crate) mod postgres {
+            #[allow(unused_imports)]
+            use {
+                diesel::pg::PgConnection as Conn, diesel_async::AsyncPgConnection as AsyncConn,
+                diesel_occ_tests::schema::pg as schema,
+            };
+            $(on_every_backend!(@file $flavour);)+
+        }
+        // The files sit beside the subject's mod.rs, not in a directory per backend.
+        #[cfg(feature = "mysql")]
+        #[path = "."]
+        pub(crate) mod mysql {
+            #[allow(unused_imports)]
+            use {
+                diesel::mysql::MysqlConnection as Conn,
+                diesel_async::AsyncMysqlConnection as AsyncConn,
+                diesel_occ_tests::schema::mysql as schema,
+            };
+            $(on_every_backend!(@file $flavour);)+
+        }
+    };
+}
+
 mod observe;
+mod pools;
+mod servers;
 
 mod batch;
 mod bulk;
 mod bypass_guard;
+mod cancellation;
 mod checked_writes;
 mod client_token;
+mod escalation;
 mod force_increment;
+mod killed_sessions;
+mod observability;
 mod properties;
+mod redacted_errors;
 mod retry;
 mod skipped_columns;
 mod soft_delete;
 mod statement_cache;
+mod timeouts;
+mod timestamp_precision;
 mod tracked;
 mod transactions;
 mod transient_errors;

@@ -54,10 +54,9 @@ macro_rules! wrap_scenario {
         }
         let mut in_flight = $entity::find(&mut conn, 1).expect("row 1");
 
-        let touched =
-            $entity::bulk_update(schema::$table::table, schema::$table::value.eq(7))
-                .execute(&mut conn)
-                .expect("a bulk update of a row at MAX");
+        let touched = $entity::bulk_update(schema::$table::table, schema::$table::value.eq(7))
+            .execute(&mut conn)
+            .expect("a bulk update of a row at MAX");
         assert_eq!(touched, 2);
 
         let mut wrapped = $entity::find(&mut conn, 1).expect("row 1");

@@ -348,8 +348,7 @@ fn stale_client_token_is_rejected_before_any_write() {
     assert_eq!(conflict.current::<i32>(), Some(other.version));
     assert_eq!(counter(&mut conn, 1), other, "nothing written");
 
-    let fresh =
-        Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
+    let fresh = Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
     assert_eq!(fresh, other);
 }
 
@@ -375,8 +374,7 @@ fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
         },
     );
     let statements = StatementCounter::install(&mut conn);
-    let nil =
-        Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
+    let nil = Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
     assert_eq!(
         statements.take(),
         0,

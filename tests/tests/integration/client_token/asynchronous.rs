@@ -2,8 +2,8 @@
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use diesel_occ::{ConflictState, TokenValue};
 use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{ConflictState, TokenValue};
 use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::StatementCounter;
 
@@ -77,8 +77,17 @@ async fn update_by_key_writes_in_one_statement_and_refuses_a_stale_token() {
     let stale = Counter::update_by_key(conn, 1, &1, counters::value.eq(0))
         .await
         .unwrap_err();
-    assert_eq!(state(&stale), &ConflictState::Stale { current: TokenValue::Integer(2) });
-    assert_eq!(row(conn, 1).await, Some((15, 2)), "the stale client wrote nothing");
+    assert_eq!(
+        state(&stale),
+        &ConflictState::Stale {
+            current: TokenValue::Integer(2)
+        }
+    );
+    assert_eq!(
+        row(conn, 1).await,
+        Some((15, 2)),
+        "the stale client wrote nothing"
+    );
 
     let missing = Counter::update_by_key(conn, 9, &1, counters::value.eq(0))
         .await
@@ -93,8 +102,16 @@ async fn delete_by_key_deletes_only_with_the_current_token() {
     };
     let conn = &mut conn;
     let stale = Counter::delete_by_key(conn, 1, &7).await.unwrap_err();
-    assert_eq!(state(&stale), &ConflictState::Stale { current: TokenValue::Integer(1) });
-    assert!(row(conn, 1).await.is_some(), "a stale delete leaves the row");
+    assert_eq!(
+        state(&stale),
+        &ConflictState::Stale {
+            current: TokenValue::Integer(1)
+        }
+    );
+    assert!(
+        row(conn, 1).await.is_some(),
+        "a stale delete leaves the row"
+    );
 
     Counter::delete_by_key(conn, 1, &1).await.unwrap();
     assert_eq!(row(conn, 1).await, None);

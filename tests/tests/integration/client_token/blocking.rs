@@ -34,18 +34,24 @@ fn row(conn: &mut Conn, id: i32) -> Option<(i32, i32)> {
 
 #[test]
 fn save_where_writes_when_the_predicate_holds() {
-    let Some(db) = database("save_where_writes_when_the_predicate_holds") else { return };
+    let Some(db) = database("save_where_writes_when_the_predicate_holds") else {
+        return;
+    };
     let conn = &mut db.conn();
     let mut entity = Counter::find(conn, 1).unwrap();
     entity.value = 11;
-    entity.save_checked_where(conn, counters::value.eq(10)).unwrap();
+    entity
+        .save_checked_where(conn, counters::value.eq(10))
+        .unwrap();
     assert_eq!(entity.version, 2);
     assert_eq!(row(conn, 1), Some((11, 2)));
 }
 
 #[test]
 fn save_where_is_unmatched_when_the_predicate_fails() {
-    let Some(db) = database("save_where_is_unmatched_when_the_predicate_fails") else { return };
+    let Some(db) = database("save_where_is_unmatched_when_the_predicate_fails") else {
+        return;
+    };
     let conn = &mut db.conn();
     let mut entity = Counter::find(conn, 1).unwrap();
     entity.value = 11;
@@ -59,7 +65,9 @@ fn save_where_is_unmatched_when_the_predicate_fails() {
 
 #[test]
 fn save_where_reports_a_stale_row() {
-    let Some(db) = database("save_where_reports_a_stale_row") else { return };
+    let Some(db) = database("save_where_reports_a_stale_row") else {
+        return;
+    };
     let conn = &mut db.conn();
     let mut stale = Counter::find(conn, 1).unwrap();
     let mut first = stale.clone();
@@ -71,12 +79,18 @@ fn save_where_reports_a_stale_row() {
         .save_checked_where(conn, counters::value.eq(10))
         .unwrap_err();
     assert_eq!(error.as_conflict().unwrap().current::<i32>(), Some(2));
-    assert_eq!(row(conn, 1), Some((12, 2)), "the first writer's value stays");
+    assert_eq!(
+        row(conn, 1),
+        Some((12, 2)),
+        "the first writer's value stays"
+    );
 }
 
 #[test]
 fn update_by_key_writes_in_one_statement() {
-    let Some(db) = database("update_by_key_writes_in_one_statement") else { return };
+    let Some(db) = database("update_by_key_writes_in_one_statement") else {
+        return;
+    };
     let conn = &mut db.conn();
     let statements = StatementCounter::install(conn);
     let fresh = Counter::update_by_key(conn, 1, &1, counters::value.eq(15)).unwrap();
@@ -91,13 +105,24 @@ fn update_by_key_writes_in_one_statement() {
 
 #[test]
 fn update_by_key_refuses_a_stale_or_missing_row() {
-    let Some(db) = database("update_by_key_refuses_a_stale_or_missing_row") else { return };
+    let Some(db) = database("update_by_key_refuses_a_stale_or_missing_row") else {
+        return;
+    };
     let conn = &mut db.conn();
     Counter::update_by_key(conn, 1, &1, counters::value.eq(15)).unwrap();
 
     let stale = Counter::update_by_key(conn, 1, &1, counters::value.eq(0)).unwrap_err();
-    assert_eq!(state(&stale), &ConflictState::Stale { current: TokenValue::Integer(2) });
-    assert_eq!(row(conn, 1), Some((15, 2)), "the stale client wrote nothing");
+    assert_eq!(
+        state(&stale),
+        &ConflictState::Stale {
+            current: TokenValue::Integer(2)
+        }
+    );
+    assert_eq!(
+        row(conn, 1),
+        Some((15, 2)),
+        "the stale client wrote nothing"
+    );
 
     let missing = Counter::update_by_key(conn, 9, &1, counters::value.eq(0)).unwrap_err();
     assert_eq!(state(&missing), &ConflictState::Deleted);
@@ -105,7 +130,9 @@ fn update_by_key_refuses_a_stale_or_missing_row() {
 
 #[test]
 fn update_by_key_refuses_an_invalid_token_without_a_query() {
-    let Some(db) = database("update_by_key_refuses_an_invalid_token_without_a_query") else { return };
+    let Some(db) = database("update_by_key_refuses_an_invalid_token_without_a_query") else {
+        return;
+    };
     let conn = &mut db.conn();
     #[derive(Debug, Clone, Queryable, Selectable, diesel_occ::Versioned)]
     #[diesel(table_name = stock)]
@@ -127,10 +154,17 @@ fn update_by_key_refuses_an_invalid_token_without_a_query() {
 
 #[test]
 fn delete_by_key_deletes_only_with_the_current_token() {
-    let Some(db) = database("delete_by_key_deletes_only_with_the_current_token") else { return };
+    let Some(db) = database("delete_by_key_deletes_only_with_the_current_token") else {
+        return;
+    };
     let conn = &mut db.conn();
     let stale = Counter::delete_by_key(conn, 1, &7).unwrap_err();
-    assert_eq!(state(&stale), &ConflictState::Stale { current: TokenValue::Integer(1) });
+    assert_eq!(
+        state(&stale),
+        &ConflictState::Stale {
+            current: TokenValue::Integer(1)
+        }
+    );
     assert!(row(conn, 1).is_some(), "a stale delete leaves the row");
 
     let statements = StatementCounter::install(conn);
@@ -141,4 +175,3 @@ fn delete_by_key_deletes_only_with_the_current_token() {
     let again = Counter::delete_by_key(conn, 1, &1).unwrap_err();
     assert_eq!(state(&again), &ConflictState::Deleted);
 }
-

@@ -8,7 +8,7 @@
 //! out anew. That is asserted as such (one checkout per attempt, exactly one connection
 //! out during each attempt, all back between attempts). Distinct server connections per
 //! attempt are asserted with a source that connects per attempt, and with deadpool
-//! (first in, first out) in the async suite.
+//! (first in, first out) in `asynchronous.rs`.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -109,11 +109,7 @@ impl ConnectionSource for Counting<'_> {
     }
 }
 
-fn perpetual_conflict<S>(
-    source: &S,
-    db: &TestDb<Conn>,
-    attempts: u32,
-) -> (Vec<(u32, i64)>, Error)
+fn perpetual_conflict<S>(source: &S, db: &TestDb<Conn>, attempts: u32) -> (Vec<(u32, i64)>, Error)
 where
     S: ConnectionSource<Connection = Conn>,
 {
@@ -220,8 +216,7 @@ fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
 }
 
 #[test]
-fn a_domain_outcome_ends_after_one_attempt_and_the_deadline_stops_a_perpetual_conflict()
-{
+fn a_domain_outcome_ends_after_one_attempt_and_the_deadline_stops_a_perpetual_conflict() {
     #[derive(Debug, PartialEq)]
     struct SoldOut;
 
@@ -353,7 +348,12 @@ fn on_a_hot_row_each_thread_loses_at_most_one_attempt_in_250_increments() {
 fn seed_two(db: &TestDb<Conn>) {
     seed(db);
     diesel::insert_into(schema::counters::table)
-        .values(Counter { id: 2, value: 0, label: Some("0".into()), version: 1 })
+        .values(Counter {
+            id: 2,
+            value: 0,
+            label: Some("0".into()),
+            version: 1,
+        })
         .execute(&mut db.conn())
         .expect("seed row 2");
 }
@@ -378,7 +378,12 @@ fn make_hot(db: &TestDb<Conn>, policy: &RetryPolicy, id: i32) {
         row.increment();
         row.save_checked(conn)
     });
-    assert!(policy.hot_row_memory().expect("a memory").is_hot::<Counter>(&id));
+    assert!(
+        policy
+            .hot_row_memory()
+            .expect("a memory")
+            .is_hot::<Counter>(&id)
+    );
 }
 
 #[test]
@@ -395,7 +400,11 @@ fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
         ("optimistic", plain.clone(), false),
         ("optimistic, closure's transaction", plain.clone(), true),
         ("escalated", plain.clone().escalate_after(0), false),
-        ("escalated, closure's transaction", plain.clone().escalate_after(0), true),
+        (
+            "escalated, closure's transaction",
+            plain.clone().escalate_after(0),
+            true,
+        ),
         ("hot row", hot.clone(), false),
         ("hot row, closure's transaction", hot.clone(), true),
     ];
@@ -412,9 +421,16 @@ fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
                 hot.version += 100;
                 hot.save_checked(conn)
             };
-            if own { conn.transaction(|conn| change(conn)) } else { change(conn) }
+            if own {
+                conn.transaction(|conn| change(conn))
+            } else {
+                change(conn)
+            }
         });
-        assert!(matches!(result, Err(Error::RetriesExhausted(_))), "{kind}: {result:?}");
+        assert!(
+            matches!(result, Err(Error::RetriesExhausted(_))),
+            "{kind}: {result:?}"
+        );
         let after = values(&db);
         if kind == "optimistic" {
             // No transaction encloses the writes: the first one stands.
@@ -437,7 +453,10 @@ fn the_helper_never_ends_the_callers_transaction() {
     struct Held(Mutex<Conn>);
     impl ConnectionSource for Held {
         type Connection = Conn;
-        type Pooled<'a> = std::sync::MutexGuard<'a, Conn> where Self: 'a;
+        type Pooled<'a>
+            = std::sync::MutexGuard<'a, Conn>
+        where
+            Self: 'a;
         fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
             Ok(self.0.lock().unwrap())
         }
@@ -448,7 +467,10 @@ fn the_helper_never_ends_the_callers_transaction() {
     bump(&mut conn);
     let held = Held(Mutex::new(conn));
     let cases = [
-        ("cold attempt", RetryPolicy::new().escalate_hot_rows(1, Duration::from_secs(3600))),
+        (
+            "cold attempt",
+            RetryPolicy::new().escalate_hot_rows(1, Duration::from_secs(3600)),
+        ),
         ("hot row", policy.clone()),
         ("escalated", RetryPolicy::new().escalate_after(0)),
     ];
@@ -462,11 +484,22 @@ fn the_helper_never_ends_the_callers_transaction() {
         })
         .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
         let mut conn = held.0.lock().unwrap();
-        let depth = <<Conn as Connection>::TransactionManager as diesel::connection::TransactionManager<Conn>>::transaction_manager_status_mut(&mut conn)
+        let depth =
+            <<Conn as Connection>::TransactionManager as diesel::connection::TransactionManager<
+                Conn,
+            >>::transaction_manager_status_mut(&mut conn)
             .transaction_depth()
             .expect("a sound transaction manager");
-        assert_eq!(depth.map(|d| d.get()), Some(1), "{kind}: the caller's transaction is still open");
-        assert_eq!(Counter::find(&mut *conn, 2).expect("row 2").value, value, "{kind}");
+        assert_eq!(
+            depth.map(|d| d.get()),
+            Some(1),
+            "{kind}: the caller's transaction is still open"
+        );
+        assert_eq!(
+            Counter::find(&mut *conn, 2).expect("row 2").value,
+            value,
+            "{kind}"
+        );
     }
     // Nothing of it is committed: not the caller's write, not the helper's.
     let mut outside = db.conn();

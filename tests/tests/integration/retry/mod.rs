@@ -1,4 +1,5 @@
 //! The retry helpers on real servers: a fresh connection per attempt, exhaustion after
-//! exactly N, deadlines, the hot row, escalation and an attempt's atomicity.
+//! exactly N, deadlines, the hot row and an attempt's atomicity (escalation has a subject
+//! of its own).
 
-on_every_backend!(blocking);
+on_every_backend!(blocking, asynchronous);

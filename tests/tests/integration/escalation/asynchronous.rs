@@ -1,0 +1,221 @@
+//! Escalation on an async connection: after a conflict the retry helper's next
+//! attempt reads the row with a lock and holds it until it commits, a row that
+//! conflicted stays locked from the first read of later operations, and uncontended
+//! work never takes a lock.
+
+use std::sync::Mutex as StdMutex;
+use std::time::Duration;
+
+use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel_async::RunQueryDsl;
+use diesel_occ::Error;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+use tokio::sync::Mutex;
+
+use super::{AsyncConn as Conn, schema};
+use crate::pools::{impatient, warm_pool};
+
+/// Every write sets `value` and `label` together (`label` is `value` as
+/// text) and advances the integer token by one, so a row written only by
+/// whole writes has `label == value` and `version == value + 1`.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+impl Counter {
+    fn increment(&mut self) {
+        self.value += 1;
+        self.label = Some(self.value.to_string());
+    }
+}
+
+async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
+    let mut conn = db.conn().await;
+    diesel::insert_into(schema::counters::table)
+        .values(Counter {
+            id,
+            value: 0,
+            label: Some("0".into()),
+            version: 1,
+        })
+        .execute(&mut conn)
+        .await
+        .expect("seed");
+}
+
+async fn load(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).await.expect("counter row")
+}
+
+/// A plain increment that only a lock can stop, from a connection that
+/// waits for locks briefly.
+async fn try_plain_increment(conn: &mut Conn, key: i32) -> diesel::QueryResult<usize> {
+    use schema::counters::dsl::*;
+    diesel::update(counters.find(key))
+        .set((value.eq(value + 1), version.eq(version + 1)))
+        .execute(conn)
+        .await
+}
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let pool = warm_pool(&db, 2).await;
+    let other = Mutex::new(impatient(&db).await);
+    let seen = StdMutex::new(Vec::new());
+    let result = occ::retry(
+        &pool,
+        &quick().max_attempts(3).escalate_after(1),
+        async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            // The other writer tries in every attempt, after the read.
+            let blocked = try_plain_increment(&mut *other.lock().await, 1).await;
+            seen.lock()
+                .unwrap()
+                .push((attempt.number(), attempt.is_escalated(), blocked.is_err()));
+            row.increment();
+            row.save_checked(conn).await?;
+            Ok(row)
+        },
+    )
+    .await
+    .expect("the escalated attempt wins");
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        [(1, false, false), (2, true, true)],
+        "attempt 1 is lock-free and loses; attempt 2 holds the lock, so the other writer cannot get in"
+    );
+    let stored = load(&mut db.conn().await, 1).await;
+    assert_eq!(
+        stored, result,
+        "the escalated write is committed and visible"
+    );
+    assert_eq!(
+        stored.value, 2,
+        "the other writer's first increment and ours"
+    );
+    // The lock is gone with the commit.
+    assert_eq!(
+        try_plain_increment(&mut *other.lock().await, 1)
+            .await
+            .expect("unblocked"),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operation() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    seed(&db, 2).await;
+    let pool = warm_pool(&db, 2).await;
+    let other = Mutex::new(impatient(&db).await);
+    let policy = quick()
+        .max_attempts(3)
+        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let seen = StdMutex::new(Vec::new());
+    for id in [1, 1, 2] {
+        occ::retry(&pool, &policy, async |conn, attempt| {
+            let locks = attempt.locks_row::<Counter>(&id);
+            let mut row: Counter = attempt.find(conn, id).await?;
+            // The other writer tries in every attempt, after the read.
+            let blocked = try_plain_increment(&mut *other.lock().await, id).await;
+            seen.lock()
+                .unwrap()
+                .push((id, attempt.number(), locks, blocked.is_err()));
+            row.increment();
+            row.save_checked(conn).await?;
+            Ok(row)
+        })
+        .await
+        .expect("every operation lands");
+    }
+    let sqlite = Conn::BACKEND == Backend::Sqlite;
+    let row_two: &[(i32, u32, bool, bool)] = if sqlite {
+        // While row 1 is hot every attempt runs in the helper's transaction,
+        // and SQLite's `BEGIN IMMEDIATE` locks the whole database: the other
+        // writer waits, so row 2's first attempt cannot lose.
+        &[(2, 1, false, true)]
+    } else {
+        // Row 2 has its own history: cold until its own conflict.
+        &[(2, 1, false, false), (2, 2, true, true)]
+    };
+    let mut expected = vec![
+        // Row 1 is cold: the first read is lock-free, and loses.
+        (1, 1, false, false),
+        // The conflict made it hot: the retry locks it and wins.
+        (1, 2, true, true),
+        // The next operation locks it from its first read: no attempt lost.
+        (1, 1, true, true),
+    ];
+    expected.extend_from_slice(row_two);
+    assert_eq!(seen.into_inner().unwrap(), expected);
+    // Every locking transaction was committed and the locks are gone.
+    assert_eq!(load(&mut db.conn().await, 1).await.value, 3);
+    assert_eq!(
+        load(&mut db.conn().await, 2).await.value,
+        if sqlite { 1 } else { 2 }
+    );
+    assert_eq!(
+        try_plain_increment(&mut *other.lock().await, 1)
+            .await
+            .expect("unblocked"),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_escalated_attempt_leaves_nothing_written() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let pool = warm_pool(&db, 2).await;
+    let result: Result<(), Error> =
+        occ::retry(&pool, &quick().escalate_after(0), async |conn, attempt| {
+            assert!(attempt.is_escalated());
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            row.increment();
+            row.save_checked(conn).await?;
+            // Not retryable: the loop ends and the transaction rolls back.
+            Err(diesel::result::Error::NotFound.into())
+        })
+        .await;
+    assert!(matches!(result, Err(Error::Database(_))), "{result:?}");
+    let row = load(&mut db.conn().await, 1).await;
+    assert_eq!(
+        (row.value, row.version),
+        (0, 1),
+        "the saved row was rolled back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn low_contention_never_escalates() {
+    let db = async_test_db!();
+    seed(&db, 1).await;
+    let pool = warm_pool(&db, 2).await;
+    for _ in 0..20 {
+        let attempt = occ::retry(&pool, &quick().escalate_after(1), async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            row.increment();
+            row.save_checked(conn).await?;
+            Ok(attempt)
+        })
+        .await
+        .expect("uncontended");
+        assert_eq!((attempt.number(), attempt.is_escalated()), (1, false));
+    }
+    assert_eq!(load(&mut db.conn().await, 1).await.value, 20);
+}

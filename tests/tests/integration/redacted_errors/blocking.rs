@@ -1,0 +1,123 @@
+//! Errors a database produced, on a blocking connection: a unique violation and a
+//! check violation carrying values, a conflict, retries exhausted, a missing row.
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::{Error, UuidToken};
+
+use super::super::{LABEL, VALUE, assert_no_leak};
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+fn secret_counter() -> Counter {
+    Counter {
+        id: 1,
+        value: VALUE,
+        label: Some(LABEL.to_owned()),
+        version: 1,
+    }
+}
+
+#[test]
+fn constraint_violations_do_not_show_the_values_or_the_statement() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let counters = schema::counters::table;
+    diesel::insert_into(counters)
+        .values(secret_counter())
+        .execute(&mut conn)
+        .expect("first insert");
+    let duplicate = diesel::insert_into(counters)
+        .values(secret_counter())
+        .execute(&mut conn)
+        .expect_err("duplicate key");
+    let error = Error::from(duplicate);
+    assert_eq!(
+        error.to_string(),
+        "database error: unique violation",
+        "{error:?}"
+    );
+    assert_no_leak(&error, &[&VALUE.to_string(), LABEL]);
+
+    let mut stock = Stock {
+        id: 7,
+        available: 5,
+        version: UuidToken::initial(),
+    };
+    diesel::insert_into(schema::stock::table)
+        .values(&stock)
+        .execute(&mut conn)
+        .expect("stock");
+    stock.available = -VALUE;
+    let error = stock
+        .save_checked(&mut conn)
+        .expect_err("CHECK (available >= 0)");
+    assert!(matches!(error, Error::Database(_)), "{error:?}");
+    assert_no_leak(&error, &[&VALUE.to_string()]);
+}
+
+#[test]
+fn conflicts_and_exhausted_retries_show_key_and_tokens_only() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::counters::table)
+        .values(secret_counter())
+        .execute(&mut conn)
+        .expect("seed");
+    let mut mine: Counter = Counter::find(&mut conn, 1).expect("row");
+    let mut theirs = mine.clone();
+    theirs.value += 1;
+    theirs.save_checked(&mut conn).expect("their save");
+    mine.value -= 1;
+    let error = mine.save_checked(&mut conn).expect_err("stale");
+    assert!(error.is_conflict());
+    assert_eq!(
+        error.to_string(),
+        "concurrency conflict on counters (id=1) during update: expected token 1, \
+         the row now holds token 2"
+    );
+    let values = [VALUE - 1, VALUE, VALUE + 1].map(|v| v.to_string());
+    let secrets: Vec<&str> = values.iter().map(String::as_str).chain([LABEL]).collect();
+    assert_no_leak(&error, &secrets);
+
+    let policy = RetryPolicy::new()
+        .max_attempts(2)
+        .backoff(Duration::ZERO, Duration::ZERO);
+    let source = || Conn::establish(db.url());
+    let result: Result<(), Error> = retry::retry(&source, &policy, |conn, attempt| {
+        let mut mine: Counter = attempt.find(conn, 1)?;
+        let mut theirs = mine.clone();
+        theirs.label = Some(format!("{LABEL}-{}", attempt.number()));
+        theirs.save_checked(&mut db.conn())?;
+        mine.value -= 1;
+        mine.save_checked(conn)
+    });
+    let error = result.expect_err("every attempt conflicts");
+    assert!(matches!(error, Error::RetriesExhausted(_)), "{error:?}");
+    assert_no_leak(&error, &secrets);
+
+    let missing = Counter::find(&mut conn, 424_242).expect_err("no such row");
+    assert!(missing.is_not_found());
+    assert_no_leak(&missing, &secrets);
+}

@@ -1,0 +1,127 @@
+//! What differs between the servers in the fault scenarios: session ids, killing a
+//! session, timeouts and how the library classifies them.
+
+use std::time::{Duration, Instant};
+
+use diesel::connection::SimpleConnection;
+use diesel::dsl::sql;
+use diesel::pg::PgConnection;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Integer};
+use diesel_occ::TransientKind;
+use diesel_occ_tests::TestConnection;
+
+/// A blocking connection to a server whose sessions a test can kill and time out.
+pub(crate) trait Server: TestConnection {
+    /// Sets a statement timeout of 200 ms on the session.
+    const STATEMENT_TIMEOUT: &'static str;
+    /// How the library classifies the error of a statement that timed out.
+    const STATEMENT_TIMEOUT_KIND: Option<TransientKind>;
+    /// Sets the session's lock wait timeout to 200 ms (MySQL: its minimum, 1 s).
+    const LOCK_TIMEOUT: &'static str;
+    /// How the library classifies the error of a lock wait that timed out.
+    const LOCK_TIMEOUT_KIND: Option<TransientKind>;
+
+    /// The server's id of this session.
+    fn session_id(&mut self) -> u64;
+
+    /// Kills session `id` from this connection and waits until the server has removed
+    /// it.
+    fn kill(&mut self, id: u64);
+
+    /// Opens a transaction on this connection that holds the row lock of `counters` row
+    /// `id`.
+    fn lock_counter(&mut self, id: i32);
+}
+
+/// Polls `condition` until it holds; panics after 20 s. Used to wait for the server
+/// to finish what it was asked (a session to go away), not to wait for luck.
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+impl Server for PgConnection {
+    const STATEMENT_TIMEOUT: &'static str = "SET statement_timeout = '200ms'";
+    /// SQLSTATE 57014, `canceling statement due to statement timeout`: not transient.
+    const STATEMENT_TIMEOUT_KIND: Option<TransientKind> = None;
+    const LOCK_TIMEOUT: &'static str = "SET lock_timeout = '200ms'";
+    /// SQLSTATE 55P03, `canceling statement due to lock timeout`: PostgreSQL's
+    /// counterpart of MySQL's 1205, a lock wait timeout.
+    const LOCK_TIMEOUT_KIND: Option<TransientKind> = Some(TransientKind::LockWaitTimeout);
+
+    fn session_id(&mut self) -> u64 {
+        let pid: i32 = diesel::select(sql::<Integer>("pg_backend_pid()"))
+            .get_result(self)
+            .expect("pg_backend_pid()");
+        pid as u64
+    }
+
+    fn kill(&mut self, id: u64) {
+        let signalled: bool = diesel::select(sql::<Bool>(&format!("pg_terminate_backend({id})")))
+            .get_result(self)
+            .expect("pg_terminate_backend");
+        assert!(signalled, "no session {id} to terminate");
+        wait_until("the terminated session to go away", || {
+            let left: i64 = diesel::select(sql::<BigInt>(&format!(
+                "(SELECT count(*) FROM pg_stat_activity WHERE pid = {id})"
+            )))
+            .get_result(self)
+            .expect("pg_stat_activity");
+            left == 0
+        });
+    }
+
+    fn lock_counter(&mut self, id: i32) {
+        self.batch_execute(&format!(
+            "BEGIN; UPDATE counters SET value = value WHERE id = {id}"
+        ))
+        .expect("take the row lock");
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl Server for diesel::mysql::MysqlConnection {
+    /// MariaDB's statement time limit, in seconds.
+    const STATEMENT_TIMEOUT: &'static str = "SET max_statement_time = 0.2";
+    /// Error 1969, `Query execution was interrupted (max_statement_time exceeded)`: not
+    /// transient.
+    const STATEMENT_TIMEOUT_KIND: Option<TransientKind> = None;
+    const LOCK_TIMEOUT: &'static str = "SET innodb_lock_wait_timeout = 1";
+    /// Error 1205, `Lock wait timeout exceeded`: transient.
+    const LOCK_TIMEOUT_KIND: Option<TransientKind> = Some(TransientKind::LockWaitTimeout);
+
+    fn session_id(&mut self) -> u64 {
+        use diesel::sql_types::Unsigned;
+        diesel::select(sql::<Unsigned<BigInt>>("CONNECTION_ID()"))
+            .get_result(self)
+            .expect("CONNECTION_ID()")
+    }
+
+    fn kill(&mut self, id: u64) {
+        self.batch_execute(&format!("KILL CONNECTION {id}"))
+            .expect("KILL");
+        wait_until("the killed session to go away", || {
+            let left: i64 = diesel::select(sql::<BigInt>(&format!(
+                "(SELECT count(*) FROM information_schema.processlist WHERE id = {id})"
+            )))
+            .get_result(self)
+            .expect("processlist");
+            left == 0
+        });
+    }
+
+    fn lock_counter(&mut self, id: i32) {
+        self.batch_execute("BEGIN").expect("BEGIN");
+        self.batch_execute(&format!(
+            "UPDATE counters SET value = value WHERE id = {id}"
+        ))
+        .expect("take the row lock");
+    }
+}

@@ -1,0 +1,226 @@
+//! The scenarios on a blocking connection.
+
+use chrono::{NaiveDateTime, TimeDelta};
+use diesel::prelude::*;
+use diesel_occ::Error;
+use diesel_occ::prelude::*;
+use diesel_occ::schema_check::SchemaCheck;
+use diesel_occ_tests::{Backend, TestConnection, TestDb};
+
+use super::{COLUMN, Conn, DIGITS, Declared, ahead_of_clock, assert_out_of_range, stamps};
+
+/// A token column whose precision the entity does not declare.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = stamps)]
+struct Stamp {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: NaiveDateTime,
+}
+
+/// The same row, claiming microseconds.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = stamps)]
+struct Micros {
+    id: i32,
+    value: i32,
+    #[occ(version, precision = 6)]
+    updated_at: NaiveDateTime,
+}
+
+/// Creates the token table holding row 1 at a token ahead of the clock; returns two
+/// connections and that token.
+fn setup(db: &TestDb<Conn>) -> (Conn, Conn, NaiveDateTime) {
+    let mut a = db.conn();
+    let b = db.conn();
+    diesel::sql_query(format!(
+        "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+         updated_at {COLUMN} NOT NULL)"
+    ))
+    .execute(&mut a)
+    .expect("token table");
+    let seed = ahead_of_clock();
+    diesel::insert_into(stamps::table)
+        .values(Stamp {
+            id: 1,
+            value: 0,
+            updated_at: seed,
+        })
+        .execute(&mut a)
+        .expect("seed row");
+    (a, b, seed)
+}
+
+/// One step of the declared precision.
+fn declared_step() -> TimeDelta {
+    TimeDelta::microseconds(10_i64.pow(6 - u32::from(DIGITS)))
+}
+
+#[test]
+fn a_stale_writer_in_the_same_second_gets_a_conflict() {
+    let db = test_db!();
+    let (mut a, mut b, _) = setup(&db);
+    let mut first = Stamp::find(&mut a, 1).unwrap();
+    let mut second = Stamp::find(&mut b, 1).unwrap();
+
+    first.value = 1;
+    first.save_checked(&mut a).expect("the first writer saves");
+    second.value = 2;
+    match second.save_checked(&mut b) {
+        Err(Error::Conflict(conflict)) => assert_eq!(
+            conflict.current::<NaiveDateTime>(),
+            Some(first.updated_at),
+            "the conflict reports the winner's token"
+        ),
+        other => panic!("the stale writer must not win, got {other:?}"),
+    }
+    assert_eq!(
+        Stamp::find(&mut a, 1).unwrap(),
+        first,
+        "the row holds the winner's values and exactly its in-memory token"
+    );
+    // The winner's entity still matches its row.
+    first.value = 3;
+    first.save_checked(&mut a).expect("the winner saves again");
+    assert_eq!(Stamp::find(&mut b, 1).unwrap(), first);
+}
+
+#[test]
+fn a_declared_precision_advances_the_token_in_its_own_steps() {
+    let db = test_db!();
+    let (mut a, mut b, seed) = setup(&db);
+    let mut first = Declared::find(&mut a, 1).unwrap();
+    let mut second = Declared::find(&mut b, 1).unwrap();
+
+    first.value = 1;
+    first.save_checked(&mut a).expect("the first writer saves");
+    // The clock is behind the token: one step of the declared precision.
+    assert_eq!(first.updated_at, seed + declared_step());
+    second.value = 2;
+    assert!(
+        matches!(second.save_checked(&mut b), Err(Error::Conflict(_))),
+        "the stale writer must not win"
+    );
+    assert_eq!(Declared::find(&mut b, 1).unwrap(), first);
+    first.value = 3;
+    first.save_checked(&mut a).expect("the winner saves again");
+    assert_eq!(first.updated_at, seed + declared_step() + declared_step());
+}
+
+/// The row's tokens run ahead of the clock: a bulk update must still move the token
+/// past every token the row held (a value taken from the clock would go back to one of
+/// them), and every entity read before it conflicts.
+#[test]
+fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
+    let db = test_db!();
+    let (mut a, mut b, seed) = setup(&db);
+    let mut in_flight = Stamp::find(&mut a, 1).unwrap();
+    let mut writer = Stamp::find(&mut b, 1).unwrap();
+    writer.value = 1;
+    writer.save_checked(&mut b).expect("a checked save");
+    assert_eq!(writer.updated_at, seed + TimeDelta::seconds(1));
+
+    let touched = Stamp::bulk_update(stamps::table, stamps::value.eq(7))
+        .execute(&mut a)
+        .expect("the bulk update");
+    assert_eq!(touched, 1);
+    let mut bulk = Stamp::find(&mut a, 1).unwrap();
+    assert_eq!(
+        bulk.updated_at,
+        seed + TimeDelta::seconds(2),
+        "one whole second after the token the row held"
+    );
+
+    for (stale, token) in [
+        (&mut in_flight, seed),
+        (&mut writer, seed + TimeDelta::seconds(1)),
+    ] {
+        stale.value = 9;
+        match stale.save_checked(&mut b) {
+            Err(Error::Conflict(conflict)) => {
+                assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
+                assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
+            }
+            other => {
+                panic!("an entity read before the bulk update must conflict, got {other:?}")
+            }
+        }
+    }
+    bulk.value = 8;
+    bulk.save_checked(&mut a)
+        .expect("the row saves after the bulk update");
+    assert_eq!(Stamp::find(&mut b, 1).unwrap(), bulk);
+
+    // A declared precision steps in its own unit (SQLite's date functions in
+    // milliseconds at least).
+    let before = Declared::find(&mut a, 1).unwrap();
+    Declared::bulk_update(stamps::table, stamps::value.eq(10))
+        .execute(&mut a)
+        .expect("the bulk update");
+    let after = Declared::find(&mut a, 1).unwrap();
+    let step = if Conn::BACKEND == Backend::Sqlite {
+        declared_step().max(TimeDelta::milliseconds(1))
+    } else {
+        declared_step()
+    };
+    assert_eq!(after.updated_at, before.updated_at + step);
+}
+
+#[test]
+fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
+    let db = test_db!();
+    let (mut a, _, seed) = setup(&db);
+    // An entity built from a client's token in the last second of chrono's range: a
+    // write would have no later token to store.
+    let end = NaiveDateTime::MAX;
+    let mut stamp = Stamp {
+        id: 1,
+        value: 7,
+        updated_at: end,
+    };
+    let before = stamp.clone();
+    assert_out_of_range(stamp.save_checked(&mut a));
+    assert_out_of_range(stamp.force_increment(&mut a));
+    assert_out_of_range(std::slice::from_mut(&mut stamp).save_all_checked(&mut a));
+    assert_out_of_range(Stamp::find_checked(&mut a, 1, &end).map(|_| ()));
+    assert_eq!(stamp, before, "the entity is untouched");
+    assert_eq!(
+        Stamp::find(&mut a, 1).unwrap(),
+        Stamp {
+            id: 1,
+            value: 0,
+            updated_at: seed
+        },
+        "nothing was written"
+    );
+}
+
+#[test]
+fn the_start_up_check_reports_a_column_coarser_than_declared() {
+    let db = test_db!();
+    let (mut a, _, _) = setup(&db);
+    SchemaCheck::new()
+        .entity::<Stamp>()
+        .entity::<Declared>()
+        .run(&mut a)
+        .expect("whole seconds and the real precision fit");
+    let result = SchemaCheck::new().entity::<Micros>().run(&mut a);
+    if DIGITS == 6 {
+        result.expect("a microsecond column holds microsecond tokens");
+        return;
+    }
+    let error = result.unwrap_err();
+    let problems = error.as_schema_problems().expect("schema problems");
+    assert_eq!(problems.len(), 1, "{error}");
+    assert_eq!(
+        (problems[0].table, problems[0].column),
+        ("stamps", "updated_at")
+    );
+    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
+    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    assert!(
+        error.to_string().contains("stamps.updated_at"),
+        "the message names the column: {error}"
+    );
+}

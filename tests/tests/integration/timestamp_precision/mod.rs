@@ -1,0 +1,176 @@
+//! Timestamp tokens on columns coarser than microseconds, and SQLite timestamps stored
+//! in another text form: the stale writer never wins, blocking and async.
+//!
+//! Each scenario creates its token table itself, so the column's type and precision are
+//! part of the scenario; [`token_column!`] compiles the scenario files once per column.
+//! A row whose token lies ahead of the clock (a writer whose clock runs fast) makes a
+//! fresh token land in the same second as the old one every time, so the scenarios
+//! need no timing luck.
+
+/// The token table of every scenario.
+mod schema {
+    diesel::table! {
+        stamps (id) {
+            id -> Integer,
+            value -> Integer,
+            updated_at -> Timestamp,
+        }
+    }
+}
+
+/// A token well ahead of the clock, at whole seconds.
+fn ahead_of_clock() -> chrono::NaiveDateTime {
+    use chrono::SubsecRound;
+    (chrono::Utc::now() + chrono::TimeDelta::hours(1))
+        .naive_utc()
+        .trunc_subsecs(0)
+}
+
+/// Asserts a refused token with no fresh successor, printing what came instead.
+fn assert_out_of_range(result: Result<(), diesel_occ::Error>) {
+    use diesel_occ::{Error, InvalidTokenReason};
+    match result {
+        Err(Error::InvalidToken(invalid)) if invalid.reason == InvalidTokenReason::OutOfRange => {}
+        other => panic!("expected an out-of-range token, got {other:?}"),
+    }
+}
+
+/// Compiles the scenario files for one token column: `Conn` (blocking) and `AsyncConn`
+/// of its backend, `COLUMN` (its SQL type), `DIGITS` (the fractional digits it really
+/// stores) and `Declared`, the token row declaring that precision (`#[occ(precision)]`
+/// takes a literal). Attributes before the blocking connection type apply to the
+/// blocking scenarios.
+macro_rules! token_column {
+    ($name:ident, $(#[$blocking:meta])* $conn:ty, $async_conn:ty, $column:literal, $digits:literal) => {
+        // The files sit beside this mod.rs, not in a directory per column.
+        #[path = "."]
+        mod $name {
+            use chrono::NaiveDateTime;
+            use diesel::{Queryable, Selectable};
+            use diesel_occ::Versioned;
+
+            #[allow(unused_imports)]
+            use super::{ahead_of_clock, assert_out_of_range, schema::stamps};
+
+            $(#[$blocking])*
+            type Conn = $conn;
+            type AsyncConn = $async_conn;
+
+            /// The SQL type of the token column.
+            const COLUMN: &str = $column;
+            /// The fractional digits the column stores.
+            const DIGITS: u8 = $digits;
+
+            /// The token row, declaring the column's real precision.
+            #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+            #[diesel(table_name = stamps)]
+            struct Declared {
+                id: i32,
+                value: i32,
+                #[occ(version, precision = $digits)]
+                updated_at: NaiveDateTime,
+            }
+
+            $(#[$blocking])*
+            #[path = "blocking.rs"]
+            mod blocking;
+            #[path = "asynchronous.rs"]
+            mod asynchronous;
+        }
+    };
+}
+
+token_column!(
+    postgres_timestamp0,
+    diesel::pg::PgConnection,
+    diesel_async::AsyncPgConnection,
+    "TIMESTAMP(0)",
+    0
+);
+token_column!(
+    postgres_timestamp3,
+    diesel::pg::PgConnection,
+    diesel_async::AsyncPgConnection,
+    "TIMESTAMP(3)",
+    3
+);
+token_column!(
+    postgres_timestamp6,
+    diesel::pg::PgConnection,
+    diesel_async::AsyncPgConnection,
+    "TIMESTAMP",
+    6
+);
+token_column!(
+    mysql_datetime,
+    #[cfg(feature = "mysql")]
+    diesel::mysql::MysqlConnection,
+    diesel_async::AsyncMysqlConnection,
+    "DATETIME",
+    0
+);
+token_column!(
+    mysql_timestamp,
+    #[cfg(feature = "mysql")]
+    diesel::mysql::MysqlConnection,
+    diesel_async::AsyncMysqlConnection,
+    "TIMESTAMP",
+    0
+);
+token_column!(
+    mysql_datetime6,
+    #[cfg(feature = "mysql")]
+    diesel::mysql::MysqlConnection,
+    diesel_async::AsyncMysqlConnection,
+    "DATETIME(6)",
+    6
+);
+token_column!(
+    sqlite_text,
+    diesel::sqlite::SqliteConnection,
+    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::sqlite::SqliteConnection>,
+    "TIMESTAMP",
+    6
+);
+
+mod sqlite_text_forms;
+
+/// `DateTime<Utc>` tokens under a bulk update, on the backends where Diesel maps them:
+/// PostgreSQL (`timestamptz`) and SQLite (text with an offset).
+#[path = "."]
+mod utc {
+    // The file sits beside this mod.rs.
+    #[path = "."]
+    mod postgres_timestamptz {
+        use super::super::ahead_of_clock;
+        use diesel::pg::PgConnection as Conn;
+        /// The SQL type of the token column.
+        const COLUMN: &str = "TIMESTAMPTZ";
+        diesel::table! {
+            stamps_utc (id) {
+                id -> Integer,
+                value -> Integer,
+                updated_at -> Timestamptz,
+            }
+        }
+        #[path = "utc.rs"]
+        mod blocking;
+    }
+    // The file sits beside this mod.rs.
+    #[path = "."]
+    mod sqlite_text {
+        use super::super::ahead_of_clock;
+        use diesel::sqlite::SqliteConnection as Conn;
+        /// The SQL type of the token column.
+        const COLUMN: &str = "TEXT";
+        diesel::table! {
+            stamps_utc (id) {
+                id -> Integer,
+                value -> Integer,
+                updated_at -> TimestamptzSqlite,
+            }
+        }
+        #[path = "utc.rs"]
+        mod blocking;
+    }
+}

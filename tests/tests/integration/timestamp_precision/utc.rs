@@ -1,0 +1,69 @@
+//! `DateTime<Utc>` tokens under a bulk update: the database advances the token past
+//! every token the row held, in a form the token type reads back, so the row stays
+//! saveable.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_occ::Error;
+use diesel_occ::prelude::*;
+
+use super::{COLUMN, Conn, ahead_of_clock, stamps_utc};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = stamps_utc)]
+struct StampUtc {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: DateTime<Utc>,
+}
+
+#[test]
+fn a_bulk_update_moves_a_utc_token_past_every_token_the_row_held() {
+    let db = test_db!();
+    let mut a = db.conn();
+    let mut b = db.conn();
+    diesel::sql_query(format!(
+        "CREATE TABLE stamps_utc (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+         updated_at {COLUMN} NOT NULL)"
+    ))
+    .execute(&mut a)
+    .expect("token table");
+    let seed = ahead_of_clock().and_utc();
+    diesel::insert_into(stamps_utc::table)
+        .values(StampUtc {
+            id: 1,
+            value: 0,
+            updated_at: seed,
+        })
+        .execute(&mut a)
+        .expect("seed row");
+
+    let mut in_flight = StampUtc::find(&mut a, 1).unwrap();
+    let mut writer = StampUtc::find(&mut b, 1).unwrap();
+    writer.value = 1;
+    writer.save_checked(&mut b).expect("a checked save");
+    assert_eq!(writer.updated_at, seed + TimeDelta::seconds(1));
+
+    StampUtc::bulk_update(stamps_utc::table, stamps_utc::value.eq(7))
+        .execute(&mut a)
+        .expect("the bulk update");
+    let mut bulk = StampUtc::find(&mut a, 1).unwrap();
+    assert_eq!(bulk.updated_at, seed + TimeDelta::seconds(2));
+
+    for stale in [&mut in_flight, &mut writer] {
+        stale.value = 9;
+        match stale.save_checked(&mut b) {
+            Err(Error::Conflict(conflict)) => {
+                assert_eq!(conflict.current::<DateTime<Utc>>(), Some(bulk.updated_at))
+            }
+            other => {
+                panic!("an entity read before the bulk update must conflict, got {other:?}")
+            }
+        }
+    }
+    bulk.value = 8;
+    bulk.save_checked(&mut a)
+        .expect("the row saves after the bulk update");
+    assert_eq!(StampUtc::find(&mut b, 1).unwrap(), bulk);
+}

@@ -1,0 +1,336 @@
+//! The retry helpers retry what the databases produced: a deadlock victim, a
+//! serialization failure, a lock wait timeout and a busy database, each retried until
+//! the attempt succeeds.
+
+use std::sync::Mutex;
+
+use diesel::{Insertable, Queryable, Selectable};
+use diesel_occ::Versioned;
+
+use super::*;
+
+macro_rules! counter {
+    ($name:ident, $schema:path) => {
+        mod $name {
+            use $schema as schema;
+
+            #[derive(
+                Debug,
+                Clone,
+                PartialEq,
+                super::Queryable,
+                super::Selectable,
+                super::Insertable,
+                super::Versioned,
+            )]
+            #[diesel(table_name = schema::counters)]
+            pub(crate) struct Counter {
+                pub(crate) id: i32,
+                pub(crate) value: i32,
+                pub(crate) label: Option<String>,
+                #[occ(version)]
+                pub(crate) version: i32,
+            }
+
+            impl Counter {
+                pub(crate) fn increment(&mut self) {
+                    self.value += 1;
+                    self.label = Some(self.value.to_string());
+                }
+            }
+        }
+    };
+}
+counter!(pg, diesel_occ_tests::schema::pg);
+counter!(my, diesel_occ_tests::schema::mysql);
+counter!(lite, diesel_occ_tests::schema::sqlite);
+
+/// PostgreSQL, blocking, through r2d2: the attempt (in its escalated transaction)
+/// locks row 1, another transaction holds row 2 and asks for row 1, the attempt
+/// asks for row 2. The attempt's session checks for deadlocks first (100 ms
+/// against the other's 10 s), so it is the victim; the helper retries it and the
+/// second attempt succeeds.
+#[test]
+fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
+    use diesel::r2d2::{ConnectionManager, Pool};
+    use diesel_occ::prelude::*;
+    use diesel_occ::retry::{self, RetryPolicy};
+    use pg::Counter;
+
+    let db = sync_db!(diesel::PgConnection);
+    db.conn().batch_execute(SEED).unwrap();
+    let pool = Pool::builder()
+        .max_size(2)
+        .build(ConnectionManager::<diesel::PgConnection>::new(db.url()))
+        .unwrap();
+    let barrier = Barrier::new(2);
+    let errors = Mutex::new(Vec::new());
+    // The second attempt starts once the other transaction committed: otherwise
+    // it could take row 1 before the other does and deadlock again.
+    let (committed, other_done) = std::sync::mpsc::channel();
+    let result = std::thread::scope(|scope| {
+        let other = scope.spawn(|| {
+            let mut conn = db.conn();
+            conn.batch_execute("SET deadlock_timeout = '10s'").unwrap();
+            let result = conn.transaction(|conn| {
+                conn.batch_execute(&increment(2))?;
+                barrier.wait();
+                conn.batch_execute(&increment(1))
+            });
+            committed.send(()).unwrap();
+            result
+        });
+        let policy = RetryPolicy::new()
+            .backoff(Duration::ZERO, Duration::ZERO)
+            .escalate_after(0);
+        let result = retry::retry(&pool, &policy, |conn, attempt| {
+            conn.batch_execute("SET LOCAL deadlock_timeout = '100ms'")?;
+            if attempt.number() == 2 {
+                other_done.recv().unwrap();
+            }
+            let mut first: Counter = attempt.find(conn, 1)?;
+            if attempt.is_first() {
+                barrier.wait();
+            }
+            let second = attempt.find::<Counter>(conn, 2);
+            let mut second = match second {
+                Ok(row) => row,
+                Err(error) => {
+                    errors
+                        .lock()
+                        .unwrap()
+                        .push((attempt.number(), error.transient_kind()));
+                    return Err(error);
+                }
+            };
+            first.increment();
+            second.increment();
+            first.save_checked(conn)?;
+            second.save_checked(conn)?;
+            Ok(attempt.number())
+        });
+        other
+            .join()
+            .unwrap()
+            .expect("the other transaction commits");
+        result
+    });
+    assert_eq!(result.expect("retried"), 2);
+    assert_eq!(
+        *errors.lock().unwrap(),
+        [(1, Some(TransientKind::Deadlock))]
+    );
+    let mut conn = db.conn();
+    let rows: Vec<Counter> = [1, 2]
+        .map(|id| Counter::find(&mut conn, id).unwrap())
+        .into();
+    assert!(
+        rows.iter().all(|r| r.value == 2),
+        "both writes, whole: {rows:?}"
+    );
+}
+
+/// PostgreSQL, async, through a connecting source: the attempt's transaction runs
+/// at REPEATABLE READ and takes its snapshot, another writer commits a change to
+/// the row, and the attempt's locking read fails with 40001; the helper retries
+/// and the second attempt reads the new row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous::prelude::*;
+    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use pg::Counter;
+
+    let db = async_db!(diesel_async::AsyncPgConnection);
+    let other = tokio::sync::Mutex::new(db.conn().await);
+    other.lock().await.batch_execute(SEED).await.unwrap();
+    let url = db.url().to_owned();
+    let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncPgConnection>(&url);
+    let errors = Mutex::new(Vec::new());
+    let policy = RetryPolicy::new()
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .escalate_after(0);
+    let value = occ::retry(&source, &policy, async |conn, attempt| {
+        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT 1")
+            .await?;
+        if attempt.is_first() {
+            other
+                .lock()
+                .await
+                .batch_execute(&increment(1))
+                .await
+                .unwrap();
+        }
+        let mut row: Counter = match attempt.find(conn, 1).await {
+            Ok(row) => row,
+            Err(error) => {
+                errors.lock().unwrap().push(error.transient_kind());
+                return Err(error);
+            }
+        };
+        row.increment();
+        row.save_checked(conn).await?;
+        Ok(row.value)
+    })
+    .await
+    .expect("retried");
+    assert_eq!(value, 2, "the other writer's increment, then ours");
+    assert_eq!(
+        *errors.lock().unwrap(),
+        [Some(TransientKind::SerializationFailure)]
+    );
+}
+
+/// MariaDB, async, through deadpool: the same deadlock; InnoDB rolls back the
+/// lighter transaction, and the other one has already written four rows, so the
+/// attempt (which has only locked a row) is the victim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
+    use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+    use diesel_async::pooled_connection::deadpool::Pool;
+    use diesel_occ::asynchronous::prelude::*;
+    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use my::Counter;
+
+    let db = async_db!(diesel_async::AsyncMysqlConnection);
+    db.conn().await.batch_execute(SEED).await.unwrap();
+    let pool = Pool::builder(AsyncDieselConnectionManager::<
+        diesel_async::AsyncMysqlConnection,
+    >::new(db.url()))
+    .max_size(2)
+    .build()
+    .unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let mut other = db.conn().await;
+    let other_barrier = Arc::clone(&barrier);
+    // The second attempt starts once the other transaction committed.
+    let committed = Arc::new(tokio::sync::Notify::new());
+    let other_committed = Arc::clone(&committed);
+    let other = tokio::spawn(async move {
+        let result = other
+            .transaction(async |conn| {
+                for id in [2, 3, 4, 5] {
+                    conn.batch_execute(&increment(id)).await?;
+                }
+                other_barrier.wait().await;
+                conn.batch_execute(&increment(1)).await
+            })
+            .await;
+        other_committed.notify_one();
+        result
+    });
+    let errors = Mutex::new(Vec::new());
+    let policy = RetryPolicy::new()
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .escalate_after(0);
+    let result = occ::retry(&pool, &policy, async |conn, attempt| {
+        if attempt.number() == 2 {
+            committed.notified().await;
+        }
+        let mut first: Counter = attempt.find(conn, 1).await?;
+        if attempt.is_first() {
+            barrier.wait().await;
+        }
+        let mut second: Counter = match attempt.find(conn, 2).await {
+            Ok(row) => row,
+            Err(error) => {
+                errors
+                    .lock()
+                    .unwrap()
+                    .push((attempt.number(), error.transient_kind()));
+                return Err(error);
+            }
+        };
+        first.increment();
+        second.increment();
+        first.save_checked(conn).await?;
+        second.save_checked(conn).await?;
+        Ok(attempt.number())
+    })
+    .await;
+    other.await.unwrap().expect("the other transaction commits");
+    assert_eq!(result.expect("retried"), 2);
+    assert_eq!(
+        *errors.lock().unwrap(),
+        [(1, Some(TransientKind::Deadlock))]
+    );
+    let mut conn = db.conn().await;
+    for id in [1, 2] {
+        let row = Counter::find(&mut conn, id).await.unwrap();
+        assert_eq!(row.value, 2, "{row:?}");
+    }
+}
+
+/// MariaDB, async: a lock wait timeout in the first attempt is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_async_a_lock_wait_timeout_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous::prelude::*;
+    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use my::Counter;
+
+    let db = async_db!(diesel_async::AsyncMysqlConnection);
+    let holder = tokio::sync::Mutex::new(db.conn().await);
+    {
+        let mut holder = holder.lock().await;
+        holder.batch_execute(SEED).await.unwrap();
+        holder.batch_execute("BEGIN").await.unwrap();
+        holder.batch_execute(&increment(1)).await.unwrap();
+    }
+    let url = db.url().to_owned();
+    let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncMysqlConnection>(&url);
+    let errors = Mutex::new(Vec::new());
+    let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
+    let value = occ::retry(&source, &policy, async |conn, attempt| {
+        conn.batch_execute("SET SESSION innodb_lock_wait_timeout = 1")
+            .await?;
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        row.increment();
+        if let Err(error) = row.save_checked(conn).await {
+            errors.lock().unwrap().push(error.transient_kind());
+            holder.lock().await.batch_execute("ROLLBACK").await.unwrap();
+            return Err(error);
+        }
+        Ok(row.value)
+    })
+    .await
+    .expect("retried");
+    assert_eq!(value, 1);
+    assert_eq!(
+        *errors.lock().unwrap(),
+        [Some(TransientKind::LockWaitTimeout)]
+    );
+}
+
+/// SQLite, async: a busy database in the first attempt is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_async_busy_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous::prelude::*;
+    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use lite::Counter;
+
+    let db = async_db!(AsyncSqlite);
+    let holder = tokio::sync::Mutex::new(db.conn().await);
+    {
+        let mut holder = holder.lock().await;
+        holder.batch_execute(SEED).await.unwrap();
+        holder.batch_execute("BEGIN IMMEDIATE").await.unwrap();
+    }
+    let url = db.url().to_owned();
+    let source = || diesel_occ_tests::connect_async::<AsyncSqlite>(&url);
+    let errors = Mutex::new(Vec::new());
+    let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
+    let value = occ::retry(&source, &policy, async |conn, attempt| {
+        conn.batch_execute("PRAGMA busy_timeout = 0").await?;
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        row.increment();
+        if let Err(error) = row.save_checked(conn).await {
+            errors.lock().unwrap().push(error.transient_kind());
+            holder.lock().await.batch_execute("ROLLBACK").await.unwrap();
+            return Err(error);
+        }
+        Ok(row.value)
+    })
+    .await
+    .expect("retried");
+    assert_eq!(value, 1);
+    assert_eq!(*errors.lock().unwrap(), [Some(TransientKind::Busy)]);
+}
