@@ -2,6 +2,7 @@
 use diesel::prelude::*;
 use diesel_occ::xmin::XminToken;
 use diesel_occ::prelude::*;
+use diesel_occ::statement::VersionedParts;
 
 diesel::table! {
     documents (id) {
