@@ -31,6 +31,7 @@
 # `start` on a stopped cluster wipes OCC_GALERA_DIR and makes a new one: tests want a
 # known state, and bootstrapping from the most advanced node after a full stop is a
 # recovery procedure this script does not need. `stop` keeps the dir for its logs.
+# A failed start leaves what it launched running for inspection: run `stop` after it.
 set -euo pipefail
 
 NODES=3
@@ -200,6 +201,15 @@ launch_node() {
     cmd=(setpriv --reuid=mysql --regid=mysql --init-groups -- "${cmd[@]}")
   fi
   setsid "${cmd[@]}" </dev/null >>"$dir/mariadbd.out" 2>&1 &
+  # Until setsid and setpriv have exec'd into mariadbd, node_pid finds nothing; wait for
+  # that, so callers never take a node that is still launching for one that died.
+  local launcher=$! i
+  for ((i = 0; i < 100; i++)); do
+    [[ -z $(node_pid "$n") ]] || return 0
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -n $(node_pid "$n") ]] || fail_node "$n" "mariadbd did not start"
 }
 
 fail_node() {
@@ -279,20 +289,23 @@ cmd_start() {
     for ((n = 1; n <= NODES; n++)); do init_node "$n"; done
     launch_node 1 --wsrep-new-cluster
     wait_synced 1 1
-    # Before the joiners, so their SST brings the database and account along.
-    sql 1 "CREATE DATABASE IF NOT EXISTS test;
-           CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
-           GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;" \
-      || fail_node 1 "could not create database test and user root@127.0.0.1"
+    say "node 1 Synced at $((SECONDS - t0))s"
     # One joiner at a time: two simultaneous SSTs from one donor are slower and flakier.
     for ((n = 2; n <= NODES; n++)); do
       launch_node "$n"
       # shellcheck disable=SC2046 # the node list is meant to split
       wait_synced "$n" $(seq 1 "$n")
+      say "node $n Synced at $((SECONDS - t0))s"
     done
   fi
   # shellcheck disable=SC2086 # the node list is meant to split
   wait_synced "$NODES" $all
+  # In both paths (a cluster whose first start was cut short may lack them); Galera
+  # replicates these statements to every node.
+  sql 1 "CREATE DATABASE IF NOT EXISTS test;
+         CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
+         GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;" \
+    || fail_node 1 "could not create database test and user root@127.0.0.1"
   say "cluster ready in $((SECONDS - t0))s"
   cmd_status
   cmd_urls
