@@ -27,6 +27,7 @@
 #   OCC_GALERA_GCOMM_PORT group-communication port of node 1 (default 14567)
 #   OCC_GALERA_SST_PORT  SST port of node 1 (default 14444)
 #   OCC_CLUSTER_TIMEOUT  seconds to wait for a node or the cluster (default 180)
+#   OCC_GALERA_STOP_GRACE seconds `stop` waits after SIGTERM before SIGKILL (default 30)
 #
 # `start` on a stopped cluster wipes OCC_GALERA_DIR and makes a new one: tests want a
 # known state, and bootstrapping from the most advanced node after a full stop is a
@@ -40,6 +41,7 @@ sql_port0=${OCC_GALERA_PORT:-13306}
 gcomm_port0=${OCC_GALERA_GCOMM_PORT:-14567}
 sst_port0=${OCC_GALERA_SST_PORT:-14444}
 timeout=${OCC_CLUSTER_TIMEOUT:-180}
+stop_grace=${OCC_GALERA_STOP_GRACE:-30}
 
 say() { echo "galera: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -236,7 +238,8 @@ wait_synced() {
     done
     ((ok)) && return 0
     if ((SECONDS >= deadline)); then
-      for n in "$@"; do
+      # Newest node first: when a join times out, the joiner's log tells why.
+      for n in $(printf '%s\n' "$@" | sort -rn); do
         st=$(node_state "$n")
         [[ $st == "Synced $want" ]] || fail_node "$n" "not Synced with cluster size $want after ${timeout}s (state: ${st:-no answer})"
       done
@@ -255,7 +258,11 @@ cmd_status() {
       continue
     fi
     st=$(node_state "$n")
-    echo "node $n  127.0.0.1:$(sql_port "$n")  pid $pid  state ${st% *}  cluster_size ${st#* }"
+    if [[ -z $st ]]; then
+      echo "node $n  127.0.0.1:$(sql_port "$n")  pid $pid  no answer (starting, or in state transfer)"
+    else
+      echo "node $n  127.0.0.1:$(sql_port "$n")  pid $pid  state ${st% *}  cluster_size ${st#* }"
+    fi
     [[ $st == "Synced $NODES" ]] || healthy=1
   done
   return "$healthy"
@@ -312,23 +319,32 @@ cmd_start() {
 }
 
 cmd_stop() {
-  local n pid pids=() deadline
+  local n pid st pids=() deadline
   for ((n = 1; n <= NODES; n++)); do
     pid=$(node_pid "$n")
-    if [[ -n $pid ]]; then
+    [[ -n $pid ]] || continue
+    pids+=("$pid")
+    # A node in a state transfer (donor or joiner) hangs on SIGTERM; as start wipes the
+    # data anyway, such a node gets SIGKILL at once.
+    st=$(node_state "$n")
+    if [[ $st == Synced* ]]; then
       say "stopping node $n (pid $pid)"
-      pids+=("$pid")
       kill -TERM "$pid" 2>/dev/null || true
+    else
+      say "node $n (pid $pid) is not Synced (${st:-no answer}): SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
     fi
   done
-  deadline=$((SECONDS + timeout))
+  # A straggler gets SIGKILL after the grace period.
+  deadline=$((SECONDS + stop_grace))
   for pid in "${pids[@]}"; do
     while kill -0 "$pid" 2>/dev/null; do
       if ((SECONDS >= deadline)); then
-        say "pid $pid did not shut down in ${timeout}s: SIGKILL"
+        say "pid $pid did not shut down in ${stop_grace}s: SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
       fi
-      sleep 0.5
+      sleep 0.2
     done
   done
   # A state transfer cut short can leave its rsync daemon behind; it names our data dir.
