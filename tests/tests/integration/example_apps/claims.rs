@@ -1,11 +1,11 @@
 //! Work claims by competing workers, leases and fencing tokens.
 
-use app_backend::Pool;
-use app_backend::claims::{self, ClaimError, ClaimStats, Effect, Schedule, Status};
 use diesel::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ_examples::schema::{work_effects, work_items};
 
+use super::app_backend::Pool;
+use super::app_backend::claims::{self, ClaimError, ClaimStats, Effect, Schedule, Status};
 use super::{Conn, app_backend};
 
 fn enqueue(pool: &Pool, items: i32) {

@@ -9,8 +9,6 @@
 //! passed its precondition and is at its write, waiting for that lock; only then does
 //! the second connection commit (or roll back).
 
-use app_backend::http::client::{Reply, send};
-use app_backend::{AsyncConn, AsyncPool, Pool, async_pool, http};
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
 use diesel::prelude::*;
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
@@ -22,6 +20,8 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use super::app_backend::http::client::{Reply, send};
+use super::app_backend::{AsyncConn, AsyncPool, Pool, async_pool, http};
 use super::{Conn, app_backend};
 
 /// On SQLite a writer locks the whole database, and waits for the lock.

@@ -1,13 +1,13 @@
 //! Inventory reservation with a client-held token.
 
-use app_backend::Pool;
-use app_backend::inventory::{self, ReserveError, ReserveRequest, Reserved, StockView};
 use diesel::prelude::*;
 use diesel_occ::InvalidTokenReason;
 use diesel_occ::testing::Race;
 use diesel_occ_examples::schema::inventory as table;
 use diesel_occ_tests::statements::StatementCounter;
 
+use super::app_backend::Pool;
+use super::app_backend::inventory::{self, ReserveError, ReserveRequest, Reserved, StockView};
 use super::{Conn, app_backend};
 
 const SKU: &str = "SKU-1";

@@ -1,11 +1,9 @@
 //! The last concert seat.
 
-use app_backend::{
-    Pool,
-    seat::{self, Booking, BookingError, Protocol},
-};
 use diesel_occ::retry::RetryPolicy;
 
+use super::app_backend::Pool;
+use super::app_backend::seat::{self, Booking, BookingError, Protocol};
 use super::{Conn, app_backend};
 
 fn concert(pool: &Pool, seats: i32) {

@@ -1,11 +1,11 @@
 //! A tracked save of the edited columns, and a three-way merge on conflict.
 
-use app_backend::Pool;
-use app_backend::tracked::{self, Article, Edit};
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ_examples::schema::articles;
 
+use super::app_backend::Pool;
+use super::app_backend::tracked::{self, Article, Edit};
 use super::{Conn, app_backend};
 
 fn article(pool: &Pool) -> Article {
