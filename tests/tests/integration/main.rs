@@ -10,6 +10,14 @@
 //! bulk::sqlite::asynchronous::bulk_update_wraps_an_i16_token_at_max
 //! ```
 //!
+//! The example apps' scenarios (`example_apps`) are a file per app instead, each
+//! compiled once per backend by [`on_every_app_backend!`] with the apps built for that
+//! backend in scope:
+//!
+//! ```text
+//! example_apps::mysql::seat::n_buyers_one_seat_exactly_one_confirmation
+//! ```
+//!
 //! Every test gets its own migrated database (`diesel_occ_tests::TestDb`,
 //! `AsyncTestDb`), dropped when it ends. Backends are chosen as `diesel_occ_tests`
 //! describes (`OCC_POSTGRES_URL`, `OCC_MYSQL_URL`, `OCC_REQUIRE`); the blocking MySQL
@@ -47,6 +55,19 @@ macro_rules! async_test_db {
             None => return,
         }
     };
+}
+
+/// [`test_db!`] for the example apps in scope (`app_backend`, see
+/// [`on_every_app_backend!`]): the fresh database and a pool of the apps' connections on
+/// it, after the apps have applied any migrations they embed beyond the harness's and
+/// checked their token columns.
+macro_rules! app_db {
+    () => {{
+        let db = test_db!();
+        app_backend::migrate(db.url()).expect("migrate the example tables");
+        let pool = app_backend::pool(db.url(), 16).expect("a pool");
+        (db, pool)
+    }};
 }
 
 /// Compiles a subject's scenario files once per backend: modules `postgres`, `mysql` and
@@ -138,6 +159,34 @@ macro_rules! on_every_server {
     };
 }
 
+/// Compiles the example apps' scenario files, one per app, once per backend: modules
+/// `postgres`, `mysql` and `sqlite`, each giving the files below it `Conn` (blocking) and
+/// `app_backend`, the apps compiled for that backend (`diesel_occ_examples::postgres`,
+/// ...). The MySQL module needs feature `mysql`: the apps' MySQL module does.
+macro_rules! on_every_app_backend {
+    ($($app:ident),+) => {
+        // The files sit beside the subject's mod.rs, not in a directory per backend.
+        #[path = "."]
+        pub(crate) mod postgres {
+            use {diesel::pg::PgConnection as Conn, diesel_occ_examples::postgres as app_backend};
+            $(mod $app;)+
+        }
+        // The files sit beside the subject's mod.rs, not in a directory per backend.
+        #[cfg(feature = "mysql")]
+        #[path = "."]
+        pub(crate) mod mysql {
+            use {diesel::mysql::MysqlConnection as Conn, diesel_occ_examples::mysql as app_backend};
+            $(mod $app;)+
+        }
+        // The files sit beside the subject's mod.rs, not in a directory per backend.
+        #[path = "."]
+        pub(crate) mod sqlite {
+            use {diesel::sqlite::SqliteConnection as Conn, diesel_occ_examples::sqlite as app_backend};
+            $(mod $app;)+
+        }
+    };
+}
+
 mod observe;
 mod pools;
 mod servers;
@@ -149,6 +198,7 @@ mod cancellation;
 mod checked_writes;
 mod client_token;
 mod escalation;
+mod example_apps;
 mod force_increment;
 mod killed_sessions;
 mod observability;
