@@ -14,7 +14,7 @@
 //! database. [`sqlite`], [`postgres`] and `mysql` (feature `mysql`) compile those files
 //! for their own connection types, so `sqlite::seat::book` and `postgres::seat::book`
 //! are the same code. The `demo` binary runs every app on SQLite unless given a URL;
-//! the integration tests (`tests/tests/examples`) run them on all three backends.
+//! the integration tests (`tests/tests/integration/example_apps`) run them on all three backends.
 #![forbid(unsafe_code)]
 
 pub mod cli;
