@@ -206,6 +206,11 @@ pub mod __private {
     pub use diesel;
 }
 
+/// The derive's attribute reference, whose example needs this crate, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../diesel-occ-derive/src/versioned.md")]
+pub struct DeriveDoctests;
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
