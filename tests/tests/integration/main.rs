@@ -197,6 +197,7 @@ mod bypass_guard;
 mod cancellation;
 mod checked_writes;
 mod client_token;
+mod compile_errors;
 mod escalation;
 mod example_apps;
 mod force_increment;
