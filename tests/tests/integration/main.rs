@@ -72,7 +72,10 @@ macro_rules! app_db {
 
 /// Compiles a subject's scenario files once per backend: modules `postgres`, `mysql` and
 /// `sqlite`, each giving the files below it `Conn` (blocking), `AsyncConn` and `schema`.
-/// The blocking MySQL module needs the client library (feature `mysql`).
+/// The blocking MySQL module needs the client library (feature `mysql`). Besides the
+/// scenario flavours (`blocking`, `asynchronous`) it takes the support they share: the
+/// subject's `entities` (`entities.rs`), or `asynchronous_counters` and `server_counters`
+/// from `shared/`, each a module of that name (`counters` for the shared ones).
 macro_rules! on_every_backend {
     ($($flavour:ident),+) => {
         // The files sit beside the subject's mod.rs, not in a directory per backend.
@@ -117,13 +120,28 @@ macro_rules! on_every_backend {
         #[path = "asynchronous.rs"]
         mod asynchronous;
     };
+    // Support the scenario files of a subject share, beside them in the backend module
+    // (`use super::entities::...`): the subject's own `entities.rs`, or a file in
+    // `shared/` that several subjects include.
+    (@file entities) => {
+        #[path = "entities.rs"]
+        mod entities;
+    };
+    (@file asynchronous_counters) => {
+        #[path = "../shared/asynchronous_counters.rs"]
+        mod counters;
+    };
+    (@file server_counters) => {
+        #[path = "../shared/server_counters.rs"]
+        mod counters;
+    };
     (@mysql blocking) => {
         #[cfg(feature = "mysql")]
         #[path = "blocking.rs"]
         mod blocking;
     };
-    (@mysql asynchronous) => {
-        on_every_backend!(@file asynchronous);
+    (@mysql $flavour:ident) => {
+        on_every_backend!(@file $flavour);
     };
 }
 

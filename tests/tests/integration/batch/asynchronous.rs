@@ -1,24 +1,14 @@
 //! Batch saves on an async connection (diesel-async).
 
-use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
-use diesel_occ::Error;
 use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::{StatementCounter, updates};
 
+use super::entities::Account;
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
 
 /// Accounts 1..=n, balance 100, version 1.
 async fn seed_accounts(db: &AsyncTestDb<Conn>, n: i32) {
@@ -46,7 +36,11 @@ async fn batch_saves_all_with_one_update_each() {
     let db = async_test_db!();
     seed_accounts(&db, 3).await;
     let mut conn = db.conn().await;
-    let mut batch = vec![account(&mut conn, 1).await, account(&mut conn, 2).await, account(&mut conn, 3).await];
+    let mut batch = vec![
+        account(&mut conn, 1).await,
+        account(&mut conn, 2).await,
+        account(&mut conn, 3).await,
+    ];
     for a in &mut batch {
         a.balance -= 10;
     }
@@ -86,8 +80,10 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
     let mut two = account(&mut other, 2).await;
     two.balance = 50;
     two.save_checked(&mut other).await.expect("other save");
-    account(&mut other, 4).await
-        .delete_checked(&mut other).await
+    account(&mut other, 4)
+        .await
+        .delete_checked(&mut other)
+        .await
         .expect("other delete");
 
     for a in &mut batch {
@@ -140,8 +136,16 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
             .collect::<Vec<_>>(),
         [1]
     );
-    assert_eq!(account(&mut conn, 3).await.balance, 3, "the outer write committed");
-    assert_eq!(account(&mut conn, 1).await.balance, 100, "the batch rolled back");
+    assert_eq!(
+        account(&mut conn, 3).await.balance,
+        3,
+        "the outer write committed"
+    );
+    assert_eq!(
+        account(&mut conn, 1).await.balance,
+        100,
+        "the batch rolled back"
+    );
     assert_eq!(batch[0].version, 1);
 }
 

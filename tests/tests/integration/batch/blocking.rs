@@ -1,23 +1,14 @@
 //! Batch saves on a blocking connection.
 
 use diesel::prelude::*;
+use diesel_occ::Error;
 use diesel_occ::prelude::*;
 use diesel_occ::testing::Race;
-use diesel_occ::Error;
 use diesel_occ_tests::TestDb;
 use diesel_occ_tests::statements::{StatementCounter, updates};
 
+use super::entities::Account;
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
 
 /// Accounts 1..=n, balance 100, version 1.
 fn seed_accounts(db: &TestDb<Conn>, n: i32) {
@@ -44,7 +35,11 @@ fn batch_saves_all_with_one_update_each() {
     let db = test_db!();
     seed_accounts(&db, 3);
     let mut conn = db.conn();
-    let mut batch = vec![account(&mut conn, 1), account(&mut conn, 2), account(&mut conn, 3)];
+    let mut batch = vec![
+        account(&mut conn, 1),
+        account(&mut conn, 2),
+        account(&mut conn, 3),
+    ];
     for a in &mut batch {
         a.balance -= 10;
     }
@@ -137,7 +132,11 @@ fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
             .collect::<Vec<_>>(),
         [1]
     );
-    assert_eq!(account(&mut conn, 3).balance, 3, "the outer write committed");
+    assert_eq!(
+        account(&mut conn, 3).balance,
+        3,
+        "the outer write committed"
+    );
     assert_eq!(account(&mut conn, 1).balance, 100, "the batch rolled back");
     assert_eq!(batch[0].version, 1);
 }

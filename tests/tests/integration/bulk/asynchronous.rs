@@ -1,39 +1,12 @@
 //! Bulk updates on an async connection (diesel-async).
 
-use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel::prelude::{ExpressionMethods, QueryDsl};
 use diesel_async::RunQueryDsl;
-use diesel_occ::{Error, UuidToken};
 use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{Error, UuidToken};
 
+use super::entities::{Account, Big, Medium, Small, Ticket};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::small_counters)]
-struct Small {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i16,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Medium {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::big_counters)]
-struct Big {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i64,
-}
 
 /// Row 1 holds `MAX`, row 2 an ordinary token; one bulk write touches both.
 /// Row 1 must wrap to `MIN` (row 2 counts on), then save with a checked save,
@@ -125,25 +98,6 @@ async fn bulk_update_wraps_an_i64_token_at_max() {
             version: 0
         }
     );
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::tickets)]
-struct Ticket {
-    id: i32,
-    seat: String,
-    #[occ(version)]
-    version: UuidToken,
 }
 
 /// Accounts 1..=n, balance 100, version 1.
@@ -239,5 +193,11 @@ async fn bulk_update_draws_a_fresh_uuid() {
     assert_ne!(stored.version, seeded.version);
     let mut stale = seeded;
     stale.seat = "A2".into();
-    assert!(stale.save_checked(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        stale
+            .save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
 }

@@ -1,54 +1,14 @@
 //! The bypass-writer guard on an async connection (diesel-async).
 
 use chrono::NaiveDateTime;
-use diesel::prelude::*;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::{ConcurrencyConflict, Error, UuidToken};
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::{Error, UuidToken};
+use diesel_occ_tests::AsyncTestDb;
 
-use super::super::dialect;
+use super::entities::{Account, Stamped, Ticket, expect_conflict, guard_dialect};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::tickets)]
-struct Ticket {
-    id: i32,
-    seat: String,
-    #[occ(version)]
-    version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-struct Stamped {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
-}
-
-fn guard_dialect() -> GuardBackend {
-    dialect(Conn::BACKEND)
-}
-
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
 
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
 async fn raw_update(conn: &mut Conn, sql: &str) {
@@ -92,7 +52,9 @@ async fn bypass_then_save(db: &AsyncTestDb<Conn>) -> Result<(), Error> {
 async fn raw_update_without_the_guard_is_a_lost_update() {
     let db = async_test_db!();
     seed_account(&db).await;
-    bypass_then_save(&db).await.expect("the stale save succeeds");
+    bypass_then_save(&db)
+        .await
+        .expect("the stale save succeeds");
     let stored = account(&mut db.conn().await).await;
     assert_eq!(stored.balance, 90, "the raw write (balance 7) was lost");
 }
@@ -103,7 +65,11 @@ async fn raw_update_with_the_guard_is_a_conflict() {
     seed_account(&db).await;
     let guard = BypassGuard::of::<Account>();
     let install = guard.install_sql(guard_dialect()).expect("guard DDL");
-    db.conn().await.batch_execute(&install).await.expect("install guard");
+    db.conn()
+        .await
+        .batch_execute(&install)
+        .await
+        .expect("install guard");
 
     let conflict = expect_conflict(bypass_then_save(&db).await);
     assert_eq!(
@@ -112,13 +78,21 @@ async fn raw_update_with_the_guard_is_a_conflict() {
         "the trigger advanced the token"
     );
     let mut conn = db.conn().await;
-    assert_eq!(account(&mut conn).await.balance, 7, "the raw write survives");
+    assert_eq!(
+        account(&mut conn).await.balance,
+        7,
+        "the raw write survives"
+    );
 
     // The library's own writes are not bumped twice.
     let mut fresh = account(&mut conn).await;
     fresh.balance = 8;
     fresh.save_checked(&mut conn).await.expect("checked save");
-    assert_eq!(account(&mut conn).await, fresh, "stored token = the one it assigned");
+    assert_eq!(
+        account(&mut conn).await,
+        fresh,
+        "stored token = the one it assigned"
+    );
 
     // Uninstalled, the lost update is back.
     let uninstall = guard.uninstall_sql(guard_dialect()).expect("guard DDL");
@@ -182,7 +156,11 @@ async fn timestamp_token_guard_advances_on_raw_updates() {
     conn.batch_execute(&install).await.expect("install guard");
 
     let mut mine = Stamped::find(&mut conn, 1).await.unwrap();
-    raw_update(&mut db.conn().await, "UPDATE stamped SET value = 5 WHERE id = 1").await;
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE stamped SET value = 5 WHERE id = 1",
+    )
+    .await;
     let current = Stamped::find(&mut conn, 1).await.unwrap().updated_at;
     assert!(
         current > seeded.updated_at,

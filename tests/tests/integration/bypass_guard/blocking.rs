@@ -5,50 +5,11 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 use diesel_occ::prelude::*;
-use diesel_occ::{ConcurrencyConflict, Error, UuidToken};
-use diesel_occ_tests::{TestConnection, TestDb};
+use diesel_occ::{Error, UuidToken};
+use diesel_occ_tests::TestDb;
 
-use super::super::dialect;
+use super::entities::{Account, Stamped, Ticket, expect_conflict, guard_dialect};
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::tickets)]
-struct Ticket {
-    id: i32,
-    seat: String,
-    #[occ(version)]
-    version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-struct Stamped {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
-}
-
-fn guard_dialect() -> GuardBackend {
-    dialect(Conn::BACKEND)
-}
-
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
 
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
 fn raw_update(conn: &mut Conn, sql: &str) {
@@ -113,7 +74,11 @@ fn raw_update_with_the_guard_is_a_conflict() {
     let mut fresh = account(&mut conn);
     fresh.balance = 8;
     fresh.save_checked(&mut conn).expect("checked save");
-    assert_eq!(account(&mut conn), fresh, "stored token = the one it assigned");
+    assert_eq!(
+        account(&mut conn),
+        fresh,
+        "stored token = the one it assigned"
+    );
 
     // Uninstalled, the lost update is back.
     let uninstall = guard.uninstall_sql(guard_dialect()).expect("guard DDL");

@@ -18,4 +18,4 @@ pub(crate) const fn dialect(backend: Backend) -> GuardBackend {
 
 mod triggers;
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(entities, blocking, asynchronous);

@@ -5,89 +5,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::Error;
+use diesel_occ::asynchronous as occ;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self as occ, RetryPolicy};
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+use diesel_occ_tests::AsyncTestConnection;
 
-use super::{AsyncConn as Conn, schema};
+use super::AsyncConn as Conn;
+use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
 use crate::pools::{Counting, impatient, warm_pool};
-
-/// Every write sets `value` and `label` together (`label` is `value` as
-/// text) and advances the integer token by one, so a row written only by
-/// whole writes has `label == value` and `version == value + 1`.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Counter {
-    fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-
-    fn assert_whole(&self) {
-        assert_eq!(
-            self.label.as_deref(),
-            Some(self.value.to_string().as_str()),
-            "value and label come from one write: {self:?}"
-        );
-        assert_eq!(
-            self.version,
-            self.value + 1,
-            "one token step per write: {self:?}"
-        );
-    }
-}
-
-/// The identity of the server connection (see `AsyncTestConnection::CONNECTION_ID`).
-async fn connection_id(conn: &mut Conn) -> i64 {
-    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-        Conn::CONNECTION_ID,
-    ));
-    query.get_result(conn).await.expect("connection id")
-}
-
-async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
-    let mut conn = db.conn().await;
-    diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("seed");
-}
-
-async fn load(conn: &mut Conn, id: i32) -> Counter {
-    Counter::find(conn, id).await.expect("counter row")
-}
-
-/// A plain increment that only a lock can stop, from a connection that
-/// waits for locks briefly.
-async fn try_plain_increment(conn: &mut Conn, key: i32) -> diesel::QueryResult<usize> {
-    use schema::counters::dsl::*;
-    diesel::update(counters.find(key))
-        .set((value.eq(value + 1), version.eq(version + 1)))
-        .execute(conn)
-        .await
-}
-
-fn quick() -> RetryPolicy {
-    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
-}
 
 /// The retry future is dropped while its escalated attempt has saved and
 /// holds the lock: the connection is discarded (closed), so the server

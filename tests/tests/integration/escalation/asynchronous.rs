@@ -6,68 +6,15 @@
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
-use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
-use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
+use diesel_occ::asynchronous as occ;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self as occ, RetryPolicy};
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+use diesel_occ_tests::{AsyncTestConnection, Backend};
 use tokio::sync::Mutex;
 
-use super::{AsyncConn as Conn, schema};
+use super::AsyncConn as Conn;
+use super::counters::{Counter, load, quick, seed, try_plain_increment};
 use crate::pools::{impatient, warm_pool};
-
-/// Every write sets `value` and `label` together (`label` is `value` as
-/// text) and advances the integer token by one, so a row written only by
-/// whole writes has `label == value` and `version == value + 1`.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Counter {
-    fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-}
-
-async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
-    let mut conn = db.conn().await;
-    diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("seed");
-}
-
-async fn load(conn: &mut Conn, id: i32) -> Counter {
-    Counter::find(conn, id).await.expect("counter row")
-}
-
-/// A plain increment that only a lock can stop, from a connection that
-/// waits for locks briefly.
-async fn try_plain_increment(conn: &mut Conn, key: i32) -> diesel::QueryResult<usize> {
-    use schema::counters::dsl::*;
-    diesel::update(counters.find(key))
-        .set((value.eq(value + 1), version.eq(version + 1)))
-        .execute(conn)
-        .await
-}
-
-fn quick() -> RetryPolicy {
-    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {

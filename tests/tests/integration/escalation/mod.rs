@@ -2,4 +2,4 @@
 //! row that conflicted is locked from the first read of later operations, and an
 //! attempt that fails leaves nothing written.
 
-on_every_backend!(asynchronous);
+on_every_backend!(asynchronous_counters, asynchronous);

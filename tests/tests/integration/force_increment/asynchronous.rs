@@ -8,26 +8,8 @@ use diesel_occ::{Error, Operation};
 use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
+use super::entities::{Order, OrderItem};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::purchase_orders)]
-struct Order {
-    id: i32,
-    note: String,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::purchase_order_items, primary_key(order_id, line_no))]
-struct OrderItem {
-    order_id: i32,
-    line_no: i32,
-    quantity: i32,
-    #[occ(version)]
-    version: i32,
-}
 
 /// Order 1 with items 1 and 2, every token at 1.
 async fn seed_order(db: &AsyncTestDb<Conn>) {
@@ -138,7 +120,10 @@ async fn force_increment_writes_only_the_token() {
     let mut order = Order::find(&mut conn, 1).await.unwrap();
     order.note = "in memory only".into();
     let log = StatementCounter::install_async(&mut conn);
-    order.force_increment(&mut conn).await.expect("force increment");
+    order
+        .force_increment(&mut conn)
+        .await
+        .expect("force increment");
     let statements = log.take_sql();
     assert_eq!(statements.len(), 1);
     assert!(!sql_only(&statements[0]).contains("note"), "{statements:?}");

@@ -7,26 +7,8 @@ use diesel_occ::{Error, Operation};
 use diesel_occ_tests::TestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
+use super::entities::{Order, OrderItem};
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::purchase_orders)]
-struct Order {
-    id: i32,
-    note: String,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::purchase_order_items, primary_key(order_id, line_no))]
-struct OrderItem {
-    order_id: i32,
-    line_no: i32,
-    quantity: i32,
-    #[occ(version)]
-    version: i32,
-}
 
 /// Order 1 with items 1 and 2, every token at 1.
 fn seed_order(db: &TestDb<Conn>) {

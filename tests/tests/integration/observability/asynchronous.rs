@@ -3,69 +3,15 @@
 
 use std::time::Duration;
 
-use diesel::{Insertable, Queryable, Selectable};
-use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, RetryPolicy};
 use diesel_occ_tests::AsyncTestDb;
 use tokio::sync::Mutex;
 
-use super::{AsyncConn as Conn, schema};
+use super::AsyncConn as Conn;
+use super::counters::{Counter, bump, exhausted, seed};
 use crate::pools::warm_pool;
-
-/// Every write sets `value` and `label` together (`label` is `value` as
-/// text) and advances the integer token by one, so a row written only by
-/// whole writes has `label == value` and `version == value + 1`.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Counter {
-    fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-}
-
-async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
-    let mut conn = db.conn().await;
-    diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("seed");
-}
-
-async fn load(conn: &mut Conn, id: i32) -> Counter {
-    Counter::find(conn, id).await.expect("counter row")
-}
-
-/// Another writer's checked increment; returns the token it wrote.
-async fn bump(conn: &mut Conn, id: i32) -> i32 {
-    let mut row = load(conn, id).await;
-    row.increment();
-    row.save_checked(conn).await.expect("the other writer");
-    row.version
-}
-
-fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
-    match result {
-        Err(Error::RetriesExhausted(exhausted)) => exhausted,
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
-}
 
 #[test]
 fn conflicts_and_retries_are_traced_and_counted() {

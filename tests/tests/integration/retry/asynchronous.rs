@@ -10,98 +10,21 @@ use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
 
-use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel::{ExpressionMethods, QueryDsl};
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{self as occ, AsyncConnectionSource, RetryPolicy};
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+use diesel_occ_tests::AsyncTestDb;
 use tokio::sync::{Barrier, Mutex};
 
+use super::counters::{Counter, bump, connection_id, exhausted, load, quick, seed};
 use super::{AsyncConn as Conn, schema};
 use crate::pools::{Counting, warm_pool};
 
-/// Every write sets `value` and `label` together (`label` is `value` as
-/// text) and advances the integer token by one, so a row written only by
-/// whole writes has `label == value` and `version == value + 1`.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Counter {
-    fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-
-    fn assert_whole(&self) {
-        assert_eq!(
-            self.label.as_deref(),
-            Some(self.value.to_string().as_str()),
-            "value and label come from one write: {self:?}"
-        );
-        assert_eq!(
-            self.version,
-            self.value + 1,
-            "one token step per write: {self:?}"
-        );
-    }
-}
-
 #[derive(Debug, PartialEq)]
 struct SoldOut;
-
-/// The identity of the server connection (see `AsyncTestConnection::CONNECTION_ID`).
-async fn connection_id(conn: &mut Conn) -> i64 {
-    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-        Conn::CONNECTION_ID,
-    ));
-    query.get_result(conn).await.expect("connection id")
-}
-
-async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
-    let mut conn = db.conn().await;
-    diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("seed");
-}
-
-async fn load(conn: &mut Conn, id: i32) -> Counter {
-    Counter::find(conn, id).await.expect("counter row")
-}
-
-/// Another writer's checked increment; returns the token it wrote.
-async fn bump(conn: &mut Conn, id: i32) -> i32 {
-    let mut row = load(conn, id).await;
-    row.increment();
-    row.save_checked(conn).await.expect("the other writer");
-    row.version
-}
-
-fn quick() -> RetryPolicy {
-    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
-}
-
-fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
-    match result {
-        Err(Error::RetriesExhausted(exhausted)) => exhausted,
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn retry_futures_are_send_and_run_on_spawned_tasks() {

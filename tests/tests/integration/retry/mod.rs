@@ -2,4 +2,4 @@
 //! exactly N, deadlines, the hot row and an attempt's atomicity (escalation has a subject
 //! of its own).
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(asynchronous_counters, blocking, asynchronous);

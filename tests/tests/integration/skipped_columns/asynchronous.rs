@@ -1,41 +1,12 @@
 //! Skipped columns on an async connection (diesel-async).
 
-use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use diesel_occ::Tracked;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ_tests::statements::{StatementCounter, sql_only, updates};
 
+use super::entities::{Article, ArticleSkipUpdate};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::wiki_articles)]
-#[occ(track)]
-struct Article {
-    id: i32,
-    title: String,
-    body: String,
-    summary: Option<String>,
-    /// Maintained by atomic SQL elsewhere: never written by a checked save.
-    #[occ(skip)]
-    views: i32,
-    #[occ(version)]
-    version: i32,
-}
-
-/// The same table, with Diesel's own way of keeping a column out of saves.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
-#[diesel(table_name = schema::wiki_articles)]
-struct ArticleSkipUpdate {
-    id: i32,
-    title: String,
-    body: String,
-    summary: Option<String>,
-    #[diesel(skip_update)]
-    views: i32,
-    #[occ(version)]
-    version: i32,
-}
 
 async fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).await.expect("article row")

@@ -2,27 +2,11 @@
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use diesel_occ::Operation;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::{ConcurrencyConflict, Error, Operation};
 
+use super::entities::{Account, expect_conflict};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
 
 #[tokio::test]
 async fn soft_delete_is_checked_and_advances_the_token() {
@@ -65,5 +49,8 @@ async fn soft_delete_is_checked_and_advances_the_token() {
             .await,
     );
     assert_eq!(conflict.operation(), Operation::SoftDelete);
-    assert_eq!(Account::find(&mut conn, 1).await.expect("account row"), stored);
+    assert_eq!(
+        Account::find(&mut conn, 1).await.expect("account row"),
+        stored
+    );
 }

@@ -1,27 +1,11 @@
 //! Checked soft delete on a blocking connection.
 
 use diesel::prelude::*;
+use diesel_occ::Operation;
 use diesel_occ::prelude::*;
-use diesel_occ::{ConcurrencyConflict, Error, Operation};
 
+use super::entities::{Account, expect_conflict};
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
 
 #[test]
 fn soft_delete_is_checked_and_advances_the_token() {
@@ -56,10 +40,8 @@ fn soft_delete_is_checked_and_advances_the_token() {
     let conflict = expect_conflict(second.save_checked(&mut conn));
     assert_eq!(conflict.current::<i32>(), Some(2));
     // ...nor soft-delete it again from a stale token.
-    let conflict = expect_conflict(
-        third
-            .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true)),
-    );
+    let conflict =
+        expect_conflict(third.soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true)));
     assert_eq!(conflict.operation(), Operation::SoftDelete);
     assert_eq!(Account::find(&mut conn, 1).expect("account row"), stored);
 }

@@ -7,7 +7,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection;
-use diesel::{Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_occ::asynchronous::prelude::*;
@@ -16,59 +15,9 @@ use diesel_occ::{Error, PoolErrorKind, TransientKind};
 use diesel_occ_tests::TestDb;
 
 use super::super::{BOUND, DEADLINE, HELD_FOR};
-use super::{AsyncConn, Conn, schema};
+use super::counters::{Counter, pool, quick, row, seed};
+use super::{AsyncConn, Conn};
 use crate::servers::Server;
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-/// Row 1 holds value 10 at token 1.
-fn seed(db: &TestDb<Conn>) {
-    diesel::RunQueryDsl::execute(
-        diesel::insert_into(schema::counters::table).values(Counter {
-            id: 1,
-            value: 10,
-            label: None,
-            version: 1,
-        }),
-        &mut db.conn(),
-    )
-    .expect("seed");
-}
-
-/// `(value, token)` of row 1, read on a new blocking connection.
-fn row(db: &TestDb<Conn>) -> (i32, i32) {
-    let (value, version) = diesel::RunQueryDsl::get_result(
-        schema::counters::table
-            .find(1)
-            .select((schema::counters::value, schema::counters::version)),
-        &mut db.conn(),
-    )
-    .expect("row 1");
-    (value, version)
-}
-
-fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn> {
-    Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new(db.url()))
-        .max_size(1)
-        .wait_timeout(wait)
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .expect("pool")
-}
-
-fn quick() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO)
-}
 
 /// A deadpool pool of one whose object is held elsewhere: `Error::Pool`
 /// (timed out) after the pool's wait timeout, within the policy's deadline,

@@ -14,60 +14,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection;
-use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel_occ::prelude::*;
 use diesel_occ::retry::{self, RetryPolicy};
 use diesel_occ::{Error, PoolErrorKind, TransientKind};
-use diesel_occ_tests::{TestConnection, TestDb};
+use diesel_occ_tests::TestDb;
 
 use super::super::{BOUND, DEADLINE, HELD_FOR};
-use super::{Conn, schema};
+use super::Conn;
+use super::counters::{Counter, connector, quick, row, seed};
 use crate::servers::Server;
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-/// Row 1 holds value 10 at token 1.
-fn seed(db: &TestDb<Conn>) {
-    diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 1,
-            value: 10,
-            label: None,
-            version: 1,
-        })
-        .execute(&mut db.conn())
-        .expect("seed");
-}
-
-/// `(value, token)` of row 1, read on a new connection.
-fn row(db: &TestDb<Conn>) -> (i32, i32) {
-    let c: Counter = Counter::find(&mut db.conn(), 1).expect("row 1");
-    (c.value, c.version)
-}
-
-/// A source that opens a new, configured connection per attempt.
-fn connector(db: &TestDb<Conn>) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
-    move || {
-        let mut conn = Conn::establish(db.url())?;
-        conn.configure();
-        Ok(conn)
-    }
-}
-
-fn quick() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO)
-}
 
 /// An r2d2 pool of one connection, every other setting r2d2's default
 /// (`connection_timeout` 30 s).

@@ -4,26 +4,12 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
-use diesel_occ::{ConcurrencyConflict, ConflictState, Error, Fields, Prefer, SaveOutcome, Tracked};
+use diesel_occ::{ConflictState, Fields, Prefer, SaveOutcome, Tracked};
 use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
+use super::entities::{Article, Merging, expect_conflict};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::wiki_articles)]
-#[occ(track)]
-struct Article {
-    id: i32,
-    title: String,
-    body: String,
-    summary: Option<String>,
-    /// Maintained by atomic SQL elsewhere: never written by a checked save.
-    #[occ(skip)]
-    views: i32,
-    #[occ(version)]
-    version: i32,
-}
 
 async fn seed_article(db: &AsyncTestDb<Conn>) {
     let row = Article {
@@ -45,16 +31,12 @@ async fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).await.expect("article row")
 }
 
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
-
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
 async fn raw_update(conn: &mut Conn, sql: &str) {
-    diesel::sql_query(sql).execute(conn).await.expect("raw update");
+    diesel::sql_query(sql)
+        .execute(conn)
+        .await
+        .expect("raw update");
 }
 
 // ---- tracked saves ------------------------------------------------------------
@@ -109,7 +91,11 @@ async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
 
     theirs.edit().summary = None;
     theirs.save_checked(&mut conn).await.expect("their save");
-    assert_eq!(article(&mut conn).await.summary, None, "an edit to None is written");
+    assert_eq!(
+        article(&mut conn).await.summary,
+        None,
+        "an edit to None is written"
+    );
 
     mine.edit().body = "Mine".into();
     let before = mine.clone();
@@ -133,7 +119,12 @@ async fn three_way_diff_names_only_mine_only_theirs_and_both() {
 
     mine.edit().title = "My title".into();
     mine.edit().summary = Some("My summary".into());
-    assert!(mine.save_checked(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        mine.save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
     let current = mine.load_current(&mut conn).await.expect("current row");
     let diff = mine.three_way(&current);
     let names = |f: Fields<Article>| f.names().collect::<Vec<_>>();
@@ -149,8 +140,6 @@ async fn three_way_diff_names_only_mine_only_theirs_and_both() {
 }
 
 // ---- merge --------------------------------------------------------------------
-
-type Merging = (Result<SaveOutcome<Article>, Error>, Tracked<Article>);
 
 /// Two tracked writers from one version, released by a barrier; writer 0 edits with
 /// `edit(0)`, writer 1 with `edit(1)`; both `save_merging`.
@@ -307,7 +296,10 @@ async fn resolve_overlap(db: &AsyncTestDb<Conn>, prefer: Prefer) -> Article {
                     panic!("expected an overlap");
                 };
                 tracked.rebase(overlap.into_theirs(), prefer);
-                tracked.save_checked(&mut conn).await.expect("resolved save");
+                tracked
+                    .save_checked(&mut conn)
+                    .await
+                    .expect("resolved save");
                 Some(tracked.into_inner())
             },
         )
@@ -351,7 +343,12 @@ async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
     other.save_checked(&mut conn).await.expect("other save");
 
     mine.edit().title = "Mine".into();
-    assert!(mine.save_checked(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        mine.save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
     let current = mine.load_current(&mut conn).await.expect("current");
     let theirs = mine.merge(current).expect("no overlap");
     assert_eq!(theirs.names().collect::<Vec<_>>(), ["body"]);
@@ -366,7 +363,8 @@ async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
 
     // The row is deleted: save_merging reports the deleted conflict.
     diesel::delete(schema::wiki_articles::table)
-        .execute(&mut conn).await
+        .execute(&mut conn)
+        .await
         .unwrap();
     let conflict = expect_conflict(mine.save_merging(&mut conn).await);
     assert_eq!(conflict.state(), &ConflictState::Deleted);

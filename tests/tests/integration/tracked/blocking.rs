@@ -3,26 +3,12 @@
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ::testing::Race;
-use diesel_occ::{ConcurrencyConflict, ConflictState, Error, Fields, Prefer, SaveOutcome, Tracked};
+use diesel_occ::{ConflictState, Fields, Prefer, SaveOutcome, Tracked};
 use diesel_occ_tests::TestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
+use super::entities::{Article, Merging, expect_conflict};
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::wiki_articles)]
-#[occ(track)]
-struct Article {
-    id: i32,
-    title: String,
-    body: String,
-    summary: Option<String>,
-    /// Maintained by atomic SQL elsewhere: never written by a checked save.
-    #[occ(skip)]
-    views: i32,
-    #[occ(version)]
-    version: i32,
-}
 
 fn seed_article(db: &TestDb<Conn>) {
     let row = Article {
@@ -41,13 +27,6 @@ fn seed_article(db: &TestDb<Conn>) {
 
 fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).expect("article row")
-}
-
-fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
 }
 
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
@@ -106,7 +85,11 @@ fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
 
     theirs.edit().summary = None;
     theirs.save_checked(&mut conn).expect("their save");
-    assert_eq!(article(&mut conn).summary, None, "an edit to None is written");
+    assert_eq!(
+        article(&mut conn).summary,
+        None,
+        "an edit to None is written"
+    );
 
     mine.edit().body = "Mine".into();
     let before = mine.clone();
@@ -146,8 +129,6 @@ fn three_way_diff_names_only_mine_only_theirs_and_both() {
 }
 
 // ---- merge --------------------------------------------------------------------
-
-type Merging = (Result<SaveOutcome<Article>, Error>, Tracked<Article>);
 
 /// Two tracked writers from one version, released by a barrier; writer 0 edits with
 /// `edit(0)`, writer 1 with `edit(1)`; both `save_merging`.

@@ -2,64 +2,13 @@
 //! batch future dropped while its transaction is open.
 
 use chrono::NaiveDateTime;
-use diesel::prelude::{Insertable, Queryable, Selectable};
-use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{ConflictState, Error, UuidToken};
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
+use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, rollback};
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::small_counters)]
-struct SmallCounter {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i16,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::big_counters)]
-struct BigCounter {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stock)]
-struct Stock {
-    id: i32,
-    available: i32,
-    #[occ(version)]
-    version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-struct Stamped {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
-}
-
-fn rollback() -> Error {
-    DieselError::RollbackTransaction.into()
-}
 
 async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
     for &id in ids {
@@ -78,70 +27,113 @@ async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
 
 macro_rules! rolled_back_save {
     ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
-            let db = async_test_db!();
-            let mut conn = db.conn().await;
-            diesel::insert_into(schema::$table::table)
-                .values($row)
-                .execute(&mut conn)
-                .await
-                .expect("seed");
-            let read = $entity::find(&mut conn, 1).await.expect("read");
-            let mut mine = read.clone();
+        let db = async_test_db!();
+        let mut conn = db.conn().await;
+        diesel::insert_into(schema::$table::table)
+            .values($row)
+            .execute(&mut conn)
+            .await
+            .expect("seed");
+        let read = $entity::find(&mut conn, 1).await.expect("read");
+        let mut mine = read.clone();
 
-            // 1. Saved inside a transaction that rolls back.
-            mine.$field += 1;
-            let outcome = diesel_occ::asynchronous::transaction(
-                &mut conn,
-                &mut mine,
-                async |conn, mine| {
-                    mine.save_checked(conn).await?;
-                    Err::<(), _>(rollback())
-                },
-            )
+        // 1. Saved inside a transaction that rolls back.
+        mine.$field += 1;
+        let outcome =
+            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+                mine.save_checked(conn).await?;
+                Err::<(), _>(rollback())
+            })
             .await;
-            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
-            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
-            assert_eq!(mine.token(), read.token());
+        assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+        assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
+        assert_eq!(mine.token(), read.token());
 
-            // 2. Another writer saves, legitimately.
-            let mut other = db.conn().await;
-            let mut theirs = $entity::find(&mut other, 1).await.expect("their read");
-            theirs.$field += 10;
-            theirs.save_checked(&mut other).await.expect("their save");
+        // 2. Another writer saves, legitimately.
+        let mut other = db.conn().await;
+        let mut theirs = $entity::find(&mut other, 1).await.expect("their read");
+        theirs.$field += 10;
+        theirs.save_checked(&mut other).await.expect("their save");
 
-            // 3. The rolled-back entity's next save is a typed conflict.
-            let error = mine.save_checked(&mut conn).await.unwrap_err();
-            let conflict = error.as_conflict().expect("a conflict");
-            assert_eq!(
-                conflict.state(),
-                &ConflictState::Stale {
-                    current: theirs.token().to_value()
-                }
-            );
-            // 4. Their write stands.
-            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
+        // 3. The rolled-back entity's next save is a typed conflict.
+        let error = mine.save_checked(&mut conn).await.unwrap_err();
+        let conflict = error.as_conflict().expect("a conflict");
+        assert_eq!(
+            conflict.state(),
+            &ConflictState::Stale {
+                current: theirs.token().to_value()
+            }
+        );
+        // 4. Their write stands.
+        assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
     }};
 }
 
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i16() {
-    rolled_back_save!(SmallCounter, small_counters, SmallCounter { id: 1, value: 0, version: 1 }, value);
+    rolled_back_save!(
+        SmallCounter,
+        small_counters,
+        SmallCounter {
+            id: 1,
+            value: 0,
+            version: 1
+        },
+        value
+    );
 }
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i32() {
-    rolled_back_save!(Counter, counters, Counter { id: 1, value: 0, label: None, version: 1 }, value);
+    rolled_back_save!(
+        Counter,
+        counters,
+        Counter {
+            id: 1,
+            value: 0,
+            label: None,
+            version: 1
+        },
+        value
+    );
 }
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i64() {
-    rolled_back_save!(BigCounter, big_counters, BigCounter { id: 1, value: 0, version: 1 }, value);
+    rolled_back_save!(
+        BigCounter,
+        big_counters,
+        BigCounter {
+            id: 1,
+            value: 0,
+            version: 1
+        },
+        value
+    );
 }
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_uuid() {
-    rolled_back_save!(Stock, stock, Stock { id: 1, available: 5, version: UuidToken::initial() }, available);
+    rolled_back_save!(
+        Stock,
+        stock,
+        Stock {
+            id: 1,
+            available: 5,
+            version: UuidToken::initial()
+        },
+        available
+    );
 }
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_timestamp() {
-    rolled_back_save!(Stamped, stamped, Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() }, value);
+    rolled_back_save!(
+        Stamped,
+        stamped,
+        Stamped {
+            id: 1,
+            value: 0,
+            updated_at: NaiveDateTime::initial()
+        },
+        value
+    );
 }
 
 #[tokio::test]
@@ -167,7 +159,10 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     )
     .await;
     assert!(outcome.is_err());
-    assert_eq!((root.version, lines[0].version, lines[1].version), (1, 1, 1));
+    assert_eq!(
+        (root.version, lines[0].version, lines[1].version),
+        (1, 1, 1)
+    );
 
     let mut other = db.conn().await;
     for id in 1..=3 {
@@ -175,7 +170,12 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
         theirs.value = 100;
         theirs.save_checked(&mut other).await.expect("their save");
     }
-    assert!(root.force_increment(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        root.force_increment(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
     let error = lines.save_all_checked(&mut conn).await.unwrap_err();
     assert!(error.as_batch_conflict().is_some(), "{error:?}");
 }
@@ -187,19 +187,16 @@ async fn committed_transaction_keeps_fresh_tokens() {
     seed_counters(&mut conn, &[1, 2]).await;
     let mut a = Counter::find(&mut conn, 1).await.expect("a");
     let mut b = Counter::find(&mut conn, 2).await.expect("b");
-    let answer = diesel_occ::asynchronous::transaction(
-        &mut conn,
-        (&mut a, &mut b),
-        async |conn, (a, b)| {
+    let answer =
+        diesel_occ::asynchronous::transaction(&mut conn, (&mut a, &mut b), async |conn, (a, b)| {
             a.value = 1;
             b.value = 2;
             a.save_checked(conn).await?;
             b.save_checked(conn).await?;
             Ok::<_, Error>(42)
-        },
-    )
-    .await
-    .expect("commit");
+        })
+        .await
+        .expect("commit");
     assert_eq!(answer, 42);
     assert_eq!((a.version, b.version), (2, 2));
 }
@@ -262,7 +259,11 @@ async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
     mine.value = 100;
     match mine.save_checked(&mut conn).await {
         Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
         }
         Err(error) => assert!(error.is_transient(), "{error:?}"),
         Ok(()) => panic!("a stale save succeeded"),
@@ -326,7 +327,11 @@ async fn snapshot_conflict_in_a_diesel_async_transaction() {
         .await;
     match outcome {
         Ok((Err(Error::Conflict(conflict)), theirs)) => {
-            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
         }
         Ok((Err(error), _)) | Err(error) => assert!(error.is_transient(), "{error:?}"),
         Ok((Ok(()), _)) => panic!("a stale save succeeded"),

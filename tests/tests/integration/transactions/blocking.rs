@@ -3,62 +3,12 @@
 use chrono::NaiveDateTime;
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel::result::Error as DieselError;
 use diesel_occ::prelude::*;
 use diesel_occ::{ConflictState, Error, UuidToken};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
+use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, rollback};
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::small_counters)]
-struct SmallCounter {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i16,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::big_counters)]
-struct BigCounter {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    version: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stock)]
-struct Stock {
-    id: i32,
-    available: i32,
-    #[occ(version)]
-    version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-struct Stamped {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
-}
-
-fn rollback() -> Error {
-    DieselError::RollbackTransaction.into()
-}
 
 fn seed_counters(conn: &mut Conn, ids: &[i32]) {
     for &id in ids {
@@ -79,65 +29,111 @@ fn seed_counters(conn: &mut Conn, ids: &[i32]) {
 /// entity's next save, which must be a typed conflict.
 macro_rules! rolled_back_save {
     ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
-            let db = test_db!();
-            let mut conn = db.conn();
-            diesel::insert_into(schema::$table::table)
-                .values($row)
-                .execute(&mut conn)
-                .expect("seed");
-            let read = $entity::find(&mut conn, 1).expect("read");
-            let mut mine = read.clone();
+        let db = test_db!();
+        let mut conn = db.conn();
+        diesel::insert_into(schema::$table::table)
+            .values($row)
+            .execute(&mut conn)
+            .expect("seed");
+        let read = $entity::find(&mut conn, 1).expect("read");
+        let mut mine = read.clone();
 
-            // 1. Saved inside a transaction that rolls back.
-            mine.$field += 1;
-            let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
-                mine.save_checked(conn)?;
-                Err::<(), _>(rollback())
-            });
-            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
-            assert_eq!($entity::find(&mut conn, 1).expect("row"), read);
-            // The entity keeps its edit and the token it read.
-            assert_eq!(mine.token(), read.token());
+        // 1. Saved inside a transaction that rolls back.
+        mine.$field += 1;
+        let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+            mine.save_checked(conn)?;
+            Err::<(), _>(rollback())
+        });
+        assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+        assert_eq!($entity::find(&mut conn, 1).expect("row"), read);
+        // The entity keeps its edit and the token it read.
+        assert_eq!(mine.token(), read.token());
 
-            // 2. Another writer saves, legitimately.
-            let mut other = db.conn();
-            let mut theirs = $entity::find(&mut other, 1).expect("their read");
-            theirs.$field += 10;
-            theirs.save_checked(&mut other).expect("their save");
+        // 2. Another writer saves, legitimately.
+        let mut other = db.conn();
+        let mut theirs = $entity::find(&mut other, 1).expect("their read");
+        theirs.$field += 10;
+        theirs.save_checked(&mut other).expect("their save");
 
-            // 3. The rolled-back entity's next save is a typed conflict.
-            let error = mine.save_checked(&mut conn).unwrap_err();
-            let conflict = error.as_conflict().expect("a conflict");
-            assert_eq!(
-                conflict.state(),
-                &ConflictState::Stale {
-                    current: theirs.token().to_value()
-                }
-            );
-            // 4. Their write stands.
-            assert_eq!($entity::find(&mut conn, 1).expect("row"), theirs);
+        // 3. The rolled-back entity's next save is a typed conflict.
+        let error = mine.save_checked(&mut conn).unwrap_err();
+        let conflict = error.as_conflict().expect("a conflict");
+        assert_eq!(
+            conflict.state(),
+            &ConflictState::Stale {
+                current: theirs.token().to_value()
+            }
+        );
+        // 4. Their write stands.
+        assert_eq!($entity::find(&mut conn, 1).expect("row"), theirs);
     }};
 }
 
 #[test]
 fn rolled_back_save_then_conflicts_i16() {
-    rolled_back_save!(SmallCounter, small_counters, SmallCounter { id: 1, value: 0, version: 1 }, value);
+    rolled_back_save!(
+        SmallCounter,
+        small_counters,
+        SmallCounter {
+            id: 1,
+            value: 0,
+            version: 1
+        },
+        value
+    );
 }
 #[test]
 fn rolled_back_save_then_conflicts_i32() {
-    rolled_back_save!(Counter, counters, Counter { id: 1, value: 0, label: None, version: 1 }, value);
+    rolled_back_save!(
+        Counter,
+        counters,
+        Counter {
+            id: 1,
+            value: 0,
+            label: None,
+            version: 1
+        },
+        value
+    );
 }
 #[test]
 fn rolled_back_save_then_conflicts_i64() {
-    rolled_back_save!(BigCounter, big_counters, BigCounter { id: 1, value: 0, version: 1 }, value);
+    rolled_back_save!(
+        BigCounter,
+        big_counters,
+        BigCounter {
+            id: 1,
+            value: 0,
+            version: 1
+        },
+        value
+    );
 }
 #[test]
 fn rolled_back_save_then_conflicts_uuid() {
-    rolled_back_save!(Stock, stock, Stock { id: 1, available: 5, version: UuidToken::initial() }, available);
+    rolled_back_save!(
+        Stock,
+        stock,
+        Stock {
+            id: 1,
+            available: 5,
+            version: UuidToken::initial()
+        },
+        available
+    );
 }
 #[test]
 fn rolled_back_save_then_conflicts_timestamp() {
-    rolled_back_save!(Stamped, stamped, Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() }, value);
+    rolled_back_save!(
+        Stamped,
+        stamped,
+        Stamped {
+            id: 1,
+            value: 0,
+            updated_at: NaiveDateTime::initial()
+        },
+        value
+    );
 }
 
 /// When nobody else wrote, the restored entity saves as if the rolled-back
@@ -154,7 +150,8 @@ fn restored_entity_saves_when_the_row_is_unchanged() {
         Err::<(), _>(rollback())
     });
     assert!(outcome.is_err());
-    mine.save_checked(&mut conn).expect("save after the rollback");
+    mine.save_checked(&mut conn)
+        .expect("save after the rollback");
     assert_eq!(Counter::find(&mut conn, 1).expect("row"), mine);
     assert_eq!(mine.version, 2);
 }
@@ -173,18 +170,21 @@ fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     ];
     lines[0].value = 5;
     lines[1].value = 6;
-    let outcome = diesel_occ::transaction(
-        &mut conn,
-        (&mut root, &mut lines),
-        |conn, (root, lines)| {
+    let outcome =
+        diesel_occ::transaction(&mut conn, (&mut root, &mut lines), |conn, (root, lines)| {
             lines.save_all_checked(conn)?;
             root.force_increment(conn)?;
-            assert_eq!((root.version, lines[0].version, lines[1].version), (2, 2, 2));
+            assert_eq!(
+                (root.version, lines[0].version, lines[1].version),
+                (2, 2, 2)
+            );
             Err::<(), _>(rollback())
-        },
-    );
+        });
     assert!(outcome.is_err());
-    assert_eq!((root.version, lines[0].version, lines[1].version), (1, 1, 1));
+    assert_eq!(
+        (root.version, lines[0].version, lines[1].version),
+        (1, 1, 1)
+    );
 
     // Others write every row once; each of ours must now conflict.
     let mut other = db.conn();
@@ -293,7 +293,11 @@ fn read_in_snapshot(isolation: Option<&str>) {
     };
     match result {
         Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
         }
         Err(error) => assert!(error.is_transient(), "{error:?}"),
         Ok(()) => panic!("a stale save succeeded"),
@@ -325,7 +329,11 @@ fn read_before_snapshot(isolation: Option<&str>) {
     };
     match result {
         Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.current::<i32>(), Some(theirs.version), "{conflict}");
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
         }
         Err(error) => assert!(error.is_transient(), "{error:?}"),
         Ok(()) => panic!("a stale save succeeded"),
@@ -384,7 +392,8 @@ fn skipped_write_is_unmatched_not_stale() {
         let mut mine = Counter::find(&mut conn, 1).expect("read");
         mine.value = 5;
         let error = if in_tx {
-            conn.transaction(|conn| mine.save_checked(conn)).unwrap_err()
+            conn.transaction(|conn| mine.save_checked(conn))
+                .unwrap_err()
         } else {
             mine.save_checked(&mut conn).unwrap_err()
         };

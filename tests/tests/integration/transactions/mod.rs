@@ -13,4 +13,4 @@
 
 mod sqlite_cancelled_batch;
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(entities, blocking, asynchronous);

@@ -1,0 +1,54 @@
+//! The entities of the bulk scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+
+use diesel::prelude::{Insertable, Queryable, Selectable};
+use diesel_occ::UuidToken;
+use diesel_occ::Versioned;
+
+use super::schema;
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::small_counters)]
+pub(super) struct Small {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) version: i16,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+pub(super) struct Medium {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    pub(super) label: Option<String>,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::big_counters)]
+pub(super) struct Big {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+pub(super) struct Account {
+    pub(super) id: i32,
+    pub(super) balance: i32,
+    pub(super) deleted: bool,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::tickets)]
+pub(super) struct Ticket {
+    pub(super) id: i32,
+    pub(super) seat: String,
+    #[occ(version)]
+    pub(super) version: UuidToken,
+}

@@ -1,0 +1,49 @@
+//! The entities of the bypass guard scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::{Insertable, Queryable, Selectable};
+use diesel_occ::bypass_guard::GuardBackend;
+use diesel_occ::{ConcurrencyConflict, Error, UuidToken, Versioned};
+use diesel_occ_tests::AsyncTestConnection;
+
+use super::super::dialect;
+use super::{AsyncConn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::accounts)]
+pub(super) struct Account {
+    pub(super) id: i32,
+    pub(super) balance: i32,
+    pub(super) deleted: bool,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::tickets)]
+pub(super) struct Ticket {
+    pub(super) id: i32,
+    pub(super) seat: String,
+    #[occ(version)]
+    pub(super) version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+pub(super) struct Stamped {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) updated_at: NaiveDateTime,
+}
+
+pub(super) fn guard_dialect() -> GuardBackend {
+    dialect(AsyncConn::BACKEND)
+}
+
+pub(super) fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
+    match result {
+        Err(Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}

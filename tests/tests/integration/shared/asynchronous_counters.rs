@@ -1,0 +1,107 @@
+//! The `counters` row of the async retry scenarios (cancellation, escalation,
+//! observability, retry), with its seed, reads and writers. Included once per backend
+//! beside a subject's `asynchronous.rs` (`on_every_backend!(asynchronous_counters, ...)`).
+
+// Each subject uses a part of it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel_async::RunQueryDsl;
+use diesel_occ::Error;
+use diesel_occ::asynchronous::RetryPolicy;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+
+use super::{AsyncConn as Conn, schema};
+
+/// Every write sets `value` and `label` together (`label` is `value` as
+/// text) and advances the integer token by one, so a row written only by
+/// whole writes has `label == value` and `version == value + 1`.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+pub(super) struct Counter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    pub(super) label: Option<String>,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+impl Counter {
+    pub(super) fn increment(&mut self) {
+        self.value += 1;
+        self.label = Some(self.value.to_string());
+    }
+
+    pub(super) fn assert_whole(&self) {
+        assert_eq!(
+            self.label.as_deref(),
+            Some(self.value.to_string().as_str()),
+            "value and label come from one write: {self:?}"
+        );
+        assert_eq!(
+            self.version,
+            self.value + 1,
+            "one token step per write: {self:?}"
+        );
+    }
+}
+
+/// The identity of the server connection (see `AsyncTestConnection::CONNECTION_ID`).
+pub(super) async fn connection_id(conn: &mut Conn) -> i64 {
+    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        Conn::CONNECTION_ID,
+    ));
+    query.get_result(conn).await.expect("connection id")
+}
+
+pub(super) async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
+    let mut conn = db.conn().await;
+    diesel::insert_into(schema::counters::table)
+        .values(Counter {
+            id,
+            value: 0,
+            label: Some("0".into()),
+            version: 1,
+        })
+        .execute(&mut conn)
+        .await
+        .expect("seed");
+}
+
+pub(super) async fn load(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).await.expect("counter row")
+}
+
+/// A plain increment that only a lock can stop, from a connection that
+/// waits for locks briefly.
+pub(super) async fn try_plain_increment(conn: &mut Conn, key: i32) -> diesel::QueryResult<usize> {
+    use schema::counters::dsl::*;
+    diesel::update(counters.find(key))
+        .set((value.eq(value + 1), version.eq(version + 1)))
+        .execute(conn)
+        .await
+}
+
+pub(super) fn quick() -> RetryPolicy {
+    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
+}
+
+/// Another writer's checked increment; returns the token it wrote.
+pub(super) async fn bump(conn: &mut Conn, id: i32) -> i32 {
+    let mut row = load(conn, id).await;
+    row.increment();
+    row.save_checked(conn).await.expect("the other writer");
+    row.version
+}
+
+pub(super) fn exhausted<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+) -> diesel_occ::RetriesExhausted {
+    match result {
+        Err(Error::RetriesExhausted(exhausted)) => exhausted,
+        other => panic!("expected RetriesExhausted, got {other:?}"),
+    }
+}

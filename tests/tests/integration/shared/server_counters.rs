@@ -1,0 +1,78 @@
+//! The `counters` row of the server fault scenarios (killed sessions, timeouts), its
+//! seed and read-back, and the connections and policy both flavours retry with.
+//! Included once per server beside a subject's `blocking.rs` and `asynchronous.rs`
+//! (`on_every_server!(server_counters, ...)`).
+
+// Each scenario file uses a part of it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ_tests::{TestConnection, TestDb};
+
+use super::{AsyncConn, Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+pub(super) struct Counter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    pub(super) label: Option<String>,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+/// Row 1 holds value 10 at token 1.
+pub(super) fn seed(db: &TestDb<Conn>) {
+    diesel::insert_into(schema::counters::table)
+        .values(Counter {
+            id: 1,
+            value: 10,
+            label: None,
+            version: 1,
+        })
+        .execute(&mut db.conn())
+        .expect("seed");
+}
+
+/// `(value, token)` of row 1, read on a new blocking connection.
+pub(super) fn row(db: &TestDb<Conn>) -> (i32, i32) {
+    schema::counters::table
+        .find(1)
+        .select((schema::counters::value, schema::counters::version))
+        .get_result(&mut db.conn())
+        .expect("row 1")
+}
+
+/// A source that opens a new, configured connection per attempt.
+pub(super) fn connector(
+    db: &TestDb<Conn>,
+) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
+    move || {
+        let mut conn = Conn::establish(db.url())?;
+        conn.configure();
+        Ok(conn)
+    }
+}
+
+/// A deadpool pool of one async connection that waits `wait` for it.
+pub(super) fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn> {
+    Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new(db.url()))
+        .max_size(1)
+        .wait_timeout(wait)
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .expect("pool")
+}
+
+/// Three attempts, no backoff.
+pub(super) fn quick() -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO)
+}

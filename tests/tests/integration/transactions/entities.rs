@@ -1,0 +1,58 @@
+//! The entities of the transaction scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::{Insertable, Queryable, Selectable};
+use diesel::result::Error as DieselError;
+use diesel_occ::{Error, UuidToken, Versioned};
+
+use super::schema;
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+pub(super) struct Counter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    pub(super) label: Option<String>,
+    #[occ(version)]
+    pub(super) version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::small_counters)]
+pub(super) struct SmallCounter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) version: i16,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::big_counters)]
+pub(super) struct BigCounter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+pub(super) struct Stock {
+    pub(super) id: i32,
+    pub(super) available: i32,
+    #[occ(version)]
+    pub(super) version: UuidToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+pub(super) struct Stamped {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    #[occ(version)]
+    pub(super) updated_at: NaiveDateTime,
+}
+
+pub(super) fn rollback() -> Error {
+    DieselError::RollbackTransaction.into()
+}
