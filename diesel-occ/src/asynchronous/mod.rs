@@ -177,8 +177,8 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     }
 
     /// Writes `changes` to the row with `key` if it still holds the token a client sent,
-    /// in one statement and without loading it; returns the fresh token. See
-    /// [`crate::CheckedDsl::update_by_key`].
+    /// in one statement and without loading it; returns the fresh token, to hand to the
+    /// client only once the write has committed. See [`crate::CheckedDsl::update_by_key`].
     fn update_by_key<Changes>(
         conn: &mut Conn,
         key: Self::Key,

@@ -147,6 +147,12 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// token column: that is a compile error (see [`NoTokenAssignment`]). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
+    /// **Hand the returned token to the client only after the write has committed.**
+    /// Inside a transaction that later rolls back, the row keeps `expected` while the
+    /// returned token was never stored; an integer counter's next writer can produce
+    /// that same value, and a client holding it would then overwrite that writer. In
+    /// autocommit (no transaction of yours) the write has committed when this returns.
+    ///
     /// ```
     /// # include!("../doctest_setup.rs");
     /// use diesel::prelude::*;
