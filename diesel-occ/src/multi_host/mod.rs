@@ -93,7 +93,8 @@
 //! has not applied the latest writes yet (`wsrep_sync_wait=0`) may be stale. A checked
 //! save still cannot lose an update, because the token check runs where the write
 //! runs; the stale attempt meets a conflict and the retry re-reads. For a
-//! primary with read-only standbys, see `retry::retry_with_standby`.
+//! primary with read-only standbys, see
+//! [`retry_with_standby`](crate::retry::retry_with_standby).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
