@@ -18,6 +18,18 @@
 //! asserts both). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the
 //! tests; each backend runs in a fresh database that is dropped afterwards.
 //!
+//! `--backend galera` (not part of `all`) runs the same workload on the 3-node MariaDB
+//! Galera cluster of `tests/cluster/galera.sh` (`OCC_GALERA_URLS`, a comma list, else
+//! three URLs from `OCC_GALERA_PORT`, default 13306..13308), every worker's connection
+//! and every retry attempt taken round-robin from the nodes through
+//! `diesel_occ::multi_host::MultiHost` (`galera.rs`). `--kill-node N` SIGKILLs node N
+//! at `--kill-at` (default a quarter of the duration) and restarts it at `--restart-at`
+//! (default half), with `galera.sh kill N` / `restart N` (`--galera-script`, default
+//! the crate's `cluster/galera.sh`; it reads the same `OCC_GALERA_*` ports); the run
+//! then goes on past the duration until the node has rejoined and served again, and
+//! fails for too little evidence unless the node served nothing while down and served
+//! again after its restart.
+//!
 //! The workload (`workload/`) is written once for one connection type and compiled for
 //! each backend by `postgres.rs`, `mysql.rs` and `sqlite.rs`, on the example apps of
 //! that backend (`diesel_occ_examples::<backend>`). Workers run on the example schemas
@@ -60,6 +72,8 @@
 
 mod check;
 mod faults;
+#[cfg(feature = "mysql")]
+mod galera;
 #[cfg(feature = "mysql")]
 mod mysql;
 mod options;

@@ -32,6 +32,12 @@ fn kill(conn: &mut Conn, victim: i64) -> bool {
         .is_ok()
 }
 
+/// The fault, as the figures line names it.
+const FAULT_KIND: &str = "sessions killed";
+
+/// The connection the check reads the database with: a plain one.
+use self::connect as connect_for_check;
+
 // The same files for every backend, each time for this module's connection type.
 #[allow(clippy::duplicate_mod)]
 #[path = "workload/mod.rs"]

@@ -1,13 +1,59 @@
 //! The command line: options, their defaults and the usage text.
 
+use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use diesel_occ_tests::Backend;
 
+/// What a soak runs against: one of the test backends, or the 3-node Galera cluster
+/// (`tests/cluster/galera.sh`), which only `--backend galera` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A backend's single server (or SQLite file).
+    Db(Backend),
+    /// The Galera cluster's nodes (`OCC_GALERA_URLS`), through a multi-host source.
+    Galera,
+}
+
+impl Target {
+    /// What `all` means: every single-server backend, not the cluster.
+    const ALL: [Target; 3] = [
+        Target::Db(Backend::Postgres),
+        Target::Db(Backend::Mysql),
+        Target::Db(Backend::Sqlite),
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Target::Db(backend) => backend.name(),
+            Target::Galera => "galera",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--kill-node`: the Galera node to SIGKILL during the run, and when to kill it and
+/// start it again (from the start of the run).
+#[derive(Debug, Clone)]
+pub(crate) struct NodeFault {
+    /// 1..3, as `galera.sh kill N` numbers them.
+    pub(crate) node: usize,
+    pub(crate) kill_at: Duration,
+    pub(crate) restart_at: Duration,
+    /// `galera.sh`, run as `galera.sh kill N` and `galera.sh restart N`.
+    pub(crate) script: PathBuf,
+}
+
 /// Command-line options.
 #[derive(Debug, Clone)]
 pub(crate) struct Args {
-    pub(crate) backends: Vec<Backend>,
+    pub(crate) backends: Vec<Target>,
     pub(crate) duration: Duration,
     pub(crate) workers: usize,
     pub(crate) fault_every: Duration,
@@ -17,6 +63,8 @@ pub(crate) struct Args {
     pub(crate) min_acknowledged: u64,
     /// A backend that injected fewer faults proves too little.
     pub(crate) min_faults: u64,
+    /// `--kill-node N` (galera only): a node killed and restarted during the run.
+    pub(crate) node_fault: Option<NodeFault>,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -35,7 +83,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 pub(crate) fn parse_args() -> Result<Args, String> {
     let mut args = Args {
-        backends: Backend::ALL.to_vec(),
+        backends: Target::ALL.to_vec(),
         duration: Duration::from_secs(30),
         workers: 8,
         fault_every: Duration::from_millis(200),
@@ -43,7 +91,9 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         sabotage: false,
         min_acknowledged: MIN_ACKNOWLEDGED,
         min_faults: 1,
+        node_fault: None,
     };
+    let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let (name, inline) = match flag.split_once('=') {
@@ -74,9 +124,41 @@ pub(crate) fn parse_args() -> Result<Args, String> {
                 args.min_acknowledged = value()?.parse().map_err(|_| "bad --min-acknowledged")?
             }
             "--min-faults" => args.min_faults = value()?.parse().map_err(|_| "bad --min-faults")?,
+            "--kill-node" => {
+                let node: usize = value()?.parse().map_err(|_| "bad --kill-node")?;
+                if !(1..=3).contains(&node) {
+                    return Err("--kill-node must be 1, 2 or 3".into());
+                }
+                kill_node = Some(node);
+            }
+            "--kill-at" => kill_at = Some(parse_duration(&value()?)?),
+            "--restart-at" => restart_at = Some(parse_duration(&value()?)?),
+            "--galera-script" => script = Some(PathBuf::from(value()?)),
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
+    }
+    if let Some(node) = kill_node {
+        if !args.backends.contains(&Target::Galera) {
+            return Err("--kill-node needs --backend galera".into());
+        }
+        // By default the node dies a quarter into the run and comes back at half time,
+        // so the run sees the outage, the rejoin (IST) and the cluster whole again.
+        let kill_at = kill_at.unwrap_or(args.duration / 4);
+        let restart_at = restart_at.unwrap_or(args.duration / 2);
+        if restart_at <= kill_at {
+            return Err("--restart-at must come after --kill-at".into());
+        }
+        args.node_fault = Some(NodeFault {
+            node,
+            kill_at,
+            restart_at,
+            script: script.unwrap_or_else(|| {
+                PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/cluster/galera.sh"))
+            }),
+        });
+    } else if kill_at.is_some() || restart_at.is_some() || script.is_some() {
+        return Err("--kill-at, --restart-at and --galera-script need --kill-node".into());
     }
     Ok(args)
 }
@@ -85,15 +167,16 @@ pub(crate) fn parse_args() -> Result<Args, String> {
 /// machine acknowledges several times this many writes on every backend.
 pub(crate) const MIN_ACKNOWLEDGED: u64 = 100;
 
-/// `all`, or a comma-separated list of backend names.
-fn parse_backends(list: &str) -> Result<Vec<Backend>, String> {
+/// `all`, or a comma-separated list of backend names (`galera` included).
+fn parse_backends(list: &str) -> Result<Vec<Target>, String> {
     if list == "all" {
-        return Ok(Backend::ALL.to_vec());
+        return Ok(Target::ALL.to_vec());
     }
     list.split(',')
         .map(|name| {
-            Backend::ALL
+            Target::ALL
                 .into_iter()
+                .chain([Target::Galera])
                 .find(|b| b.name() == name.trim())
                 .ok_or(format!("unknown backend {name:?}"))
         })
@@ -103,8 +186,10 @@ fn parse_backends(list: &str) -> Result<Vec<Backend>, String> {
 /// The usage line printed after a bad option or `--help`.
 pub(crate) fn usage() -> String {
     format!(
-        "usage: soak [--backend all|postgres,mysql,sqlite] [--duration 30s] \
+        "usage: soak [--backend all|postgres,mysql,sqlite,galera] [--duration 30s] \
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
-         [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1]"
+         [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
+         [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \
+         [--galera-script tests/cluster/galera.sh]]"
     )
 }

@@ -5,15 +5,20 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use diesel_occ_tests::Backend;
-
 use crate::check;
 use crate::options::Args;
 use crate::run::Counters;
 
 /// A backend's figures and violations.
 pub(crate) struct Report {
-    pub(crate) backend: Backend,
+    /// The backend's name, `galera` for the cluster.
+    pub(crate) backend: &'static str,
+    /// What the session-level fault was, for the figures line.
+    pub(crate) fault_kind: &'static str,
+    /// Lines printed before the figures (per-node figures, a node's kill and restart).
+    pub(crate) notes: Vec<String>,
+    /// Evidence the backend's own run found missing (a node fault that did not happen).
+    pub(crate) shortfalls: Vec<String>,
     pub(crate) counters: Counters,
     pub(crate) violations: Vec<String>,
     /// Unknown-outcome writes the check needed to explain the rows.
@@ -33,10 +38,10 @@ impl Report {
     /// Prints the figures line and up to 50 violations.
     fn print(&self, args: &Args, elapsed: Duration) {
         let c = &self.counters;
-        let fault_kind = match self.backend {
-            Backend::Sqlite => "write lock held 50 ms",
-            _ => "sessions killed",
-        };
+        let fault_kind = self.fault_kind;
+        for note in &self.notes {
+            println!("{}: {note}", self.backend);
+        }
         println!(
             "{}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
              {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} errors \
@@ -66,12 +71,13 @@ impl Report {
     /// The verdict and its line (`soak: <backend>: passed` or `... FAILED: ...`).
     fn verdict(&self, args: &Args) -> (Verdict, String) {
         let c = &self.counters;
-        let shortfalls = check::evidence(
+        let mut shortfalls = check::evidence(
             get(&c.acknowledged),
             args.min_acknowledged,
             get(&c.faults),
             args.min_faults,
         );
+        shortfalls.extend(self.shortfalls.iter().cloned());
         if !self.violations.is_empty() {
             let lost = self
                 .violations

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use diesel_occ_tests::Backend;
 
-use crate::options::Args;
+use crate::options::{Args, Target};
 use crate::report::Report;
 
 /// What the run did, counted by all threads.
@@ -28,7 +28,17 @@ pub(crate) fn bump(counter: &AtomicU64) {
 }
 
 /// Runs `backend`; `None` when it could not run (no server, or not built).
-pub(crate) fn run(args: &Args, backend: Backend) -> Option<Report> {
+pub(crate) fn run(args: &Args, target: Target) -> Option<Report> {
+    let backend = match target {
+        #[cfg(feature = "mysql")]
+        Target::Galera => return crate::galera::run(args),
+        #[cfg(not(feature = "mysql"))]
+        Target::Galera => {
+            eprintln!("galera: not built (run with --features mysql)");
+            return None;
+        }
+        Target::Db(backend) => backend,
+    };
     match backend {
         Backend::Postgres => crate::postgres::run(args),
         #[cfg(feature = "mysql")]

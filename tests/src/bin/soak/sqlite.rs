@@ -50,6 +50,12 @@ fn fault(url: &str, admin: &mut Option<Conn>, _rng: &mut fastrand::Rng) -> bool 
     true
 }
 
+/// The fault, as the figures line names it.
+const FAULT_KIND: &str = "write lock held 50 ms";
+
+/// The connection the check reads the database with: a plain one.
+use self::connect as connect_for_check;
+
 // The same files for every backend, each time for this module's connection type.
 #[allow(clippy::duplicate_mod)]
 #[path = "workload/mod.rs"]

@@ -1,5 +1,6 @@
 //! Checked updates and deletes of `inventory` rows through the retry helper (a new
-//! connection per attempt, escalation after 3 conflicts).
+//! connection per attempt from the next node of the run's `MultiHost` source,
+//! escalation after 3 conflicts).
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
@@ -11,7 +12,7 @@ use diesel_occ::retry::{self, RetryPolicy};
 use diesel_occ::{Error as OccError, UuidToken, VersionToken};
 
 use super::examples::inventory::Stock;
-use super::{Conn, Shared, connect};
+use super::{Conn, Shared};
 use crate::record::{Record, Unknown};
 use crate::run::bump;
 
@@ -78,12 +79,6 @@ fn settle<T>(
     }
 }
 
-/// Where every attempt gets its connection: a new one, so an attempt after a killed
-/// session starts afresh.
-fn source(url: &str) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
-    move || connect(url)
-}
-
 /// `--sabotage`: the plain read-modify-write the library exists to prevent,
 /// with no token in the predicate. The check must catch it.
 fn blind_write(conn: &mut Conn, sku: &str, stock: &mut Stock) -> QueryResult<usize> {
@@ -101,7 +96,7 @@ pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
     let attempts = Cell::new(0);
     // The write this attempt may have made, until its outcome is known.
     let pending = Cell::new(None::<Unknown>);
-    let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
+    let result = retry::retry(&*shared.nodes, &policy(), |conn, attempt| {
         attempts.set(attempt.number());
         pending.set(None);
         let mut stock: Stock = attempt.find(conn, sku.to_owned())?;
@@ -151,7 +146,7 @@ pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
 pub(super) fn delete(shared: &Shared<'_>, sku: &str) -> Step {
     let attempts = Cell::new(0);
     let pending = Cell::new(None::<UuidToken>);
-    let result = retry::retry(&source(&shared.url), &policy(), |conn, attempt| {
+    let result = retry::retry(&*shared.nodes, &policy(), |conn, attempt| {
         attempts.set(attempt.number());
         pending.set(None);
         let stock: Stock = attempt.find(conn, sku.to_owned())?;

@@ -6,14 +6,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
-use std::time::Instant;
 
 use diesel::prelude::*;
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_examples::schema::inventory as inventory_table;
 
 use super::examples::inventory::Stock;
-use super::{Conn, Shared, connect};
+use super::{Conn, Shared};
 use crate::record::{Record, Unknown};
 use crate::run::bump;
 
@@ -37,7 +36,7 @@ impl Rounds {
     /// none left), or `None` to stop.
     fn choose(&self, shared: &Shared<'_>, rng: &mut fastrand::Rng) {
         let played = self.played.fetch_add(1, Ordering::SeqCst);
-        let more = Instant::now() < shared.deadline
+        let more = shared.running()
             || (self.landed.load(Ordering::SeqCst) < MIN_LANDED && played < MAX_LATE_ROUNDS);
         let sku = more.then(|| {
             let live = shared.live.read().unwrap_or_else(|e| e.into_inner());
@@ -70,7 +69,7 @@ pub(crate) fn saboteur(
         barrier.wait();
         let Some(sku) = rounds.chosen() else { break };
         if conn.is_none() {
-            conn = connect(&shared.url).ok();
+            conn = shared.connect();
         }
         let read: Option<Stock> = match (&sku, conn.as_mut()) {
             (Some(sku), Some(c)) => inventory_table::table

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::prelude::*;
 use diesel_occ::retry::RetryPolicy;
@@ -15,7 +15,7 @@ use super::examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
 use super::examples::inventory::{self, PreparedReservation, ReserveError, ReserveRequest};
 use super::examples::seat::{self, Booking, BookingError};
 use super::retried::{self, Step};
-use super::{Conn, Shared, connect};
+use super::{Conn, Shared};
 use crate::record::{Record, Unknown};
 use crate::run::bump;
 
@@ -61,9 +61,10 @@ impl<'s, 'a> Worker<'s, 'a> {
         }
     }
 
-    /// Works until the deadline; returns the worker's log.
+    /// Works until the deadline (or while the run is held open); returns the
+    /// worker's log.
     pub(crate) fn run(mut self) -> Vec<Record> {
-        while Instant::now() < self.shared.deadline {
+        while self.shared.running() {
             bump(&self.shared.counters.operations);
             self.seq += 1;
             match self.rng.u32(..100) {
@@ -91,7 +92,7 @@ impl<'s, 'a> Worker<'s, 'a> {
 
     fn conn(&mut self) -> Option<&mut Conn> {
         if self.conn.is_none() {
-            self.conn = connect(&self.shared.url).ok();
+            self.conn = self.shared.connect();
             if self.conn.is_none() {
                 thread::sleep(Duration::from_millis(5));
             }
