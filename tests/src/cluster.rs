@@ -631,8 +631,8 @@ impl PgReplicasDb {
 }
 
 fn connect_pg(url: &str) -> PgConnection {
-    let mut conn = PgConnection::establish(url)
-        .unwrap_or_else(|e| panic!("connect to {}: {e}", redact(url)));
+    let mut conn =
+        PgConnection::establish(url).unwrap_or_else(|e| panic!("connect to {}: {e}", redact(url)));
     sql_query("SET lc_messages TO 'C'")
         .execute(&mut conn)
         .expect("set lc_messages");
@@ -696,8 +696,6 @@ impl Drop for ReplayPaused<'_> {
         }
     }
 }
-
-
 
 #[cfg(test)]
 mod tests {

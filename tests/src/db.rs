@@ -15,7 +15,8 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::backend::{Backend, redact, with_database};
 
-pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/postgres");
+pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+    embed_migrations!("../migrations/postgres");
 pub(crate) const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/mysql");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/sqlite");
 

@@ -81,3 +81,62 @@ pub(super) fn loss(error: &Error) -> Loss {
 pub(super) fn value_of(round: usize, writer: usize) -> i32 {
     i32::try_from(1000 * (round + 1) + writer + 1).expect("small")
 }
+
+diesel::table! {
+    /// One row per committed increment of the node-kill scenario, written in the same
+    /// transaction as the increment: an increment whose outcome the client never
+    /// learnt is committed exactly when its row is here.
+    increment_log (op) {
+        op -> BigInt,
+    }
+}
+
+/// Creates [`increment_log`] (run on node 1; Galera replicates the DDL).
+pub(super) const CREATE_INCREMENT_LOG: &str = "CREATE TABLE increment_log (op BIGINT PRIMARY KEY)";
+
+/// The multi-host run: workers, increments each.
+pub(super) const WORKERS: usize = 8;
+pub(super) const INCREMENTS: usize = 250;
+
+/// Retries for a row that 8 writers on 3 nodes increment: plenty of attempts, a short
+/// jittered backoff. Every conflict and certification failure is retried.
+pub(super) fn hot_row_policy() -> diesel_occ::retry::RetryPolicy {
+    diesel_occ::retry::RetryPolicy::new()
+        .max_attempts(500)
+        .backoff(
+            std::time::Duration::from_millis(1),
+            std::time::Duration::from_millis(40),
+        )
+}
+
+/// How the attempts of a run ended, counted by the attempts themselves.
+#[derive(Debug, Default)]
+pub(super) struct AttemptCounts {
+    pub(super) attempts: std::sync::atomic::AtomicU64,
+    pub(super) conflicts: std::sync::atomic::AtomicU64,
+    pub(super) certification_failures: std::sync::atomic::AtomicU64,
+}
+
+impl AttemptCounts {
+    /// Counts one attempt and, when it failed with a retryable error, how.
+    pub(super) fn record<T>(&self, result: &Result<T, Error>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.attempts.fetch_add(1, Relaxed);
+        if let Err(error) = result {
+            if error.is_conflict() {
+                self.conflicts.fetch_add(1, Relaxed);
+            } else if error.transient_kind() == Some(TransientKind::Deadlock) {
+                self.certification_failures.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    pub(super) fn attempts(&self) -> u64 {
+        self.attempts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The names and served counts of `stats`, for messages.
+pub(super) fn served(stats: &[diesel_occ::multi_host::NodeStats]) -> Vec<u64> {
+    stats.iter().map(|node| node.served).collect()
+}

@@ -37,7 +37,9 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     let mut primary = connect(db.primary_url()).await;
     let mut row = Counter::find(&mut primary, 1).await.expect("row 1");
     row.value = 7;
-    row.save_checked(&mut primary).await.expect("the primary saves");
+    row.save_checked(&mut primary)
+        .await
+        .expect("the primary saves");
     let stale = Counter::find(&mut standby, 1).await.expect("row 1");
     assert_eq!((stale.value, stale.version), (0, 1), "the standby is stale");
 
