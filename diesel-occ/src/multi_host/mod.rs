@@ -12,7 +12,8 @@
 //!   tried at once, and the failed node *cools down* for a short while
 //!   ([`cool_down`](MultiHost::cool_down), default 1 s): checkouts pass it by without
 //!   asking it, so a dead node costs one failed connect per cool-down, not one per
-//!   attempt. When every node is cooling down, they are all tried anyway (a node may
+//!   attempt, and the turns go round the nodes that are up, so they share its load
+//!   evenly. When every node is cooling down, they are all tried anyway (a node may
 //!   be back early). When every node fails, the checkout fails with the
 //!   [`PoolError`] of the last one.
 //! - **Deadlines hold.** `checkout_within` passes each node the time left, and stops
@@ -93,7 +94,8 @@
 //! has not applied the latest writes yet (`wsrep_sync_wait=0`) may be stale. A checked
 //! save still cannot lose an update, because the token check runs where the write
 //! runs; the stale attempt meets a conflict and the retry re-reads. For a
-//! primary with read-only standbys, see `retry::retry_with_standby`.
+//! primary with read-only standbys, see
+//! [`retry_with_standby`](crate::retry::retry_with_standby).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -284,29 +286,22 @@ impl<S> MultiHost<S> {
         u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
     }
 
-    /// The order this checkout asks the nodes in: from the next node of the rotation
-    /// on, first those that are up, then those cooling down (a last resort).
+    /// The order this checkout asks the nodes in: the nodes that are up, from the
+    /// next one in turn among them, then those cooling down (a last resort), also in
+    /// turn. Turns are taken among the nodes that are up, so that while one is down the
+    /// others share its checkouts evenly (its successor does not get them all).
     fn plan(&self) -> Vec<usize> {
-        let count = self.nodes.len();
-        if count == 0 {
-            return Vec::new();
-        }
-        let start = self
-            .next
-            .fetch_add(1, Ordering::Relaxed)
-            .checked_rem(count)
-            .unwrap_or(0);
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
         let now = self.now();
-        let rotation =
-            (0..count).map(|step| start.wrapping_add(step).checked_rem(count).unwrap_or(0));
-        let (mut up, cooling): (Vec<usize>, Vec<usize>) = rotation.partition(|&index| {
+        let (up, cooling): (Vec<usize>, Vec<usize>) = (0..self.nodes.len()).partition(|&index| {
             !self
                 .nodes
                 .get(index)
                 .is_some_and(|node| node.cooling_down(now))
         });
-        up.extend(cooling);
-        up
+        let mut plan = rotated(up, ticket);
+        plan.extend(rotated(cooling, ticket));
+        plan
     }
 
     fn served(&self, index: usize) {
@@ -345,6 +340,13 @@ impl<S> Node<S> {
     fn cooling_down(&self, now: u64) -> bool {
         self.down_until.load(Ordering::Relaxed) > now
     }
+}
+
+/// `nodes` from position `ticket` (modulo their number) on, wrapping around.
+fn rotated(mut nodes: Vec<usize>, ticket: usize) -> Vec<usize> {
+    let start = ticket.checked_rem(nodes.len()).unwrap_or(0);
+    nodes.rotate_left(start);
+    nodes
 }
 
 /// What a checkout that found no node answers.
