@@ -46,6 +46,10 @@ pub(super) const STOP_APPLYING: &str = "FLUSH TABLES WITH READ LOCK";
 pub(super) const NODE_STATE: &str = "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
      WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')";
 
+/// MariaDB's error 1047 on a Galera node that is not ready (joining, or not in the
+/// primary component): `WSREP has not yet prepared node for application use`.
+pub(super) const NOT_READY: &str = "WSREP has not yet prepared node for application use";
+
 /// How a writer that did not win lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Loss {
