@@ -419,13 +419,12 @@ impl Drop for GaleraDb {
         // never fails a test.
         off_runtime(move || {
             for server in &servers {
-                if let Ok(mut admin) = MysqlSync::establish(server) {
-                    if admin
+                if let Ok(mut admin) = MysqlSync::establish(server)
+                    && admin
                         .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
                         .is_ok()
-                    {
-                        return;
-                    }
+                {
+                    return;
                 }
             }
         });
