@@ -95,7 +95,7 @@ where
         Ok((ExecuteDsl::execute(self, conn).await?, fresh))
     }
 
-    /// On PostgreSQL, one statement per 500 entities (see the blocking impl).
+    /// On PostgreSQL, one statement per 64 entities (see the blocking impl).
     async fn run_guarded_batch(
         batch: Vec<(Self, Tok)>,
         conn: &mut Conn,

@@ -53,11 +53,11 @@ pub trait BatchDsl<Conn: Connection> {
     /// tried, and [`Error::Batch`] lists each conflicted entity with its position; no
     /// entity's token changes. On success every entity holds its fresh token.
     ///
-    /// On PostgreSQL the UPDATEs go to the server as ONE statement (up to 500 entities
-    /// per statement, see [`BatchUpdates`](crate::statement::BatchUpdates)): `BEGIN`,
-    /// that statement and `COMMIT`, three round trips whatever the batch's size. Each
-    /// UPDATE in it is the one `save_checked` runs, and each still reports its own row
-    /// count. MySQL/MariaDB and SQLite run one UPDATE per entity, one after the other
+    /// On PostgreSQL the UPDATEs go to the server as ONE statement per 64 entities (see
+    /// [`BatchUpdates`](crate::statement::BatchUpdates)): a batch of up to 64 costs
+    /// `BEGIN`, that statement and `COMMIT`, three round trips, and a batch of 1000
+    /// eighteen. Each UPDATE in it is the one `save_checked` runs, and each still
+    /// reports its own row count. MySQL/MariaDB and SQLite run one UPDATE per entity, one after the other
     /// (SQLite runs in-process: a statement there costs no round trip). So does a batch
     /// that holds a row twice, and an entity whose token the database generates.
     /// A conflict costs one more read per stale or deleted entity, to classify it.

@@ -75,7 +75,7 @@ async fn batch_saves_all_with_one_update_each() {
 }
 
 /// What a successful batch of `n` entities sends: on PostgreSQL `BEGIN`, ONE statement
-/// holding every guarded UPDATE (up to 500 per statement) and `COMMIT`; on MySQL and
+/// per 64 entities holding their guarded UPDATEs, and `COMMIT`; on MySQL and
 /// SQLite `BEGIN`, one UPDATE per entity and `COMMIT`.
 fn assert_batch_statements(statements: &[String], n: usize) {
     let (first, last) = (statements.first(), statements.last());
@@ -83,10 +83,10 @@ fn assert_batch_statements(statements: &[String], n: usize) {
     assert_eq!(last.map(String::as_str), Some("COMMIT"), "{statements:?}");
     let body = &statements[1..statements.len() - 1];
     if Conn::BACKEND == Backend::Postgres {
-        assert_eq!(body.len(), n.div_ceil(500), "one statement per 500 entities");
+        assert_eq!(body.len(), n.div_ceil(64), "one statement per 64 entities");
         for (chunk, statement) in body.iter().enumerate() {
             let updates = statement.matches("UPDATE \"accounts\" SET").count();
-            assert_eq!(updates, (n - chunk * 500).min(500), "{}", sql_only(statement));
+            assert_eq!(updates, (n - chunk * 64).min(64), "{}", sql_only(statement));
             assert!(statement.starts_with("WITH \"occ_0\" AS (UPDATE"), "{statement}");
         }
     } else {
@@ -96,7 +96,7 @@ fn assert_batch_statements(statements: &[String], n: usize) {
 }
 
 #[tokio::test]
-async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_100() {
+async fn a_batch_of_100_sends_two_statements_on_postgres_where_single_saves_send_100() {
     let db = async_test_db!();
     seed_accounts(&db, 100).await;
     let mut conn = db.conn().await;
@@ -118,8 +118,9 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
     batch.save_all_checked(&mut conn).await.expect("batch save");
     let statements = log.take_sql();
     assert_batch_statements(&statements, 100);
-    let expected = if Conn::BACKEND == Backend::Postgres { 3 } else { 102 };
-    assert_eq!(statements.len(), expected, "sequential statements for 100 entities");
+    // PostgreSQL: BEGIN, 64 UPDATEs in one statement, 36 in another, COMMIT.
+    let expected = if Conn::BACKEND == Backend::Postgres { 4 } else { 102 };
+    assert_eq!(statements.len(), expected, "statements for 100 entities");
     assert_eq!(accounts(&mut conn, 100).await, batch, "every row written, every token fresh");
     assert!(batch.iter().all(|a| a.version == 3 && a.balance == 98));
 }
@@ -130,15 +131,16 @@ async fn a_batch_larger_than_one_statement_names_conflicts_in_every_part() {
     seed_accounts(&db, 1001).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 1001).await;
-    // Stale: the first entity, one at the end of the first statement's 500, the last
-    // (alone in the third statement); deleted: the first of the second statement.
+    // Stale: the first entity, the last of the first statement (64 entities), one in
+    // the middle and the last (alone in the last statement); deleted: the first of the
+    // second statement.
     let mut other = db.conn().await;
-    for id in [1, 500, 1001] {
+    for id in [1, 64, 500, 1001] {
         let mut a = account(&mut other, id).await;
         a.balance = 7;
         a.save_checked(&mut other).await.expect("other save");
     }
-    account(&mut other, 501)
+    account(&mut other, 65)
         .await
         .delete_checked(&mut other)
         .await
@@ -151,9 +153,9 @@ async fn a_batch_larger_than_one_statement_names_conflicts_in_every_part() {
     let error = batch.save_all_checked(&mut conn).await.unwrap_err();
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.total(), 1001);
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [0, 499, 500, 1000]);
-    assert!(conflict.conflict_at(500).unwrap().is_deleted());
-    for index in [0, 499, 1000] {
+    assert_eq!(conflict.indices().collect::<Vec<_>>(), [0, 63, 64, 499, 1000]);
+    assert!(conflict.conflict_at(64).unwrap().is_deleted());
+    for index in [0, 63, 499, 1000] {
         assert_eq!(conflict.conflict_at(index).unwrap().current::<i32>(), Some(2));
     }
     assert_eq!(batch, before, "no token advanced");

@@ -1,5 +1,5 @@
 //! Batch saves: every entity's checked UPDATE in one transaction (on PostgreSQL all of
-//! them in ONE statement, up to 500 per statement), no read on success;
+//! them in one statement per 64 entities), no read on success;
 //! on a conflict every stale or deleted entity is reported, nothing is written and no
 //! token advances. Inside a caller's transaction a failed batch rolls back to its
 //! savepoint only.
