@@ -1,5 +1,7 @@
 //! The chart: throughput and p99 latency against the number of hot keys, one line per
 //! strategy, as SVG (no dependency), converted to PNG by `rsvg-convert` when installed.
+//! [`draw_points`] draws the same two panels for any series (the batch benchmark's
+//! throughput against the batch size).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -85,10 +87,53 @@ fn label(value: f64) -> String {
     }
 }
 
+/// One point of a line: its series (the legend), x, throughput and p99.
+#[derive(Debug, Clone)]
+pub(crate) struct Point {
+    pub(crate) series: String,
+    pub(crate) x: i32,
+    pub(crate) throughput: f64,
+    pub(crate) p99_ms: f64,
+}
+
+/// The texts of the two panels and of the x axis.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Labels {
+    pub(crate) throughput: &'static str,
+    pub(crate) latency: &'static str,
+    pub(crate) x: &'static str,
+}
+
+/// The main benchmark's labels.
+const HOT_KEYS: Labels = Labels {
+    throughput: "committed operations per second",
+    latency: "p99 latency, ms (log scale)",
+    x: "hot keys (more keys = less contention)",
+};
+
 /// Writes `<base>.svg` and, when possible, `<base>.png`; returns the PNG's path.
 pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<PathBuf>, String> {
+    let points: Vec<Point> = rows
+        .iter()
+        .map(|r| Point {
+            series: r.strategy.clone(),
+            x: r.keys,
+            throughput: r.ops_per_sec,
+            p99_ms: r.p99_ms,
+        })
+        .collect();
+    draw_points(&points, title, &HOT_KEYS, base)
+}
+
+/// [`draw`] for any series of points, with its own labels.
+pub(crate) fn draw_points(
+    rows: &[Point],
+    title: &str,
+    labels: &Labels,
+    base: &Path,
+) -> Result<Option<PathBuf>, String> {
     let svg_path = base.with_extension("svg");
-    std::fs::write(&svg_path, svg(rows, title))
+    std::fs::write(&svg_path, svg(rows, title, labels))
         .map_err(|e| format!("{}: {e}", svg_path.display()))?;
     let png_path = base.with_extension("png");
     let converted = std::process::Command::new("rsvg-convert")
@@ -103,14 +148,14 @@ pub(crate) fn draw(rows: &[Row], title: &str, base: &Path) -> Result<Option<Path
 }
 
 /// The whole chart: the title, the two panels and the legend.
-fn svg(rows: &[Row], title: &str) -> String {
-    let mut keys: Vec<i32> = rows.iter().map(|r| r.keys).collect();
+fn svg(rows: &[Point], title: &str, labels: &Labels) -> String {
+    let mut keys: Vec<i32> = rows.iter().map(|r| r.x).collect();
     keys.sort_unstable();
     keys.dedup();
     let mut strategies: Vec<&str> = Vec::new();
     for row in rows {
-        if !strategies.contains(&row.strategy.as_str()) {
-            strategies.push(&row.strategy);
+        if !strategies.contains(&row.series.as_str()) {
+            strategies.push(&row.series);
         }
     }
     let (throughput, latency) = panels(rows);
@@ -124,11 +169,8 @@ fn svg(rows: &[Row], title: &str) -> String {
         WIDTH / 2.0,
         escape(title)
     );
-    for (panel, name) in [
-        (&throughput, "committed operations per second"),
-        (&latency, "p99 latency, ms (log scale)"),
-    ] {
-        frame(&mut svg, panel, name, &keys);
+    for (panel, name) in [(&throughput, labels.throughput), (&latency, labels.latency)] {
+        frame(&mut svg, panel, name, labels.x, &keys);
         for (s, strategy) in strategies.iter().enumerate() {
             line(
                 &mut svg,
@@ -146,12 +188,12 @@ fn svg(rows: &[Row], title: &str) -> String {
 }
 
 /// The throughput panel (linear) and the p99 latency panel (log scale).
-fn panels(rows: &[Row]) -> (Panel, Panel) {
+fn panels(rows: &[Point]) -> (Panel, Panel) {
     let throughput = Panel {
         left: 90.0,
         right: 560.0,
         log: false,
-        max: nice(rows.iter().map(|r| r.ops_per_sec).fold(0.0, f64::max)),
+        max: nice(rows.iter().map(|r| r.throughput).fold(0.0, f64::max)),
         min: 0.0,
     };
     let p99_max = nice(rows.iter().map(|r| r.p99_ms).fold(0.0, f64::max));
@@ -175,12 +217,12 @@ fn panels(rows: &[Row]) -> (Panel, Panel) {
 }
 
 /// A panel's box, title, axis label, value grid and key ticks.
-fn frame(svg: &mut String, panel: &Panel, name: &str, keys: &[i32]) {
+fn frame(svg: &mut String, panel: &Panel, name: &str, x_label: &str, keys: &[i32]) {
     let _ = writeln!(
         svg,
         r##"<rect x="{l}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#333"/>
 <text x="{cx}" y="{ty}" font-size="15" text-anchor="middle">{name}</text>
-<text x="{cx}" y="{xy}" text-anchor="middle">hot keys (more keys = less contention)</text>"##,
+<text x="{cx}" y="{xy}" text-anchor="middle">{x_label}</text>"##,
         l = panel.left,
         w = panel.right - panel.left,
         h = BOTTOM - TOP,
@@ -212,18 +254,23 @@ fn frame(svg: &mut String, panel: &Panel, name: &str, keys: &[i32]) {
 }
 
 /// One strategy's line and points in a panel.
-fn line(svg: &mut String, panel: &Panel, color: &str, strategy: &str, keys: &[i32], rows: &[Row]) {
+fn line(
+    svg: &mut String,
+    panel: &Panel,
+    color: &str,
+    strategy: &str,
+    keys: &[i32],
+    rows: &[Point],
+) {
     let points: Vec<(f64, f64)> = keys
         .iter()
         .enumerate()
         .filter_map(|(i, key)| {
-            let row = rows
-                .iter()
-                .find(|r| r.strategy == strategy && r.keys == *key)?;
+            let row = rows.iter().find(|r| r.series == strategy && r.x == *key)?;
             let value = if panel.log {
                 row.p99_ms
             } else {
-                row.ops_per_sec
+                row.throughput
             };
             Some((panel.x(i, keys.len()), panel.y(value)))
         })

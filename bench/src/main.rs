@@ -15,9 +15,13 @@
 //! and writes `bench/results/<backend>.csv`, `<backend>-summary.txt` and a chart
 //! (`<backend>.svg`, and `<backend>.png` when `rsvg-convert` is installed). `--smoke`
 //! runs every strategy for a fraction of a second. It asserts nothing about timings.
+//!
+//! `--batch` runs the batch benchmark instead (`batch.rs`): a batch save of N entities
+//! against N single saves, N = 1, 10, 100, 1000.
 
 mod asynchronous;
 mod backend;
+mod batch;
 mod blocking;
 mod chart;
 mod harness;
@@ -79,7 +83,12 @@ fn main() {
         std::process::exit(i32::from(failed));
     }
     for &backend in &args.backends {
-        if let Err(message) = bench_backend(&args, backend) {
+        let outcome = if args.batch {
+            batch::bench(&args, backend)
+        } else {
+            bench_backend(&args, backend)
+        };
+        if let Err(message) = outcome {
             eprintln!("{}: {message}", backend.name());
             failed = true;
         }

@@ -27,6 +27,9 @@ pub(crate) struct Args {
     pub(crate) out: PathBuf,
     pub(crate) smoke: bool,
     pub(crate) redraw: bool,
+    /// `--batch`: the batch benchmark (`batch.rs`) instead of the strategies.
+    pub(crate) batch: bool,
+    pub(crate) batch_sizes: Vec<usize>,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -51,7 +54,10 @@ usage: diesel-occ-bench [options]
   --out DIR             results directory (default bench/results)
   --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench,
                         results in the temp directory unless --out is given
-  --redraw              only draw the charts again from the CSV files in --out";
+  --redraw              only draw the charts again from the CSV files in --out
+  --batch               instead: a batch save of N entities against N single saves, blocking
+                        and async (bench/src/batch.rs), --rounds paired rounds per size
+  --batch-sizes LIST    N for --batch (default 1,10,100,1000)";
 
 impl Default for Args {
     fn default() -> Self {
@@ -72,6 +78,8 @@ impl Default for Args {
             out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"),
             smoke: false,
             redraw: false,
+            batch: false,
+            batch_sizes: crate::batch::SIZES.to_vec(),
         }
     }
 }
@@ -87,6 +95,7 @@ impl Args {
                 "--no-pgbench" => args.pgbench = false,
                 "--smoke" => args.smoke = true,
                 "--redraw" => args.redraw = true,
+                "--batch" => args.batch = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 _ => {
                     out_given |= flag == "--out";
@@ -143,6 +152,12 @@ impl Args {
                 self.urls.push((Backend::parse(b)?, url.to_owned()));
             }
             "--out" => self.out = PathBuf::from(value()?),
+            "--batch-sizes" => {
+                self.batch_sizes = list(value()?)
+                    .iter()
+                    .map(|n| number::<usize>(flag, n))
+                    .collect::<Result<_, _>>()?;
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -159,6 +174,12 @@ impl Args {
             self.keys = vec![1, 100];
             self.rounds = 1;
             self.pgbench = false;
+        }
+        if self.smoke && self.batch {
+            self.batch_sizes.retain(|&n| n <= 100);
+        }
+        if self.batch_sizes.iter().any(|&n| n < 1) {
+            return Err("--batch-sizes must be at least 1".into());
         }
         if self.workers == 0 || self.keys.iter().any(|&k| k < 1) || self.rounds == 0 {
             return Err("--workers, --keys and --rounds must be at least 1".into());

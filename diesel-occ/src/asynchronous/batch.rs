@@ -16,8 +16,10 @@ use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
 
 /// Batch saves on an async connection: the twin of the blocking
-/// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, one UPDATE each,
-/// all or nothing, and [`Error::Batch`] naming every stale or deleted entity.
+/// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, all or nothing,
+/// and [`Error::Batch`] naming every stale or deleted entity. On PostgreSQL the whole
+/// batch is one statement (`BEGIN`, the statement, `COMMIT`), as on the blocking API;
+/// MySQL/MariaDB and SQLite run one UPDATE per entity.
 ///
 /// Dropping the future while its transaction is open (a timeout, a client that went
 /// away) cannot roll it back: no statement can run in a destructor. It marks the
@@ -92,12 +94,12 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
+    let batch = crate::blocking::statements(entities)?;
+    let distinct = || crate::blocking::distinct_keys(entities);
+    let written = GuardedUpdate::run_guarded_batch(batch, conn, distinct).await?;
     let mut fresh_tokens = Vec::with_capacity(entities.len());
     let mut conflicts = Vec::new();
-    for (index, entity) in entities.iter().enumerate() {
-        let fresh = entity.fresh_token()?;
-        let statement = entity.update_statement(&fresh);
-        let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+    for (index, (entity, (affected, fresh))) in entities.iter().zip(written).enumerate() {
         let key = entity.key();
         if outcome::written_key::<T>(&key, affected)? {
             fresh_tokens.push(fresh);

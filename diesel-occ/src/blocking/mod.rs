@@ -21,6 +21,7 @@ mod tracked;
 mod transaction;
 
 pub use batch::BatchDsl;
+pub(crate) use batch::{distinct_keys, statements};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 

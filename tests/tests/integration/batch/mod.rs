@@ -1,4 +1,5 @@
-//! Batch saves: one checked UPDATE per entity in one transaction, no read on success;
+//! Batch saves: every entity's checked UPDATE in one transaction (on PostgreSQL all of
+//! them in one statement per 64 entities), no read on success;
 //! on a conflict every stale or deleted entity is reported, nothing is written and no
 //! token advances. Inside a caller's transaction a failed batch rolls back to its
 //! savepoint only.
