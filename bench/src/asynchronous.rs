@@ -294,7 +294,10 @@ impl Setup {
             .collect()
     }
 
-    /// `rt=multi|multiN|current`, `recycle=verified|fast`, `source=pool|held`, comma
+    /// `rt=multi|multiN|current`, `recycle=verified|fast|recommended`,
+    /// `queue=fifo|lifo`, `source=pool|held`, `hops=closure|attempt` (SQLite: the async
+    /// closure's statements, or one blocking call per attempt), `wrapper=hop|in-place`
+    /// (SQLite: each blocking call on Tokio's blocking pool, or in place), comma
     /// separated, each defaulting to [`Setup::RECOMMENDED`]'s.
     pub(crate) fn parse(spec: &str) -> Result<Setup, String> {
         let mut setup = Setup::RECOMMENDED;
@@ -316,7 +319,7 @@ impl Setup {
                 ("recycle", "recommended") => setup.recycle = Recycle::Recommended,
                 ("source", "pool") => setup.source = Source::Pool,
                 ("source", "held") => setup.source = Source::Held,
-                ("hops", "statement") => setup.one_task = false,
+                ("hops", "closure" | "statement") => setup.one_task = false,
                 ("hops", "attempt") => setup.one_task = true,
                 ("queue", "lifo") => setup.lifo = true,
                 ("wrapper", "hop") => setup.in_place = false,

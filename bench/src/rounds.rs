@@ -74,6 +74,8 @@ pub(crate) fn paired(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
+    // A mistyped OCC_BENCH_ASYNC_SETUPS fails before the rounds, not after them.
+    crate::asynchronous::Setup::from_env()?;
     let keys = Keys {
         wide: *args.keys.iter().max().unwrap_or(&1),
         narrow: *args.keys.iter().min().unwrap_or(&1),

@@ -331,8 +331,8 @@ fn a_deadpool_pool_is_a_source_and_cancelled_objects_leave_the_pool() {
 /// a fresh connection; the conflict retries and the escalated attempt commits.
 #[test]
 fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
-    use crate::blocking::CheckedDsl as _;
-    use crate::retry::AttemptDsl as _;
+    use crate::blocking::CheckedDsl as BlockingCheckedDsl;
+    use crate::retry::AttemptDsl as BlockingAttemptDsl;
 
     let db = TestDb::new();
     let source = CountingSource::new(&db);
@@ -342,7 +342,7 @@ fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
         &source,
         &policy,
         move |conn, attempt| {
-            let mut stock: Stock = attempt.find(conn, 1)?;
+            let mut stock: Stock = BlockingAttemptDsl::find(&attempt, conn, 1)?;
             if attempt.is_first() {
                 // Another writer between the read and the save: a conflict.
                 diesel::update(stock::table.find(1))
@@ -356,7 +356,7 @@ fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
                 );
             }
             stock.available -= 1;
-            stock.save_checked(conn)?;
+            BlockingCheckedDsl::save_checked(&mut stock, conn)?;
             Ok((attempt.number(), stock.available))
         },
     )));

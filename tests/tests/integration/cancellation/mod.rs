@@ -17,3 +17,19 @@ pub(crate) mod sqlite_blocking_task {
     #[path = "../shared/asynchronous_counters.rs"]
     mod counters;
 }
+
+/// SQLite on `SyncConnectionWrapper<_, BlockInPlace>`, the wrapper that runs its
+/// statements on the task's thread.
+#[path = "."]
+pub(crate) mod sqlite_block_in_place {
+    #[allow(unused_imports)]
+    use diesel_occ_tests::schema::sqlite as schema;
+    type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+        diesel::sqlite::SqliteConnection,
+        diesel_occ::asynchronous::BlockInPlace,
+    >;
+    #[path = "block_in_place.rs"]
+    mod block_in_place;
+    #[path = "../shared/asynchronous_counters.rs"]
+    mod counters;
+}
