@@ -506,6 +506,11 @@ pub(crate) fn sleep_probe() -> Result<[f64; 4], String> {
     Ok([asked, mean(thread), mean(tokio), mean(helper)])
 }
 
+/// One reservation's future.
+pub(crate) type BoxedOp<'s> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<crate::harness::OpResult, String>> + Send + 's>,
+>;
+
 /// A reservation whose attempts each run in one blocking task, where the connection is a
 /// wrapped blocking one: `None` elsewhere (the async closure runs).
 pub(crate) trait OneTask: diesel_async::AsyncConnection + Sized {
@@ -513,15 +518,7 @@ pub(crate) trait OneTask: diesel_async::AsyncConnection + Sized {
         source: &'s S,
         policy: &'s diesel_occ::retry::RetryPolicy,
         key: i32,
-    ) -> Option<
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<Output = Result<crate::harness::OpResult, String>>
-                    + Send
-                    + 's,
-            >,
-        >,
-    >
+    ) -> Option<BoxedOp<'s>>
     where
         S: diesel_occ::asynchronous::AsyncConnectionSource<Connection = Self>;
 }
@@ -531,15 +528,7 @@ impl OneTask for diesel_async::AsyncPgConnection {
         _: &'s S,
         _: &'s diesel_occ::retry::RetryPolicy,
         _: i32,
-    ) -> Option<
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<Output = Result<crate::harness::OpResult, String>>
-                    + Send
-                    + 's,
-            >,
-        >,
-    > {
+    ) -> Option<BoxedOp<'s>> {
         None
     }
 }
@@ -550,15 +539,7 @@ impl OneTask for diesel_async::AsyncMysqlConnection {
         _: &'s S,
         _: &'s diesel_occ::retry::RetryPolicy,
         _: i32,
-    ) -> Option<
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<Output = Result<crate::harness::OpResult, String>>
-                    + Send
-                    + 's,
-            >,
-        >,
-    > {
+    ) -> Option<BoxedOp<'s>> {
         None
     }
 }
@@ -574,15 +555,7 @@ impl OneTask
         source: &'s S,
         policy: &'s diesel_occ::retry::RetryPolicy,
         key: i32,
-    ) -> Option<
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<Output = Result<crate::harness::OpResult, String>>
-                    + Send
-                    + 's,
-            >,
-        >,
-    >
+    ) -> Option<BoxedOp<'s>>
     where
         S: diesel_occ::asynchronous::AsyncConnectionSource<Connection = Self>,
     {

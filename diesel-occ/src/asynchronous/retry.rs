@@ -366,10 +366,11 @@ where
 /// that keeps the average pause; a longer one asks the timer for half a tick less.
 pub(super) async fn pause(backoff: Duration) {
     const TICK: Duration = Duration::from_millis(1);
+    const HALF_TICK: Duration = Duration::from_micros(500);
     if backoff >= TICK {
-        tokio::time::sleep(backoff - TICK / 2).await;
+        tokio::time::sleep(backoff.saturating_sub(HALF_TICK)).await;
     } else if fastrand::f64() * TICK.as_secs_f64() < backoff.as_secs_f64() {
-        tokio::time::sleep(TICK / 2).await;
+        tokio::time::sleep(HALF_TICK).await;
     } else {
         tokio::task::yield_now().await;
     }
