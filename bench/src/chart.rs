@@ -313,3 +313,115 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+/// A grouped bar chart (one group per key count, one bar per series, each labelled with
+/// its value and its ratio to the group's first bar), as `<base>.svg` and, when
+/// possible, `<base>.png`: the async-against-blocking chart of the paired rounds.
+pub(crate) fn bars(
+    groups: &[(i32, Vec<(&str, f64)>)],
+    title: &str,
+    axis: &str,
+    base: &Path,
+) -> Result<Option<PathBuf>, String> {
+    const W: f64 = 900.0;
+    const H: f64 = 460.0;
+    const LEFT: f64 = 90.0;
+    const RIGHT: f64 = 870.0;
+    const TOP_: f64 = 60.0;
+    const BOTTOM_: f64 = 380.0;
+    let max = nice(
+        groups
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().map(|(_, v)| *v))
+            .filter(|v| v.is_finite())
+            .fold(1.0, f64::max),
+    );
+    let y = |v: f64| BOTTOM_ - (v / max).clamp(0.0, 1.0) * (BOTTOM_ - TOP_);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="DejaVu Sans, Arial, sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>
+<text x="20" y="{}" transform="rotate(-90 20 {})" text-anchor="middle">{}</text>
+"#,
+        W / 2.0,
+        escape(title),
+        (TOP_ + BOTTOM_) / 2.0,
+        (TOP_ + BOTTOM_) / 2.0,
+        escape(axis)
+    );
+    for i in 0..=5 {
+        let v = max * f64::from(i) / 5.0;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" x2="{RIGHT}" y1="{y0}" y2="{y0}" stroke="#ddd"/><text x="{tx}" y="{ty}" text-anchor="end">{}</text>"##,
+            label(v),
+            y0 = y(v),
+            tx = LEFT - 6.0,
+            ty = y(v) + 4.0
+        );
+    }
+    let width = (RIGHT - LEFT) / groups.len().max(1) as f64;
+    let mut series: Vec<&str> = Vec::new();
+    for (g, (keys, values)) in groups.iter().enumerate() {
+        let x0 = LEFT + g as f64 * width;
+        let bar = width * 0.7 / values.len().max(1) as f64;
+        let first = values.first().map_or(f64::NAN, |(_, v)| *v);
+        for (b, (name, value)) in values.iter().enumerate() {
+            let index = series.iter().position(|s| s == name).unwrap_or_else(|| {
+                series.push(name);
+                series.len() - 1
+            });
+            let x = x0 + width * 0.15 + b as f64 * bar;
+            let ratio = if b == 0 {
+                String::new()
+            } else {
+                format!(" ({:.2}x)", value / first)
+            };
+            let _ = writeln!(
+                svg,
+                r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text x="{tx:.1}" y="{ly:.1}" text-anchor="middle" font-size="11">{}{ratio}</text>"#,
+                label(*value),
+                top = y(*value),
+                w = bar * 0.9,
+                h = BOTTOM_ - y(*value),
+                c = COLORS[index % COLORS.len()],
+                tx = x + bar * 0.45,
+                ly = y(*value) - 5.0
+            );
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{keys} key{}</text>"#,
+            x0 + width / 2.0,
+            BOTTOM_ + 20.0,
+            if *keys == 1 { "" } else { "s" }
+        );
+    }
+    for (s, name) in series.iter().enumerate() {
+        let x = LEFT + s as f64 * 220.0;
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{x}" y="{}" width="16" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            H - 38.0,
+            COLORS[s % COLORS.len()],
+            x + 22.0,
+            H - 29.0,
+            escape(name)
+        );
+    }
+    svg.push_str("</svg>\n");
+    let svg_path = base.with_extension("svg");
+    std::fs::write(&svg_path, svg).map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    let png_path = base.with_extension("png");
+    let converted = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png_path)
+        .arg(&svg_path)
+        .status();
+    match converted {
+        Ok(status) if status.success() => Ok(Some(png_path)),
+        _ => Ok(None),
+    }
+}

@@ -4,8 +4,11 @@
 use diesel::sqlite::SqliteConnection;
 
 pub(crate) type Conn = SqliteConnection;
-pub(crate) type AsyncConn =
-    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<SqliteConnection>;
+/// Its blocking calls run in place or on the blocking pool, as the async setup says.
+pub(crate) type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+    SqliteConnection,
+    crate::asynchronous::SqliteRuntime,
+>;
 
 crate::blocking::blocking_strategies!();
 crate::asynchronous::asynchronous_strategy!();

@@ -245,6 +245,23 @@ impl AsyncTestConnection for SyncConnectionWrapper<SqliteConnection> {
          SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c";
 }
 
+/// The same SQLite connection, its blocking calls run in place
+/// (`diesel_occ::asynchronous::BlockInPlace`) instead of on the blocking pool.
+impl AsyncTestConnection
+    for SyncConnectionWrapper<SqliteConnection, diesel_occ::asynchronous::BlockInPlace>
+{
+    const BACKEND: Backend = Backend::Sqlite;
+    const MIGRATIONS: EmbeddedMigrations = SQLITE_MIGRATIONS;
+    const SETUP: &'static str =
+        <SyncConnectionWrapper<SqliteConnection> as AsyncTestConnection>::SETUP;
+    const CONNECTION_ID: &'static str =
+        <SyncConnectionWrapper<SqliteConnection> as AsyncTestConnection>::CONNECTION_ID;
+    const SHORT_LOCK_WAIT: &'static str =
+        <SyncConnectionWrapper<SqliteConnection> as AsyncTestConnection>::SHORT_LOCK_WAIT;
+    const SLOW_STATEMENT: &'static str =
+        <SyncConnectionWrapper<SqliteConnection> as AsyncTestConnection>::SLOW_STATEMENT;
+}
+
 /// Opens an async connection and runs the backend's [`AsyncTestConnection::SETUP`].
 pub async fn connect_async<C: AsyncTestConnection>(url: &str) -> ConnectionResult<C> {
     let mut conn = C::establish(url).await?;

@@ -326,3 +326,145 @@ fn a_deadpool_pool_is_a_source_and_cancelled_objects_leave_the_pool() {
         .execute(&mut db.connect())
         .expect("no lock left behind");
 }
+
+/// `retry_in_blocking_task`: the blocking closure, one blocking call per attempt, each on
+/// a fresh connection; the conflict retries and the escalated attempt commits.
+#[test]
+fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
+    use crate::blocking::CheckedDsl as BlockingCheckedDsl;
+    use crate::retry::AttemptDsl as BlockingAttemptDsl;
+
+    let db = TestDb::new();
+    let source = CountingSource::new(&db);
+    let url = db.url.clone();
+    let policy = quick().escalate_after(1);
+    let outcome = runtime().block_on(assert_send(super::retry_in_blocking_task(
+        &source,
+        &policy,
+        move |conn, attempt| {
+            let mut stock: Stock = BlockingAttemptDsl::find(&attempt, conn, 1)?;
+            if attempt.is_first() {
+                // Another writer between the read and the save: a conflict.
+                diesel::update(stock::table.find(1))
+                    .set(stock::version.eq(stock::version + 1))
+                    .execute(&mut SqliteConnection::establish(&url).expect("other writer"))
+                    .expect("interfering write");
+            } else {
+                assert!(
+                    attempt.runs_in_transaction(),
+                    "escalated after one conflict"
+                );
+            }
+            stock.available -= 1;
+            BlockingCheckedDsl::save_checked(&mut stock, conn)?;
+            Ok((attempt.number(), stock.available))
+        },
+    )));
+    assert_eq!(outcome.expect("second attempt saves"), (2, 9));
+    assert_eq!(source.counters.checkouts(), 2);
+    assert_eq!(source.counters.live(), 0);
+    assert_eq!(source.counters.discards(), 0);
+    assert_eq!(db.stock().available, 9);
+}
+
+/// `BlockInPlace` runs the wrapper's calls on the task's thread on a multi-threaded
+/// runtime, and on the blocking pool on a current-thread one; the checked API works on
+/// it as on diesel-async's default wrapper.
+#[test]
+fn block_in_place_runs_calls_on_the_tasks_thread_where_it_can() {
+    use diesel_async::sync_connection_wrapper::SpawnBlocking;
+
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("multi-threaded runtime");
+    let (here, there) = multi.block_on(async {
+        tokio::spawn(async {
+            let here = std::thread::current().id();
+            let there = super::BlockInPlace
+                .spawn_blocking(|| std::thread::current().id())
+                .await
+                .expect("ran");
+            (here, there)
+        })
+        .await
+        .expect("task")
+    });
+    assert_eq!(here, there, "in place on a multi-threaded runtime");
+    let (here, there) = runtime().block_on(async {
+        let here = std::thread::current().id();
+        let there = super::BlockInPlace
+            .spawn_blocking(|| std::thread::current().id())
+            .await
+            .expect("ran");
+        (here, there)
+    });
+    assert_ne!(
+        here, there,
+        "on the blocking pool on a current-thread runtime"
+    );
+
+    let db = TestDb::new();
+    let url = db.url.clone();
+    multi.block_on(async move {
+        type InPlace = SyncConnectionWrapper<SqliteConnection, super::BlockInPlace>;
+        let source = || InPlace::establish(&url);
+        let saved = retry(&source, &quick(), async |conn, attempt| {
+            let mut stock: Stock = attempt.find(conn, 1).await?;
+            stock.available -= 1;
+            stock.save_checked(conn).await?;
+            Ok(stock.available)
+        })
+        .await
+        .expect("saves");
+        assert_eq!(saved, 9);
+    });
+    assert_eq!(db.stock().available, 9);
+}
+
+/// The async backoff pause averages the pause the policy drew, as `thread::sleep`
+/// does, though Tokio's timer rounds every sleep up to the next millisecond.
+#[test]
+fn sub_millisecond_backoffs_average_what_the_policy_drew() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let asked = Duration::from_micros(300);
+    let runs = 200;
+    let took = rt.block_on(async {
+        let started = std::time::Instant::now();
+        for _ in 0..runs {
+            super::retry::pause(asked).await;
+        }
+        started.elapsed() / runs
+    });
+    // A plain `tokio::time::sleep(300 µs)` lasts 1 ms or more.
+    assert!(
+        took < Duration::from_micros(900),
+        "{took:?} per 300 µs pause"
+    );
+}
+
+/// Only a lost connection makes the helper discard a connection after a clean attempt.
+#[test]
+fn only_a_lost_connection_is_discarded_after_an_attempt() {
+    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+    let lost = |kind| -> Result<(), Error> {
+        Err(E::DatabaseError(kind, Box::new(String::from("gone"))).into())
+    };
+    assert!(super::retry::connection_lost(&lost(Kind::ClosedConnection)));
+    assert!(super::retry::connection_lost(&lost(
+        Kind::UnableToSendCommand
+    )));
+    assert!(!super::retry::connection_lost(&lost(Kind::UniqueViolation)));
+    assert!(!super::retry::connection_lost(&lost(
+        Kind::SerializationFailure
+    )));
+    assert!(!super::retry::connection_lost::<()>(&Ok(())));
+    assert!(!super::retry::connection_lost::<()>(&Err(
+        E::NotFound.into()
+    )));
+}

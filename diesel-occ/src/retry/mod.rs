@@ -328,15 +328,31 @@ where
     F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
 {
     let mut pooled = source.checkout_within(attempt.remaining())?;
-    let (result, clean) = if attempt.runs_in_transaction() {
-        in_attempt_transaction(&mut *pooled, attempt, f)
-    } else {
-        (f(&mut pooled, attempt), true)
-    };
+    let (result, clean) = attempt_on(&mut *pooled, attempt, f);
     if !clean {
         source.discard(pooled);
     }
     result
+}
+
+/// One attempt on a connection already checked out: inside the attempt's transaction
+/// when it [runs in one](Attempt::runs_in_transaction). Also says whether the
+/// connection is clean. The async helper for wrapped blocking connections runs this on
+/// the blocking pool.
+pub(crate) fn attempt_on<C, T, F>(
+    conn: &mut C,
+    attempt: Attempt,
+    f: &mut F,
+) -> (Result<T, Error>, bool)
+where
+    C: LockingConnection,
+    F: FnMut(&mut C, Attempt) -> Result<T, Error>,
+{
+    if attempt.runs_in_transaction() {
+        in_attempt_transaction(conn, attempt, f)
+    } else {
+        (f(conn, attempt), true)
+    }
 }
 
 /// The closure inside the attempt's transaction, which opens before it: a locking

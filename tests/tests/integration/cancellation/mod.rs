@@ -2,3 +2,34 @@
 //! locks and a pool whose connections are in step with their servers.
 
 on_every_backend!(asynchronous_counters, asynchronous);
+
+/// `asynchronous::retry_in_blocking_task`, SQLite only (it runs on wrapped blocking
+/// connections).
+#[path = "."]
+pub(crate) mod sqlite_blocking_task {
+    #[allow(unused_imports)]
+    use diesel_occ_tests::schema::sqlite as schema;
+    type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+        diesel::sqlite::SqliteConnection,
+    >;
+    #[path = "blocking_task.rs"]
+    mod blocking_task;
+    #[path = "../shared/asynchronous_counters.rs"]
+    mod counters;
+}
+
+/// SQLite on `SyncConnectionWrapper<_, BlockInPlace>`, the wrapper that runs its
+/// statements on the task's thread.
+#[path = "."]
+pub(crate) mod sqlite_block_in_place {
+    #[allow(unused_imports)]
+    use diesel_occ_tests::schema::sqlite as schema;
+    type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+        diesel::sqlite::SqliteConnection,
+        diesel_occ::asynchronous::BlockInPlace,
+    >;
+    #[path = "block_in_place.rs"]
+    mod block_in_place;
+    #[path = "../shared/asynchronous_counters.rs"]
+    mod counters;
+}
