@@ -68,9 +68,14 @@ impl fmt::Display for Backend {
 }
 
 fn required_in(list: &str, backend: Backend) -> bool {
+    named_in(list, backend.name()) || list.split(',').any(|item| item.trim() == "all")
+}
+
+/// True when the comma list `list` (an `OCC_REQUIRE` value) names `name`.
+pub(crate) fn named_in(list: &str, name: &str) -> bool {
     list.split(',')
         .map(str::trim)
-        .any(|name| name.eq_ignore_ascii_case(backend.name()) || name == "all")
+        .any(|item| item.eq_ignore_ascii_case(name))
 }
 
 /// The URL with its password replaced, for messages.

@@ -15,8 +15,9 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::backend::{Backend, redact, with_database};
 
-const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/postgres");
-const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/mysql");
+pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations =
+    embed_migrations!("../migrations/postgres");
+pub(crate) const MYSQL_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/mysql");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations/sqlite");
 
 /// A connection type the suite runs on.
@@ -171,7 +172,7 @@ fn admin_connection<C: TestConnection>(server: &str, test: &str) -> Option<C> {
     None
 }
 
-fn database_name(test: &str) -> String {
+pub(crate) fn database_name(test: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let mut stem = sanitize(test);
     stem.truncate(32);
