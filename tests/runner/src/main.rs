@@ -1,8 +1,11 @@
 //! `cargo test-all`: the README's test command.
 //!
-//! 1. Probes PostgreSQL and MySQL/MariaDB (`OCC_POSTGRES_URL`, `OCC_MYSQL_URL`) and the
-//!    MySQL client library, printing a `SKIPPED` line for each backend that cannot run,
-//!    or failing when `OCC_REQUIRE` names it.
+//! 1. Probes PostgreSQL and MySQL/MariaDB (`OCC_POSTGRES_URL`, `OCC_MYSQL_URL`), the
+//!    MySQL client library, and the replicated clusters of `tests/cluster/` (`galera`:
+//!    the three nodes of `OCC_GALERA_URLS`; `pg-replicas`: `OCC_PG_PRIMARY_URL` and
+//!    `OCC_PG_STANDBY_URL`), printing a `SKIPPED` line for each that cannot run, or
+//!    failing when `OCC_REQUIRE` names it (`all` names the three backends, not the
+//!    clusters, which need `tests/cluster/*.sh start` first).
 //! 2. Runs the whole workspace's tests (with cargo-nextest when installed, else
 //!    `cargo test`), then the doctests. Extra arguments go to the test command.
 
@@ -13,19 +16,16 @@ use std::time::Duration;
 
 const POSTGRES_DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+const GALERA_DEFAULT: &str = "mysql://root@127.0.0.1:13306/test,mysql://root@127.0.0.1:13307/test,mysql://root@127.0.0.1:13308/test";
+const PG_PRIMARY_DEFAULT: &str = "postgres://postgres@127.0.0.1:15432/test";
+const PG_STANDBY_DEFAULT: &str = "postgres://postgres@127.0.0.1:15433/test";
 
 fn main() -> ExitCode {
     let required = env::var("OCC_REQUIRE").unwrap_or_default();
-    let is_required = |name: &str| {
-        required
-            .split(',')
-            .map(str::trim)
-            .any(|r| r.eq_ignore_ascii_case(name) || r == "all")
-    };
     let mut problems = Vec::new();
     let mut report = |name: &str, reason: Option<String>| match reason {
         None => eprintln!("test-all: {name}: ready"),
-        Some(reason) if is_required(name) => {
+        Some(reason) if is_required(&required, name) => {
             eprintln!("test-all: {name} is REQUIRED (OCC_REQUIRE) but {reason}");
             problems.push(name.to_owned());
         }
@@ -49,9 +49,31 @@ fn main() -> ExitCode {
     report("mysql", mysql_reason);
     report("sqlite", None);
 
+    // The blocking Galera tests need the client library, as the blocking MySQL ones do.
+    let galera = env::var("OCC_GALERA_URLS").unwrap_or_else(|_| GALERA_DEFAULT.into());
+    let galera_nodes: Vec<&str> = galera
+        .split(',')
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .collect();
+    let galera_reason = if !mysql_client {
+        Some("the MySQL client library is not installed (see mysql above)".to_owned())
+    } else if galera_nodes.len() != 3 {
+        Some(format!(
+            "OCC_GALERA_URLS lists {} URLs, not 3",
+            galera_nodes.len()
+        ))
+    } else {
+        all_reachable(&galera_nodes, 3306)
+    };
+    report("galera", galera_reason);
+    let primary = env::var("OCC_PG_PRIMARY_URL").unwrap_or_else(|_| PG_PRIMARY_DEFAULT.into());
+    let standby = env::var("OCC_PG_STANDBY_URL").unwrap_or_else(|_| PG_STANDBY_DEFAULT.into());
+    report("pg-replicas", all_reachable(&[&primary, &standby], 5432));
+
     if !problems.is_empty() {
         eprintln!(
-            "test-all: required backends unavailable: {}",
+            "test-all: required backends or clusters unavailable: {}",
             problems.join(", ")
         );
         return ExitCode::FAILURE;
@@ -109,6 +131,24 @@ fn test_commands(features: &[&str], extra: &[String]) -> Vec<Command> {
         all.args(extra);
         vec![all]
     }
+}
+
+/// `true` when `OCC_REQUIRE` (`required`) names `name`; `all` names the three backends
+/// only.
+fn is_required(required: &str, name: &str) -> bool {
+    required.split(',').map(str::trim).any(|r| {
+        r.eq_ignore_ascii_case(name)
+            || (r == "all" && ["postgres", "mysql", "sqlite"].contains(&name))
+    })
+}
+
+/// `None` when every URL's server accepts a TCP connection, else which do not.
+fn all_reachable(urls: &[&str], default_port: u16) -> Option<String> {
+    let down: Vec<String> = urls
+        .iter()
+        .filter_map(|url| unreachable(url, default_port))
+        .collect();
+    (!down.is_empty()).then(|| down.join("; "))
 }
 
 /// `None` when a TCP connection to the URL's host and port succeeds, else why not.
@@ -184,6 +224,15 @@ mod tests {
             Some(("h".into(), 3306))
         );
         assert_eq!(host_port("nonsense", 1), None);
+    }
+
+    #[test]
+    fn all_names_the_backends_not_the_clusters() {
+        assert!(is_required("all", "mysql"));
+        assert!(!is_required("all", "galera"));
+        assert!(is_required("postgres, GALERA", "galera"));
+        assert!(is_required("pg-replicas", "pg-replicas"));
+        assert!(!is_required("", "sqlite"));
     }
 
     #[test]
