@@ -224,6 +224,7 @@ mod observability;
 mod properties;
 mod redacted_errors;
 mod retry;
+mod scale_out;
 mod skipped_columns;
 mod soft_delete;
 mod statement_cache;

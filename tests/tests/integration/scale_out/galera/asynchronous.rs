@@ -1,0 +1,500 @@
+//! Galera on async connections (`AsyncMysqlConnection`, no client library): the
+//! twins of `blocking.rs`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use diesel::dsl::sql;
+use diesel::sql_types::Text;
+use diesel::{ExpressionMethods, QueryDsl};
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_async::{
+    AsyncConnection, AsyncMysqlConnection as Conn, RunQueryDsl, SimpleAsyncConnection,
+};
+use diesel_occ::Error;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::asynchronous::{self as occ, Attempt};
+use diesel_occ::multi_host::{MultiHost, UrlSource};
+use diesel_occ::testing::Race;
+use diesel_occ_tests::schema::mysql as schema;
+use diesel_occ_tests::{Access, GaleraDb, connect_async};
+use tokio::sync::{Barrier, watch};
+use tokio::task::JoinSet;
+
+use super::common::{
+    AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, Loss, NODE_STATE,
+    NOT_READY, STALE_READS_ALLOWED, STOP_APPLYING, WORKERS, hot_row_policy, increment_log, loss,
+    seed_row, served, value_of,
+};
+
+/// A session on node `node` (1 to 3) whose reads are causal.
+async fn causal(db: &GaleraDb, node: usize) -> Conn {
+    let mut conn = connect_async::<Conn>(db.url(node))
+        .await
+        .unwrap_or_else(|e| panic!("connect to node {node}: {e}"));
+    conn.batch_execute(CAUSAL_READS)
+        .await
+        .expect("wsrep_sync_wait");
+    conn
+}
+
+async fn seed(db: &GaleraDb) {
+    diesel::insert_into(schema::counters::table)
+        .values(seed_row())
+        .execute(&mut causal(db, 1).await)
+        .await
+        .expect("seed");
+}
+
+/// Row 1 as every node holds it (causal reads), after checking that they agree.
+async fn row_everywhere(db: &GaleraDb) -> Counter {
+    let mut rows = Vec::new();
+    for node in 1..=db.nodes() {
+        let mut conn = causal(db, node).await;
+        rows.push(Counter::find(&mut conn, 1).await.expect("row 1"));
+    }
+    assert!(
+        rows.iter().all(|row| *row == rows[0]),
+        "the nodes disagree: {rows:?}"
+    );
+    rows[0].clone()
+}
+
+const ROUNDS: usize = 5;
+
+/// Async twin of the blocking race: writers on nodes 1 and 2 read, meet at the race's
+/// barrier, save; exactly one wins each round, the other loses by a typed conflict or a
+/// certification failure, and the row holds the winner's value everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
+    let db = galera_db!(Access::Shared);
+    seed(&db).await;
+    let mut losses: HashMap<Loss, usize> = HashMap::new();
+    for round in 0..ROUNDS {
+        let report = Race::new(2)
+            .run_asynchronous(
+                async |writer| {
+                    let mut conn = causal(&db, writer + 1).await;
+                    let row: Counter = Counter::find(&mut conn, 1).await.expect("row 1");
+                    (conn, row)
+                },
+                async |writer, (mut conn, mut row): (Conn, Counter)| {
+                    row.value = value_of(round, writer);
+                    row.save_checked(&mut conn).await.map(|()| row.value)
+                },
+            )
+            .await;
+        let winners: Vec<_> = report.winners().collect();
+        assert_eq!(winners.len(), 1, "round {round}: {report:?}");
+        let losers: Vec<_> = report.losers().collect();
+        assert_eq!(losers.len(), 1, "round {round}: {report:?}");
+        *losses.entry(loss(losers[0].1)).or_default() += 1;
+        let row = row_everywhere(&db).await;
+        assert_eq!(
+            row.value, *winners[0].1,
+            "round {round}: the winner's value"
+        );
+        assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
+    }
+    eprintln!(
+        "{}: losers over {ROUNDS} rounds: {losses:?}",
+        module_path!()
+    );
+}
+
+/// Async twin: both writers save in a transaction on their own node (each save matches
+/// there), meet at a barrier, then commit; certification lets exactly one commit and
+/// fails the other with 1213, retryable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
+    let db = galera_db!(Access::Shared);
+    seed(&db).await;
+    let barrier = Barrier::new(2);
+    let writer = async |writer: usize| {
+        let mut conn = causal(&db, writer + 1).await;
+        let saved_locally = AtomicBool::new(false);
+        let value = value_of(0, writer);
+        let (barrier, saved) = (&barrier, &saved_locally);
+        let committed = conn
+            .transaction::<_, Error, _>(async move |conn| {
+                let save = match Counter::find(conn, 1).await {
+                    Ok(mut row) => {
+                        row.value = value;
+                        row.save_checked(conn).await
+                    }
+                    Err(error) => Err(error),
+                };
+                saved.store(save.is_ok(), Ordering::SeqCst);
+                // Both have saved (or failed) before either commits.
+                barrier.wait().await;
+                save.map(|()| value)
+            })
+            .await;
+        (
+            AtomicBool::load(&saved_locally, Ordering::SeqCst),
+            committed,
+        )
+    };
+    let (first, second) = tokio::join!(writer(0), writer(1));
+    let outcomes = [first, second];
+    assert!(
+        outcomes.iter().all(|(saved, _)| *saved),
+        "both checked saves match on their own node: {outcomes:?}"
+    );
+    let winners: Vec<i32> = outcomes
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().copied())
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let error = outcomes
+        .iter()
+        .find_map(|(_, r)| r.as_ref().err())
+        .expect("a loser");
+    assert_eq!(loss(error), Loss::Certification, "{error:?}");
+    assert_eq!(row_everywhere(&db).await.value, winners[0]);
+}
+
+/// Async twin of the stale read: node 2 stops applying (its global read lock), node 1
+/// saves, node 2 reads the old row with `wsrep_sync_wait = 0` (stale, asserted); after
+/// the lock is released, node 2's checked save of the stale entity fails and node 1's
+/// change stays everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db).await;
+    let mut reader = causal(&db, 2).await;
+    assert_eq!(
+        Counter::find(&mut reader, 1).await.expect("row 1"),
+        seed_row()
+    );
+    reader
+        .batch_execute(STALE_READS_ALLOWED)
+        .await
+        .expect("wsrep_sync_wait");
+
+    let mut lock = causal(&db, 2).await;
+    lock.batch_execute(STOP_APPLYING)
+        .await
+        .expect("global read lock");
+    let state: String = diesel::select(sql::<Text>(NODE_STATE))
+        .get_result(&mut lock)
+        .await
+        .expect("node state");
+    eprintln!("{}: node 2 holding its read lock: {state}", module_path!());
+
+    let mut writer = causal(&db, 1).await;
+    let mut fresh = Counter::find(&mut writer, 1).await.expect("row 1");
+    fresh.value = 111;
+    fresh.save_checked(&mut writer).await.expect("node 1 saves");
+
+    let mut stale = Counter::find(&mut reader, 1).await.expect("row 1");
+    assert_eq!(
+        (stale.value, stale.version),
+        (0, 1),
+        "node 2 lags: its read is stale"
+    );
+
+    lock.batch_execute("UNLOCK TABLES").await.expect("unlock");
+    drop(lock);
+    stale.value = 222;
+    let error = stale
+        .save_checked(&mut reader)
+        .await
+        .expect_err("a stale save must not succeed");
+    eprintln!(
+        "{}: the stale save on node 2 lost by {:?}",
+        module_path!(),
+        loss(&error)
+    );
+    let row = row_everywhere(&db).await;
+    assert_eq!((row.value, row.version), (111, 2), "node 1's change stays");
+}
+
+/// One increment of row 1, as a retry attempt on whatever node the source gave it.
+async fn increment(conn: &mut Conn, attempt: &Attempt) -> Result<(), Error> {
+    let mut row: Counter = attempt.find(conn, 1).await?;
+    row.value += 1;
+    row.save_checked(conn).await
+}
+
+/// Async twin: 8 tasks increment row 1 250 times each through a `MultiHost` over the
+/// three nodes' deadpool pools; the row ends at exactly 2000 everywhere and every node
+/// served attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
+    let db = galera_db!(Access::Shared);
+    seed(&db).await;
+    let pools = db.urls().iter().map(|url| {
+        // Like r2d2's, deadpool's default recycling pings every connection it hands
+        // out; a checked-out connection that died fails its statement instead.
+        let mut config = ManagerConfig::default();
+        config.recycling_method = RecyclingMethod::Fast;
+        Pool::builder(AsyncDieselConnectionManager::<Conn>::new_with_config(
+            url, config,
+        ))
+        .max_size(WORKERS)
+        .build()
+        .expect("pool")
+    });
+    let nodes = Arc::new(MultiHost::new(pools));
+    let counts = Arc::new(AttemptCounts::default());
+    let start = Arc::new(Barrier::new(WORKERS));
+    let started = Instant::now();
+    let mut workers = JoinSet::new();
+    for _ in 0..WORKERS {
+        let (nodes, counts, start) = (nodes.clone(), counts.clone(), start.clone());
+        workers.spawn(async move {
+            let policy = hot_row_policy();
+            start.wait().await;
+            for _ in 0..INCREMENTS {
+                let counts = &counts;
+                occ::retry(&*nodes, &policy, async |conn, attempt| {
+                    let result = increment(conn, &attempt).await;
+                    counts.record(&result);
+                    result
+                })
+                .await
+                .expect("every increment ends saved");
+            }
+        });
+    }
+    while let Some(worker) = workers.join_next().await {
+        worker.expect("worker");
+    }
+    let elapsed = started.elapsed();
+    let row = row_everywhere(&db).await;
+    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
+    assert_eq!((row.value, row.version), (total, total + 1));
+    let stats = nodes.node_stats();
+    eprintln!(
+        "{}: {total} increments in {elapsed:.2?}: {} attempts ({:?}), served per node {:?}",
+        module_path!(),
+        counts.attempts(),
+        counts,
+        served(&stats)
+    );
+    assert!(
+        stats.iter().all(|node| node.served > 0),
+        "every node served attempts: {stats:?}"
+    );
+    assert_eq!(
+        stats.iter().map(|node| node.served).sum::<u64>(),
+        counts.attempts(),
+        "one checkout per attempt"
+    );
+}
+
+/// Acknowledged increments before the kill, while the node is down, and after it has
+/// rejoined.
+const KILL_AT: u64 = 100;
+const WHILE_DOWN: u64 = 100;
+const AFTER_REJOIN: u64 = 100;
+
+/// Waits until `target` increments were acknowledged (at most a minute).
+async fn wait_for(acked: &watch::Sender<u64>, target: u64) -> u64 {
+    let mut rx = acked.subscribe();
+    let waited = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|n| *n >= target)).await;
+    match waited {
+        Ok(Ok(n)) => *n,
+        _ => panic!(
+            "only {} of {target} increments acknowledged after a minute",
+            *acked.borrow()
+        ),
+    }
+}
+
+/// Async twin of the node kill: 8 tasks increment through a `MultiHost` of connections
+/// per attempt, logging each increment's id in its transaction; node 3 is SIGKILLed
+/// after 100 acknowledged increments and restarted after 100 more, the run stops 100
+/// after it is back. Unknown outcomes are reconciled through the log; attempts move to
+/// nodes 1 and 2 and back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db).await;
+    causal(&db, 1)
+        .await
+        .batch_execute(CREATE_INCREMENT_LOG)
+        .await
+        .expect("increment_log");
+    for node in 2..=3 {
+        let rows: i64 = increment_log::table
+            .count()
+            .get_result(&mut causal(&db, node).await)
+            .await
+            .expect("increment_log replicated");
+        assert_eq!(rows, 0);
+    }
+    let nodes: Arc<MultiHost<UrlSource<Conn>>> = Arc::new(
+        MultiHost::from_urls(db.urls().iter().cloned()).cool_down(Duration::from_millis(200)),
+    );
+    let counts = Arc::new(AttemptCounts::default());
+    let acked = Arc::new(watch::Sender::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let unknown = Arc::new(Mutex::new(Vec::<(i64, String)>::new()));
+    let started = Instant::now();
+    let mut workers = JoinSet::new();
+    for worker in 0..WORKERS {
+        let (nodes, counts, acked, stop) =
+            (nodes.clone(), counts.clone(), acked.clone(), stop.clone());
+        let (acknowledged, unknown) = (acknowledged.clone(), unknown.clone());
+        workers.spawn(async move {
+            let policy = hot_row_policy();
+            for i in 0..100_000 {
+                if AtomicBool::load(&stop, Ordering::SeqCst) {
+                    break;
+                }
+                let op = i64::try_from(worker * 1_000_000 + i).unwrap();
+                let counts = &counts;
+                let result = occ::retry(&*nodes, &policy, async |conn, attempt| {
+                    let result = conn
+                        .transaction::<_, Error, _>(async |conn| {
+                            increment(conn, &attempt).await?;
+                            diesel::insert_into(increment_log::table)
+                                .values(increment_log::op.eq(op))
+                                .execute(conn)
+                                .await?;
+                            Ok(())
+                        })
+                        .await;
+                    counts.record(&result);
+                    result
+                })
+                .await;
+                match result {
+                    Ok(()) => {
+                        acknowledged.lock().unwrap().push(op);
+                        acked.send_modify(|n| *n += 1);
+                    }
+                    Err(error) => unknown.lock().unwrap().push((op, describe(&error))),
+                }
+            }
+        });
+    }
+    // Stops the workers when the controller is done, or fails.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let stopper = StopOnDrop(stop.clone());
+    wait_for(&acked, KILL_AT).await;
+    // The script runs on this worker thread; the workers go on on the others.
+    let down = tokio::task::block_in_place(|| db.kill_node(3));
+    let killed = (*acked.borrow(), nodes.node_stats());
+    wait_for(&acked, killed.0 + WHILE_DOWN).await;
+    let restarting = (*acked.borrow(), nodes.node_stats());
+    let restart = tokio::task::block_in_place(|| down.restart());
+    let rejoined = (*acked.borrow(), nodes.node_stats());
+    wait_for(&acked, rejoined.0 + AFTER_REJOIN).await;
+    let end = (*acked.borrow(), nodes.node_stats());
+    drop(stopper);
+    while let Some(worker) = workers.join_next().await {
+        worker.expect("worker");
+    }
+    let elapsed = started.elapsed();
+
+    let acknowledged: HashSet<i64> = acknowledged.lock().unwrap().iter().copied().collect();
+    let unknown = unknown.lock().unwrap().clone();
+    let logged: HashSet<i64> = increment_log::table
+        .select(increment_log::op)
+        .load(&mut causal(&db, 1).await)
+        .await
+        .expect("the log")
+        .into_iter()
+        .collect();
+    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
+    // A node that is rejoining accepts connections before it is ready and refuses
+    // statements with error 1047, which nothing retries: those increments never ran.
+    let refused: Vec<i64> = unknown
+        .iter()
+        .filter(|(_, error)| error.contains(NOT_READY))
+        .map(|(op, _)| *op)
+        .collect();
+    assert!(
+        refused.iter().all(|op| !logged.contains(op)),
+        "an increment refused by a node that was not ready never ran"
+    );
+    let lost: Vec<&(i64, String)> = unknown
+        .iter()
+        .filter(|(_, error)| !error.contains(NOT_READY))
+        .collect();
+    eprintln!(
+        "{}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
+         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
+         {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, \
+         served {:?}; restarted at {} acked, served {:?}; rejoined in {:.2?} ({}) at {} \
+         acked, served {:?}; stopped at {} acked, served {:?}, failures {:?}",
+        module_path!(),
+        acknowledged.len(),
+        unknown.len(),
+        refused.len(),
+        lost.len(),
+        killed.0,
+        served(&killed.1),
+        restarting.0,
+        served(&restarting.1),
+        restart.0,
+        restart.1,
+        rejoined.0,
+        served(&rejoined.1),
+        end.0,
+        served(&end.1),
+        end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
+    );
+
+    assert!(
+        unknown
+            .iter()
+            .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
+        "only a database error (a lost connection) leaves an increment unacknowledged"
+    );
+    assert!(
+        acknowledged.is_subset(&logged),
+        "every acknowledged increment committed"
+    );
+    let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
+    assert!(
+        logged
+            .iter()
+            .all(|op| acknowledged.contains(op) || known.contains(op)),
+        "every logged increment was attempted"
+    );
+    let row = row_everywhere(&db).await;
+    let value = usize::try_from(row.value).unwrap();
+    assert_eq!(value, acknowledged.len() + committed_unknown);
+    assert_eq!(value, logged.len());
+    assert_eq!(row.version, row.value + 1, "one token step per increment");
+
+    assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
+    assert!(
+        restarting.1[2].failures > killed.1[2].failures,
+        "{restarting:?}"
+    );
+    for node in 0..2 {
+        assert!(restarting.1[node].served > killed.1[node].served);
+    }
+    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
+    assert!(
+        restart.1.contains("IST completed"),
+        "rejoined by IST: {}",
+        restart.1
+    );
+}
+
+/// An error of a write whose outcome the worker does not know, with the driver's
+/// message (these tests print it; a service would not). Anything but a database error
+/// would be the helper giving up: marked so.
+fn describe(error: &Error) -> String {
+    match error {
+        Error::Database(database) => database.diesel_error().to_string(),
+        other => format!("NOT A DATABASE ERROR: {other:?}"),
+    }
+}

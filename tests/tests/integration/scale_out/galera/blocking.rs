@@ -1,0 +1,493 @@
+//! Galera on blocking connections (`MysqlConnection`, feature `mysql`): writers on
+//! different nodes race on one row, a stale read from a lagging node, increments
+//! through the multi-host source, and a node killed under load.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use diesel::connection::SimpleConnection;
+use diesel::dsl::sql;
+use diesel::mysql::MysqlConnection as Conn;
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, Pool};
+use diesel::sql_types::Text;
+use diesel_occ::Error;
+use diesel_occ::multi_host::{MultiHost, UrlSource};
+use diesel_occ::prelude::*;
+use diesel_occ::retry;
+use diesel_occ::testing::Race;
+use diesel_occ_tests::schema::mysql as schema;
+use diesel_occ_tests::{Access, GaleraDb};
+
+use super::common::{
+    AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, Loss, NODE_STATE,
+    NOT_READY, STALE_READS_ALLOWED, STOP_APPLYING, WORKERS, hot_row_policy, increment_log, loss,
+    seed_row, served, value_of,
+};
+
+/// A session on node `node` (1 to 3) whose reads are causal.
+fn causal(db: &GaleraDb, node: usize) -> Conn {
+    let mut conn =
+        Conn::establish(db.url(node)).unwrap_or_else(|e| panic!("connect to node {node}: {e}"));
+    conn.batch_execute(CAUSAL_READS).expect("wsrep_sync_wait");
+    conn
+}
+
+fn seed(db: &GaleraDb) {
+    diesel::insert_into(schema::counters::table)
+        .values(seed_row())
+        .execute(&mut causal(db, 1))
+        .expect("seed");
+}
+
+/// Row 1 as every node holds it (causal reads), after checking that they agree.
+fn row_everywhere(db: &GaleraDb) -> Counter {
+    let rows: Vec<Counter> = (1..=db.nodes())
+        .map(|node| Counter::find(&mut causal(db, node), 1).expect("row 1"))
+        .collect();
+    assert!(
+        rows.iter().all(|row| *row == rows[0]),
+        "the nodes disagree: {rows:?}"
+    );
+    rows[0].clone()
+}
+
+const ROUNDS: usize = 5;
+
+/// Writer 0 on node 1 and writer 1 on node 2 both read row 1, meet at the race's barrier,
+/// then save it with the token they read (autocommit), in each of a few rounds. Exactly
+/// one wins each round; the other's write matched no row (the winner's write set was
+/// applied first: a typed conflict) or failed certification (1213, retryable). The
+/// row holds the winner's value, on every node.
+#[test]
+fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
+    let db = galera_db!(Access::Shared);
+    seed(&db);
+    let mut losses: HashMap<Loss, usize> = HashMap::new();
+    for round in 0..ROUNDS {
+        let report = Race::new(2).run(
+            |writer| {
+                let mut conn = causal(&db, writer + 1);
+                let row = Counter::find(&mut conn, 1).expect("row 1");
+                (conn, row)
+            },
+            |writer, (mut conn, mut row)| {
+                row.value = value_of(round, writer);
+                row.save_checked(&mut conn).map(|()| row.value)
+            },
+        );
+        let winners: Vec<_> = report.winners().collect();
+        assert_eq!(winners.len(), 1, "round {round}: {report:?}");
+        let losers: Vec<_> = report.losers().collect();
+        assert_eq!(losers.len(), 1, "round {round}: {report:?}");
+        *losses.entry(loss(losers[0].1)).or_default() += 1;
+        let row = row_everywhere(&db);
+        assert_eq!(
+            row.value, *winners[0].1,
+            "round {round}: the winner's value"
+        );
+        assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
+    }
+    eprintln!(
+        "{}: losers over {ROUNDS} rounds: {losses:?}",
+        module_path!()
+    );
+}
+
+/// Both writers save inside a transaction, each on its own node, and meet at a barrier
+/// after the save, before the commit. Neither has committed, so each checked save
+/// matches row 1 on its own node: the token check alone cannot stop the second writer
+/// here. Certification does: exactly one commit succeeds, the other fails with error
+/// 1213, which `is_retryable` says a retry would resolve, and the row holds the
+/// winner's value on every node.
+#[test]
+fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
+    let db = galera_db!(Access::Shared);
+    seed(&db);
+    let barrier = Barrier::new(2);
+    let outcomes: Vec<(bool, Result<i32, Error>)> = thread::scope(|scope| {
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let (db, barrier) = (&db, &barrier);
+                scope.spawn(move || {
+                    let mut conn = causal(db, writer + 1);
+                    let mut saved_locally = false;
+                    let value = value_of(0, writer);
+                    let committed = conn.transaction::<_, Error, _>(|conn| {
+                        let save = Counter::find(conn, 1).and_then(|mut row| {
+                            row.value = value;
+                            row.save_checked(conn)
+                        });
+                        saved_locally = save.is_ok();
+                        // Both have saved (or failed) before either commits.
+                        barrier.wait();
+                        save.map(|()| value)
+                    });
+                    (saved_locally, committed)
+                })
+            })
+            .collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert!(
+        outcomes.iter().all(|(saved, _)| *saved),
+        "both checked saves match on their own node: {outcomes:?}"
+    );
+    let winners: Vec<i32> = outcomes
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().copied())
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let error = outcomes
+        .iter()
+        .find_map(|(_, r)| r.as_ref().err())
+        .expect("a loser");
+    assert_eq!(loss(error), Loss::Certification, "{error:?}");
+    assert_eq!(row_everywhere(&db).value, winners[0]);
+}
+
+/// Node 2 stops applying (a session there holds its global read lock), node 1 saves a
+/// change, and a session on node 2 with stale reads allowed (`wsrep_sync_wait = 0`)
+/// reads the old row: the read IS stale. Once node 2 applies again, saving that stale
+/// entity there must fail, as a conflict or a certification failure, never succeed:
+/// the row keeps node 1's change on every node.
+#[test]
+fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db);
+    let mut reader = causal(&db, 2);
+    assert_eq!(Counter::find(&mut reader, 1).expect("row 1"), seed_row());
+    reader
+        .batch_execute(STALE_READS_ALLOWED)
+        .expect("wsrep_sync_wait");
+
+    let mut lock = causal(&db, 2);
+    lock.batch_execute(STOP_APPLYING).expect("global read lock");
+    let state: String = diesel::select(sql::<Text>(NODE_STATE))
+        .get_result(&mut lock)
+        .expect("node state");
+    eprintln!("{}: node 2 holding its read lock: {state}", module_path!());
+
+    let mut writer = causal(&db, 1);
+    let mut fresh = Counter::find(&mut writer, 1).expect("row 1");
+    fresh.value = 111;
+    fresh.save_checked(&mut writer).expect("node 1 saves");
+
+    let mut stale = Counter::find(&mut reader, 1).expect("row 1");
+    assert_eq!(
+        (stale.value, stale.version),
+        (0, 1),
+        "node 2 lags: its read is stale"
+    );
+
+    lock.batch_execute("UNLOCK TABLES").expect("unlock");
+    drop(lock);
+    stale.value = 222;
+    let result = stale.save_checked(&mut reader);
+    let error = result.expect_err("a stale save must not succeed");
+    eprintln!(
+        "{}: the stale save on node 2 lost by {:?}",
+        module_path!(),
+        loss(&error)
+    );
+    let row = row_everywhere(&db);
+    assert_eq!((row.value, row.version), (111, 2), "node 1's change stays");
+}
+
+/// One increment of row 1, as a retry attempt on whatever node the source gave it.
+fn increment(conn: &mut Conn, attempt: retry::Attempt) -> Result<(), Error> {
+    let mut row: Counter = attempt.find(conn, 1)?;
+    row.value += 1;
+    row.save_checked(conn)
+}
+
+/// 8 workers increment row 1 250 times each through a `MultiHost` over the three
+/// nodes' pools, with the retry helper (reads are not causal: an attempt may read a
+/// stale row on its node, and then conflicts). The row ends at exactly 2000, on every
+/// node, and every node served attempts.
+#[test]
+fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
+    let db = galera_db!(Access::Shared);
+    seed(&db);
+    let pools = db.urls().iter().map(|url| {
+        Pool::builder()
+            .max_size(u32::try_from(WORKERS).unwrap())
+            .connection_timeout(Duration::from_secs(5))
+            .build(ConnectionManager::<Conn>::new(url))
+            .expect("pool")
+    });
+    let nodes = MultiHost::new(pools);
+    let policy = hot_row_policy();
+    let counts = AttemptCounts::default();
+    let start = Barrier::new(WORKERS);
+    let started = Instant::now();
+    thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                start.wait();
+                for _ in 0..INCREMENTS {
+                    retry::retry(&nodes, &policy, |conn, attempt| {
+                        let result = increment(conn, attempt);
+                        counts.record(&result);
+                        result
+                    })
+                    .expect("every increment ends saved");
+                }
+            });
+        }
+    });
+    let elapsed = started.elapsed();
+    let row = row_everywhere(&db);
+    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
+    assert_eq!((row.value, row.version), (total, total + 1));
+    let stats = nodes.node_stats();
+    eprintln!(
+        "{}: {total} increments in {elapsed:.2?}: {} attempts ({:?}), served per node {:?}",
+        module_path!(),
+        counts.attempts(),
+        counts,
+        served(&stats)
+    );
+    assert!(
+        stats.iter().all(|node| node.served > 0),
+        "every node served attempts: {stats:?}"
+    );
+    assert_eq!(
+        stats.iter().map(|node| node.served).sum::<u64>(),
+        counts.attempts(),
+        "one checkout per attempt"
+    );
+}
+
+/// What the workers of the node-kill run have acknowledged, for the controller to
+/// wait on (a counter, not a sleep).
+#[derive(Default)]
+struct Progress {
+    acked: Mutex<u64>,
+    changed: Condvar,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    fn ack(&self) {
+        *self.acked.lock().unwrap() += 1;
+        self.changed.notify_all();
+    }
+
+    fn acked(&self) -> u64 {
+        *self.acked.lock().unwrap()
+    }
+
+    /// Waits until `target` increments were acknowledged (at most a minute).
+    fn wait_for(&self, target: u64) {
+        let (acked, timeout) = self
+            .changed
+            .wait_timeout_while(
+                self.acked.lock().unwrap(),
+                Duration::from_secs(60),
+                |acked| *acked < target,
+            )
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "only {} of {target} increments acknowledged after a minute",
+            *acked
+        );
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Stops the workers when the controller is done, or fails.
+struct StopOnDrop<'a>(&'a Progress);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Acknowledged increments before the kill, while the node is down, and after it has
+/// rejoined.
+const KILL_AT: u64 = 100;
+const WHILE_DOWN: u64 = 100;
+const AFTER_REJOIN: u64 = 100;
+
+/// 8 workers increment row 1 through a `MultiHost` over the three nodes (a connection
+/// per attempt), each increment also logging its operation id in the same transaction.
+/// After 100 acknowledged increments node 3 is SIGKILLed; after 100 more it is
+/// restarted (it rejoins by IST) while the workers go on, and the run stops 100
+/// increments after it is back. Attempts move to nodes 1 and 2 while node 3 is down and
+/// back to it after; the increments whose outcome the workers never learnt (their
+/// connection died) are reconciled through the log: the final count is the acknowledged
+/// increments plus the unknown ones that committed, and equals the number of log rows.
+#[test]
+fn a_node_killed_under_load_loses_no_acknowledged_increment() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db);
+    causal(&db, 1)
+        .batch_execute(CREATE_INCREMENT_LOG)
+        .expect("increment_log");
+    for node in 2..=3 {
+        let rows: i64 = increment_log::table
+            .count()
+            .get_result(&mut causal(&db, node))
+            .expect("increment_log replicated");
+        assert_eq!(rows, 0);
+    }
+    let nodes: MultiHost<UrlSource<Conn>> =
+        MultiHost::from_urls(db.urls().iter().cloned()).cool_down(Duration::from_millis(200));
+    let policy = hot_row_policy();
+    let counts = AttemptCounts::default();
+    let progress = Progress::default();
+    let acknowledged = Mutex::new(Vec::<i64>::new());
+    let unknown = Mutex::new(Vec::<(i64, String)>::new());
+    let started = Instant::now();
+    let (killed, restarting, rejoined, end, restart) = thread::scope(|scope| {
+        for worker in 0..WORKERS {
+            let (nodes, policy, counts, progress) = (&nodes, &policy, &counts, &progress);
+            let (acknowledged, unknown) = (&acknowledged, &unknown);
+            scope.spawn(move || {
+                for i in 0..100_000 {
+                    if progress.stopped() {
+                        break;
+                    }
+                    let op = i64::try_from(worker * 1_000_000 + i).unwrap();
+                    let result = retry::retry(nodes, policy, |conn, attempt| {
+                        let result = conn.transaction::<_, Error, _>(|conn| {
+                            increment(conn, attempt)?;
+                            diesel::insert_into(increment_log::table)
+                                .values(increment_log::op.eq(op))
+                                .execute(conn)?;
+                            Ok(())
+                        });
+                        counts.record(&result);
+                        result
+                    });
+                    match result {
+                        Ok(()) => {
+                            acknowledged.lock().unwrap().push(op);
+                            progress.ack();
+                        }
+                        Err(error) => unknown.lock().unwrap().push((op, describe(&error))),
+                    }
+                }
+            });
+        }
+        let _stop = StopOnDrop(&progress);
+        progress.wait_for(KILL_AT);
+        let down = db.kill_node(3);
+        let killed = (progress.acked(), nodes.node_stats());
+        progress.wait_for(killed.0 + WHILE_DOWN);
+        let restarting = (progress.acked(), nodes.node_stats());
+        let restart = down.restart();
+        let rejoined = (progress.acked(), nodes.node_stats());
+        progress.wait_for(rejoined.0 + AFTER_REJOIN);
+        let end = (progress.acked(), nodes.node_stats());
+        (killed, restarting, rejoined, end, restart)
+    });
+    let elapsed = started.elapsed();
+
+    let acknowledged: HashSet<i64> = acknowledged.into_inner().unwrap().into_iter().collect();
+    let unknown = unknown.into_inner().unwrap();
+    let logged: HashSet<i64> = increment_log::table
+        .select(increment_log::op)
+        .load(&mut causal(&db, 1))
+        .expect("the log")
+        .into_iter()
+        .collect();
+    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
+    // A node that is rejoining accepts connections before it is ready and refuses
+    // statements with error 1047, which nothing retries: those increments never ran.
+    let refused: Vec<i64> = unknown
+        .iter()
+        .filter(|(_, error)| error.contains(NOT_READY))
+        .map(|(op, _)| *op)
+        .collect();
+    assert!(
+        refused.iter().all(|op| !logged.contains(op)),
+        "an increment refused by a node that was not ready never ran"
+    );
+    let lost: Vec<&(i64, String)> = unknown
+        .iter()
+        .filter(|(_, error)| !error.contains(NOT_READY))
+        .collect();
+    eprintln!(
+        "{}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
+         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
+         {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, \
+         served {:?}; restarted at {} acked, served {:?}; rejoined in {:.2?} ({}) at {} \
+         acked, served {:?}; stopped at {} acked, served {:?}, failures {:?}",
+        module_path!(),
+        acknowledged.len(),
+        unknown.len(),
+        refused.len(),
+        lost.len(),
+        killed.0,
+        served(&killed.1),
+        restarting.0,
+        served(&restarting.1),
+        restart.0,
+        restart.1,
+        rejoined.0,
+        served(&rejoined.1),
+        end.0,
+        served(&end.1),
+        end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
+    );
+
+    assert!(
+        unknown
+            .iter()
+            .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
+        "only a database error (a lost connection) leaves an increment unacknowledged"
+    );
+    assert!(
+        acknowledged.is_subset(&logged),
+        "every acknowledged increment committed"
+    );
+    let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
+    assert!(
+        logged
+            .iter()
+            .all(|op| acknowledged.contains(op) || known.contains(op)),
+        "every logged increment was attempted"
+    );
+    let row = row_everywhere(&db);
+    let value = usize::try_from(row.value).unwrap();
+    assert_eq!(value, acknowledged.len() + committed_unknown);
+    assert_eq!(value, logged.len());
+    assert_eq!(row.version, row.value + 1, "one token step per increment");
+
+    // Node 3 served nothing while it was down and was tried (and skipped); nodes 1 and
+    // 2 took the load; after it rejoined it served again.
+    assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
+    assert!(
+        restarting.1[2].failures > killed.1[2].failures,
+        "{restarting:?}"
+    );
+    for node in 0..2 {
+        assert!(restarting.1[node].served > killed.1[node].served);
+    }
+    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
+    assert!(
+        restart.1.contains("IST completed"),
+        "rejoined by IST: {}",
+        restart.1
+    );
+}
+
+/// An error of a write whose outcome the worker does not know, with the driver's
+/// message (these tests print it; a service would not). Anything but a database error
+/// (a lost connection, a node not ready) would be the helper giving up: marked so.
+fn describe(error: &Error) -> String {
+    match error {
+        Error::Database(database) => database.diesel_error().to_string(),
+        other => format!("NOT A DATABASE ERROR: {other:?}"),
+    }
+}
