@@ -268,6 +268,13 @@ fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// `wsrep_local_state_comment` and `wsrep_cluster_size` of the session's node, e.g.
+/// `Synced 3`.
+const NODE_STATE_AND_SIZE: &str = "(SELECT CONCAT(\
+     MAX(IF(VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT', VARIABLE_VALUE, NULL)), ' ', \
+     MAX(IF(VARIABLE_NAME = 'WSREP_CLUSTER_SIZE', VARIABLE_VALUE, NULL))) \
+     FROM information_schema.GLOBAL_STATUS)";
+
 fn text_value(conn: &mut MysqlSync, query: &str) -> String {
     diesel::select(sql::<Text>(query))
         .get_result(conn)
@@ -320,19 +327,23 @@ impl GaleraDb {
                  the missing nodes)",
                 down.join("; ")
             );
+            // A node that has just left a disturbance (its read lock released, a
+            // restart) may take a moment to be Synced again: wait for it, a while.
             for (i, conn) in conns.iter_mut().enumerate() {
-                let state = text_value(
-                    conn,
-                    "(SELECT CONCAT(MAX(IF(VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT', VARIABLE_VALUE, NULL)), ' ', \
-                      MAX(IF(VARIABLE_NAME = 'WSREP_CLUSTER_SIZE', VARIABLE_VALUE, NULL))) \
-                      FROM information_schema.GLOBAL_STATUS)",
-                );
-                assert_eq!(
-                    state,
-                    "Synced 3",
-                    "Galera node {} is not Synced in a cluster of three",
-                    i + 1
-                );
+                let started = Instant::now();
+                loop {
+                    let state = text_value(conn, NODE_STATE_AND_SIZE);
+                    if state == "Synced 3" {
+                        break;
+                    }
+                    assert!(
+                        started.elapsed() < REPLICATION_WAIT,
+                        "Galera node {} is not Synced in a cluster of three after \
+                         {REPLICATION_WAIT:?}: {state}",
+                        i + 1
+                    );
+                    thread::sleep(Duration::from_millis(20));
+                }
             }
             conns[0]
                 .batch_execute(&format!("CREATE DATABASE {name}"))

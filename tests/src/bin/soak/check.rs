@@ -285,10 +285,10 @@ impl<'h> Search<'h> {
                     return true;
                 }
                 for i in 0..self.history.unknown.len() {
-                    if let Unknown::Insert { available } = self.history.unknown[i] {
-                        if self.try_unknown(i, None, available) {
-                            return true;
-                        }
+                    if let Unknown::Insert { available } = self.history.unknown[i]
+                        && self.try_unknown(i, None, available)
+                    {
+                        return true;
                     }
                 }
                 false
@@ -336,10 +336,11 @@ impl<'h> Search<'h> {
                 new,
                 available,
             } = self.history.unknown[i]
+                && old == end
+                && !self.used[i]
+                && self.try_unknown(i, new, available)
             {
-                if old == end && !self.used[i] && self.try_unknown(i, new, available) {
-                    return true;
-                }
+                return true;
             }
         }
         false

@@ -27,10 +27,10 @@ fn fault(url: &str, admin: &mut Option<Conn>, _rng: &mut fastrand::Rng) -> bool 
         // SQLite's busy handler backs off to 100 ms sleeps, so a waiter that polls with
         // it loses the lock to eight busy writers for seconds: poll every millisecond
         // instead, or a short run injects almost nothing.
-        if let Some(conn) = admin.as_mut() {
-            if conn.batch_execute("PRAGMA busy_timeout = 0").is_err() {
-                *admin = None;
-            }
+        if let Some(conn) = admin.as_mut()
+            && conn.batch_execute("PRAGMA busy_timeout = 0").is_err()
+        {
+            *admin = None;
         }
     }
     let Some(conn) = admin.as_mut() else {

@@ -130,12 +130,11 @@ fn verify_seats(conn: &mut Conn, log: &[Record], violations: &mut Vec<String>) {
             seat_no,
             buyer,
         } = record
+            && seats.get(&(*concert, *seat_no)) != Some(buyer)
         {
-            if seats.get(&(*concert, *seat_no)) != Some(buyer) {
-                violations.push(format!(
-                    "concert {concert}: acknowledged seat {seat_no} for {buyer} is not theirs"
-                ));
-            }
+            violations.push(format!(
+                "concert {concert}: acknowledged seat {seat_no} for {buyer} is not theirs"
+            ));
         }
     }
 }
