@@ -3,7 +3,7 @@
 //!
 //! | | PostgreSQL | MySQL / MariaDB | SQLite |
 //! |---|---|---|---|
-//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205, 1020 (MariaDB snapshot isolation) | busy, locked |
+//! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205, 1020 (MariaDB snapshot isolation), 1047 (Galera node not synced) | busy, locked |
 //! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
 //! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
 //! | lock wait within a [deadline](crate::retry::RetryPolicy::deadline) ([`LockingBackend::begin_locked_within`], [`LockingBackend::locked_read_prefix`]) | `SET LOCAL lock_timeout` after `BEGIN` | MariaDB: `SET STATEMENT max_statement_time = ... FOR` the read | not bounded: SQLite's `busy_timeout` |
@@ -273,6 +273,14 @@ mod tests {
                     "Deadlock found when trying to get lock; try restarting transaction",
                 ),
                 Some(TransientKind::Deadlock),
+            ),
+            // Galera 1047 from a node that is not synced, through both drivers.
+            (
+                database_error(
+                    Unknown,
+                    "WSREP has not yet prepared node for application use",
+                ),
+                Some(TransientKind::NodeNotReady),
             ),
             // MySQL 1205.
             (

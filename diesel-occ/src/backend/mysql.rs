@@ -18,6 +18,11 @@
 //!   or locks a row that another transaction changed after its snapshot was taken: a
 //!   write conflict, which a new transaction (a retry) resolves, like PostgreSQL's
 //!   serialization failure under REPEATABLE READ.
+//! - 1047 (Galera, `ER_UNKNOWN_COM_ERROR`): `WSREP has not yet prepared node for
+//!   application use`. The node checks that it is synced before it executes any
+//!   statement, a `COMMIT` included, and refuses it unexecuted: a rejoining node accepts
+//!   connections before it is synced. The statement had no effect, so another attempt
+//!   (on another node) may run it: [`TransientKind::NodeNotReady`].
 
 use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error as DieselError};
 
@@ -31,6 +36,8 @@ const STATEMENT_TIME_EXCEEDED: &str =
 /// What a locking read reports when the retry deadline ended its lock wait.
 const DEADLINE_LOCK_WAIT: &str = "Lock wait ended by the retry deadline";
 const RECORD_CHANGED_PREFIX: &str = "Record has changed since last read";
+/// Galera's error 1047.
+const NODE_NOT_READY: &str = "WSREP has not yet prepared node for application use";
 
 pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<TransientKind> {
     match kind {
@@ -48,6 +55,9 @@ pub(super) fn transient(kind: &DatabaseErrorKind, message: &str) -> Option<Trans
             if message.starts_with(RECORD_CHANGED_PREFIX) =>
         {
             Some(TransientKind::SerializationFailure)
+        }
+        DatabaseErrorKind::Unknown if message.starts_with(NODE_NOT_READY) => {
+            Some(TransientKind::NodeNotReady)
         }
         _ => None,
     }

@@ -85,6 +85,7 @@ impl From<diesel::result::Error> for DatabaseError {
 /// | [`Deadlock`](Self::Deadlock) | SQLSTATE `40P01` | error 1213 | |
 /// | [`LockWaitTimeout`](Self::LockWaitTimeout) | SQLSTATE `55P03` (`lock_timeout`) | error 1205 | |
 /// | [`Busy`](Self::Busy) | | | `SQLITE_BUSY`, `SQLITE_LOCKED` |
+/// | [`NodeNotReady`](Self::NodeNotReady) | | error 1047 from a Galera node that is not synced | |
 ///
 /// Diesel keeps the SQLSTATE or error number only for what it maps to a
 /// [`DatabaseErrorKind`](diesel::result::DatabaseErrorKind) (`40001` on PostgreSQL,
@@ -103,6 +104,12 @@ pub enum TransientKind {
     LockWaitTimeout,
     /// SQLite: another connection holds the lock this statement needs.
     Busy,
+    /// A MariaDB Galera node refused the statement before running it because it is not
+    /// part of the synced cluster yet (error 1047, `WSREP has not yet prepared node for
+    /// application use`: a node rejoining after a crash accepts connections before it
+    /// is synced). Another attempt, on another node through
+    /// [`MultiHost`](crate::multi_host::MultiHost), can run it.
+    NodeNotReady,
 }
 
 impl TransientKind {
@@ -113,6 +120,7 @@ impl TransientKind {
             TransientKind::Deadlock => "deadlock",
             TransientKind::LockWaitTimeout => "lock wait timeout",
             TransientKind::Busy => "database busy",
+            TransientKind::NodeNotReady => "cluster node not ready",
         }
     }
 }

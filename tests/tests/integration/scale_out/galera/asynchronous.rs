@@ -412,7 +412,8 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
         .collect();
     let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
     // A node that is rejoining accepts connections before it is ready and refuses
-    // statements with error 1047, which nothing retries: those increments never ran.
+    // statements with error 1047 unexecuted; the helper retries it (NodeNotReady), and an
+    // operation whose attempts all ran out on it never ran.
     let refused: Vec<i64> = unknown
         .iter()
         .filter(|(_, error)| error.contains(NOT_READY))
