@@ -21,6 +21,7 @@ mod backend;
 mod blocking;
 mod chart;
 mod harness;
+mod http;
 mod model;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -30,6 +31,7 @@ mod pgbench;
 mod report;
 mod rounds;
 mod run;
+mod scale;
 mod sqlite;
 mod statements;
 mod strategy;
@@ -68,6 +70,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.http {
+        if let Err(message) = http::bench(&args) {
+            eprintln!("http: {message}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let mut failed = false;
     if args.redraw {
         for &backend in &args.backends {
@@ -81,6 +90,12 @@ fn main() {
     for &backend in &args.backends {
         if let Err(message) = bench_backend(&args, backend) {
             eprintln!("{}: {message}", backend.name());
+            failed = true;
+        }
+    }
+    for &cluster in &args.clusters {
+        if let Err(message) = scale::bench(&args, cluster) {
+            eprintln!("{}: {message}", cluster.name());
             failed = true;
         }
     }
