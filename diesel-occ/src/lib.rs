@@ -152,6 +152,7 @@ pub mod bypass_guard;
 mod derive_support;
 mod dialect;
 mod error;
+pub mod multi_host;
 pub mod observe;
 mod outcome;
 mod restore;

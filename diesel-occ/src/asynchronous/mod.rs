@@ -67,6 +67,7 @@ mod batch;
 mod guarded_update;
 mod retry;
 mod schema_check;
+mod standby;
 #[cfg(test)]
 mod tests;
 mod tracked;
@@ -88,6 +89,7 @@ pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+pub use self::standby::{StandbyConnections, retry_with_standby};
 pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};
 pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};

@@ -336,20 +336,31 @@ where
         + 's,
     T: Send + 's,
 {
-    async move {
-        let started = Instant::now();
-        let mut state = RetryLoop::new(policy);
-        loop {
-            let current = state.next_attempt();
-            let span = observe::attempt_span(&current);
-            let result = run_attempt(source, current, attempt.clone())
-                .instrument(span)
-                .await;
-            match state.after(result, started.elapsed()) {
-                Step::Done(result) => return result,
-                Step::Retry(backoff) if backoff.is_zero() => {}
-                Step::Retry(backoff) => tokio::time::sleep(backoff).await,
-            }
+    drive(policy, move |current| {
+        run_attempt(source, current, attempt.clone())
+    })
+}
+
+/// The loop every async helper runs: the next [`Attempt`] of `policy`, the future `run`
+/// makes for it in its span, then stop with its result or sleep and go on, as
+/// [`RetryLoop`] decides.
+pub(super) async fn drive<T, R>(
+    policy: &RetryPolicy,
+    mut run: impl FnMut(Attempt) -> R,
+) -> Result<T, Error>
+where
+    R: Future<Output = Result<T, Error>>,
+{
+    let started = Instant::now();
+    let mut state = RetryLoop::new(policy);
+    loop {
+        let current = state.next_attempt();
+        let span = observe::attempt_span(&current);
+        let result = run(current).instrument(span).await;
+        match state.after(result, started.elapsed()) {
+            Step::Done(result) => return result,
+            Step::Retry(backoff) if backoff.is_zero() => {}
+            Step::Retry(backoff) => tokio::time::sleep(backoff).await,
         }
     }
 }
@@ -417,22 +428,41 @@ where
         + Send,
     T: Send,
 {
-    let outer = match transaction_depth(conn) {
-        Ok(depth) => depth,
+    let outer = match begin_attempt_transaction(conn, &attempt).await {
+        Ok(outer) => outer,
         Err(error) => return (Err(error), false),
     };
+    let result = f(&mut *conn, attempt).await;
+    end_attempt_transaction(conn, outer, result).await
+}
+
+/// Opens the attempt's transaction: a locking transaction, or a savepoint when the
+/// caller's transaction is open on the connection. Returns the depth outside it; on an
+/// error the connection's state is unknown.
+pub(super) async fn begin_attempt_transaction<C: AsyncLockingConnection>(
+    conn: &mut C,
+    attempt: &Attempt,
+) -> Result<u32, Error> {
+    let outer = transaction_depth(conn)?;
     // Inside the caller's transaction diesel-async's begin is a savepoint, which the
     // helper can end without ending the caller's transaction.
-    let begun = if outer == 0 {
+    if outer == 0 {
         conn.begin_locked_transaction_within(attempt.remaining())
-            .await
+            .await?;
     } else {
-        C::TransactionManager::begin_transaction(conn).await
-    };
-    if let Err(error) = begun {
-        return (Err(error.into()), false);
+        C::TransactionManager::begin_transaction(conn).await?;
     }
-    let result = f(&mut *conn, attempt).await;
+    Ok(outer)
+}
+
+/// Ends the transaction [`begin_attempt_transaction`] opened above depth `outer`:
+/// commits it after `Ok`, rolls it back after `Err`, and says whether the connection is
+/// clean (not when the closure left the depth changed).
+pub(super) async fn end_attempt_transaction<C: AsyncConnection, T>(
+    conn: &mut C,
+    outer: u32,
+    result: Result<T, Error>,
+) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result).await,
         depth => (crate::retry::unbalanced(result, depth), false),

@@ -97,6 +97,7 @@
 pub(crate) mod deadline;
 mod hot_rows;
 mod policy;
+mod standby;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -112,6 +113,9 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper};
 pub use self::hot_rows::HotRows;
 pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};
+pub use self::standby::{StandbyConnections, retry_with_standby};
+#[cfg(feature = "async")]
+pub(crate) use self::standby::{conflicted, lost_connection};
 
 use crate::backend::{LockedRead, LockingConnection};
 use crate::blocking::CheckedDsl;
@@ -292,13 +296,22 @@ where
     S::Connection: LockingConnection,
     F: FnMut(&mut S::Connection, Attempt) -> Result<T, Error>,
 {
+    drive(policy, |current| run_attempt(source, current, &mut attempt))
+}
+
+/// The loop every blocking helper runs: the next [`Attempt`] of `policy`, `run` it in
+/// its span, then stop with its result or sleep and go on, as [`RetryLoop`] decides.
+fn drive<T>(
+    policy: &RetryPolicy,
+    mut run: impl FnMut(Attempt) -> Result<T, Error>,
+) -> Result<T, Error> {
     let started = Instant::now();
     let mut state = RetryLoop::new(policy);
     loop {
         let current = state.next_attempt();
         let result = {
             let _span = observe::attempt_span(&current).entered();
-            run_attempt(source, current, &mut attempt)
+            run(current)
         };
         match state.after(result, started.elapsed()) {
             Step::Done(result) => return result,
@@ -338,21 +351,40 @@ where
     C: LockingConnection,
     F: FnMut(&mut C, Attempt) -> Result<T, Error>,
 {
-    let outer = match transaction_depth(conn) {
-        Ok(depth) => depth,
+    let outer = match begin_attempt_transaction(conn, &attempt) {
+        Ok(outer) => outer,
         Err(error) => return (Err(error), false),
     };
+    let result = f(conn, attempt);
+    end_attempt_transaction(conn, outer, result)
+}
+
+/// Opens the attempt's transaction: a locking transaction, or a savepoint when the
+/// caller's transaction is open on the connection. Returns the depth outside it; on an
+/// error the connection's state is unknown.
+fn begin_attempt_transaction<C: LockingConnection>(
+    conn: &mut C,
+    attempt: &Attempt,
+) -> Result<u32, Error> {
+    let outer = transaction_depth(conn)?;
     // Inside the caller's transaction Diesel's begin is a savepoint, which the helper
     // can end without ending the caller's transaction.
-    let begun = if outer == 0 {
-        conn.begin_locked_transaction_within(attempt.remaining())
+    if outer == 0 {
+        conn.begin_locked_transaction_within(attempt.remaining())?;
     } else {
-        C::TransactionManager::begin_transaction(conn)
-    };
-    if let Err(error) = begun {
-        return (Err(error.into()), false);
+        C::TransactionManager::begin_transaction(conn)?;
     }
-    let result = f(conn, attempt);
+    Ok(outer)
+}
+
+/// Ends the transaction [`begin_attempt_transaction`] opened above depth `outer`:
+/// commits it after `Ok`, rolls it back after `Err`, and says whether the connection is
+/// clean (not when the closure left the depth changed).
+fn end_attempt_transaction<C: Connection, T>(
+    conn: &mut C,
+    outer: u32,
+    result: Result<T, Error>,
+) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result),
         depth => (unbalanced(result, depth), false),
