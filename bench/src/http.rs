@@ -344,7 +344,6 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
             run(round, write, paired_articles, &mut summary)?;
         }
     }
-    drop(run);
     drop(service);
     report_ratios(&rows, args.rounds, &mut summary);
     write_results(args, &rows, &summary)
@@ -367,7 +366,10 @@ async fn run_once(
     // keep-alive connection.
     let mut reads = Vec::with_capacity(clients);
     for index in 0..clients {
-        let (http, url) = (http.clone(), format!("{base}/articles/{}", ids[index % articles]));
+        let (http, url) = (
+            http.clone(),
+            format!("{base}/articles/{}", ids[index % articles]),
+        );
         reads.push(tokio::spawn(async move {
             let tag = current_etag(&http, &url).await?;
             Ok::<_, String>((url, tag))

@@ -152,7 +152,7 @@ impl ScaleRow {
             Cluster::PgStandby => format!("aborts {:>6}", r.aborts),
         };
         format!(
-            "round {}: {:<13} {:<8} keys {:>6}  {:>8.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
+            "round {}: {:<14} {:<8} keys {:>6}  {:>8.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
              conflicts {:>7}  {aborts}  attempts/op {:>5.2}  failed {:>4}  lost {:>6}",
             self.round,
             r.strategy,
@@ -210,15 +210,33 @@ fn setups(cluster: Cluster) -> [&'static str; 2] {
     }
 }
 
+/// What a run runs: one of the benchmark's strategies, or (`occ-multihost`) `occ` with
+/// a `MultiHost` source over the set-up's nodes as the retry helper's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Plain(Strategy),
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    MultiHost,
+}
+
+impl Way {
+    fn name(self) -> &'static str {
+        match self {
+            Way::Plain(strategy) => strategy.name(),
+            Way::MultiHost => "occ-multihost",
+        }
+    }
+}
+
 /// Plays the paired rounds: for each key count and strategy, both set-ups in every
 /// round, the first of the pair swapping from round to round.
 fn play(
     cluster: Cluster,
     args: &Args,
     keys: &[i32],
-    strategies: &[Strategy],
+    strategies: &[Way],
     summary: &mut Summary,
-    mut run: impl FnMut(&'static str, Strategy, i32) -> Result<(Row, u64), String>,
+    mut run: impl FnMut(&'static str, Way, i32) -> Result<(Row, u64), String>,
 ) -> Result<Vec<ScaleRow>, String> {
     let mut rows = Vec::new();
     for &count in keys {
@@ -257,14 +275,16 @@ fn report(cluster: Cluster, rows: &[ScaleRow], keys: &[i32], rounds: usize, summ
         for &strategy in &strategies {
             let of = |setup: &str| -> Vec<&ScaleRow> {
                 rows.iter()
-                    .filter(|r| r.setup == setup && r.row.keys == count && r.row.strategy == strategy)
+                    .filter(|r| {
+                        r.setup == setup && r.row.keys == count && r.row.strategy == strategy
+                    })
                     .collect()
             };
             let (a, b) = (of(first), of(second));
             if a.is_empty() || b.is_empty() {
                 continue;
             }
-            let mut line = format!("{strategy:<13} keys {count:>6}:");
+            let mut line = format!("{strategy:<14} keys {count:>6}:");
             for (setup, runs) in [(first, &a), (second, &b)] {
                 let goodput = median(runs.iter().map(|r| r.row.ops_per_sec).collect());
                 let p99 = median(runs.iter().map(|r| r.row.p99_ms).collect());
@@ -312,8 +332,16 @@ fn report(cluster: Cluster, rows: &[ScaleRow], keys: &[i32], rounds: usize, summ
         .filter(|r| r.row.strategy == Strategy::Blind.name())
         .map(|r| r.row.lost)
         .sum();
+    let blind = if rows
+        .iter()
+        .any(|r| r.row.strategy == Strategy::Blind.name())
+    {
+        format!(", blind {blind_lost}")
+    } else {
+        String::new()
+    };
     summary.say(format!(
-        "{}: lost updates: checked strategies {checked_lost} (must be 0: {}), blind {blind_lost}",
+        "{}: lost updates: checked strategies {checked_lost} (must be 0: {}){blind}",
         cluster.name(),
         if checked_lost == 0 { "met" } else { "MISSED" }
     ));
@@ -341,12 +369,15 @@ mod galera {
     use super::*;
     use crate::mysql;
 
+    use diesel_occ::multi_host::MultiHost;
+
     /// The strategies compared on Galera unless `--strategies` names others.
-    const DEFAULT: [Strategy; 4] = [
-        Strategy::Blind,
-        Strategy::Occ,
-        Strategy::Pessimistic,
-        Strategy::Atomic,
+    const DEFAULT: [Way; 5] = [
+        Way::Plain(Strategy::Blind),
+        Way::Plain(Strategy::Occ),
+        Way::MultiHost,
+        Way::Plain(Strategy::Pessimistic),
+        Way::Plain(Strategy::Atomic),
     ];
 
     pub(super) fn run(
@@ -358,15 +389,17 @@ mod galera {
         if urls.len() < 2 {
             return Err(format!("galera needs the URLs of its nodes, got {urls:?}"));
         }
-        let strategies: Vec<Strategy> = if args.strategies == Strategy::ALL {
+        let strategies: Vec<Way> = if args.strategies == Strategy::ALL {
             DEFAULT.to_vec()
         } else {
-            args.strategies.clone()
+            args.strategies.iter().map(|&s| Way::Plain(s)).collect()
         };
         summary.say(format!(
             "== galera ({}, {} nodes: {}): {} workers, keys {keys:?}, {:?} per run, \
              {} paired rounds; 1 node = every worker on node 1, {} nodes = worker i on node \
-             i % {}; wsrep_sync_wait = 0",
+             i % {}, except occ-multihost: every worker's attempts go round the nodes \
+             (diesel_occ::multi_host::MultiHost over a connection to each node, the retry \
+             helper's source); wsrep_sync_wait = 0",
             server_version(Backend::Mysql, &urls[0]),
             urls.len(),
             urls.join(" "),
@@ -398,18 +431,39 @@ mod galera {
                         return Err(format!("{url}: {rows} rows after the reset"));
                     }
                 }
-                let next = AtomicUsize::new(0);
-                let measured = harness::run_threads(
-                    args.workers,
-                    count,
-                    args.limit,
-                    policy.clone(),
-                    || {
-                        let node = next.fetch_add(1, Ordering::Relaxed) % nodes.len();
-                        mysql::connect(&nodes[node], strategy)
-                    },
-                    |held, worker, key| mysql::op(strategy, held, worker, key),
-                )?;
+                let measured = match strategy {
+                    Way::Plain(strategy) => {
+                        let next = AtomicUsize::new(0);
+                        harness::run_threads(
+                            args.workers,
+                            count,
+                            args.limit,
+                            policy.clone(),
+                            || {
+                                let node = next.fetch_add(1, Ordering::Relaxed) % nodes.len();
+                                mysql::connect(&nodes[node], strategy)
+                            },
+                            |held, worker, key| mysql::op(strategy, held, worker, key),
+                        )?
+                    }
+                    Way::MultiHost => harness::run_threads(
+                        args.workers,
+                        count,
+                        args.limit,
+                        policy.clone(),
+                        || {
+                            let held = nodes
+                                .iter()
+                                .map(|url| {
+                                    mysql::connect(url, Strategy::Occ)
+                                        .map(|conn| Held(RefCell::new(conn)))
+                                })
+                                .collect::<Result<Vec<_>, _>>()?;
+                            Ok(MultiHost::new(held))
+                        },
+                        |held, worker, key| mysql::occ_on(&*held.0.borrow(), &worker.policy, key),
+                    )?,
+                };
                 if let Some(error) = &measured.0.first_error {
                     eprintln!("  {} failed: {error}", strategy.name());
                 }
@@ -455,7 +509,7 @@ mod standby {
     /// A worker's two connections.
     pub(super) struct Pair {
         primary: Held<pg::Conn>,
-        standby: RefCell<pg::Conn>,
+        standby: Held<pg::Conn>,
     }
 
     pub(super) fn run(
@@ -470,8 +524,9 @@ mod standby {
         summary.say(format!(
             "== pg-standby ({}; primary {primary}, standby {standby}): {} workers, keys {keys:?}, \
              {:?} per run, {} paired rounds; strategy occ: primary = read and save on the \
-             primary, standby = the first attempt reads from the standby, the save and every \
-             retry's read go to the primary",
+             primary (retry::retry), standby = retry::retry_with_standby: reads from the \
+             standby, the checked save on the primary, reads on the primary after the \
+             operation's first conflict",
             server_version(Backend::Postgres, primary),
             args.workers,
             args.limit,
@@ -482,9 +537,12 @@ mod standby {
             super::Cluster::PgStandby,
             args,
             keys,
-            &[Strategy::Occ],
+            &[Way::Plain(Strategy::Occ)],
             summary,
-            |setup, strategy, count| {
+            |setup, way, count| {
+                let Way::Plain(strategy) = way else {
+                    return Err("pg-standby runs occ only".into());
+                };
                 let mut admin = pg::connect(primary, Strategy::Atomic)?;
                 pg::reset(&mut admin, count).map_err(|e| format!("reset: {e}"))?;
                 wait_for_replay(&mut admin, standby)?;
@@ -506,7 +564,7 @@ mod standby {
                         || {
                             Ok(Pair {
                                 primary: Held(RefCell::new(pg::connect(primary, strategy)?)),
-                                standby: RefCell::new(pg::connect(standby, strategy)?),
+                                standby: Held(RefCell::new(pg::connect(standby, strategy)?)),
                             })
                         },
                         |held, worker, key| occ_from_standby(&held.0.borrow(), worker, key),
@@ -530,30 +588,32 @@ mod standby {
         )
     }
 
-    /// One reservation: the first attempt reads from the standby (possibly stale), the
-    /// checked save goes to the primary, and a retry re-reads from the primary.
+    /// One reservation through `retry_with_standby`: reads from the standby (possibly
+    /// stale), the checked save on the primary, and reads on the primary once the
+    /// operation met a conflict.
     fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
         let mut seen = Seen::default();
-        let result = diesel_occ::retry::retry(&pair.primary, &worker.policy, |conn, attempt| {
-            seen.last_attempt = attempt.number();
-            let result = (|| {
-                let mut stock: Stock = if attempt.number() == 1 {
-                    Stock::find(&mut *pair.standby.borrow_mut(), key)?
-                } else {
-                    attempt.find(conn, key)?
-                };
-                if stock.available <= 0 {
-                    return Ok(false);
+        let result = diesel_occ::retry::retry_with_standby(
+            &pair.primary,
+            &pair.standby,
+            &worker.policy,
+            |conns, attempt| {
+                seen.last_attempt = attempt.number();
+                let result = (|| {
+                    let mut stock: Stock = attempt.find(conns.read()?, key)?;
+                    if stock.available <= 0 {
+                        return Ok(false);
+                    }
+                    stock.available -= 1;
+                    stock.save_checked(conns.write()?)?;
+                    Ok(true)
+                })();
+                if let Err(error) = &result {
+                    seen.saw(error);
                 }
-                stock.available -= 1;
-                stock.save_checked(conn)?;
-                Ok(true)
-            })();
-            if let Err(error) = &result {
-                seen.saw(error);
-            }
-            result
-        });
+                result
+            },
+        );
         seen.finish(result)
     }
 

@@ -96,8 +96,8 @@ pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
 use crate::error::{Error, InvalidToken, Operation};
 use crate::outcome;
-use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::NoTokenAssignment;
+use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;

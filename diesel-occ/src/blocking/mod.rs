@@ -10,8 +10,8 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::NoTokenAssignment;
+use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
