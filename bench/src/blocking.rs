@@ -4,7 +4,7 @@
 //! Diesel connection), `pessimistic_once` and `serializable_once` (the two strategies
 //! whose SQL differs between backends).
 
-use diesel_occ::Error;
+use diesel_occ::{Error, TransientKind};
 
 use crate::harness::{OpResult, Worker, backoff};
 
@@ -31,8 +31,10 @@ pub(crate) fn retry_loop(
             Ok(None) => op.conflicts += 1,
             Err(error) => {
                 let text = error.to_string();
-                if Error::from(error).is_retryable() {
+                let error = Error::from(error);
+                if error.is_retryable() {
                     op.aborts += 1;
+                    op.deadlocks += u32::from(is_deadlock(&error));
                 } else {
                     return Err(text);
                 }
@@ -44,6 +46,12 @@ pub(crate) fn retry_loop(
         op.retries += 1;
         backoff(&worker.policy, &mut worker.rng, attempts);
     }
+}
+
+/// A deadlock (PostgreSQL 40P01, MySQL 1213); on Galera, 1213 is also how a
+/// certification failure arrives.
+pub(crate) fn is_deadlock(error: &Error) -> bool {
+    matches!(error, Error::Database(db) if db.transient() == Some(TransientKind::Deadlock))
 }
 
 /// Counts what diesel-occ's retry helper did, from inside its closure.
@@ -69,6 +77,7 @@ impl Seen {
             retries: self.last_attempt.saturating_sub(1),
             conflicts: self.conflicts,
             aborts: self.aborts,
+            deadlocks: 0,
         };
         match result {
             Ok(committed) => Ok(OpResult { committed, ..op }),
@@ -104,6 +113,10 @@ macro_rules! blocking_strategies {
                 Strategy::Handwritten => {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || handwritten_once(conn, key))
+                }
+                Strategy::HandwrittenPrepared => {
+                    let conn = &mut *held.0.borrow_mut();
+                    retry_loop(worker, || handwritten_prepared_once(conn, key))
                 }
                 Strategy::Occ | Strategy::OccEscalate | Strategy::OccEscalateOp => {
                     occ(held, &worker.policy, key)
@@ -177,14 +190,61 @@ macro_rules! blocking_strategies {
             Ok(None)
         }
 
-        /// diesel-occ: `save_checked` inside the blocking retry helper.
+        /// `handwritten` with its UPDATE prepared once per connection: the same target
+        /// and changes, the same SQL text, built with `CachedUpdate::new(target, changes)`
+        /// instead of `diesel::update(target).set(changes)`. That is the only
+        /// difference: Diesel's `UpdateStatement` calls `unsafe_to_cache_prepared()`
+        /// in its `walk_ast` and has no static query id, so Diesel's statement cache
+        /// never keeps it; `CachedUpdate` renders the same text without that call, and
+        /// the cache keys it by that text.
+        pub(crate) fn handwritten_prepared_once(conn: &mut Conn, key: i32) -> Once {
+            let stock = read(conn, key)?;
+            if stock.available <= 0 {
+                return Ok(Some(false));
+            }
+            let written = CachedUpdate::new(
+                bench_stock::table
+                    .find(key)
+                    .filter(bench_stock::version.eq(stock.version)),
+                (
+                    bench_stock::available.eq(stock.available - 1),
+                    bench_stock::version.eq(stock.version.wrapping_add(1)),
+                ),
+            )
+            .execute(conn)?;
+            if written == 1 {
+                return Ok(Some(true));
+            }
+            let _current: Option<i32> = bench_stock::table
+                .find(key)
+                .select(bench_stock::version)
+                .get_result(conn)
+                .optional()?;
+            Ok(None)
+        }
+
+        /// diesel-occ: `save_checked` inside the blocking retry helper, with the
+        /// worker's connection as the helper's source.
         fn occ(
             held: &Held<Conn>,
             policy: &diesel_occ::retry::RetryPolicy,
             key: i32,
         ) -> Result<OpResult, String> {
+            occ_on(held, policy, key)
+        }
+
+        /// The same on any connection source (the scale-out benchmark's nodes).
+        pub(crate) fn occ_on<S>(
+            source: &S,
+            policy: &diesel_occ::retry::RetryPolicy,
+            key: i32,
+        ) -> Result<OpResult, String>
+        where
+            S: diesel_occ::retry::ConnectionSource<Connection = Conn>,
+        {
             let mut seen = Seen::default();
-            let result = diesel_occ::retry::retry(held, policy, |conn, attempt| {
+            let mut deadlocks = 0;
+            let result = diesel_occ::retry::retry(source, policy, |conn, attempt| {
                 seen.last_attempt = attempt.number();
                 let result = (|| {
                     let mut stock: Stock = attempt.find(conn, key)?;
@@ -197,10 +257,11 @@ macro_rules! blocking_strategies {
                 })();
                 if let Err(error) = &result {
                     seen.saw(error);
+                    deadlocks += u32::from(crate::blocking::is_deadlock(error));
                 }
                 result
             });
-            seen.finish(result)
+            seen.finish(result).map(|op| OpResult { deadlocks, ..op })
         }
 
         /// One statement, no read: `SET available = available - 1 WHERE id = ? AND
@@ -308,6 +369,15 @@ macro_rules! blocking_strategies {
             let text = |sql: Option<&String>| sql.map(|s| strip_binds(s)).unwrap_or_default();
             measured.handwritten_read = text(hand.first());
             measured.handwritten_update = text(hand.get(1));
+            for key in 1..=saves {
+                handwritten_prepared_once(conn, key).map_err(|e| e.to_string())?;
+                let (cache, run): (Vec<String>, Vec<String>) =
+                    log.take().into_iter().partition(|s| QueryLog::cached(s));
+                measured.prepared_cached += cache.len();
+                if let Some(sql) = run.get(1) {
+                    measured.prepared_update = strip_binds(sql);
+                }
+            }
             Ok(measured)
         }
     };

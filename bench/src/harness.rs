@@ -29,6 +29,9 @@ pub(crate) struct OpResult {
     pub(crate) conflicts: u32,
     /// Transactions the database aborted (serialization failure, deadlock, busy).
     pub(crate) aborts: u32,
+    /// Of the aborts, deadlocks (PostgreSQL 40P01, MySQL 1213: on Galera, also the
+    /// certification failures).
+    pub(crate) deadlocks: u32,
 }
 
 /// Counts of one worker (or of a whole run once merged).
@@ -39,6 +42,7 @@ pub(crate) struct Tally {
     pub(crate) retries: u64,
     pub(crate) conflicts: u64,
     pub(crate) aborts: u64,
+    pub(crate) deadlocks: u64,
     /// Latency of each committed operation, in nanoseconds, retries included.
     pub(crate) latencies: Vec<u64>,
     /// First error text of a failed operation, for the log.
@@ -52,6 +56,7 @@ impl Tally {
                 self.retries += u64::from(op.retries);
                 self.conflicts += u64::from(op.conflicts);
                 self.aborts += u64::from(op.aborts);
+                self.deadlocks += u64::from(op.deadlocks);
                 if op.committed {
                     self.committed += 1;
                     self.latencies
@@ -73,6 +78,7 @@ impl Tally {
         self.retries += other.retries;
         self.conflicts += other.conflicts;
         self.aborts += other.aborts;
+        self.deadlocks += other.deadlocks;
         self.latencies.extend(other.latencies);
         if self.first_error.is_none() {
             self.first_error = other.first_error;

@@ -25,6 +25,7 @@ mod batch;
 mod blocking;
 mod chart;
 mod harness;
+mod http;
 mod model;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -34,6 +35,7 @@ mod pgbench;
 mod report;
 mod rounds;
 mod run;
+mod scale;
 mod sqlite;
 mod statements;
 mod strategy;
@@ -72,6 +74,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.http {
+        if let Err(message) = http::bench(&args) {
+            eprintln!("http: {message}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let mut failed = false;
     if args.redraw {
         for &backend in &args.backends {
@@ -90,6 +99,12 @@ fn main() {
         };
         if let Err(message) = outcome {
             eprintln!("{}: {message}", backend.name());
+            failed = true;
+        }
+    }
+    for &cluster in &args.clusters {
+        if let Err(message) = scale::bench(&args, cluster) {
+            eprintln!("{}: {message}", cluster.name());
             failed = true;
         }
     }

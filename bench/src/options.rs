@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::backend::Backend;
 use crate::harness::Limit;
+use crate::scale::Cluster;
 use crate::strategy::Strategy;
 
 /// The command line.
@@ -13,6 +14,10 @@ use crate::strategy::Strategy;
 pub(crate) struct Args {
     pub(crate) backends: Vec<Backend>,
     pub(crate) urls: Vec<(Backend, String)>,
+    /// `--backend galera` / `pg-standby`: the scale-out comparisons.
+    pub(crate) clusters: Vec<Cluster>,
+    /// `--url galera=U1,U2,U3` / `--url pg-standby=PRIMARY,STANDBY`.
+    pub(crate) cluster_urls: Vec<(Cluster, String)>,
     pub(crate) workers: usize,
     pub(crate) keys: Vec<i32>,
     pub(crate) limit: Limit,
@@ -30,17 +35,26 @@ pub(crate) struct Args {
     /// `--batch`: the batch benchmark (`batch.rs`) instead of the strategies.
     pub(crate) batch: bool,
     pub(crate) batch_sizes: Vec<usize>,
+    /// `--http`: the HTTP load generator instead of the reservation workload.
+    pub(crate) http: bool,
+    /// `--articles`: how many articles the HTTP clients share, per setting.
+    pub(crate) articles: Vec<usize>,
 }
 
 pub(crate) const USAGE: &str = "\
 usage: diesel-occ-bench [options]
-  --backend LIST        postgres,mysql,sqlite (default postgres; mysql needs --features mysql)
+  --backend LIST        postgres,mysql,sqlite (default postgres; mysql needs --features mysql),
+                        and the scale-out comparisons: galera (1 node vs 3, needs --features
+                        mysql; URLs from --url galera=U1,U2,U3 or OCC_GALERA_URLS) and
+                        pg-standby (reads on the standby vs the primary; --url
+                        pg-standby=PRIMARY,STANDBY or OCC_PG_PRIMARY_URL, OCC_PG_STANDBY_URL);
+                        they run keys 1,10000 unless --keys is given
   --workers N           concurrent workers (default 4)
   --keys LIST           hot keys per setting (default 1,10,100,10000)
   --duration D          per run, e.g. 5s or 500ms (default 5s)
   --ops N               per run, total operations instead of a duration
-  --strategies LIST     default: all of blind,handwritten,occ,occ-escalate,occ-escalate-op,
-                        occ-async,pessimistic,serializable,atomic
+  --strategies LIST     default: all of blind,handwritten,handwritten-prepared,occ,
+                        occ-escalate,occ-escalate-op,occ-async,pessimistic,serializable,atomic
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
   --hot-rows N,D        occ-escalate locks a row after N conflicts within D, for D
@@ -48,7 +62,8 @@ usage: diesel-occ-bench [options]
   --escalate-after N    conflicts before occ-escalate-op locks (default 1)
   --rounds N            alternating rounds for the ratios (default 3): occ, occ-escalate,
                         occ-escalate-op and pessimistic at the fewest keys;
-                        handwritten, occ, occ-escalate and pgbench at the most keys
+                        handwritten, handwritten-prepared, occ, occ-escalate and pgbench
+                        at the most keys
   --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
   --out DIR             results directory (default bench/results)
@@ -57,13 +72,20 @@ usage: diesel-occ-bench [options]
   --redraw              only draw the charts again from the CSV files in --out
   --batch               instead: a batch save of N entities against N single saves, blocking
                         and async (bench/src/batch.rs), --rounds paired rounds per size
-  --batch-sizes LIST    N for --batch (default 1,10,100,1000)";
+  --batch-sizes LIST    N for --batch (default 1,10,100,1000)
+  --http                the HTTP load generator against the example service on PostgreSQL
+                        (--workers clients): put-if-match, patch-load-save, put-unconditional;
+                        writes http.csv and http-summary.txt
+  --articles LIST       articles the HTTP clients share (default: one per client, then 1);
+                        the paired rounds use the first";
 
 impl Default for Args {
     fn default() -> Self {
         Args {
             backends: vec![Backend::Postgres],
             urls: Vec::new(),
+            clusters: Vec::new(),
+            cluster_urls: Vec::new(),
             workers: 4,
             keys: vec![1, 10, 100, 10_000],
             limit: Limit::Time(Duration::from_secs(5)),
@@ -80,6 +102,8 @@ impl Default for Args {
             redraw: false,
             batch: false,
             batch_sizes: crate::batch::SIZES.to_vec(),
+            http: false,
+            articles: Vec::new(),
         }
     }
 }
@@ -96,6 +120,7 @@ impl Args {
                 "--smoke" => args.smoke = true,
                 "--redraw" => args.redraw = true,
                 "--batch" => args.batch = true,
+                "--http" => args.http = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 _ => {
                     out_given |= flag == "--out";
@@ -113,8 +138,11 @@ impl Args {
         let value = || value.clone().ok_or_else(|| format!("{flag} needs a value"));
         match flag {
             "--backend" | "--backends" => {
-                self.backends = list(value()?)
+                let names = list(value()?);
+                self.clusters = names.iter().filter_map(|b| Cluster::parse(b)).collect();
+                self.backends = names
                     .iter()
+                    .filter(|b| Cluster::parse(b).is_none())
                     .map(|b| Backend::parse(b))
                     .collect::<Result<_, _>>()?;
             }
@@ -149,7 +177,10 @@ impl Args {
             "--url" => {
                 let v = value()?;
                 let (b, url) = v.split_once('=').ok_or("--url takes BACKEND=URL")?;
-                self.urls.push((Backend::parse(b)?, url.to_owned()));
+                match Cluster::parse(b) {
+                    Some(cluster) => self.cluster_urls.push((cluster, url.to_owned())),
+                    None => self.urls.push((Backend::parse(b)?, url.to_owned())),
+                }
             }
             "--out" => self.out = PathBuf::from(value()?),
             "--batch-sizes" => {
@@ -157,6 +188,12 @@ impl Args {
                     .iter()
                     .map(|n| number::<usize>(flag, n))
                     .collect::<Result<_, _>>()?;
+            "--articles" => {
+                self.articles = list(value()?)
+                    .iter()
+                    .map(|a| a.parse::<usize>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--articles: {e}"))?;
             }
             _ => return Ok(false),
         }
@@ -183,8 +220,23 @@ impl Args {
         }
         if self.workers == 0 || self.keys.iter().any(|&k| k < 1) || self.rounds == 0 {
             return Err("--workers, --keys and --rounds must be at least 1".into());
+        if self.workers == 0
+            || self.keys.iter().any(|&k| k < 1)
+            || self.articles.contains(&0)
+            || self.rounds == 0
+        {
+            return Err("--workers, --keys, --articles and --rounds must be at least 1".into());
         }
         Ok(self)
+    }
+
+    /// The URLs given for a cluster with `--url`, comma-separated.
+    pub(crate) fn cluster_url(&self, cluster: Cluster) -> Option<&str> {
+        self.cluster_urls
+            .iter()
+            .rev()
+            .find(|(c, _)| *c == cluster)
+            .map(|(_, u)| u.as_str())
     }
 
     /// The database URL for `backend`: the last `--url` given for it, or the default.

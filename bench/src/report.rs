@@ -108,7 +108,7 @@ impl Row {
 
     pub(crate) fn line(&self) -> String {
         format!(
-            "{:<13} keys {:>6}  {:>9.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
+            "{:<20} keys {:>6}  {:>9.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
              conflicts {:>7}  aborts {:>6}  retries {:>7}  failed {:>4}  lost {:>6}",
             self.strategy,
             self.keys,
@@ -134,6 +134,11 @@ impl Summary {
         println!("{line}");
         self.0.push_str(&line);
         self.0.push('\n');
+    }
+
+    /// Everything said so far.
+    pub(crate) fn text(&self) -> &str {
+        &self.0
     }
 }
 

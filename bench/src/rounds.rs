@@ -34,6 +34,10 @@ impl Samples {
         )
     }
 
+    fn has(&self, label: &str, keys: i32) -> bool {
+        self.median(label, keys).is_finite()
+    }
+
     fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
         self.0
             .iter()
@@ -102,24 +106,32 @@ fn play(
     summary: &mut Summary,
 ) -> Result<Samples, String> {
     let Keys { narrow, wide } = keys;
-    let mut hot = [
-        (Strategy::Occ, narrow),
-        (Strategy::OccEscalate, narrow),
-        (Strategy::OccEscalateOp, narrow),
-        (Strategy::Pessimistic, narrow),
-    ];
-    let mut overhead = [
-        (Strategy::Handwritten, wide),
-        (Strategy::Occ, wide),
-        (Strategy::OccEscalate, wide),
-    ];
+    let mut hot = chosen(
+        args,
+        vec![
+            (Strategy::Occ, narrow),
+            (Strategy::OccEscalate, narrow),
+            (Strategy::OccEscalateOp, narrow),
+            (Strategy::Pessimistic, narrow),
+        ],
+    );
+    let mut overhead = chosen(
+        args,
+        vec![
+            (Strategy::Handwritten, wide),
+            (Strategy::HandwrittenPrepared, wide),
+            (Strategy::Occ, wide),
+            (Strategy::OccEscalate, wide),
+        ],
+    );
     let mut samples = Samples::default();
     for round in 1..=args.rounds {
         if round > 1 {
-            hot.rotate_left(1);
-            overhead.rotate_left(1);
+            let (h, o) = (hot.len().min(1), overhead.len().min(1));
+            hot.rotate_left(h);
+            overhead.rotate_left(o);
         }
-        for (strategy, keys) in hot.into_iter().chain(overhead) {
+        for &(strategy, keys) in hot.iter().chain(&overhead) {
             let row = run(setting, strategy, keys, args)?;
             summary.say(format!("round {round}: {}", row.line()));
             samples.0.push(Sample {
@@ -136,6 +148,16 @@ fn play(
         }
     }
     Ok(samples)
+}
+
+/// The strategies of a comparison that `--strategies` selected (all by default); none
+/// when fewer than two are left to compare.
+fn chosen(args: &Args, mut group: Vec<(Strategy, i32)>) -> Vec<(Strategy, i32)> {
+    group.retain(|(strategy, _)| args.strategies.contains(strategy));
+    if group.len() < 2 {
+        group.clear();
+    }
+    group
 }
 
 /// pgbench on the same table and SQL, for one round.
@@ -175,15 +197,27 @@ fn pgbench_round(
 /// diesel-occ against the hand-written statements and pgbench, at the most keys.
 fn report_overhead(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
     let wide = keys.wide;
-    let (hand, occ) = (
+    if !samples.has("occ", wide) {
+        return;
+    }
+    let (hand, prepared, occ) = (
         samples.median("handwritten", wide),
+        samples.median("handwritten-prepared", wide),
         samples.median("occ", wide),
     );
-    summary.say(format!(
-        "overhead: diesel-occ / hand-written Diesel = {} (medians {occ:.0} vs {hand:.0} ops/s at {wide} keys; target >= 0.97: {})",
-        ratio(occ, hand),
-        verdict(occ / hand, 0.97)
-    ));
+    if prepared.is_finite() {
+        summary.say(format!(
+            "overhead: diesel-occ / hand-written Diesel, UPDATE prepared once = {} (medians {occ:.0} vs {prepared:.0} ops/s at {wide} keys; target >= 0.97: {})",
+            ratio(occ, prepared),
+            verdict(occ / prepared, 0.97)
+        ));
+    }
+    if hand.is_finite() {
+        summary.say(format!(
+            "  diesel-occ / hand-written Diesel, UPDATE prepared every time = {} (medians {occ:.0} vs {hand:.0} ops/s: what the statement cache is worth)",
+            ratio(occ, hand),
+        ));
+    }
     let tps = samples.median("pgbench", wide);
     if tps.is_finite() {
         summary.say(format!(
@@ -199,6 +233,9 @@ fn report_overhead(samples: &Samples, args: &Args, keys: Keys, summary: &mut Sum
 /// the most keys.
 fn report_hot_key(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
     let Keys { narrow, wide } = keys;
+    if !samples.has("pessimistic", narrow) {
+        return;
+    }
     let (plain, escalate, per_operation, lock) = (
         samples.median("occ", narrow),
         samples.median("occ-escalate", narrow),
@@ -222,6 +259,9 @@ fn report_hot_key(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summ
         samples.median("occ", wide),
         samples.median("occ-escalate", wide),
     );
+    if !(plain.is_finite() && escalate.is_finite()) {
+        return;
+    }
     summary.say(format!(
         "  at {wide} keys: occ-escalate / occ = {} (target >= 0.97: {})",
         ratio(escalate, plain),
@@ -232,14 +272,19 @@ fn report_hot_key(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summ
 /// The same comparisons round by round.
 fn report_per_round(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summary) {
     let Keys { narrow, wide } = keys;
-    let rounds = args.rounds;
-    summary.say(samples.per_round(rounds, ("occ", wide), ("handwritten", wide)));
-    if samples.median("pgbench", wide).is_finite() {
-        summary.say(samples.per_round(rounds, ("occ", wide), ("pgbench", wide)));
+    let pairs = [
+        (("occ", wide), ("handwritten-prepared", wide)),
+        (("occ", wide), ("handwritten", wide)),
+        (("occ", wide), ("pgbench", wide)),
+        (("occ-escalate", narrow), ("pessimistic", narrow)),
+        (("occ-escalate-op", narrow), ("pessimistic", narrow)),
+        (("occ-escalate", wide), ("occ", wide)),
+    ];
+    for (a, b) in pairs {
+        if samples.has(a.0, a.1) && samples.has(b.0, b.1) {
+            summary.say(samples.per_round(args.rounds, a, b));
+        }
     }
-    summary.say(samples.per_round(rounds, ("occ-escalate", narrow), ("pessimistic", narrow)));
-    summary.say(samples.per_round(rounds, ("occ-escalate-op", narrow), ("pessimistic", narrow)));
-    summary.say(samples.per_round(rounds, ("occ-escalate", wide), ("occ", wide)));
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

@@ -20,11 +20,14 @@ pub(crate) struct Statements {
     pub(crate) cached: usize,
     /// The same for the hand-written statements.
     pub(crate) hand_cached: usize,
+    /// The same for `handwritten-prepared`.
+    pub(crate) prepared_cached: usize,
     pub(crate) statements: usize,
     pub(crate) occ_read: String,
     pub(crate) occ_update: String,
     pub(crate) handwritten_read: String,
     pub(crate) handwritten_update: String,
+    pub(crate) prepared_update: String,
 }
 
 /// A query's text as instrumentation prints it, without the bind values.
@@ -98,8 +101,9 @@ pub(crate) fn report(summary: &mut Summary, measured: &Statements) {
     ));
     summary.say(format!(
         "  statements prepared into the cache by {} saves: diesel-occ {} (its UPDATE, once, then reused), \
-         hand-written {} (Diesel prepares its own UPDATE again for every execution)",
-        measured.saves, measured.cached, measured.hand_cached
+         hand-written {} (Diesel prepares its own UPDATE again for every execution), \
+         hand-written prepared {} (its UPDATE as a CachedUpdate)",
+        measured.saves, measured.cached, measured.hand_cached, measured.prepared_cached
     ));
     summary.say(format!("  diesel-occ read:    {}", measured.occ_read));
     summary.say(format!(
@@ -111,6 +115,10 @@ pub(crate) fn report(summary: &mut Summary, measured: &Statements) {
         "  hand-written update: {}",
         measured.handwritten_update
     ));
+    summary.say(format!(
+        "  hand-written prepared update: {}",
+        measured.prepared_update
+    ));
     // Diesel puts parentheses around a plain `.eq()` but not around diesel-occ's token
     // comparison: the same SQL, grouped differently.
     let ungrouped = |sql: &str| sql.replace(['(', ')'], "");
@@ -118,5 +126,6 @@ pub(crate) fn report(summary: &mut Summary, measured: &Statements) {
         "  same statements (ignoring grouping parentheses): {}",
         ungrouped(&measured.occ_read) == ungrouped(&measured.handwritten_read)
             && ungrouped(&measured.occ_update) == ungrouped(&measured.handwritten_update)
+            && measured.prepared_update == measured.handwritten_update
     ));
 }

@@ -6,7 +6,12 @@ pub(crate) enum Strategy {
     /// Read, then `UPDATE SET available = <read - 1>` with no predicate: loses updates.
     Blind,
     /// The statements `save_checked` runs, written by hand with Diesel, same retry loop.
+    /// Diesel prepares its `UpdateStatement` again for every execution.
     Handwritten,
+    /// The same, with the UPDATE prepared once per connection and reused: built with
+    /// `CachedUpdate` instead of `diesel::update(..).set(..)`, as every other strategy
+    /// builds its UPDATE (printed as `handwritten-prepared`).
+    HandwrittenPrepared,
     /// diesel-occ `save_checked` in the blocking retry helper, no escalation.
     Occ,
     /// The same with `escalate_hot_rows`: a row that met 3 conflicts in the last second
@@ -26,9 +31,10 @@ pub(crate) enum Strategy {
 }
 
 impl Strategy {
-    pub(crate) const ALL: [Strategy; 9] = [
+    pub(crate) const ALL: [Strategy; 10] = [
         Strategy::Blind,
         Strategy::Handwritten,
+        Strategy::HandwrittenPrepared,
         Strategy::Occ,
         Strategy::OccEscalate,
         Strategy::OccEscalateOp,
@@ -43,6 +49,7 @@ impl Strategy {
         match self {
             Strategy::Blind => "blind",
             Strategy::Handwritten => "handwritten",
+            Strategy::HandwrittenPrepared => "handwritten-prepared",
             Strategy::Occ => "occ",
             Strategy::OccEscalate => "occ-escalate",
             Strategy::OccEscalateOp => "occ-escalate-op",

@@ -117,7 +117,7 @@ mod transaction;
 use std::future::Future;
 
 use diesel::associations::HasTable;
-use diesel::dsl::{AsSelect, Select, Update};
+use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId};
 use diesel::query_dsl::methods::{FilterDsl, SelectDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
@@ -139,8 +139,8 @@ pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
 use crate::error::{Error, InvalidToken, Operation};
 use crate::outcome;
-use crate::statement::CurrentToken;
 use crate::statement::NoTokenAssignment;
+use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
@@ -233,13 +233,13 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     where
         Self: VersionedParts,
         Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget,
+        KeyGuarded<Self>: IntoUpdateTarget + Clone,
         <KeyGuarded<Self> as HasTable>::Table: Table,
         Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
         (Changes, <Self as VersionedParts>::TokenAssignment):
             AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        Update<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
-            AsQuery + ExecuteDsl<Conn> + Send,
+        CachedUpdate<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
+            ExecuteDsl<Conn> + Send,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
     {
@@ -250,7 +250,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             .map(|fresh| {
                 let target = key_guarded::<Self>(key.clone(), &expected);
                 let changes = (changes, Self::token_assignment(&fresh));
-                (diesel::update(target).set(changes), fresh)
+                (CachedUpdate::new(target, changes), fresh)
             });
         async move {
             let (statement, fresh) = prepared?;

@@ -2,7 +2,7 @@
 
 use diesel::associations::HasTable;
 use diesel::connection::{Connection, TransactionManager};
-use diesel::dsl::{AsSelect, Select, Update};
+use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::{AsChangeset, AsQuery, IntoUpdateTarget, QueryId};
 use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
@@ -10,8 +10,8 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::CurrentToken;
 use crate::statement::NoTokenAssignment;
+use crate::statement::{CachedUpdate, CurrentToken};
 use crate::statement::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
@@ -148,6 +148,12 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// token column: that is a compile error (see [`NoTokenAssignment`]). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
+    /// The UPDATE is a [`CachedUpdate`]: prepared once per connection and reused, like
+    /// `save_checked`'s, where Diesel's own `update(..).set(..)` would be prepared again
+    /// for every call. The cache keys it by its SQL text, so `changes` whose text varies
+    /// from call to call (`Option` assignments, skipped when `None`) keep one prepared
+    /// statement per distinct text on each connection.
+    ///
     /// **Hand the returned token to the client only after the write has committed.**
     /// Inside a transaction that later rolls back, the row keeps `expected` while the
     /// returned token was never stored; an integer counter's next writer can produce
@@ -180,19 +186,19 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     where
         Self: VersionedParts,
         Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget,
+        KeyGuarded<Self>: IntoUpdateTarget + Clone,
         <KeyGuarded<Self> as HasTable>::Table: Table,
         Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
         (Changes, <Self as VersionedParts>::TokenAssignment):
             AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        Update<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
-            AsQuery + ExecuteDsl<Conn>,
+        CachedUpdate<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
+            ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
         expected.validate()?;
         let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
         let target = key_guarded::<Self>(key.clone(), expected);
-        let statement = diesel::update(target).set((changes, Self::token_assignment(&fresh)));
+        let statement = CachedUpdate::new(target, (changes, Self::token_assignment(&fresh)));
         let affected = ExecuteDsl::execute(statement, conn)?;
         settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
         Ok(fresh)
