@@ -188,6 +188,7 @@ impl Args {
                     .iter()
                     .map(|n| number::<usize>(flag, n))
                     .collect::<Result<_, _>>()?;
+            }
             "--articles" => {
                 self.articles = list(value()?)
                     .iter()
@@ -218,8 +219,6 @@ impl Args {
         if self.batch_sizes.iter().any(|&n| n < 1) {
             return Err("--batch-sizes must be at least 1".into());
         }
-        if self.workers == 0 || self.keys.iter().any(|&k| k < 1) || self.rounds == 0 {
-            return Err("--workers, --keys and --rounds must be at least 1".into());
         if self.workers == 0
             || self.keys.iter().any(|&k| k < 1)
             || self.articles.contains(&0)
