@@ -21,6 +21,8 @@ mod tracked;
 mod transaction;
 
 pub use batch::BatchDsl;
+// The async batch shares how a batch is cut into statements.
+#[cfg(feature = "async")]
 pub(crate) use batch::{distinct_keys, statements};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
