@@ -24,7 +24,7 @@ pub(crate) const MAX_UPDATES_PER_STATEMENT: usize = 64;
 /// SELECT * FROM "occ_0" UNION ALL SELECT * FROM "occ_1"
 /// ```
 ///
-/// One round trip for up to [`MAX_UPDATES_PER_STATEMENT`] (64) entities, and still one
+/// One round trip for up to `MAX_UPDATES_PER_STATEMENT` (64) entities, and still one
 /// row count per entity: a position
 /// missing from the result is an UPDATE that matched no row (stale or deleted), a
 /// position returned twice an UPDATE that matched two rows. Each UPDATE is exactly the
