@@ -16,6 +16,9 @@
 //! (`<backend>.svg`, and `<backend>.png` when `rsvg-convert` is installed). `--smoke`
 //! runs every strategy for a fraction of a second. It asserts nothing about timings.
 //!
+//! `--hot-key` compares the hot-row policies on one row at 4 and 16 workers
+//! (`hot_key.rs`).
+//!
 //! `--batch` runs the batch benchmark instead (`batch.rs`): a batch save of N entities
 //! against N single saves, N = 1, 10, 100, 1000.
 
@@ -25,6 +28,7 @@ mod batch;
 mod blocking;
 mod chart;
 mod harness;
+mod hot_key;
 mod http;
 mod model;
 #[cfg(feature = "mysql")]
@@ -77,6 +81,13 @@ fn main() {
     if args.http {
         if let Err(message) = http::bench(&args) {
             eprintln!("http: {message}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if args.hot_key {
+        if let Err(message) = hot_key::bench(&args) {
+            eprintln!("hot-key: {message}");
             std::process::exit(1);
         }
         return;

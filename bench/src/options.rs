@@ -39,6 +39,10 @@ pub(crate) struct Args {
     pub(crate) http: bool,
     /// `--articles`: how many articles the HTTP clients share, per setting.
     pub(crate) articles: Vec<usize>,
+    /// `--hot-key`: the hot-row policies on one row (`hot_key.rs`).
+    pub(crate) hot_key: bool,
+    /// `--hot-workers`: the worker counts of `--hot-key`.
+    pub(crate) hot_workers: Vec<usize>,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -77,7 +81,11 @@ usage: diesel-occ-bench [options]
                         (--workers clients): put-if-match, patch-load-save, put-unconditional;
                         writes http.csv and http-summary.txt
   --articles LIST       articles the HTTP clients share (default: one per client, then 1);
-                        the paired rounds use the first";
+                        the paired rounds use the first
+  --hot-key             instead: one row, occ, pessimistic and occ-escalate (the recommended
+                        hot-row policy, escalate_hot_rows) in --rounds paired rounds per worker
+                        count; writes hot-key.csv and hot-key-summary.txt
+  --hot-workers LIST    worker counts for --hot-key (default 4,16)";
 
 impl Default for Args {
     fn default() -> Self {
@@ -104,6 +112,8 @@ impl Default for Args {
             batch_sizes: crate::batch::SIZES.to_vec(),
             http: false,
             articles: Vec::new(),
+            hot_key: false,
+            hot_workers: vec![4, 16],
         }
     }
 }
@@ -118,6 +128,7 @@ impl Args {
             match flag.as_str() {
                 "--no-pgbench" => args.pgbench = false,
                 "--smoke" => args.smoke = true,
+                "--hot-key" => args.hot_key = true,
                 "--redraw" => args.redraw = true,
                 "--batch" => args.batch = true,
                 "--http" => args.http = true,
@@ -195,6 +206,12 @@ impl Args {
                     .map(|a| a.parse::<usize>())
                     .collect::<Result<_, _>>()
                     .map_err(|e| format!("--articles: {e}"))?;
+            }
+            "--hot-workers" => {
+                self.hot_workers = list(value()?)
+                    .iter()
+                    .map(|n| number::<usize>(flag, n))
+                    .collect::<Result<_, _>>()?;
             }
             _ => return Ok(false),
         }

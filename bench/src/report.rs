@@ -83,10 +83,10 @@ impl Row {
         })
     }
 
-    const CSV_HEADER: &'static str = "backend,strategy,workers,keys,seconds,committed,failed,\
+    pub(crate) const CSV_HEADER: &'static str = "backend,strategy,workers,keys,seconds,committed,failed,\
         ops_per_sec,p50_ms,p99_ms,conflicts,aborts,retries,lost_updates";
 
-    fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         format!(
             "{},{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{},{},{},{}",
             self.backend,

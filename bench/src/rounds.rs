@@ -287,7 +287,7 @@ fn report_per_round(samples: &Samples, args: &Args, keys: Keys, summary: &mut Su
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     if values.is_empty() {
         return f64::NAN;
@@ -309,7 +309,7 @@ pub(crate) fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn verdict(value: f64, target: f64) -> &'static str {
+pub(crate) fn verdict(value: f64, target: f64) -> &'static str {
     if value >= target { "met" } else { "MISSED" }
 }
 
