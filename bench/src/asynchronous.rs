@@ -2,8 +2,9 @@
 //! inside `asynchronous::retry`, set up as diesel-occ's documentation recommends
 //! ([`Setup::RECOMMENDED`]): a deadpool pool of as many connections as tasks that hands
 //! out the most recently returned connection first (`QueueMode::Lifo`) and runs no test
-//! query at checkout on PostgreSQL and SQLite (`RecyclingMethod::Fast`; MySQL keeps
-//! `Verified`), on a multi-threaded Tokio runtime of one thread per core. On SQLite the
+//! query at checkout (`RecyclingMethod::Fast`; on MySQL with
+//! `asynchronous::verify_when_idle(500 ms)`, which tests a connection idle that long),
+//! on a multi-threaded Tokio runtime of one thread per core. On SQLite the
 //! connection is `SyncConnectionWrapper<SqliteConnection, BlockInPlace>` and each
 //! attempt runs the blocking closure in one call (`asynchronous::retry_in_blocking_task`).
 //!
@@ -97,7 +98,7 @@ macro_rules! asynchronous_strategy {
                 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 
                 let mut config = ManagerConfig::<AsyncConn>::default();
-                if setup.fast_recycle(url) {
+                if setup.fast_recycle() {
                     config.recycling_method = RecyclingMethod::Fast;
                 }
                 config.custom_setup = Box::new(move |url| {
@@ -119,11 +120,11 @@ macro_rules! asynchronous_strategy {
                 } else {
                     deadpool::managed::QueueMode::Fifo
                 };
-                let pool = Pool::builder(manager)
-                    .queue_mode(queue)
-                    .max_size(workers)
-                    .build()
-                    .map_err(|e| e.to_string())?;
+                let mut builder = Pool::builder(manager).queue_mode(queue).max_size(workers);
+                if let Some(idle) = setup.idle_check(url) {
+                    builder = builder.pre_recycle(diesel_occ::asynchronous::verify_when_idle(idle));
+                }
+                let pool = builder.build().map_err(|e| e.to_string())?;
                 let mut warm = Vec::with_capacity(workers);
                 for _ in 0..workers {
                     warm.push(pool.get().await.map_err(|e| e.to_string())?);
@@ -245,8 +246,9 @@ pub(crate) enum Recycle {
     Verified,
     /// Only the connection's own state (an open transaction, a broken one).
     Fast,
-    /// What diesel-occ's documentation recommends: `Fast` on PostgreSQL and SQLite,
-    /// `Verified` on MySQL (where nothing else sees a connection the server closed).
+    /// What diesel-occ's documentation recommends: `Fast`, and on MySQL (where
+    /// nothing else sees a connection the server closed) a test query for a
+    /// connection idle for 500 ms (`asynchronous::verify_when_idle`).
     Recommended,
 }
 
@@ -357,12 +359,18 @@ impl Setup {
     }
 
     /// Whether the pool skips the test query at checkout.
-    pub(crate) fn fast_recycle(self, url: &str) -> bool {
+    pub(crate) fn fast_recycle(self) -> bool {
         match self.recycle {
             Recycle::Verified => false,
             Recycle::Fast => true,
-            Recycle::Recommended => !url.starts_with("mysql:"),
+            Recycle::Recommended => true,
         }
+    }
+
+    /// How long a connection may sit idle before a checkout tests it, if ever.
+    pub(crate) fn idle_check(self, url: &str) -> Option<std::time::Duration> {
+        (self.recycle == Recycle::Recommended && url.starts_with("mysql:"))
+            .then_some(std::time::Duration::from_millis(500))
     }
 
     /// Builds the runtime for `workers` tasks.

@@ -87,7 +87,10 @@
 //!   because the connection was lost. On MySQL, where diesel-async cannot see that a
 //!   pooled `AsyncMysqlConnection` was closed by the server, keep `Verified` if idle
 //!   sessions can be killed (a `wait_timeout`, a failover): with `Fast` the next
-//!   operation on such a connection fails.
+//!   operation on such a connection fails. Better on MySQL: `Fast` with
+//!   [`verify_when_idle`] as a `pre_recycle` hook, which tests only a connection that
+//!   sat idle (where a server-side close happens) and hands a recently used one out
+//!   at once.
 //! - **A multi-threaded Tokio runtime**: a current-thread runtime, which runs the
 //!   drivers' connection tasks on the same thread as the application's, was slower.
 //! - **SQLite: [`BlockInPlace`]** (`SyncConnectionWrapper<SqliteConnection,
@@ -106,6 +109,8 @@ mod batch;
 mod block_in_place;
 mod blocking_task;
 mod guarded_update;
+#[cfg(feature = "deadpool")]
+mod recycle;
 mod retry;
 mod schema_check;
 mod standby;
@@ -128,6 +133,8 @@ pub use self::batch::BatchDsl;
 pub use self::block_in_place::BlockInPlace;
 pub use self::blocking_task::retry_in_blocking_task;
 pub use self::guarded_update::GuardedUpdate;
+#[cfg(feature = "deadpool")]
+pub use self::recycle::verify_when_idle;
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,

@@ -431,8 +431,28 @@ where
     } else {
         (f(conn, attempt).await, true)
     };
-    checkout.clean = clean && !connection_lost(&result);
+    let lost = connection_lost(&result) || clean && unexplained(&result) && !alive(conn).await;
+    checkout.clean = clean && !lost;
     result
+}
+
+/// Whether an attempt failed with a database error the driver did not classify, which
+/// is how diesel-async's MySQL connection reports a session the server killed or
+/// closed: whether the connection still works is then worth one round trip.
+fn unexplained<T>(result: &Result<T, Error>) -> bool {
+    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+    matches!(
+        result,
+        Err(Error::Database(error)) if error.transient().is_none() && matches!(
+            error.diesel_error(),
+            E::DatabaseError(Kind::Unknown, _)
+        )
+    )
+}
+
+/// True when the connection still answers a query.
+async fn alive<C: AsyncConnection>(conn: &mut C) -> bool {
+    conn.batch_execute("SELECT 1").await.is_ok()
 }
 
 /// Whether an attempt failed because its connection is gone or unusable (the server

@@ -468,3 +468,64 @@ fn only_a_lost_connection_is_discarded_after_an_attempt() {
         E::NotFound.into()
     )));
 }
+
+/// `verify_when_idle`: a connection back from work within the window is handed out
+/// without a test query; one idle for the window (zero here) is tested first.
+#[cfg(feature = "deadpool")]
+#[test]
+fn verify_when_idle_tests_only_a_connection_that_sat_idle() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use diesel::connection::InstrumentationEvent;
+    use diesel_async::pooled_connection::deadpool::Pool;
+    use diesel_async::pooled_connection::{
+        AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+    };
+
+    let db = TestDb::new();
+    let statements = Arc::new(AtomicUsize::new(0));
+    let pool = |idle: Duration| {
+        let mut config = ManagerConfig::<Conn>::default();
+        config.recycling_method = RecyclingMethod::Fast;
+        let counted = Arc::clone(&statements);
+        config.custom_setup = Box::new(move |url| {
+            let counted = Arc::clone(&counted);
+            Box::pin(async move {
+                let mut conn = Conn::establish(url).await?;
+                conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+                    if matches!(event, InstrumentationEvent::StartQuery { .. }) {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+                Ok(conn)
+            })
+        });
+        let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(&db.url, config);
+        Pool::builder(manager)
+            .max_size(1)
+            .pre_recycle(super::verify_when_idle(idle))
+            .build()
+            .expect("a pool")
+    };
+    runtime().block_on(async {
+        let recent = pool(Duration::from_secs(3600));
+        for _ in 0..3 {
+            drop(recent.get().await.expect("a connection"));
+        }
+        assert_eq!(
+            statements.load(Ordering::SeqCst),
+            0,
+            "used within the window: no test query"
+        );
+        let idle = pool(Duration::ZERO);
+        for _ in 0..3 {
+            drop(idle.get().await.expect("a connection"));
+        }
+        assert_eq!(
+            statements.load(Ordering::SeqCst),
+            2,
+            "idle for the window: tested at each checkout but the first (a new connection)"
+        );
+    });
+}

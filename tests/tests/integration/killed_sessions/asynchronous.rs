@@ -12,7 +12,9 @@ use diesel_occ::asynchronous;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ_tests::AsyncTestConnection;
 
-use super::counters::{Counter, pool, quick, row, seed};
+use diesel_async::pooled_connection::deadpool::Pool;
+
+use super::counters::{Counter, fast_pool, pool, quick, row, seed};
 use super::{AsyncConn, Conn};
 use crate::servers::Server;
 
@@ -24,10 +26,27 @@ use crate::servers::Server;
 async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds() {
     let db = test_db!();
     seed(&db);
-    let pool = pool(&db, Some(Duration::from_secs(10)));
+    killed_between_attempts(&db, &pool(&db, Some(Duration::from_secs(10)))).await;
+}
+
+/// The same with the pool set up for speed: no test query at checkout, except for a
+/// connection idle for the window of `verify_when_idle` (zero here, so the killed
+/// session, idle since its attempt, is tested and replaced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
+    let db = test_db!();
+    seed(&db);
+    let pool = fast_pool(&db, Some(Duration::from_secs(10)), Duration::ZERO);
+    killed_between_attempts(&db, &pool).await;
+}
+
+async fn killed_between_attempts(
+    db: &diesel_occ_tests::TestDb<Conn>,
+    pool: &Pool<AsyncConn>,
+) {
     let sessions = Mutex::new(Vec::new());
     let url = db.url().to_owned();
-    let saved = asynchronous::retry(&pool, &quick(), async |conn, attempt| {
+    let saved = asynchronous::retry(pool, &quick(), async |conn, attempt| {
         let id: i64 = diesel::select(sql::<BigInt>(AsyncConn::CONNECTION_ID))
             .get_result(conn)
             .await?;
@@ -67,5 +86,45 @@ async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succ
     assert_eq!(sessions.len(), 2);
     assert_ne!(sessions[0], sessions[1], "the dead session was not reused");
     assert_eq!(saved, 3);
-    assert_eq!(row(&db), (111, 3), "their write and ours");
+    assert_eq!(row(db), (111, 3), "their write and ours");
+}
+
+/// A session killed while it sat in a pool that does not test it (the idle window of
+/// `verify_when_idle` is an hour): the next operation gets it and fails with a typed
+/// error, writing nothing; the helper finds the connection dead and discards it, so the
+/// operation after that runs on a new session instead of failing on the same one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
+    let db = test_db!();
+    seed(&db);
+    let pool = fast_pool(&db, Some(Duration::from_secs(10)), Duration::from_secs(3600));
+    let policy = quick();
+    let increment = || {
+        asynchronous::retry(&pool, &policy, async |conn, attempt| {
+            let id: i64 = diesel::select(sql::<BigInt>(AsyncConn::CONNECTION_ID))
+                .get_result(conn)
+                .await?;
+            let mut counter: Counter = attempt.find(conn, 1).await?;
+            counter.value += 1;
+            counter.save_checked(conn).await?;
+            Ok(id)
+        })
+    };
+    let first = increment().await.expect("a live session");
+    let url = db.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection as _;
+        Conn::establish(&url).expect("connect").kill(first as u64);
+    })
+    .await
+    .expect("killer");
+    let failed = increment().await;
+    assert!(
+        failed.is_err() || failed.as_ref().is_ok_and(|id| *id != first),
+        "the killed session cannot have run it: {failed:?}"
+    );
+    let next = increment().await.expect("a new session");
+    assert_ne!(next, first, "the dead session was discarded, not pooled again");
+    let expected = 10 + 1 + i32::from(failed.is_ok()) + 1;
+    assert_eq!(row(&db).0, expected, "every acknowledged write, nothing else");
 }

@@ -70,6 +70,25 @@ pub(super) fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn>
         .expect("pool")
 }
 
+/// The same pool set up for speed on a server: no test query at checkout
+/// (`RecyclingMethod::Fast`) except for a connection idle for `idle`
+/// (`diesel_occ::asynchronous::verify_when_idle`).
+pub(super) fn fast_pool(db: &TestDb<Conn>, wait: Option<Duration>, idle: Duration) -> Pool<AsyncConn> {
+    use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
+    let mut config = ManagerConfig::<AsyncConn>::default();
+    config.recycling_method = RecyclingMethod::Fast;
+    Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new_with_config(
+        db.url(),
+        config,
+    ))
+    .max_size(1)
+    .wait_timeout(wait)
+    .runtime(deadpool::Runtime::Tokio1)
+    .pre_recycle(diesel_occ::asynchronous::verify_when_idle(idle))
+    .build()
+    .expect("pool")
+}
+
 /// Three attempts, no backoff.
 pub(super) fn quick() -> RetryPolicy {
     RetryPolicy::new()
