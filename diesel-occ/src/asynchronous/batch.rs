@@ -18,8 +18,10 @@ use crate::versioned::Versioned;
 /// Batch saves on an async connection: the twin of the blocking
 /// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, all or nothing,
 /// and [`Error::Batch`] naming every stale or deleted entity. On PostgreSQL the whole
-/// batch is one statement (`BEGIN`, the statement, `COMMIT`), as on the blocking API;
-/// MySQL/MariaDB and SQLite run one UPDATE per entity.
+/// batch is one `UPDATE ... FROM (VALUES ...)` statement (`BEGIN`, the statement,
+/// `COMMIT`; see [`ValuesUpdate`](crate::statement::ValuesUpdate)), as on the blocking
+/// API; MySQL/MariaDB and SQLite run one UPDATE per entity, and so do the batches the
+/// blocking [`save_all_checked`](crate::BatchDsl::save_all_checked) lists.
 ///
 /// Dropping the future while its transaction is open (a timeout, a client that went
 /// away) cannot roll it back: no statement can run in a destructor. It marks the

@@ -52,13 +52,22 @@ pub trait BatchDsl<Conn: Connection> {
     /// tried, and [`Error::Batch`] lists each conflicted entity with its position; no
     /// entity's token changes. On success every entity holds its fresh token.
     ///
-    /// On PostgreSQL the UPDATEs go to the server as ONE statement per 64 entities (see
-    /// [`BatchUpdates`](crate::statement::BatchUpdates)): a batch of up to 64 costs
-    /// `BEGIN`, that statement and `COMMIT`, three round trips, and a batch of 1000
-    /// eighteen. Each UPDATE in it is the one `save_checked` runs, and each still
-    /// reports its own row count. MySQL/MariaDB and SQLite run one UPDATE per entity, one after the other
-    /// (SQLite runs in-process: a statement there costs no round trip). So does a batch
-    /// that holds a row twice, and an entity whose token the database generates.
+    /// On PostgreSQL the whole batch is ONE statement, `UPDATE ... FROM (VALUES ...)
+    /// RETURNING <position>` (see [`ValuesUpdate`]): a batch of any size costs `BEGIN`,
+    /// that statement and `COMMIT`, three round trips (a batch past PostgreSQL's 65 535
+    /// bind parameters is cut into as few statements as fit). Each entity's row carries
+    /// what its `save_checked` binds, typed by the columns, and the statement reports
+    /// which entities it wrote, so each still has its own row count; under READ
+    /// COMMITTED a row another writer commits while the batch waits for it is re-checked
+    /// against its new token, and is a conflict, never an overwrite. An `Option` field
+    /// whose `None` leaves the column alone does so in the batch too.
+    ///
+    /// One UPDATE per entity, one after the other, where that statement cannot serve:
+    /// on MySQL/MariaDB and SQLite (SQLite runs in-process: a statement there costs no
+    /// round trip), for an entity whose token the database generates (each reads its
+    /// token back with `RETURNING`) or whose `Versioned` impl is written by hand, for a
+    /// batch that holds a row twice (one statement would write that row once), and for
+    /// a batch of one.
     /// A conflict costs one more read per stale or deleted entity, to classify it.
     ///
     /// The transaction is a savepoint when the connection is already in one, so the

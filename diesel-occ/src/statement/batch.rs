@@ -46,7 +46,9 @@ impl ValuesColumns {
     /// flag per skippable column, the expected and the fresh token.
     fn binds_per_row(&self) -> usize {
         let flags = self.written.iter().filter(|c| c.skippable).count();
-        self.keys.len() + self.written.len() + flags + 2
+        [self.keys.len(), self.written.len(), flags, 2]
+            .into_iter()
+            .fold(0, usize::saturating_add)
     }
 }
 
@@ -176,6 +178,19 @@ where
 /// The SQL text depends on the number of rows, so it is prepared for one execution and
 /// never kept in the connection's statement cache. Built by the batch saves only; it
 /// appears in the bounds of their impls, which every Diesel backend satisfies.
+///
+/// ```
+/// # include!("../doctest_setup.rs");
+/// use diesel_occ::Versioned;
+///
+/// # fn main() {
+/// // `#[derive(Versioned)]` describes each entity's row of the `VALUES` list: its key,
+/// // the columns it writes, the token it read and the fresh one.
+/// assert!(<Stock as Versioned>::VALUES_COLUMNS.is_some());
+/// let stock = Stock { id: 1, available: 9, version: 1 };
+/// assert!(stock.values_row(&2).is_some());
+/// # }
+/// ```
 pub struct ValuesUpdate<T: Versioned> {
     table: T::Table,
     columns: ValuesColumns,
@@ -230,7 +245,10 @@ where
 
 /// How many rows of `binds_per_row` parameters one statement holds.
 fn rows_per_statement(binds_per_row: usize) -> usize {
-    (MAX_BINDS_PER_STATEMENT / binds_per_row.max(1)).max(1)
+    MAX_BINDS_PER_STATEMENT
+        .checked_div(binds_per_row)
+        .unwrap_or(MAX_BINDS_PER_STATEMENT)
+        .max(1)
 }
 
 /// The rows written for each entity of a batch, counted from the positions its
@@ -343,11 +361,9 @@ mod tests {
 
     #[test]
     fn a_statement_stays_within_the_bind_limit() {
-        let columns = ValuesColumns::new(
-            &["id"],
-            &[WrittenColumn::always("a"), WrittenColumn::unless_none("b")],
-            "version",
-        );
+        const WRITTEN: &[WrittenColumn] =
+            &[WrittenColumn::always("a"), WrittenColumn::unless_none("b")];
+        let columns = ValuesColumns::new(&["id"], WRITTEN, "version");
         // id, a, b and its flag, the expected and the fresh token.
         assert_eq!(columns.binds_per_row(), 6);
         assert_eq!(rows_per_statement(6), 10_922);
