@@ -166,6 +166,14 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             quote!(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh)))),
         )
     };
+    // A generated token is read back per entity: such a batch runs one UPDATE each.
+    let values = if generated {
+        quote!(
+            type ValuesRow = ();
+        )
+    } else {
+        values_row(entity, &keys, &written)
+    };
     let returning_statement = generated.then(|| {
         returning_statement(
             entity,
@@ -219,6 +227,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 type DeleteStatement = #dsl::delete<#guarded>;
                 type TokenQuery = #dsl::Select<#dsl::Filter<#table::table, #key_filter_ty>, #table::#token_col>;
                 type FindQuery = #dsl::Filter<#table::table, #key_filter_ty>;
+                #values
 
                 const TABLE_NAME: &'static str = #table_name;
                 const TOKEN_COLUMN: &'static str = #token_col_name;
@@ -258,6 +267,80 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+/// `type ValuesRow`, `VALUES_COLUMNS` and `values_row`: the entity's row in a batch's
+/// `VALUES` list, its binds typed by their columns as the single save's are, in the
+/// order `(keys, written columns, expected token, fresh token)`. An `Option` field whose
+/// `None` leaves its column alone is a `Skippable` (a presence flag and the value).
+fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) -> TokenStream {
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    let table = &entity.table;
+    let token = entity.token();
+    let (token_field, token_col) = (token.ident, &token.column);
+    let token_bound = bound(table, token_col, token.ty);
+    let name = |col: &syn::Ident| quote!(<#table::#col as #diesel::Column>::NAME);
+
+    let (key_tys, key_exprs): (Vec<_>, Vec<_>) = keys
+        .iter()
+        .map(|f| {
+            let (ident, bound) = (f.ident, bound(table, &f.column, f.ty));
+            (
+                bound.clone(),
+                quote!(<#bound>::new(::std::clone::Clone::clone(&self.#ident))),
+            )
+        })
+        .unzip();
+    let key_names = keys.iter().map(|f| name(&f.column));
+
+    let mut value_tys = Vec::new();
+    let mut value_exprs = Vec::new();
+    let mut written_columns = Vec::new();
+    for f in written {
+        let (ident, col, span) = (f.ident, &f.column, f.ty.span());
+        let value_ty = written_type(f);
+        let column = name(col);
+        let ty = if std::ptr::eq(value_ty, f.ty) {
+            written_columns.push(quote!(::diesel_occ::__private::WrittenColumn::always(#column)));
+            bound(table, col, value_ty)
+        } else {
+            written_columns
+                .push(quote!(::diesel_occ::__private::WrittenColumn::unless_none(#column)));
+            quote_spanned!(span=> ::diesel_occ::__private::SkippableOf<#table::#col, #value_ty>)
+        };
+        value_exprs
+            .push(quote_spanned!(span=> <#ty>::new(::std::clone::Clone::clone(&self.#ident))));
+        value_tys.push(ty);
+    }
+    let token_name = name(token_col);
+
+    quote! {
+        type ValuesRow = (
+            (#(#key_tys,)*),
+            (#(#value_tys,)*),
+            #token_bound,
+            #token_bound,
+        );
+
+        const VALUES_COLUMNS: ::std::option::Option<::diesel_occ::__private::ValuesColumns> = {
+            const KEYS: &[&str] = &[#(#key_names),*];
+            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[#(#written_columns),*];
+            ::std::option::Option::Some(::diesel_occ::__private::ValuesColumns::new(
+                KEYS,
+                WRITTEN,
+                #token_name,
+            ))
+        };
+
+        fn values_row(&self, fresh: &Self::Token) -> ::std::option::Option<Self::ValuesRow> {
+            ::std::option::Option::Some((
+                (#(#key_exprs,)*),
+                (#(#value_exprs,)*),
+                <#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)),
+                <#token_bound>::new(::std::clone::Clone::clone(fresh)),
+            ))
+        }
     }
 }
 

@@ -21,6 +21,7 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
                 type DeleteStatement = ();
                 type TokenQuery = ();
                 type FindQuery = ();
+                type ValuesRow = ();
                 const TABLE_NAME: &'static str = "";
                 const TOKEN_COLUMN: &'static str = "";
                 const KEY_COLUMNS: &'static [&'static str] = &[];

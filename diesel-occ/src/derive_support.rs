@@ -19,6 +19,11 @@ use diesel::sql_types::SqlType;
 /// once, by [`check_column`], instead of by every statement that binds it.
 pub type Bound<Col, T> = diesel::internal::derives::as_expression::Bound<SqlTypeOf<Col>, T>;
 
+/// The value of an `Option<T>` field whose `None` leaves the column `Col` alone, in a
+/// batch's `VALUES` row: [`Bound`]'s twin for
+/// [`Skippable`](crate::statement::Skippable).
+pub type SkippableOf<Col, T> = crate::statement::Skippable<SqlTypeOf<Col>, T>;
+
 /// A value of type `Self` fits the column `Col`. Implemented for every type Diesel can
 /// bind as the column's SQL type; its purpose is the message when one cannot.
 #[diagnostic::on_unimplemented(

@@ -201,7 +201,8 @@ pub mod __private {
     pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{
-        CachedUpdate, GeneratedUpdate, NotAssigned, TokenEq, VersionedParts,
+        CachedUpdate, GeneratedUpdate, NotAssigned, Skippable, TokenEq, ValuesColumns,
+        VersionedParts, WrittenColumn,
     };
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;

@@ -5,7 +5,9 @@ use std::fmt;
 use diesel::query_builder::{AsChangeset, IntoUpdateTarget};
 
 use crate::error::{EntityKey, InvalidToken};
-use crate::statement::{AdvanceToken, BulkUpdate, NoTokenAssignment, VersionedParts};
+use crate::statement::{
+    AdvanceToken, BulkUpdate, NoTokenAssignment, ValuesColumns, VersionedParts,
+};
 use crate::token::VersionToken;
 
 /// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
@@ -46,6 +48,11 @@ pub trait Versioned: Sized {
     /// `t WHERE <key>`, without a selection.
     #[doc(hidden)]
     type FindQuery;
+    /// The entity's row in a batch's `VALUES` list: its typed binds in the order of
+    /// [`VALUES_COLUMNS`](Self::VALUES_COLUMNS) (see
+    /// [`ValuesUpdate`](crate::statement::ValuesUpdate)); `()` for an entity without one.
+    #[doc(hidden)]
+    type ValuesRow;
 
     /// The table's SQL name.
     const TABLE_NAME: &'static str;
@@ -57,6 +64,11 @@ pub trait Versioned: Sized {
     /// `#[occ(version, precision = N)]`, default 0 (whole seconds, which every
     /// timestamp column stores exactly). Other tokens ignore it.
     const TOKEN_PRECISION: u8 = 0;
+    /// The columns of [`ValuesRow`](Self::ValuesRow), or `None` for an entity whose
+    /// batches are never one `VALUES` statement (a database-generated token, a
+    /// hand-written impl): they run one UPDATE per entity.
+    #[doc(hidden)]
+    const VALUES_COLUMNS: Option<ValuesColumns> = None;
 
     /// The token as read (or as last written by a checked save).
     fn token(&self) -> &Self::Token;
@@ -100,6 +112,14 @@ pub trait Versioned: Sized {
     /// The guarded UPDATE writing every column but the key, with `fresh` as the token.
     #[doc(hidden)]
     fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement;
+
+    /// The entity's row in a batch's `VALUES` list, with `fresh` as the token to store:
+    /// `None` when [`VALUES_COLUMNS`](Self::VALUES_COLUMNS) is.
+    #[doc(hidden)]
+    fn values_row(&self, fresh: &Self::Token) -> Option<Self::ValuesRow> {
+        let _ = fresh;
+        None
+    }
 
     /// The guarded DELETE.
     #[doc(hidden)]

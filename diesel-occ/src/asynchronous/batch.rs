@@ -12,14 +12,16 @@ use super::{classify, usable};
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::CurrentToken;
+use crate::statement::{CurrentToken, ValuesUpdate, count_written};
 use crate::versioned::Versioned;
 
 /// Batch saves on an async connection: the twin of the blocking
 /// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, all or nothing,
 /// and [`Error::Batch`] naming every stale or deleted entity. On PostgreSQL the whole
-/// batch is one statement (`BEGIN`, the statement, `COMMIT`), as on the blocking API;
-/// MySQL/MariaDB and SQLite run one UPDATE per entity.
+/// batch is one `UPDATE ... FROM (VALUES ...)` statement (`BEGIN`, the statement,
+/// `COMMIT`; see [`ValuesUpdate`](crate::statement::ValuesUpdate)), as on the blocking
+/// API; MySQL/MariaDB and SQLite run one UPDATE per entity, and so do the batches the
+/// blocking [`save_all_checked`](crate::BatchDsl::save_all_checked) lists.
 ///
 /// Dropping the future while its transaction is open (a timeout, a client that went
 /// away) cannot roll it back: no statement can run in a destructor. It marks the
@@ -55,9 +57,12 @@ pub trait BatchDsl<Conn: AsyncConnection> {
 
 impl<T, Conn> BatchDsl<Conn> for [T]
 where
-    T: Versioned + Send + Sync,
+    T: Versioned + Send + Sync + 'static,
+    T::Table: Default,
     Conn: AsyncConnection,
+    Conn::Backend: 'static,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    ValuesUpdate<T>: LoadQuery<'static, Conn, i32> + Send,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
@@ -88,15 +93,34 @@ where
 /// conflicts of every stale or deleted entity.
 async fn write_all<T, Conn>(entities: &[T], conn: &mut Conn) -> Result<Vec<T::Token>, Error>
 where
-    T: Versioned + Send + Sync,
+    T: Versioned + Send + Sync + 'static,
+    T::Table: Default,
     Conn: AsyncConnection,
+    Conn::Backend: 'static,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    ValuesUpdate<T>: LoadQuery<'static, Conn, i32> + Send,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
-    let batch = crate::blocking::statements(entities)?;
-    let distinct = || crate::blocking::distinct_keys(entities);
-    let written = GuardedUpdate::run_guarded_batch(batch, conn, distinct).await?;
+    let fresh = crate::blocking::fresh_tokens(entities)?;
+    let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
+        Some(statements) => {
+            let mut written = vec![0; entities.len()];
+            for statement in statements {
+                let positions: Vec<i32> = diesel_async::RunQueryDsl::load(statement, conn).await?;
+                count_written(&mut written, &positions);
+            }
+            written.into_iter().zip(fresh).collect()
+        }
+        None => {
+            let mut written = Vec::with_capacity(entities.len());
+            for (entity, fresh) in entities.iter().zip(fresh) {
+                let statement = entity.update_statement(&fresh);
+                written.push(statement.run_guarded(conn, fresh).await?);
+            }
+            written
+        }
+    };
     let mut fresh_tokens = Vec::with_capacity(entities.len());
     let mut conflicts = Vec::new();
     for (index, (entity, (affected, fresh))) in entities.iter().zip(written).enumerate() {

@@ -6,9 +6,7 @@ use std::future::Future;
 use diesel::query_builder::UpdateStatement;
 use diesel::{QueryResult, QuerySource};
 use diesel_async::AsyncConnection;
-use diesel_async::methods::{ExecuteDsl, LoadQuery};
-
-use crate::statement::{BatchUpdates, MAX_UPDATES_PER_STATEMENT, count_written, one_statement};
+use diesel_async::methods::ExecuteDsl;
 
 /// A guarded UPDATE on an async connection: the twin of
 /// [`diesel_occ::statement::GuardedUpdate`](crate::statement::GuardedUpdate). Runs it and says how many rows
@@ -28,44 +26,6 @@ pub trait GuardedUpdate<Conn, Tok> {
         conn: &mut Conn,
         fresh: Tok,
     ) -> impl Future<Output = QueryResult<(usize, Tok)>> + Send;
-
-    /// Runs the statements of a batch save, in the batch's transaction: the twin of
-    /// the blocking `GuardedUpdate::run_guarded_batch`. One statement after the other
-    /// unless the implementation can do better ([`CachedUpdate`] on PostgreSQL: one
-    /// statement for the whole batch).
-    ///
-    /// [`CachedUpdate`]: crate::statement::CachedUpdate
-    #[doc(hidden)]
-    fn run_guarded_batch(
-        batch: Vec<(Self, Tok)>,
-        conn: &mut Conn,
-        distinct: impl FnOnce() -> bool + Send,
-    ) -> impl Future<Output = QueryResult<Vec<(usize, Tok)>>> + Send
-    where
-        Self: Sized + Send,
-        Tok: Send,
-        Conn: AsyncConnection,
-    {
-        let _ = distinct;
-        one_by_one(batch, conn)
-    }
-}
-
-/// The statements of a batch, one after the other.
-async fn one_by_one<S, Conn, Tok>(
-    batch: Vec<(S, Tok)>,
-    conn: &mut Conn,
-) -> QueryResult<Vec<(usize, Tok)>>
-where
-    S: GuardedUpdate<Conn, Tok> + Send,
-    Tok: Send,
-    Conn: AsyncConnection,
-{
-    let mut written = Vec::with_capacity(batch.len());
-    for (statement, fresh) in batch {
-        written.push(statement.run_guarded(conn, fresh).await?);
-    }
-    Ok(written)
 }
 
 impl<T, U, V, Conn, Tok> GuardedUpdate<Conn, Tok> for UpdateStatement<T, U, V>
@@ -86,34 +46,11 @@ where
     Target: diesel::query_builder::IntoUpdateTarget,
     Changes: diesel::query_builder::AsChangeset,
     Conn: AsyncConnection,
-    Conn::Backend: 'static,
     Tok: Send,
     Self: ExecuteDsl<Conn> + Send + 'static,
-    BatchUpdates<Self>: LoadQuery<'static, Conn, i32>,
 {
     async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
         Ok((ExecuteDsl::execute(self, conn).await?, fresh))
-    }
-
-    /// On PostgreSQL, one statement per 64 entities (see the blocking impl).
-    async fn run_guarded_batch(
-        batch: Vec<(Self, Tok)>,
-        conn: &mut Conn,
-        distinct: impl FnOnce() -> bool + Send,
-    ) -> QueryResult<Vec<(usize, Tok)>> {
-        if !(one_statement::<Conn::Backend>(batch.len()) && distinct()) {
-            return one_by_one(batch, conn).await;
-        }
-        let (statements, fresh): (Vec<Self>, Vec<Tok>) = batch.into_iter().unzip();
-        let mut written = vec![0; statements.len()];
-        let mut statements = statements.into_iter();
-        for part in written.chunks_mut(MAX_UPDATES_PER_STATEMENT) {
-            let chunk: Vec<Self> = statements.by_ref().take(part.len()).collect();
-            let positions: Vec<i32> =
-                diesel_async::RunQueryDsl::load(BatchUpdates::new(chunk), conn).await?;
-            count_written(part, &positions);
-        }
-        Ok(written.into_iter().zip(fresh).collect())
     }
 }
 

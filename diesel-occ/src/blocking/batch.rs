@@ -2,14 +2,13 @@
 //! all or nothing.
 
 use diesel::connection::Connection;
-use diesel::query_dsl::LoadQuery;
+use diesel::query_dsl::{LoadQuery, RunQueryDsl as _};
 
 use crate::blocking::classify;
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::CurrentToken;
-use crate::statement::GuardedUpdate;
+use crate::statement::{CurrentToken, GuardedUpdate, ValuesUpdate, count_written};
 use crate::versioned::Versioned;
 
 /// Batch saves on a blocking connection: several entities in one transaction, all or
@@ -53,13 +52,22 @@ pub trait BatchDsl<Conn: Connection> {
     /// tried, and [`Error::Batch`] lists each conflicted entity with its position; no
     /// entity's token changes. On success every entity holds its fresh token.
     ///
-    /// On PostgreSQL the UPDATEs go to the server as ONE statement per 64 entities (see
-    /// [`BatchUpdates`](crate::statement::BatchUpdates)): a batch of up to 64 costs
-    /// `BEGIN`, that statement and `COMMIT`, three round trips, and a batch of 1000
-    /// eighteen. Each UPDATE in it is the one `save_checked` runs, and each still
-    /// reports its own row count. MySQL/MariaDB and SQLite run one UPDATE per entity, one after the other
-    /// (SQLite runs in-process: a statement there costs no round trip). So does a batch
-    /// that holds a row twice, and an entity whose token the database generates.
+    /// On PostgreSQL the whole batch is ONE statement, `UPDATE ... FROM (VALUES ...)
+    /// RETURNING <position>` (see [`ValuesUpdate`]): a batch of any size costs `BEGIN`,
+    /// that statement and `COMMIT`, three round trips (a batch past PostgreSQL's 65 535
+    /// bind parameters is cut into as few statements as fit). Each entity's row carries
+    /// what its `save_checked` binds, typed by the columns, and the statement reports
+    /// which entities it wrote, so each still has its own row count; under READ
+    /// COMMITTED a row another writer commits while the batch waits for it is re-checked
+    /// against its new token, and is a conflict, never an overwrite. An `Option` field
+    /// whose `None` leaves the column alone does so in the batch too.
+    ///
+    /// One UPDATE per entity, one after the other, where that statement cannot serve:
+    /// on MySQL/MariaDB and SQLite (SQLite runs in-process: a statement there costs no
+    /// round trip), for an entity whose token the database generates (each reads its
+    /// token back with `RETURNING`) or whose `Versioned` impl is written by hand, for a
+    /// batch that holds a row twice (one statement would write that row once), and for
+    /// a batch of one.
     /// A conflict costs one more read per stale or deleted entity, to classify it.
     ///
     /// The transaction is a savepoint when the connection is already in one, so the
@@ -72,16 +80,32 @@ pub trait BatchDsl<Conn: Connection> {
 impl<T, Conn> BatchDsl<Conn> for [T]
 where
     T: Versioned,
+    T::Table: Default,
     Conn: Connection,
+    Conn::Backend: 'static,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
+    ValuesUpdate<T>: LoadQuery<'static, Conn, i32>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
     fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
         let entities = &*self;
         let fresh = conn.transaction(|conn| {
-            let batch = statements(entities)?;
-            let written =
-                GuardedUpdate::run_guarded_batch(batch, conn, || distinct_keys(entities))?;
+            let fresh = fresh_tokens(entities)?;
+            let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
+                Some(statements) => {
+                    let mut written = vec![0; entities.len()];
+                    for statement in statements {
+                        let positions: Vec<i32> = statement.load(conn)?;
+                        count_written(&mut written, &positions);
+                    }
+                    written.into_iter().zip(fresh).collect()
+                }
+                None => entities
+                    .iter()
+                    .zip(fresh)
+                    .map(|(entity, fresh)| entity.update_statement(&fresh).run_guarded(conn, fresh))
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
             let mut fresh_tokens = Vec::with_capacity(entities.len());
             let mut conflicts = Vec::new();
             for (index, (entity, (affected, fresh))) in entities.iter().zip(written).enumerate() {
@@ -115,24 +139,18 @@ where
     }
 }
 
-/// Each entity's guarded UPDATE and the fresh token it assigns.
-pub(crate) type Statements<T> = Vec<(<T as Versioned>::UpdateStatement, <T as Versioned>::Token)>;
-
-/// Every entity's guarded UPDATE with the fresh token it assigns, or the first entity
-/// whose token cannot advance.
-pub(crate) fn statements<T: Versioned>(entities: &[T]) -> Result<Statements<T>, Error> {
+/// Every entity's fresh token, or the first entity whose token cannot advance, before
+/// anything is written.
+pub(crate) fn fresh_tokens<T: Versioned>(entities: &[T]) -> Result<Vec<T::Token>, Error> {
     entities
         .iter()
-        .map(|entity| {
-            let fresh = entity.fresh_token()?;
-            Ok((entity.update_statement(&fresh), fresh))
-        })
+        .map(|entity| entity.fresh_token().map_err(Error::from))
         .collect()
 }
 
-/// True when no two entities of the batch have the same key. The UPDATEs of a batch
-/// sent as one statement all read one snapshot, so a row written twice would not be
-/// written as one statement after the other writes it.
+/// True when no two entities of the batch have the same key. One statement writes a
+/// row once however many of its `VALUES` rows match it, so a row saved twice would not
+/// be written as one statement after the other writes it.
 pub(crate) fn distinct_keys<T: Versioned>(entities: &[T]) -> bool {
     let mut seen = std::collections::HashSet::with_capacity(entities.len());
     entities

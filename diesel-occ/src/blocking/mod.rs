@@ -21,9 +21,10 @@ mod tracked;
 mod transaction;
 
 pub use batch::BatchDsl;
-// The async batch shares how a batch is cut into statements.
+pub(crate) use batch::distinct_keys;
+// The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
-pub(crate) use batch::{distinct_keys, statements};
+pub(crate) use batch::fresh_tokens;
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 

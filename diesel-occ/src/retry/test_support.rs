@@ -44,6 +44,7 @@ impl Versioned for Stock {
     type DeleteStatement = diesel::dsl::delete<Guarded>;
     type TokenQuery = diesel::dsl::Select<ByKey, stock::version>;
     type FindQuery = ByKey;
+    type ValuesRow = ();
 
     const TABLE_NAME: &'static str = "stock";
     const TOKEN_COLUMN: &'static str = "version";

@@ -10,7 +10,8 @@
 //! - [`GuardedUpdate`]: how a guarded `UPDATE` runs and reports what it wrote
 //!   ([`GeneratedUpdate`] for one that reads a database-generated token back);
 //! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps;
-//! - [`BatchUpdates`]: the UPDATEs of a batch save as one PostgreSQL statement;
+//! - [`ValuesUpdate`]: the UPDATEs of a batch save as one PostgreSQL statement over a
+//!   `VALUES` list;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
 //! - [`AdvanceToken`], [`AdvancedTimestamp`], [`BulkUpdate`]: the token assignment of
@@ -22,7 +23,6 @@ use diesel::connection::Connection;
 use diesel::dsl::Filter;
 use diesel::query_builder::{AsChangeset, IntoUpdateTarget, UpdateStatement};
 use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
-use diesel::query_dsl::{LoadQuery, RunQueryDsl as _};
 use diesel::{QueryResult, QuerySource};
 
 use crate::versioned::Versioned;
@@ -33,8 +33,10 @@ mod cached_update;
 mod current_token;
 mod token_eq;
 
-pub use batch::BatchUpdates;
-pub(crate) use batch::{MAX_UPDATES_PER_STATEMENT, count_written, one_statement};
+pub use batch::ValuesUpdate;
+pub(crate) use batch::count_written;
+#[doc(hidden)]
+pub use batch::{Skippable, ValuesColumns, WrittenColumn};
 pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkUpdate, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
@@ -163,29 +165,6 @@ pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).
     fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)>;
-
-    /// Runs the statements of a batch save, in the batch's transaction: for each, what
-    /// [`run_guarded`](Self::run_guarded) returns. One statement after the other unless
-    /// the implementation can do better: [`CachedUpdate`] sends a batch to PostgreSQL
-    /// as one statement ([`BatchUpdates`]).
-    ///
-    /// `distinct` says whether the batch holds every row once: asked only by an
-    /// implementation that needs it.
-    #[doc(hidden)]
-    fn run_guarded_batch(
-        batch: Vec<(Self, Tok)>,
-        conn: &mut Conn,
-        distinct: impl FnOnce() -> bool,
-    ) -> QueryResult<Vec<(usize, Tok)>>
-    where
-        Self: Sized,
-    {
-        let _ = distinct;
-        batch
-            .into_iter()
-            .map(|(statement, fresh)| statement.run_guarded(conn, fresh))
-            .collect()
-    }
 }
 
 impl<T, U, V, Conn, Tok> GuardedUpdate<Conn, Tok> for UpdateStatement<T, U, V>
@@ -199,47 +178,20 @@ where
     }
 }
 
-/// PostgreSQL only: the one backend whose `RETURNING` diesel-occ reads a generated
-/// token back with (any other connection gets the "cannot run" error above).
 impl<Target, Changes, Conn, Tok> GuardedUpdate<Conn, Tok> for CachedUpdate<Target, Changes>
 where
     Target: IntoUpdateTarget,
     Changes: AsChangeset,
     Conn: Connection,
     Self: ExecuteDsl<Conn>,
-    Conn::Backend: 'static,
-    BatchUpdates<Self>: LoadQuery<'static, Conn, i32>,
 {
     fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
         Ok((ExecuteDsl::execute(self, conn)?, fresh))
     }
-
-    /// On PostgreSQL, [`BatchUpdates`]: one statement (one round trip) per
-    /// [`MAX_UPDATES_PER_STATEMENT`] entities; elsewhere, or when the batch holds a row
-    /// twice, one statement per entity.
-    fn run_guarded_batch(
-        batch: Vec<(Self, Tok)>,
-        conn: &mut Conn,
-        distinct: impl FnOnce() -> bool,
-    ) -> QueryResult<Vec<(usize, Tok)>> {
-        if !(one_statement::<Conn::Backend>(batch.len()) && distinct()) {
-            return batch
-                .into_iter()
-                .map(|(statement, fresh)| statement.run_guarded(conn, fresh))
-                .collect();
-        }
-        let (statements, fresh): (Vec<Self>, Vec<Tok>) = batch.into_iter().unzip();
-        let mut written = vec![0; statements.len()];
-        let mut statements = statements.into_iter();
-        for part in written.chunks_mut(MAX_UPDATES_PER_STATEMENT) {
-            let chunk: Vec<Self> = statements.by_ref().take(part.len()).collect();
-            let positions: Vec<i32> = BatchUpdates::new(chunk).load(conn)?;
-            count_written(part, &positions);
-        }
-        Ok(written.into_iter().zip(fresh).collect())
-    }
 }
 
+/// PostgreSQL only: the one backend whose `RETURNING` diesel-occ reads a generated
+/// token back with (any other connection gets the "cannot run" error above).
 #[cfg(feature = "postgres")]
 impl<S, Conn, Tok> GuardedUpdate<Conn, Tok> for GeneratedUpdate<S>
 where

@@ -14,6 +14,7 @@ impl Versioned for Wide {
     type DeleteStatement = ();
     type TokenQuery = ();
     type FindQuery = ();
+    type ValuesRow = ();
     const TABLE_NAME: &'static str = "wide";
     const TOKEN_COLUMN: &'static str = "version";
     const KEY_COLUMNS: &'static [&'static str] = &[];

@@ -74,8 +74,9 @@ macro_rules! app_db {
 /// `sqlite`, each giving the files below it `Conn` (blocking), `AsyncConn` and `schema`.
 /// The blocking MySQL module needs the client library (feature `mysql`). Besides the
 /// scenario flavours (`blocking`, `asynchronous`) it takes the support they share: the
-/// subject's `entities` (`entities.rs`), or `asynchronous_counters` and `server_counters`
-/// from `shared/`, each a module of that name (`counters` for the shared ones).
+/// subject's `entities` (`entities.rs`) and `setup` (`setup.rs`), or
+/// `asynchronous_counters` and `server_counters` from `shared/`, each a module of that
+/// name (`counters` for the shared ones).
 macro_rules! on_every_backend {
     ($($flavour:ident),+) => {
         // The files sit beside the subject's mod.rs, not in a directory per backend.
@@ -126,6 +127,10 @@ macro_rules! on_every_backend {
     (@file entities) => {
         #[path = "entities.rs"]
         mod entities;
+    };
+    (@file setup) => {
+        #[path = "setup.rs"]
+        mod setup;
     };
     (@file asynchronous_counters) => {
         #[path = "../shared/asynchronous_counters.rs"]

@@ -1,37 +1,38 @@
 //! Batch saves on an async connection (diesel-async).
 
+use std::fmt::Debug;
+
+use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
-use diesel_occ_tests::statements::{StatementCounter, sql_only, updates};
+use diesel_occ_tests::statements::StatementCounter;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
-use super::entities::Account;
+use super::entities::{Account, Counter, Note, OrderLine, Stamp, Ticket, WorkItem, work_items};
+use super::setup::{Kind, assert_batch_statements, bump_second, other_writer, seed, seed_accounts};
 use super::{AsyncConn as Conn, schema};
 
-/// Accounts 1..=n, balance 100, version 1 (diesel-async has no multi-row insert on
-/// SQLite: plain SQL, 500 rows per statement).
-async fn seed_accounts(db: &AsyncTestDb<Conn>, n: i32) {
+/// Accounts 1..=n, balance 100, version 1.
+async fn seed_accounts_in(db: &AsyncTestDb<Conn>, n: i32) {
     let mut conn = db.conn().await;
-    let ids: Vec<i32> = (1..=n).collect();
-    for chunk in ids.chunks(500) {
-        let rows: Vec<String> = chunk
-            .iter()
-            .map(|id| format!("({id}, 100, FALSE, 1)"))
-            .collect();
-        conn.batch_execute(&format!(
-            "INSERT INTO accounts (id, balance, deleted, version) VALUES {}",
-            rows.join(", ")
-        ))
-        .await
-        .expect("insert accounts");
+    for sql in seed_accounts(n) {
+        conn.batch_execute(&sql).await.expect("insert accounts");
     }
+}
+
+/// Runs the other writer's SQL on a connection of its own.
+async fn other_writes(db: &AsyncTestDb<Conn>, sql: &str) {
+    db.conn()
+        .await
+        .batch_execute(sql)
+        .await
+        .expect("the other writer");
 }
 
 /// Accounts 1..=n as read, ordered by id.
 async fn accounts(conn: &mut Conn, n: i32) -> Vec<Account> {
-    use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
     schema::accounts::table
         .filter(schema::accounts::id.le(n))
         .order(schema::accounts::id)
@@ -45,10 +46,14 @@ async fn account(conn: &mut Conn, id: i32) -> Account {
     Account::find(conn, id).await.expect("account row")
 }
 
+fn assert_statements(statements: &[String], n: usize) {
+    assert_batch_statements(Conn::BACKEND, "accounts", statements, n);
+}
+
 #[tokio::test]
 async fn batch_saves_all_with_one_update_each() {
     let db = async_test_db!();
-    seed_accounts(&db, 3).await;
+    seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = vec![
         account(&mut conn, 1).await,
@@ -61,7 +66,7 @@ async fn batch_saves_all_with_one_update_each() {
     let log = StatementCounter::install_async(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
     let statements = log.take_sql();
-    assert_batch_statements(&statements, 3);
+    assert_statements(&statements, 3);
     assert!(
         statements
             .iter()
@@ -74,31 +79,10 @@ async fn batch_saves_all_with_one_update_each() {
     }
 }
 
-/// What a successful batch of `n` entities sends: on PostgreSQL `BEGIN`, ONE statement
-/// per 64 entities holding their guarded UPDATEs, and `COMMIT`; on MySQL and
-/// SQLite `BEGIN`, one UPDATE per entity and `COMMIT`.
-fn assert_batch_statements(statements: &[String], n: usize) {
-    let (first, last) = (statements.first(), statements.last());
-    assert_eq!(first.map(String::as_str), Some("BEGIN"), "{statements:?}");
-    assert_eq!(last.map(String::as_str), Some("COMMIT"), "{statements:?}");
-    let body = &statements[1..statements.len() - 1];
-    if Conn::BACKEND == Backend::Postgres {
-        assert_eq!(body.len(), n.div_ceil(64), "one statement per 64 entities");
-        for (chunk, statement) in body.iter().enumerate() {
-            let updates = statement.matches("UPDATE \"accounts\" SET").count();
-            assert_eq!(updates, (n - chunk * 64).min(64), "{}", sql_only(statement));
-            assert!(statement.starts_with("WITH \"occ_0\" AS (UPDATE"), "{statement}");
-        }
-    } else {
-        assert_eq!(updates(body).len(), n, "one UPDATE per entity");
-        assert_eq!(body.len(), n, "{statements:?}");
-    }
-}
-
 #[tokio::test]
-async fn a_batch_of_100_sends_two_statements_on_postgres_where_single_saves_send_100() {
+async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_100() {
     let db = async_test_db!();
-    seed_accounts(&db, 100).await;
+    seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
     let log = StatementCounter::install_async(&mut conn);
 
@@ -117,34 +101,31 @@ async fn a_batch_of_100_sends_two_statements_on_postgres_where_single_saves_send
     }
     batch.save_all_checked(&mut conn).await.expect("batch save");
     let statements = log.take_sql();
-    assert_batch_statements(&statements, 100);
-    // PostgreSQL: BEGIN, 64 UPDATEs in one statement, 36 in another, COMMIT.
-    let expected = if Conn::BACKEND == Backend::Postgres { 4 } else { 102 };
+    assert_statements(&statements, 100);
+    // PostgreSQL: BEGIN, one UPDATE over 100 VALUES rows, COMMIT.
+    let expected = if Conn::BACKEND == Backend::Postgres {
+        3
+    } else {
+        102
+    };
     assert_eq!(statements.len(), expected, "statements for 100 entities");
-    assert_eq!(accounts(&mut conn, 100).await, batch, "every row written, every token fresh");
+    assert_eq!(
+        accounts(&mut conn, 100).await,
+        batch,
+        "every row written, every token fresh"
+    );
     assert!(batch.iter().all(|a| a.version == 3 && a.balance == 98));
 }
 
 #[tokio::test]
-async fn a_batch_larger_than_one_statement_names_conflicts_in_every_part() {
+async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_statement() {
     let db = async_test_db!();
-    seed_accounts(&db, 1001).await;
+    seed_accounts_in(&db, 1001).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 1001).await;
-    // Stale: the first entity, the last of the first statement (64 entities), one in
-    // the middle and the last (alone in the last statement); deleted: the first of the
-    // second statement.
-    let mut other = db.conn().await;
-    for id in [1, 64, 500, 1001] {
-        let mut a = account(&mut other, id).await;
-        a.balance = 7;
-        a.save_checked(&mut other).await.expect("other save");
-    }
-    account(&mut other, 65)
-        .await
-        .delete_checked(&mut other)
-        .await
-        .expect("other delete");
+    // Stale: the first entity, the 64th, one in the middle and the last; deleted: the
+    // 65th.
+    other_writes(&db, &other_writer(&[1, 64, 500, 1001], 7, &[65])).await;
 
     for a in &mut batch {
         a.balance = 0;
@@ -153,10 +134,16 @@ async fn a_batch_larger_than_one_statement_names_conflicts_in_every_part() {
     let error = batch.save_all_checked(&mut conn).await.unwrap_err();
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.total(), 1001);
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [0, 63, 64, 499, 1000]);
+    assert_eq!(
+        conflict.indices().collect::<Vec<_>>(),
+        [0, 63, 64, 499, 1000]
+    );
     assert!(conflict.conflict_at(64).unwrap().is_deleted());
     for index in [0, 63, 499, 1000] {
-        assert_eq!(conflict.conflict_at(index).unwrap().current::<i32>(), Some(2));
+        assert_eq!(
+            conflict.conflict_at(index).unwrap().current::<i32>(),
+            Some(2)
+        );
     }
     assert_eq!(batch, before, "no token advanced");
     let rows = accounts(&mut conn, 1001).await;
@@ -166,33 +153,24 @@ async fn a_batch_larger_than_one_statement_names_conflicts_in_every_part() {
         "nothing of the batch was written"
     );
 
+    // Read again, the same batch commits in full: BEGIN, one statement, COMMIT.
     let mut batch = accounts(&mut conn, 1001).await;
     for a in &mut batch {
         a.balance = 0;
     }
     let log = StatementCounter::install_async(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
-    assert_batch_statements(&log.take_sql(), 1000);
+    assert_statements(&log.take_sql(), 1000);
     assert_eq!(accounts(&mut conn, 1001).await, batch);
 }
 
 #[tokio::test]
 async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_is_written() {
     let db = async_test_db!();
-    seed_accounts(&db, 100).await;
+    seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 100).await;
-    let mut other = db.conn().await;
-    for id in [8, 43, 100] {
-        let mut a = account(&mut other, id).await;
-        a.balance = 50;
-        a.save_checked(&mut other).await.expect("other save");
-    }
-    account(&mut other, 64)
-        .await
-        .delete_checked(&mut other)
-        .await
-        .expect("other delete");
+    other_writes(&db, &other_writer(&[8, 43, 100], 50, &[64])).await;
 
     for a in &mut batch {
         a.balance = 0;
@@ -219,13 +197,17 @@ async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_
     let rows = accounts(&mut conn, 100).await;
     assert_eq!(rows.len(), 99);
     assert!(rows.iter().all(|a| a.balance != 0), "nothing was written");
-    assert!(rows.iter().filter(|a| a.version == 1).all(|a| a.balance == 100));
+    assert!(
+        rows.iter()
+            .filter(|a| a.version == 1)
+            .all(|a| a.balance == 100)
+    );
 }
 
 #[tokio::test]
 async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
     let db = async_test_db!();
-    seed_accounts(&db, 3).await;
+    seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 3).await;
     batch.push(batch[1].clone());
@@ -240,8 +222,8 @@ async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
     assert!(rows.iter().all(|a| a.balance == 100 && a.version == 1));
 }
 
-/// PostgreSQL: a batch of 100 is one statement, which has written rows 1 to 49 when it
-/// waits for row 50's lock. Dropped there, it leaves nothing written once its
+/// PostgreSQL: a batch of 100 is one statement, which may have written other rows when
+/// it waits for row 50's lock. Dropped there, it leaves nothing written once its
 /// connection is closed, and the connection refuses further checked writes meanwhile.
 #[tokio::test]
 async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
@@ -249,7 +231,7 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
         return;
     }
     let db = async_test_db!();
-    seed_accounts(&db, 100).await;
+    seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 100).await;
     for a in &mut batch {
@@ -272,15 +254,14 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
         tokio::pin!(save);
         let waiting = async {
             loop {
-                let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-                    &format!(
+                let waiting: i64 =
+                    diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
                         "(SELECT count(*) FROM pg_stat_activity \
                          WHERE pid = {pid} AND wait_event_type = 'Lock')"
-                    ),
-                ))
-                .get_result(&mut watcher)
-                .await
-                .expect("pg_stat_activity");
+                    )))
+                    .get_result(&mut watcher)
+                    .await
+                    .expect("pg_stat_activity");
                 if waiting == 1 {
                     break;
                 }
@@ -295,7 +276,10 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     }
     let mut one = batch[0].clone();
     one.balance = 1;
-    assert!(one.save_checked(&mut conn).await.is_err(), "the connection is broken");
+    assert!(
+        one.save_checked(&mut conn).await.is_err(),
+        "the connection is broken"
+    );
     assert!(batch.iter().all(|a| a.version == 1), "no token advanced");
     drop(conn);
     locker.batch_execute("COMMIT").await.expect("unlock");
@@ -311,7 +295,7 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
 #[tokio::test]
 async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothing() {
     let db = async_test_db!();
-    seed_accounts(&db, 4).await;
+    seed_accounts_in(&db, 4).await;
     let mut conn = db.conn().await;
     let mut batch = vec![
         account(&mut conn, 1).await,
@@ -320,15 +304,7 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
         account(&mut conn, 4).await,
     ];
     // Another connection: account 2 is stale, account 4 is deleted.
-    let mut other = db.conn().await;
-    let mut two = account(&mut other, 2).await;
-    two.balance = 50;
-    two.save_checked(&mut other).await.expect("other save");
-    account(&mut other, 4)
-        .await
-        .delete_checked(&mut other)
-        .await
-        .expect("other delete");
+    other_writes(&db, &other_writer(&[2], 50, &[4])).await;
 
     for a in &mut batch {
         a.balance = 0;
@@ -354,7 +330,7 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
 #[tokio::test]
 async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
     let db = async_test_db!();
-    seed_accounts(&db, 3).await;
+    seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = [account(&mut conn, 1).await, account(&mut conn, 2).await];
     let mut other = account(&mut conn, 2).await;
@@ -396,7 +372,7 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
 #[tokio::test]
 async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
     let db = async_test_db!();
-    seed_accounts(&db, 2).await;
+    seed_accounts_in(&db, 2).await;
     let report = Race::new(2)
         .run_asynchronous(
             async |_| {
@@ -437,4 +413,251 @@ async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
         }
         other => panic!("exactly one writer wins: {other:?}"),
     }
+}
+
+/// PostgreSQL, READ COMMITTED: see the blocking twin. The batch's statement waits for a
+/// row another writer has saved but not committed; once it waits, the writer commits;
+/// the entity is a conflict, never a silent overwrite, and nothing is written.
+#[tokio::test]
+async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
+    if Conn::BACKEND != Backend::Postgres {
+        return;
+    }
+    let db = async_test_db!();
+    seed_accounts_in(&db, 3).await;
+    let mut conn = db.conn().await;
+    let mut batch = accounts(&mut conn, 3).await;
+    for a in &mut batch {
+        a.balance = 0;
+    }
+    let before = batch.clone();
+    let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+        "pg_backend_pid()",
+    ))
+    .get_result(&mut conn)
+    .await
+    .expect("pid");
+
+    let mut other = db.conn().await;
+    other.batch_execute("BEGIN").await.expect("begin");
+    let mut two = account(&mut other, 2).await;
+    two.balance = 42;
+    two.save_checked(&mut other).await.expect("other save");
+
+    let saver = tokio::spawn(async move {
+        let outcome = batch.save_all_checked(&mut conn).await;
+        (batch, outcome)
+    });
+    let mut watcher = db.conn().await;
+    wait_for_lock(&mut watcher, pid).await;
+    other.batch_execute("COMMIT").await.expect("commit");
+    let (batch, outcome) = saver.await.expect("the batch task");
+
+    let error = outcome.expect_err("the batch must not overwrite the committed write");
+    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
+    assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
+    assert_eq!(batch, before, "no token advanced");
+    let rows = accounts(&mut watcher, 3).await;
+    assert_eq!(
+        rows.iter()
+            .map(|a| (a.balance, a.version))
+            .collect::<Vec<_>>(),
+        [(100, 1), (42, 2), (100, 1)],
+        "the other writer's commit stands, the batch wrote nothing"
+    );
+}
+
+/// Waits until the backend `pid` waits for a lock (polled, never timed).
+async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
+    loop {
+        let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
+            "(SELECT count(*) FROM pg_stat_activity \
+                 WHERE pid = {pid} AND wait_event_type = 'Lock')"
+        )))
+        .get_result(watcher)
+        .await
+        .expect("pg_stat_activity");
+        if waiting == 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// See the blocking twin: three rows of `kind` saved and read back exactly, then the
+/// second one made stale by another writer is named and nothing is written.
+async fn saves_a_batch_and_names_a_stale_entity<T>(
+    db: &AsyncTestDb<Conn>,
+    kind: Kind,
+    table: &str,
+    load: impl AsyncFn(&mut Conn) -> Vec<T>,
+    edit: fn(&mut T),
+) where
+    T: Versioned + Clone + PartialEq + Debug,
+    [T]: BatchDsl<Conn>,
+{
+    let mut conn = db.conn().await;
+    conn.batch_execute(&seed(kind, Conn::BACKEND))
+        .await
+        .expect("seed");
+    let mut batch = load(&mut conn).await;
+    assert_eq!(batch.len(), 3);
+    batch.iter_mut().for_each(edit);
+    let log = StatementCounter::install_async(&mut conn);
+    batch.save_all_checked(&mut conn).await.expect("batch save");
+    assert_batch_statements(Conn::BACKEND, table, &log.take_sql(), 3);
+    let saved = load(&mut conn).await;
+    assert_eq!(saved, batch, "every row written, every token fresh");
+
+    let mut stale = saved.clone();
+    stale.iter_mut().for_each(edit);
+    other_writes(db, &bump_second(kind, Conn::BACKEND)).await;
+    let before = stale.clone();
+    let error = stale.save_all_checked(&mut conn).await.unwrap_err();
+    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1], "{conflict:?}");
+    assert!(!conflict.conflict_at(1).unwrap().is_deleted());
+    assert_eq!(stale, before, "no token advanced");
+    let rows = load(&mut conn).await;
+    assert_eq!(
+        (&rows[0], &rows[2]),
+        (&saved[0], &saved[2]),
+        "nothing was written"
+    );
+    assert_ne!(rows[1], saved[1], "the other writer's row stands");
+}
+
+#[tokio::test]
+async fn a_batch_of_uuid_tokens_is_saved_and_checked() {
+    let db = async_test_db!();
+    saves_a_batch_and_names_a_stale_entity::<Ticket>(
+        &db,
+        Kind::Tickets,
+        "tickets",
+        async |conn: &mut Conn| {
+            use schema::tickets::dsl::*;
+            let query = tickets.order(id).select(Ticket::as_select());
+            query.load(conn).await.expect("tickets")
+        },
+        |t| t.seat.push('!'),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_of_microsecond_timestamp_tokens_is_saved_and_checked() {
+    let db = async_test_db!();
+    saves_a_batch_and_names_a_stale_entity::<Stamp>(
+        &db,
+        Kind::Stamped,
+        "stamped",
+        async |conn: &mut Conn| {
+            use schema::stamped::dsl::*;
+            let query = stamped.order(id).select(Stamp::as_select());
+            query.load(conn).await.expect("stamped")
+        },
+        |s| s.value += 10,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_of_composite_keys_is_saved_and_checked() {
+    let db = async_test_db!();
+    saves_a_batch_and_names_a_stale_entity::<OrderLine>(
+        &db,
+        Kind::OrderLines,
+        "order_lines",
+        async |conn: &mut Conn| {
+            use schema::order_lines::dsl::*;
+            let query = order_lines
+                .order((order_id, line_no))
+                .select(OrderLine::as_select());
+            query.load(conn).await.expect("order lines")
+        },
+        |l| l.quantity += 10,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_of_renamed_columns_is_saved_and_checked() {
+    let db = async_test_db!();
+    saves_a_batch_and_names_a_stale_entity::<Note>(
+        &db,
+        Kind::Notes,
+        "notes",
+        async |conn: &mut Conn| {
+            use schema::notes::dsl::*;
+            let query = notes.order(note_id).select(Note::as_select());
+            query.load(conn).await.expect("notes")
+        },
+        |n| n.body.push('!'),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_writing_null_to_every_row_of_a_bigint_column_is_saved_and_checked() {
+    let db = async_test_db!();
+    saves_a_batch_and_names_a_stale_entity::<WorkItem>(
+        &db,
+        Kind::WorkItems,
+        "work_items",
+        async |conn: &mut Conn| {
+            let query = work_items::table
+                .order(work_items::id)
+                .select(WorkItem::as_select());
+            query.load(conn).await.expect("work items")
+        },
+        |w| {
+            w.status = "PENDING".into();
+            w.lease_owner = None;
+            w.lease_expires_at = None;
+            w.fence += 1;
+        },
+    )
+    .await;
+}
+
+/// See the blocking twin: `None` in an `Option` field without `treat_none_as_null`
+/// leaves its column alone in a batch exactly as in a single save.
+#[tokio::test]
+async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(&seed(Kind::Counters, Conn::BACKEND))
+        .await
+        .expect("seed");
+    async fn load(conn: &mut Conn) -> Vec<Counter> {
+        use schema::counters::dsl::*;
+        let query = counters.order(id).select(Counter::as_select());
+        query.load(conn).await.expect("counters")
+    }
+    let mut batch = load(&mut conn).await;
+    batch[0].label = None;
+    batch[1].label = Some("second".into());
+    for c in &mut batch {
+        c.value += 10;
+    }
+    let log = StatementCounter::install_async(&mut conn);
+    batch.save_all_checked(&mut conn).await.expect("batch save");
+    assert_batch_statements(Conn::BACKEND, "counters", &log.take_sql(), 3);
+    let rows = load(&mut conn).await;
+    assert_eq!(
+        rows.iter()
+            .map(|c| (c.value, c.label.as_deref(), c.version))
+            .collect::<Vec<_>>(),
+        [(11, Some("one"), 2), (12, Some("second"), 2), (13, None, 2)]
+    );
+
+    let mut singles = load(&mut conn).await;
+    singles[0].label = None;
+    singles[1].label = Some("second".into());
+    for c in &mut singles {
+        c.save_checked(&mut conn).await.expect("single save");
+    }
+    let labels = |rows: &[Counter]| rows.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
+    assert_eq!(labels(&load(&mut conn).await), labels(&rows));
 }
