@@ -9,35 +9,42 @@
 //! | `put-unconditional` | `PUT /bench/articles/{id}`, no `If-Match` | one UPDATE by key, no token check: a route of this benchmark's, merged into the app's router |
 //!
 //! The service runs in this process on its own multi-threaded Tokio runtime (as its
-//! binary would), on an ephemeral port of 127.0.0.1, with a pool of as many connections
-//! as clients. The clients run on another runtime, each a task with a keep-alive
-//! connection (reqwest), each writing its own article by default (no contention: the
-//! ratios measure what each write costs) and keeping the ETag of every response. After a
-//! 412 or 409 a client GETs the article for its current ETag (a "re-read"), as a real
-//! client would. `--articles` sets how many articles the clients share (the first count
-//! is the one of the paired rounds; the default adds one article shared by every client,
-//! where 412s and 409s happen).
+//! binary would), on an ephemeral port of 127.0.0.1, over the app's pool of as many
+//! connections as clients. The clients run on another runtime (one thread), each a task
+//! with its own keep-alive connection ([`wire`]: a minimal HTTP/1.1 client, so that the
+//! clients take little of the CPU the service and PostgreSQL share), each writing its
+//! own article by default (no contention: the ratios measure what each write costs) and
+//! keeping the ETag of every response. After a 412 or 409 a client GETs the article for
+//! its current ETag (a "re-read"), as a real client would. `--articles` sets how many
+//! articles the clients share (the first count is the one of the paired rounds; the
+//! default adds one article shared by every client, where 412s and 409s happen).
+//!
+//! Each run also reports where its time went: statements per successful write and
+//! their mean time as the service's connections saw it (Diesel's instrumentation), and
+//! CPU per successful write of the clients' thread, the service's threads and the pool's
+//! PostgreSQL backends ([`cpu`]). After the HTTP rounds, paired rounds of the same
+//! writes without HTTP ([`direct`]) tell what the database and the pool alone allow.
+//! `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT=off` sets `synchronous_commit` on the service's
+//! connections, to see the requests' own cost without the commits' disk flush.
 
+mod cpu;
+mod direct;
+mod service;
+mod wire;
+
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::header::ETAG;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::put;
 use diesel::prelude::*;
-use diesel_occ::statement::CachedUpdate;
-use diesel_occ::{UuidToken, VersionToken};
+use diesel_occ::UuidToken;
 use diesel_occ_examples::etag::etag;
-use diesel_occ_examples::postgres::http::{ArticleJson, MAX_BODY, MAX_TITLE};
-use diesel_occ_examples::postgres::{self as app, AsyncPool};
+use diesel_occ_examples::postgres as app;
 use diesel_occ_examples::schema::articles;
-use reqwest::header::IF_MATCH;
-use reqwest::{Client, Method};
 
+use self::cpu::{Sample, Spent};
+use self::service::{Counted, Service};
+use self::wire::Wire;
 use crate::backend::{Backend, ensure_database, server_version};
 use crate::harness::{Limit, Stop, percentile};
 use crate::options::Args;
@@ -63,6 +70,22 @@ impl Write {
             Write::IfMatch => "put-if-match",
             Write::LoadSave => "patch-load-save",
             Write::Unconditional => "put-unconditional",
+        }
+    }
+}
+
+/// Through the service (HTTP), or the same statements straight on its pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Http,
+    Direct,
+}
+
+impl Via {
+    fn name(self) -> &'static str {
+        match self {
+            Via::Http => "http",
+            Via::Direct => "direct",
         }
     }
 }
@@ -101,6 +124,13 @@ impl HttpTally {
         self.errors += 1;
         self.first_error.get_or_insert(text);
     }
+
+    /// A successful write that began at `began`.
+    fn latency(&mut self, began: Instant) {
+        let nanos = began.elapsed().as_nanos();
+        self.latencies
+            .push(u64::try_from(nanos).unwrap_or(u64::MAX));
+    }
 }
 
 /// One measured run.
@@ -108,6 +138,7 @@ impl HttpTally {
 struct HttpRow {
     round: usize,
     write: Write,
+    via: Via,
     clients: usize,
     articles: usize,
     seconds: f64,
@@ -121,15 +152,32 @@ struct HttpRow {
     errors: u64,
     /// Articles whose stored token is an ETag no client holds (must be 0).
     unmatched: usize,
+    /// Statements the service's connections ran, per successful write.
+    statements: f64,
+    /// Their mean time from sending to result, per successful write, in ms.
+    statement_ms: f64,
+    /// CPU per successful write (absent off Linux).
+    cpu: Option<Spent>,
 }
 
 impl HttpRow {
     const CSV_HEADER: &'static str = "round,write,clients,articles,seconds,ok,requests_per_sec,\
-        p50_ms,p99_ms,status_412,status_409,rereads,errors,unmatched_etags";
+        p50_ms,p99_ms,status_412,status_409,rereads,errors,unmatched_etags,via,\
+        statements_per_write,statement_ms_per_write,client_cpu_us,service_cpu_us,\
+        postgres_cpu_us,machine_busy";
 
     fn csv(&self) -> String {
+        let cpu = self.cpu.map_or_else(
+            || ",,,".to_owned(),
+            |c| {
+                format!(
+                    "{:.1},{:.1},{:.1},{:.3}",
+                    c.client_us, c.service_us, c.postgres_us, c.machine_busy
+                )
+            },
+        );
         format!(
-            "{},{},{},{},{:.3},{},{:.1},{:.3},{:.3},{},{},{},{},{}",
+            "{},{},{},{},{:.3},{},{:.1},{:.3},{:.3},{},{},{},{},{},{},{:.3},{:.3},{cpu}",
             self.round,
             self.write.name(),
             self.clients,
@@ -143,12 +191,15 @@ impl HttpRow {
             self.conflicts,
             self.rereads,
             self.errors,
-            self.unmatched
+            self.unmatched,
+            self.via.name(),
+            self.statements,
+            self.statement_ms,
         )
     }
 
     fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "{:<17} articles {:>3}  {:>7.0} req/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
              412 {:>6}  409 {:>6}  re-reads {:>6}  errors {:>3}  unmatched ETags {}",
             self.write.name(),
@@ -161,106 +212,112 @@ impl HttpRow {
             self.rereads,
             self.errors,
             self.unmatched
-        )
-    }
-}
-
-/// The service, running on its own runtime until dropped.
-struct Service {
-    base: String,
-    /// Serves until dropped.
-    _runtime: tokio::runtime::Runtime,
-}
-
-impl Service {
-    /// The app's router plus the benchmark's unconditional route, on 127.0.0.1.
-    fn start(url: &str, connections: usize) -> Result<Service, String> {
-        let threads = std::thread::available_parallelism().map_or(2, usize::from);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        let pool = app::async_pool(url, connections).map_err(|e| e.to_string())?;
-        let router: Router = app::http::router(pool.clone()).merge(bench_routes(pool));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .map_err(|e| e.to_string())?;
-        let base = format!(
-            "http://{}",
-            listener.local_addr().map_err(|e| e.to_string())?
         );
-        runtime.spawn(async move { axum::serve(listener, router).await });
-        Ok(Service {
-            base,
-            _runtime: runtime,
-        })
-    }
-}
-
-/// `PUT /bench/articles/{id}`: the unconditional write, for this benchmark only (the
-/// example app itself refuses a write without `If-Match`). It does what the app's PUT
-/// does (parse, validate, one UPDATE with a fresh token, the new ETag) without the
-/// token in the UPDATE's `WHERE`. The UPDATE is prepared once per connection
-/// (`CachedUpdate`), as diesel-occ's statements are, so the two PUTs differ only by
-/// the predicate.
-fn bench_routes(pool: AsyncPool) -> Router {
-    Router::new()
-        .route("/bench/articles/{id}", put(put_unconditional))
-        .with_state(pool)
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Replacement {
-    title: String,
-    body: String,
-}
-
-async fn put_unconditional(
-    State(pool): State<AsyncPool>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Response {
-    let Ok(new) = serde_json::from_slice::<Replacement>(&body) else {
-        return StatusCode::UNPROCESSABLE_ENTITY.into_response();
-    };
-    if new.title.trim().is_empty()
-        || new.title.chars().count() > MAX_TITLE
-        || new.body.len() > MAX_BODY
-    {
-        return StatusCode::UNPROCESSABLE_ENTITY.into_response();
-    }
-    let Ok(mut conn) = pool.get().await else {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    };
-    let version = UuidToken::initial();
-    let statement = CachedUpdate::new(
-        articles::table.find(id.clone()),
-        (
-            articles::title.eq(&new.title),
-            articles::body.eq(&new.body),
-            articles::version.eq(version),
-        ),
-    );
-    let written = diesel_async::RunQueryDsl::execute(statement, &mut conn).await;
-    match written {
-        Ok(1) => {
-            let tag = HeaderValue::from_str(&etag(&version)).expect("a UUID ETag is a header");
-            let json = ArticleJson {
-                id,
-                title: new.title,
-                body: new.body,
-            };
-            (StatusCode::OK, [(ETAG, tag)], axum::Json(json)).into_response()
+        let _ = write!(
+            line,
+            "\n    per write: {:.2} statements, {:.3} ms in them",
+            self.statements, self.statement_ms
+        );
+        if let Some(cpu) = self.cpu {
+            let _ = write!(
+                line,
+                "; CPU us: clients {:.0}, service {:.0}, PostgreSQL backends {:.0}; \
+                 machine busy {:.0} %",
+                cpu.client_us,
+                cpu.service_us,
+                cpu.postgres_us,
+                cpu.machine_busy * 100.0
+            );
         }
-        Ok(_) => StatusCode::NOT_FOUND.into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        line
+    }
+}
+
+/// The probes around one run: the service's statements and the CPU.
+struct Probes {
+    counted: Counted,
+    cpu: Option<Sample>,
+}
+
+impl Probes {
+    /// Takes them on the clients' thread.
+    fn take(service: &Service, backends: &[u32]) -> Probes {
+        Probes {
+            counted: service.probe.counted(),
+            cpu: Sample::take(backends),
+        }
+    }
+}
+
+/// What a run measured, before it becomes a row.
+struct Measured {
+    total: HttpTally,
+    seconds: f64,
+    unmatched: usize,
+    before: Probes,
+    after: Probes,
+}
+
+fn row(
+    round: usize,
+    write: Write,
+    via: Via,
+    (clients, articles): (usize, usize),
+    mut measured: Measured,
+) -> HttpRow {
+    let total = &mut measured.total;
+    total.latencies.sort_unstable();
+    let ms = |nanos: u64| nanos as f64 / 1e6;
+    let writes = total.ok.max(1) as f64;
+    let (before, after) = (&measured.before, &measured.after);
+    let statements = after.counted.statements - before.counted.statements;
+    let nanos = after.counted.statement_nanos - before.counted.statement_nanos;
+    let cpu = before
+        .cpu
+        .zip(after.cpu)
+        .map(|(from, to)| from.spent_until(&to, total.ok));
+    HttpRow {
+        round,
+        write,
+        via,
+        clients,
+        articles,
+        seconds: measured.seconds,
+        ok: total.ok,
+        per_sec: total.ok as f64 / measured.seconds.max(1e-9),
+        p50_ms: ms(percentile(&total.latencies, 50.0)),
+        p99_ms: ms(percentile(&total.latencies, 99.0)),
+        precondition_failed: total.precondition_failed,
+        conflicts: total.conflicts,
+        rereads: total.rereads,
+        errors: total.errors,
+        unmatched: measured.unmatched,
+        statements: statements as f64 / writes,
+        statement_ms: nanos as f64 / 1e6 / writes,
+        cpu,
+    }
+}
+
+/// The value of `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT`, checked.
+fn synchronous_commit() -> Result<Option<String>, String> {
+    match std::env::var("OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT") {
+        Err(_) => Ok(None),
+        Ok(value) => {
+            let known = ["on", "off", "local", "remote_write", "remote_apply"];
+            if known.contains(&value.as_str()) {
+                Ok(Some(value))
+            } else {
+                Err(format!(
+                    "OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT={value}: one of {}",
+                    known.join(", ")
+                ))
+            }
+        }
     }
 }
 
 /// Runs the HTTP benchmark: single runs of each write at each article count, then the
-/// paired rounds, then the results in `--out`.
+/// paired rounds, the paired rounds without HTTP, then the results in `--out`.
 pub(crate) fn bench(args: &Args) -> Result<(), String> {
     let url = args.url(Backend::Postgres);
     ensure_database(Backend::Postgres, &url)?;
@@ -271,77 +328,91 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
     } else {
         args.articles.clone()
     };
-    let service = Service::start(&url, clients)?;
+    let commit = synchronous_commit()?;
+    let service = Service::start(&url, clients, commit.clone())?;
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let http = Client::builder()
-        .pool_max_idle_per_host(clients)
-        .tcp_nodelay(true)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let mut wires = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        wires.push(client_runtime.block_on(Wire::connect(&service.addr))?);
+    }
     let mut summary = Summary::default();
     summary.say(format!(
         "== http ({}): the example HTTP service in this process (its own {}-thread runtime, \
-         a pool of {clients} connections), {clients} keep-alive clients on another runtime, \
-         {:?} per run, articles {articles:?}",
+         a pool of {clients} connections{}), {clients} keep-alive clients on another \
+         runtime (one thread), {:?} per run, articles {articles:?}",
         server_version(Backend::Postgres, &url),
         std::thread::available_parallelism().map_or(2, usize::from),
+        commit.map_or_else(String::new, |c| format!(", synchronous_commit = {c}")),
         args.limit,
     ));
     let mut rows = Vec::new();
-    let mut run = |round: usize, write: Write, articles: usize, summary: &mut Summary| {
-        let row = client_runtime.block_on(run_once(
-            &http,
-            &service.base,
-            &url,
-            write,
-            clients,
-            articles,
-            args.limit,
-            round,
-        ))?;
-        let label = if round == 0 {
-            String::new()
-        } else {
-            format!("round {round}: ")
+    let mut run = |round: usize,
+                   write: Write,
+                   via: Via,
+                   articles: usize,
+                   wires: &mut Vec<Wire>,
+                   summary: &mut Summary| {
+        let measured = match via {
+            Via::Http => client_runtime.block_on(run_http(
+                wires, &service, &url, write, clients, articles, args.limit,
+            ))?,
+            Via::Direct => {
+                client_runtime.block_on(fresh_articles(&mut wires[0], &url, articles))?;
+                run_direct(&service, &url, write, clients, args.limit)?
+            }
+        };
+        let row = row(round, write, via, (clients, articles), measured);
+        let label = match (round, via) {
+            (0, _) => String::new(),
+            (_, Via::Http) => format!("round {round}: "),
+            (_, Via::Direct) => format!("direct round {round}: "),
         };
         summary.say(format!("{label}{}", row.line()));
         rows.push(row);
         Ok::<(), String>(())
     };
-    // Warm-up (pool connections, keep-alive connections, prepared statements): not kept.
+    // Warm-up (pool connections, prepared statements, the clients' buffers): not kept.
     for write in Write::ALL {
-        client_runtime.block_on(run_once(
-            &http,
-            &service.base,
+        client_runtime.block_on(run_http(
+            &mut wires,
+            &service,
             &url,
             write,
             clients,
             clients,
             Limit::Time(Duration::from_millis(200)),
-            0,
         ))?;
     }
     for &count in &articles {
         for write in Write::ALL {
-            run(0, write, count, &mut summary)?;
+            run(0, write, Via::Http, count, &mut wires, &mut summary)?;
         }
     }
     let paired_articles = articles[0];
-    summary.say(format!(
-        "-- paired rounds ({} rounds) at {paired_articles} articles: the three writes one after \
-         the other, each round starting with another",
-        args.rounds
-    ));
-    let mut order = Write::ALL;
-    for round in 1..=args.rounds {
-        if round > 1 {
-            order.rotate_left(1);
-        }
-        for write in order {
-            run(round, write, paired_articles, &mut summary)?;
+    for via in [Via::Http, Via::Direct] {
+        summary.say(match via {
+            Via::Http => format!(
+                "-- paired rounds ({} rounds) at {paired_articles} articles: the three writes \
+                 one after the other, each round starting with another",
+                args.rounds
+            ),
+            Via::Direct => format!(
+                "-- paired rounds without HTTP ({} rounds, {paired_articles} articles): the \
+                 same statements, {clients} tasks on the service's runtime and pool",
+                args.rounds
+            ),
+        });
+        let mut order = Write::ALL;
+        for round in 1..=args.rounds {
+            if round > 1 {
+                order.rotate_left(1);
+            }
+            for write in order {
+                run(round, write, via, paired_articles, &mut wires, &mut summary)?;
+            }
         }
     }
     drop(service);
@@ -349,97 +420,115 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
     write_results(args, &rows, &summary)
 }
 
-/// One run: fresh articles, every client reads its ETag, then writes until the limit.
-#[allow(clippy::too_many_arguments)]
-async fn run_once(
-    http: &Client,
-    base: &str,
+/// One HTTP run: fresh articles, every client reads its ETag, then writes until the
+/// limit.
+async fn run_http(
+    wires: &mut Vec<Wire>,
+    service: &Service,
     url: &str,
     write: Write,
     clients: usize,
     articles: usize,
     limit: Limit,
-    round: usize,
-) -> Result<HttpRow, String> {
-    let ids = fresh_articles(http, base, url, articles).await?;
-    // Each client reads its article first (untimed, all at once): its ETag, and a warm
-    // keep-alive connection.
-    let mut reads = Vec::with_capacity(clients);
-    for index in 0..clients {
-        let (http, url) = (
-            http.clone(),
-            format!("{base}/articles/{}", ids[index % articles]),
-        );
-        reads.push(tokio::spawn(async move {
-            let tag = current_etag(&http, &url).await?;
-            Ok::<_, String>((url, tag))
-        }));
-    }
+) -> Result<Measured, String> {
+    let ids = fresh_articles(&mut wires[0], url, articles).await?;
+    // Each client reads its article first (untimed): its ETag.
     let mut starts = Vec::with_capacity(clients);
-    for read in reads {
-        starts.push(read.await.map_err(|e| e.to_string())??);
+    for (index, wire) in std::mem::take(wires).into_iter().enumerate() {
+        let mut wire = wire;
+        let path = format!("/articles/{}", ids[index % articles]);
+        let tag = current_etag(&mut wire, &path).await?;
+        starts.push((wire, path, tag));
     }
+    let backends = service.probe.backends();
+    let before = Probes::take(service, &backends);
     let mut stop = Stop::new(limit);
     stop.start();
     let stop = Arc::new(stop);
     let tasks: Vec<_> = starts
         .into_iter()
         .enumerate()
-        .map(|(index, (article_url, tag))| {
-            let (http, stop) = (http.clone(), Arc::clone(&stop));
-            let bench_url = article_url.replacen("/articles/", "/bench/articles/", 1);
-            tokio::spawn(client(
-                http,
-                write,
-                index,
-                article_url,
-                bench_url,
-                tag,
-                stop,
-            ))
+        .map(|(index, (wire, path, tag))| {
+            tokio::spawn(client(wire, write, index, path, tag, Arc::clone(&stop)))
         })
         .collect();
     let mut total = HttpTally::default();
     let mut ended = stop.started();
     let mut held = Vec::with_capacity(clients);
     for task in tasks {
-        let (tally, tag, end) = task.await.map_err(|e| e.to_string())?;
+        let (tally, wire, tag, end) = task.await.map_err(|e| e.to_string())?;
         total.merge(tally);
+        wires.push(wire);
         held.push(tag);
         ended = ended.max(end);
     }
+    let after = Probes::take(service, &backends);
     if let Some(error) = &total.first_error {
         eprintln!("  {} failed: {error}", write.name());
     }
     let unmatched = unmatched_etags(url, &held)?;
-    total.latencies.sort_unstable();
-    let seconds = (ended - stop.started()).as_secs_f64();
-    let ms = |nanos: u64| nanos as f64 / 1e6;
-    Ok(HttpRow {
-        round,
-        write,
-        clients,
-        articles,
-        seconds,
-        ok: total.ok,
-        per_sec: total.ok as f64 / seconds.max(1e-9),
-        p50_ms: ms(percentile(&total.latencies, 50.0)),
-        p99_ms: ms(percentile(&total.latencies, 99.0)),
-        precondition_failed: total.precondition_failed,
-        conflicts: total.conflicts,
-        rereads: total.rereads,
-        errors: total.errors,
+    Ok(Measured {
+        total,
+        seconds: (ended - stop.started()).as_secs_f64(),
         unmatched,
+        before,
+        after,
+    })
+}
+
+/// One run without HTTP on the articles `fresh_articles` just made.
+fn run_direct(
+    service: &Service,
+    url: &str,
+    write: Write,
+    clients: usize,
+    limit: Limit,
+) -> Result<Measured, String> {
+    let mut conn = PgConnection::establish(url).map_err(|e| e.to_string())?;
+    let stored: Vec<(String, UuidToken)> = articles::table
+        .select((articles::id, articles::version))
+        .order(articles::id)
+        .load(&mut conn)
+        .map_err(|e| e.to_string())?;
+    let starts: Vec<_> = (0..clients)
+        .map(|index| stored[index % stored.len()].clone())
+        .collect();
+    let backends = service.probe.backends();
+    let before = Probes::take(service, &backends);
+    let mut stop = Stop::new(limit);
+    stop.start();
+    let stop = Arc::new(stop);
+    let ended = direct::run(
+        &service.runtime,
+        &service.pool,
+        write,
+        starts,
+        Arc::clone(&stop),
+    )?;
+    let after = Probes::take(service, &backends);
+    let mut total = HttpTally::default();
+    let mut last = stop.started();
+    let mut held = Vec::with_capacity(clients);
+    for (tally, token, end) in ended {
+        total.merge(tally);
+        held.push(etag(&token));
+        last = last.max(end);
+    }
+    if let Some(error) = &total.first_error {
+        eprintln!("  {} (direct) failed: {error}", write.name());
+    }
+    let unmatched = unmatched_etags(url, &held)?;
+    Ok(Measured {
+        total,
+        seconds: (last - stop.started()).as_secs_f64(),
+        unmatched,
+        before,
+        after,
     })
 }
 
 /// Empties the articles table, then creates `count` articles through the service.
-async fn fresh_articles(
-    http: &Client,
-    base: &str,
-    url: &str,
-    count: usize,
-) -> Result<Vec<String>, String> {
+async fn fresh_articles(wire: &mut Wire, url: &str, count: usize) -> Result<Vec<String>, String> {
     let mut conn = PgConnection::establish(url).map_err(|e| e.to_string())?;
     diesel::delete(articles::table)
         .execute(&mut conn)
@@ -447,17 +536,14 @@ async fn fresh_articles(
     let mut ids = Vec::with_capacity(count);
     for n in 0..count {
         let body = format!(r#"{{"title":"article {n}","body":"{BODY_TEXT}"}}"#);
-        let response = http
-            .post(format!("{base}/articles"))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        if response.status() != reqwest::StatusCode::CREATED {
-            return Err(format!("POST /articles: {}", response.status()));
+        let reply = wire
+            .send("POST", "/articles", None, body.as_bytes())
+            .await?;
+        if reply.status != 201 {
+            return Err(format!("POST /articles: {}", reply.status));
         }
-        let created: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
+        let created: serde_json::Value =
+            serde_json::from_slice(reply.body).map_err(|e| e.to_string())?;
         let id = created["id"].as_str().ok_or("POST returned no id")?;
         ids.push(id.to_owned());
     }
@@ -465,86 +551,77 @@ async fn fresh_articles(
 }
 
 /// The article's current ETag, from a GET.
-async fn current_etag(http: &Client, url: &str) -> Result<String, String> {
-    let response = http.get(url).send().await.map_err(|e| e.to_string())?;
-    let status = response.status();
-    let tag = response
-        .headers()
-        .get(reqwest::header::ETAG)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    response.bytes().await.map_err(|e| e.to_string())?;
-    tag.ok_or_else(|| format!("GET {url}: {status} without an ETag"))
+async fn current_etag(wire: &mut Wire, path: &str) -> Result<String, String> {
+    let reply = wire.send("GET", path, None, b"").await?;
+    match (reply.status, reply.etag) {
+        (200, Some(tag)) => Ok(tag.to_owned()),
+        (status, _) => Err(format!("GET {path}: {status} without an ETag")),
+    }
 }
 
 /// One client: writes its article until `stop`, keeping the ETag of every response.
+/// Returns its connection for the next run.
 async fn client(
-    http: Client,
+    mut wire: Wire,
     write: Write,
     index: usize,
-    article_url: String,
-    bench_url: String,
+    path: String,
     mut tag: String,
     stop: Arc<Stop>,
-) -> (HttpTally, String, Instant) {
+) -> (HttpTally, Wire, String, Instant) {
     let mut tally = HttpTally::default();
+    let bench_path = path.replacen("/articles/", "/bench/articles/", 1);
+    let mut body = String::with_capacity(BODY_TEXT.len() + 64);
     let mut seq = 0u64;
     while stop.another() {
         seq += 1;
-        let body = format!(r#"{{"title":"title {index} {seq}","body":"{BODY_TEXT}"}}"#);
-        let request = match write {
-            Write::IfMatch => http.put(&article_url).header(IF_MATCH, &tag),
-            Write::LoadSave => http
-                .request(Method::PATCH, &article_url)
-                .header(IF_MATCH, &tag),
-            Write::Unconditional => http.put(&bench_url),
+        body.clear();
+        let _ = write!(
+            body,
+            r#"{{"title":"title {index} {seq}","body":"{BODY_TEXT}"}}"#
+        );
+        let (method, target, if_match) = match write {
+            Write::IfMatch => ("PUT", &path, Some(tag.as_str())),
+            Write::LoadSave => ("PATCH", &path, Some(tag.as_str())),
+            Write::Unconditional => ("PUT", &bench_path, None),
         };
         let began = Instant::now();
-        let sent = async {
-            let response = request
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await?;
-            let status = response.status();
-            let fresh = response
-                .headers()
-                .get(reqwest::header::ETAG)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            response.bytes().await?;
-            Ok::<_, reqwest::Error>((status, fresh))
-        }
-        .await;
-        match sent {
-            Ok((status, Some(fresh))) if status == reqwest::StatusCode::OK => {
-                tag = fresh;
-                tally.ok += 1;
-                let nanos = began.elapsed().as_nanos();
-                tally
-                    .latencies
-                    .push(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let status = match wire.send(method, target, if_match, body.as_bytes()).await {
+            Ok(reply) => match (reply.status, reply.etag) {
+                (200, Some(fresh)) => {
+                    tag.clear();
+                    tag.push_str(fresh);
+                    200
+                }
+                (status, _) => status,
+            },
+            Err(error) => {
+                // The connection is lost: nothing more can be sent on it.
+                tally.error(error);
+                break;
             }
-            Ok((status, _))
-                if status == reqwest::StatusCode::PRECONDITION_FAILED
-                    || status == reqwest::StatusCode::CONFLICT =>
-            {
-                if status == reqwest::StatusCode::CONFLICT {
+        };
+        match status {
+            200 => {
+                tally.ok += 1;
+                tally.latency(began);
+            }
+            412 | 409 => {
+                if status == 409 {
                     tally.conflicts += 1;
                 } else {
                     tally.precondition_failed += 1;
                 }
                 tally.rereads += 1;
-                match current_etag(&http, &article_url).await {
+                match current_etag(&mut wire, &path).await {
                     Ok(current) => tag = current,
                     Err(error) => tally.error(error),
                 }
             }
-            Ok((status, _)) => tally.error(format!("{} answered {status}", write.name())),
-            Err(error) => tally.error(error.to_string()),
+            status => tally.error(format!("{} answered {status}", write.name())),
         }
     }
-    (tally, tag, Instant::now())
+    (tally, wire, tag, Instant::now())
 }
 
 /// Articles whose stored token is not an ETag some client holds: each article's last
@@ -561,42 +638,88 @@ fn unmatched_etags(url: &str, held: &[String]) -> Result<usize, String> {
         .count())
 }
 
-/// The ratios of the paired rounds: of the medians, and the median of each round's.
+/// The ratios of the paired rounds: of the medians, and the median of each round's;
+/// then, per write, the medians of where its time went, and the ratios without HTTP.
 fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summary) {
-    let paired: Vec<&HttpRow> = rows.iter().filter(|r| r.round > 0).collect();
-    let values = |write: Write| -> Vec<f64> {
-        paired
+    for via in [Via::Http, Via::Direct] {
+        let paired: Vec<&HttpRow> = rows
             .iter()
-            .filter(|r| r.write == write)
-            .map(|r| r.per_sec)
-            .collect()
-    };
-    let of_round = |round: usize, write: Write| {
-        paired
-            .iter()
-            .find(|r| r.round == round && r.write == write)
-            .map(|r| r.per_sec)
-    };
-    let [conditional, load_save, unconditional] = Write::ALL.map(|w| median(values(w)));
-    summary.say(format!(
-        "medians: put-if-match {conditional:.0}, patch-load-save {load_save:.0}, \
-         put-unconditional {unconditional:.0} req/s"
-    ));
-    for (other, target) in [(Write::LoadSave, 1.3), (Write::Unconditional, 0.95)] {
-        let theirs = median(values(other));
-        let per_round: Vec<f64> = (1..=rounds)
-            .filter_map(|round| Some(of_round(round, Write::IfMatch)? / of_round(round, other)?))
+            .filter(|r| r.round > 0 && r.via == via)
             .collect();
-        let listed: Vec<String> = per_round.iter().map(|r| format!("{r:.2}")).collect();
-        let value = conditional / theirs;
+        let values = |write: Write, of: fn(&HttpRow) -> f64| -> Vec<f64> {
+            paired
+                .iter()
+                .filter(|r| r.write == write)
+                .map(|r| of(r))
+                .collect()
+        };
+        let of_round = |round: usize, write: Write| {
+            paired
+                .iter()
+                .find(|r| r.round == round && r.write == write)
+                .map(|r| r.per_sec)
+        };
+        let [conditional, load_save, unconditional] =
+            Write::ALL.map(|w| median(values(w, |r| r.per_sec)));
+        let label = match via {
+            Via::Http => "http",
+            Via::Direct => "without HTTP (diagnosis, no target)",
+        };
         summary.say(format!(
-            "http: put-if-match / {} = {} (target >= {target}: {}); per round: {} (median {:.3})",
-            other.name(),
-            ratio(conditional, theirs),
-            if value >= target { "met" } else { "MISSED" },
-            listed.join(" "),
-            median(per_round),
+            "{label}: medians: put-if-match {conditional:.0}, patch-load-save {load_save:.0}, \
+             put-unconditional {unconditional:.0} req/s"
         ));
+        for write in Write::ALL {
+            let of = |f: fn(&HttpRow) -> f64| median(values(write, f));
+            let mut line = format!(
+                "  {:<17} medians per write: p50 {:.3} ms, {:.2} statements taking {:.3} ms",
+                write.name(),
+                of(|r| r.p50_ms),
+                of(|r| r.statements),
+                of(|r| r.statement_ms),
+            );
+            if paired.iter().all(|r| r.cpu.is_some()) {
+                let cpu = |f: fn(&Spent) -> f64| {
+                    median(
+                        paired
+                            .iter()
+                            .filter(|r| r.write == write)
+                            .filter_map(|r| r.cpu.as_ref().map(f))
+                            .collect(),
+                    )
+                };
+                let _ = write!(
+                    line,
+                    "; CPU us: clients {:.0}, service {:.0}, PostgreSQL backends {:.0}",
+                    cpu(|c| c.client_us),
+                    cpu(|c| c.service_us),
+                    cpu(|c| c.postgres_us),
+                );
+            }
+            summary.say(line);
+        }
+        for (other, target) in [(Write::LoadSave, 1.3), (Write::Unconditional, 0.95)] {
+            let theirs = median(values(other, |r| r.per_sec));
+            let per_round: Vec<f64> = (1..=rounds)
+                .filter_map(|round| {
+                    Some(of_round(round, Write::IfMatch)? / of_round(round, other)?)
+                })
+                .collect();
+            let listed: Vec<String> = per_round.iter().map(|r| format!("{r:.2}")).collect();
+            let value = conditional / theirs;
+            let verdict = match via {
+                Via::Http if value >= target => format!(" (target >= {target}: met)"),
+                Via::Http => format!(" (target >= {target}: MISSED)"),
+                Via::Direct => String::new(),
+            };
+            summary.say(format!(
+                "{label}: put-if-match / {} = {}{verdict}; per round: {} (median {:.3})",
+                other.name(),
+                ratio(conditional, theirs),
+                listed.join(" "),
+                median(per_round),
+            ));
+        }
     }
     let (failed, conflicts) = rows.iter().fold((0, 0), |(f, c), r| {
         (f + r.precondition_failed, c + r.conflicts)

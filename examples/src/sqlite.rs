@@ -8,7 +8,9 @@ use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection};
 use diesel::sqlite::SqliteConnection;
 use diesel::{Connection, ConnectionError};
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
@@ -62,9 +64,12 @@ impl CustomizeConnection<Conn, diesel::r2d2::Error> for Setup {
     }
 }
 
-/// A pool of at most `max_size` async connections to the file at `path`.
+/// A pool of at most `max_size` async connections to the file at `path`, set up as
+/// diesel-occ's async module recommends: no test query at checkout, the most recently
+/// returned connection handed out first.
 pub fn async_pool(path: &str, max_size: usize) -> crate::AppResult<AsyncPool> {
     let mut config = ManagerConfig::<AsyncConn>::default();
+    config.recycling_method = RecyclingMethod::Fast;
     config.custom_setup = Box::new(|url| {
         let url = url.to_owned();
         Box::pin(async move {
@@ -76,7 +81,10 @@ pub fn async_pool(path: &str, max_size: usize) -> crate::AppResult<AsyncPool> {
         })
     });
     let manager = AsyncDieselConnectionManager::new_with_config(path, config);
-    Ok(AsyncPool::builder(manager).max_size(max_size).build()?)
+    Ok(AsyncPool::builder(manager)
+        .max_size(max_size)
+        .queue_mode(deadpool::managed::QueueMode::Lifo)
+        .build()?)
 }
 
 // The same files for every backend, each time for this module's connection types.
