@@ -3,17 +3,15 @@
 //! blocking task, instead of one blocking-pool hop per statement.
 
 use std::future::Future;
-use std::time::Instant;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
-use tracing::Instrument;
 
 use super::AsyncConnectionSource;
-use super::retry::{Checkout, connection_lost, pause};
+use super::retry::{Checkout, connection_lost, drive};
 use crate::backend::LockingConnection;
 use crate::error::Error;
-use crate::observe;
-use crate::retry::{Attempt, RetryLoop, RetryPolicy, Step};
+use crate::retry::{Attempt, RetryPolicy};
 
 /// [`retry`](super::retry) for a source of [`SyncConnectionWrapper`] connections
 /// (`SyncConnectionWrapper<SqliteConnection>`): every attempt runs the synchronous
@@ -94,21 +92,12 @@ where
     T: Send + 'static,
 {
     async move {
-        let started = Instant::now();
-        let mut state = RetryLoop::new(policy);
-        // The closure travels to each attempt's blocking task and back.
-        let mut closure = Some(attempt);
-        loop {
-            let current = state.next_attempt();
-            let span = observe::attempt_span(&current);
-            let result = run_attempt(source, current, &mut closure, span.clone())
-                .instrument(span)
-                .await;
-            match state.after(result, started.elapsed()) {
-                Step::Done(result) => return result,
-                Step::Retry(backoff) => pause(backoff).await,
-            }
-        }
+        // The closure travels to each attempt's blocking task and back. It waits in a
+        // slot the loop's attempts share, so an attempt's future borrows the slot and
+        // not the `FnMut` that `drive` calls.
+        let slot = Mutex::new(Some(attempt));
+        let slot = &slot;
+        drive(policy, move |current| run_attempt(source, current, slot)).await
     }
 }
 
@@ -117,8 +106,7 @@ where
 async fn run_attempt<S, C, B, T, F>(
     source: &S,
     attempt: Attempt,
-    closure: &mut Option<F>,
-    span: tracing::Span,
+    slot: &Mutex<Option<F>>,
 ) -> Result<T, Error>
 where
     S: AsyncConnectionSource<Connection = SyncConnectionWrapper<C, B>> + ?Sized,
@@ -127,11 +115,13 @@ where
     F: FnMut(&mut C, Attempt) -> Result<T, Error> + Send + 'static,
     T: Send + 'static,
 {
-    let Some(mut f) = closure.take() else {
+    let Some(mut f) = lock(slot).take() else {
         // Only after a blocking task that never returned it (a panic), which ends the
         // loop with a non-retryable error first.
         return Err(diesel::result::Error::BrokenTransactionManager.into());
     };
+    // `drive` runs this future inside the attempt's span; the blocking task enters it too.
+    let span = tracing::Span::current();
     let pooled = source.checkout_within(attempt.remaining()).await?;
     let mut checkout = Checkout {
         source,
@@ -148,7 +138,7 @@ where
         .await;
     match ran {
         Ok((f, result, clean)) => {
-            *closure = Some(f);
+            *lock(slot) = Some(f);
             checkout.clean = clean && !connection_lost(&result);
             result
         }
@@ -156,4 +146,9 @@ where
         // the checkout discards it.
         Err(error) => Err(error.into()),
     }
+}
+
+/// The closure's slot; held only to move the closure in or out, so never poisoned by it.
+fn lock<F>(slot: &Mutex<Option<F>>) -> MutexGuard<'_, Option<F>> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -3,12 +3,15 @@
 //! its running attempt finish whole on its blocking thread (diesel-async's wrapper makes
 //! the drop wait for it), discards that attempt's connection (never back in the pool,
 //! never in an open transaction) and starts no further attempt; every write lands whole
-//! and at most once.
+//! and at most once. On the in-place wrapper an attempt runs within one poll, so its
+//! future is dropped only while it waits for a connection or in a backoff.
+//!
+//! Every future is dropped where a [`Cut`] stopped it, never by a deadline.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
 
+use diesel::SqliteConnection;
 use diesel_async::TransactionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_occ::asynchronous as occ;
@@ -16,16 +19,31 @@ use diesel_occ::prelude::{AttemptDsl, CheckedDsl};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
+use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, policies};
 use crate::pools::{Counting, impatient, warm_pool};
 
-/// The blocking closure's increment, with the blocking API on the wrapped connection.
+/// The counter's increment as a blocking attempt, stopping at `cut`'s stage until the
+/// future's drop begins.
 fn increment(
-    conn: &mut diesel::SqliteConnection,
+    conn: &mut SqliteConnection,
     attempt: &occ::Attempt,
+    cut: &Cut,
 ) -> Result<Counter, diesel_occ::Error> {
     let mut row: Counter = attempt.find(conn, 1)?;
+    cut.block_at(Stage::AfterRead);
+    if cut.stage() == Stage::Backoff && attempt.is_first() {
+        // Another write since the read: the save conflicts and the helper backs off.
+        let mut other: Counter = CheckedDsl::find(conn, 1)?;
+        other.increment();
+        other.save_checked(conn)?;
+    }
     row.increment();
-    row.save_checked(conn)?;
+    let saved = row.save_checked(conn);
+    if saved.is_err() {
+        cut.pass(Stage::Backoff);
+    }
+    saved?;
+    cut.block_at(Stage::AfterSave);
     Ok(row)
 }
 
@@ -37,37 +55,26 @@ fn increment(
 /// fresh connection outside any transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_the_connection() {
+    if Conn::IN_PLACE {
+        // The attempt runs within one poll: its future cannot be dropped inside it.
+        return;
+    }
     let db = async_test_db!();
     seed(&db, 1).await;
     let pool: Pool<Conn> = warm_pool(&db, 1).await;
+    let mut holder = db.conn().await;
     let before = connection_id(&mut pool.get().await.expect("pooled")).await;
     let source = Counting::new(&pool);
-    let policy = quick().escalate_after(0);
-    let saved = Arc::new(tokio::sync::Notify::new());
-    let (go, wait) = mpsc::channel::<()>();
-    let notify = Arc::clone(&saved);
+    let (_, policy) = policies()[1].clone();
+    let cut = Cut::new(Stage::AfterSave);
     let attempts = Arc::new(AtomicU32::new(0));
-    let counted = Arc::clone(&attempts);
+    let (counted, stopping) = (Arc::clone(&attempts), Arc::clone(&cut));
     let retry = occ::retry_in_blocking_task(&source, &policy, move |conn, attempt| {
         counted.fetch_add(1, Ordering::SeqCst);
         assert!(attempt.runs_in_transaction());
-        let row = increment(conn, &attempt)?;
-        notify.notify_one();
-        // Holds the write lock until the test says go.
-        let _ = wait.recv_timeout(Duration::from_secs(10));
-        Ok(row)
+        increment(conn, &attempt, &stopping)
     });
-    tokio::select! {
-        _ = retry => panic!("the attempt waits for the test"),
-        () = saved.notified() => {
-            // Let the attempt go on a little after the drop has started.
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(200));
-                let _ = go.send(());
-            });
-        }
-    }
-    // The future was dropped at the end of the select, its attempt running.
+    cut.drop_at_stage(&pool, &mut holder, retry).await;
     assert_eq!(
         attempts.load(Ordering::SeqCst),
         1,
@@ -108,10 +115,13 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
         "not inside a transaction"
     );
     drop(fresh);
-    let after =
-        occ::retry_in_blocking_task(&pool, &quick(), |conn, attempt| increment(conn, &attempt))
-            .await
-            .expect("the pool works after the drop");
+    // A cut at the checkout never stops a running attempt.
+    let uncut = Cut::new(Stage::Checkout);
+    let after = occ::retry_in_blocking_task(&pool, &quick(), move |conn, attempt| {
+        increment(conn, &attempt, &uncut)
+    })
+    .await
+    .expect("the pool works after the drop");
     assert_eq!((after.value, after.version), (3, 4));
     assert_eq!(
         attempts.load(Ordering::SeqCst),
@@ -120,70 +130,64 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
     );
 }
 
-/// Futures dropped at arbitrary points, optimistic and escalated attempts alike: every
-/// read sees a row written only by whole writes, every acknowledged write is stored,
-/// and the pool still works.
+/// Retries (optimistic and escalated) dropped at every stage the connection lets a
+/// future stand at: waiting for a connection, inside the attempt after its read or its
+/// save, and in the backoff after a conflict. After each drop the row holds exactly the
+/// writes that landed, each whole and once (an attempt the drop interrupted ran to its
+/// end and committed), the helper discarded the interrupted attempt's connection and
+/// started no other, and the pool hands out only connections outside any transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
-    const RUNS: u32 = 160;
     let db = async_test_db!();
     seed(&db, 1).await;
-    let pool: Pool<Conn> = warm_pool(&db, 3).await;
+    let pool: Pool<Conn> = warm_pool(&db, 2).await;
     let mut checker = db.conn().await;
-    let typical = {
-        let started = Instant::now();
-        for _ in 0..5 {
-            occ::retry_in_blocking_task(&pool, &quick(), |conn, attempt| increment(conn, &attempt))
-                .await
-                .expect("uncontended increment");
-        }
-        started.elapsed() / 5
-    };
-    let (mut completed, mut cancelled) = (0, 0);
-    for run in 0..RUNS {
-        let deadline = Duration::from_micros(20) + typical * ((run * 379) % 200) / 100;
-        let policy = quick().max_attempts(5).escalate_after(run % 3);
-        let outcome = tokio::time::timeout(
-            deadline,
-            occ::retry_in_blocking_task(&pool, &policy, |conn, attempt| increment(conn, &attempt)),
-        )
-        .await;
-        match outcome {
-            Ok(Ok(row)) => {
-                row.assert_whole();
-                completed += 1;
+    let mut holder = db.conn().await;
+    let (mut stored, mut cuts) = (0, 0);
+    for stage in Stage::all_reachable::<Conn>(true) {
+        for (escalated, policy) in policies() {
+            if stage == Stage::Backoff && escalated {
+                continue;
             }
-            Ok(Err(error)) => panic!("run {run}: {error:?}"),
-            Err(_elapsed) => cancelled += 1,
+            let cut = Cut::new(stage);
+            let source = Counting::new(&pool);
+            let attempts = Arc::new(AtomicU32::new(0));
+            let (counted, stopping) = (Arc::clone(&attempts), Arc::clone(&cut));
+            let retry = occ::retry_in_blocking_task(&source, &policy, move |conn, attempt| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                increment(conn, &attempt, &stopping)
+            });
+            cut.drop_at_stage(&pool, &mut holder, retry).await;
+            let in_attempt = matches!(stage, Stage::AfterRead | Stage::AfterSave);
+            // The interrupted attempt's own write, or the other write that made the
+            // attempt conflict.
+            stored += i32::from(stage != Stage::Checkout);
+            cuts += 1;
+            let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
+            assert_eq!(
+                attempts.load(Ordering::SeqCst),
+                u32::from(stage != Stage::Checkout),
+                "{what}: attempts run"
+            );
+            assert_eq!(
+                source.discards(),
+                u32::from(in_attempt),
+                "{what}: the interrupted attempt's connection is discarded"
+            );
+            let row = load(&mut checker, 1).await;
+            row.assert_whole();
+            assert_eq!(row.value, stored, "{what}: exactly the writes that landed");
+            assert_pool_clean(&pool, &row, async |conn| load(conn, 1).await, &what).await;
         }
-        load(&mut checker, 1).await.assert_whole();
     }
-    // Attempts whose futures were dropped finish on their threads; they land whole.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let stored = load(&mut checker, 1).await;
-    stored.assert_whole();
-    assert!(
-        stored.value >= completed + 5,
-        "every acknowledged write is stored: {} < {}",
-        stored.value,
-        completed + 5
-    );
-    assert!(
-        stored.value <= completed + cancelled + 5,
-        "no write is applied twice: {} > {}",
-        stored.value,
-        completed + cancelled + 5
-    );
-    let after = occ::retry_in_blocking_task(&pool, &quick().max_attempts(10), |conn, attempt| {
-        increment(conn, &attempt)
+    // A cut at the checkout never stops a running attempt.
+    let uncut = Cut::new(Stage::Checkout);
+    let after = occ::retry_in_blocking_task(&pool, &quick(), move |conn, attempt| {
+        increment(conn, &attempt, &uncut)
     })
     .await
     .expect("the pool is usable after all that");
     after.assert_whole();
-    assert!(pool.status().size <= 3);
-    eprintln!(
-        "{}: {RUNS} runs (an increment takes {typical:?}): {completed} completed, {cancelled} cancelled",
-        module_path!()
-    );
-    assert!(cancelled > 0, "some deadlines cut the work short");
+    assert_eq!(after.value, stored + 1);
+    eprintln!("{}: {cuts} cuts, {stored} writes landed", module_path!());
 }

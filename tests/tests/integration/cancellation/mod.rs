@@ -1,5 +1,8 @@
 //! Cancellation: async saves and retries dropped at any point leave whole rows, free
-//! locks and a pool whose connections are in step with their servers.
+//! locks and a pool whose connections are in step with their servers. Each future is
+//! dropped at a stage a [`cut::Cut`] forced, never by a deadline.
+
+mod cut;
 
 on_every_backend!(asynchronous_counters, asynchronous);
 
@@ -19,7 +22,8 @@ pub(crate) mod sqlite_blocking_task {
 }
 
 /// SQLite on `SyncConnectionWrapper<_, BlockInPlace>`, the wrapper that runs its
-/// statements on the task's thread.
+/// statements on the task's thread, within one poll: both retry helpers' scenarios,
+/// at the stages where such a future can be dropped.
 #[path = "."]
 pub(crate) mod sqlite_block_in_place {
     #[allow(unused_imports)]
@@ -28,8 +32,10 @@ pub(crate) mod sqlite_block_in_place {
         diesel::sqlite::SqliteConnection,
         diesel_occ::asynchronous::BlockInPlace,
     >;
-    #[path = "block_in_place.rs"]
-    mod block_in_place;
+    #[path = "asynchronous.rs"]
+    mod asynchronous;
+    #[path = "blocking_task.rs"]
+    mod blocking_task;
     #[path = "../shared/asynchronous_counters.rs"]
     mod counters;
 }

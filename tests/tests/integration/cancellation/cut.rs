@@ -1,0 +1,418 @@
+//! Where a cancellation lands, forced: an operation runs until it stands at the
+//! [`Stage`] the test picked, and only then is its future dropped. No deadline decides
+//! it, so every run is cancelled, and exactly where it says.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use deadpool::managed::Manager;
+use diesel::connection::TransactionManagerStatus;
+use diesel::expression::functions::declare_sql_function;
+use diesel::sqlite::SqliteConnection;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, PoolError as ManagerError};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{
+    AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, SimpleAsyncConnection,
+    TransactionManager,
+};
+use diesel_occ::asynchronous::{BlockInPlace, RetryPolicy};
+use diesel_occ_tests::AsyncTestConnection;
+
+/// Where an operation's future is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Waiting for a connection: the test holds every connection of the pool.
+    Checkout,
+    /// After the attempt's read, before its save.
+    AfterRead,
+    /// After the save, before the attempt ends: an escalated attempt's transaction is
+    /// open and holds the row.
+    AfterSave,
+    /// After the save, while the server runs the attempt's next statement
+    /// ([`CutConnection::GATE`]) and the answer is unread.
+    MidStatement,
+    /// In the backoff after an optimistic attempt that conflicted (an escalated attempt
+    /// does not back off: it retries at once, locking).
+    Backoff,
+}
+
+impl Stage {
+    /// Every stage, in the order an attempt passes them.
+    pub(crate) const ALL: [Stage; 5] = [
+        Stage::Checkout,
+        Stage::AfterRead,
+        Stage::AfterSave,
+        Stage::MidStatement,
+        Stage::Backoff,
+    ];
+
+    /// The stages an operation on `C` can stand still at (see [`reachable`](Self::reachable)).
+    pub(crate) fn all_reachable<C: CutConnection>(
+        in_blocking_closure: bool,
+    ) -> impl Iterator<Item = Stage> {
+        Self::ALL
+            .into_iter()
+            .filter(move |stage| stage.reachable::<C>(in_blocking_closure))
+    }
+
+    /// Whether an operation on `C` can stand still at this stage while the test looks:
+    /// not inside a statement or a blocking closure when `C` runs them within one poll
+    /// of their future ([`CutConnection::IN_PLACE`]).
+    pub(crate) fn reachable<C: CutConnection>(self, in_blocking_closure: bool) -> bool {
+        match self {
+            Stage::Checkout | Stage::Backoff => true,
+            Stage::AfterRead | Stage::AfterSave => !(in_blocking_closure && C::IN_PLACE),
+            Stage::MidStatement => !in_blocking_closure && !C::IN_PLACE,
+        }
+    }
+}
+
+/// The two kinds of attempt a cut lands in, optimistic and escalated (`true`), with a
+/// backoff long enough that a cut in it cannot miss it: full jitter over an hour, under
+/// a millisecond once in millions.
+pub(crate) fn policies() -> [(bool, RetryPolicy); 2] {
+    let patient = RetryPolicy::new().backoff(Duration::from_secs(3600), Duration::from_secs(3600));
+    [(false, patient.clone()), (true, patient.escalate_after(0))]
+}
+
+/// One run's cut: its stage, and the gate an operation stops at there.
+#[derive(Debug)]
+pub(crate) struct Cut {
+    stage: Stage,
+    reached: AtomicBool,
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Cut {
+    pub(crate) fn new(stage: Stage) -> Arc<Self> {
+        Arc::new(Cut {
+            stage,
+            reached: AtomicBool::new(false),
+            open: Mutex::new(false),
+            opened: Condvar::new(),
+        })
+    }
+
+    pub(crate) fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// In an async operation: at `here`, when that is the cut's stage, tells the test and
+    /// waits for the drop.
+    pub(crate) async fn stop_at(&self, here: Stage) {
+        if self.pass(here) {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// In a blocking closure: at `here`, when that is the cut's stage, tells the test and
+    /// blocks until the future's drop has begun; the closure then runs on to its end, as
+    /// a blocking task cannot be stopped.
+    pub(crate) fn block_at(&self, here: Stage) {
+        if self.pass(here) {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*open {
+                open = self
+                    .opened
+                    .wait(open)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// Notes that the operation passed `here`; says whether that is the cut's stage.
+    pub(crate) fn pass(&self, here: Stage) -> bool {
+        let hit = here == self.stage;
+        if hit {
+            self.reached.store(true, Ordering::SeqCst);
+        }
+        hit
+    }
+
+    fn reached(&self) -> bool {
+        self.reached.load(Ordering::SeqCst)
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.opened.notify_all();
+    }
+
+    /// In the operation, after its save: runs [`CutConnection::GATE`] when the cut is
+    /// mid-statement.
+    pub(crate) async fn statement<C: CutConnection>(
+        &self,
+        conn: &mut C,
+    ) -> diesel::QueryResult<()> {
+        if self.stage == Stage::MidStatement {
+            conn.batch_execute(C::GATE).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `operation` (which works on connections of `pool`) until it stands at the
+    /// cut's stage, then drops it. `holder` is the test's own connection, which holds
+    /// what the gate statement waits for. Panics if the operation ends first, or does
+    /// not get there within a minute.
+    pub(crate) async fn drop_at_stage<C: CutConnection, F: Future>(
+        self: &Arc<Self>,
+        pool: &Pool<C>,
+        holder: &mut C,
+        operation: F,
+    ) where
+        AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
+    {
+        let size = pool.status().max_size;
+        let held = match self.stage {
+            Stage::Checkout => hold_all(pool).await,
+            Stage::MidStatement => {
+                let mut pooled = hold_all(pool).await;
+                let mut conns: Vec<&mut C> = pooled.iter_mut().map(|conn| &mut **conn).collect();
+                // Bounded, as a gate another connection still holds (a pooled one
+                // that ran the gate statement) would hang the test, not fail it.
+                let closing = C::close_gate(holder, &mut conns, self);
+                tokio::time::timeout(Duration::from_secs(60), closing)
+                    .await
+                    .expect("the gate's lock is free");
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        self.run_until(operation, async || match self.stage {
+            Stage::Checkout => pool.status().waiting > 0,
+            Stage::MidStatement => C::gate_waiting(holder, self).await,
+            // The attempt that conflicted has ended and given its connection back: the
+            // operation has nothing else to wait for than the backoff.
+            Stage::Backoff => self.reached() && pool.status().available == size,
+            Stage::AfterRead | Stage::AfterSave => self.reached(),
+        })
+        .await;
+        drop(held);
+        if self.stage == Stage::MidStatement {
+            C::open_gate(holder).await;
+        }
+    }
+
+    /// Runs `operation` until it stops at the cut's gate ([`stop_at`](Self::stop_at),
+    /// [`block_at`](Self::block_at)), then drops it.
+    pub(crate) async fn drop_when_stopped<F: Future>(&self, operation: F) {
+        self.run_until(operation, async || self.reached()).await;
+    }
+
+    /// Polls `operation` until `stopped`, then drops it, opening the gate as the drop
+    /// begins.
+    async fn run_until<F: Future>(&self, operation: F, mut stopped: impl AsyncFnMut() -> bool) {
+        let mut operation = pin!(operation);
+        // Declared after the operation, so dropped before it: a blocking closure stopped
+        // at the gate goes on while the operation's drop waits for it.
+        let _open = OpenOnDrop(self);
+        let started = Instant::now();
+        loop {
+            tokio::select! {
+                biased;
+                _ = operation.as_mut() => panic!("the operation ended before its cut at {:?}", self.stage),
+                () = tokio::time::sleep(Duration::from_millis(2)) => {}
+            }
+            if stopped().await {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the operation never reached its cut at {:?}",
+                self.stage
+            );
+        }
+    }
+}
+
+struct OpenOnDrop<'c>(&'c Cut);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// Checks out every connection of `pool`, so that the next checkout waits.
+async fn hold_all<C: CutConnection>(pool: &Pool<C>) -> Vec<Object<C>>
+where
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
+{
+    let mut held = Vec::new();
+    for _ in 0..pool.status().max_size {
+        // A bound on a wait that should not happen, so a leaked connection fails the
+        // test instead of hanging it.
+        let checkout = tokio::time::timeout(Duration::from_secs(60), pool.get());
+        let pooled = checkout.await.expect("a connection of the pool came back");
+        held.push(pooled.expect("pooled connection"));
+    }
+    held
+}
+
+/// Every connection `pool` hands out after a cut is outside any transaction and reads
+/// (`read`) what the test read on a connection of its own, `row`: none went back to the
+/// pool in a broken state.
+pub(crate) async fn assert_pool_clean<C: CutConnection, R: PartialEq + Debug>(
+    pool: &Pool<C>,
+    row: &R,
+    mut read: impl AsyncFnMut(&mut C) -> R,
+    what: &str,
+) where
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
+{
+    let mut held = hold_all(pool).await;
+    for conn in &mut held {
+        let status: &mut TransactionManagerStatus =
+            C::TransactionManager::transaction_manager_status_mut(conn);
+        assert_eq!(
+            status
+                .transaction_depth()
+                .expect("a usable transaction manager"),
+            None,
+            "{what}: a pooled connection inside a transaction"
+        );
+        assert_eq!(
+            &read(conn).await,
+            row,
+            "{what}: a pooled connection reads the row"
+        );
+    }
+}
+
+/// What a cut needs from a connection type: the statement that waits on the server
+/// until the test lets it go, and whether statements run within one poll.
+pub(crate) trait CutConnection: AsyncTestConnection {
+    /// Whether the connection runs each statement within one poll of its future
+    /// (`BlockInPlace`), so that no future can be dropped inside one.
+    const IN_PLACE: bool = false;
+    /// A statement that waits, once [`close_gate`](Self::close_gate) ran, until
+    /// [`open_gate`](Self::open_gate) (or the drop, on SQLite).
+    const GATE: &'static str;
+
+    /// Makes [`GATE`](Self::GATE) wait on `pooled`, every connection of the pool:
+    /// `holder` takes the lock it waits for.
+    async fn close_gate(holder: &mut Self, pooled: &mut [&mut Self], cut: &Arc<Cut>);
+    /// Whether a [`GATE`](Self::GATE) statement is waiting on the server now.
+    async fn gate_waiting(holder: &mut Self, cut: &Cut) -> bool;
+    /// Lets a waiting [`GATE`](Self::GATE) statement go.
+    async fn open_gate(holder: &mut Self);
+}
+
+async fn count<C: AsyncConnection>(conn: &mut C, query: &str) -> i64
+where
+    diesel::dsl::select<diesel::expression::SqlLiteral<diesel::sql_types::BigInt>>:
+        diesel_async::methods::LoadQuery<'static, C, i64>,
+{
+    use diesel_async::RunQueryDsl;
+    diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(query))
+        .get_result(conn)
+        .await
+        .expect("gate query")
+}
+
+impl CutConnection for AsyncPgConnection {
+    // Advisory locks belong to the database, so tests side by side do not meet.
+    const GATE: &'static str = "SELECT pg_advisory_lock(7071)";
+
+    async fn close_gate(holder: &mut Self, _: &mut [&mut Self], _: &Arc<Cut>) {
+        holder
+            .batch_execute(Self::GATE)
+            .await
+            .expect("hold the gate");
+    }
+
+    async fn gate_waiting(holder: &mut Self, _: &Cut) -> bool {
+        count(
+            holder,
+            "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        )
+        .await
+            > 0
+    }
+
+    async fn open_gate(holder: &mut Self) {
+        holder
+            .batch_execute("SELECT pg_advisory_unlock(7071)")
+            .await
+            .expect("open the gate");
+    }
+}
+
+impl CutConnection for AsyncMysqlConnection {
+    // User locks belong to the server: the name carries the test's database.
+    const GATE: &'static str = "SELECT GET_LOCK(CONCAT(DATABASE(), '.gate'), 60)";
+
+    async fn close_gate(holder: &mut Self, _: &mut [&mut Self], _: &Arc<Cut>) {
+        let got = count(holder, "GET_LOCK(CONCAT(DATABASE(), '.gate'), 60)").await;
+        assert_eq!(got, 1, "hold the gate");
+    }
+
+    async fn gate_waiting(holder: &mut Self, _: &Cut) -> bool {
+        count(
+            holder,
+            "(SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE DB = DATABASE() AND STATE = 'User lock')",
+        )
+        .await
+            > 0
+    }
+
+    async fn open_gate(holder: &mut Self) {
+        count(holder, "RELEASE_LOCK(CONCAT(DATABASE(), '.gate'))").await;
+    }
+}
+
+#[declare_sql_function]
+extern "SQL" {
+    /// The SQLite gate: a function of the test's that stops at the cut.
+    fn occ_gate() -> diesel::sql_types::Integer;
+}
+
+/// SQLite on the blocking pool: the gate is a function of the test's that blocks its
+/// statement's thread until the drop begins (the wrapper's drop waits for that thread).
+impl CutConnection for SyncConnectionWrapper<SqliteConnection> {
+    const GATE: &'static str = "SELECT occ_gate()";
+
+    async fn close_gate(_: &mut Self, pooled: &mut [&mut Self], cut: &Arc<Cut>) {
+        for conn in pooled {
+            let cut = Arc::clone(cut);
+            conn.spawn_blocking(move |conn| {
+                occ_gate_utils::register_impl(conn, move || {
+                    cut.block_at(Stage::MidStatement);
+                    1
+                })
+            })
+            .await
+            .expect("register the gate");
+        }
+    }
+
+    async fn gate_waiting(_: &mut Self, cut: &Cut) -> bool {
+        cut.reached()
+    }
+
+    async fn open_gate(_: &mut Self) {}
+}
+
+/// SQLite in place: no future can be dropped inside a statement, so there is no gate.
+impl CutConnection for SyncConnectionWrapper<SqliteConnection, BlockInPlace> {
+    const IN_PLACE: bool = true;
+    const GATE: &'static str = "SELECT 1";
+
+    async fn close_gate(_: &mut Self, _: &mut [&mut Self], _: &Arc<Cut>) {
+        unreachable!("no statement to cut in place")
+    }
+
+    async fn gate_waiting(_: &mut Self, _: &Cut) -> bool {
+        unreachable!("no statement to cut in place")
+    }
+
+    async fn open_gate(_: &mut Self) {}
+}
