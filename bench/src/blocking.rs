@@ -121,6 +121,7 @@ macro_rules! blocking_strategies {
                 Strategy::Occ | Strategy::OccEscalate | Strategy::OccEscalateOp => {
                     occ(held, &worker.policy, key)
                 }
+                Strategy::OccCombine => occ_combine(held, &worker.policy, key),
                 Strategy::Pessimistic => {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || pessimistic_once(conn, key))
@@ -262,6 +263,26 @@ macro_rules! blocking_strategies {
                 result
             });
             seen.finish(result).map(|op| OpResult { deadlocks, ..op })
+        }
+
+        /// diesel-occ's `Combiner`, shared by every worker of this backend: the
+        /// reservations the workers make to one row at the same time share one read and
+        /// one checked save.
+        fn occ_combine(
+            held: &Held<Conn>,
+            policy: &diesel_occ::retry::RetryPolicy,
+            key: i32,
+        ) -> Result<OpResult, String> {
+            static COMBINER: std::sync::LazyLock<diesel_occ::retry::Combiner<Stock>> =
+                std::sync::LazyLock::new(diesel_occ::retry::Combiner::new);
+            let result = COMBINER.apply(held, policy, key, |stock: &mut Stock| {
+                if stock.available <= 0 {
+                    return false;
+                }
+                stock.available -= 1;
+                true
+            });
+            Seen::default().finish(result)
         }
 
         /// One statement, no read: `SET available = available - 1 WHERE id = ? AND

@@ -13,7 +13,7 @@ diesel::table! {
 
 /// A row of stock. The workload reserves one unit: read, check `available > 0`,
 /// write `available - 1`.
-#[derive(Debug, Clone, Queryable, Selectable, Identifiable, Versioned)]
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, Versioned)]
 #[diesel(table_name = bench_stock)]
 pub(crate) struct Stock {
     pub(crate) id: i32,

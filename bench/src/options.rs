@@ -58,7 +58,8 @@ usage: diesel-occ-bench [options]
   --duration D          per run, e.g. 5s or 500ms (default 5s)
   --ops N               per run, total operations instead of a duration
   --strategies LIST     default: all of blind,handwritten,handwritten-prepared,occ,
-                        occ-escalate,occ-escalate-op,occ-async,pessimistic,serializable,atomic
+                        occ-escalate,occ-escalate-op,occ-combine,occ-async,pessimistic,
+                        serializable,atomic
   --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
   --hot-rows N,D        occ-escalate locks a row after N conflicts within D, for D
@@ -82,9 +83,10 @@ usage: diesel-occ-bench [options]
                         writes http.csv and http-summary.txt
   --articles LIST       articles the HTTP clients share (default: one per client, then 1);
                         the paired rounds use the first
-  --hot-key             instead: one row, occ, pessimistic and occ-escalate (the recommended
-                        hot-row policy, escalate_hot_rows) in --rounds paired rounds per worker
-                        count; writes hot-key.csv and hot-key-summary.txt
+  --hot-key             instead: one row, occ, pessimistic, occ-combine (the recommended way
+                        to write a hot row, retry::Combiner) and occ-escalate
+                        (escalate_hot_rows) in --rounds paired rounds per worker count;
+                        writes hot-key.csv and hot-key-summary.txt
   --hot-workers LIST    worker counts for --hot-key (default 4,16)";
 
 impl Default for Args {

@@ -19,6 +19,11 @@ pub(crate) enum Strategy {
     OccEscalate,
     /// The same with `escalate_after`: an operation locks after its own conflict.
     OccEscalateOp,
+    /// diesel-occ's `retry::Combiner`: the reservations the workers make to one row at
+    /// the same time are applied as a group, one read and one checked save per group
+    /// (the change, `available > 0` then `available - 1`, depends on the row alone).
+    /// Its conflicts happen inside the groups and are not counted per reservation.
+    OccCombine,
     /// diesel-occ's asynchronous `save_checked` in `asynchronous::retry` on a deadpool
     /// pool (printed as `occ-async`).
     OccAsynchronous,
@@ -31,13 +36,14 @@ pub(crate) enum Strategy {
 }
 
 impl Strategy {
-    pub(crate) const ALL: [Strategy; 10] = [
+    pub(crate) const ALL: [Strategy; 11] = [
         Strategy::Blind,
         Strategy::Handwritten,
         Strategy::HandwrittenPrepared,
         Strategy::Occ,
         Strategy::OccEscalate,
         Strategy::OccEscalateOp,
+        Strategy::OccCombine,
         Strategy::OccAsynchronous,
         Strategy::Pessimistic,
         Strategy::Serializable,
@@ -53,6 +59,7 @@ impl Strategy {
             Strategy::Occ => "occ",
             Strategy::OccEscalate => "occ-escalate",
             Strategy::OccEscalateOp => "occ-escalate-op",
+            Strategy::OccCombine => "occ-combine",
             Strategy::OccAsynchronous => "occ-async",
             Strategy::Pessimistic => "pessimistic",
             Strategy::Serializable => "serializable",

@@ -69,6 +69,11 @@
 //! never see each other's hot rows, unless they share a memory on purpose
 //! ([`RetryPolicy::escalate_hot_rows_with`]).
 //!
+//! A lock makes every writer of a hot row wait its turn across several round trips.
+//! When the change depends on the row alone, a [`Combiner`] does better: the changes
+//! the threads of one process make to the row at the same time share one read and one
+//! checked save.
+//!
 //! # Atomicity
 //!
 //! **An attempt's writes are all-or-nothing exactly as far as a transaction encloses
@@ -94,6 +99,7 @@
 //!   inside the caller's transaction is not locked (the token check still decides the
 //!   save).
 
+mod combine;
 pub(crate) mod deadline;
 mod hot_rows;
 mod policy;
@@ -110,6 +116,7 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
+pub use self::combine::{Combinable, Combiner};
 pub use self::hot_rows::HotRows;
 pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};

@@ -220,6 +220,7 @@ mod bypass_guard;
 mod cancellation;
 mod checked_writes;
 mod client_token;
+mod combine;
 mod compile_errors;
 mod escalation;
 mod example_apps;

@@ -1,0 +1,238 @@
+//! The blocking combiner on a real database, its groups formed by force: the first
+//! caller's change holds its group open on a gate until the others are seen queued
+//! (`Combiner::waiting`), so which changes share a group never depends on timing.
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ScopedJoinHandle};
+
+use diesel::prelude::*;
+use diesel_occ::Error;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::{Combiner, RetryPolicy};
+use diesel_occ_tests::TestDb;
+
+use super::{Conn, schema};
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::counters)]
+struct Counter {
+    id: i32,
+    value: i32,
+    label: Option<String>,
+    #[occ(version)]
+    version: i32,
+}
+
+fn seed(db: &TestDb<Conn>) {
+    diesel::insert_into(schema::counters::table)
+        .values(Counter {
+            id: 1,
+            value: 0,
+            label: None,
+            version: 1,
+        })
+        .execute(&mut db.conn())
+        .expect("seed");
+}
+
+fn row(db: &TestDb<Conn>) -> Counter {
+    Counter::find(&mut db.conn(), 1).expect("the row")
+}
+
+/// The change every caller makes: one more, and the value it left.
+fn increment(counter: &mut Counter) -> i32 {
+    counter.value += 1;
+    counter.value
+}
+
+/// A change that, on its first run only, says it is running and waits to be let go:
+/// it holds its group open while the test queues the next one.
+fn gated(running: Sender<()>, go: Receiver<()>) -> impl FnMut(&mut Counter) -> i32 + Send {
+    let gate = Mutex::new(Some((running, go)));
+    move |counter| {
+        if let Some((running, go)) = gate.lock().unwrap().take() {
+            running.send(()).unwrap();
+            go.recv().unwrap();
+        }
+        increment(counter)
+    }
+}
+
+/// Waits until `n` changes to row 1 wait behind the group being written.
+fn until_waiting(combiner: &Combiner<Counter>, n: usize) {
+    while combiner.waiting(&1) < n {
+        thread::yield_now();
+    }
+}
+
+struct Group<'s> {
+    first: ScopedJoinHandle<'s, Result<i32, Error>>,
+    go: Sender<()>,
+}
+
+/// Starts the first caller, whose change holds its group open until [`Group::go`].
+fn hold_first<'s, 'e: 's>(
+    scope: &'s thread::Scope<'s, 'e>,
+    combiner: &'e Combiner<Counter>,
+    db: &'e TestDb<Conn>,
+) -> Group<'s> {
+    let (running_tx, running) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel();
+    let first = scope.spawn(move || {
+        combiner.apply(&|| Ok::<_, ConnectionError>(db.conn()), &policy(), 1, gated(running_tx, go_rx))
+    });
+    running.recv().expect("the first change runs");
+    Group { first, go }
+}
+
+fn policy() -> RetryPolicy {
+    RetryPolicy::new().max_attempts(5)
+}
+
+#[test]
+fn changes_queued_while_a_group_is_written_are_saved_as_one_group() {
+    let db = test_db!();
+    seed(&db);
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    let mut left: Vec<i32> = thread::scope(|scope| {
+        let group = hold_first(scope, &combiner, &db);
+        let rest: Vec<_> = (0..3)
+            .map(|_| scope.spawn(|| combiner.apply(&source, &policy(), 1, increment)))
+            .collect();
+        until_waiting(&combiner, 3);
+        group.go.send(()).unwrap();
+        std::iter::once(group.first)
+            .chain(rest)
+            .map(|t| t.join().unwrap().expect("saved"))
+            .collect()
+    });
+    left.sort();
+    assert_eq!(left, vec![1, 2, 3, 4], "each change saw the ones before it");
+    let saved = row(&db);
+    assert_eq!(saved.value, 4);
+    // Two saves: the first caller's group, then the three queued behind it as one.
+    assert_eq!(saved.version, 3);
+    assert_eq!(combiner.waiting(&1), 0);
+}
+
+#[test]
+fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_of_the_group() {
+    let db = test_db!();
+    seed(&db);
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    let runs = Arc::new(Mutex::new(0));
+    let (combiner, source) = (&combiner, &source);
+    thread::scope(|scope| {
+        let group = hold_first(scope, combiner, &db);
+        // The second group: an outside writer commits after this change's first read,
+        // before the group's save.
+        let outside = scope.spawn(|| {
+            let mut first_run = true;
+            combiner.apply(source, &policy(), 1, {
+                let url = db.url().to_owned();
+                move |counter: &mut Counter| {
+                    if std::mem::take(&mut first_run) {
+                        let mut conn = Conn::establish(&url).expect("outside writer");
+                        diesel::update(schema::counters::table.find(1))
+                            .set((
+                                schema::counters::value.eq(schema::counters::value + 100),
+                                schema::counters::version.eq(schema::counters::version + 1),
+                            ))
+                            .execute(&mut conn)
+                            .expect("the outside write");
+                    }
+                    increment(counter)
+                }
+            })
+        });
+        until_waiting(combiner, 1);
+        let counted = Arc::clone(&runs);
+        let last = scope.spawn(move || {
+            combiner.apply(source, &policy(), 1, move |counter: &mut Counter| {
+                *counted.lock().unwrap() += 1;
+                increment(counter)
+            })
+        });
+        until_waiting(combiner, 2);
+        group.go.send(()).unwrap();
+        assert_eq!(group.first.join().unwrap().expect("saved"), 1);
+        assert_eq!(outside.join().unwrap().expect("saved"), 102);
+        assert_eq!(last.join().unwrap().expect("saved"), 103);
+    });
+    assert_eq!(*runs.lock().unwrap(), 2, "the group read again and ran it again");
+    let saved = row(&db);
+    assert_eq!(saved.value, 103, "the outside write is kept");
+    // The first group, the outside write, the second group once.
+    assert_eq!(saved.version, 4);
+}
+
+#[test]
+fn a_group_that_fails_for_good_gives_every_caller_its_own_error() {
+    let db = test_db!();
+    seed(&db);
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    thread::scope(|scope| {
+        let group = hold_first(scope, &combiner, &db);
+        let rest: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| combiner.apply(&source, &policy(), 1, increment)))
+            .collect();
+        until_waiting(&combiner, 2);
+        // The row goes while the first group holds what it read.
+        diesel::delete(schema::counters::table.find(1))
+            .execute(&mut db.conn())
+            .expect("delete");
+        group.go.send(()).unwrap();
+        for caller in std::iter::once(group.first).chain(rest) {
+            let error = caller.join().unwrap().unwrap_err();
+            assert!(
+                matches!(error, Error::NotFound(_)),
+                "every caller is told the row is gone: {error:?}"
+            );
+        }
+    });
+    assert_eq!(combiner.waiting(&1), 0);
+}
+
+#[test]
+fn a_change_that_panics_leaves_its_group_and_panics_in_its_callers_thread() {
+    let db = test_db!();
+    seed(&db);
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    thread::scope(|scope| {
+        let group = hold_first(scope, &combiner, &db);
+        let panics = scope.spawn(|| {
+            combiner.apply(&source, &policy(), 1, |counter: &mut Counter| -> i32 {
+                counter.value += 1000;
+                panic!("the caller's own bug")
+            })
+        });
+        until_waiting(&combiner, 1);
+        let after = scope.spawn(|| combiner.apply(&source, &policy(), 1, increment));
+        until_waiting(&combiner, 2);
+        group.go.send(()).unwrap();
+        assert_eq!(group.first.join().unwrap().expect("saved"), 1);
+        let payload = panics.join().unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the caller's own bug"));
+        assert_eq!(after.join().unwrap().expect("saved"), 2, "its change never counted");
+    });
+    let saved = row(&db);
+    assert_eq!((saved.value, saved.version), (2, 3));
+}
+
+#[test]
+fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
+    let db = test_db!();
+    seed(&db);
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    let seen = combiner
+        .apply(&source, &policy(), 1, |counter: &mut Counter| counter.value)
+        .expect("read");
+    assert_eq!(seen, 0);
+    assert_eq!(row(&db).version, 1, "no save, no fresh token");
+}
