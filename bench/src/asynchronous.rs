@@ -474,8 +474,7 @@ impl<C: diesel_async::AsyncConnection + Send> diesel_occ::asynchronous::AsyncCon
 /// `[0, 1 ms]`): the mean of 200 each, in ms, as asked, with `std::thread::sleep` (the
 /// blocking helper), with a plain `tokio::time::sleep`, and with the async helper's
 /// pause (the same algorithm as diesel-occ's `asynchronous::retry::pause`: below the
-/// timer's 1 ms tick, one half-tick sleep with probability `backoff / 1 ms`, else a
-/// yield).
+/// timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool).
 pub(crate) fn sleep_probe() -> Result<[f64; 4], String> {
     const TICK: std::time::Duration = std::time::Duration::from_millis(1);
     let mut rng = fastrand::Rng::with_seed(7);
@@ -502,10 +501,10 @@ pub(crate) fn sleep_probe() -> Result<[f64; 4], String> {
             let began = std::time::Instant::now();
             if *pause >= TICK {
                 tokio::time::sleep(*pause - TICK / 2).await;
-            } else if rng.f64() * TICK.as_secs_f64() < pause.as_secs_f64() {
-                tokio::time::sleep(TICK / 2).await;
             } else {
-                tokio::task::yield_now().await;
+                let pause = *pause;
+                // A failed join only means the pause was cut short.
+                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
             }
             helper += began.elapsed().as_secs_f64();
         }

@@ -102,8 +102,9 @@
 //!   [`BlockInPlace`], and 0.76x to 0.89x with both.
 //!
 //! The backoff between attempts sleeps on Tokio's timer, whose resolution is a
-//! millisecond; the helper draws sub-millisecond pauses so that they match the
-//! policy's on average, as `thread::sleep` does for the blocking helper.
+//! millisecond; a pause shorter than that is slept on the runtime's blocking pool
+//! instead, so that it lasts what the policy drew, as `thread::sleep` does for the
+//! blocking helper.
 
 mod batch;
 mod block_in_place;

@@ -365,24 +365,27 @@ where
     }
 }
 
-/// Sleeps a retry backoff on Tokio's timer, matching on average the pause the policy
-/// drew (which the blocking helper sleeps with `thread::sleep`).
+/// Sleeps a retry backoff as long as the policy drew it, as `thread::sleep` does for the
+/// blocking helper.
 ///
 /// Tokio's timer counts whole milliseconds and rounds every deadline up to the next
 /// one, so `sleep(d)` lasts from `d` to more than `d + 1 ms`: a first backoff drawn
 /// from `[0, 1 ms]` (half a millisecond on average) slept 1.6 ms on average in the
 /// benchmark, against 0.6 ms for `thread::sleep`, which stretched the retries of a hot
-/// row and its p99. So a backoff shorter than the tick is taken, at random, either as
-/// one short timer sleep or as a mere yield to the scheduler, with the probability
-/// that keeps the average pause; a longer one asks the timer for half a tick less.
+/// row and its p99. So a backoff shorter than the tick is slept by a thread of the
+/// runtime's blocking pool (`spawn_blocking`), with the operating system's precision,
+/// while the task waits for it without holding a worker; a longer one asks the timer
+/// for half a tick less. Dropping the pause leaves that thread to finish its sleep.
 pub(super) async fn pause(backoff: Duration) {
     const TICK: Duration = Duration::from_millis(1);
     const HALF_TICK: Duration = Duration::from_micros(500);
     if backoff >= TICK {
         tokio::time::sleep(backoff.saturating_sub(HALF_TICK)).await;
-    } else if fastrand::f64() * TICK.as_secs_f64() < backoff.as_secs_f64() {
-        tokio::time::sleep(HALF_TICK).await;
-    } else {
+    } else if tokio::task::spawn_blocking(move || std::thread::sleep(backoff))
+        .await
+        .is_err()
+    {
+        // The runtime is shutting down its blocking pool: do not wait at all.
         tokio::task::yield_now().await;
     }
 }
