@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use diesel::prelude::*;
 use diesel_occ::retry::RetryPolicy;
@@ -220,6 +219,8 @@ enum Way {
 }
 
 impl Way {
+    // Named by the Galera comparison only, which needs feature `mysql`.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     fn name(self) -> &'static str {
         match self {
             Way::Plain(strategy) => strategy.name(),
@@ -366,6 +367,8 @@ fn policy(args: &Args) -> RetryPolicy {
 
 #[cfg(feature = "mysql")]
 mod galera {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
     use crate::mysql;
 

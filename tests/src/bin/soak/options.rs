@@ -40,6 +40,8 @@ impl fmt::Display for Target {
 
 /// `--kill-node`: the Galera node to SIGKILL during the run, and when to kill it and
 /// start it again (from the start of the run).
+// Read by the Galera soak only, which needs feature `mysql`.
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct NodeFault {
     /// 1..3, as `galera.sh kill N` numbers them.
