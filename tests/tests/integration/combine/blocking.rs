@@ -236,3 +236,69 @@ fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
     assert_eq!(seen, 0);
     assert_eq!(row(&db).version, 1, "no save, no fresh token");
 }
+
+/// Whatever the interleaving: 8 threads through the combiner and one writer outside it,
+/// on two rows; every change that returned `Ok` is in the row exactly once, and so is
+/// every outside write. (The assertion holds for any schedule, so nothing is forced.)
+#[test]
+fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combiner() {
+    let db = test_db!();
+    seed(&db);
+    diesel::insert_into(schema::counters::table)
+        .values(Counter {
+            id: 2,
+            value: 0,
+            label: None,
+            version: 1,
+        })
+        .execute(&mut db.conn())
+        .expect("seed row 2");
+    let combiner = Combiner::<Counter>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    let policy = RetryPolicy::new().max_attempts(1000);
+    let (combined, outside) = thread::scope(|scope| {
+        let workers: Vec<_> = (0..8)
+            .map(|worker| {
+                let (combiner, source, policy) = (&combiner, &source, &policy);
+                scope.spawn(move || {
+                    let mut saved = [0, 0];
+                    for op in 0..40 {
+                        let key = 1 + (worker + op) % 2;
+                        combiner
+                            .apply(source, policy, key, increment)
+                            .expect("saved");
+                        saved[(key - 1) as usize] += 1;
+                    }
+                    saved
+                })
+            })
+            .collect();
+        let outside = scope.spawn(|| {
+            let mut conn = db.conn();
+            let mut written = [0, 0];
+            for op in 0..20 {
+                let key = 1 + op % 2;
+                diesel::update(schema::counters::table.find(key))
+                    .set((
+                        schema::counters::value.eq(schema::counters::value + 1000),
+                        schema::counters::version.eq(schema::counters::version + 1),
+                    ))
+                    .execute(&mut conn)
+                    .expect("the outside write");
+                written[(key - 1) as usize] += 1;
+            }
+            written
+        });
+        let combined = workers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]]);
+        (combined, outside.join().unwrap())
+    });
+    for key in [1, 2] {
+        let i = (key - 1) as usize;
+        let saved = Counter::find(&mut db.conn(), key).expect("the row");
+        assert_eq!(saved.value, combined[i] + 1000 * outside[i], "row {key}");
+    }
+    assert_eq!(combiner.waiting(&1) + combiner.waiting(&2), 0);
+}
