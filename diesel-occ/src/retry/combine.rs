@@ -219,6 +219,18 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
 /// and save, [`Clone`] (to put the row back when a change panics) and [`PartialEq`] (to
 /// write nothing when the changes left the row as it was read). Implemented for every
 /// such [`Versioned`] entity.
+///
+/// ```
+/// # include!("doctest_setup.rs");
+/// use diesel_occ::retry::Combinable;
+///
+/// fn combinable<T: Combinable<SqliteConnection>>() {}
+///
+/// # fn main() {
+/// // `Stock` derives `Versioned`, `Clone` and `PartialEq`.
+/// combinable::<Stock>();
+/// # }
+/// ```
 pub trait Combinable<Conn: Connection>: Versioned + Clone + PartialEq + Send {
     /// Reads the row for an attempt of a group.
     #[doc(hidden)]
