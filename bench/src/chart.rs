@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 use crate::report::Row;
 
-const COLORS: [&str; 10] = [
+/// One colour per strategy, so that every line of the main chart has its own.
+const COLORS: [&str; 12] = [
     "#d62728", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#7f7f7f",
-    "#e377c2", "#bcbd22",
+    "#e377c2", "#bcbd22", "#393b79", "#000000",
 ];
 /// Legend entries per row.
-const LEGEND_COLUMNS: usize = 5;
+const LEGEND_COLUMNS: usize = 6;
 const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 580.0;
 const TOP: f64 = 70.0;
@@ -295,7 +296,7 @@ fn line(
 /// The legend under the panels, [`LEGEND_COLUMNS`] entries per row.
 fn legend(svg: &mut String, strategies: &[&str]) {
     for (s, strategy) in strategies.iter().enumerate() {
-        let x = 90.0 + (s % LEGEND_COLUMNS) as f64 * 210.0;
+        let x = 90.0 + (s % LEGEND_COLUMNS) as f64 * 180.0;
         let y = HEIGHT - 34.0 + (s / LEGEND_COLUMNS) as f64 * 22.0;
         let _ = writeln!(
             svg,
