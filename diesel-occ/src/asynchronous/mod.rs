@@ -109,6 +109,7 @@
 mod batch;
 mod block_in_place;
 mod blocking_task;
+mod combine;
 mod guarded_update;
 #[cfg(feature = "deadpool")]
 mod recycle;
@@ -133,6 +134,7 @@ use diesel_async::{AsyncConnection, TransactionManager};
 pub use self::batch::BatchDsl;
 pub use self::block_in_place::BlockInPlace;
 pub use self::blocking_task::retry_in_blocking_task;
+pub use self::combine::{Combinable, Combiner};
 pub use self::guarded_update::GuardedUpdate;
 #[cfg(feature = "deadpool")]
 pub use self::recycle::verify_when_idle;

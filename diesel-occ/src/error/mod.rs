@@ -81,6 +81,15 @@ pub enum Error {
     /// fractional digits than declared). Nothing was written.
     #[error(transparent)]
     Schema(#[from] crate::schema_check::SchemaProblems),
+    /// A change handed to the async `Combiner` was in a group whose writer task stopped
+    /// (its runtime shut down, or the task panicked) before it knew whether the group
+    /// was saved: the change may or may not be in the row. Read the row to know; not
+    /// retried, since retrying could apply the change twice.
+    #[error(
+        "the combiner's writer task stopped while it wrote this change's group: \
+         it may or may not have been saved"
+    )]
+    OutcomeUnknown,
 }
 
 impl Error {

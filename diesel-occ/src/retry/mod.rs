@@ -99,7 +99,7 @@
 //!   inside the caller's transaction is not locked (the token check still decides the
 //!   save).
 
-mod combine;
+pub(crate) mod combine;
 pub(crate) mod deadline;
 mod hot_rows;
 mod policy;

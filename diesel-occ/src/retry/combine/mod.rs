@@ -1,12 +1,11 @@
 //! Changes to one row, made by the threads of one process at the same time, applied in
 //! groups: one read, the changes one after another, one checked save ([`Combiner`]).
 
-use std::any::Any;
-use std::collections::HashMap;
+mod queue;
+
 use std::fmt;
-use std::marker::PhantomData;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::panic;
+use std::sync::Arc;
 
 use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
@@ -14,10 +13,15 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Connection, Selectable};
 
+use self::queue::State;
+#[cfg(feature = "async")]
+pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
+#[cfg(not(feature = "async"))]
+use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 use super::{AttemptDsl, ConnectionSource, RetryPolicy, retry};
 use crate::backend::{LockedRead, LockingConnection};
 use crate::blocking::CheckedDsl;
-use crate::error::{EntityKey, Error};
+use crate::error::Error;
 use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::versioned::Versioned;
 
@@ -54,7 +58,7 @@ use crate::versioned::Versioned;
 /// [`RetryPolicy::escalate_hot_rows`] instead.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use std::sync::Arc;
 /// use diesel_occ::retry::{Combiner, RetryPolicy};
 ///
@@ -93,17 +97,13 @@ use crate::versioned::Versioned;
 /// # }
 /// ```
 pub struct Combiner<T: Versioned> {
-    rows: Mutex<HashMap<EntityKey, Arc<Row<T>>>>,
-    _entity: PhantomData<fn() -> T>,
+    rows: Rows<T>,
 }
 
 impl<T: Versioned> Combiner<T> {
     /// A combiner with no row in it.
     pub fn new() -> Self {
-        Combiner {
-            rows: Mutex::new(HashMap::new()),
-            _entity: PhantomData,
-        }
+        Combiner { rows: Rows::new() }
     }
 
     /// Applies `change` to the row with this key, in a group with the changes other
@@ -129,14 +129,10 @@ impl<T: Versioned> Combiner<T> {
         F: FnMut(&mut T) -> R + Send + 'static,
         R: Send + 'static,
     {
-        let mine = Arc::new(Pending {
-            change: Mutex::new(change),
-            output: Mutex::new(None),
-            mark: Mark::default(),
-        });
+        let mine = Arc::new(Pending::new(change));
         let member: Arc<dyn Member<T>> = Arc::clone(&mine) as Arc<dyn Member<T>>;
-        let row = self.row(&key);
-        let finished = match row.join(member) {
+        let row = self.rows.take(&key);
+        let finished = match join(&row, member) {
             Turn::Lead(group) => {
                 Leader {
                     row: &row,
@@ -148,7 +144,7 @@ impl<T: Versioned> Combiner<T> {
             }
             Turn::Finished(finished) => finished,
         };
-        self.forget_if_idle(&key, &row);
+        self.rows.release(&key, row);
         match finished {
             // The output of the group's last attempt, which saved it.
             Finished::Done => match lock(&mine.output).take() {
@@ -165,7 +161,7 @@ impl<T: Versioned> Combiner<T> {
     /// end (0 when nobody writes the row): what a caller arriving now would wait behind.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!("../doctest_setup.rs");
     /// use diesel_occ::retry::Combiner;
     ///
     /// # fn main() {
@@ -174,29 +170,7 @@ impl<T: Versioned> Combiner<T> {
     /// # }
     /// ```
     pub fn waiting(&self, key: &T::Key) -> usize {
-        let rows = lock(&self.rows);
-        rows.get(&T::entity_key(key))
-            .map_or(0, |row| lock(&row.queue).waiting.len())
-    }
-
-    /// The row's queue, made when nobody writes the row.
-    fn row(&self, key: &T::Key) -> Arc<Row<T>> {
-        let mut rows = lock(&self.rows);
-        Arc::clone(rows.entry(T::entity_key(key)).or_default())
-    }
-
-    /// Forgets the row when nobody writes it and nobody but the map and the caller
-    /// holds its queue, so that rows nobody writes take no memory.
-    fn forget_if_idle(&self, key: &T::Key, row: &Arc<Row<T>>) {
-        let mut rows = lock(&self.rows);
-        // Callers take their handle under this lock, so the count cannot grow meanwhile.
-        if Arc::strong_count(row) == 2 {
-            let queue = lock(&row.queue);
-            if !queue.led && queue.waiting.is_empty() {
-                drop(queue);
-                rows.remove(&T::entity_key(key));
-            }
-        }
+        self.rows.waiting(key)
     }
 }
 
@@ -210,7 +184,7 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Combiner")
             .field("table", &T::TABLE_NAME)
-            .field("rows", &lock(&self.rows).len())
+            .field("rows", &self.rows.len())
             .finish()
     }
 }
@@ -221,7 +195,7 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
 /// such [`Versioned`] entity.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!("../doctest_setup.rs");
 /// use diesel_occ::retry::Combinable;
 ///
 /// fn combinable<T: Combinable<SqliteConnection>>() {}
@@ -262,162 +236,29 @@ where
     }
 }
 
-/// The callers waiting to change one row, and whether a group of it is being written.
-struct Row<T> {
-    queue: Mutex<Queue<T>>,
-}
-
-impl<T> Default for Row<T> {
-    fn default() -> Self {
-        Row {
-            queue: Mutex::new(Queue {
-                waiting: Vec::new(),
-                led: false,
-            }),
-        }
-    }
-}
-
-struct Queue<T> {
-    waiting: Vec<Arc<dyn Member<T>>>,
-    led: bool,
-}
-
 /// What a caller of [`Combiner::apply`] is told when it may go on.
 enum Turn<T> {
-    /// Write this group (its own change first).
+    /// Write this group (its own change in it).
     Lead(Vec<Arc<dyn Member<T>>>),
     /// Its change was dealt with by another caller's group.
     Finished(Finished),
 }
 
-impl<T> Row<T> {
-    /// Queues `member`; leads at once when nobody writes the row, else waits until its
-    /// change is finished or it is handed the lead of the next group.
-    fn join(&self, member: Arc<dyn Member<T>>) -> Turn<T> {
-        let mut queue = lock(&self.queue);
-        if !queue.led {
-            queue.led = true;
-            return Turn::Lead(vec![member]);
-        }
-        let mark = Arc::clone(&member);
-        queue.waiting.push(member);
-        drop(queue);
-        match mark.mark().wait_turn() {
-            Some(finished) => Turn::Finished(finished),
-            // Handed the lead: the group is everyone queued meanwhile, itself included.
-            None => Turn::Lead(std::mem::take(&mut lock(&self.queue).waiting)),
-        }
+/// Queues `member`; leads at once when nobody writes the row, else waits until its
+/// change is finished or it is handed the lead of the next group.
+fn join<T>(row: &Row<T>, member: Arc<dyn Member<T>>) -> Turn<T> {
+    let mut queue = lock(&row.queue);
+    if !queue.writing {
+        queue.writing = true;
+        return Turn::Lead(vec![member]);
     }
-}
-
-/// A queued change, whatever its closure and result types.
-trait Member<T>: Send + Sync {
-    /// Runs the change on `row`, keeping its output; false (the row as before, the
-    /// caller told) when it panicked.
-    fn run(&self, row: &mut T) -> bool;
-
-    /// Where the change stands.
-    fn mark(&self) -> &Mark;
-}
-
-/// A caller's change, its output and where it stands.
-struct Pending<F, R> {
-    change: Mutex<F>,
-    output: Mutex<Option<R>>,
-    mark: Mark,
-}
-
-impl<T, F, R> Member<T> for Pending<F, R>
-where
-    T: Clone,
-    F: FnMut(&mut T) -> R + Send,
-    R: Send,
-{
-    fn run(&self, row: &mut T) -> bool {
-        let before = row.clone();
-        let mut change = lock(&self.change);
-        match panic::catch_unwind(AssertUnwindSafe(|| (*change)(row))) {
-            Ok(output) => {
-                *lock(&self.output) = Some(output);
-                true
-            }
-            Err(payload) => {
-                *row = before;
-                self.mark.set(State::Finished(Finished::Panicked(payload)));
-                false
-            }
-        }
-    }
-
-    fn mark(&self) -> &Mark {
-        &self.mark
-    }
-}
-
-/// Where a queued change stands, and the caller's wake-up.
-#[derive(Default)]
-struct Mark {
-    state: Mutex<State>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-enum State {
-    /// In the queue or in a group being written.
-    #[default]
-    Queued,
-    /// Its caller leads the next group.
-    Lead,
-    Finished(Finished),
-}
-
-/// What became of a change.
-enum Finished {
-    /// Its group was saved (or needed no save): the output is the change's.
-    Done,
-    /// Its group failed for good and its caller led it: the error.
-    Failed(Error),
-    /// Its group failed for good under another leader: run it alone.
-    Alone,
-    /// The change panicked: the panic, to resume in the caller.
-    Panicked(Box<dyn Any + Send>),
-}
-
-impl Mark {
-    /// Sets the state and wakes the caller.
-    fn set(&self, state: State) {
-        *lock(&self.state) = state;
-        self.changed.notify_one();
-    }
-
-    /// Waits until the change is finished (`Some`) or its caller is handed the lead.
-    fn wait_turn(&self) -> Option<Finished> {
-        let mut state = lock(&self.state);
-        loop {
-            match std::mem::take(&mut *state) {
-                State::Queued => {}
-                State::Lead => return None,
-                State::Finished(finished) => return Some(finished),
-            }
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// What became of the change of a caller that led its group. Its group published
-    /// it before the lead ended; were it not there, the change runs alone.
-    fn finished(&self) -> Finished {
-        match std::mem::take(&mut *lock(&self.state)) {
-            State::Finished(finished) => finished,
-            State::Queued | State::Lead => Finished::Alone,
-        }
-    }
-
-    fn is_queued(&self) -> bool {
-        matches!(*lock(&self.state), State::Queued)
+    let mark = Arc::clone(&member);
+    queue.waiting.push(member);
+    drop(queue);
+    match mark.mark().wait_turn() {
+        Some(finished) => Turn::Finished(finished),
+        // Handed the lead: the group is everyone queued meanwhile, itself included.
+        None => Turn::Lead(std::mem::take(&mut lock(&row.queue).waiting)),
     }
 }
 
@@ -425,7 +266,7 @@ impl Mark {
 /// mid-group, whose members then run alone), the first caller queued meanwhile leads.
 struct Leader<'a, T> {
     row: &'a Row<T>,
-    mine: &'a Mark,
+    mine: &'a queue::Mark,
     group: Vec<Arc<dyn Member<T>>>,
 }
 
@@ -438,20 +279,7 @@ impl<T> Leader<'_, T> {
         T: Combinable<S::Connection>,
     {
         let result = write_group(source, policy, key.clone(), &mut self.group);
-        for member in self.group.drain(..) {
-            let mark = member.mark();
-            match &result {
-                Ok(()) => mark.set(State::Finished(Finished::Done)),
-                Err(_) if std::ptr::eq(mark, self.mine) => {}
-                Err(_) => mark.set(State::Finished(Finished::Alone)),
-            }
-        }
-        // Unless its own change panicked and left the group.
-        if let Err(error) = result {
-            if self.mine.is_queued() {
-                self.mine.set(State::Finished(Finished::Failed(error)));
-            }
-        }
+        publish(&mut self.group, result, Some(self.mine));
     }
 }
 
@@ -459,12 +287,12 @@ impl<T> Drop for Leader<'_, T> {
     fn drop(&mut self) {
         // Only when `lead` unwound: the members it took run alone.
         for member in self.group.drain(..) {
-            member.mark().set(State::Finished(Finished::Alone));
+            member.mark().finish(Finished::Alone);
         }
         let mut queue = lock(&self.row.queue);
         match queue.waiting.first() {
             Some(next) => next.mark().set(State::Lead),
-            None => queue.led = false,
+            None => queue.writing = false,
         }
     }
 }
@@ -517,10 +345,6 @@ where
     })
 }
 
-fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,6 +366,6 @@ mod tests {
             }
         });
         assert_eq!(db.stock().available, 2);
-        assert!(lock(&combiner.rows).is_empty(), "{combiner:?}");
+        assert_eq!(combiner.rows.len(), 0, "{combiner:?}");
     }
 }
