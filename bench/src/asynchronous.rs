@@ -29,6 +29,7 @@ macro_rules! asynchronous_strategy {
 
             /// Runs the asynchronous strategy: `workers` tasks sharing a pool of
             /// `workers` connections; `after_connect` runs on each new pooled connection.
+            /// With `combine`, each reservation goes through `asynchronous::Combiner`.
             pub(crate) fn run(
                 url: &str,
                 workers: usize,
@@ -36,6 +37,7 @@ macro_rules! asynchronous_strategy {
                 limit: Limit,
                 policy: RetryPolicy,
                 after_connect: &'static str,
+                combine: bool,
             ) -> Result<(Tally, Duration), String> {
                 let setup = crate::asynchronous::Setup::current();
                 let runtime = setup.runtime(workers)?;
@@ -61,7 +63,7 @@ macro_rules! asynchronous_strategy {
                         .map(|(index, held)| {
                             let (pool, stop) = (pool.clone(), Arc::clone(&stop));
                             let policy = policy.clone();
-                            tokio::spawn(worker(pool, held, stop, policy, keys, index))
+                            tokio::spawn(worker(pool, held, stop, policy, keys, index, combine))
                         })
                         .collect();
                     let mut tallies = Vec::with_capacity(workers);
@@ -141,6 +143,7 @@ macro_rules! asynchronous_strategy {
                 policy: RetryPolicy,
                 keys: i32,
                 index: usize,
+                combine: bool,
             ) -> (Tally, Instant) {
                 let mut rng = fastrand::Rng::with_seed(index as u64 * 7919 + 1);
                 let mut tally = Tally::default();
@@ -148,12 +151,34 @@ macro_rules! asynchronous_strategy {
                     let key = rng.i32(1..=keys);
                     let began = Instant::now();
                     let result = match &held {
+                        _ if combine => occ_combine(&pool, &policy, key).await,
                         Some(held) => occ(held, &policy, key).await,
                         None => occ(&pool, &policy, key).await,
                     };
                     tally.record(result, began.elapsed());
                 }
                 (tally, Instant::now())
+            }
+
+            /// One reservation through `asynchronous::Combiner`, shared by every task of
+            /// this backend, with the pool as its source.
+            async fn occ_combine(
+                pool: &Pool<AsyncConn>,
+                policy: &RetryPolicy,
+                key: i32,
+            ) -> Result<OpResult, String> {
+                static COMBINER: std::sync::LazyLock<diesel_occ::asynchronous::Combiner<Stock>> =
+                    std::sync::LazyLock::new(diesel_occ::asynchronous::Combiner::new);
+                let result = COMBINER
+                    .apply(pool, policy, key, |stock: &mut Stock| {
+                        if stock.available <= 0 {
+                            return false;
+                        }
+                        stock.available -= 1;
+                        true
+                    })
+                    .await;
+                crate::blocking::Seen::default().finish(result)
             }
 
             /// One reservation through the asynchronous retry helper.

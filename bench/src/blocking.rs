@@ -134,7 +134,9 @@ macro_rules! blocking_strategies {
                     let conn = &mut *held.0.borrow_mut();
                     retry_loop(worker, || atomic_once(conn, key))
                 }
-                Strategy::OccAsynchronous => Err("occ-async runs on its own runtime".into()),
+                Strategy::OccAsynchronous | Strategy::OccCombineAsynchronous => {
+                    Err(format!("{} runs on its own runtime", strategy.name()))
+                }
             }
         }
 

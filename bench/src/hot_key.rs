@@ -8,7 +8,8 @@
 //! each strategy's committed ops/s, the verdict `occ-combine / max(occ, pessimistic)
 //! >= 1.0` uses the ratio of those medians; the tail is the median over the rounds of
 //! each run's p99, and the verdict asks `occ-combine`'s to be no larger than
-//! `pessimistic`'s. `occ-escalate` gets the same two figures, without a verdict.
+//! `pessimistic`'s. `occ-escalate` and `occ-combine-async` get the same two figures, without
+//! a verdict.
 
 use std::fmt::Write as _;
 
@@ -20,11 +21,12 @@ use crate::run::{Setting, run};
 use crate::strategy::Strategy;
 
 /// The strategies compared, in the order of the first round.
-const STRATEGIES: [Strategy; 4] = [
+const STRATEGIES: [Strategy; 5] = [
     Strategy::Occ,
     Strategy::Pessimistic,
     Strategy::OccCombine,
     Strategy::OccEscalate,
+    Strategy::OccCombineAsynchronous,
 ];
 
 /// The recommended way to write a hot row whose change depends on the row alone.
@@ -128,9 +130,12 @@ fn report(backend: Backend, workers: usize, rows: &[(Strategy, Row)], summary: &
         verdict(lock_p99 / recommended_p99, 1.0),
         name = RECOMMENDED.name(),
     ));
-    summary.say(format!(
-        "  occ-escalate / max(occ, pessimistic) = {}; p99 {:.2} ms (no target)",
-        ratio(goodput(Strategy::OccEscalate), best),
-        p99(Strategy::OccEscalate),
-    ));
+    for other in [Strategy::OccEscalate, Strategy::OccCombineAsynchronous] {
+        summary.say(format!(
+            "  {} / max(occ, pessimistic) = {}; p99 {:.2} ms (no target)",
+            other.name(),
+            ratio(goodput(other), best),
+            p99(other),
+        ));
+    }
 }

@@ -27,8 +27,10 @@ macro_rules! run_on {
         let url = setting.url;
         let mut admin = $m::connect(url, Strategy::Atomic)?;
         $m::reset(&mut admin, keys).map_err(|e| format!("reset: {e}"))?;
-        let measured = if strategy == Strategy::OccAsynchronous {
-            $m::asynchronous::run(url, setting.workers, keys, setting.limit, $policy, $after)?
+        let measured = if strategy.is_asynchronous() {
+            let combine = strategy == Strategy::OccCombineAsynchronous;
+            let workers = setting.workers;
+            $m::asynchronous::run(url, workers, keys, setting.limit, $policy, $after, combine)?
         } else {
             harness::run_threads(
                 setting.workers,

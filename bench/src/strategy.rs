@@ -27,6 +27,9 @@ pub(crate) enum Strategy {
     /// diesel-occ's asynchronous `save_checked` in `asynchronous::retry` on a deadpool
     /// pool (printed as `occ-async`).
     OccAsynchronous,
+    /// `occ-combine` on the asynchronous setup of `occ-async`: `asynchronous::Combiner`
+    /// with the deadpool pool as its source.
+    OccCombineAsynchronous,
     /// `SELECT ... FOR UPDATE` in a transaction (SQLite: `BEGIN IMMEDIATE`).
     Pessimistic,
     /// A SERIALIZABLE transaction, retried on serialization failures and deadlocks.
@@ -36,7 +39,7 @@ pub(crate) enum Strategy {
 }
 
 impl Strategy {
-    pub(crate) const ALL: [Strategy; 11] = [
+    pub(crate) const ALL: [Strategy; 12] = [
         Strategy::Blind,
         Strategy::Handwritten,
         Strategy::HandwrittenPrepared,
@@ -45,6 +48,7 @@ impl Strategy {
         Strategy::OccEscalateOp,
         Strategy::OccCombine,
         Strategy::OccAsynchronous,
+        Strategy::OccCombineAsynchronous,
         Strategy::Pessimistic,
         Strategy::Serializable,
         Strategy::Atomic,
@@ -61,6 +65,7 @@ impl Strategy {
             Strategy::OccEscalateOp => "occ-escalate-op",
             Strategy::OccCombine => "occ-combine",
             Strategy::OccAsynchronous => "occ-async",
+            Strategy::OccCombineAsynchronous => "occ-combine-async",
             Strategy::Pessimistic => "pessimistic",
             Strategy::Serializable => "serializable",
             Strategy::Atomic => "atomic",
@@ -72,5 +77,13 @@ impl Strategy {
             .into_iter()
             .find(|s| s.name() == name)
             .ok_or_else(|| format!("unknown strategy {name:?}"))
+    }
+
+    /// Whether the strategy runs on its own Tokio runtime rather than worker threads.
+    pub(crate) fn is_asynchronous(self) -> bool {
+        matches!(
+            self,
+            Strategy::OccAsynchronous | Strategy::OccCombineAsynchronous
+        )
     }
 }
