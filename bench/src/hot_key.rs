@@ -5,11 +5,11 @@
 //! them.
 //!
 //! The statistic is fixed before the run: goodput is the median over the rounds of
-//! each strategy's committed ops/s, the verdict `occ-combine / max(occ, pessimistic)
-//! >= 1.0` uses the ratio of those medians; the tail is the median over the rounds of
-//! each run's p99, and the verdict asks `occ-combine`'s to be no larger than
-//! `pessimistic`'s. `occ-escalate` and `occ-combine-async` get the same two figures, without
-//! a verdict.
+//! each strategy's committed ops/s, and the verdict asks the ratio of those medians,
+//! `occ-combine / max(occ, pessimistic)`, to be at least 1.0; the tail is the median
+//! over the rounds of each run's p99, and the verdict asks `occ-combine`'s to be no
+//! larger than `pessimistic`'s. `occ-escalate` and `occ-combine-async` get the same two
+//! figures, without a verdict.
 
 use std::fmt::Write as _;
 
