@@ -349,15 +349,12 @@ where
     T: Combinable<S::Connection>,
 {
     retry(source, policy, async |conn, attempt| {
-        let read = T::read(conn, &attempt, key.clone()).await?;
-        let mut row = read.clone();
-        for member in group.iter().filter(|member| member.mark().is_queued()) {
-            member.run(&mut row);
-        }
-        if row != read {
-            row.save(conn).await?;
-        }
-        Ok(())
+        change_row(conn, &attempt, key.clone(), |row| {
+            for member in group.iter().filter(|member| member.mark().is_queued()) {
+                member.run(row);
+            }
+        })
+        .await
     })
     .await
 }
@@ -379,15 +376,30 @@ where
 {
     let key = &key;
     retry(source, policy, async |conn, attempt| {
-        let read = T::read(conn, &attempt, key.clone()).await?;
-        let mut row = read.clone();
-        let output = (*lock(change))(&mut row);
-        if row != read {
-            row.save(conn).await?;
-        }
-        Ok(output)
+        change_row(conn, &attempt, key.clone(), |row| (*lock(change))(row)).await
     })
     .await
+}
+
+/// One attempt: reads the row, changes it, and saves it unless the change left it as it
+/// was read.
+async fn change_row<C, T, O>(
+    conn: &mut C,
+    attempt: &Attempt,
+    key: T::Key,
+    change: impl FnOnce(&mut T) -> O,
+) -> Result<O, Error>
+where
+    C: AsyncConnection,
+    T: Combinable<C>,
+{
+    let read = T::read(conn, attempt, key).await?;
+    let mut row = read.clone();
+    let output = change(&mut row);
+    if row != read {
+        row.save(conn).await?;
+    }
+    Ok(output)
 }
 
 #[cfg(test)]

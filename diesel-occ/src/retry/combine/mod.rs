@@ -311,13 +311,9 @@ where
     T: Combinable<S::Connection>,
 {
     retry(source, policy, |conn, attempt| {
-        let read = T::read(conn, &attempt, key.clone())?;
-        let mut row = read.clone();
-        group.retain(|member| member.run(&mut row));
-        if row != read {
-            row.save(conn)?;
-        }
-        Ok(())
+        change_row(conn, &attempt, key.clone(), |row| {
+            group.retain(|member| member.run(row));
+        })
     })
 }
 
@@ -335,14 +331,29 @@ where
     T: Combinable<S::Connection>,
 {
     retry(source, policy, |conn, attempt| {
-        let read = T::read(conn, &attempt, key.clone())?;
-        let mut row = read.clone();
-        let output = change(&mut row);
-        if row != read {
-            row.save(conn)?;
-        }
-        Ok(output)
+        change_row(conn, &attempt, key.clone(), &mut *change)
     })
+}
+
+/// One attempt: reads the row, changes it, and saves it unless the change left it as it
+/// was read.
+fn change_row<C, T, O>(
+    conn: &mut C,
+    attempt: &super::Attempt,
+    key: T::Key,
+    change: impl FnOnce(&mut T) -> O,
+) -> Result<O, Error>
+where
+    C: Connection,
+    T: Combinable<C>,
+{
+    let read = T::read(conn, attempt, key)?;
+    let mut row = read.clone();
+    let output = change(&mut row);
+    if row != read {
+        row.save(conn)?;
+    }
+    Ok(output)
 }
 
 #[cfg(test)]
