@@ -320,7 +320,7 @@ macro_rules! blocking_strategies {
             Ok(Some(true))
         }
 
-        /// Drops and creates the table with `keys` rows of [`START`] stock.
+        /// Drops and creates the table with `keys` rows of [`START`](crate::model::START) stock.
         pub(crate) fn reset(conn: &mut Conn, keys: i32) -> QueryResult<()> {
             use diesel::connection::SimpleConnection;
             conn.batch_execute(
