@@ -189,6 +189,9 @@ macro_rules! asynchronous_strategy {
                 use crate::asynchronous::OneTask;
                 use diesel_occ::asynchronous::prelude::*;
 
+                if crate::asynchronous::Setup::current().handwritten {
+                    return handwritten(pool, policy, key).await;
+                }
                 if crate::asynchronous::Setup::current().one_task {
                     if let Some(op) = AsyncConn::occ_in_one_task(pool, policy, key) {
                         return op.await;
@@ -228,6 +231,70 @@ macro_rules! asynchronous_strategy {
                 }
                 .finish(result)
             }
+
+            /// The blocking `handwritten-prepared` on diesel-async, for the diagnosis
+            /// (`code=handwritten`): a checkout per attempt as the helper makes, the same
+            /// read, the same conditional UPDATE prepared once, on a miss the same token
+            /// read, and the same backoff; what is left between it and `occ-async` is
+            /// the library's own cost in async code.
+            async fn handwritten<S>(
+                source: &S,
+                policy: &RetryPolicy,
+                key: i32,
+            ) -> Result<OpResult, String>
+            where
+                S: diesel_occ::asynchronous::AsyncConnectionSource<Connection = AsyncConn>,
+            {
+                use crate::model::bench_stock;
+                use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+                use diesel_async::RunQueryDsl;
+
+                let mut op = OpResult::default();
+                for attempt in 1..=policy.attempt_limit() {
+                    if attempt > 1 {
+                        op.retries += 1;
+                        let ceiling = policy.backoff_ceiling(attempt - 1);
+                        // Full jitter from the thread's generator, as the helper draws it.
+                        crate::asynchronous::pause(ceiling.mul_f64(fastrand::f64())).await;
+                    }
+                    let mut conn = source.checkout().await.map_err(|e| e.to_string())?;
+                    let conn = &mut *conn;
+                    let stock: Stock = bench_stock::table
+                        .find(key)
+                        .select(Stock::as_select())
+                        .get_result(conn)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    if stock.available <= 0 {
+                        return Ok(op);
+                    }
+                    let written = diesel_occ::statement::CachedUpdate::new(
+                        bench_stock::table
+                            .find(key)
+                            .filter(bench_stock::version.eq(stock.version)),
+                        (
+                            bench_stock::available.eq(stock.available - 1),
+                            bench_stock::version.eq(stock.version.wrapping_add(1)),
+                        ),
+                    )
+                    .execute(conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                    if written == 1 {
+                        op.committed = true;
+                        return Ok(op);
+                    }
+                    op.conflicts += 1;
+                    let _current: Option<i32> = bench_stock::table
+                        .find(key)
+                        .select(bench_stock::version)
+                        .get_result(conn)
+                        .await
+                        .optional()
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(op)
+            }
         }
     };
 }
@@ -252,6 +319,8 @@ pub(crate) struct Setup {
     /// SQLite: the wrapper runs its blocking calls in place (diesel-occ's
     /// `BlockInPlace`) rather than on Tokio's blocking pool (diesel-async's default).
     pub(crate) in_place: bool,
+    /// Plain diesel-async written by hand instead of diesel-occ's helper (diagnosis).
+    pub(crate) handwritten: bool,
 }
 
 /// The Tokio runtime the tasks run on.
@@ -297,6 +366,14 @@ impl Setup {
         one_task: true,
         lifo: true,
         in_place: true,
+        handwritten: false,
+    };
+
+    /// [`Setup::RECOMMENDED`] with the same statements written by hand on diesel-async
+    /// (`handwritten-async`): the async baseline that isolates the library.
+    pub(crate) const HANDWRITTEN: Setup = Setup {
+        handwritten: true,
+        ..Setup::RECOMMENDED
     };
 
     /// The setup the next asynchronous run uses.
@@ -325,7 +402,8 @@ impl Setup {
     /// `queue=fifo|lifo`, `source=pool|held`, `hops=closure|attempt` (SQLite: the async
     /// closure's statements, or one blocking call per attempt), `wrapper=hop|in-place`
     /// (SQLite: each blocking call on Tokio's blocking pool, or in place), comma
-    /// separated, each defaulting to [`Setup::RECOMMENDED`]'s.
+    /// separated, `code=occ|handwritten` (diesel-occ's helper, or the same statements
+    /// written by hand with diesel-async), each defaulting to [`Setup::RECOMMENDED`]'s.
     pub(crate) fn parse(spec: &str) -> Result<Setup, String> {
         let mut setup = Setup::RECOMMENDED;
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -352,6 +430,8 @@ impl Setup {
                 ("wrapper", "hop") => setup.in_place = false,
                 ("wrapper", "in-place") => setup.in_place = true,
                 ("queue", "fifo") => setup.lifo = false,
+                ("code", "occ") => setup.handwritten = false,
+                ("code", "handwritten") => setup.handwritten = true,
                 _ => return Err(bad()),
             }
         }
@@ -362,6 +442,9 @@ impl Setup {
     pub(crate) fn label(self) -> String {
         if self == Setup::RECOMMENDED {
             return "occ-async".into();
+        }
+        if self == Setup::HANDWRITTEN {
+            return "handwritten-async".into();
         }
         let runtime = match self.runtime {
             Runtime::Multi(0) => "multi".to_owned(),
@@ -380,7 +463,8 @@ impl Setup {
         let hops = if self.one_task { "" } else { ",closure" };
         let wrapper = if self.in_place { "" } else { ",wrapper-hop" };
         let queue = if self.lifo { ",lifo" } else { ",fifo" };
-        format!("async[{runtime},{recycle},{source}{queue}{hops}{wrapper}]")
+        let code = if self.handwritten { ",handwritten" } else { "" };
+        format!("async[{runtime},{recycle},{source}{queue}{hops}{wrapper}{code}]")
     }
 
     /// Whether the pool skips the test query at checkout.
@@ -501,7 +585,6 @@ impl<C: diesel_async::AsyncConnection + Send> diesel_occ::asynchronous::AsyncCon
 /// pause (the same algorithm as diesel-occ's `asynchronous::retry::pause`: below the
 /// timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool).
 pub(crate) fn sleep_probe() -> Result<[f64; 4], String> {
-    const TICK: std::time::Duration = std::time::Duration::from_millis(1);
     let mut rng = fastrand::Rng::with_seed(7);
     let pauses: Vec<std::time::Duration> = (0..200)
         .map(|_| std::time::Duration::from_micros(rng.u64(0..=1000)))
@@ -524,18 +607,24 @@ pub(crate) fn sleep_probe() -> Result<[f64; 4], String> {
         }
         for pause in &pauses {
             let began = std::time::Instant::now();
-            if *pause >= TICK {
-                tokio::time::sleep(*pause - TICK / 2).await;
-            } else {
-                let pause = *pause;
-                // A failed join only means the pause was cut short.
-                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
-            }
+            self::pause(*pause).await;
             helper += began.elapsed().as_secs_f64();
         }
         (tokio, helper)
     });
     Ok([asked, mean(thread), mean(tokio), mean(helper)])
+}
+
+/// The async helper's backoff sleep, as diesel-occ's `asynchronous::retry::pause` does
+/// it: below the timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool.
+pub(crate) async fn pause(backoff: std::time::Duration) {
+    const TICK: std::time::Duration = std::time::Duration::from_millis(1);
+    if backoff >= TICK {
+        tokio::time::sleep(backoff - TICK / 2).await;
+    } else {
+        // A failed join only means the pause was cut short.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(backoff)).await;
+    }
 }
 
 /// One reservation's future.

@@ -27,7 +27,6 @@
 //! `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT=off` sets `synchronous_commit` on the service's
 //! connections, to see the requests' own cost without the commits' disk flush.
 
-mod cpu;
 mod direct;
 mod service;
 mod wire;
@@ -42,10 +41,10 @@ use diesel_occ_examples::etag::etag;
 use diesel_occ_examples::postgres as app;
 use diesel_occ_examples::schema::articles;
 
-use self::cpu::{Sample, Spent};
 use self::service::{Counted, Service};
 use self::wire::Wire;
 use crate::backend::{Backend, ensure_database, server_version};
+use crate::cpu::{Sample, Spent};
 use crate::harness::{Limit, Stop, percentile};
 use crate::options::Args;
 use crate::report::Summary;

@@ -27,6 +27,7 @@ mod backend;
 mod batch;
 mod blocking;
 mod chart;
+mod cpu;
 mod harness;
 mod hot_key;
 mod http;

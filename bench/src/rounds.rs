@@ -313,9 +313,10 @@ pub(crate) fn verdict(value: f64, target: f64) -> &'static str {
     if value >= target { "met" } else { "MISSED" }
 }
 
-/// `occ-async` against `occ` at every key count, in rounds of their own (the async
-/// setups of `OCC_BENCH_ASYNC_SETUPS` too, when given): goodput ratios, p99 at the
-/// fewest keys, and conflicts and statements per committed operation.
+/// `occ-async` against `occ` at every key count, in rounds of their own, with
+/// `handwritten-async` (the same statements on diesel-async without diesel-occ) and the
+/// async setups of `OCC_BENCH_ASYNC_SETUPS`: goodput ratios, p99 at the fewest keys,
+/// conflicts, statements and this process's CPU per committed operation.
 fn paired_asynchronous(
     setting: &Setting<'_>,
     args: &Args,
@@ -324,7 +325,7 @@ fn paired_asynchronous(
     use crate::asynchronous::{STATEMENTS, Setup};
     use std::sync::atomic::Ordering::Relaxed;
 
-    let mut setups = vec![Setup::RECOMMENDED];
+    let mut setups = vec![Setup::RECOMMENDED, Setup::HANDWRITTEN];
     setups.extend(Setup::from_env()?);
     let [asked, thread, tokio, helper] = crate::asynchronous::sleep_probe()?;
     summary.say(format!(
@@ -348,6 +349,7 @@ fn paired_asynchronous(
         .chain((0..setups.len()).map(Some))
         .collect();
     let (mut goodput, mut p99) = (Samples::default(), Samples::default());
+    let mut client_cpu = Samples::default();
     for round in 1..=args.rounds {
         if round > 1 {
             entrants.rotate_left(1);
@@ -355,6 +357,7 @@ fn paired_asynchronous(
         for &keys in &args.keys {
             for &entrant in &entrants {
                 let before = STATEMENTS.load(Relaxed);
+                let cpu_before = crate::cpu::Process::take();
                 let (mut row, label) = match entrant {
                     None => (run(setting, Strategy::Occ, keys, args)?, "occ"),
                     Some(index) => {
@@ -373,9 +376,28 @@ fn paired_asynchronous(
                     ),
                 };
                 let conflicts = per_op(row.conflicts as f64);
+                // This process's CPU per operation (the client: driver, runtime, library)
+                // and how busy both cores were: where the time goes when the cores are
+                // the limit.
+                let cpu = match (cpu_before, crate::cpu::Process::take()) {
+                    (Some(before), Some(after)) => {
+                        let (client_us, busy) = before.spent_until(&after, row.committed);
+                        client_cpu.0.push(Sample {
+                            round,
+                            label,
+                            keys,
+                            value: client_us,
+                        });
+                        format!(
+                            "  client CPU us/op {client_us:.1}  machine busy {:.0} %",
+                            busy * 100.0
+                        )
+                    }
+                    _ => String::new(),
+                };
                 row.strategy = label.to_owned();
                 summary.say(format!(
-                    "async round {round}: {}  conflicts/op {conflicts:.3}{statements}",
+                    "async round {round}: {}  conflicts/op {conflicts:.3}{statements}{cpu}",
                     row.line()
                 ));
                 for (samples, value) in [(&mut goodput, row.ops_per_sec), (&mut p99, row.p99_ms)] {
@@ -417,6 +439,32 @@ fn paired_asynchronous(
         "async chart: {}",
         base.with_extension("svg").display()
     ));
+    for &keys in &args.keys {
+        let (library, baseline) = (
+            goodput.median("occ-async", keys),
+            goodput.median("handwritten-async", keys),
+        );
+        summary.say(format!(
+            "async: occ-async / handwritten-async (the library's own cost in async code, \
+             no target) at {keys} keys = {}",
+            ratio(library, baseline)
+        ));
+        summary.say(goodput.per_round(
+            args.rounds,
+            ("occ-async", keys),
+            ("handwritten-async", keys),
+        ));
+        if client_cpu.has("occ", keys) {
+            let medians: Vec<String> = std::iter::once("occ")
+                .chain(labels.iter().copied())
+                .map(|label| format!("{label} {:.1}", client_cpu.median(label, keys)))
+                .collect();
+            summary.say(format!(
+                "async: client CPU us per operation at {keys} keys, medians of the rounds: {}",
+                medians.join(", ")
+            ));
+        }
+    }
     for &label in &labels {
         for &keys in &args.keys {
             let (a, b) = (goodput.median(label, keys), goodput.median("occ", keys));
