@@ -375,14 +375,21 @@ pub(crate) fn bars(
                 series.len() - 1
             });
             let x = x0 + width * 0.15 + b as f64 * bar;
+            // The ratio to the group's first bar goes on a line of its own above the
+            // value, so that the labels of neighbouring bars do not run into each other.
             let ratio = if b == 0 {
                 String::new()
             } else {
-                format!(" ({:.2}x)", value / first)
+                format!(
+                    r#"<text x="{tx:.1}" y="{ry:.1}" text-anchor="middle" font-size="11">({:.2}x)</text>"#,
+                    value / first,
+                    tx = x + bar * 0.45,
+                    ry = y(*value) - 18.0
+                )
             };
             let _ = writeln!(
                 svg,
-                r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text x="{tx:.1}" y="{ly:.1}" text-anchor="middle" font-size="11">{}{ratio}</text>"#,
+                r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text x="{tx:.1}" y="{ly:.1}" text-anchor="middle" font-size="11">{}</text>{ratio}"#,
                 label(*value),
                 top = y(*value),
                 w = bar * 0.9,

@@ -74,7 +74,8 @@ usage: diesel-occ-bench [options]
   --out DIR             results directory (default bench/results)
   --smoke               a fraction of a second per strategy, keys 1,100, 1 round, no pgbench,
                         results in the temp directory unless --out is given
-  --redraw              only draw the charts again from the CSV files in --out
+  --redraw              only draw the charts again from the CSV files (and the async
+                        chart from the summaries) in --out
   --batch               instead: a batch save of N entities against N single saves, blocking
                         and async (bench/src/batch.rs), --rounds paired rounds per size
   --batch-sizes LIST    N for --batch (default 1,10,100,1000)

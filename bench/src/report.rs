@@ -218,7 +218,8 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// Draws a backend's chart again from its CSV file (the title from its summary).
+/// Draws a backend's chart again from its CSV file (the title from its summary), and
+/// its async chart from the summary's paired async rounds.
 pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     let base = args.out.join(backend.name());
     let csv = std::fs::read_to_string(base.with_extension("csv"))
@@ -248,5 +249,8 @@ pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
         png.map(|p| format!(" and {}", p.display()))
             .unwrap_or_default()
     );
+    if let Some(base) = crate::rounds::redraw_asynchronous(backend, workers, &args.out)? {
+        println!("redrew {}", base.with_extension("svg").display());
+    }
     Ok(())
 }

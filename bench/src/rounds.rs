@@ -313,6 +313,107 @@ pub(crate) fn verdict(value: f64, target: f64) -> &'static str {
     if value >= target { "met" } else { "MISSED" }
 }
 
+/// The chart of the paired async rounds: the medians of `occ` and of each async setup
+/// at every key count, as `<backend>-async.svg` (and `.png`).
+struct AsyncChart<'a> {
+    backend: Backend,
+    workers: usize,
+    rounds: usize,
+    keys: &'a [i32],
+    labels: &'a [&'static str],
+}
+
+impl AsyncChart<'_> {
+    /// Draws it from the rounds' goodput into `out`; returns the files' base path.
+    fn draw(&self, goodput: &Samples, out: &std::path::Path) -> Result<std::path::PathBuf, String> {
+        let groups: Vec<(i32, Vec<(&str, f64)>)> = self
+            .keys
+            .iter()
+            .map(|&keys| {
+                let bars = std::iter::once("occ")
+                    .chain(self.labels.iter().copied())
+                    .map(|label| (label, goodput.median(label, keys)))
+                    .collect();
+                (keys, bars)
+            })
+            .collect();
+        std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+        let base = out.join(format!("{}-async", self.backend.name()));
+        crate::chart::bars(
+            &groups,
+            &format!(
+                "diesel-occ-bench: {}, async (occ-async) against blocking (occ), {} workers, median of {} paired rounds",
+                self.backend.name(),
+                self.workers,
+                self.rounds
+            ),
+            "committed operations per second",
+            &base,
+        )?;
+        Ok(base)
+    }
+}
+
+/// Draws `<backend>-async.svg` again from the `async round` lines of the backend's
+/// summary in `out` (`--redraw`); `Ok(None)` when there is no summary or it has none.
+pub(crate) fn redraw_asynchronous(
+    backend: Backend,
+    workers: usize,
+    out: &std::path::Path,
+) -> Result<Option<std::path::PathBuf>, String> {
+    let path = out.join(format!("{}-summary.txt", backend.name()));
+    let Ok(summary) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let mut goodput = Samples::default();
+    let (mut keys, mut labels) = (Vec::new(), Vec::<&'static str>::new());
+    for line in summary.lines() {
+        // `async round R: LABEL keys K OPS ops/s ...`
+        let Some(rest) = line.strip_prefix("async round ") else {
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let parsed = (|| {
+            let round = words.first()?.strip_suffix(':')?.parse().ok()?;
+            let label = *words.get(1)?;
+            let key_count = words.get(3)?.parse().ok()?;
+            let value = words.get(4)?.parse().ok()?;
+            Some((round, label, key_count, value))
+        })();
+        let Some((round, label, key_count, value)) = parsed else {
+            return Err(format!("{}: cannot read {line:?}", path.display()));
+        };
+        if !keys.contains(&key_count) {
+            keys.push(key_count);
+        }
+        let label: &'static str = match labels.iter().find(|known| **known == label) {
+            Some(known) => known,
+            None => Box::leak(label.to_owned().into_boxed_str()),
+        };
+        if label != "occ" && !labels.contains(&label) {
+            labels.push(label);
+        }
+        goodput.0.push(Sample {
+            round,
+            label,
+            keys: key_count,
+            value,
+        });
+    }
+    if goodput.0.is_empty() {
+        return Ok(None);
+    }
+    let rounds = goodput.0.iter().map(|s| s.round).max().unwrap_or(1);
+    let chart = AsyncChart {
+        backend,
+        workers,
+        rounds,
+        keys: &keys,
+        labels: &labels,
+    };
+    chart.draw(&goodput, out).map(Some)
+}
+
 /// `occ-async` against `occ` at every key count, in rounds of their own, with
 /// `handwritten-async` (the same statements on diesel-async without diesel-occ) and the
 /// async setups of `OCC_BENCH_ASYNC_SETUPS`: goodput ratios, p99 at the fewest keys,
@@ -411,30 +512,14 @@ fn paired_asynchronous(
             }
         }
     }
-    let groups: Vec<(i32, Vec<(&str, f64)>)> = args
-        .keys
-        .iter()
-        .map(|&keys| {
-            let bars = std::iter::once("occ")
-                .chain(labels.iter().copied())
-                .map(|label| (label, goodput.median(label, keys)))
-                .collect();
-            (keys, bars)
-        })
-        .collect();
-    std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
-    let base = args.out.join(format!("{}-async", setting.backend.name()));
-    crate::chart::bars(
-        &groups,
-        &format!(
-            "diesel-occ-bench: {}, async (occ-async) against blocking (occ), {} workers, median of {} paired rounds",
-            setting.backend.name(),
-            args.workers,
-            args.rounds
-        ),
-        "committed operations per second",
-        &base,
-    )?;
+    let chart = AsyncChart {
+        backend: setting.backend,
+        workers: args.workers,
+        rounds: args.rounds,
+        keys: &args.keys,
+        labels: &labels,
+    };
+    let base = chart.draw(&goodput, &args.out)?;
     summary.say(format!(
         "async chart: {}",
         base.with_extension("svg").display()
