@@ -55,28 +55,70 @@ impl<T: Versioned> Restore for &mut T {
     }
 }
 
-impl<T: Versioned> Restore for &mut [T] {
-    type Checkpoint = Vec<T::Token>;
+/// The tokens of a collection as read, each with the key of its row: a collection is
+/// restored by identity, never by position, so a closure that sorts, removes or
+/// replaces entities cannot leave one holding another row's token.
+type TokensByKey<T> = Vec<(Vec<String>, <T as Versioned>::Token)>;
 
-    fn checkpoint(&self) -> Vec<T::Token> {
-        self.iter().map(|entity| entity.token().clone()).collect()
+fn tokens_by_key<T: Versioned>(entities: &[T]) -> TokensByKey<T> {
+    entities
+        .iter()
+        .map(|entity| (T::key_values(&entity.key()), entity.token().clone()))
+        .collect()
+}
+
+/// The token `entity` gets back, or `None` when the checkpoint holds no entity of its
+/// row (the closure read or created it inside the transaction).
+///
+/// A copy still holding one of the tokens read for its row wrote nothing and keeps it.
+/// A copy holding any other token wrote inside the rolled-back transaction, from one
+/// of the tokens read for the row; with several copies of one row we cannot tell which,
+/// and any of them is safe: each is a value the row held, so the worst a wrong choice
+/// costs is a conflict, never a match with a token the row has yet to hold.
+fn token_as_read<T: Versioned>(checkpoint: &TokensByKey<T>, entity: &T) -> Option<T::Token> {
+    let key = T::key_values(&entity.key());
+    let mut read = checkpoint.iter().filter(|(k, _)| *k == key).map(|(_, t)| t);
+    let first = read.next()?;
+    if entity.token() == first || read.any(|token| token == entity.token()) {
+        Some(entity.token().clone())
+    } else {
+        Some(first.clone())
+    }
+}
+
+/// Restored by key. An element the closure replaced with an entity of a row the slice
+/// did not hold keeps that entity's token: a slice cannot drop it, so read such an
+/// entity again after a rollback.
+impl<T: Versioned> Restore for &mut [T] {
+    type Checkpoint = TokensByKey<T>;
+
+    fn checkpoint(&self) -> TokensByKey<T> {
+        tokens_by_key(self)
     }
 
-    fn restore(&mut self, checkpoint: Vec<T::Token>) {
-        for (entity, token) in self.iter_mut().zip(checkpoint) {
-            entity.set_token(token);
+    fn restore(&mut self, checkpoint: TokensByKey<T>) {
+        for entity in self.iter_mut() {
+            if let Some(token) = token_as_read(&checkpoint, entity) {
+                entity.set_token(token);
+            }
         }
     }
 }
 
+/// Restored by key. After a rollback the `Vec` holds only entities of rows it held
+/// before: an entity the closure added for another row is removed, because what it
+/// holds was read or written inside the rolled-back transaction (a row it inserted no
+/// longer exists, a token it saved was never committed). Entities the closure removed
+/// stay removed.
 impl<T: Versioned> Restore for &mut Vec<T> {
-    type Checkpoint = Vec<T::Token>;
+    type Checkpoint = TokensByKey<T>;
 
-    fn checkpoint(&self) -> Vec<T::Token> {
-        self.as_slice().iter().map(|e| e.token().clone()).collect()
+    fn checkpoint(&self) -> TokensByKey<T> {
+        tokens_by_key(self)
     }
 
-    fn restore(&mut self, checkpoint: Vec<T::Token>) {
+    fn restore(&mut self, checkpoint: TokensByKey<T>) {
+        self.retain(|entity| token_as_read(&checkpoint, entity).is_some());
         let mut slice: &mut [T] = self.as_mut_slice();
         slice.restore(checkpoint);
     }

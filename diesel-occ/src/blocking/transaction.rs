@@ -1,7 +1,9 @@
 //! [`transaction`]: a transaction on a blocking connection that gives the entities
 //! written inside it their tokens back when it rolls back.
 
-use diesel::connection::Connection;
+use std::panic::{self, AssertUnwindSafe};
+
+use diesel::connection::{Connection, TransactionManager};
 
 use crate::restore::{Restore, Restoring};
 
@@ -19,7 +21,9 @@ use crate::restore::{Restore, Restoring};
 /// back. When `f` returns `Ok` and the transaction commits, the entities keep the
 /// fresh tokens their saves assigned. When `f` returns `Err`, the commit fails (a
 /// serialization failure at `COMMIT`) or `f` panics, the transaction rolls back and
-/// each entity's token is restored; its other fields keep their edits. A batch
+/// each entity's token is restored; its other fields keep their edits. A panic then
+/// resumes in the caller; the connection is left outside the transaction (or, if the
+/// rollback failed, marked broken so that later writes on it fail). A batch
 /// ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked)) and
 /// [`CheckedDsl::force_increment`](crate::CheckedDsl::force_increment) inside it
 /// are covered like single saves.
@@ -60,9 +64,49 @@ where
     Err: From<diesel::result::Error>,
 {
     let mut restoring = Restoring::new(entities);
-    let outcome = conn.transaction(|conn| f(conn, &mut restoring.entities));
-    if outcome.is_ok() {
-        restoring.keep();
+    let outer = depth(conn);
+    // Diesel's `transaction` does not end its transaction when the closure panics.
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        conn.transaction(|conn| f(conn, &mut restoring.entities))
+    }));
+    match outcome {
+        Ok(outcome) => {
+            if outcome.is_ok() {
+                restoring.keep();
+            }
+            outcome
+        }
+        Err(panic) => {
+            end_abandoned(conn, outer);
+            // Unwinding drops `restoring`, which gives the entities their tokens back.
+            panic::resume_unwind(panic)
+        }
     }
-    outcome
+}
+
+/// How many transactions (the outermost and its savepoints) are open on `conn`, or
+/// `None` when its transaction manager cannot say.
+fn depth<Conn: Connection>(conn: &mut Conn) -> Option<u32> {
+    let status = Conn::TransactionManager::transaction_manager_status_mut(conn);
+    status
+        .transaction_depth()
+        .ok()
+        .map(|depth| depth.map_or(0, |depth| depth.get()))
+}
+
+/// Rolls back the transaction a panicking closure left open above depth `outer`. When
+/// that cannot be done, the connection's transaction manager is marked broken, so that
+/// later checked writes fail instead of returning `Ok` inside a transaction that will
+/// never commit, and a pool closes the connection.
+fn end_abandoned<Conn: Connection>(conn: &mut Conn, outer: Option<u32>) {
+    let rolled_back = match (outer, depth(conn)) {
+        (Some(outer), Some(now)) if now == outer => true,
+        (Some(outer), Some(now)) if Some(now) == outer.checked_add(1) => {
+            Conn::TransactionManager::rollback_transaction(conn).is_ok()
+        }
+        _ => false,
+    };
+    if !rolled_back {
+        Conn::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+    }
 }

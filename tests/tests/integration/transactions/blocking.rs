@@ -221,6 +221,96 @@ fn committed_transaction_keeps_fresh_tokens() {
     assert_eq!(Counter::find(&mut conn, 2).expect("row"), b);
 }
 
+/// A closure that reorders its entities before a rollback: each entity gets
+/// its own row's token back (restored by key, not by position), so a later
+/// save of the row whose token moved on conflicts instead of winning.
+#[test]
+fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1, 2]);
+    let mut second = Counter::find(&mut conn, 2).expect("row 2");
+    second.value = 1;
+    second.save_checked(&mut conn).expect("row 2 moves to version 2");
+    let mut mine = vec![
+        Counter::find(&mut conn, 1).expect("row 1"),
+        Counter::find(&mut conn, 2).expect("row 2"),
+    ];
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
+        for counter in mine.iter_mut() {
+            counter.value += 10;
+            counter.save_checked(conn)?;
+        }
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
+    assert_eq!(tokens, [(2, 2), (1, 1)], "each entity holds its own row's token");
+
+    // Another writer moves row 1 to version 2, the token row 2 held.
+    let mut other = db.conn();
+    let mut theirs = Counter::find(&mut other, 1).expect("their read");
+    theirs.value = 100;
+    theirs.save_checked(&mut other).expect("their save");
+    let row_one = mine.iter_mut().find(|c| c.id == 1).expect("row 1 entity");
+    assert!(row_one.save_checked(&mut conn).unwrap_err().is_conflict());
+    assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 100);
+}
+
+/// An entity the closure adds to the `Vec` holds what the rolled-back
+/// transaction read and wrote: after the rollback it is gone, and the
+/// entities that were there keep their own tokens.
+#[test]
+fn rolled_back_transaction_drops_entities_the_closure_added() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1, 2]);
+    let mut mine = vec![Counter::find(&mut conn, 1).expect("row 1")];
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        let mut added = Counter::find(conn, 2)?;
+        added.value = 5;
+        added.save_checked(conn)?;
+        mine.insert(0, added);
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
+    assert_eq!(tokens, [(1, 1)]);
+}
+
+/// A panic inside the closure rolls the transaction back before it resumes:
+/// the connection is left outside any transaction, so a later checked save
+/// on it commits (another connection sees it), and the entity's token is the
+/// one it read.
+#[test]
+fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn)?;
+            panic!("a bug inside the transaction");
+        })
+    }));
+    assert!(caught.is_err(), "the panic resumes in the caller");
+    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+
+    let mut again = Counter::find(&mut conn, 1).expect("read again");
+    assert_eq!((again.value, again.version), (0, 1), "the save was rolled back");
+    again.value = 7;
+    again.save_checked(&mut conn).expect("a later save");
+    let mut other = db.conn();
+    assert_eq!(
+        Counter::find(&mut other, 1).expect("their read").value,
+        7,
+        "the later save was committed"
+    );
+}
+
 /// Without the restoring transaction the rolled-back token survives in
 /// memory, and the entity's next save overwrites another writer's row:
 /// the lost update `diesel_occ::transaction` exists to prevent.
