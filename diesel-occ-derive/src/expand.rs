@@ -188,10 +188,13 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         TokenStream::new()
     };
 
+    let refuse_diesel_changeset = refuse_diesel_changeset(ident);
+
     quote! {
         const _: () = {
             use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
 
+            #refuse_diesel_changeset
             #column_checks
             #precision_check
 
@@ -267,6 +270,33 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+/// A compile error when the entity (or a reference to it) is also Diesel's
+/// `AsChangeset`: Diesel's `save_changes` and `update(&entity).set(&entity)` would write
+/// it without the token check and store the token it read, winding the row's token
+/// back. The error names the trait below, which names `save_checked`.
+///
+/// The check is the "ambiguous if implemented" trick: `check` resolves to the one impl
+/// for every type, or is ambiguous (a compile error) when the second impl applies too.
+fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    quote! {
+        #[allow(non_camel_case_types, dead_code)]
+        trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
+            fn check() {}
+        }
+        impl<T: ?::std::marker::Sized> versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
+        #[allow(dead_code)]
+        struct DieselAsChangeset;
+        impl<T: ?::std::marker::Sized + #diesel::query_builder::AsChangeset>
+            versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset> for T {}
+        #[allow(dead_code)]
+        fn __occ_refuse_diesel_changeset() {
+            <#ident as versioned_entities_are_written_with_save_checked_not_AsChangeset<_>>::check();
+            <&'static #ident as versioned_entities_are_written_with_save_checked_not_AsChangeset<_>>::check();
+        }
     }
 }
 
