@@ -7,6 +7,9 @@ use diesel_occ_examples::mysql as examples;
 
 use crate::faults;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::mysql as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::mysql::MysqlConnection;
 

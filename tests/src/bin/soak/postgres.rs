@@ -7,6 +7,9 @@ use diesel_occ_examples::postgres as examples;
 
 use crate::faults;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::pg as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::pg::PgConnection;
 

@@ -9,6 +9,9 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel_occ_examples::sqlite as examples;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::sqlite as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::sqlite::SqliteConnection;
 
