@@ -72,7 +72,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 13] = [
+pub(crate) const PATHS: [&str; 14] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -86,6 +86,7 @@ pub(crate) const PATHS: [&str; 13] = [
     "force_increment",
     "soft_delete_checked",
     "transaction",
+    "combiner",
 ];
 
 /// `all`, or a comma-separated list of path names.

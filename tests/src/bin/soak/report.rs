@@ -88,16 +88,13 @@ impl Report {
             get(&c.acknowledged),
             get(&c.unknown_outcome),
             self.violations.len(),
-            self.lost_updates(),
+            self.count("lost update:") + self.count("applied twice:"),
         );
     }
 
-    /// The violations that are lost updates.
-    fn lost_updates(&self) -> usize {
-        self.violations
-            .iter()
-            .filter(|v| v.contains("lost update:"))
-            .count()
+    /// The violations of one kind (`lost update:`, `applied twice:`).
+    fn count(&self, kind: &str) -> usize {
+        self.violations.iter().filter(|v| v.contains(kind)).count()
     }
 
     /// The verdict and its line (`soak: <backend>: passed` or `... FAILED: ...`).
@@ -111,12 +108,18 @@ impl Report {
         );
         shortfalls.extend(self.shortfalls.iter().cloned());
         if !self.violations.is_empty() {
+            let twice = self.count("applied twice:");
             let line = format!(
-                "soak: {}: {}: FAILED: {} violations ({} lost updates)",
+                "soak: {}: {}: FAILED: {} violations ({} lost updates{})",
                 self.backend,
                 self.path,
                 self.violations.len(),
-                self.lost_updates(),
+                self.count("lost update:"),
+                if twice > 0 {
+                    format!(", {twice} applied twice")
+                } else {
+                    String::new()
+                },
             );
             (Verdict::Violations, line)
         } else if !shortfalls.is_empty() {

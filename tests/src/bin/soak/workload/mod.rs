@@ -11,6 +11,7 @@
 
 mod batch;
 mod bulk_update;
+mod combiner;
 mod counter;
 mod delete;
 mod force_increment;
@@ -44,6 +45,7 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         "force_increment" => on(args, path, &force_increment::ForceIncrement),
         "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete),
         "transaction" => on(args, path, &transaction::Transaction),
+        "combiner" => on(args, path, &combiner::Combiner::default()),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
 }

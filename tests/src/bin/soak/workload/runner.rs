@@ -67,6 +67,8 @@ pub(super) fn refused(error: &Error) -> bool {
 
 /// What a write sees of the run.
 pub(super) struct Ctx<'a> {
+    /// The run's database, for paths that connect on their own (the combiners).
+    pub(super) url: &'a str,
     pub(super) sabotage: bool,
     pub(super) counters: &'a Counters,
 }
@@ -115,6 +117,7 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<
         url: &url,
         deadline: Instant::now() + args.duration,
         ctx: Ctx {
+            url: &url,
             sabotage: args.sabotage,
             counters: &counters,
         },
