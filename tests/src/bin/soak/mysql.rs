@@ -13,6 +13,9 @@ use diesel_occ_tests::schema::mysql as schema;
 /// The connection the workload runs on.
 type Conn = diesel::mysql::MysqlConnection;
 
+/// The connection the async paths run on.
+type AsyncConn = diesel_async::AsyncMysqlConnection;
+
 /// A new connection. A session killed right after connecting fails here: an error for
 /// the caller, not a panic.
 fn connect(url: &str) -> ConnectionResult<Conn> {

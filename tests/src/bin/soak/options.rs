@@ -72,7 +72,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 14] = [
+pub(crate) const PATHS: [&str; 17] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -87,6 +87,9 @@ pub(crate) const PATHS: [&str; 14] = [
     "soft_delete_checked",
     "transaction",
     "combiner",
+    "async_save_checked",
+    "async_transaction",
+    "async_combiner",
 ];
 
 /// `all`, or a comma-separated list of path names.

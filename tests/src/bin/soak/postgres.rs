@@ -13,6 +13,9 @@ use diesel_occ_tests::schema::pg as schema;
 /// The connection the workload runs on.
 type Conn = diesel::pg::PgConnection;
 
+/// The connection the async paths run on.
+type AsyncConn = diesel_async::AsyncPgConnection;
+
 /// A new connection. A session killed right after connecting fails here: an error for
 /// the caller, not a panic.
 fn connect(url: &str) -> ConnectionResult<Conn> {

@@ -48,7 +48,7 @@ impl Report {
         println!(
             "{name}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
              {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} \
-             rollbacks and {} panics injected, {} errors from faults, {} writes with \
+             rollbacks, {} panics and {} dropped futures injected, {} errors from faults, {} writes with \
              unknown outcome ({} of them needed to explain the rows), {} hostile tokens \
              refused, {} fenced completions, {} violations",
             elapsed.as_secs_f64(),
@@ -61,6 +61,7 @@ impl Report {
             get(&c.faults),
             get(&c.rollbacks),
             get(&c.panics),
+            get(&c.dropped),
             get(&c.errors),
             get(&c.unknown_outcome),
             self.unknown_applied,
@@ -74,17 +75,24 @@ impl Report {
         // The RELIABILITY.md table's row: path, backend, flavour, acknowledged writes,
         // unknown outcomes, faults injected, violations, lost updates.
         let mut faults = format!("{} {fault_kind}", get(&c.faults));
-        if get(&c.rollbacks) + get(&c.panics) > 0 {
-            faults += &format!(
-                ", {} rollbacks, {} panics",
-                get(&c.rollbacks),
-                get(&c.panics)
-            );
+        for (n, what) in [
+            (get(&c.rollbacks), "rollbacks"),
+            (get(&c.panics), "panics"),
+            (get(&c.dropped), "futures dropped"),
+        ] {
+            if n > 0 {
+                faults += &format!(", {n} {what}");
+            }
         }
         println!(
-            "table: | {} | {} | blocking | {} | {} | {faults} | {} | {} |",
-            self.path,
+            "table: | {} | {} | {} | {} | {} | {faults} | {} | {} |",
+            self.path.trim_start_matches("async_"),
             self.backend,
+            if self.path.starts_with("async_") {
+                "async"
+            } else {
+                "blocking"
+            },
             get(&c.acknowledged),
             get(&c.unknown_outcome),
             self.violations.len(),

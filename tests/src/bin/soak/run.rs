@@ -29,6 +29,8 @@ pub(crate) struct Counters {
     pub(crate) rollbacks: AtomicU64,
     /// Panics raised on purpose inside transactions (`transaction` path).
     pub(crate) panics: AtomicU64,
+    /// Async writes whose futures were dropped on purpose before they finished.
+    pub(crate) dropped: AtomicU64,
 }
 
 pub(crate) fn bump(counter: &AtomicU64) {

@@ -11,6 +11,7 @@ use super::runner::{Ctx, Outcome, Path};
 pub(super) struct SaveAll;
 
 impl Path for SaveAll {
+    type Conn = Conn;
     type Read = Vec<Counter>;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Vec<Counter>, Error> {

@@ -21,6 +21,7 @@ pub(super) enum Read {
 }
 
 impl Path for BulkUpdate {
+    type Conn = Conn;
     type Read = Read;
 
     /// Kind 0 (racer 0 writes first): the bulk write; kind 1: the save.

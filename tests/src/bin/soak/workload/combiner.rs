@@ -40,6 +40,7 @@ pub(super) fn settle(result: Result<(), Error>, change: Write) -> Outcome {
 }
 
 impl Path for Combiner {
+    type Conn = Conn;
     /// The row: the combiner reads it in each attempt of the group.
     type Read = i32;
 

@@ -19,6 +19,7 @@ pub(super) enum Delete {
 }
 
 impl Path for Delete {
+    type Conn = Conn;
     type Read = Counter;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Counter, Error> {

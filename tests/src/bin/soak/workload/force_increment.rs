@@ -17,6 +17,7 @@ use crate::check::counters::Write;
 pub(super) struct ForceIncrement;
 
 impl Path for ForceIncrement {
+    type Conn = Conn;
     /// The root, and the child's value as read with it.
     type Read = (Counter, i32);
 

@@ -9,6 +9,7 @@
 //! has a sabotage twin (`--sabotage`): the same write without the token check, which
 //! the check must catch.
 
+mod asynchronous;
 mod batch;
 mod bulk_update;
 mod combiner;
@@ -24,7 +25,7 @@ mod transaction;
 mod update_by_key;
 
 // What `retried/` takes from the backend module.
-use super::{Conn, FAULT_KIND, connect, connect_for_check, examples, fault, schema};
+use super::{AsyncConn, Conn, FAULT_KIND, connect, connect_for_check, examples, fault, schema};
 use crate::options::Args;
 use crate::report::Report;
 
@@ -46,6 +47,9 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete),
         "transaction" => on(args, path, &transaction::Transaction),
         "combiner" => on(args, path, &combiner::Combiner::default()),
+        "async_save_checked" => on(args, path, &asynchronous::Save),
+        "async_transaction" => on(args, path, &asynchronous::Transaction),
+        "async_combiner" => on(args, path, &asynchronous::Combined::default()),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
 }

@@ -25,16 +25,31 @@ use crate::run::{Counters, bump};
 
 /// One write path: an operation cut where a concurrent writer can slip in.
 pub(super) trait Path: Sync {
+    /// What each thread writes through: the backend's connection, or an async
+    /// connection with the runtime that drives it (`asynchronous.rs`).
+    type Conn: Open;
+
     /// What the read hands to the write.
     type Read: Send;
 
     /// Reads what the write starts from. `kind` picks the operation when a path has
     /// several: a worker's random number, or the racer's number (0 writes first).
-    fn read(&self, conn: &mut Conn, row: i32, kind: u32) -> Result<Self::Read, Error>;
+    fn read(&self, conn: &mut Self::Conn, row: i32, kind: u32) -> Result<Self::Read, Error>;
 
     /// Writes, and says what the writer was told. With `ctx.sabotage`, the same write
     /// without its token check.
-    fn write(&self, conn: &mut Conn, read: Self::Read, ctx: &Ctx<'_>) -> Outcome;
+    fn write(&self, conn: &mut Self::Conn, read: Self::Read, ctx: &Ctx<'_>) -> Outcome;
+}
+
+/// A connection a thread opens, and opens again after a fault.
+pub(super) trait Open: Sized {
+    fn open(url: &str) -> diesel::ConnectionResult<Self>;
+}
+
+impl Open for Conn {
+    fn open(url: &str) -> diesel::ConnectionResult<Conn> {
+        connect(url)
+    }
 }
 
 /// What a write's caller was told.
@@ -241,7 +256,7 @@ impl Run<'_> {
     fn race_write<P: Path>(
         &self,
         path: &P,
-        conn: &mut Option<Conn>,
+        conn: &mut Option<P::Conn>,
         read: Option<P::Read>,
         tally: &mut Tally,
     ) {
@@ -256,9 +271,9 @@ impl Run<'_> {
 
     /// The connection, made anew when there is none; `None` (after a pause) when
     /// the server refuses one.
-    fn connection<'c>(&self, conn: &'c mut Option<Conn>) -> Option<&'c mut Conn> {
+    fn connection<'c, C: Open>(&self, conn: &'c mut Option<C>) -> Option<&'c mut C> {
         if conn.is_none() {
-            match connect(self.url) {
+            match C::open(self.url) {
                 Ok(new) => *conn = Some(new),
                 Err(_) => {
                     bump(&self.ctx.counters.errors);

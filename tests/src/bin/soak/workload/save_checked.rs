@@ -16,6 +16,7 @@ pub(super) struct Plain;
 pub(super) struct Where;
 
 impl Path for Plain {
+    type Conn = Conn;
     type Read = Counter;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Counter, Error> {
@@ -35,6 +36,7 @@ impl Path for Plain {
 }
 
 impl Path for Where {
+    type Conn = Conn;
     type Read = Counter;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Counter, Error> {

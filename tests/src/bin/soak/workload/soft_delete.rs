@@ -16,6 +16,7 @@ pub(super) struct SoftDelete;
 const DELETED: &str = "deleted";
 
 impl Path for SoftDelete {
+    type Conn = Conn;
     type Read = Counter;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Counter, Error> {

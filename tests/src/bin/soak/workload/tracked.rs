@@ -19,6 +19,7 @@ pub(super) struct Save;
 pub(super) struct Merging;
 
 impl Path for Save {
+    type Conn = Conn;
     type Read = Tracked<Counter>;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Tracked<Counter>, Error> {
@@ -39,6 +40,7 @@ impl Path for Save {
 }
 
 impl Path for Merging {
+    type Conn = Conn;
     type Read = (Tracked<Counter>, u32);
 
     fn read(&self, conn: &mut Conn, row: i32, kind: u32) -> Result<Self::Read, Error> {

@@ -25,6 +25,7 @@ pub(super) enum End {
 }
 
 impl Path for Transaction {
+    type Conn = Conn;
     type Read = (Vec<Counter>, End);
 
     fn read(&self, conn: &mut Conn, row: i32, kind: u32) -> Result<Self::Read, Error> {

@@ -13,6 +13,7 @@ use super::schema::counters;
 pub(super) struct UpdateByKey;
 
 impl Path for UpdateByKey {
+    type Conn = Conn;
     type Read = Counter;
 
     fn read(&self, conn: &mut Conn, row: i32, _: u32) -> Result<Counter, Error> {
