@@ -72,7 +72,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 17] = [
+pub(crate) const PATHS: [&str; 18] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -86,6 +86,7 @@ pub(crate) const PATHS: [&str; 17] = [
     "force_increment",
     "soft_delete_checked",
     "transaction",
+    "bypass_guard",
     "combiner",
     "async_save_checked",
     "async_transaction",

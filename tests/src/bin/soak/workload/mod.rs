@@ -12,6 +12,7 @@
 mod asynchronous;
 mod batch;
 mod bulk_update;
+mod bypass_guard;
 mod combiner;
 mod counter;
 mod delete;
@@ -46,6 +47,7 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         "force_increment" => on(args, path, &force_increment::ForceIncrement),
         "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete),
         "transaction" => on(args, path, &transaction::Transaction),
+        "bypass_guard" => on(args, path, &bypass_guard::Bypass),
         "combiner" => on(args, path, &combiner::Combiner::default()),
         "async_save_checked" => on(args, path, &asynchronous::Save),
         "async_transaction" => on(args, path, &asynchronous::Transaction),

@@ -32,6 +32,11 @@ pub(super) trait Path: Sync {
     /// What the read hands to the write.
     type Read: Send;
 
+    /// Sets the seeded database up for the path (the bypass guard's trigger).
+    fn prepare(&self, conn: &mut Conn, sabotage: bool) {
+        let _ = (conn, sabotage);
+    }
+
     /// Reads what the write starts from. `kind` picks the operation when a path has
     /// several: a worker's random number, or the racer's number (0 writes first).
     fn read(&self, conn: &mut Self::Conn, row: i32, kind: u32) -> Result<Self::Read, Error>;
@@ -126,7 +131,10 @@ impl Tally {
 pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<Report> {
     let db = TestDb::<Conn>::create(&format!("soak_{name}"))?;
     let url = db.url().to_owned();
-    let initial = counter::seed(&mut connect(&url).expect("connect to seed"));
+    let mut setup = connect(&url).expect("connect to seed");
+    let initial = counter::seed(&mut setup);
+    path.prepare(&mut setup, args.sabotage);
+    drop(setup);
     let counters = Counters::default();
     let run = Run {
         url: &url,
