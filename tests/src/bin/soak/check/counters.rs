@@ -15,6 +15,9 @@ pub(crate) struct Write {
     pub(crate) from: Option<i32>,
     /// What it adds to the row's counter (0 for a write that only moves the token).
     pub(crate) increment: i32,
+    /// The change's own mark, which the combiners' changes append to the row's label
+    /// (`tags`).
+    pub(crate) tag: Option<u32>,
 }
 
 /// Checks the rows (`id -> value` at the end) against their seeded values and the
@@ -79,6 +82,44 @@ pub(crate) fn counters(
     (violations, needed)
 }
 
+/// The text a tagged change appends to its row's label.
+pub(crate) fn tag_text(tag: u32) -> String {
+    format!("{tag:x};")
+}
+
+/// Checks the tags of tagged changes against the rows' labels (`id -> label`): an
+/// acknowledged change whose tag is not in its row was lost, a tag in a row twice was
+/// applied twice. Exact where the counter's sum is not: other unknown writes cannot
+/// hide a change applied twice.
+pub(crate) fn tags(labels: &BTreeMap<i32, String>, acknowledged: &[Write]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (row, label) in labels {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for tag in label.split(';').filter(|tag| !tag.is_empty()) {
+            *seen.entry(tag).or_default() += 1;
+        }
+        for (tag, times) in seen.into_iter().filter(|(_, n)| *n > 1) {
+            violations.push(format!(
+                "row {row}: applied twice: change {tag} is in it {times} times"
+            ));
+        }
+    }
+    for write in acknowledged {
+        let Some(tag) = write.tag else { continue };
+        let label = labels.get(&write.row).map_or("", String::as_str);
+        if !label
+            .split(';')
+            .any(|t| t == tag_text(tag).trim_end_matches(';'))
+        {
+            violations.push(format!(
+                "row {}: lost update: acknowledged change {tag:x} is not in it",
+                write.row
+            ));
+        }
+    }
+    violations
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +129,7 @@ mod tests {
             row,
             from,
             increment: 1,
+            tag: None,
         }
     }
 
@@ -132,6 +174,7 @@ mod tests {
                 row: 1,
                 from: Some(1),
                 increment: 0,
+                tag: None,
             },
         ];
         let (violations, _) = check(1, &acked, &[]);
@@ -139,6 +182,28 @@ mod tests {
             violations,
             ["row 1: lost update: 2 acknowledged writes from token 1"]
         );
+    }
+
+    #[test]
+    fn a_tag_twice_or_an_acknowledged_tag_missing_fails() {
+        let tagged = |tag| Write {
+            tag: Some(tag),
+            ..w(1, None)
+        };
+        let labels = BTreeMap::from([(1, "a;b;a;".to_owned())]);
+        assert_eq!(
+            tags(&labels, &[tagged(0xa), tagged(0xb)]),
+            ["row 1: applied twice: change a is in it 2 times"]
+        );
+        assert_eq!(
+            tags(&labels, &[tagged(0xc)]),
+            [
+                "row 1: applied twice: change a is in it 2 times",
+                "row 1: lost update: acknowledged change c is not in it"
+            ]
+        );
+        let labels = BTreeMap::from([(1, "a;b;".to_owned())]);
+        assert!(tags(&labels, &[tagged(0xa)]).is_empty());
     }
 
     #[test]

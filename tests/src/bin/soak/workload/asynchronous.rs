@@ -199,15 +199,19 @@ impl Path for Combined {
             .max_attempts(8)
             .backoff(Duration::from_millis(1), Duration::from_millis(20))
             .deadline(Duration::from_secs(3));
+        let tag = counter::next_tag();
         let change = Write {
             row,
             from: None,
             increment: 1,
+            tag: Some(tag),
         };
         let applied = s.runtime.block_on(async {
             let apply = || {
                 self.rows
-                    .apply(&source, &policy, row, |c: &mut Counter| c.value += 1)
+                    .apply(&source, &policy, row, move |c: &mut Counter| {
+                        counter::tagged_plus_one(c, tag)
+                    })
             };
             let first = apply().await;
             if ctx.sabotage && first.is_ok() {

@@ -46,6 +46,7 @@ impl Path for BulkUpdate {
                     row,
                     from: None,
                     increment: 1,
+                    tag: None,
                 };
                 Outcome::of(written.map(drop).map_err(Error::from), vec![change])
             }

@@ -63,6 +63,7 @@ impl Path for Bypass {
                     row,
                     from: None,
                     increment: 1,
+                    tag: None,
                 };
                 Outcome::of(written.map(drop).map_err(Error::from), vec![change])
             }

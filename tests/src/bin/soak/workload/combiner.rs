@@ -11,6 +11,7 @@ use std::time::Duration;
 use diesel_occ::Error;
 use diesel_occ::retry::{Combiner as RowCombiner, RetryPolicy};
 
+use super::counter;
 use super::runner::{Ctx, Outcome, Path};
 use super::{Conn, connect};
 use crate::check::counters::Write;
@@ -50,14 +51,17 @@ impl Path for Combiner {
 
     fn write(&self, _: &mut Conn, row: i32, ctx: &Ctx<'_>) -> Outcome {
         let source = || connect(ctx.url);
+        let tag = counter::next_tag();
         let change = Write {
             row,
             from: None,
             increment: 1,
+            tag: Some(tag),
         };
         let apply = || {
-            self.rows
-                .apply(&source, &policy(), row, |counter| counter.value += 1)
+            self.rows.apply(&source, &policy(), row, move |c| {
+                counter::tagged_plus_one(c, tag)
+            })
         };
         let mut applied = apply();
         if ctx.sabotage && applied.is_ok() {

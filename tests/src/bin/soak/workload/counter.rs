@@ -1,13 +1,16 @@
 //! The rows every path writes: `counters` rows whose `value` counts the changes
 //! acknowledged to their writers, and the sabotage twins' blind write.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use diesel::prelude::*;
 use diesel_occ::{Error, Versioned};
 
 use super::Conn;
 use super::runner::Values;
 use super::schema::counters;
-use crate::check::counters::Write;
+use crate::check::counters::{Write, tag_text};
 
 /// A `counters` row. `label` is the soft-delete marker (`Some("deleted")`) and the
 /// field `save_merging` edits beside `value`.
@@ -71,12 +74,37 @@ pub(super) fn values(conn: &mut Conn) -> QueryResult<Values> {
     Ok(rows.into_iter().collect())
 }
 
+/// Every row's label now (empty when NULL), for the tags of the combiners' changes.
+pub(super) fn labels(conn: &mut Conn) -> QueryResult<BTreeMap<i32, String>> {
+    let rows: Vec<(i32, Option<String>)> = counters::table
+        .select((counters::id, counters::label))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, label)| (id, label.unwrap_or_default()))
+        .collect())
+}
+
+/// A change's tag, unique in the run.
+pub(super) fn next_tag() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Adds 1 to the counter and appends the change's tag to its label: what the
+/// combiners' changes do.
+pub(super) fn tagged_plus_one(counter: &mut Counter, tag: u32) {
+    counter.value += 1;
+    counter.label = Some(counter.label.take().unwrap_or_default() + &tag_text(tag));
+}
+
 /// The write a checked save makes of `counter`, read at token `from`: +`increment`.
 pub(super) fn change(counter: &Counter, from: i32, increment: i32) -> Write {
     Write {
         row: counter.id,
         from: Some(from),
         increment,
+        tag: None,
     }
 }
 

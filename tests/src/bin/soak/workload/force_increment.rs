@@ -37,6 +37,7 @@ impl Path for ForceIncrement {
                 row: child(root.id),
                 from: None,
                 increment: 1,
+                tag: None,
             },
         ];
         let written = conn.transaction(|conn| {

@@ -148,8 +148,10 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<
     let tally = run.threads(args, path);
     let mut conn = connect_for_check(&url).expect("connect for the check");
     let rows = counter::values(&mut conn).expect("read the counters");
-    let (violations, needed) =
+    let (mut violations, needed) =
         counters::counters(&initial, &rows, &tally.acknowledged, &tally.unknown);
+    let labels = counter::labels(&mut conn).expect("read the labels");
+    violations.extend(counters::tags(&labels, &tally.acknowledged));
     Some(Report {
         backend: Conn::BACKEND.name(),
         path: name,
