@@ -1,6 +1,7 @@
-//! One backend's run: a fresh database seeded with stock and a concert; the workers,
-//! the fault injector and (with `--sabotage`) the saboteurs until the deadline; then
-//! the database checked against everything the threads logged.
+//! The `retried` path, the example apps' mix: a fresh database seeded with stock and a
+//! concert; the workers, the fault injector and (with `--sabotage`) the saboteurs until
+//! the deadline; then the database checked against everything the threads logged
+//! (`check.rs`).
 //!
 //! Every connection of the workers comes from a `MultiHost` source over the database's
 //! nodes: one node on a single server, three on the Galera cluster (`galera.rs`), where
