@@ -72,7 +72,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 18] = [
+pub(crate) const PATHS: [&str; 19] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -87,6 +87,7 @@ pub(crate) const PATHS: [&str; 18] = [
     "soft_delete_checked",
     "transaction",
     "bypass_guard",
+    "timestamp_now",
     "combiner",
     "async_save_checked",
     "async_transaction",

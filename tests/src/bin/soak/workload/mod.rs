@@ -21,6 +21,7 @@ mod retried;
 mod runner;
 mod save_checked;
 mod soft_delete;
+mod timestamp_now;
 mod tracked;
 mod transaction;
 mod update_by_key;
@@ -48,6 +49,7 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete),
         "transaction" => on(args, path, &transaction::Transaction),
         "bypass_guard" => on(args, path, &bypass_guard::Bypass),
+        "timestamp_now" => on(args, path, &timestamp_now::TimestampNow),
         "combiner" => on(args, path, &combiner::Combiner::default()),
         "async_save_checked" => on(args, path, &asynchronous::Save),
         "async_transaction" => on(args, path, &asynchronous::Transaction),

@@ -37,6 +37,11 @@ pub(super) trait Path: Sync {
         let _ = (conn, sabotage);
     }
 
+    /// Every row's counter now: `counters.value`, unless the path writes another table.
+    fn values(&self, conn: &mut Conn) -> diesel::QueryResult<Values> {
+        counter::values(conn)
+    }
+
     /// Reads what the write starts from. `kind` picks the operation when a path has
     /// several: a worker's random number, or the racer's number (0 writes first).
     fn read(&self, conn: &mut Self::Conn, row: i32, kind: u32) -> Result<Self::Read, Error>;
@@ -147,7 +152,7 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<
     };
     let tally = run.threads(args, path);
     let mut conn = connect_for_check(&url).expect("connect for the check");
-    let rows = counter::values(&mut conn).expect("read the counters");
+    let rows = path.values(&mut conn).expect("read the counters");
     let (mut violations, needed) =
         counters::counters(&initial, &rows, &tally.acknowledged, &tally.unknown);
     let labels = counter::labels(&mut conn).expect("read the labels");
