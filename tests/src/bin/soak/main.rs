@@ -31,16 +31,20 @@
 //!   with a re-insert), `tracked`, `save_merging`, `save_all_checked`, `bulk_update`,
 //!   `force_increment`, `soft_delete_checked`, `transaction` (rollbacks and caught
 //!   panics, then the same entities again), `bypass_guard` (hand-written writes under
-//!   the guard's trigger), `combiner` (`retry::Combiner`), and the async flavour
-//!   `async_save_checked` (futures dropped at random points), `async_transaction`,
-//!   `async_combiner`. Each acknowledged change adds 1 to a row's counter and is
-//!   recorded with the token it was read at; `check/counters.rs` fails a row below its
+//!   the guard's trigger), `timestamp_now` (a writer that sets a timestamp token to
+//!   the database's clock, on the `stamped` table), `combiner` (`retry::Combiner`),
+//!   and the async flavour `async_save_checked` (futures dropped at random points),
+//!   `async_transaction`, `async_combiner`. Each acknowledged change adds 1 to a row's
+//!   counter and is recorded with the token it was read at (the combiners' changes
+//!   also leave a tag in the row); `check/counters.rs` fails a row below its
 //!   acknowledged changes (lost update), above them plus its unknown-outcome ones
-//!   (applied twice), or with two acknowledged writes from one token. Besides the
+//!   (applied twice), with two acknowledged writes from one token, or with a tag
+//!   missing or twice. Besides the
 //!   workers, two racers read one row and write it one after the other every round,
 //!   so each twin loses a change every round, not by luck. The combiners' twins apply
 //!   a change twice and count it once (the defect of re-running a write whose outcome
-//!   is unknown); the bypass guard's runs without the guard.
+//!   is unknown); the bypass guard's runs without the guard; the "now" writer's
+//!   writes back the token it read.
 //!
 //! Faults: a fault thread kills a random session of the soak database every
 //! `--fault-every` (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`), including
