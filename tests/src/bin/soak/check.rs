@@ -7,6 +7,8 @@ use diesel_occ::UuidToken;
 
 use crate::record::{Record, Unknown};
 
+pub(crate) mod counters;
+
 /// Checks the `inventory` rows (`sku -> (available, token)`) against the log; returns
 /// the violations and how many unknown-outcome writes the explanations needed (writes
 /// that must have happened).

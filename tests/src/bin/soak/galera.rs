@@ -92,7 +92,7 @@ fn kill(conn: &mut Conn, victim: i64) -> bool {
 
 // The same files for every backend, each time for this module's connection type.
 #[allow(clippy::duplicate_mod)]
-#[path = "workload/mod.rs"]
+#[path = "workload/retried/mod.rs"]
 mod workload;
 
 /// The node URLs: `OCC_GALERA_URLS`, else three from `OCC_GALERA_PORT` (default 13306).

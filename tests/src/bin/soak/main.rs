@@ -1,24 +1,59 @@
-//! Soak: many workers, a random mix of checked writes, injected faults, then a check
-//! that nothing acknowledged was lost.
+//! Soak: every public write path of diesel-occ driven by many threads under injected
+//! faults, then a check that nothing acknowledged was lost or applied twice.
 //!
 //! ```text
 //! cargo run --release -p diesel-occ-tests --features mysql --bin soak -- \
-//!     --backend all --duration 30s --workers 8
+//!     --backend all --path all --duration 30s --workers 8
 //! ```
 //!
-//! Options: `--backend postgres,mysql,sqlite|all` (default `all`), `--duration 30s`
-//! (per backend; `ms`, `s` or `m`), `--workers 8`, `--fault-every 200ms` (`0` turns
-//! faults off, and then the run fails unless `--min-faults 0`), `--seed N`,
-//! `--min-acknowledged 100` and `--min-faults 1` (a backend that acknowledged fewer
-//! writes or injected fewer faults proves too little: the run fails), and
-//! `--sabotage`, which turns the checked updates into plain read-modify-writes without
-//! the token in the predicate and adds two writers that read the same row, meet at a
-//! barrier and both write it blindly (past the duration if need be, until three rounds
-//! have landed): the check must report lost updates and the run must exit with 1 (CI
-//! asserts both). Servers come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the
-//! tests; each backend runs in a fresh database that is dropped afterwards.
+//! Options: `--backend postgres,mysql,sqlite|all` (default `all`), `--path NAME,...|all`
+//! (default `all`, see below), `--duration 30s` (per path and backend; `ms`, `s` or
+//! `m`), `--workers 8`, `--fault-every 200ms` (`0` turns faults off, and then the run
+//! fails unless `--min-faults 0`), `--seed N`, `--min-acknowledged 100` and
+//! `--min-faults 1` (a path that acknowledged fewer writes or injected fewer faults
+//! proves too little: the run fails), and `--sabotage`, which runs each path's
+//! sabotage twin: the same write without its token check (or with the defect the path
+//! must not have), which the check must catch (CI asserts it, path by path). Servers
+//! come from `OCC_POSTGRES_URL` / `OCC_MYSQL_URL` as for the tests; each path runs in
+//! a fresh database that is dropped afterwards.
 //!
-//! `--backend galera` (not part of `all`) runs the same workload on the 3-node MariaDB
+//! The paths (`workload/`, one file per path or family, written once for a connection
+//! type and compiled for each backend by `postgres.rs`, `mysql.rs` and `sqlite.rs`):
+//!
+//! - `retried`: the example apps' mix (`workload/retried/`): checked updates and
+//!   deletes through `retry::retry` (escalated after 3 conflicts), client-token
+//!   edits with hostile tokens, inserts, work-item claims with fencing tokens, seat
+//!   bookings. Its check (`check.rs`) rebuilds each row's chain of tokens. Its twin
+//!   writes without the token predicate, plus two writers that both write one row
+//!   blindly from one read.
+//! - on the `counters` test table (`workload/runner.rs`): `save_checked`,
+//!   `save_checked_where`, `update_by_key`, `delete_checked`, `delete_by_key` (each
+//!   with a re-insert), `tracked`, `save_merging`, `save_all_checked`, `bulk_update`,
+//!   `force_increment`, `soft_delete_checked`, `transaction` (rollbacks and caught
+//!   panics, then the same entities again), `bypass_guard` (hand-written writes under
+//!   the guard's trigger), `timestamp_now` (a writer that sets a timestamp token to
+//!   the database's clock, on the `stamped` table), `combiner` (`retry::Combiner`),
+//!   and the async flavour `async_save_checked` (futures dropped at random points),
+//!   `async_transaction`, `async_combiner`. Each acknowledged change adds 1 to a row's
+//!   counter and is recorded with the token it was read at (the combiners' changes
+//!   also leave a tag in the row); `check/counters.rs` fails a row below its
+//!   acknowledged changes (lost update), above them plus its unknown-outcome ones
+//!   (applied twice), with two acknowledged writes from one token, or with a tag
+//!   missing or twice. Besides the
+//!   workers, two racers read one row and write it one after the other every round,
+//!   so each twin loses a change every round, not by luck. The combiners' twins apply
+//!   a change twice and count it once (the defect of re-running a write whose outcome
+//!   is unknown); the bypass guard's runs without the guard; the "now" writer's
+//!   writes back the token it read.
+//!
+//! Faults: a fault thread kills a random session of the soak database every
+//! `--fault-every` (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`), including
+//! sessions whose COMMIT was sent (an unknown outcome: applied once or not at all); on
+//! SQLite it holds the database's write lock for 50 ms instead. Threads reconnect after
+//! a failure. The paths add their own: rollbacks and panics inside transactions,
+//! dropped futures, the bypass writer.
+//!
+//! `--backend galera` (not part of `all`) runs the `retried` path on the 3-node MariaDB
 //! Galera cluster of `tests/cluster/galera.sh` (`OCC_GALERA_URLS`, a comma list, else
 //! three URLs from `OCC_GALERA_PORT`, default 13306..13308), every worker's connection
 //! and every retry attempt taken round-robin from the nodes through
@@ -30,45 +65,12 @@
 //! fails for too little evidence unless the node served nothing while down and served
 //! again after its restart.
 //!
-//! The workload (`workload/`) is written once for one connection type and compiled for
-//! each backend by `postgres.rs`, `mysql.rs` and `sqlite.rs`, on the example apps of
-//! that backend (`diesel_occ_examples::<backend>`). Workers run on the example schemas
-//! until the duration is up:
-//!
-//! - checked updates and deletes of `inventory` rows through the retry helper (a new
-//!   connection per attempt, escalation after 3 conflicts);
-//! - client-token edits: a reservation with a token the worker read earlier (often
-//!   stale by then), checked before the edit and by the save's predicate, plus hostile
-//!   tokens that must be refused with a typed error;
-//! - inserts of new `inventory` rows;
-//! - work-item claims with short leases, some completed after the lease ran out (the
-//!   fencing token must refuse them when the item was claimed again), some replayed;
-//! - seat bookings on concerts of 20 seats, through `seat::book` (the retry helper on
-//!   an r2d2 pool).
-//!
-//! Faults: a fault thread kills a random session of the soak database every
-//! `--fault-every` (PostgreSQL `pg_terminate_backend`, MariaDB `KILL`); on SQLite it holds
-//! the database's write lock for 50 ms instead. Workers reconnect after a failure.
-//!
-//! Every acknowledged write is logged (the token the ack says the row holds), and so is
-//! every write whose outcome is unknown (its connection died after the statement may
-//! have been sent). The check afterwards (`check.rs`) rebuilds each `inventory` row's
-//! chain of tokens: every acknowledged write must be on it, each unknown write at most
-//! once, and the row must end where the chain ends with the value its last write wrote.
-//! It counts a violation for: two acknowledged writes from the same token (a lost
-//! update); a final state (token and value, or no row) that the acknowledged writes
-//! plus at most the unknown ones do not explain; a row holding a value other than its
-//! last acknowledged write's; a deleted row that exists; an acknowledged row that
-//! vanished; an acknowledgement that did not change the token; a hostile token that was
-//! not refused; a broken invariant (stock below zero, a nil token, seats sold plus seats
-//! left not equal to capacity, an acknowledged seat or effect missing, an item
-//! processed twice, a done item without its effect or with a stale fence).
-//!
-//! The last lines give one verdict per backend (`soak: postgres: passed`, or
-//! `soak: postgres: FAILED: ...` with the number of violations and lost updates, or the
-//! evidence that was missing). Exit code 1 when any backend has a violation, 3 when one
-//! proved too little (too few acknowledged writes or faults), 2 when a backend could not
-//! run.
+//! Output: per path and backend, a figures line, up to 50 `VIOLATION` lines, and a
+//! `table: | path | backend | flavour | ... |` row for RELIABILITY.md; then one verdict
+//! per path and backend (`soak: postgres: update_by_key: passed`, or `... FAILED: N
+//! violations (L lost updates[, D applied twice])`, or the evidence that was missing).
+//! Exit code 1 when any path has a violation, 3 when one proved too little, 2 when a
+//! backend could not run.
 
 mod check;
 mod faults;
@@ -86,6 +88,7 @@ mod sqlite;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::options::Target;
 use crate::report::Verdicts;
 
 fn main() -> ExitCode {
@@ -99,12 +102,27 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The transaction path's injected panics are caught and counted: keep them off
+    // stderr, and every other panic on it.
+    let report_panic = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str);
+        if message != Some(run::INJECTED_PANIC) {
+            report_panic(info);
+        }
+    }));
     let mut verdicts = Verdicts::default();
     for &backend in &args.backends {
-        let started = Instant::now();
-        match run::run(&args, backend) {
-            Some(report) => verdicts.add(&report, &args, started.elapsed()),
-            None => verdicts.unavailable(),
+        for &path in &args.paths {
+            // The cluster runs the retried path only (`galera.rs`).
+            if backend == Target::Galera && path != "retried" {
+                continue;
+            }
+            let started = Instant::now();
+            match run::run(&args, backend, path) {
+                Some(report) => verdicts.add(&report, &args, started.elapsed()),
+                None => verdicts.unavailable(),
+            }
         }
     }
     verdicts.finish()

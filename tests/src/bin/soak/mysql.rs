@@ -7,8 +7,14 @@ use diesel_occ_examples::mysql as examples;
 
 use crate::faults;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::mysql as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::mysql::MysqlConnection;
+
+/// The connection the async paths run on.
+type AsyncConn = diesel_async::AsyncMysqlConnection;
 
 /// A new connection. A session killed right after connecting fails here: an error for
 /// the caller, not a panic.

@@ -67,6 +67,49 @@ pub(crate) struct Args {
     pub(crate) min_faults: u64,
     /// `--kill-node N` (galera only): a node killed and restarted during the run.
     pub(crate) node_fault: Option<NodeFault>,
+    /// `--path`: the write paths to run, one after the other on each backend.
+    pub(crate) paths: Vec<&'static str>,
+}
+
+/// Every write path the soak drives, in the order `all` runs them (`workload/`).
+pub(crate) const PATHS: [&str; 19] = [
+    "retried",
+    "save_checked",
+    "save_checked_where",
+    "update_by_key",
+    "delete_checked",
+    "delete_by_key",
+    "tracked",
+    "save_merging",
+    "save_all_checked",
+    "bulk_update",
+    "force_increment",
+    "soft_delete_checked",
+    "transaction",
+    "bypass_guard",
+    "timestamp_now",
+    "combiner",
+    "async_save_checked",
+    "async_transaction",
+    "async_combiner",
+];
+
+/// `all`, or a comma-separated list of path names.
+fn parse_paths(list: &str) -> Result<Vec<&'static str>, String> {
+    if list == "all" {
+        return Ok(PATHS.to_vec());
+    }
+    list.split(',')
+        .map(|name| {
+            PATHS
+                .into_iter()
+                .find(|path| *path == name.trim())
+                .ok_or(format!(
+                    "unknown path {name:?} (paths: {})",
+                    PATHS.join(", ")
+                ))
+        })
+        .collect()
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -94,6 +137,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         min_acknowledged: MIN_ACKNOWLEDGED,
         min_faults: 1,
         node_fault: None,
+        paths: PATHS.to_vec(),
     };
     let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
     let mut it = std::env::args().skip(1);
@@ -112,6 +156,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--backend" => {
                 args.backends = parse_backends(&value()?)?;
             }
+            "--path" => args.paths = parse_paths(&value()?)?,
             "--duration" => args.duration = parse_duration(&value()?)?,
             "--workers" => {
                 args.workers = value()?.parse().map_err(|_| "bad --workers")?;
@@ -188,7 +233,8 @@ fn parse_backends(list: &str) -> Result<Vec<Target>, String> {
 /// The usage line printed after a bad option or `--help`.
 pub(crate) fn usage() -> String {
     format!(
-        "usage: soak [--backend all|postgres,mysql,sqlite,galera] [--duration 30s] \
+        "usage: soak [--backend all|postgres,mysql,sqlite,galera] [--path all|NAME,...] \
+         [--duration 30s] \
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
          [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \

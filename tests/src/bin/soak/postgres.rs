@@ -7,8 +7,14 @@ use diesel_occ_examples::postgres as examples;
 
 use crate::faults;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::pg as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::pg::PgConnection;
+
+/// The connection the async paths run on.
+type AsyncConn = diesel_async::AsyncPgConnection;
 
 /// A new connection. A session killed right after connecting fails here: an error for
 /// the caller, not a panic.

@@ -13,6 +13,8 @@ use crate::run::Counters;
 pub(crate) struct Report {
     /// The backend's name, `galera` for the cluster.
     pub(crate) backend: &'static str,
+    /// The write path (`--path`).
+    pub(crate) path: &'static str,
     /// What the session-level fault was, for the figures line.
     pub(crate) fault_kind: &'static str,
     /// Lines printed before the figures (per-node figures, a node's kill and restart).
@@ -39,15 +41,16 @@ impl Report {
     fn print(&self, args: &Args, elapsed: Duration) {
         let c = &self.counters;
         let fault_kind = self.fault_kind;
+        let name = format!("{}: {}", self.backend, self.path);
         for note in &self.notes {
-            println!("{}: {note}", self.backend);
+            println!("{name}: {note}");
         }
         println!(
-            "{}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
-             {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} errors \
-             from faults, {} writes with unknown outcome ({} of them needed to explain the \
-             rows), {} hostile tokens refused, {} fenced completions, {} violations",
-            self.backend,
+            "{name}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
+             {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} \
+             rollbacks, {} panics and {} dropped futures injected, {} errors from faults, {} writes with \
+             unknown outcome ({} of them needed to explain the rows), {} hostile tokens \
+             refused, {} fenced completions, {} violations",
             elapsed.as_secs_f64(),
             args.workers,
             get(&c.operations),
@@ -56,6 +59,9 @@ impl Report {
             get(&c.retries),
             get(&c.exhausted),
             get(&c.faults),
+            get(&c.rollbacks),
+            get(&c.panics),
+            get(&c.dropped),
             get(&c.errors),
             get(&c.unknown_outcome),
             self.unknown_applied,
@@ -66,6 +72,37 @@ impl Report {
         for violation in self.violations.iter().take(50) {
             println!("  VIOLATION {violation}");
         }
+        // The RELIABILITY.md table's row: path, backend, flavour, acknowledged writes,
+        // unknown outcomes, faults injected, violations, lost updates.
+        let mut faults = format!("{} {fault_kind}", get(&c.faults));
+        for (n, what) in [
+            (get(&c.rollbacks), "rollbacks"),
+            (get(&c.panics), "panics"),
+            (get(&c.dropped), "futures dropped"),
+        ] {
+            if n > 0 {
+                faults += &format!(", {n} {what}");
+            }
+        }
+        println!(
+            "table: | {} | {} | {} | {} | {} | {faults} | {} | {} |",
+            self.path.trim_start_matches("async_"),
+            self.backend,
+            if self.path.starts_with("async_") {
+                "async"
+            } else {
+                "blocking"
+            },
+            get(&c.acknowledged),
+            get(&c.unknown_outcome),
+            self.violations.len(),
+            self.count("lost update:") + self.count("applied twice:"),
+        );
+    }
+
+    /// The violations of one kind (`lost update:`, `applied twice:`).
+    fn count(&self, kind: &str) -> usize {
+        self.violations.iter().filter(|v| v.contains(kind)).count()
     }
 
     /// The verdict and its line (`soak: <backend>: passed` or `... FAILED: ...`).
@@ -79,26 +116,33 @@ impl Report {
         );
         shortfalls.extend(self.shortfalls.iter().cloned());
         if !self.violations.is_empty() {
-            let lost = self
-                .violations
-                .iter()
-                .filter(|v| v.contains("lost update:"))
-                .count();
+            let twice = self.count("applied twice:");
             let line = format!(
-                "soak: {}: FAILED: {} violations ({lost} lost updates)",
+                "soak: {}: {}: FAILED: {} violations ({} lost updates{})",
                 self.backend,
-                self.violations.len()
+                self.path,
+                self.violations.len(),
+                self.count("lost update:"),
+                if twice > 0 {
+                    format!(", {twice} applied twice")
+                } else {
+                    String::new()
+                },
             );
             (Verdict::Violations, line)
         } else if !shortfalls.is_empty() {
             let line = format!(
-                "soak: {}: FAILED: too little evidence: {}",
+                "soak: {}: {}: FAILED: too little evidence: {}",
                 self.backend,
+                self.path,
                 shortfalls.join(", ")
             );
             (Verdict::TooLittle, line)
         } else {
-            (Verdict::Passed, format!("soak: {}: passed", self.backend))
+            (
+                Verdict::Passed,
+                format!("soak: {}: {}: passed", self.backend, self.path),
+            )
         }
     }
 }

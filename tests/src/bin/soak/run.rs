@@ -8,6 +8,10 @@ use diesel_occ_tests::Backend;
 use crate::options::{Args, Target};
 use crate::report::Report;
 
+/// The message of the panics the transaction path raises on purpose, which `main`
+/// keeps off stderr.
+pub(crate) const INJECTED_PANIC: &str = "soak: a panic injected inside a transaction";
+
 /// What the run did, counted by all threads.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -21,14 +25,20 @@ pub(crate) struct Counters {
     pub(crate) unknown_outcome: AtomicU64,
     pub(crate) hostile_refused: AtomicU64,
     pub(crate) fenced: AtomicU64,
+    /// Transactions rolled back on purpose (`transaction` path).
+    pub(crate) rollbacks: AtomicU64,
+    /// Panics raised on purpose inside transactions (`transaction` path).
+    pub(crate) panics: AtomicU64,
+    /// Async writes whose futures were dropped on purpose before they finished.
+    pub(crate) dropped: AtomicU64,
 }
 
 pub(crate) fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Runs `backend`; `None` when it could not run (no server, or not built).
-pub(crate) fn run(args: &Args, target: Target) -> Option<Report> {
+/// Runs `path` on `target`; `None` when it could not run (no server, or not built).
+pub(crate) fn run(args: &Args, target: Target, path: &'static str) -> Option<Report> {
     let backend = match target {
         #[cfg(feature = "mysql")]
         Target::Galera => return crate::galera::run(args),
@@ -40,14 +50,14 @@ pub(crate) fn run(args: &Args, target: Target) -> Option<Report> {
         Target::Db(backend) => backend,
     };
     match backend {
-        Backend::Postgres => crate::postgres::run(args),
+        Backend::Postgres => crate::postgres::run(args, path),
         #[cfg(feature = "mysql")]
-        Backend::Mysql => crate::mysql::run(args),
+        Backend::Mysql => crate::mysql::run(args, path),
         #[cfg(not(feature = "mysql"))]
         Backend::Mysql => {
             eprintln!("mysql: not built (run with --features mysql)");
             None
         }
-        Backend::Sqlite => crate::sqlite::run(args),
+        Backend::Sqlite => crate::sqlite::run(args, path),
     }
 }

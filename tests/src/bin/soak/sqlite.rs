@@ -9,8 +9,14 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel_occ_examples::sqlite as examples;
 
+/// The test tables the paths write (`counters`).
+use diesel_occ_tests::schema::sqlite as schema;
+
 /// The connection the workload runs on.
 type Conn = diesel::sqlite::SqliteConnection;
+
+/// The connection the async paths run on.
+type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<Conn>;
 
 /// A new connection that waits for the file lock instead of failing at once.
 fn connect(url: &str) -> ConnectionResult<Conn> {

@@ -11,10 +11,10 @@ use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_examples::schema::work_items;
 
+use super::attempts::{self, Step};
 use super::examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
 use super::examples::inventory::{self, PreparedReservation, ReserveError, ReserveRequest};
 use super::examples::seat::{self, Booking, BookingError};
-use super::retried::{self, Step};
 use super::{Conn, Shared};
 use crate::record::{Record, Unknown};
 use crate::run::bump;
@@ -71,13 +71,13 @@ impl<'s, 'a> Worker<'s, 'a> {
                 0..=29 => {
                     if let Some(sku) = self.random_sku() {
                         let delta = self.rng.i32(-3..=4);
-                        let step = retried::update(self.shared, &sku, delta);
+                        let step = attempts::update(self.shared, &sku, delta);
                         self.record(step);
                     }
                 }
                 30..=34 => {
                     if let Some(sku) = self.random_sku() {
-                        let step = retried::delete(self.shared, &sku);
+                        let step = attempts::delete(self.shared, &sku);
                         self.record(step);
                     }
                 }

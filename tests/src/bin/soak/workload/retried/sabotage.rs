@@ -2,7 +2,7 @@
 //! write it back without the token in the predicate. The later write always starts
 //! from a token the earlier one has just replaced, so every round in which both land
 //! is a lost update; the barrier makes that certain, not a matter of timing. (The
-//! workers' retried updates are sabotaged too, in `retried.rs`.)
+//! workers' retried updates are sabotaged too, in `attempts.rs`.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
