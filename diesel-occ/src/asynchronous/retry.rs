@@ -442,7 +442,7 @@ where
 /// Whether an attempt failed with a database error the driver did not classify, which
 /// is how diesel-async's MySQL connection reports a session the server killed or
 /// closed: whether the connection still works is then worth one round trip.
-fn unexplained<T>(result: &Result<T, Error>) -> bool {
+pub(super) fn unexplained<T>(result: &Result<T, Error>) -> bool {
     use diesel::result::{DatabaseErrorKind as Kind, Error as E};
     matches!(
         result,
@@ -454,7 +454,7 @@ fn unexplained<T>(result: &Result<T, Error>) -> bool {
 }
 
 /// True when the connection still answers a query.
-async fn alive<C: AsyncConnection>(conn: &mut C) -> bool {
+pub(super) async fn alive<C: AsyncConnection>(conn: &mut C) -> bool {
     conn.batch_execute("SELECT 1").await.is_ok()
 }
 

@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::retry::{
-    AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, begin_attempt_transaction,
-    drive, end_attempt_transaction,
+    AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, alive,
+    begin_attempt_transaction, connection_lost, drive, end_attempt_transaction, unexplained,
 };
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy, conflicted, lost_connection};
@@ -168,13 +168,20 @@ where
         }
     }
 
-    /// Ends the attempt: returns the standby's connection, ends the helper's transaction
-    /// on the primary's and returns it when it is clean. What is left is discarded
+    /// Ends the attempt: ends the helper's transaction on the primary's connection,
+    /// and returns each connection that is clean and alive. What is left is discarded
     /// when `self` drops.
     async fn finish<T>(mut self, result: Result<T, Error>) -> Result<T, Error> {
-        drop(self.standby.take());
+        // A lost session may be either connection's: after such an error each is
+        // returned only if it still answers (one round trip).
+        let suspect = lost_session(&result);
+        if let Some(standby) = self.standby.as_deref_mut() {
+            if !suspect || alive(standby).await {
+                drop(self.standby.take());
+            }
+        }
         let (result, clean) = match self.primary.as_mut() {
-            None => (result, true),
+            None => return result,
             Some(lease) => match lease.outer {
                 Some(outer) if lease.usable => {
                     end_attempt_transaction(&mut *lease.pooled, outer, result).await
@@ -182,11 +189,21 @@ where
                 _ => (result, lease.usable),
             },
         };
-        if clean {
-            drop(self.primary.take());
+        if let Some(lease) = self.primary.as_mut() {
+            if clean && (!suspect || alive(&mut *lease.pooled).await) {
+                drop(self.primary.take());
+            }
         }
         result
     }
+}
+
+/// Whether an attempt's error says that one of its connections may be dead: it was
+/// lost ([`connection_lost`]), or the driver did not classify the error
+/// ([`unexplained`], how MySQL reports a killed session). A pool whose recycle check
+/// only looks at the connection's own state would hand a dead session out again.
+fn lost_session<T>(result: &Result<T, Error>) -> bool {
+    connection_lost(result) || unexplained(result)
 }
 
 impl<P, S> Drop for Leases<'_, P, S>
@@ -197,7 +214,7 @@ where
     /// Discards what the attempt still holds: it was cancelled, or its state is unknown.
     fn drop(&mut self) {
         if let Some(pooled) = self.standby.take() {
-            tracing::debug!(target: "diesel_occ", "occ standby attempt cancelled; discarding its standby connection");
+            tracing::debug!(target: "diesel_occ", "occ standby attempt cancelled or its standby connection lost; discarding it");
             self.standby_source.discard(pooled);
         }
         if let Some(lease) = self.primary.take() {

@@ -93,6 +93,11 @@ where
 /// writes; after a rollback they hold the tokens they read, so their next save
 /// conflicts unless the row is still exactly as they read it.**
 ///
+/// The returned future is `Send`, so it runs inside `tokio::spawn` (an axum handler)
+/// whatever the closure borrows. A `transaction` inside another's closure, on the
+/// connection it is given, is a savepoint: it rolls back alone, restoring only its own
+/// entities.
+///
 /// Dropping the future before it ends restores the tokens too, and marks the
 /// connection broken while its transaction is open (as a dropped
 /// [`save_all_checked`](super::BatchDsl::save_all_checked) does): later checked writes
@@ -122,29 +127,60 @@ where
 /// # Ok(())
 /// # }
 /// ```
-pub async fn transaction<Conn, E, R, Err, F>(conn: &mut Conn, entities: E, f: F) -> Result<R, Err>
+// Not an `async fn`: the signature promises a `Send` future, checked here once. An
+// `async fn`'s future is proven `Send` at each call site instead, where the compiler
+// cannot see that the closure's future is `Send` for every lifetime of its arguments
+// ("implementation of `AsyncFnOnce` is not general enough" inside `tokio::spawn`, or
+// around a nested transaction). `call` does the same for the closure's future.
+#[allow(clippy::manual_async_fn)]
+pub fn transaction<'a, Conn, E, R, Err, F>(
+    conn: &'a mut Conn,
+    entities: E,
+    f: F,
+) -> impl Future<Output = Result<R, Err>> + Send + 'a
 where
     Conn: AsyncConnection,
-    E: Restore + Send,
+    E: Restore + Send + 'a,
     for<'r> F: AsyncFnOnce(&'r mut Conn, &'r mut E) -> Result<R, Err>
         + TransactionFn<&'r mut Conn, &'r mut E, Result<R, Err>, Fut: Send>
-        + Send,
-    Err: From<DieselError> + From<crate::Error> + Send,
-    R: Send,
+        + Send
+        + 'a,
+    Err: From<DieselError> + From<crate::Error> + Send + 'a,
+    R: Send + 'a,
 {
-    usable(conn)?;
-    let mut open = OpenTransaction::begin(conn).await?;
-    let mut restoring = Restoring::new(entities);
-    match f(open.conn(), &mut restoring.entities).await {
-        Ok(value) => {
-            open.commit().await?;
-            restoring.keep();
-            Ok(value)
+    async move {
+        usable(conn)?;
+        let mut open = OpenTransaction::begin(conn).await?;
+        let mut restoring = Restoring::new(entities);
+        match call(f, open.conn(), &mut restoring.entities).await {
+            Ok(value) => {
+                open.commit().await?;
+                restoring.keep();
+                Ok(value)
+            }
+            Err(error) => match open.rollback().await {
+                // Broken already: the caller's error says more.
+                Ok(()) | Err(DieselError::BrokenTransactionManager) => Err(error),
+                Err(rollback) => Err(rollback.into()),
+            },
         }
-        Err(error) => match open.rollback().await {
-            // Broken already: the caller's error says more.
-            Ok(()) | Err(DieselError::BrokenTransactionManager) => Err(error),
-            Err(rollback) => Err(rollback.into()),
-        },
     }
+}
+
+/// Calls the transaction's closure. Its future, held across an await, is named by an
+/// opaque type whose `Send` bound holds for every lifetime; as the projection
+/// `TransactionFn::Fut` the compiler could not prove it `Send` for the anonymous
+/// lifetimes of the transaction's own future ("implementation of `Send` is not general
+/// enough").
+fn call<'r, Conn, E, R, Err, F>(
+    f: F,
+    conn: &'r mut Conn,
+    entities: &'r mut E,
+) -> impl Future<Output = Result<R, Err>> + Send
+where
+    Conn: AsyncConnection,
+    for<'x> F: AsyncFnOnce(&'x mut Conn, &'x mut E) -> Result<R, Err>
+        + TransactionFn<&'x mut Conn, &'x mut E, Result<R, Err>, Fut: Send>,
+{
+    f(conn, entities)
 }

@@ -289,7 +289,8 @@ pub(crate) async fn assert_pool_clean<C: CutConnection, R: PartialEq + Debug>(
 /// until the test lets it go, and whether statements run within one poll.
 pub(crate) trait CutConnection: AsyncTestConnection {
     /// Whether the connection runs each statement within one poll of its future
-    /// (`BlockInPlace`), so that no future can be dropped inside one.
+    /// (`BlockInPlace` on a multi-threaded runtime), so that no future can be dropped
+    /// inside one.
     const IN_PLACE: bool = false;
     /// A statement that waits, once [`close_gate`](Self::close_gate) ran, until
     /// [`open_gate`](Self::open_gate) (or the drop, on SQLite).

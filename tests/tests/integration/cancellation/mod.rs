@@ -23,7 +23,8 @@ pub(crate) mod sqlite_blocking_task {
 
 /// SQLite on `SyncConnectionWrapper<_, BlockInPlace>`, the wrapper that runs its
 /// statements on the task's thread, within one poll: both retry helpers' scenarios,
-/// at the stages where such a future can be dropped.
+/// at the stages where such a future can be dropped; and on a current-thread runtime,
+/// where it runs them on the blocking pool, a save dropped mid-statement.
 #[path = "."]
 pub(crate) mod sqlite_block_in_place {
     #[allow(unused_imports)]
@@ -38,4 +39,6 @@ pub(crate) mod sqlite_block_in_place {
     mod blocking_task;
     #[path = "../shared/asynchronous_counters.rs"]
     mod counters;
+    #[path = "current_thread.rs"]
+    mod current_thread;
 }

@@ -1,5 +1,6 @@
-//! A session killed between retry attempts, on an async connection from a deadpool
-//! pool. The kill runs on a blocking connection, awaited: the barrier.
+//! A session killed between retry attempts, or inside a `retry_with_standby` attempt, on
+//! an async connection from a deadpool pool. The kill runs on a blocking connection,
+//! awaited: the barrier.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use diesel_async::pooled_connection::deadpool::Pool;
 
 use super::counters::{Counter, fast_pool, pool, quick, row, seed};
 use super::{AsyncConn, Conn};
+use crate::pools::Counting;
 use crate::servers::Server;
 
 /// The attempt meets a conflict, then its session is killed (from a
@@ -127,4 +129,68 @@ async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     assert_ne!(next, first, "the dead session was discarded, not pooled again");
     let expected = 10 + 1 + i32::from(failed.is_ok()) + 1;
     assert_eq!(row(&db).0, expected, "every acknowledged write, nothing else");
+}
+
+/// `retry_with_standby`: the primary's session is killed inside an attempt, after the
+/// read from the standby and before the save (the kill is awaited: the barrier). The
+/// save fails on the dead connection, and the helper discards that connection instead
+/// of returning it to a pool that would hand it out again untested (`Fast`, and an idle
+/// window of an hour): the next checkout gets a new session, and the row holds every
+/// acknowledged write, nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
+    let db = test_db!();
+    seed(&db);
+    let wait = Some(Duration::from_secs(10));
+    let primary_pool = fast_pool(&db, wait, Duration::from_secs(3600));
+    let primary = Counting::new(&primary_pool);
+    let standby = pool(&db, wait);
+    let sessions = Mutex::new(Vec::new());
+    let url = db.url().to_owned();
+    let outcome = asynchronous::retry_with_standby(
+        &primary,
+        &standby,
+        &quick(),
+        async |conns, attempt| {
+            let mut counter: Counter = attempt.find(conns.read().await?, 1).await?;
+            let conn = conns.write().await?;
+            let id: i64 = diesel::select(sql::<BigInt>(AsyncConn::CONNECTION_ID))
+                .get_result(&mut *conn)
+                .await?;
+            sessions.lock().unwrap().push(id);
+            if attempt.is_first() {
+                let url = url.clone();
+                tokio::task::spawn_blocking(move || {
+                    use diesel::Connection as _;
+                    Conn::establish(&url).expect("connect").kill(id as u64);
+                })
+                .await
+                .expect("killer");
+            }
+            counter.value += 1;
+            counter.save_checked(conn).await?;
+            Ok(counter.version)
+        },
+    )
+    .await;
+    let sessions = sessions.into_inner().unwrap();
+    let killed = sessions[0];
+    assert_eq!(
+        primary.discards(),
+        1,
+        "the dead primary connection is discarded ({outcome:?})"
+    );
+    assert!(
+        sessions[1..].iter().all(|id| *id != killed),
+        "no later attempt ran on the dead session: {sessions:?}"
+    );
+    let mut next = primary_pool.get().await.expect("a primary connection");
+    let next_id: i64 = diesel::select(sql::<BigInt>(AsyncConn::CONNECTION_ID))
+        .get_result(&mut *next)
+        .await
+        .expect("the next checkout is a live session");
+    assert_ne!(next_id, killed, "the dead session was not pooled again");
+    drop(next);
+    let expected = 10 + i32::from(outcome.is_ok());
+    assert_eq!(row(&db).0, expected, "every acknowledged write, nothing else: {outcome:?}");
 }

@@ -201,6 +201,79 @@ async fn committed_transaction_keeps_fresh_tokens() {
     assert_eq!((a.version, b.version), (2, 2));
 }
 
+/// The transaction's future is `Send` whatever the closure borrows, so it runs inside
+/// `tokio::spawn` on a multi-threaded runtime, as in a web handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_runs_inside_a_spawned_task() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let step = 3;
+    let task = tokio::spawn(async move {
+        let mut mine = Counter::find(&mut conn, 1).await?;
+        let outcome = diesel_occ::asynchronous::transaction(
+            &mut conn,
+            &mut mine,
+            async |conn, mine| {
+                mine.value += step;
+                mine.save_checked(conn).await?;
+                Ok::<_, Error>(mine.value)
+            },
+        )
+        .await;
+        outcome.map(|value| (value, mine.version))
+    });
+    let saved = task.await.expect("the spawned task");
+    assert!(matches!(saved, Ok((3, 2))), "{saved:?}");
+    let row = Counter::find(&mut db.conn().await, 1).await.expect("row");
+    assert_eq!((row.value, row.version), (3, 2));
+}
+
+/// A transaction inside another's closure is a savepoint: the inner one rolls back
+/// alone and gives its entity its token back, the outer one commits its own write.
+#[tokio::test]
+async fn a_nested_transaction_rolls_back_alone() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2]).await;
+    let mut outer = Counter::find(&mut conn, 1).await.expect("outer");
+    let mut inner = Counter::find(&mut conn, 2).await.expect("inner");
+    let inner_ref = &mut inner;
+    let outcome = diesel_occ::asynchronous::transaction(
+        &mut conn,
+        &mut outer,
+        async move |conn, outer| {
+            outer.value = 1;
+            outer.save_checked(conn).await?;
+            let nested = diesel_occ::asynchronous::transaction(
+                conn,
+                inner_ref,
+                async |conn, inner| {
+                    inner.value = 2;
+                    inner.save_checked(conn).await?;
+                    Err::<(), _>(rollback())
+                },
+            )
+            .await;
+            assert!(nested.is_err(), "{nested:?}");
+            Ok::<_, Error>(())
+        },
+    )
+    .await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!((outer.version, inner.version), (2, 1), "the inner token restored");
+    let mut other = db.conn().await;
+    let rows = (
+        Counter::find(&mut other, 1).await.expect("row 1"),
+        Counter::find(&mut other, 2).await.expect("row 2"),
+    );
+    assert_eq!(
+        ((rows.0.value, rows.0.version), (rows.1.value, rows.1.version)),
+        ((1, 2), (0, 1)),
+        "the outer write committed, the inner one rolled back"
+    );
+}
+
 /// Opens a transaction at `isolation` (`None`: the backend's default), with
 /// diesel-async's transaction manager, or with plain SQL it does not see.
 async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
