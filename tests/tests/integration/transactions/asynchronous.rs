@@ -201,6 +201,43 @@ async fn committed_transaction_keeps_fresh_tokens() {
     assert_eq!((a.version, b.version), (2, 2));
 }
 
+/// A closure that reorders its entities before a rollback: each entity gets
+/// its own row's token back (by key, not by position), so a later save of
+/// the row whose token moved on conflicts instead of winning.
+#[tokio::test]
+async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2]).await;
+    let mut second = Counter::find(&mut conn, 2).await.expect("row 2");
+    second.value = 1;
+    second.save_checked(&mut conn).await.expect("row 2 moves to version 2");
+    let mut mine = vec![
+        Counter::find(&mut conn, 1).await.expect("row 1"),
+        Counter::find(&mut conn, 2).await.expect("row 2"),
+    ];
+    let outcome =
+        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+            mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
+            for counter in mine.iter_mut() {
+                counter.value += 10;
+                counter.save_checked(conn).await?;
+            }
+            Err::<(), _>(rollback())
+        })
+        .await;
+    assert!(outcome.is_err());
+    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
+    assert_eq!(tokens, [(2, 2), (1, 1)], "each entity holds its own row's token");
+
+    let mut other = db.conn().await;
+    let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
+    theirs.value = 100;
+    theirs.save_checked(&mut other).await.expect("their save");
+    let row_one = mine.iter_mut().find(|c| c.id == 1).expect("row 1 entity");
+    assert!(row_one.save_checked(&mut conn).await.unwrap_err().is_conflict());
+}
+
 /// The transaction's future is `Send` whatever the closure borrows, so it runs inside
 /// `tokio::spawn` on a multi-threaded runtime, as in a web handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
