@@ -127,7 +127,6 @@ impl BypassGuard {
     /// outside PostgreSQL) or cannot hold one of the names.
     pub fn install_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
         self.check(backend)?;
-        let name = quote(backend, &self.trigger_name());
         let tok = quote(backend, &self.token_column);
         let unsupported = GuardError::Unsupported {
             backend,
