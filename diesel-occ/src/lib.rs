@@ -204,6 +204,7 @@ pub mod __private {
         CachedUpdate, GeneratedUpdate, NotAssigned, Skippable, TokenEq, ValuesColumns,
         VersionedParts, WrittenColumn,
     };
+    pub use crate::token::TimestampText;
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;
 }

@@ -5,9 +5,10 @@
 //! second the database keeps, and a token written to a column that rounds it may come
 //! back equal to the old one. The check reads what the database says about each token
 //! column (`information_schema.columns` on PostgreSQL and MySQL/MariaDB, SQLite's
-//! `pragma_table_info`) and reports every column that is missing, of the wrong kind, or
+//! `pragma_table_info`) and reports every column that is missing, of the wrong kind,
 //! coarser than the precision the entity declares with
-//! `#[occ(version, precision = N)]`.
+//! `#[occ(version, precision = N)]`, or set to the current time by the database on every
+//! UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`).
 
 use std::fmt;
 
@@ -30,8 +31,11 @@ use crate::versioned::Versioned;
 /// connection, `run_async` (feature `async`) on an async one. It returns
 /// [`Error::Schema`] listing every token column that cannot hold its entity's tokens:
 /// a missing column, a column of another kind (a `VARCHAR` for a timestamp, an `INT` for
-/// an `i64`), or a timestamp column that keeps fewer fractional digits than the entity's
-/// `#[occ(version, precision = N)]` declares. Database-generated tokens
+/// an `i64`), a timestamp column that keeps fewer fractional digits than the entity's
+/// `#[occ(version, precision = N)]` declares, or one the database sets to the current
+/// time on every UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`: a write at a
+/// "now" behind a token that ran ahead of the clock puts back a token a stale entity
+/// may hold, whose save then wins). Database-generated tokens
 /// (`#[occ(version, generated)]`) are not checked.
 ///
 /// ```
@@ -168,22 +172,26 @@ macro_rules! column_query {
 impl Expected {
     fn problem(&self, dialect: Dialect, row: Option<ColumnRow>) -> Option<SchemaProblem> {
         let needed_precision = (self.kind == TokenKind::Timestamp).then_some(self.precision);
-        let problem = |found: Option<String>, found_precision: Option<u8>| SchemaProblem {
-            table: self.table,
-            column: self.column,
-            found,
-            found_precision,
-            needed: self.kind,
-            needed_precision,
+        let problem = |found: Option<String>, found_precision: Option<u8>, set_to_now_on_update| {
+            SchemaProblem {
+                table: self.table,
+                column: self.column,
+                found,
+                found_precision,
+                set_to_now_on_update,
+                needed: self.kind,
+                needed_precision,
+            }
         };
         let Some(row) = row else {
-            return Some(problem(None, None));
+            return Some(problem(None, None, false));
         };
         let data_type = row.data_type.to_ascii_lowercase();
         let found_precision = row
             .datetime_precision
             .and_then(|digits| u8::try_from(digits).ok());
         let fits = kind_fits(dialect, self.kind, &data_type);
+        let set_to_now_on_update = row.set_to_now_on_update != 0;
         // SQLite stores timestamps as text, at any precision.
         let precise_enough = match (needed_precision, dialect) {
             (Some(needed), Dialect::Postgres | Dialect::Mysql) => {
@@ -191,7 +199,8 @@ impl Expected {
             }
             _ => true,
         };
-        (!fits || !precise_enough).then(|| problem(Some(row.data_type), found_precision))
+        (!fits || !precise_enough || set_to_now_on_update)
+            .then(|| problem(Some(row.data_type), found_precision, set_to_now_on_update))
     }
 }
 
@@ -238,6 +247,9 @@ pub struct ColumnRow {
     data_type: String,
     #[diesel(sql_type = Nullable<BigInt>)]
     datetime_precision: Option<i64>,
+    /// Non-zero when the database sets the column to now on every UPDATE.
+    #[diesel(sql_type = BigInt)]
+    set_to_now_on_update: i64,
 }
 
 /// A backend [`SchemaCheck`] can read column types on: PostgreSQL, MySQL/MariaDB and
@@ -246,7 +258,8 @@ pub trait SchemaBackend: Backend + sealed::Sealed + 'static {
     /// How the backend names its types.
     #[doc(hidden)]
     const DIALECT: Dialect;
-    /// `data_type, datetime_precision` of the column `table.column`.
+    /// `data_type, datetime_precision, set_to_now_on_update` of the column
+    /// `table.column`.
     #[doc(hidden)]
     fn column_query(
         table: &'static str,
@@ -267,7 +280,8 @@ impl SchemaBackend for diesel::pg::Pg {
     // resolves it.
     column_query!(
         "SELECT c.data_type::text AS data_type, \
-         c.datetime_precision::bigint AS datetime_precision \
+         c.datetime_precision::bigint AS datetime_precision, \
+         0::bigint AS set_to_now_on_update \
          FROM information_schema.columns c \
          WHERE c.table_name = $1 AND c.column_name = $2 \
          AND c.table_schema = ANY (current_schemas(false)) \
@@ -282,7 +296,8 @@ impl SchemaBackend for diesel::mysql::Mysql {
     const DIALECT: Dialect = Dialect::Mysql;
     column_query!(
         "SELECT CAST(DATA_TYPE AS CHAR) AS data_type, \
-         CAST(DATETIME_PRECISION AS SIGNED) AS datetime_precision \
+         CAST(DATETIME_PRECISION AS SIGNED) AS datetime_precision, \
+         CAST(LOWER(EXTRA) LIKE '%on update%' AS SIGNED) AS set_to_now_on_update \
          FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?"
     );
@@ -294,7 +309,8 @@ impl sealed::Sealed for diesel::sqlite::Sqlite {}
 impl SchemaBackend for diesel::sqlite::Sqlite {
     const DIALECT: Dialect = Dialect::Sqlite;
     column_query!(
-        "SELECT type AS data_type, CAST(NULL AS INTEGER) AS datetime_precision \
+        "SELECT type AS data_type, CAST(NULL AS INTEGER) AS datetime_precision, \
+         0 AS set_to_now_on_update \
          FROM pragma_table_info(?) WHERE name = ?"
     );
 }
@@ -344,6 +360,10 @@ pub struct SchemaProblem {
     pub found: Option<String>,
     /// The fractional digits of a second the column keeps, where the database says.
     pub found_precision: Option<u8>,
+    /// The database sets the column to the current time on every UPDATE that does not
+    /// assign it (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`). A token must only
+    /// move forward, and such a write can move one that ran ahead of the clock back.
+    pub set_to_now_on_update: bool,
     /// The kind of column the token needs.
     pub needed: TokenKind,
     /// For a timestamp token, the fractional digits the entity declares
@@ -361,12 +381,19 @@ impl fmt::Display for SchemaProblem {
                 if let Some(digits) = self.found_precision {
                     write!(f, " with {digits} fractional digits")?;
                 }
+                if self.set_to_now_on_update {
+                    f.write_str(
+                        " and set to the current time on every update, which can move the \
+                         token back",
+                    )?;
+                }
             }
         }
         write!(f, ", the token needs {}", self.needed)?;
         if let Some(digits) = self.needed_precision {
             write!(f, " with at least {digits} fractional digits")?;
         }
+
         Ok(())
     }
 }
@@ -389,7 +416,25 @@ mod tests {
         Some(ColumnRow {
             data_type: data_type.to_owned(),
             datetime_precision: precision,
+            set_to_now_on_update: 0,
         })
+    }
+
+    #[test]
+    fn a_column_set_to_now_on_update_is_reported() {
+        let seconds = expected(TokenKind::Timestamp, 0);
+        let auto = Some(ColumnRow {
+            set_to_now_on_update: 1,
+            ..row("timestamp", Some(0)).unwrap()
+        });
+        let problem = seconds.problem(Dialect::Mysql, auto).unwrap();
+        assert!(problem.set_to_now_on_update);
+        assert_eq!(
+            problem.to_string(),
+            "t.c is timestamp with 0 fractional digits and set to the current time on every \
+             update, which can move the token back, the token needs a timestamp with at \
+             least 0 fractional digits"
+        );
     }
 
     #[test]

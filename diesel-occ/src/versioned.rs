@@ -79,10 +79,10 @@ pub trait Versioned: Sized {
     /// The entity's key.
     fn key(&self) -> Self::Key;
 
-    /// The other text forms of a token, which a guarded write on SQLite also matches.
-    /// Not public API.
+    /// The texts of a timestamp token a guarded write on SQLite also matches. Not
+    /// public API.
     #[doc(hidden)]
-    fn token_text_forms(token: &Self::Token) -> Vec<String> {
+    fn token_text_forms(token: &Self::Token) -> Option<crate::token::TimestampText> {
         token.text_forms()
     }
 

@@ -127,12 +127,17 @@ impl BypassGuard {
     /// outside PostgreSQL) or cannot hold one of the names.
     pub fn install_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
         self.check(backend)?;
-        let name = quote(backend, &self.trigger_name());
         let tok = quote(backend, &self.token_column);
         let unsupported = GuardError::Unsupported {
             backend,
             kind: self.kind,
         };
+        if self.kind == GuardTokenKind::Timestamp {
+            return match backend {
+                GuardBackend::Postgres => Ok(self.postgres_ddl(&postgres_timestamp_body(&tok))),
+                GuardBackend::Mysql | GuardBackend::Sqlite => Err(unsupported),
+            };
+        }
         let fresh = match (self.kind, backend) {
             (GuardTokenKind::I16, _) => wrapping_increment_sql(&format!("OLD.{tok}"), 32767),
             (GuardTokenKind::I32, _) => {
@@ -146,32 +151,17 @@ impl BypassGuard {
                 "UNHEX(REPLACE(UUID(), '-', ''))".to_owned()
             }
             (GuardTokenKind::Uuid, GuardBackend::Sqlite) => "randomblob(16)".to_owned(),
-            (GuardTokenKind::Timestamp, GuardBackend::Postgres) => format!(
-                "GREATEST(date_trunc('microseconds', clock_timestamp() AT TIME ZONE 'UTC'), \
-                 OLD.{tok} + interval '1 microsecond')"
-            ),
             (GuardTokenKind::Timestamp, _) => return Err(unsupported),
         };
         Ok(match backend {
-            GuardBackend::Postgres => {
-                let table = self.qualified(backend, &self.table);
-                let function = self.qualified(backend, &self.trigger_name());
-                let body = format!(
-                    "\nBEGIN\n\
-                     \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
-                     \x20       NEW.{tok} := {fresh};\n\
-                     \x20   END IF;\n\
-                     \x20   RETURN NEW;\n\
-                     END\n"
-                );
-                let tag = dollar_tag(&body);
-                format!(
-                    "CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS \
-                     {tag}{body}{tag};\n\
-                     CREATE TRIGGER {name} BEFORE UPDATE ON {table}\n\
-                     \x20   FOR EACH ROW EXECUTE FUNCTION {function}();\n"
-                )
-            }
+            GuardBackend::Postgres => self.postgres_ddl(&format!(
+                "\nBEGIN\n\
+                 \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
+                 \x20       NEW.{tok} := {fresh};\n\
+                 \x20   END IF;\n\
+                 \x20   RETURN NEW;\n\
+                 END\n"
+            )),
             GuardBackend::Mysql => {
                 let table = self.qualified(backend, &self.table);
                 let name = self.qualified(backend, &self.trigger_name());
@@ -203,6 +193,21 @@ impl BypassGuard {
                 )
             }
         })
+    }
+
+    /// PostgreSQL's trigger function with `body` and the trigger that runs it.
+    fn postgres_ddl(&self, body: &str) -> String {
+        let backend = GuardBackend::Postgres;
+        let table = self.qualified(backend, &self.table);
+        let function = self.qualified(backend, &self.trigger_name());
+        let name = quote(backend, &self.trigger_name());
+        let tag = dollar_tag(body);
+        format!(
+            "CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS \
+             {tag}{body}{tag};\n\
+             CREATE TRIGGER {name} BEFORE UPDATE ON {table}\n\
+             \x20   FOR EACH ROW EXECUTE FUNCTION {function}();\n"
+        )
     }
 
     /// The DDL that removes the trigger (and on PostgreSQL its function), for
@@ -262,4 +267,41 @@ impl BypassGuard {
             None => quote(backend, name),
         }
     }
+}
+
+/// The body of PostgreSQL's trigger function for a timestamp token `tok` (quoted).
+///
+/// A write that leaves the token where it was, or moves it back (a writer that sets it
+/// to its "now" while the token runs ahead of the clock), gets the clock, or the old
+/// token plus one unit of the column if that is later, so the token only moves forward
+/// and never returns to a value a stale entity may hold:
+///
+/// - The clock is taken as the column's type needs it: the instant for `timestamptz`,
+///   the clock time in UTC for `timestamp` (what the library writes there), so the
+///   session's `TimeZone` never shifts it.
+/// - Assigning to `NEW` rounds to the column's precision (`timestamp(0)` keeps whole
+///   seconds), so one microsecond after the old token may come back equal to it. The
+///   loop tries steps of 1 µs, 10 µs, ..., 1 s, and the first that survives the
+///   rounding is exactly one unit of the column: the precision is the column's own at
+///   the time of the write, with no catalog lookup and nothing to redo after an
+///   `ALTER COLUMN ... TYPE`.
+fn postgres_timestamp_body(tok: &str) -> String {
+    format!(
+        "\nDECLARE\n\
+         \x20   step interval := interval '1 microsecond';\n\
+         BEGIN\n\
+         \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} OR NEW.{tok} <= OLD.{tok} THEN\n\
+         \x20       IF pg_typeof(NEW.{tok}) = 'timestamp with time zone'::regtype THEN\n\
+         \x20           NEW.{tok} := clock_timestamp();\n\
+         \x20       ELSE\n\
+         \x20           NEW.{tok} := clock_timestamp() AT TIME ZONE 'UTC';\n\
+         \x20       END IF;\n\
+         \x20       WHILE NOT NEW.{tok} > OLD.{tok} AND step <= interval '1 second' LOOP\n\
+         \x20           NEW.{tok} := OLD.{tok} + step;\n\
+         \x20           step := step * 10;\n\
+         \x20       END LOOP;\n\
+         \x20   END IF;\n\
+         \x20   RETURN NEW;\n\
+         END\n"
+    )
 }

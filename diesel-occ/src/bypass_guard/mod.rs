@@ -12,9 +12,12 @@
 //! | MySQL / MariaDB | `BEFORE UPDATE` | `OLD + 1`, MAX wraps to MIN | 16 bytes from `UUID()` (`BINARY(16)`) |
 //! | SQLite | `AFTER UPDATE ... WHEN NEW.tok IS OLD.tok` | `OLD + 1`, MAX wraps to MIN | `randomblob(16)` |
 //!
-//! Timestamp tokens are guarded on PostgreSQL (now in UTC at microseconds, or the old
-//! value plus one microsecond if that is later); MySQL and SQLite return
-//! [`GuardError::Unsupported`] for them.
+//! Timestamp tokens are guarded on PostgreSQL: a write that leaves the token where it
+//! was or moves it back gets the clock (in UTC for `timestamp`, the instant for
+//! `timestamptz`, whatever the session's `TimeZone`), or the old value plus one unit of
+//! the column's precision (a whole second on `timestamp(0)`) if that is later, so the
+//! token only ever moves forward. MySQL and SQLite return [`GuardError::Unsupported`]
+//! for them.
 //!
 //! **Naming rule:** the trigger (and on PostgreSQL its function) is named
 //! `occ_guard_<table>_<column>_<hash>`, where the readable part is cut so the whole name
@@ -102,8 +105,9 @@ pub enum GuardTokenKind {
     /// A UUID: a fresh random one (native `uuid` on PostgreSQL, 16 bytes on MySQL and
     /// SQLite, as [`UuidToken`] stores it).
     Uuid,
-    /// A timestamp: now in UTC at microseconds, or one microsecond after the old value
-    /// if that is later (PostgreSQL only).
+    /// A timestamp: the clock, or one unit of the column's precision after the old
+    /// value if that is later; also when a write moved the token back (PostgreSQL
+    /// only).
     Timestamp,
 }
 

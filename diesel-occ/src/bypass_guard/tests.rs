@@ -49,6 +49,23 @@ fn timestamps_only_on_postgres() {
 }
 
 #[test]
+fn the_postgres_timestamp_guard_steps_at_the_column_precision_in_utc() {
+    let guard = BypassGuard::new("t", "at", &["id"], GuardTokenKind::Timestamp);
+    let ddl = guard.install_sql(GuardBackend::Postgres).unwrap();
+    // A write that moves the token back is advanced too.
+    assert!(ddl.contains("OR NEW.\"at\" <= OLD.\"at\" THEN"), "{ddl}");
+    // The clock as the column's type needs it, never through the session's time zone.
+    assert!(ddl.contains("'timestamp with time zone'::regtype"), "{ddl}");
+    assert!(
+        ddl.contains("clock_timestamp() AT TIME ZONE 'UTC'"),
+        "{ddl}"
+    );
+    // Steps of 1 µs up to 1 s until the column keeps one.
+    assert!(ddl.contains("WHILE NOT NEW.\"at\" > OLD.\"at\""), "{ddl}");
+    assert!(!ddl.contains("GREATEST"), "{ddl}");
+}
+
+#[test]
 fn names_that_read_alike_differ_by_their_hash() {
     let a = BypassGuard::new("order_items", "version", &["id"], GuardTokenKind::I32);
     let b = BypassGuard::new("order", "items_version", &["id"], GuardTokenKind::I32);

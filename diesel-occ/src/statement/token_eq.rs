@@ -1,12 +1,15 @@
 //! [`TokenEq`]: the `token = <original>` predicate of every guarded write.
 //!
 //! On PostgreSQL and MySQL it is exactly Diesel's `column.eq(value)`. SQLite stores a
-//! timestamp as text, and other tools write the same instant in other forms
-//! (`2024-01-02T03:04:05`, `...05.500`, `...05Z`) that Diesel reads as the same token:
-//! comparing with the one form Diesel writes would make such a row conflict on every
-//! save, with a conflict that reports the token the caller expected. There the
-//! predicate is `column IN (<every form of the token>)`: textual equality with forms
-//! that each read back as exactly this token, so it never matches another instant.
+//! timestamp as text, and other tools write the same token in other forms
+//! (`2024-01-02T03:04:05`, `...05.500`, `...05Z`, `...07:04:05+04:00`) that Diesel reads
+//! as the same token: comparing with the one form Diesel writes would make such a row
+//! conflict on every save, with a conflict that reports the token the caller expected.
+//! There the predicate also accepts a text that SQLite's date functions read and whose
+//! whole seconds (read by `strftime`, exact because they carry no fraction) and fraction
+//! (compared as text, since an offset is a whole number of minutes and never changes it)
+//! are the token's: the instant for `DateTime<Utc>`, the clock time written for
+//! `NaiveDateTime` (Diesel ignores the offset there). It never matches another token.
 
 use std::sync::OnceLock;
 
@@ -18,6 +21,7 @@ use diesel::sql_types::{Bool, HasSqlType, Text};
 use diesel::{QueryResult, SelectableExpression};
 
 use crate::dialect::Dialect;
+use crate::token::TimestampText;
 
 /// `column = token`, matching every text form of a timestamp token on SQLite.
 /// Built by `#[derive(Versioned)]`; not public API.
@@ -26,18 +30,18 @@ use crate::dialect::Dialect;
 pub struct TokenEq<Col, T> {
     column: Col,
     token: T,
-    /// The token's other text forms, worked out the first time the predicate is
-    /// written for SQLite; never on the other backends.
-    forms: OnceLock<Vec<String>>,
-    forms_of: fn(&T) -> Vec<String>,
+    /// The token's texts, worked out the first time the predicate is written for
+    /// SQLite; never on the other backends.
+    forms: OnceLock<Option<TimestampText>>,
+    forms_of: fn(&T) -> Option<TimestampText>,
 }
 
 impl<Col, T> TokenEq<Col, T> {
-    /// The predicate `column = token`; `forms_of` lists a token's other text forms
+    /// The predicate `column = token`; `forms_of` gives a timestamp token's texts
     /// ([`Versioned::token_text_forms`](crate::Versioned::token_text_forms)).
     ///
     /// No bound on `T` here: a field that is no token is reported once, on the field.
-    pub fn new(column: Col, token: T, forms_of: fn(&T) -> Vec<String>) -> Self {
+    pub fn new(column: Col, token: T, forms_of: fn(&T) -> Option<TimestampText>) -> Self {
         TokenEq {
             column,
             token,
@@ -59,11 +63,15 @@ impl<Col, T> ValidGrouping<()> for TokenEq<Col, T> {
     type IsAggregate = is_aggregate::Never;
 }
 
-/// No static id: on SQLite the text depends on how many forms the token has.
+/// No static id: on SQLite the text depends on the token's kind.
 impl<Col, T> QueryId for TokenEq<Col, T> {
     type QueryId = ();
     const HAS_STATIC_QUERY_ID: bool = false;
 }
+
+/// The date and time a text must start with: `YYYY-MM-DD HH:MM` (or `T`).
+const DATE_TIME_GLOB: &str =
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]*'";
 
 /// One impl for every backend, so that code generic over the backend (Diesel's
 /// `MultiConnection`) compiles; SQLite is recognised by its type.
@@ -75,23 +83,145 @@ where
     String: ToSql<Text, DB>,
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.column.walk_ast(out.reborrow())?;
-        let forms: &[String] = if Dialect::of::<DB>() == Some(Dialect::Sqlite) {
-            self.forms.get_or_init(|| (self.forms_of)(&self.token))
+        let text = if Dialect::of::<DB>() == Some(Dialect::Sqlite) {
+            self.forms
+                .get_or_init(|| (self.forms_of)(&self.token))
+                .as_ref()
         } else {
-            &[]
+            None
         };
-        if forms.is_empty() {
+        let Some(text) = text else {
+            self.column.walk_ast(out.reborrow())?;
             out.push_sql(" = ");
             return out.push_bind_param::<Col::SqlType, T>(&self.token);
-        }
-        out.push_sql(" IN (");
+        };
+        // `v` the text; `n` the length of its date, hours and minutes, with seconds when
+        // it has them; `rest` what follows (fraction and zone); `zone` the `Z` or offset.
+        out.push_sql("(");
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(" = ");
         out.push_bind_param::<Col::SqlType, T>(&self.token)?;
-        for form in forms {
-            out.push_sql(", ");
-            out.push_bind_param::<Text, String>(form)?;
+        out.push_sql(
+            " OR EXISTS (SELECT 1 FROM (SELECT v, n, substr(v, n + 1) AS rest, \
+             ltrim(substr(v, n + 1), '.0123456789') AS zone FROM (SELECT ",
+        );
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(" AS v, CASE WHEN substr(");
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(", 17, 1) = ':' THEN 19 ELSE 16 END AS n)) WHERE v GLOB ");
+        out.push_sql(DATE_TIME_GLOB);
+        out.push_sql(" AND strftime('%Y-%m-%d %H:%M:%S', substr(v, 1, n)");
+        if text.applies_offset {
+            out.push_sql(" || zone");
         }
-        out.push_sql(")");
+        out.push_sql(") = ");
+        out.push_bind_param::<Text, String>(&text.seconds)?;
+        // A fraction only after seconds; `.500` and `.5` are one fraction.
+        out.push_sql(
+            " AND CASE WHEN n = 19 \
+             THEN rtrim(rtrim(substr(rest, 1, length(rest) - length(zone)), '0'), '.') \
+             WHEN rest = zone THEN '' END = ",
+        );
+        out.push_bind_param::<Text, String>(&text.fraction)?;
+        out.push_sql("))");
         Ok(())
+    }
+}
+
+/// Every text of a timestamp Diesel reads is matched exactly when Diesel reads it as
+/// the token.
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use chrono::{DateTime, NaiveDateTime, Utc};
+    use diesel::prelude::*;
+    use diesel::sqlite::SqliteConnection;
+
+    use super::TokenEq;
+    use crate::VersionToken;
+
+    diesel::table! {
+        texts (id) {
+            id -> Integer,
+            naive -> Timestamp,
+            utc -> TimestamptzSqlite,
+        }
+    }
+
+    const TEXTS: &[&str] = &[
+        "2024-01-02 03:04:05",
+        "2024-01-02T03:04:05",
+        "2024-01-02 03:04:05.5",
+        "2024-01-02 03:04:05.500000",
+        "2024-01-02T03:04:05.123456",
+        "2024-01-02 03:04:05.123456789",
+        "2024-01-02 03:04:05.000",
+        "2024-01-02 03:04:05Z",
+        "2024-01-02T03:04:05.250Z",
+        "2024-01-02 03:04:05+00:00",
+        "2024-01-02 05:04:05+02:00",
+        "2024-01-02 05:04:05.5+02:00",
+        "2024-01-01T21:34:05.123456-05:30",
+        "2024-01-02 03:04",
+        "2024-01-02T03:04Z",
+        "2024-01-02 05:04+02:00",
+        "2024-01-02 03:04:06",
+        "2024-01-02 03:04:05.9995",
+        "2024-01-02 03:04:05.9995+01:00",
+        "2024-01-02 23:59:59.999999-14:00",
+    ];
+
+    /// Which row ids the predicate for `token` matches on `column`.
+    macro_rules! matched {
+        ($conn:expr, $column:expr, $token:expr) => {
+            texts::table
+                .select(texts::id)
+                .filter(TokenEq::new($column, $token, VersionToken::text_forms))
+                .order(texts::id)
+                .load::<i32>($conn)
+                .unwrap()
+        };
+    }
+
+    #[test]
+    fn a_timestamp_matches_the_texts_diesel_reads_as_it_and_no_other() {
+        let mut conn = SqliteConnection::establish(":memory:").unwrap();
+        diesel::sql_query("CREATE TABLE texts (id INTEGER PRIMARY KEY, naive TEXT, utc TEXT)")
+            .execute(&mut conn)
+            .unwrap();
+        for (id, text) in TEXTS.iter().enumerate() {
+            diesel::sql_query(format!(
+                "INSERT INTO texts VALUES ({id}, '{text}', '{text}')"
+            ))
+            .execute(&mut conn)
+            .unwrap();
+        }
+        let rows: Vec<(i32, NaiveDateTime, DateTime<Utc>)> = texts::table
+            .select((texts::id, texts::naive, texts::utc))
+            .order(texts::id)
+            .load(&mut conn)
+            .unwrap();
+        for &(id, naive, utc) in &rows {
+            let text = TEXTS[usize::try_from(id).unwrap()];
+            let same_naive: Vec<i32> = rows
+                .iter()
+                .filter(|row| row.1 == naive)
+                .map(|row| row.0)
+                .collect();
+            assert_eq!(
+                matched!(&mut conn, texts::naive, naive),
+                same_naive,
+                "NaiveDateTime {naive} read from {text:?}"
+            );
+            let same_utc: Vec<i32> = rows
+                .iter()
+                .filter(|row| row.2 == utc)
+                .map(|row| row.0)
+                .collect();
+            assert_eq!(
+                matched!(&mut conn, texts::utc, utc),
+                same_utc,
+                "DateTime<Utc> {utc} read from {text:?}"
+            );
+        }
     }
 }

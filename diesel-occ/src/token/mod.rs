@@ -92,13 +92,12 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
         Ok(self.next_token_at(precision))
     }
 
-    /// The other text forms SQLite may hold this token in and Diesel reads back as
-    /// exactly this token (for timestamps: `T` for the space, other fraction digits, a
-    /// `Z` or `+00:00` suffix), which a guarded write on SQLite also matches. Empty for
-    /// tokens with one form.
+    /// For a timestamp token, the texts SQLite may hold it as and Diesel reads back as
+    /// exactly this token (`T` for the space, other fraction digits, `Z` or an offset),
+    /// which a guarded write on SQLite also matches. `None` for tokens with one form.
     #[doc(hidden)]
-    fn text_forms(&self) -> Vec<String> {
-        Vec::new()
+    fn text_forms(&self) -> Option<TimestampText> {
+        None
     }
 
     /// What kind of column holds this token, for
@@ -295,4 +294,5 @@ impl VersionToken for Uuid {
 mod tests;
 mod timestamp;
 
+pub use timestamp::TimestampText;
 pub(crate) use timestamp::{clock_at, step_micros};

@@ -1,4 +1,4 @@
-//! Timestamp tokens: a fresh token strictly after the old one at the column's precision, and the text forms SQLite may store it in.
+//! Timestamp tokens: a fresh token strictly after the old one at the column's precision, and the texts SQLite may store it as.
 
 use crate::error::{InvalidToken, InvalidTokenReason};
 use chrono::{DateTime, NaiveDateTime, SubsecRound, TimeDelta, Utc};
@@ -75,48 +75,58 @@ pub(crate) fn step_micros(precision: u8) -> i64 {
         .unwrap_or(1)
 }
 
-/// The text forms of `t` that SQLite's date functions accept and Diesel reads back as
-/// exactly `t`, with the given suffixes, except Diesel's own (`%F %T%.f`, no suffix).
-pub(super) fn text_forms(t: NaiveDateTime, suffixes: &[&str], own: &str) -> Vec<String> {
-    let nanos = t.and_utc().timestamp_subsec_nanos();
-    let digits = format!("{nanos:09}");
-    let mut fractions = vec![
-        t.format("%.f").to_string(),
-        format!(".{digits}"),
-        format!(".{}", digits.trim_end_matches('0')),
-    ];
-    if let Some(micros) = digits.get(..6).filter(|_| nanos % 1_000 == 0) {
-        fractions.push(format!(".{micros}"));
-    }
-    if let Some(millis) = digits.get(..3).filter(|_| nanos % 1_000_000 == 0) {
-        fractions.push(format!(".{millis}"));
-    }
-    if nanos == 0 {
-        fractions.push(String::new());
-    }
-    let date = t.format("%F");
-    let mut times: Vec<String> = fractions
-        .iter()
-        .filter(|fraction| fraction.as_str() != ".")
-        .map(|fraction| format!("{}{fraction}", t.format("%T")))
-        .collect();
-    if nanos == 0 && t.format("%S").to_string() == "00" {
-        times.push(t.format("%R").to_string());
-    }
-    let mut forms = Vec::new();
-    for separator in [' ', 'T'] {
-        for time in &times {
-            for suffix in suffixes {
-                let form = format!("{date}{separator}{time}{suffix}");
-                if form != own && !forms.contains(&form) {
-                    forms.push(form);
-                }
-            }
-        }
-    }
-    forms
+/// Which texts in a SQLite column a timestamp token matches: every text that SQLite's
+/// date functions read and that Diesel reads back as exactly this token, whatever its
+/// form (`T` or a space, a fraction of any length, seconds or none, `Z` or an offset).
+/// [`TokenEq`](crate::statement::TokenEq) compares the text's whole seconds, through
+/// `strftime`, and its fraction, as text, with these. Not public API.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampText {
+    /// The token's whole seconds, `%Y-%m-%d %H:%M:%S`.
+    pub(crate) seconds: String,
+    /// Its fraction of a second without trailing zeros (`.25`), empty for none.
+    pub(crate) fraction: String,
+    /// Whether a UTC offset in the text moves the instant, as Diesel reads a
+    /// `DateTime<Utc>`; a `NaiveDateTime` is read as the clock time written, offset
+    /// ignored.
+    pub(crate) applies_offset: bool,
 }
 
+impl TimestampText {
+    fn new(t: NaiveDateTime, applies_offset: bool) -> Self {
+        let nanos = format!("{:09}", t.and_utc().timestamp_subsec_nanos());
+        let digits = nanos.trim_end_matches('0');
+        TimestampText {
+            seconds: t.format("%F %T").to_string(),
+            fraction: if digits.is_empty() {
+                String::new()
+            } else {
+                format!(".{digits}")
+            },
+            applies_offset,
+        }
+    }
+}
+
+/// A timestamp token, the clock time in UTC.
+///
+/// It only moves forward: a checked write stores `max(now, old + one unit)` at the
+/// column's precision (`#[occ(version, precision = N)]`), so on a busy row a
+/// whole-second token runs ahead of the clock, and a token never returns to a value it
+/// held before, which a stale entity may still hold.
+///
+/// **Rule: nothing but diesel-occ sets the token to "now".** A writer that does (MySQL's
+/// `ON UPDATE CURRENT_TIMESTAMP`, a trigger or an application writing `now()`) can move
+/// a token that ran ahead of the clock back onto such a value, and the stale entity's
+/// save then wins. diesel-occ refuses or guards where it can see it:
+/// [`SchemaCheck`](crate::schema_check::SchemaCheck) reports a token column with
+/// `ON UPDATE CURRENT_TIMESTAMP`, and the PostgreSQL
+/// [bypass guard](crate::bypass_guard) moves a write that leaves the token where it was
+/// or moves it back to the clock or one unit past the old token (a trigger of your own
+/// that sets the token runs after it when its name sorts after the guard's
+/// `occ_guard_...`, and undoes that). Keep a "last modified" time in a column of its
+/// own.
 impl VersionToken for NaiveDateTime {
     const KIND: TokenKind = TokenKind::Timestamp;
 
@@ -140,9 +150,8 @@ impl VersionToken for NaiveDateTime {
     }
 
     // Diesel reads a naive timestamp with an offset by ignoring the offset.
-    fn text_forms(&self) -> Vec<String> {
-        let own = self.format("%F %T%.f").to_string();
-        text_forms(*self, &["", "Z", "+00:00"], &own)
+    fn text_forms(&self) -> Option<TimestampText> {
+        Some(TimestampText::new(*self, false))
     }
 
     fn to_value(&self) -> TokenValue {
@@ -168,6 +177,8 @@ impl VersionToken for NaiveDateTime {
     }
 }
 
+/// A timestamp token, the instant: as `NaiveDateTime`'s, including the rule that
+/// nothing but diesel-occ sets it to "now".
 impl VersionToken for DateTime<Utc> {
     const KIND: TokenKind = TokenKind::Timestamp;
 
@@ -188,10 +199,9 @@ impl VersionToken for DateTime<Utc> {
         try_fresh_timestamp(self.naive_utc(), precision).map(|t| t.and_utc())
     }
 
-    // Diesel writes `+00:00` and reads any offset, applying it; UTC forms only.
-    fn text_forms(&self) -> Vec<String> {
-        let own = self.format("%F %T%.f+00:00").to_string();
-        text_forms(self.naive_utc(), &["Z", "+00:00"], &own)
+    // Diesel writes `+00:00` and reads any offset, applying it (no offset is UTC).
+    fn text_forms(&self) -> Option<TimestampText> {
+        Some(TimestampText::new(self.naive_utc(), true))
     }
 
     fn to_value(&self) -> TokenValue {

@@ -18,7 +18,10 @@
 //! SQLite keeps timestamps as text and its date functions count milliseconds: the step
 //! there is at least one millisecond and the result is written at milliseconds (whole
 //! seconds for a whole-second token), one text form, so that `MAX` compares like with
-//! like and the result is strictly after the old token.
+//! like and the result is strictly after the old token. A token another tool stored
+//! with a UTC offset (`...10:00:00+02:00`) is advanced from what the token type reads:
+//! the instant for `DateTime<Utc>`, the clock time written for `NaiveDateTime` (Diesel
+//! ignores the offset there, so it is cut off before `strftime` would apply it).
 
 use diesel::backend::Backend;
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
@@ -56,7 +59,7 @@ use crate::token::step_micros;
 /// assert!(
 ///     sql.starts_with(
 ///         "UPDATE `notes` SET `updated_at` = MAX(strftime('%Y-%m-%d %H:%M:%S', ?), \
-///          strftime('%Y-%m-%d %H:%M:%S', `notes`.`updated_at`, '+1 seconds'))"
+///          strftime('%Y-%m-%d %H:%M:%S', CASE WHEN `notes`.`updated_at` GLOB"
 ///     ),
 ///     "{sql}"
 /// );
@@ -105,7 +108,22 @@ impl<Col, T> AdvancedTimestamp<Col, T> {
         out.push_sql(&format!("MAX(strftime({format}, "));
         out.push_bind_param::<Col::SqlType, T>(&self.now)?;
         out.push_sql(&format!("), strftime({format}, "));
-        self.column.walk_ast(out.reborrow())?;
+        if self.sqlite_suffix.is_empty() {
+            // A naive token is the clock time written, offset ignored (as Diesel reads
+            // it): `strftime` would apply a `+02:00` and move the token back by two
+            // hours, so the offset is cut off first.
+            out.push_sql("CASE WHEN ");
+            self.column.walk_ast(out.reborrow())?;
+            out.push_sql(" GLOB '*[+-][0-9][0-9]:[0-9][0-9]' THEN substr(");
+            self.column.walk_ast(out.reborrow())?;
+            out.push_sql(", 1, length(");
+            self.column.walk_ast(out.reborrow())?;
+            out.push_sql(") - 6) ELSE ");
+            self.column.walk_ast(out.reborrow())?;
+            out.push_sql(" END");
+        } else {
+            self.column.walk_ast(out.reborrow())?;
+        }
         out.push_sql(&format!(", {step}))"));
         if !self.sqlite_suffix.is_empty() {
             out.push_sql(&format!(" || '{}'", self.sqlite_suffix));

@@ -2,7 +2,8 @@
 //! not (raw SQL, another service), so a checked save from a stale read conflicts instead
 //! of overwriting that write. Each scenario shows the lost update without the guard.
 //! Timestamp tokens are guarded on PostgreSQL only; the other backends refuse them.
-//! [`triggers`] checks the DDL itself: names, quoting, identifier limits, wrapping.
+//! [`triggers`] checks the DDL itself: names, quoting, identifier limits, wrapping;
+//! [`timestamp_columns`] the timestamp guard on columns of every precision.
 
 use diesel_occ::bypass_guard::GuardBackend;
 use diesel_occ_tests::Backend;
@@ -16,6 +17,7 @@ pub(crate) const fn dialect(backend: Backend) -> GuardBackend {
     }
 }
 
+mod timestamp_columns;
 mod triggers;
 
 on_every_backend!(entities, blocking, asynchronous);

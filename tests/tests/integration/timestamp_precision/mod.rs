@@ -133,6 +133,7 @@ token_column!(
     6
 );
 
+mod now_writers;
 mod sqlite_text_forms;
 
 /// `DateTime<Utc>` tokens under a bulk update, on the backends where Diesel maps them:
