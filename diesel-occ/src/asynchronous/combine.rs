@@ -463,4 +463,50 @@ mod tests {
             .expect("saved");
         assert_eq!(db.stock().available, 9);
     }
+
+    #[test]
+    fn a_writer_task_dropped_before_it_ran_lets_the_row_go_and_its_changes_run() {
+        let db = TestDb::new();
+        let url = db.url.clone();
+        let source = move || {
+            let url = url.clone();
+            async move { Conn::establish(&url).await }
+        };
+        let combiner = Combiner::<Stock>::new();
+        let policy = RetryPolicy::new();
+        let take_one = |stock: &mut Stock| {
+            stock.available -= 1;
+            stock.available
+        };
+        let mut first = std::pin::pin!(combiner.apply(&source, &policy, 1, take_one));
+        // The first change spawns the writer task on a runtime that never polls it, and
+        // that runtime shuts down: the task is dropped before it ran.
+        let lost = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let entered = lost.enter();
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(first.as_mut().poll(&mut context).is_pending());
+        drop(entered);
+        drop(lost);
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // The timeouts only turn a hang into a failure.
+        let limit = std::time::Duration::from_secs(10);
+        let first = runtime
+            .block_on(async { tokio::time::timeout(limit, first).await })
+            .expect("the change of the lost task is not left waiting");
+        assert_eq!(first.expect("run alone"), 9);
+        let next = runtime
+            .block_on(async {
+                tokio::time::timeout(limit, combiner.apply(&source, &policy, 1, take_one)).await
+            })
+            .expect("a later change is not left waiting");
+        assert_eq!(next.expect("saved"), 8);
+        assert_eq!(db.stock().available, 8);
+        assert_eq!(combiner.rows.len(), 0, "the row was let go");
+    }
 }
