@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod cluster;
 pub mod db;
+pub mod relay;
 pub mod schema;
 pub mod statements;
 
@@ -28,3 +29,4 @@ pub mod containers;
 pub use backend::Backend;
 pub use cluster::{Access, Cluster, GaleraDb, PgReplicasDb};
 pub use db::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb, connect_async};
+pub use relay::Relay;

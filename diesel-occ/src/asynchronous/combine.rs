@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use diesel::Selectable;
 use diesel::dsl::{AsSelect, Select};
@@ -13,12 +14,15 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel_async::AsyncConnection;
 use diesel_async::methods::LoadQuery;
 
+use super::retry::transaction_depth;
 use super::{
     AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, GuardedUpdate, retry,
 };
 use crate::backend::LockedRead;
 use crate::error::Error;
-use crate::retry::combine::{Finished, Member, Pending, Row, Rows, lock, publish};
+use crate::retry::combine::{
+    Finished, Member, Pending, Row, Rows, after_commit, known_unwritten, lock, publish, unknown,
+};
 use crate::retry::{Attempt, RetryPolicy};
 use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
@@ -27,9 +31,11 @@ use crate::versioned::Versioned;
 /// time in groups: ONE read, every change of the group in turn, ONE checked save. The
 /// async twin of [`crate::retry::Combiner`], with the same contract: a change depends on
 /// the row alone and runs once per attempt of its group; a conflict reads again and
-/// runs every change again; a group that fails for good gives each caller the error of
-/// its own change; a change that panics leaves its group and the panic resumes in its
-/// caller.
+/// runs every change again; a group that fails for good without writing gives each
+/// caller the result of its own change; a group whose connection is lost when its save
+/// or COMMIT may have reached the server is never run again, and each of its callers
+/// gets [`Error::OutcomeUnknown`]; a change that panics leaves its group and the panic
+/// resumes in its caller.
 ///
 /// The groups are written by a task that the first caller to find the row idle spawns
 /// (`tokio::spawn`, so call it inside a Tokio runtime), with that caller's source and
@@ -38,7 +44,9 @@ use crate::versioned::Versioned;
 /// known: dropping the future of [`apply`](Self::apply) while its change waits for the
 /// next group withdraws the change; once its group is being written, the change lands
 /// or not with the group, as an UPDATE already sent does. Hence the source must be
-/// `Clone + 'static` (a deadpool `Pool` is).
+/// `Clone + 'static` (a deadpool `Pool` is). A writer task that stops mid-group (its
+/// runtime shuts down) tells its callers [`Error::OutcomeUnknown`]; one dropped before
+/// it ran lets the row go, and its callers run their changes alone.
 ///
 /// ```
 /// # include!("../retry/doctest_setup.rs");
@@ -110,13 +118,17 @@ impl<T: Versioned> Combiner<T> {
             !std::mem::replace(&mut queue.writing, true)
         };
         if start {
-            tokio::spawn(write_groups(
-                source.clone(),
-                policy.clone(),
-                key.clone(),
-                Arc::clone(&self.rows),
-                Arc::clone(&row),
-            ));
+            // The task owns the writer's hold on the row from the start: were the task
+            // dropped before it ever ran (its runtime shut down), the hold would still
+            // let the row go and hand the queued changes back to their callers.
+            let writer = Writer {
+                rows: Arc::clone(&self.rows),
+                key: key.clone(),
+                row: Some(Arc::clone(&row)),
+                group: Vec::new(),
+                idle: false,
+            };
+            tokio::spawn(write_groups(source.clone(), policy.clone(), writer));
         }
         let queued = Queued {
             rows: &self.rows,
@@ -259,35 +271,23 @@ where
 
 /// The writer task: the queued changes as one group, again and again while changes
 /// keep arriving; then the row is idle and the task ends.
-async fn write_groups<S, T>(
-    source: S,
-    policy: RetryPolicy,
-    key: T::Key,
-    rows: Arc<Rows<T>>,
-    row: Arc<Row<T>>,
-) where
+async fn write_groups<S, T>(source: S, policy: RetryPolicy, mut writer: Writer<T>)
+where
     S: AsyncConnectionSource + Send,
     S::Connection: AsyncLockingConnection,
     T: Combinable<S::Connection>,
 {
-    let mut writer = Writer {
-        rows,
-        key,
-        row: Some(row),
-        group: Vec::new(),
-        idle: false,
-    };
     while let Some(group) = writer.next_group() {
         writer.group = group;
         let result = write_group(&source, &policy, &writer.key, &writer.group).await;
-        publish(&mut writer.group, result, None);
+        publish(&mut writer.group, result);
     }
 }
 
 /// The writer task's hold on its row. When the task stops mid-group (its runtime shuts
 /// down, or it panics), nobody knows whether the group was saved: its callers get an
-/// error saying so, and the changes queued behind it run alone. Either way the row is
-/// let go.
+/// error saying so, and the changes queued behind it run alone, as do the changes of a
+/// task dropped before it ran. Either way the row is let go.
 struct Writer<T: Versioned> {
     rows: Arc<Rows<T>>,
     key: T::Key,
@@ -348,19 +348,16 @@ where
     S::Connection: AsyncLockingConnection,
     T: Combinable<S::Connection>,
 {
-    retry(source, policy, async |conn, attempt| {
-        change_row(conn, &attempt, key.clone(), |row| {
-            for member in group.iter().filter(|member| member.mark().is_queued()) {
-                member.run(row);
-            }
-        })
-        .await
+    write(source, policy, key, |row| {
+        for member in group.iter().filter(|member| member.mark().is_queued()) {
+            member.run(row);
+        }
     })
     .await
 }
 
-/// A change whose group failed, written in a group of its own, so that its caller gets
-/// the error of its own change.
+/// A change whose group failed and wrote nothing, written in a group of its own, so
+/// that its caller gets the result of its own change.
 async fn alone<S, T, R, F>(
     source: &S,
     policy: &RetryPolicy,
@@ -374,21 +371,46 @@ where
     F: FnMut(&mut T) -> R + Send,
     R: Send,
 {
-    let key = &key;
-    retry(source, policy, async |conn, attempt| {
-        change_row(conn, &attempt, key.clone(), |row| (*lock(change))(row)).await
+    write(source, policy, &key, |row| (*lock(change))(row)).await
+}
+
+/// Runs `change` on the row through the async `retry` and saves it; a save whose
+/// outcome is unknown (at the UPDATE or at the attempt's COMMIT) ends it with
+/// [`Error::OutcomeUnknown`], as in the blocking combiner.
+async fn write<S, T, O>(
+    source: &S,
+    policy: &RetryPolicy,
+    key: &T::Key,
+    change: impl Fn(&mut T) -> O + Sync,
+) -> Result<O, Error>
+where
+    S: AsyncConnectionSource,
+    S::Connection: AsyncLockingConnection,
+    T: Combinable<S::Connection>,
+    O: Send,
+{
+    let committing = std::sync::atomic::AtomicBool::new(false);
+    let (change, committing_ref) = (&change, &committing);
+    let result = retry(source, policy, async |conn, attempt| {
+        committing_ref.store(false, Ordering::Relaxed);
+        let (output, saved) = change_row(conn, &attempt, key.clone(), change).await?;
+        committing_ref.store(saved && attempt.runs_in_transaction(), Ordering::Relaxed);
+        Ok(output)
     })
-    .await
+    .await;
+    after_commit(result, committing.load(Ordering::Relaxed))
 }
 
 /// One attempt: reads the row, changes it, and saves it unless the change left it as it
-/// was read.
+/// was read; also says whether it saved. A save that fails with the connection gone,
+/// outside a transaction, may have been applied: its error is
+/// [`Error::OutcomeUnknown`].
 async fn change_row<C, T, O>(
     conn: &mut C,
     attempt: &Attempt,
     key: T::Key,
     change: impl FnOnce(&mut T) -> O,
-) -> Result<O, Error>
+) -> Result<(O, bool), Error>
 where
     C: AsyncConnection,
     T: Combinable<C>,
@@ -396,10 +418,18 @@ where
     let read = T::read(conn, attempt, key).await?;
     let mut row = read.clone();
     let output = change(&mut row);
-    if row != read {
-        row.save(conn).await?;
+    if row == read {
+        return Ok((output, false));
     }
-    Ok(output)
+    // Inside a transaction the save commits nothing by itself: a lost connection rolls
+    // it back.
+    let in_transaction = transaction_depth(conn).is_ok_and(|depth| depth > 0);
+    match row.save(conn).await {
+        Ok(()) => Ok((output, true)),
+        Err(error) if in_transaction || known_unwritten(&error) => Err(error),
+        Err(error) if conn.batch_execute("SELECT 1").await.is_ok() => Err(error),
+        Err(error) => Err(unknown(&error)),
+    }
 }
 
 #[cfg(test)]
@@ -462,5 +492,51 @@ mod tests {
             }))
             .expect("saved");
         assert_eq!(db.stock().available, 9);
+    }
+
+    #[test]
+    fn a_writer_task_dropped_before_it_ran_lets_the_row_go_and_its_changes_run() {
+        let db = TestDb::new();
+        let url = db.url.clone();
+        let source = move || {
+            let url = url.clone();
+            async move { Conn::establish(&url).await }
+        };
+        let combiner = Combiner::<Stock>::new();
+        let policy = RetryPolicy::new();
+        let take_one = |stock: &mut Stock| {
+            stock.available -= 1;
+            stock.available
+        };
+        let mut first = std::pin::pin!(combiner.apply(&source, &policy, 1, take_one));
+        // The first change spawns the writer task on a runtime that never polls it, and
+        // that runtime shuts down: the task is dropped before it ran.
+        let lost = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let entered = lost.enter();
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(first.as_mut().poll(&mut context).is_pending());
+        drop(entered);
+        drop(lost);
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // The timeouts only turn a hang into a failure.
+        let limit = std::time::Duration::from_secs(10);
+        let first = runtime
+            .block_on(async { tokio::time::timeout(limit, first).await })
+            .expect("the change of the lost task is not left waiting");
+        assert_eq!(first.expect("run alone"), 9);
+        let next = runtime
+            .block_on(async {
+                tokio::time::timeout(limit, combiner.apply(&source, &policy, 1, take_one)).await
+            })
+            .expect("a later change is not left waiting");
+        assert_eq!(next.expect("saved"), 8);
+        assert_eq!(db.stock().available, 8);
+        assert_eq!(combiner.rows.len(), 0, "the row was let go");
     }
 }

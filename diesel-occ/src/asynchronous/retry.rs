@@ -530,7 +530,7 @@ pub(super) async fn end_attempt_transaction<C: AsyncConnection, T>(
 }
 
 /// How many transactions (the outermost and its savepoints) are open on `conn`.
-fn transaction_depth<C: AsyncConnection>(conn: &mut C) -> Result<u32, Error> {
+pub(super) fn transaction_depth<C: AsyncConnection>(conn: &mut C) -> Result<u32, Error> {
     let status = C::TransactionManager::transaction_manager_status_mut(conn);
     Ok(status.transaction_depth()?.map_or(0, |depth| depth.get()))
 }

@@ -81,14 +81,12 @@ pub enum Error {
     /// fractional digits than declared). Nothing was written.
     #[error(transparent)]
     Schema(#[from] crate::schema_check::SchemaProblems),
-    /// A change handed to the async `Combiner` was in a group whose writer task stopped
-    /// (its runtime shut down, or the task panicked) before it knew whether the group
-    /// was saved: the change may or may not be in the row. Read the row to know; not
-    /// retried, since retrying could apply the change twice.
-    #[error(
-        "the combiner's writer task stopped while it wrote this change's group: \
-         it may or may not have been saved"
-    )]
+    /// A change handed to a `Combiner` (blocking or async) may or may not be in the row:
+    /// the connection was lost after its group's UPDATE or COMMIT may have reached the
+    /// server, or the caller or task writing the group stopped mid-group (a panic, the
+    /// async writer task's runtime shutting down). Read the row to know; never retried,
+    /// since running the change again could apply it twice.
+    #[error("the change's group may or may not have been saved")]
     OutcomeUnknown,
 }
 

@@ -1,6 +1,7 @@
 //! Changes to one row, made by the threads of one process at the same time, applied in
 //! groups: one read, the changes one after another, one checked save ([`Combiner`]).
 
+mod outcome;
 mod queue;
 
 use std::fmt;
@@ -13,12 +14,14 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Connection, Selectable};
 
+#[cfg(feature = "async")]
+pub(crate) use self::outcome::{after_commit, known_unwritten, unknown};
 use self::queue::State;
 #[cfg(feature = "async")]
 pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 #[cfg(not(feature = "async"))]
 use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
-use super::{AttemptDsl, ConnectionSource, RetryPolicy, retry};
+use super::{AttemptDsl, ConnectionSource, RetryPolicy, retry, transaction_depth};
 use crate::backend::{LockedRead, LockingConnection};
 use crate::blocking::CheckedDsl;
 use crate::error::Error;
@@ -43,9 +46,17 @@ use crate::versioned::Versioned;
 ///   combiner) the group is read again and every change runs again: **a change must
 ///   depend on the row alone**, as the closure of `retry` must, and is run once per
 ///   attempt of its group.
-/// - When a group fails for good, its leader gets the error and every other caller of
-///   the group runs its change again in a group of its own, so each caller gets the
-///   error of its own change.
+/// - When a group fails for good with an error that wrote nothing (the row is gone, a
+///   CHECK constraint refused the save, the policy gave up on conflicts), a caller
+///   whose change was the group's only one gets that error, and when there were more,
+///   every caller runs its change again in a group of its own, so each gets the result
+///   of its own change: one change that breaks a constraint does not cost the others
+///   theirs.
+/// - **A group whose outcome is unknown is never run again**: when the connection is
+///   lost at the group's save (outside a transaction) or at the attempt's COMMIT, the
+///   server may have applied the group, so every caller of the group gets
+///   [`Error::OutcomeUnknown`] and reads the row to know. The same holds for a change
+///   run again alone.
 /// - A change that panics is left out of its group (the row is put back as it was
 ///   before that change), and the panic resumes in the thread that called `apply`.
 ///
@@ -111,10 +122,12 @@ impl<T: Versioned> Combiner<T> {
     /// group that was saved.
     ///
     /// `change` may run more than once (once per attempt of its group, on the row read
-    /// again); only the last run's result and row are kept. The errors are
-    /// [`retry`](super::retry)'s: [`Error::NotFound`] when the row is gone,
-    /// [`Error::RetriesExhausted`] when the policy gave up, any other error of the
-    /// read or the save.
+    /// again, and once more alone when its group failed without writing); only the last
+    /// run's result and row are kept. The errors are [`retry`](super::retry)'s:
+    /// [`Error::NotFound`] when the row is gone, [`Error::RetriesExhausted`] when the
+    /// policy gave up, any other error of the read or the save; and
+    /// [`Error::OutcomeUnknown`] when the connection was lost after the change's group
+    /// may have been saved (it may or may not be in the row, and is not run again).
     pub fn apply<S, R, F>(
         &self,
         source: &S,
@@ -134,12 +147,7 @@ impl<T: Versioned> Combiner<T> {
         let row = self.rows.take(&key);
         let finished = match join(&row, member) {
             Turn::Lead(group) => {
-                Leader {
-                    row: &row,
-                    mine: &mine.mark,
-                    group,
-                }
-                .lead(source, policy, &key);
+                Leader { row: &row, group }.lead(source, policy, &key);
                 mine.mark.finished()
             }
             Turn::Finished(finished) => finished,
@@ -149,11 +157,12 @@ impl<T: Versioned> Combiner<T> {
             // The output of the group's last attempt, which saved it.
             Finished::Done => match lock(&mine.output).take() {
                 Some(output) => Ok(output),
-                None => alone(source, policy, key, &mut *lock(&mine.change)),
+                None => write(source, policy, key, &mut *lock(&mine.change)),
             },
             Finished::Failed(error) => Err(error),
             Finished::Panicked(payload) => panic::resume_unwind(payload),
-            Finished::Alone => alone(source, policy, key, &mut *lock(&mine.change)),
+            // Its group wrote nothing: alone, for its own result.
+            Finished::Alone => write(source, policy, key, &mut *lock(&mine.change)),
         }
     }
 
@@ -263,10 +272,10 @@ fn join<T>(row: &Row<T>, member: Arc<dyn Member<T>>) -> Turn<T> {
 }
 
 /// The caller writing a group of one row. When it is done (also when it unwinds
-/// mid-group, whose members then run alone), the first caller queued meanwhile leads.
+/// mid-group, whose callers are then told the outcome is unknown, as nobody knows
+/// whether the group was saved), the first caller queued meanwhile leads.
 struct Leader<'a, T> {
     row: &'a Row<T>,
-    mine: &'a queue::Mark,
     group: Vec<Arc<dyn Member<T>>>,
 }
 
@@ -279,15 +288,19 @@ impl<T> Leader<'_, T> {
         T: Combinable<S::Connection>,
     {
         let result = write_group(source, policy, key.clone(), &mut self.group);
-        publish(&mut self.group, result, Some(self.mine));
+        publish(&mut self.group, result);
     }
 }
 
 impl<T> Drop for Leader<'_, T> {
     fn drop(&mut self) {
-        // Only when `lead` unwound: the members it took run alone.
+        // Only when `lead` unwound, maybe after the group's save was sent.
         for member in self.group.drain(..) {
-            member.mark().finish(Finished::Alone);
+            if member.mark().is_queued() {
+                member
+                    .mark()
+                    .finish(Finished::Failed(Error::OutcomeUnknown));
+            }
         }
         let mut queue = lock(&self.row.queue);
         match queue.waiting.first() {
@@ -310,39 +323,45 @@ where
     S::Connection: LockingConnection,
     T: Combinable<S::Connection>,
 {
-    retry(source, policy, |conn, attempt| {
-        change_row(conn, &attempt, key.clone(), |row| {
-            group.retain(|member| member.run(row));
-        })
+    write(source, policy, key, |row| {
+        group.retain(|member| member.run(row));
     })
 }
 
-/// A change whose group failed, written in a group of its own, so that its caller gets
-/// the error of its own change.
-fn alone<S, T, R>(
+/// Runs `change` on the row through `retry` and saves it; a save whose outcome is
+/// unknown (at the UPDATE or at the attempt's COMMIT) ends it with
+/// [`Error::OutcomeUnknown`] (see [`outcome`]).
+fn write<S, T, O>(
     source: &S,
     policy: &RetryPolicy,
     key: T::Key,
-    change: &mut impl FnMut(&mut T) -> R,
-) -> Result<R, Error>
+    mut change: impl FnMut(&mut T) -> O,
+) -> Result<O, Error>
 where
     S: ConnectionSource + ?Sized,
     S::Connection: LockingConnection,
     T: Combinable<S::Connection>,
 {
-    retry(source, policy, |conn, attempt| {
-        change_row(conn, &attempt, key.clone(), &mut *change)
-    })
+    let mut committing = false;
+    let result = retry(source, policy, |conn, attempt| {
+        committing = false;
+        let (output, saved) = change_row(conn, &attempt, key.clone(), &mut change)?;
+        committing = saved && attempt.runs_in_transaction();
+        Ok(output)
+    });
+    outcome::after_commit(result, committing)
 }
 
 /// One attempt: reads the row, changes it, and saves it unless the change left it as it
-/// was read.
+/// was read; also says whether it saved. A save that fails with the connection gone,
+/// outside a transaction, may have been applied: its error is
+/// [`Error::OutcomeUnknown`].
 fn change_row<C, T, O>(
     conn: &mut C,
     attempt: &super::Attempt,
     key: T::Key,
     change: impl FnOnce(&mut T) -> O,
-) -> Result<O, Error>
+) -> Result<(O, bool), Error>
 where
     C: Connection,
     T: Combinable<C>,
@@ -350,10 +369,23 @@ where
     let read = T::read(conn, attempt, key)?;
     let mut row = read.clone();
     let output = change(&mut row);
-    if row != read {
-        row.save(conn)?;
+    if row == read {
+        return Ok((output, false));
     }
-    Ok(output)
+    // Inside a transaction the save commits nothing by itself: a lost connection rolls
+    // it back.
+    let in_transaction = transaction_depth(conn).is_ok_and(|depth| depth > 0);
+    match row.save(conn) {
+        Ok(()) => Ok((output, true)),
+        Err(error)
+            if in_transaction
+                || outcome::known_unwritten(&error)
+                || conn.batch_execute("SELECT 1").is_ok() =>
+        {
+            Err(error)
+        }
+        Err(error) => Err(outcome::unknown(&error)),
+    }
 }
 
 #[cfg(test)]

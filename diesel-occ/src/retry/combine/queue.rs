@@ -161,8 +161,8 @@ pub(crate) enum Finished {
     Done,
     /// Its group failed for good: the error, for the caller whose change it was.
     Failed(Error),
-    /// Its group failed for good with other changes in it: run it alone, for its own
-    /// error.
+    /// Its group failed for good, with other changes in it, and wrote nothing: run it
+    /// alone, for its own result.
     Alone,
     /// The change panicked: the panic, to resume in the caller.
     Panicked(Box<dyn Any + Send>),
@@ -224,40 +224,31 @@ impl Mark {
     }
 }
 
-/// Publishes what became of a group's changes: `Done` after a save; after an error, the
-/// error for the change of `owner` when given, and for a group of one; the others run
-/// alone. A change that panicked was told already.
-pub(crate) fn publish<T>(
-    group: &mut Vec<Arc<dyn Member<T>>>,
-    result: Result<(), Error>,
-    owner: Option<&Mark>,
-) {
-    let error = match result {
-        Ok(()) => {
-            for member in group.drain(..) {
-                if member.mark().is_queued() {
-                    member.mark().finish(Finished::Done);
-                }
-            }
-            return;
+/// Publishes what became of a group's changes: `Done` after a save; after an unknown
+/// outcome, that error for every change (none may run again: it may be in the row);
+/// after another error, which wrote nothing, that error for the change of a group of
+/// one, and for a bigger group a run alone for each change (the error may be another
+/// change's). A change that panicked was told already.
+pub(crate) fn publish<T>(group: &mut Vec<Arc<dyn Member<T>>>, result: Result<(), Error>) {
+    let queued: Vec<_> = group
+        .drain(..)
+        .filter(|member| member.mark().is_queued())
+        .collect();
+    match result {
+        Ok(()) => finish_all(&queued, || Finished::Done),
+        Err(Error::OutcomeUnknown) => {
+            finish_all(&queued, || Finished::Failed(Error::OutcomeUnknown));
         }
-        Err(error) => error,
-    };
-    let sole = match group.as_slice() {
-        [only] => Some(Arc::clone(only)),
-        _ => None,
-    };
-    let owner = owner.or_else(|| sole.as_deref().map(Member::mark));
-    let owner_ptr = owner.map(std::ptr::from_ref);
-    for member in group.drain(..) {
-        let mark = member.mark();
-        if mark.is_queued() && Some(std::ptr::from_ref(mark)) != owner_ptr {
-            mark.finish(Finished::Alone);
-        }
+        Err(error) => match queued.as_slice() {
+            [only] => only.mark().finish(Finished::Failed(error)),
+            _ => finish_all(&queued, || Finished::Alone),
+        },
     }
-    // Unless the owner's own change panicked and was told so.
-    if let Some(owner) = owner.filter(|owner| owner.is_queued()) {
-        owner.finish(Finished::Failed(error));
+}
+
+fn finish_all<T>(members: &[Arc<dyn Member<T>>], finished: impl Fn() -> Finished) {
+    for member in members {
+        member.mark().finish(finished());
     }
 }
 

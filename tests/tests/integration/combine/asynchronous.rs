@@ -7,9 +7,10 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use diesel::{ExpressionMethods, QueryDsl};
+use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
-use diesel_occ::Error;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{Error, UuidToken};
 use diesel_occ::asynchronous::{Combiner, RetryPolicy};
 use diesel_occ_tests::AsyncTestDb;
 use tokio::task::JoinHandle;
@@ -222,4 +223,75 @@ async fn a_change_that_panics_leaves_its_group_and_panics_in_its_callers_task() 
     assert_eq!(after.await.unwrap().expect("saved"), 2, "its change never counted");
     let saved = load(&mut db.conn().await, 1).await;
     assert_eq!((saved.value, saved.version), (2, 3));
+}
+
+/// A row whose `available` a CHECK constraint keeps at 0 or more.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
+}
+
+/// Takes `n` from the stock, returning what is left.
+fn take(n: i32) -> impl FnMut(&mut Stock) -> i32 + Send + 'static {
+    move |stock| {
+        stock.available -= n;
+        stock.available
+    }
+}
+
+/// A group of a valid change and one that breaks the CHECK constraint: the group's save
+/// fails for the second one's sake, so each runs alone and gets its own result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
+    let db = async_test_db!();
+    diesel::insert_into(schema::stock::table)
+        .values(Stock {
+            id: 1,
+            available: 2,
+            version: UuidToken::initial(),
+        })
+        .execute(&mut db.conn().await)
+        .await
+        .expect("seed");
+    let combiner = Arc::new(Combiner::<Stock>::new());
+    let apply = |change: Box<dyn FnMut(&mut Stock) -> i32 + Send>| {
+        let (combiner, source) = (Arc::clone(&combiner), source(&db));
+        tokio::spawn(async move { combiner.apply(&source, &policy(), 1, change).await })
+    };
+    // The first group holds the writer task until the second group is queued.
+    let (running_tx, running) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let mut gate = Some((running_tx, go_rx));
+    let first = apply(Box::new(move |stock| {
+        if let Some((running, go)) = gate.take() {
+            running.send(()).unwrap();
+            go.recv().unwrap();
+        }
+        take(1)(stock)
+    }));
+    tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
+        .await
+        .unwrap();
+    let valid = apply(Box::new(take(1)));
+    while combiner.waiting(&1) != 1 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let too_much = apply(Box::new(take(5)));
+    while combiner.waiting(&1) != 2 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    go.send(()).unwrap();
+    assert_eq!(first.await.unwrap().expect("saved"), 1);
+    assert_eq!(valid.await.unwrap().expect("the valid change lands"), 0);
+    match too_much.await.unwrap() {
+        Err(error @ Error::Database(_)) => assert!(!error.is_retryable(), "{error:?}"),
+        other => panic!("expected the CHECK violation, got {other:?}"),
+    }
+    let saved = Stock::find(&mut db.conn().await, 1).await.expect("the row");
+    assert_eq!(saved.available, 0, "both valid changes, nothing of the other");
+    assert_eq!(combiner.waiting(&1), 0);
 }

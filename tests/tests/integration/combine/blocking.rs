@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, ScopedJoinHandle};
 
 use diesel::prelude::*;
-use diesel_occ::Error;
 use diesel_occ::prelude::*;
+use diesel_occ::{Error, UuidToken};
 use diesel_occ::retry::{Combiner, RetryPolicy};
 use diesel_occ_tests::TestDb;
 
@@ -22,6 +22,16 @@ struct Counter {
     label: Option<String>,
     #[occ(version)]
     version: i32,
+}
+
+/// A row whose `available` a CHECK constraint keeps at 0 or more.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: UuidToken,
 }
 
 fn seed(db: &TestDb<Conn>) {
@@ -301,4 +311,68 @@ fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combiner() {
         assert_eq!(saved.value, combined[i] + 1000 * outside[i], "row {key}");
     }
     assert_eq!(combiner.waiting(&1) + combiner.waiting(&2), 0);
+}
+
+/// Takes `n` from the stock, returning what is left.
+fn take(n: i32) -> impl FnMut(&mut Stock) -> i32 + Send {
+    move |stock| {
+        stock.available -= n;
+        stock.available
+    }
+}
+
+/// A group of a valid change and one that breaks the CHECK constraint: the group's save
+/// fails for the second one's sake, so each runs alone and gets its own result; the
+/// valid one, the group's leader, lands.
+#[test]
+fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
+    let db = test_db!();
+    diesel::insert_into(schema::stock::table)
+        .values(Stock {
+            id: 1,
+            available: 2,
+            version: UuidToken::initial(),
+        })
+        .execute(&mut db.conn())
+        .expect("seed");
+    let combiner = Combiner::<Stock>::new();
+    let source = || Ok::<_, ConnectionError>(db.conn());
+    let (combiner, source) = (&combiner, &source);
+    thread::scope(|scope| {
+        // The first group holds the row until the second group is queued.
+        let (running_tx, running) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let first = scope.spawn(move || {
+            let mut gate = Some((running_tx, go_rx));
+            combiner.apply(source, &policy(), 1, move |stock: &mut Stock| {
+                if let Some((running, go)) = gate.take() {
+                    running.send(()).unwrap();
+                    go.recv().unwrap();
+                }
+                take(1)(stock)
+            })
+        });
+        running.recv().expect("the first change runs");
+        // Queued first, so it leads the second group.
+        let valid = scope.spawn(|| combiner.apply(source, &policy(), 1, take(1)));
+        while combiner.waiting(&1) < 1 {
+            thread::yield_now();
+        }
+        let too_much = scope.spawn(|| combiner.apply(source, &policy(), 1, take(5)));
+        while combiner.waiting(&1) < 2 {
+            thread::yield_now();
+        }
+        go.send(()).unwrap();
+        assert_eq!(first.join().unwrap().expect("saved"), 1);
+        let valid = valid.join().unwrap();
+        let too_much = too_much.join().unwrap();
+        assert_eq!(valid.expect("the valid change lands"), 0);
+        match too_much {
+            Err(error @ Error::Database(_)) => assert!(!error.is_retryable(), "{error:?}"),
+            other => panic!("expected the CHECK violation, got {other:?}"),
+        }
+    });
+    let saved = Stock::find(&mut db.conn(), 1).expect("the row");
+    assert_eq!(saved.available, 0, "both valid changes, nothing of the other");
+    assert_eq!(combiner.waiting(&1), 0);
 }

@@ -6,3 +6,5 @@
 //! change.
 
 on_every_backend!(asynchronous_counters, blocking, asynchronous);
+
+mod lost_answers;
