@@ -1,15 +1,20 @@
 //! A writer that sets a timestamp token to "now" (an `ON UPDATE CURRENT_TIMESTAMP`
 //! column, a trigger or another app writing `now()`), beside checked saves of
 //! `value + 1` read earlier, on the `stamped` test table (a microsecond timestamp
-//! token). The "now" writer must move the token off what a stale save holds. Its twin
-//! writes the token it read back (a token wound back onto a value a stale holder
-//! has), which the check must catch.
+//! token). The rule (README, "Nothing but diesel-occ may set a timestamp token to
+//! now") is followed as a user can: on PostgreSQL the bypass guard is installed, which
+//! moves a write that does not advance the token forward; everywhere the token keeps
+//! microseconds (`precision = 6`), so it does not run ahead of the clock. Its twin
+//! writes the token it read back, without the guard (a token wound back onto a value a
+//! stale holder has), which the check must catch.
 
 use chrono::NaiveDateTime;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Timestamp;
+use diesel::connection::SimpleConnection;
 use diesel_occ::Error;
+use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 use diesel_occ::prelude::*;
 use diesel_occ_tests::{Backend, TestConnection};
 
@@ -23,7 +28,7 @@ use crate::check::counters::Write;
 pub(super) struct Stamped {
     id: i32,
     value: i32,
-    #[occ(version)]
+    #[occ(version, precision = 6)]
     updated_at: NaiveDateTime,
 }
 
@@ -48,8 +53,15 @@ impl Path for TimestampNow {
     type Conn = Conn;
     type Read = Read;
 
-    /// The same rows as on `counters`, at 0, with a token from the database's clock.
-    fn prepare(&self, conn: &mut Conn, _: bool) {
+    /// The same rows as on `counters`, at 0, with a token from the database's clock;
+    /// on PostgreSQL the bypass guard, unless sabotaged.
+    fn prepare(&self, conn: &mut Conn, sabotage: bool) {
+        if Conn::BACKEND == Backend::Postgres && !sabotage {
+            let install = BypassGuard::of::<Stamped>()
+                .install_sql(GuardBackend::Postgres)
+                .expect("the guard's DDL");
+            conn.batch_execute(&install).expect("install the guard");
+        }
         let ids: Vec<i32> = super::schema::counters::table
             .select(super::schema::counters::id)
             .load(conn)
@@ -90,6 +102,12 @@ impl Path for TimestampNow {
                 let written = if ctx.sabotage {
                     diesel::update(target)
                         .set((plus_one, stamped::updated_at.eq(token)))
+                        .execute(conn)
+                } else if Conn::BACKEND == Backend::Sqlite {
+                    // SQLite's clock has milliseconds: an application's "now" has more.
+                    let now = chrono::Utc::now().naive_utc();
+                    diesel::update(target)
+                        .set((plus_one, stamped::updated_at.eq(now)))
                         .execute(conn)
                 } else {
                     diesel::update(target)
