@@ -96,7 +96,10 @@ mod tests {
     fn the_classifying_read_locks_by_the_backend_type() {
         let (pg, mysql, sqlite) = (sql!(Pg), sql!(Mysql), sql!(Sqlite));
         assert!(pg.ends_with(" FOR SHARE -- binds: [1]"), "{pg}");
-        assert!(mysql.ends_with(" LOCK IN SHARE MODE -- binds: [1]"), "{mysql}");
+        assert!(
+            mysql.ends_with(" LOCK IN SHARE MODE -- binds: [1]"),
+            "{mysql}"
+        );
         assert!(sqlite.ends_with("= ?) -- binds: [1]"), "{sqlite}");
     }
 }
