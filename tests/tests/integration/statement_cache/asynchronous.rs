@@ -6,7 +6,7 @@ use diesel_occ::asynchronous::prelude::*;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{
-    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, patch, values,
+    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values,
 };
 use super::AsyncConn as Conn;
 
@@ -110,7 +110,7 @@ async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
         row.set(values(PATTERNS - 1, pattern as i32));
-        let condition = condition!(<Conn as diesel_async::AsyncConnectionCore>::Backend, pattern);
+        let condition = condition(pattern);
         row.save_checked_where(&mut conn, condition)
             .await
             .expect("conditional save");

@@ -6,7 +6,7 @@ use diesel_occ::prelude::*;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{
-    CREATE, OpenStatements, PATTERNS, SEED, Wide, assert_bounded, patch, values,
+    CREATE, OpenStatements, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values,
 };
 use super::Conn;
 
@@ -112,7 +112,7 @@ fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
     for pattern in 0..PATTERNS {
         // The full save, under a condition with one SQL text per pattern.
         row.set(values(PATTERNS - 1, pattern as i32));
-        let condition = condition!(<Conn as diesel::Connection>::Backend, pattern);
+        let condition = condition(pattern);
         row.save_checked_where(&mut conn, condition)
             .expect("conditional save");
     }

@@ -88,36 +88,14 @@ pub(crate) fn patch(pattern: u32, value: i32) -> Patch {
     )
 }
 
-/// `id = 1 AND cI IS NOT NULL` for every column I in `$pattern`, boxed for backend
-/// `$db`: true on the seeded row, one SQL text per pattern, one Rust type for all.
-macro_rules! condition {
-    ($db:ty, $pattern:expr) => {{
-        use diesel::{BoolExpressionMethods, BoxableExpression, ExpressionMethods};
-        use $crate::statement_cache::stmt_wide::*;
-        type Condition = Box<dyn BoxableExpression<table, $db, SqlType = diesel::sql_types::Bool>>;
-        let columns: [Condition; $crate::statement_cache::COLUMNS] = [
-            Box::new(c0.is_not_null()),
-            Box::new(c1.is_not_null()),
-            Box::new(c2.is_not_null()),
-            Box::new(c3.is_not_null()),
-            Box::new(c4.is_not_null()),
-            Box::new(c5.is_not_null()),
-            Box::new(c6.is_not_null()),
-            Box::new(c7.is_not_null()),
-            Box::new(c8.is_not_null()),
-            Box::new(c9.is_not_null()),
-            Box::new(c10.is_not_null()),
-            Box::new(c11.is_not_null()),
-        ];
-        let pattern: u32 = $pattern;
-        let mut condition: Condition = Box::new(id.eq(1));
-        for (i, column) in columns.into_iter().enumerate() {
-            if pattern & (1 << i) != 0 {
-                condition = Box::new(condition.and(column));
-            }
-        }
-        condition
-    }};
+/// `cI IS NOT NULL` for every column I in `pattern`, as a condition written at run
+/// time: true on the seeded row, one SQL text per pattern.
+pub(crate) fn condition(pattern: u32) -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    let mut text = String::from("1 = 1");
+    for i in (0..COLUMNS).filter(|i| pattern & (1 << i) != 0) {
+        text.push_str(&format!(" AND c{i} IS NOT NULL"));
+    }
+    diesel::dsl::sql(&text)
 }
 
 /// One row of `stmt_wide`, tracked.
