@@ -161,6 +161,7 @@ mod outcome;
 mod restore;
 pub mod retry;
 pub mod schema_check;
+mod sql_name;
 pub mod statement;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
