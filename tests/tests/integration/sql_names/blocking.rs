@@ -45,13 +45,19 @@ fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
         .escalate_hot_rows_with(&memory, 1, Duration::from_secs(3600));
     let source = || Ok::<_, diesel::ConnectionError>(db.conn());
     let mut other = db.conn();
-    let result = retry::retry(&source, &policy, |conn, attempt| {
+    let _ = retry::retry(&source, &policy, |conn, attempt| {
         let mut row: NamedItem = attempt.find(conn, 1)?;
         let mut theirs = NamedItem::find(&mut other, 1)?;
         theirs.save_checked(&mut other)?;
         row.save_checked(conn)
     });
-    let error = result.unwrap_err();
+    // A conflict names the table and key by their SQL names.
+    let mut stale = NamedItem::find(&mut conn, 1).expect("row");
+    NamedItem::find(&mut other, 1)
+        .expect("row")
+        .save_checked(&mut other)
+        .expect("their save");
+    let error = stale.save_checked(&mut conn).unwrap_err();
     let conflict = error.as_conflict().expect("a conflict");
     assert_eq!(conflict.table(), "occ_named_items", "{error}");
     assert_eq!(conflict.key().columns(), ["id"], "{error}");
