@@ -40,7 +40,6 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let token = entity.token();
     let token_field = token.ident;
     let token_col = &token.column;
-    let token_col_name = token_col.to_string();
     // Spanned on the field's type, so "`String` cannot be a concurrency token" points there.
     let token_ty = {
         let ty = token.ty;
@@ -50,8 +49,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let token_bound = bound(table, token_col, token.ty);
 
     let keys = entity.key_fields();
-    let key_col_names = keys.iter().map(|f| f.column.to_string());
     let (key_ty, key_expr, key_parts) = key_shape(&keys);
+    let sql_names = sql_names(table, token_col, &keys);
     let (key_filter_ty, key_filter_expr) = key_filter(entity, &keys, &dsl);
 
     let written = entity.written();
@@ -233,8 +232,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 #values
 
                 const TABLE_NAME: &'static str = #table_name;
-                const TOKEN_COLUMN: &'static str = #token_col_name;
-                const KEY_COLUMNS: &'static [&'static str] = &[#(#key_col_names),*];
+                #sql_names
                 #precision
 
                 fn token(&self) -> &Self::Token {
@@ -615,6 +613,24 @@ fn tracking(
                 let _ = fields;
                 #statement_expr
             }
+        }
+    }
+}
+
+/// The SQL names `table!` declares: the token and key columns' `Column::NAME` (their
+/// `#[sql_name]`), and the table's, which only a rendering of the table gives (its
+/// `#[sql_name]` and schema), done by the runtime.
+fn sql_names(table: &syn::Path, token_col: &syn::Ident, keys: &[&Field<'_>]) -> TokenStream {
+    let column = quote!(::diesel_occ::__private::diesel::Column);
+    let key_cols = keys.iter().map(|f| &f.column);
+    quote! {
+        const TOKEN_COLUMN: &'static str = <#table::#token_col as #column>::NAME;
+        const KEY_COLUMNS: &'static [&'static str] = &[#(<#table::#key_cols as #column>::NAME),*];
+
+        fn sql_table_name() -> &'static str {
+            ::diesel_occ::__private::sql_table_name::<#table::table>(
+                <Self as ::diesel_occ::Versioned>::TABLE_NAME,
+            )
         }
     }
 }

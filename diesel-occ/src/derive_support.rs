@@ -219,3 +219,20 @@ where
         ))
     }
 }
+
+/// The SQL name of the derived entity's table, with its schema (`app.stock`): Diesel's
+/// rendering of the table, so `#[sql_name]` and a schema in `table!` are honoured;
+/// `rust_name` if Diesel renders it in an unexpected form.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub fn sql_table_name<T>(rust_name: &'static str) -> &'static str
+where
+    T: crate::bypass_guard::GuardTable + 'static,
+{
+    crate::sql_name::of::<T>().map_or(rust_name, |name| name.qualified)
+}
+
+/// Without a backend feature no backend renders the table here: its Rust name.
+#[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
+pub fn sql_table_name<T>(rust_name: &'static str) -> &'static str {
+    rust_name
+}

@@ -2,7 +2,7 @@
 //!
 //! The statements diesel-occ builds are generic over the backend, so that code generic
 //! over it (Diesel's `MultiConnection`) compiles; the few places whose SQL differs
-//! recognise the backend by its type.
+//! recognise the backend by its type, whichever of diesel-occ's features are on.
 
 use std::any::TypeId;
 
@@ -20,8 +20,20 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// The dialect of `DB`, or `None` for a backend this build does not support.
+    /// The dialect of `DB`, or `None` for a backend diesel-occ has no SQL for.
+    ///
+    /// A backend is recognised by its type, never by which of diesel-occ's features are
+    /// on: another crate of the application can turn on a Diesel backend that diesel-occ
+    /// was built without (diesel-async's `mysql` turns on Diesel's MySQL types), and its
+    /// SQL must be the same. The types this build of diesel-occ names are compared by
+    /// `TypeId`; any other is recognised by the path Diesel declares it at, which a unit
+    /// test pins against the `TypeId` of each of the three.
     pub(crate) fn of<DB: 'static>() -> Option<Dialect> {
+        Self::by_type::<DB>().or_else(|| Self::by_name(std::any::type_name::<DB>()))
+    }
+
+    /// The dialect of one of the backend types this build names.
+    fn by_type<DB: 'static>() -> Option<Dialect> {
         let backend = TypeId::of::<DB>();
         #[cfg(feature = "postgres")]
         if backend == TypeId::of::<diesel::pg::Pg>() {
@@ -37,5 +49,53 @@ impl Dialect {
         }
         let _ = backend;
         None
+    }
+
+    /// The dialect of the Diesel backend whose type has this path.
+    fn by_name(type_name: &str) -> Option<Dialect> {
+        match type_name {
+            "diesel::pg::backend::Pg" => Some(Dialect::Postgres),
+            "diesel::mysql::backend::Mysql" => Some(Dialect::Mysql),
+            "diesel::sqlite::backend::Sqlite" => Some(Dialect::Sqlite),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::mysql::Mysql;
+    use diesel::pg::Pg;
+    use diesel::sqlite::Sqlite;
+
+    use super::Dialect;
+
+    /// The dev-dependencies give this build all three backend types whichever of our
+    /// features are on, as another crate of an application (diesel-async's `mysql`)
+    /// may: each is recognised all the same.
+    #[test]
+    fn every_backend_is_recognised_whichever_of_our_features_are_on() {
+        assert_eq!(Dialect::of::<Pg>(), Some(Dialect::Postgres));
+        assert_eq!(Dialect::of::<Mysql>(), Some(Dialect::Mysql));
+        assert_eq!(Dialect::of::<Sqlite>(), Some(Dialect::Sqlite));
+        assert_eq!(Dialect::of::<i32>(), None);
+    }
+
+    /// Where this build names a backend type, its path gives the same answer, so a
+    /// build that does not name it (its feature off) behaves the same.
+    #[test]
+    fn a_backend_recognised_by_its_path_is_the_one_its_type_names() {
+        fn path_agrees<DB: 'static>(expected: Dialect) {
+            assert_eq!(
+                Dialect::by_name(std::any::type_name::<DB>()),
+                Some(expected),
+                "{}",
+                std::any::type_name::<DB>()
+            );
+        }
+        path_agrees::<Pg>(Dialect::Postgres);
+        path_agrees::<Mysql>(Dialect::Mysql);
+        path_agrees::<Sqlite>(Dialect::Sqlite);
+        assert_eq!(Dialect::by_name("my_backend::Mysql"), None);
     }
 }

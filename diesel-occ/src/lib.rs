@@ -119,7 +119,10 @@
 //! - `postgres`, `mysql`, `sqlite`: backend-specific types (such as [`UuidToken`] on
 //!   PostgreSQL's `uuid`) and the backend's [`LockingBackend`](backend::LockingBackend),
 //!   which the retry helpers need. None of them links a C client library but `sqlite`
-//!   (Diesel's `sqlite` feature).
+//!   (Diesel's `sqlite` feature). They add items, never change what a write does: the
+//!   SQL of every checked write is chosen by the connection's backend type, so a
+//!   backend that another crate turns on (diesel-async's `mysql` turns on Diesel's
+//!   MySQL types) behaves the same with or without the matching feature here.
 //! - `async`: the `asynchronous` module, on diesel-async (its
 //!   backoff sleeps on Tokio's timer).
 //! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
@@ -158,6 +161,7 @@ mod outcome;
 mod restore;
 pub mod retry;
 pub mod schema_check;
+mod sql_name;
 pub mod statement;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

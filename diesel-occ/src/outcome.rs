@@ -18,7 +18,7 @@ pub(crate) fn written_key<T: Versioned>(key: &T::Key, affected: usize) -> Result
         1 => Ok(true),
         0 => Ok(false),
         affected => Err(Error::KeyNotUnique {
-            table: T::TABLE_NAME,
+            table: T::sql_table_name(),
             key: T::entity_key(key),
             affected,
         }),
@@ -46,7 +46,7 @@ pub(crate) fn conflict<T: Versioned>(
         None => ConflictState::Deleted,
     };
     let conflict = ConcurrencyConflict::new(
-        T::TABLE_NAME,
+        T::sql_table_name(),
         T::entity_key(key),
         operation,
         expected.to_value(),
@@ -68,7 +68,7 @@ pub(crate) fn check_client_token<T: Versioned>(row: T, expected: &T::Token) -> R
 
 pub(crate) fn not_found<T: Versioned>(key: &T::Key) -> Error {
     Error::NotFound(NotFound {
-        table: T::TABLE_NAME,
+        table: T::sql_table_name(),
         key: EntityKey::new(T::KEY_COLUMNS, T::key_values(key)),
     })
 }
@@ -79,5 +79,5 @@ pub(crate) fn trace_written<T: Versioned>(entity: &T, operation: Operation) {
 
 /// [`trace_written`], for a caller that holds the key rather than the entity.
 pub(crate) fn trace_written_key<T: Versioned>(key: &T::Key, operation: Operation) {
-    observe::written(T::TABLE_NAME, key, operation);
+    observe::written(T::sql_table_name(), key, operation);
 }

@@ -8,7 +8,9 @@
 //! `pragma_table_info`) and reports every column that is missing, of the wrong kind,
 //! coarser than the precision the entity declares with
 //! `#[occ(version, precision = N)]`, or set to the current time by the database on every
-//! UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`).
+//! UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`). Tables and columns are looked
+//! up by the SQL names `table!` declares: a `#[sql_name = "..."]` and a schema
+//! (`app.stock`) are honoured.
 
 use std::fmt;
 
@@ -18,6 +20,8 @@ use diesel::connection::Connection;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::sql_types::{BigInt, Nullable, Text};
+
+use crate::bypass_guard::GuardTable;
 
 pub use crate::dialect::Dialect;
 use crate::error::Error;
@@ -80,6 +84,7 @@ pub struct SchemaCheck {
 /// What one entity needs of its token column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Expected {
+    schema: Option<&'static str>,
     table: &'static str,
     column: &'static str,
     kind: TokenKind,
@@ -92,12 +97,21 @@ impl SchemaCheck {
         SchemaCheck::default()
     }
 
-    /// Adds an entity: its table, token column, token kind and declared precision.
-    pub fn entity<T: VersionedParts>(mut self) -> Self {
+    /// Adds an entity: its table and token column (by the SQL names `table!` declares),
+    /// token kind and declared precision.
+    pub fn entity<T>(mut self) -> Self
+    where
+        T: VersionedParts,
+        T::Table: GuardTable + 'static,
+        T::TokenColumn: diesel::Column,
+    {
         if !T::GENERATED_TOKEN {
+            let (schema, table) = crate::sql_name::of::<T::Table>()
+                .map_or((None, T::TABLE_NAME), |name| (name.schema, name.table));
             self.expected.push(Expected {
-                table: T::TABLE_NAME,
-                column: T::TOKEN_COLUMN,
+                schema,
+                table,
+                column: <T::TokenColumn as diesel::Column>::NAME,
                 kind: <T::Token as VersionToken>::KIND,
                 precision: <T as Versioned>::TOKEN_PRECISION,
             });
@@ -150,14 +164,16 @@ impl SchemaCheck {
 }
 
 fn column_query<DB: SchemaBackend>(expected: &Expected) -> BoxedSqlQuery<'static, DB, SqlQuery> {
-    DB::column_query(expected.table, expected.column)
+    DB::column_query(expected.schema, expected.table, expected.column)
 }
 
-/// The column query with its two binds (the bind impls of `&str` differ per backend).
+/// The column query with its three binds, table, column and schema (the bind impls of
+/// `&str` differ per backend).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 macro_rules! column_query {
     ($sql:expr) => {
         fn column_query(
+            schema: Option<&'static str>,
             table: &'static str,
             column: &'static str,
         ) -> BoxedSqlQuery<'static, Self, SqlQuery> {
@@ -165,6 +181,7 @@ macro_rules! column_query {
                 .into_boxed()
                 .bind::<Text, _>(table)
                 .bind::<Text, _>(column)
+                .bind::<Nullable<Text>, _>(schema)
         }
     };
 }
@@ -174,6 +191,7 @@ impl Expected {
         let needed_precision = (self.kind == TokenKind::Timestamp).then_some(self.precision);
         let problem = |found: Option<String>, found_precision: Option<u8>, set_to_now_on_update| {
             SchemaProblem {
+                schema: self.schema,
                 table: self.table,
                 column: self.column,
                 found,
@@ -259,9 +277,11 @@ pub trait SchemaBackend: Backend + sealed::Sealed + 'static {
     #[doc(hidden)]
     const DIALECT: Dialect;
     /// `data_type, datetime_precision, set_to_now_on_update` of the column
-    /// `table.column`.
+    /// `schema.table.column` (`table.column` as an unqualified name resolves it when
+    /// `schema` is `None`).
     #[doc(hidden)]
     fn column_query(
+        schema: Option<&'static str>,
         table: &'static str,
         column: &'static str,
     ) -> BoxedSqlQuery<'static, Self, SqlQuery>;
@@ -276,15 +296,16 @@ impl sealed::Sealed for diesel::pg::Pg {}
 #[cfg(feature = "postgres")]
 impl SchemaBackend for diesel::pg::Pg {
     const DIALECT: Dialect = Dialect::Postgres;
-    // The first schema on the search path that has the table, as an unqualified name
-    // resolves it.
+    // The table's schema, or the first schema on the search path that has the table,
+    // as an unqualified name resolves it.
     column_query!(
         "SELECT c.data_type::text AS data_type, \
          c.datetime_precision::bigint AS datetime_precision, \
          0::bigint AS set_to_now_on_update \
          FROM information_schema.columns c \
          WHERE c.table_name = $1 AND c.column_name = $2 \
-         AND c.table_schema = ANY (current_schemas(false)) \
+         AND (c.table_schema = $3 \
+              OR ($3 IS NULL AND c.table_schema = ANY (current_schemas(false)))) \
          ORDER BY array_position(current_schemas(false), c.table_schema::name) LIMIT 1"
     );
 }
@@ -299,7 +320,7 @@ impl SchemaBackend for diesel::mysql::Mysql {
          CAST(DATETIME_PRECISION AS SIGNED) AS datetime_precision, \
          CAST(LOWER(EXTRA) LIKE '%on update%' AS SIGNED) AS set_to_now_on_update \
          FROM information_schema.COLUMNS \
-         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?"
+         WHERE TABLE_NAME = ? AND COLUMN_NAME = ? AND TABLE_SCHEMA = COALESCE(?, DATABASE())"
     );
 }
 
@@ -311,7 +332,7 @@ impl SchemaBackend for diesel::sqlite::Sqlite {
     column_query!(
         "SELECT type AS data_type, CAST(NULL AS INTEGER) AS datetime_precision, \
          0 AS set_to_now_on_update \
-         FROM pragma_table_info(?) WHERE name = ?"
+         FROM pragma_table_info(?1, ?3) WHERE name = ?2"
     );
 }
 
@@ -351,9 +372,11 @@ impl std::error::Error for SchemaProblems {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SchemaProblem {
-    /// The entity's table.
+    /// The table's schema, when `table!` names one.
+    pub schema: Option<&'static str>,
+    /// The entity's table, by its SQL name.
     pub table: &'static str,
-    /// The token column.
+    /// The token column, by its SQL name.
     pub column: &'static str,
     /// The column's type as the database names it (`datetime`, `timestamp without time
     /// zone`, `INTEGER`), or `None` when the table has no such column.
@@ -373,6 +396,9 @@ pub struct SchemaProblem {
 
 impl fmt::Display for SchemaProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(schema) = self.schema {
+            write!(f, "{schema}.")?;
+        }
         write!(f, "{}.{} ", self.table, self.column)?;
         match &self.found {
             None => f.write_str("does not exist")?,
@@ -405,6 +431,7 @@ mod tests {
 
     fn expected(kind: TokenKind, precision: u8) -> Expected {
         Expected {
+            schema: None,
             table: "t",
             column: "c",
             kind,

@@ -54,7 +54,10 @@ pub trait Versioned: Sized {
     #[doc(hidden)]
     type ValuesRow;
 
-    /// The table's SQL name.
+    /// The table's name as the entity's `table_name` gives it (`stock` for
+    /// `schema::stock`): its SQL name unless `table!` declares another
+    /// (`#[sql_name = "..."]`) or a schema. diesel-occ names the table by
+    /// [`sql_table_name`](Self::sql_table_name).
     const TABLE_NAME: &'static str;
     /// The token column's SQL name.
     const TOKEN_COLUMN: &'static str;
@@ -69,6 +72,37 @@ pub trait Versioned: Sized {
     /// hand-written impl): they run one UPDATE per entity.
     #[doc(hidden)]
     const VALUES_COLUMNS: Option<ValuesColumns> = None;
+
+    /// The table's SQL name, with its schema when `table!` names one (`app.stock`): the
+    /// name conflicts, errors, events and the [hot-row memory](crate::retry::HotRows)
+    /// give the table. Derived from Diesel's rendering of the table, so `#[sql_name]`
+    /// and a schema are honoured; [`TABLE_NAME`](Self::TABLE_NAME) by default.
+    ///
+    /// ```
+    /// # include!("doctest_setup.rs");
+    /// use diesel_occ::Versioned;
+    ///
+    /// diesel::table! {
+    ///     #[sql_name = "inventory"]
+    ///     stock_items (id) { id -> Integer, version -> Integer }
+    /// }
+    ///
+    /// #[derive(Queryable, Selectable, diesel_occ::Versioned)]
+    /// #[diesel(table_name = stock_items)]
+    /// pub struct Item {
+    ///     pub id: i32,
+    ///     #[occ(version)]
+    ///     pub version: i32,
+    /// }
+    ///
+    /// # fn main() {
+    /// assert_eq!(Item::TABLE_NAME, "stock_items");
+    /// assert_eq!(Item::sql_table_name(), "inventory");
+    /// # }
+    /// ```
+    fn sql_table_name() -> &'static str {
+        Self::TABLE_NAME
+    }
 
     /// The token as read (or as last written by a checked save).
     fn token(&self) -> &Self::Token;

@@ -268,7 +268,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             .map(|fresh| {
                 let target = key_guarded::<Self>(key.clone(), &expected);
                 let changes = (changes, Self::token_assignment(&fresh));
-                (CachedUpdate::new(target, changes), fresh)
+                (CachedUpdate::new(target, changes).bounded(), fresh)
             });
         async move {
             let (statement, fresh) = prepared?;

@@ -605,7 +605,7 @@ impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
                 return <T as CheckedDsl<Conn>>::find(conn, key).await;
             }
             if !escalated {
-                observe::hot_row_locked(T::TABLE_NAME, &key);
+                observe::hot_row_locked(T::sql_table_name(), &key);
             }
             let remaining = deadline::remaining(due);
             let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()))

@@ -103,6 +103,11 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// ([`ConflictState::Unmatched`](crate::ConflictState::Unmatched), which a retry
     /// never repeats). The entity is left untouched.
     ///
+    /// The UPDATE is [`bounded`](CachedUpdate::bounded) in Diesel's statement cache: a
+    /// predicate whose text varies (boxed and built at run time) keeps only the first
+    /// few texts prepared on each connection (see
+    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)).
+    ///
     /// ```
     /// # include!("../doctest_setup.rs");
     /// use diesel::prelude::*;
@@ -151,11 +156,15 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// token column: that is a compile error (see [`NoTokenAssignment`]). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
-    /// The UPDATE is a [`CachedUpdate`]: prepared once per connection and reused, like
-    /// `save_checked`'s, where Diesel's own `update(..).set(..)` would be prepared again
-    /// for every call. The cache keys it by its SQL text, so `changes` whose text varies
-    /// from call to call (`Option` assignments, skipped when `None`) keep one prepared
-    /// statement per distinct text on each connection.
+    /// The UPDATE is a [`bounded`](CachedUpdate::bounded) [`CachedUpdate`]: prepared
+    /// once per connection and reused, like `save_checked`'s, where Diesel's own
+    /// `update(..).set(..)` would be prepared again for every call. The cache keys it by
+    /// its SQL text, and `changes` whose text varies from call to call (`Option`
+    /// assignments, skipped when `None`: 2^k texts for k of them) would keep one
+    /// prepared statement per text on each connection; only the first few texts are
+    /// cached (8 by default, 0 to cache none: see
+    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)),
+    /// the others are prepared for one execution.
     ///
     /// **Hand the returned token to the client only after the write has committed.**
     /// Inside a transaction that later rolls back, the row keeps `expected` while the
@@ -201,7 +210,8 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         expected.validate()?;
         let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
         let target = key_guarded::<Self>(key.clone(), expected);
-        let statement = CachedUpdate::new(target, (changes, Self::token_assignment(&fresh)));
+        let statement =
+            CachedUpdate::new(target, (changes, Self::token_assignment(&fresh))).bounded();
         let affected = ExecuteDsl::execute(statement, conn)?;
         settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
         Ok(fresh)

@@ -100,7 +100,7 @@ impl HotRows {
     /// # }
     /// ```
     pub fn is_hot<T: Versioned>(&self, key: &T::Key) -> bool {
-        self.is_hot_row(T::TABLE_NAME, || T::entity_key(key))
+        self.is_hot_row(T::sql_table_name(), || T::entity_key(key))
     }
 
     /// Counts a conflict on the row, now; true when that makes (or keeps) it hot.

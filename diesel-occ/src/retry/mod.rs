@@ -500,7 +500,7 @@ impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
             return <T as CheckedDsl<Conn>>::find(conn, key);
         }
         if !self.is_escalated() {
-            observe::hot_row_locked(T::TABLE_NAME, &key);
+            observe::hot_row_locked(T::sql_table_name(), &key);
         }
         let remaining = self.remaining();
         LockedRead::new(T::find_query(key.clone()).select(T::as_select()))

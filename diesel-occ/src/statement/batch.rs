@@ -202,7 +202,7 @@ impl<T: Versioned> fmt::Debug for ValuesUpdate<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // No binds: they are the entities' values.
         f.debug_struct("ValuesUpdate")
-            .field("table", &T::TABLE_NAME)
+            .field("table", &T::sql_table_name())
             .field("rows", &self.rows.len())
             .finish_non_exhaustive()
     }

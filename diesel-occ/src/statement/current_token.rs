@@ -67,3 +67,39 @@ impl<Q> QueryId for CurrentToken<Q> {
 }
 
 impl<Q, Conn> RunQueryDsl<Conn> for CurrentToken<Q> {}
+
+#[cfg(test)]
+mod tests {
+    use diesel::mysql::Mysql;
+    use diesel::pg::Pg;
+    use diesel::sqlite::Sqlite;
+    use diesel::{QueryDsl, debug_query};
+
+    use super::CurrentToken;
+
+    diesel::table! { stock (id) { id -> Integer, version -> Integer } }
+
+    macro_rules! sql {
+        ($db:ty) => {
+            debug_query::<$db, _>(&CurrentToken::new(
+                stock::table.find(1).select(stock::version),
+                true,
+            ))
+            .to_string()
+        };
+    }
+
+    /// The lock that makes a REPEATABLE READ transaction see the latest committed token
+    /// is chosen by the backend type alone: this build has every backend's types,
+    /// whichever of our features are on.
+    #[test]
+    fn the_classifying_read_locks_by_the_backend_type() {
+        let (pg, mysql, sqlite) = (sql!(Pg), sql!(Mysql), sql!(Sqlite));
+        assert!(pg.ends_with(" FOR SHARE -- binds: [1]"), "{pg}");
+        assert!(
+            mysql.ends_with(" LOCK IN SHARE MODE -- binds: [1]"),
+            "{mysql}"
+        );
+        assert!(sqlite.ends_with("= ?) -- binds: [1]"), "{sqlite}");
+    }
+}

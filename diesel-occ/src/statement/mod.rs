@@ -9,7 +9,8 @@
 //!   target, the token assignment), which the writes other than a full save build on;
 //! - [`GuardedUpdate`]: how a guarded `UPDATE` runs and reports what it wrote
 //!   ([`GeneratedUpdate`] for one that reads a database-generated token back);
-//! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps;
+//! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps, and
+//!   [`set_cached_texts_per_statement`]: how many texts of one whose text varies;
 //! - [`ValuesUpdate`]: the UPDATEs of a batch save as one PostgreSQL statement over a
 //!   `VALUES` list;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
@@ -31,6 +32,7 @@ mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+mod text_limit;
 mod token_eq;
 
 pub use batch::ValuesUpdate;
@@ -40,6 +42,7 @@ pub use batch::{Skippable, ValuesColumns, WrittenColumn};
 pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkUpdate, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
+pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
 
 /// The parts of an entity's guarded statements, as described by `#[derive(Versioned)]`.

@@ -233,6 +233,7 @@ mod retry;
 mod scale_out;
 mod skipped_columns;
 mod soft_delete;
+mod sql_names;
 mod statement_cache;
 mod timeouts;
 mod timestamp_precision;

@@ -192,7 +192,7 @@ impl<T: Versioned> Default for Combiner<T> {
 impl<T: Versioned> fmt::Debug for Combiner<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Combiner")
-            .field("table", &T::TABLE_NAME)
+            .field("table", &T::sql_table_name())
             .field("rows", &self.rows.len())
             .finish()
     }

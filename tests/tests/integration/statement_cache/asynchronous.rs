@@ -6,7 +6,7 @@ use diesel_occ::asynchronous::prelude::*;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{
-    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, values,
+    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values,
 };
 use super::AsyncConn as Conn;
 
@@ -69,5 +69,60 @@ async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded()
     let stored = Wide::find(&mut conn, 1).await.expect("row");
     let last = (PATTERNS - 1) as i32;
     assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[tokio::test]
+async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    create_wide_row(&mut conn).await;
+    let statements = StatementCounter::install_async(&mut conn);
+    let open = conn.open_statements().await;
+    let server = conn.server_prepared().await;
+    let mut token = 1;
+    for pattern in 0..PATTERNS {
+        token = Wide::update_by_key(&mut conn, 1, &token, patch(pattern, pattern as i32))
+            .await
+            .expect("patch");
+    }
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    assert_bounded(
+        "patches by key",
+        statements.take_cached().len(),
+        (open, after.0),
+        (server, after.1),
+    );
+    let stored = Wide::find(&mut conn, 1).await.expect("row");
+    let last = (PATTERNS - 1) as i32;
+    assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[tokio::test]
+async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    create_wide_row(&mut conn).await;
+    let statements = StatementCounter::install_async(&mut conn);
+    let open = conn.open_statements().await;
+    let server = conn.server_prepared().await;
+    let mut row = Wide::find(&mut conn, 1).await.expect("row");
+    for pattern in 0..PATTERNS {
+        row.set(values(PATTERNS - 1, pattern as i32));
+        let condition = condition(pattern);
+        row.save_checked_where(&mut conn, condition)
+            .await
+            .expect("conditional save");
+    }
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    assert_bounded(
+        "conditional saves",
+        statements.take_cached().len(),
+        (open, after.0),
+        (server, after.1),
+    );
+    let stored = Wide::find(&mut conn, 1).await.expect("row");
+    assert_eq!(stored, row);
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }

@@ -6,7 +6,7 @@ use diesel_occ::prelude::*;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::super::{
-    CREATE, OpenStatements, PATTERNS, SEED, Wide, assert_bounded, values,
+    CREATE, OpenStatements, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values,
 };
 use super::Conn;
 
@@ -71,5 +71,58 @@ fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     // Column i was last written by the last pattern with bit i set.
     let last = (PATTERNS - 1) as i32;
     assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[test]
+fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    create_wide_row(&mut conn);
+    let statements = StatementCounter::install(&mut conn);
+    let open = conn.open_statements();
+    let server = conn.server_prepared();
+    let mut token = 1;
+    for pattern in 0..PATTERNS {
+        // A PATCH of the fields in `pattern`: one SQL text per pattern.
+        token = Wide::update_by_key(&mut conn, 1, &token, patch(pattern, pattern as i32))
+            .expect("patch");
+    }
+    assert_bounded(
+        "patches by key",
+        statements.take_cached().len(),
+        (open, conn.open_statements()),
+        (server, conn.server_prepared()),
+    );
+    let stored = Wide::find(&mut conn, 1).expect("row");
+    let last = (PATTERNS - 1) as i32;
+    assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
+#[test]
+fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    create_wide_row(&mut conn);
+    let statements = StatementCounter::install(&mut conn);
+    let open = conn.open_statements();
+    let server = conn.server_prepared();
+    let mut row = Wide::find(&mut conn, 1).expect("row");
+    for pattern in 0..PATTERNS {
+        // The full save, under a condition with one SQL text per pattern.
+        row.set(values(PATTERNS - 1, pattern as i32));
+        let condition = condition(pattern);
+        row.save_checked_where(&mut conn, condition)
+            .expect("conditional save");
+    }
+    assert_bounded(
+        "conditional saves",
+        statements.take_cached().len(),
+        (open, conn.open_statements()),
+        (server, conn.server_prepared()),
+    );
+    let stored = Wide::find(&mut conn, 1).expect("row");
+    assert_eq!(stored, row);
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }

@@ -1,7 +1,8 @@
-//! Prepared statements stay bounded: saves whose column set varies (tracked saves of
-//! every subset of the fields, full saves with every pattern of `None` fields) leave a
-//! connection with a small, fixed number of prepared statements, however many distinct
-//! texts they run. MariaDB's `max_prepared_stmt_count` is one limit for the whole server.
+//! Prepared statements stay bounded: writes whose SQL text varies (tracked saves of
+//! every subset of the fields, full saves with every pattern of `None` fields, PATCHes
+//! by key of every subset of the columns, saves under conditions of every shape) leave
+//! a connection with a small, fixed number of prepared statements, however many
+//! distinct texts they run. MariaDB's `max_prepared_stmt_count` is one limit for the whole server.
 //!
 //! Counted three ways: the statements Diesel's cache keeps (its `CacheQuery` events, on
 //! every backend), the statements the server holds open for the session (MariaDB's
@@ -48,6 +49,53 @@ pub(crate) const SEED: &str =
 /// The columns of `pattern` (bit i: column i), with `value` or `None`.
 pub(crate) fn values(pattern: u32, value: i32) -> [Option<i32>; COLUMNS] {
     std::array::from_fn(|i| (pattern & (1 << i) != 0).then_some(value))
+}
+
+/// A PATCH of the columns in `pattern` (bit i: column i) to `value`, the others left
+/// alone: one SQL text per pattern.
+pub(crate) type Patch = (
+    Option<diesel::dsl::Eq<stmt_wide::c0, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c1, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c2, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c3, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c4, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c5, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c6, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c7, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c8, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c9, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c10, i32>>,
+    Option<diesel::dsl::Eq<stmt_wide::c11, i32>>,
+);
+
+pub(crate) fn patch(pattern: u32, value: i32) -> Patch {
+    use diesel::ExpressionMethods;
+    use stmt_wide::*;
+    let [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11] = values(pattern, value);
+    (
+        v0.map(|v| c0.eq(v)),
+        v1.map(|v| c1.eq(v)),
+        v2.map(|v| c2.eq(v)),
+        v3.map(|v| c3.eq(v)),
+        v4.map(|v| c4.eq(v)),
+        v5.map(|v| c5.eq(v)),
+        v6.map(|v| c6.eq(v)),
+        v7.map(|v| c7.eq(v)),
+        v8.map(|v| c8.eq(v)),
+        v9.map(|v| c9.eq(v)),
+        v10.map(|v| c10.eq(v)),
+        v11.map(|v| c11.eq(v)),
+    )
+}
+
+/// `cI IS NOT NULL` for every column I in `pattern`, as a condition written at run
+/// time: true on the seeded row, one SQL text per pattern.
+pub(crate) fn condition(pattern: u32) -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    let mut text = String::from("1 = 1");
+    for i in (0..COLUMNS).filter(|i| pattern & (1 << i) != 0) {
+        text.push_str(&format!(" AND c{i} IS NOT NULL"));
+    }
+    diesel::dsl::sql(&text)
 }
 
 /// One row of `stmt_wide`, tracked.

@@ -9,10 +9,10 @@
 //! stale holder has), which the check must catch.
 
 use chrono::NaiveDateTime;
+use diesel::connection::SimpleConnection;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Timestamp;
-use diesel::connection::SimpleConnection;
 use diesel_occ::Error;
 use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
 use diesel_occ::prelude::*;

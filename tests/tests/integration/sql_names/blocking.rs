@@ -1,0 +1,67 @@
+//! SQL names on a blocking connection.
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::{self, HotRows, RetryPolicy};
+use diesel_occ::schema_check::SchemaCheck;
+use diesel_occ_tests::TestConnection;
+
+use super::super::{BadItem, NamedItem, SameItem, SchemaItem, assert_reported, create};
+use super::Conn;
+
+#[test]
+fn the_schema_check_reads_the_columns_by_their_sql_names() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(&create(Conn::BACKEND)).expect("tables");
+    SchemaCheck::new()
+        .entity::<NamedItem>()
+        .entity::<SameItem>()
+        .entity::<SchemaItem>()
+        .run(&mut conn)
+        .expect("every token column fits");
+    assert_reported(
+        SchemaCheck::new()
+            .entity::<NamedItem>()
+            .entity::<BadItem>()
+            .entity::<SchemaItem>()
+            .run(&mut conn),
+    );
+}
+
+#[test]
+fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(&create(Conn::BACKEND)).expect("tables");
+    assert_eq!(NamedItem::sql_table_name(), "occ_named_items");
+    assert_eq!(SchemaItem::sql_table_name(), "occ_app.occ_schema_items");
+
+    let memory = HotRows::new();
+    let policy = RetryPolicy::new()
+        .max_attempts(1)
+        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(3600));
+    let source = || Ok::<_, diesel::ConnectionError>(db.conn());
+    let mut other = db.conn();
+    let _ = retry::retry(&source, &policy, |conn, attempt| {
+        let mut row: NamedItem = attempt.find(conn, 1)?;
+        let mut theirs = NamedItem::find(&mut other, 1)?;
+        theirs.save_checked(&mut other)?;
+        row.save_checked(conn)
+    });
+    // A conflict names the table and key by their SQL names.
+    let mut stale = NamedItem::find(&mut conn, 1).expect("row");
+    NamedItem::find(&mut other, 1)
+        .expect("row")
+        .save_checked(&mut other)
+        .expect("their save");
+    let error = stale.save_checked(&mut conn).unwrap_err();
+    let conflict = error.as_conflict().expect("a conflict");
+    assert_eq!(conflict.table(), "occ_named_items", "{error}");
+    assert_eq!(conflict.key().columns(), ["id"], "{error}");
+    // The row is hot under every Rust name of its SQL table.
+    assert!(memory.is_hot::<NamedItem>(&1));
+    assert!(memory.is_hot::<SameItem>(&1));
+}
