@@ -8,9 +8,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
 
 use super::AsyncConnectionSource;
-use super::retry::{Checkout, connection_lost, drive};
+use super::retry::{Checkout, drive};
 use crate::backend::LockingConnection;
 use crate::error::Error;
+use crate::retry::lost_session::connection_lost;
 use crate::retry::{Attempt, RetryPolicy};
 
 /// [`retry`](super::retry) for a source of [`SyncConnectionWrapper`] connections

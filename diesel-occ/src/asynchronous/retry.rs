@@ -22,6 +22,7 @@ use crate::backend::{LockedRead, LockingBackend, LockingConnection};
 use crate::error::{DatabaseError, Error, PoolError};
 use crate::observe;
 use crate::outcome;
+use crate::retry::lost_session::{connection_lost, unexplained};
 use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step, deadline};
 use crate::versioned::Versioned;
 
@@ -439,38 +440,9 @@ where
     result
 }
 
-/// Whether an attempt failed with a database error the driver did not classify, which
-/// is how diesel-async's MySQL connection reports a session the server killed or
-/// closed: whether the connection still works is then worth one round trip.
-pub(super) fn unexplained<T>(result: &Result<T, Error>) -> bool {
-    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
-    matches!(
-        result,
-        Err(Error::Database(error)) if error.transient().is_none() && matches!(
-            error.diesel_error(),
-            E::DatabaseError(Kind::Unknown, _)
-        )
-    )
-}
-
 /// True when the connection still answers a query.
 pub(super) async fn alive<C: AsyncConnection>(conn: &mut C) -> bool {
     conn.batch_execute("SELECT 1").await.is_ok()
-}
-
-/// Whether an attempt failed because its connection is gone or unusable (the server
-/// closed it, a request could not be sent). Such a connection is discarded rather than
-/// returned: a pool whose recycle check only looks at the connection's own state
-/// (deadpool's `RecyclingMethod::Fast`) would otherwise hand it out again.
-pub(super) fn connection_lost<T>(result: &Result<T, Error>) -> bool {
-    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
-    matches!(
-        result,
-        Err(Error::Database(error)) if matches!(
-            error.diesel_error(),
-            E::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, _)
-        )
-    )
 }
 
 /// The closure inside the attempt's transaction, which opens before it: a locking

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, alive,
-    begin_attempt_transaction, connection_lost, drive, end_attempt_transaction, unexplained,
+    begin_attempt_transaction, drive, end_attempt_transaction,
 };
 use crate::error::Error;
-use crate::retry::{Attempt, RetryPolicy, conflicted, lost_connection};
+use crate::retry::{Attempt, RetryPolicy, conflicted, lost_connection, lost_session};
 
 /// The connections of one attempt of the async [`retry_with_standby`]: the twin of
 /// [`retry::StandbyConnections`](crate::retry::StandbyConnections), with `async`
@@ -174,7 +174,7 @@ where
     async fn finish<T>(mut self, result: Result<T, Error>) -> Result<T, Error> {
         // A lost session may be either connection's: after such an error each is
         // returned only if it still answers (one round trip).
-        let suspect = lost_session(&result);
+        let suspect = lost_session::suspect(&result);
         if let Some(standby) = self.standby.as_deref_mut() {
             if !suspect || alive(standby).await {
                 drop(self.standby.take());
@@ -196,14 +196,6 @@ where
         }
         result
     }
-}
-
-/// Whether an attempt's error says that one of its connections may be dead: it was
-/// lost ([`connection_lost`]), or the driver did not classify the error
-/// ([`unexplained`], how MySQL reports a killed session). A pool whose recycle check
-/// only looks at the connection's own state would hand a dead session out again.
-fn lost_session<T>(result: &Result<T, Error>) -> bool {
-    connection_lost(result) || unexplained(result)
 }
 
 impl<P, S> Drop for Leases<'_, P, S>

@@ -448,27 +448,6 @@ fn sub_millisecond_backoffs_average_what_the_policy_drew() {
     );
 }
 
-/// Only a lost connection makes the helper discard a connection after a clean attempt.
-#[test]
-fn only_a_lost_connection_is_discarded_after_an_attempt() {
-    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
-    let lost = |kind| -> Result<(), Error> {
-        Err(E::DatabaseError(kind, Box::new(String::from("gone"))).into())
-    };
-    assert!(super::retry::connection_lost(&lost(Kind::ClosedConnection)));
-    assert!(super::retry::connection_lost(&lost(
-        Kind::UnableToSendCommand
-    )));
-    assert!(!super::retry::connection_lost(&lost(Kind::UniqueViolation)));
-    assert!(!super::retry::connection_lost(&lost(
-        Kind::SerializationFailure
-    )));
-    assert!(!super::retry::connection_lost::<()>(&Ok(())));
-    assert!(!super::retry::connection_lost::<()>(&Err(
-        E::NotFound.into()
-    )));
-}
-
 /// `verify_when_idle`: a connection back from work within the window is handed out
 /// without a test query; one idle for the window (zero here) is tested first.
 #[cfg(feature = "deadpool")]

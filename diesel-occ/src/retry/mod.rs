@@ -102,6 +102,7 @@
 pub(crate) mod combine;
 pub(crate) mod deadline;
 mod hot_rows;
+pub(crate) mod lost_session;
 mod policy;
 mod standby;
 
@@ -201,9 +202,10 @@ pub trait ConnectionSource {
     }
 
     /// Gets rid of a connection whose state is unknown (its transaction could not be
-    /// committed or rolled back), so that it is not used again. The default drops it,
-    /// which is right for pools that check connections when they come back (r2d2 with
-    /// Diesel's `ConnectionManager` does) and for owned connections.
+    /// committed or rolled back) or whose session is gone, so that it is not used
+    /// again. The default drops it, which is right for owned connections; a pool must
+    /// not take it back (the r2d2 implementation marks it broken first, so that
+    /// Diesel's `ConnectionManager` closes it).
     fn discard(&self, pooled: Self::Pooled<'_>) {
         drop(pooled);
     }
@@ -281,13 +283,24 @@ where
         self.get_timeout(deadline::pool_wait(self.connection_timeout(), remaining))
             .map_err(|error| PoolError::new(crate::PoolErrorKind::Timeout, error))
     }
+
+    /// Marks the connection's transaction manager as in error before dropping it, so
+    /// that r2d2 (through `ConnectionManager::has_broken`) closes it instead of pooling
+    /// it again: a dead session is not in a transaction, and a pool built with
+    /// `test_on_check_out(false)` would hand it out untested.
+    fn discard(&self, mut pooled: Self::Pooled<'_>) {
+        C::TransactionManager::transaction_manager_status_mut(&mut pooled).set_in_error();
+        drop(pooled);
+    }
 }
 
 /// Runs `attempt` until it succeeds, fails with an error that is not worth retrying,
 /// or `policy` gives up ([`Error::RetriesExhausted`]).
 ///
 /// Every attempt checks a fresh connection out of `source` and drops it before the
-/// backoff sleep; a checkout failure ends the loop with [`Error::Pool`]. An attempt
+/// backoff sleep ([discards](ConnectionSource::discard) it when its session was lost
+/// or its transaction could not be ended); a checkout failure ends the loop with
+/// [`Error::Pool`]. An attempt
 /// that [runs in a transaction](Attempt::runs_in_transaction) (escalated, or a hot-row
 /// policy's while a row is hot) gets one opened with the backend's
 /// [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED) before the closure
@@ -327,7 +340,8 @@ fn drive<T>(
     }
 }
 
-/// One attempt on a fresh connection, which is dropped (or discarded) on return.
+/// One attempt on a fresh connection, which is dropped on return, or discarded when its
+/// state is unknown or its session is gone.
 fn run_attempt<S, T, F>(source: &S, attempt: Attempt, f: &mut F) -> Result<T, Error>
 where
     S: ConnectionSource + ?Sized,
@@ -336,7 +350,7 @@ where
 {
     let mut pooled = source.checkout_within(attempt.remaining())?;
     let (result, clean) = attempt_on(&mut *pooled, attempt, f);
-    if !clean {
+    if !clean || lost_session::dead_after(&mut *pooled, &result) {
         source.discard(pooled);
     }
     result

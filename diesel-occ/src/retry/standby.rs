@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::{
     Attempt, ConnectionSource, RetryPolicy, begin_attempt_transaction, drive,
-    end_attempt_transaction,
+    end_attempt_transaction, lost_session,
 };
 use crate::backend::LockingConnection;
 use crate::error::Error;
@@ -109,10 +109,17 @@ where
         self.reads_primary
     }
 
-    /// Ends the attempt: drops the standby's connection, ends the helper's transaction
-    /// on the primary's, and discards the primary's when its state is unknown.
+    /// Ends the attempt: ends the helper's transaction on the primary's connection,
+    /// drops each connection that is clean and alive, and discards the rest.
     fn finish<T>(mut self, result: Result<T, Error>) -> Result<T, Error> {
-        drop(self.standby.take());
+        // A lost session may be either connection's: after such an error each is
+        // returned only if it still answers (one round trip).
+        let suspect = lost_session::suspect(&result);
+        if let Some(mut standby) = self.standby.take() {
+            if suspect && !lost_session::alive(&mut *standby) {
+                self.standby_source.discard(standby);
+            }
+        }
         let Some(mut lease) = self.primary.take() else {
             return result;
         };
@@ -122,7 +129,7 @@ where
             }
             _ => (result, lease.usable),
         };
-        if !clean {
+        if !clean || suspect && !lost_session::alive(&mut *lease.pooled) {
             self.primary_source.discard(lease.pooled);
         }
         result

@@ -22,8 +22,13 @@ pub(crate) trait Server: TestConnection {
     /// How the library classifies the error of a lock wait that timed out.
     const LOCK_TIMEOUT_KIND: Option<TransientKind>;
 
-    /// The server's id of this session.
-    fn session_id(&mut self) -> u64;
+    /// The server's id of this session; an error when the session is gone.
+    fn try_session_id(&mut self) -> QueryResult<u64>;
+
+    /// The server's id of this session, which must be alive.
+    fn session_id(&mut self) -> u64 {
+        self.try_session_id().expect("the session's id")
+    }
 
     /// Kills session `id` from this connection and waits until the server has removed
     /// it.
@@ -56,11 +61,9 @@ impl Server for PgConnection {
     /// counterpart of MySQL's 1205, a lock wait timeout.
     const LOCK_TIMEOUT_KIND: Option<TransientKind> = Some(TransientKind::LockWaitTimeout);
 
-    fn session_id(&mut self) -> u64 {
-        let pid: i32 = diesel::select(sql::<Integer>("pg_backend_pid()"))
-            .get_result(self)
-            .expect("pg_backend_pid()");
-        pid as u64
+    fn try_session_id(&mut self) -> QueryResult<u64> {
+        let pid: i32 = diesel::select(sql::<Integer>("pg_backend_pid()")).get_result(self)?;
+        Ok(pid as u64)
     }
 
     fn kill(&mut self, id: u64) {
@@ -97,11 +100,9 @@ impl Server for diesel::mysql::MysqlConnection {
     /// Error 1205, `Lock wait timeout exceeded`: transient.
     const LOCK_TIMEOUT_KIND: Option<TransientKind> = Some(TransientKind::LockWaitTimeout);
 
-    fn session_id(&mut self) -> u64 {
+    fn try_session_id(&mut self) -> QueryResult<u64> {
         use diesel::sql_types::Unsigned;
-        diesel::select(sql::<Unsigned<BigInt>>("CONNECTION_ID()"))
-            .get_result(self)
-            .expect("CONNECTION_ID()")
+        diesel::select(sql::<Unsigned<BigInt>>("CONNECTION_ID()")).get_result(self)
     }
 
     fn kill(&mut self, id: u64) {

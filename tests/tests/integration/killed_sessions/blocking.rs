@@ -188,3 +188,83 @@ fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds()
     assert_eq!(saved, 3);
     assert_eq!(row(&db), (111, 3), "their write and ours");
 }
+
+/// An r2d2 pool that hands connections out untested (`test_on_check_out(false)`, the
+/// setting for speed) and holds one connection, so a connection returned to it is the
+/// next one handed out.
+fn untested_pool(db: &TestDb<Conn>) -> Pool<ConnectionManager<Conn>> {
+    Pool::builder()
+        .max_size(1)
+        .test_on_check_out(false)
+        .build(ConnectionManager::<Conn>::new(db.url()))
+        .expect("pool")
+}
+
+/// A session killed while it sat in a pool that does not test connections at
+/// checkout: the next operation gets it and fails with a typed error, writing nothing;
+/// the helper finds the connection dead and keeps it out of the pool, so the operation
+/// after that runs on a new session instead of failing on the same one.
+#[test]
+fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
+    let db = test_db!();
+    seed(&db);
+    let pool = untested_pool(&db);
+    let increment = || {
+        retry::retry(&pool, &quick(), |conn, attempt| {
+            let id = conn.try_session_id()?;
+            let mut counter: Counter = attempt.find(conn, 1)?;
+            counter.value += 1;
+            counter.save_checked(conn)?;
+            Ok(id)
+        })
+    };
+    let first = increment().expect("a live session");
+    with_killer(&db, |killer| killer.kill(first));
+    let failed = increment();
+    assert!(
+        failed.is_err() || failed.as_ref().is_ok_and(|id| *id != first),
+        "the killed session cannot have run it: {failed:?}"
+    );
+    let next = increment().expect("a new session");
+    assert_ne!(next, first, "the dead session was discarded, not pooled again");
+    let expected = 10 + 1 + i32::from(failed.is_ok()) + 1;
+    assert_eq!(row(&db).0, expected, "every acknowledged write, nothing else");
+}
+
+/// `retry_with_standby`: the primary's session is killed inside an attempt, after the
+/// read from the standby and before the save (the kill returns once the session is
+/// gone: the barrier). The save fails on the dead connection, and the helper keeps
+/// that connection out of a pool that would hand it out again untested: the next
+/// checkout gets a new session, and the row holds every acknowledged write.
+#[test]
+fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
+    let db = test_db!();
+    seed(&db);
+    let primary = untested_pool(&db);
+    let standby = untested_pool(&db);
+    let sessions = std::cell::RefCell::new(Vec::new());
+    let outcome = with_killer(&db, |killer| {
+        retry::retry_with_standby(&primary, &standby, &quick(), |conns, attempt| {
+            let mut counter: Counter = attempt.find(conns.read()?, 1)?;
+            let conn = conns.write()?;
+            let id = conn.try_session_id()?;
+            sessions.borrow_mut().push(id);
+            if attempt.is_first() {
+                killer.kill(id);
+            }
+            counter.value += 1;
+            counter.save_checked(conn)?;
+            Ok(counter.version)
+        })
+    });
+    let sessions = sessions.into_inner();
+    let killed = sessions[0];
+    assert!(
+        sessions[1..].iter().all(|id| *id != killed),
+        "no later attempt ran on the dead session: {sessions:?}"
+    );
+    let next = primary.get().expect("a primary connection").session_id();
+    assert_ne!(next, killed, "the dead session was not pooled again ({outcome:?})");
+    let expected = 10 + i32::from(outcome.is_ok());
+    assert_eq!(row(&db).0, expected, "every acknowledged write, nothing else: {outcome:?}");
+}
