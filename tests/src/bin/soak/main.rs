@@ -33,6 +33,9 @@
 //!   panics, then the same entities again), `bypass_guard` (hand-written writes under
 //!   the guard's trigger), `timestamp_now` (a writer that sets a timestamp token to
 //!   the database's clock, on the `stamped` table), `combiner` (`retry::Combiner`),
+//!   `retry_escalated` (`retry::retry`, escalated from the first attempt or after one
+//!   conflict), `retry_with_standby` (reads from a standby: a second connection to the
+//!   database here, the streaming standby on `--backend pg-replicas`),
 //!   and the async flavour `async_save_checked` (futures dropped at random points),
 //!   `async_transaction`, `async_combiner`. Each acknowledged change adds 1 to a row's
 //!   counter and is recorded with the token it was read at (the combiners' changes
@@ -65,6 +68,13 @@
 //! fails for too little evidence unless the node served nothing while down and served
 //! again after its restart.
 //!
+//! `--backend pg-replicas` (not part of `all`) runs `retry_with_standby` on the
+//! PostgreSQL primary and streaming standby of `tests/cluster/pg-replicas.sh`
+//! (`OCC_PG_PRIMARY_URL`, `OCC_PG_STANDBY_URL`): the database is made on the primary
+//! and replayed by the standby, the threads' first reads and the helper's reads go to
+//! the standby (which lags: a stale read meets a conflict and the retry re-reads from
+//! the primary), the faults kill sessions on the primary.
+//!
 //! Output: per path and backend, a figures line, up to 50 `VIOLATION` lines, and a
 //! `table: | path | backend | flavour | ... |` row for RELIABILITY.md; then one verdict
 //! per path and backend (`soak: postgres: update_by_key: passed`, or `... FAILED: N
@@ -88,7 +98,6 @@ mod sqlite;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::options::Target;
 use crate::report::Verdicts;
 
 fn main() -> ExitCode {
@@ -114,8 +123,8 @@ fn main() -> ExitCode {
     let mut verdicts = Verdicts::default();
     for &backend in &args.backends {
         for &path in &args.paths {
-            // The cluster runs the retried path only (`galera.rs`).
-            if backend == Target::Galera && path != "retried" {
+            // A cluster runs the path it exists for only.
+            if backend.only_path().is_some_and(|only| only != path) {
                 continue;
             }
             let started = Instant::now();

@@ -6,18 +6,23 @@ use std::time::Duration;
 
 use diesel_occ_tests::Backend;
 
-/// What a soak runs against: one of the test backends, or the 3-node Galera cluster
-/// (`tests/cluster/galera.sh`), which only `--backend galera` selects.
+/// What a soak runs against: one of the test backends, or a cluster: the 3-node
+/// Galera cluster (`tests/cluster/galera.sh`) or the PostgreSQL primary and standby
+/// (`tests/cluster/pg-replicas.sh`), which only `--backend galera` or
+/// `--backend pg-replicas` select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target {
     /// A backend's single server (or SQLite file).
     Db(Backend),
     /// The Galera cluster's nodes (`OCC_GALERA_URLS`), through a multi-host source.
     Galera,
+    /// The PostgreSQL pair (`OCC_PG_PRIMARY_URL`, `OCC_PG_STANDBY_URL`), for
+    /// `retry_with_standby`.
+    PgReplicas,
 }
 
 impl Target {
-    /// What `all` means: every single-server backend, not the cluster.
+    /// What `all` means: every single-server backend, not the clusters.
     const ALL: [Target; 3] = [
         Target::Db(Backend::Postgres),
         Target::Db(Backend::Mysql),
@@ -28,6 +33,16 @@ impl Target {
         match self {
             Target::Db(backend) => backend.name(),
             Target::Galera => "galera",
+            Target::PgReplicas => "pg-replicas",
+        }
+    }
+
+    /// The paths a cluster runs: the one it exists for. `None`: every path.
+    pub(crate) fn only_path(self) -> Option<&'static str> {
+        match self {
+            Target::Db(_) => None,
+            Target::Galera => Some("retried"),
+            Target::PgReplicas => Some("retry_with_standby"),
         }
     }
 }
@@ -72,7 +87,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 19] = [
+pub(crate) const PATHS: [&str; 21] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -89,6 +104,8 @@ pub(crate) const PATHS: [&str; 19] = [
     "bypass_guard",
     "timestamp_now",
     "combiner",
+    "retry_escalated",
+    "retry_with_standby",
     "async_save_checked",
     "async_transaction",
     "async_combiner",
@@ -214,7 +231,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
 /// machine acknowledges several times this many writes on every backend.
 pub(crate) const MIN_ACKNOWLEDGED: u64 = 100;
 
-/// `all`, or a comma-separated list of backend names (`galera` included).
+/// `all`, or a comma-separated list of backend names (the clusters included).
 fn parse_backends(list: &str) -> Result<Vec<Target>, String> {
     if list == "all" {
         return Ok(Target::ALL.to_vec());
@@ -223,7 +240,7 @@ fn parse_backends(list: &str) -> Result<Vec<Target>, String> {
         .map(|name| {
             Target::ALL
                 .into_iter()
-                .chain([Target::Galera])
+                .chain([Target::Galera, Target::PgReplicas])
                 .find(|b| b.name() == name.trim())
                 .ok_or(format!("unknown backend {name:?}"))
         })
@@ -233,7 +250,7 @@ fn parse_backends(list: &str) -> Result<Vec<Target>, String> {
 /// The usage line printed after a bad option or `--help`.
 pub(crate) fn usage() -> String {
     format!(
-        "usage: soak [--backend all|postgres,mysql,sqlite,galera] [--path all|NAME,...] \
+        "usage: soak [--backend all|postgres,mysql,sqlite,galera,pg-replicas] [--path all|NAME,...] \
          [--duration 30s] \
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \

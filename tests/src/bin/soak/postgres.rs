@@ -56,3 +56,21 @@ use self::connect as connect_for_check;
 mod workload;
 
 pub(crate) use workload::run;
+
+/// Runs `path` on the PostgreSQL pair of `tests/cluster/pg-replicas.sh`: its database
+/// made on the primary and replayed by the standby, the reads of `retry_with_standby`
+/// on the standby, the faults on the primary; `None` when the pair is not running.
+pub(crate) fn run_on_replicas(
+    args: &crate::options::Args,
+    path: &'static str,
+) -> Option<crate::report::Report> {
+    use diesel_occ_tests::{Access, PgReplicasDb};
+    let db = PgReplicasDb::create(&format!("soak_{path}"), Access::Shared)?;
+    let site = workload::Site {
+        backend: "pg-replicas",
+        url: db.primary_url(),
+        standby_url: db.standby_url(),
+        wait_replayed: &|| db.wait_replayed(),
+    };
+    Some(workload::run_on(args, path, &site))
+}

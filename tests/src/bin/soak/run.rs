@@ -47,6 +47,7 @@ pub(crate) fn run(args: &Args, target: Target, path: &'static str) -> Option<Rep
             eprintln!("galera: not built (run with --features mysql)");
             return None;
         }
+        Target::PgReplicas => return crate::postgres::run_on_replicas(args, path),
         Target::Db(backend) => backend,
     };
     match backend {

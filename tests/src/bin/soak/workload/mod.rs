@@ -18,6 +18,7 @@ mod counter;
 mod delete;
 mod force_increment;
 mod retried;
+mod retry;
 mod runner;
 mod save_checked;
 mod soft_delete;
@@ -28,32 +29,51 @@ mod update_by_key;
 
 // What `retried/` takes from the backend module.
 use super::{AsyncConn, Conn, FAULT_KIND, connect, connect_for_check, examples, fault, schema};
+use diesel_occ_tests::{TestConnection, TestDb};
+
 use crate::options::Args;
 use crate::report::Report;
+pub(crate) use runner::Site;
 
 /// Runs `path` on this backend; `None` when it could not run (no server).
 pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
+    if path == "retried" {
+        return retried::run(args);
+    }
+    let db = TestDb::<Conn>::create(&format!("soak_{path}"))?;
+    let site = Site {
+        backend: Conn::BACKEND.name(),
+        url: db.url(),
+        standby_url: db.url(),
+        wait_replayed: &|| {},
+    };
+    Some(run_on(args, path, &site))
+}
+
+/// Runs `path`, a path on the `counters` table, in `site`'s fresh database.
+pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report {
     use runner::run as on;
     match path {
-        "retried" => retried::run(args),
-        "save_checked" => on(args, path, &save_checked::Plain),
-        "save_checked_where" => on(args, path, &save_checked::Where),
-        "update_by_key" => on(args, path, &update_by_key::UpdateByKey),
-        "delete_checked" => on(args, path, &delete::Delete::Checked),
-        "delete_by_key" => on(args, path, &delete::Delete::ByKey),
-        "tracked" => on(args, path, &tracked::Save),
-        "save_merging" => on(args, path, &tracked::Merging),
-        "save_all_checked" => on(args, path, &batch::SaveAll),
-        "bulk_update" => on(args, path, &bulk_update::BulkUpdate),
-        "force_increment" => on(args, path, &force_increment::ForceIncrement),
-        "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete),
-        "transaction" => on(args, path, &transaction::Transaction),
-        "bypass_guard" => on(args, path, &bypass_guard::Bypass),
-        "timestamp_now" => on(args, path, &timestamp_now::TimestampNow),
-        "combiner" => on(args, path, &combiner::Combiner::default()),
-        "async_save_checked" => on(args, path, &asynchronous::Save),
-        "async_transaction" => on(args, path, &asynchronous::Transaction),
-        "async_combiner" => on(args, path, &asynchronous::Combined::default()),
+        "save_checked" => on(args, path, &save_checked::Plain, site),
+        "save_checked_where" => on(args, path, &save_checked::Where, site),
+        "update_by_key" => on(args, path, &update_by_key::UpdateByKey, site),
+        "delete_checked" => on(args, path, &delete::Delete::Checked, site),
+        "delete_by_key" => on(args, path, &delete::Delete::ByKey, site),
+        "tracked" => on(args, path, &tracked::Save, site),
+        "save_merging" => on(args, path, &tracked::Merging, site),
+        "save_all_checked" => on(args, path, &batch::SaveAll, site),
+        "bulk_update" => on(args, path, &bulk_update::BulkUpdate, site),
+        "force_increment" => on(args, path, &force_increment::ForceIncrement, site),
+        "soft_delete_checked" => on(args, path, &soft_delete::SoftDelete, site),
+        "transaction" => on(args, path, &transaction::Transaction, site),
+        "bypass_guard" => on(args, path, &bypass_guard::Bypass, site),
+        "timestamp_now" => on(args, path, &timestamp_now::TimestampNow, site),
+        "combiner" => on(args, path, &combiner::Combiner::default(), site),
+        "retry_escalated" => on(args, path, &retry::Escalated, site),
+        "retry_with_standby" => on(args, path, &retry::WithStandby, site),
+        "async_save_checked" => on(args, path, &asynchronous::Save, site),
+        "async_transaction" => on(args, path, &asynchronous::Transaction, site),
+        "async_combiner" => on(args, path, &asynchronous::Combined::default(), site),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
 }

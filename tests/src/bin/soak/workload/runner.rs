@@ -14,7 +14,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use diesel_occ::Error;
-use diesel_occ_tests::{TestConnection, TestDb};
 
 use super::counter::{self, RACE_ROW, ROWS};
 use super::{Conn, FAULT_KIND, connect, connect_for_check, fault};
@@ -31,6 +30,11 @@ pub(super) trait Path: Sync {
 
     /// What the read hands to the write.
     type Read: Send;
+
+    /// Where the threads' connections go: the database, or its standby.
+    fn connects_to<'a>(&self, ctx: &Ctx<'a>) -> &'a str {
+        ctx.url
+    }
 
     /// Sets the seeded database up for the path (the bypass guard's trigger).
     fn prepare(&self, conn: &mut Conn, sabotage: bool) {
@@ -94,6 +98,9 @@ pub(super) fn refused(error: &Error) -> bool {
 pub(super) struct Ctx<'a> {
     /// The run's database, for paths that connect on their own (the combiners).
     pub(super) url: &'a str,
+    /// Its standby (`retry_with_standby`): the pair's streaming standby on
+    /// `--backend pg-replicas`, else the database itself.
+    pub(super) standby_url: &'a str,
     pub(super) sabotage: bool,
     pub(super) counters: &'a Counters,
 }
@@ -132,33 +139,43 @@ impl Tally {
     }
 }
 
-/// Runs `path` in a fresh database of this backend; `None` when there is no server.
-pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<Report> {
-    let db = TestDb::<Conn>::create(&format!("soak_{name}"))?;
-    let url = db.url().to_owned();
-    let mut setup = connect(&url).expect("connect to seed");
+/// Where a path runs: a database made for it, and the standby its reads may go to.
+pub(crate) struct Site<'a> {
+    /// The name the report gives the backend.
+    pub(crate) backend: &'static str,
+    pub(crate) url: &'a str,
+    pub(crate) standby_url: &'a str,
+    /// Waits until the standby has replayed what the primary wrote (the seed).
+    pub(crate) wait_replayed: &'a dyn Fn(),
+}
+
+/// Runs `path` in `site`'s fresh database.
+pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Site<'_>) -> Report {
+    let url = site.url;
+    let mut setup = connect(url).expect("connect to seed");
     let initial = counter::seed(&mut setup);
     path.prepare(&mut setup, args.sabotage);
     drop(setup);
+    (site.wait_replayed)();
     let counters = Counters::default();
     let run = Run {
-        url: &url,
         deadline: Instant::now() + args.duration,
         ctx: Ctx {
-            url: &url,
+            url,
+            standby_url: site.standby_url,
             sabotage: args.sabotage,
             counters: &counters,
         },
     };
     let tally = run.threads(args, path);
-    let mut conn = connect_for_check(&url).expect("connect for the check");
+    let mut conn = connect_for_check(url).expect("connect for the check");
     let rows = path.values(&mut conn).expect("read the counters");
     let (mut violations, needed) =
         counters::counters(&initial, &rows, &tally.acknowledged, &tally.unknown);
     let labels = counter::labels(&mut conn).expect("read the labels");
     violations.extend(counters::tags(&labels, &tally.acknowledged));
-    Some(Report {
-        backend: Conn::BACKEND.name(),
+    Report {
+        backend: site.backend,
         path: name,
         fault_kind: FAULT_KIND,
         notes: Vec::new(),
@@ -166,12 +183,11 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P) -> Option<
         counters,
         violations,
         unknown_applied: needed as usize,
-    })
+    }
 }
 
 /// One run's shared state.
 struct Run<'a> {
-    url: &'a str,
     deadline: Instant,
     ctx: Ctx<'a>,
 }
@@ -219,7 +235,7 @@ impl Run<'_> {
         let mut tally = Tally::default();
         let mut conn = None;
         while Instant::now() < self.deadline {
-            let Some(c) = self.connection(&mut conn) else {
+            let Some(c) = self.connection(path, &mut conn) else {
                 continue;
             };
             bump(&self.ctx.counters.operations);
@@ -250,7 +266,7 @@ impl Run<'_> {
                 return tally;
             }
             let mut read = self
-                .connection(&mut conn)
+                .connection(path, &mut conn)
                 .and_then(|c| path.read(c, RACE_ROW, racer).ok());
             race.gate.wait();
             if racer == 0 {
@@ -286,9 +302,13 @@ impl Run<'_> {
 
     /// The connection, made anew when there is none; `None` (after a pause) when
     /// the server refuses one.
-    fn connection<'c, C: Open>(&self, conn: &'c mut Option<C>) -> Option<&'c mut C> {
+    fn connection<'c, P: Path>(
+        &self,
+        path: &P,
+        conn: &'c mut Option<P::Conn>,
+    ) -> Option<&'c mut P::Conn> {
         if conn.is_none() {
-            match C::open(self.url) {
+            match P::Conn::open(path.connects_to(&self.ctx)) {
                 Ok(new) => *conn = Some(new),
                 Err(_) => {
                     bump(&self.ctx.counters.errors);
@@ -306,7 +326,7 @@ impl Run<'_> {
         let mut admin = None;
         while !stop.load(Ordering::SeqCst) {
             thread::sleep(args.fault_every);
-            if !stop.load(Ordering::SeqCst) && fault(self.url, &mut admin, &mut rng) {
+            if !stop.load(Ordering::SeqCst) && fault(self.ctx.url, &mut admin, &mut rng) {
                 bump(&self.ctx.counters.faults);
             }
         }
