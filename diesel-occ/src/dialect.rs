@@ -6,17 +6,35 @@
 
 use std::any::TypeId;
 
-/// The SQL dialect of a backend, where diesel-occ writes backend-specific SQL or reads
-/// a column type's name ([`SchemaBackend`](crate::schema_check::SchemaBackend)).
-#[doc(hidden)]
+/// The SQL dialect of a backend: which SQL the bypass guard's trigger DDL is written
+/// in, and how [`SchemaCheck`](crate::schema_check::SchemaCheck) reads a column type's
+/// name.
+///
+/// ```
+/// use diesel_occ::Dialect;
+///
+/// assert_eq!(Dialect::Postgres.to_string(), "PostgreSQL");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Dialect {
-    /// PostgreSQL.
+    /// PostgreSQL (on the bypass guard: a plpgsql function and a `BEFORE UPDATE`
+    /// trigger).
     Postgres,
-    /// MySQL and MariaDB.
+    /// MySQL and MariaDB (a `BEFORE UPDATE` trigger).
     Mysql,
-    /// SQLite.
+    /// SQLite (an `AFTER UPDATE` trigger that rewrites the token).
     Sqlite,
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Mysql => "MySQL",
+            Dialect::Sqlite => "SQLite",
+        })
+    }
 }
 
 impl Dialect {

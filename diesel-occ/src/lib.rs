@@ -174,6 +174,7 @@ pub mod xmin;
 
 pub use blocking::transaction;
 pub use blocking::{BatchDsl, CheckedDsl, TrackedDsl};
+pub use dialect::Dialect;
 pub use error::{
     BatchConflict, ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error,
     InvalidToken, InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind,

@@ -23,7 +23,7 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 
 use crate::bypass_guard::GuardTable;
 
-pub use crate::dialect::Dialect;
+use crate::dialect::Dialect;
 use crate::error::Error;
 use crate::statement::VersionedParts;
 use crate::token::{TokenKind, VersionToken};

@@ -10,12 +10,11 @@ impl BypassGuard {
     pub fn of<T>() -> Self
     where
         T: crate::statement::VersionedParts,
-        T::Token: GuardToken,
         T::Table: GuardTable,
         T::TokenColumn: diesel::Column,
     {
         let token_column = <T::TokenColumn as diesel::Column>::NAME;
-        let kind = <T::Token as GuardToken>::KIND;
+        let kind = <T::Token as crate::VersionToken>::KIND;
         match <T::Table as GuardTable>::sql_names() {
             Some((schema, table, keys)) => {
                 let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -38,17 +37,13 @@ impl BypassGuard {
     /// one the backend cannot hold is refused by [`install_sql`](Self::install_sql).
     ///
     /// ```
-    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::BypassGuard;
+    /// use diesel_occ::{Dialect, TokenKind};
     ///
-    /// let guard = BypassGuard::new("odd\"name", "v", &["id"], GuardTokenKind::I32);
-    /// assert!(guard.install_sql(GuardBackend::Sqlite).unwrap().contains("ON \"odd\"\"name\""));
+    /// let guard = BypassGuard::new("odd\"name", "v", &["id"], TokenKind::Integer);
+    /// assert!(guard.install_sql(Dialect::Sqlite).unwrap().contains("ON \"odd\"\"name\""));
     /// ```
-    pub fn new(
-        table: &str,
-        token_column: &str,
-        key_columns: &[&str],
-        kind: GuardTokenKind,
-    ) -> Self {
+    pub fn new(table: &str, token_column: &str, key_columns: &[&str], kind: TokenKind) -> Self {
         BypassGuard {
             schema: None,
             table: table.to_owned(),
@@ -64,11 +59,12 @@ impl BypassGuard {
     /// created in that schema.
     ///
     /// ```
-    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::BypassGuard;
+    /// use diesel_occ::{Dialect, TokenKind};
     ///
-    /// let guard = BypassGuard::new("items", "version", &["id"], GuardTokenKind::I32)
+    /// let guard = BypassGuard::new("items", "version", &["id"], TokenKind::Integer)
     ///     .in_schema("shop");
-    /// assert!(guard.install_sql(GuardBackend::Mysql).unwrap().contains("ON `shop`.`items`"));
+    /// assert!(guard.install_sql(Dialect::Mysql).unwrap().contains("ON `shop`.`items`"));
     /// ```
     pub fn in_schema(mut self, schema: &str) -> Self {
         self.schema = Some(schema.to_owned());
@@ -109,11 +105,12 @@ impl BypassGuard {
     /// instead of replacing it.
     ///
     /// ```
-    /// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardTokenKind};
+    /// use diesel_occ::bypass_guard::BypassGuard;
+    /// use diesel_occ::{Dialect, TokenKind};
     ///
-    /// let guard = BypassGuard::new("stock", "version", &["id"], GuardTokenKind::I32);
+    /// let guard = BypassGuard::new("stock", "version", &["id"], TokenKind::Integer);
     /// assert_eq!(
-    ///     guard.install_sql(GuardBackend::Mysql).unwrap(),
+    ///     guard.install_sql(Dialect::Mysql).unwrap(),
     ///     "CREATE TRIGGER `occ_guard_stock_version_8e3dfac2f3d11183` BEFORE UPDATE ON `stock`\n    \
     ///      FOR EACH ROW SET NEW.`version` = IF(NEW.`version` <=> OLD.`version`, \
     ///      CASE WHEN OLD.`version` = 2147483647 THEN (-2147483647 - 1) \
@@ -125,36 +122,32 @@ impl BypassGuard {
     ///
     /// [`GuardError`] when the backend cannot express this token kind (timestamps
     /// outside PostgreSQL) or cannot hold one of the names.
-    pub fn install_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
+    pub fn install_sql(&self, backend: Dialect) -> Result<String, GuardError> {
         self.check(backend)?;
         let tok = quote(backend, &self.token_column);
         let unsupported = GuardError::Unsupported {
             backend,
             kind: self.kind,
         };
-        if self.kind == GuardTokenKind::Timestamp {
+        if self.kind == TokenKind::Timestamp {
             return match backend {
-                GuardBackend::Postgres => Ok(self.postgres_ddl(&postgres_timestamp_body(&tok))),
-                GuardBackend::Mysql | GuardBackend::Sqlite => Err(unsupported),
+                Dialect::Postgres => Ok(self.postgres_ddl(&postgres_timestamp_body(&tok))),
+                Dialect::Mysql | Dialect::Sqlite => Err(unsupported),
             };
         }
         let fresh = match (self.kind, backend) {
-            (GuardTokenKind::I16, _) => wrapping_increment_sql(&format!("OLD.{tok}"), 32767),
-            (GuardTokenKind::I32, _) => {
-                wrapping_increment_sql(&format!("OLD.{tok}"), 2_147_483_647)
-            }
-            (GuardTokenKind::I64, _) => {
+            (TokenKind::SmallInt, _) => wrapping_increment_sql(&format!("OLD.{tok}"), 32767),
+            (TokenKind::Integer, _) => wrapping_increment_sql(&format!("OLD.{tok}"), 2_147_483_647),
+            (TokenKind::BigInt, _) => {
                 wrapping_increment_sql(&format!("OLD.{tok}"), 9_223_372_036_854_775_807)
             }
-            (GuardTokenKind::Uuid, GuardBackend::Postgres) => "gen_random_uuid()".to_owned(),
-            (GuardTokenKind::Uuid, GuardBackend::Mysql) => {
-                "UNHEX(REPLACE(UUID(), '-', ''))".to_owned()
-            }
-            (GuardTokenKind::Uuid, GuardBackend::Sqlite) => "randomblob(16)".to_owned(),
-            (GuardTokenKind::Timestamp, _) => return Err(unsupported),
+            (TokenKind::Uuid, Dialect::Postgres) => "gen_random_uuid()".to_owned(),
+            (TokenKind::Uuid, Dialect::Mysql) => "UNHEX(REPLACE(UUID(), '-', ''))".to_owned(),
+            (TokenKind::Uuid, Dialect::Sqlite) => "randomblob(16)".to_owned(),
+            (TokenKind::Timestamp | TokenKind::Other, _) => return Err(unsupported),
         };
         Ok(match backend {
-            GuardBackend::Postgres => self.postgres_ddl(&format!(
+            Dialect::Postgres => self.postgres_ddl(&format!(
                 "\nBEGIN\n\
                  \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
                  \x20       NEW.{tok} := {fresh};\n\
@@ -162,7 +155,7 @@ impl BypassGuard {
                  \x20   RETURN NEW;\n\
                  END\n"
             )),
-            GuardBackend::Mysql => {
+            Dialect::Mysql => {
                 let table = self.qualified(backend, &self.table);
                 let name = self.qualified(backend, &self.trigger_name());
                 format!(
@@ -170,7 +163,7 @@ impl BypassGuard {
                      \x20   FOR EACH ROW SET NEW.{tok} = IF(NEW.{tok} <=> OLD.{tok}, {fresh}, NEW.{tok});\n"
                 )
             }
-            GuardBackend::Sqlite => {
+            Dialect::Sqlite => {
                 // SQLite names the trigger's schema once, on the trigger; the table in
                 // `ON` and in the body must not be qualified.
                 let table = quote(backend, &self.table);
@@ -197,7 +190,7 @@ impl BypassGuard {
 
     /// PostgreSQL's trigger function with `body` and the trigger that runs it.
     fn postgres_ddl(&self, body: &str) -> String {
-        let backend = GuardBackend::Postgres;
+        let backend = Dialect::Postgres;
         let table = self.qualified(backend, &self.table);
         let function = self.qualified(backend, &self.trigger_name());
         let name = quote(backend, &self.trigger_name());
@@ -216,23 +209,23 @@ impl BypassGuard {
     /// # Errors
     ///
     /// [`GuardError`] when the backend cannot hold one of the names.
-    pub fn uninstall_sql(&self, backend: GuardBackend) -> Result<String, GuardError> {
+    pub fn uninstall_sql(&self, backend: Dialect) -> Result<String, GuardError> {
         self.check(backend)?;
         let name = self.qualified(backend, &self.trigger_name());
         Ok(match backend {
-            GuardBackend::Postgres => format!(
+            Dialect::Postgres => format!(
                 "DROP TRIGGER IF EXISTS {} ON {};\nDROP FUNCTION IF EXISTS {name}();\n",
                 quote(backend, &self.trigger_name()),
                 self.qualified(backend, &self.table),
             ),
-            GuardBackend::Mysql | GuardBackend::Sqlite => {
+            Dialect::Mysql | Dialect::Sqlite => {
                 format!("DROP TRIGGER IF EXISTS {name};\n")
             }
         })
     }
 
     /// Refuses names the backend cannot hold, before any text is rendered.
-    fn check(&self, backend: GuardBackend) -> Result<(), GuardError> {
+    fn check(&self, backend: Dialect) -> Result<(), GuardError> {
         if self.unreadable {
             return Err(GuardError::UnreadableTable);
         }
@@ -254,14 +247,14 @@ impl BypassGuard {
                 });
             }
         }
-        if backend == GuardBackend::Sqlite && self.key_columns.is_empty() {
+        if backend == Dialect::Sqlite && self.key_columns.is_empty() {
             return Err(GuardError::NoKeyColumns { backend });
         }
         Ok(())
     }
 
     /// `"schema"."name"`, or `"name"` without a schema.
-    fn qualified(&self, backend: GuardBackend, name: &str) -> String {
+    fn qualified(&self, backend: Dialect, name: &str) -> String {
         match &self.schema {
             Some(schema) => format!("{}.{}", quote(backend, schema), quote(backend, name)),
             None => quote(backend, name),

@@ -41,13 +41,14 @@
 //! # include!("../doctest_setup.rs");
 //! use diesel::connection::SimpleConnection;
 //! use diesel::prelude::*;
-//! use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+//! use diesel_occ::Dialect;
+//! use diesel_occ::bypass_guard::BypassGuard;
 //! use diesel_occ::prelude::*;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut conn = connection();
 //! let guard = BypassGuard::of::<Stock>();
-//! conn.batch_execute(&guard.install_sql(GuardBackend::Sqlite)?)?;
+//! conn.batch_execute(&guard.install_sql(Dialect::Sqlite)?)?;
 //!
 //! let mut mine = Stock::find(&mut conn, 1)?;
 //! // Another service writes the row without touching the token...
@@ -59,82 +60,8 @@
 //! # }
 //! ```
 
-use chrono::{DateTime, NaiveDateTime, Utc};
-
-use crate::token::uuid_token::UuidToken;
-
-/// The backend whose dialect the trigger DDL is written in.
-///
-/// ```
-/// use diesel_occ::bypass_guard::GuardBackend;
-///
-/// assert_eq!(GuardBackend::Postgres.to_string(), "PostgreSQL");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GuardBackend {
-    /// PostgreSQL: a plpgsql function and a `BEFORE UPDATE` trigger.
-    Postgres,
-    /// MySQL or MariaDB: a `BEFORE UPDATE` trigger.
-    Mysql,
-    /// SQLite: an `AFTER UPDATE` trigger that rewrites the token.
-    Sqlite,
-}
-
-/// How the trigger advances the token; [`BypassGuard::of`] takes it from the entity's
-/// token type through [`GuardToken`].
-///
-/// ```
-/// use diesel_occ::bypass_guard::{GuardToken, GuardTokenKind};
-///
-/// assert_eq!(<i64 as GuardToken>::KIND, GuardTokenKind::I64);
-/// assert_eq!(<diesel_occ::UuidToken as GuardToken>::KIND, GuardTokenKind::Uuid);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GuardTokenKind {
-    /// An `i16` counter (`SMALLINT`): the old value plus one, `i16::MAX` wraps to
-    /// `i16::MIN`.
-    I16,
-    /// An `i32` counter (`INTEGER`): the old value plus one, `i32::MAX` wraps to
-    /// `i32::MIN`.
-    I32,
-    /// An `i64` counter (`BIGINT`): the old value plus one, `i64::MAX` wraps to
-    /// `i64::MIN`.
-    I64,
-    /// A UUID: a fresh random one (native `uuid` on PostgreSQL, 16 bytes on MySQL and
-    /// SQLite, as [`UuidToken`] stores it).
-    Uuid,
-    /// A timestamp: the clock, or one unit of the column's precision after the old
-    /// value if that is later; also when a write moved the token back (PostgreSQL
-    /// only).
-    Timestamp,
-}
-
-/// A token type whose trigger-side advance [`BypassGuard`] knows: see
-/// [`GuardTokenKind`] for an example.
-pub trait GuardToken {
-    /// How a trigger advances it.
-    const KIND: GuardTokenKind;
-}
-
-macro_rules! guard_token {
-    ($($ty:ty => $kind:ident),* $(,)?) => {$(
-        impl GuardToken for $ty {
-            const KIND: GuardTokenKind = GuardTokenKind::$kind;
-        }
-    )*};
-}
-
-guard_token!(
-    i16 => I16,
-    i32 => I32,
-    i64 => I64,
-    uuid::Uuid => Uuid,
-    UuidToken => Uuid,
-    NaiveDateTime => Timestamp,
-    DateTime<Utc> => Timestamp,
-);
+use crate::dialect::Dialect;
+use crate::token::TokenKind;
 
 /// `CASE WHEN <operand> = MAX THEN MIN ELSE <operand> + 1 END` for a signed integer
 /// type whose `MAX` is `max`: the SQL twin of the wrapping `next_token`.
@@ -151,14 +78,15 @@ pub(crate) fn wrapping_increment_sql(operand: &str, max: i64) -> String {
 ///
 /// ```
 /// # include!("../doctest_setup.rs");
-/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+/// use diesel_occ::Dialect;
+/// use diesel_occ::bypass_guard::BypassGuard;
 ///
 /// # fn main() -> Result<(), diesel_occ::bypass_guard::GuardError> {
 /// let guard = BypassGuard::of::<Stock>();
 /// assert_eq!(guard.trigger_name(), "occ_guard_stock_version_8e3dfac2f3d11183");
-/// assert!(guard.install_sql(GuardBackend::Postgres)?.contains("BEFORE UPDATE ON \"stock\""));
+/// assert!(guard.install_sql(Dialect::Postgres)?.contains("BEFORE UPDATE ON \"stock\""));
 /// assert_eq!(
-///     guard.uninstall_sql(GuardBackend::Sqlite)?,
+///     guard.uninstall_sql(Dialect::Sqlite)?,
 ///     "DROP TRIGGER IF EXISTS \"occ_guard_stock_version_8e3dfac2f3d11183\";\n"
 /// );
 /// # Ok(())
@@ -170,7 +98,7 @@ pub struct BypassGuard {
     table: String,
     token_column: String,
     key_columns: Vec<String>,
-    kind: GuardTokenKind,
+    kind: TokenKind,
     /// Set when Diesel's rendering of the table could not be read; every DDL method
     /// returns it rather than guess a name.
     unreadable: bool,
@@ -179,10 +107,11 @@ pub struct BypassGuard {
 /// Why [`BypassGuard`] cannot render its DDL for a backend. Nothing was executed.
 ///
 /// ```
-/// use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardError, GuardTokenKind};
+/// use diesel_occ::bypass_guard::{BypassGuard, GuardError};
+/// use diesel_occ::{Dialect, TokenKind};
 ///
-/// let guard = BypassGuard::new("events", "updated_at", &["id"], GuardTokenKind::Timestamp);
-/// let error = guard.install_sql(GuardBackend::Mysql).unwrap_err();
+/// let guard = BypassGuard::new("events", "updated_at", &["id"], TokenKind::Timestamp);
+/// let error = guard.install_sql(Dialect::Mysql).unwrap_err();
 /// assert!(matches!(error, GuardError::Unsupported { .. }));
 /// assert_eq!(error.to_string(), "the bypass guard does not support Timestamp tokens on MySQL");
 /// ```
@@ -194,16 +123,16 @@ pub enum GuardError {
     #[error("the bypass guard does not support {kind:?} tokens on {backend}")]
     Unsupported {
         /// The backend asked for.
-        backend: GuardBackend,
+        backend: Dialect,
         /// The token kind asked for.
-        kind: GuardTokenKind,
+        kind: TokenKind,
     },
     /// A name the DDL needs cannot be an identifier on this backend. The message
     /// names which one and why, never the name itself.
     #[error("the bypass guard's {part} name {problem} on {backend}")]
     InvalidName {
         /// The backend asked for.
-        backend: GuardBackend,
+        backend: Dialect,
         /// Which name.
         part: NamePart,
         /// What is wrong with it.
@@ -214,7 +143,7 @@ pub enum GuardError {
     #[error("the bypass guard needs at least one key column on {backend}")]
     NoKeyColumns {
         /// The backend asked for.
-        backend: GuardBackend,
+        backend: Dialect,
     },
     /// [`BypassGuard::of`] could not read the table's SQL name from Diesel's rendering
     /// of it.

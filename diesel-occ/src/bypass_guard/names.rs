@@ -4,16 +4,6 @@ use std::fmt;
 
 use super::*;
 
-impl fmt::Display for GuardBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GuardBackend::Postgres => "PostgreSQL",
-            GuardBackend::Mysql => "MySQL",
-            GuardBackend::Sqlite => "SQLite",
-        })
-    }
-}
-
 impl fmt::Display for NamePart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -39,11 +29,11 @@ impl fmt::Display for NameProblem {
 }
 
 /// What keeps `name` from being an identifier on `backend`, if anything.
-pub(super) fn name_problem(backend: GuardBackend, name: &str) -> Option<NameProblem> {
+pub(super) fn name_problem(backend: Dialect, name: &str) -> Option<NameProblem> {
     let too_long = match backend {
-        GuardBackend::Postgres => name.len() > 63,
-        GuardBackend::Mysql => name.chars().count() > 64,
-        GuardBackend::Sqlite => false,
+        Dialect::Postgres => name.len() > 63,
+        Dialect::Mysql => name.chars().count() > 64,
+        Dialect::Sqlite => false,
     };
     if name.is_empty() {
         Some(NameProblem::Empty)
@@ -85,10 +75,10 @@ pub(super) fn dollar_tag(body: &str) -> String {
 }
 
 /// An identifier, quoted for the backend (embedded quotes doubled).
-pub(super) fn quote(backend: GuardBackend, ident: &str) -> String {
+pub(super) fn quote(backend: Dialect, ident: &str) -> String {
     match backend {
-        GuardBackend::Mysql => format!("`{}`", ident.replace('`', "``")),
-        GuardBackend::Postgres | GuardBackend::Sqlite => {
+        Dialect::Mysql => format!("`{}`", ident.replace('`', "``")),
+        Dialect::Postgres | Dialect::Sqlite => {
             format!("\"{}\"", ident.replace('"', "\"\""))
         }
     }

@@ -8,7 +8,7 @@ use diesel::sql_types::Binary;
 use uuid::Uuid;
 
 use crate::error::InvalidToken;
-use crate::token::{TokenValue, VersionToken};
+use crate::token::{TokenKind, TokenValue, VersionToken};
 
 /// A UUID concurrency token for any backend.
 ///
@@ -48,6 +48,8 @@ impl std::fmt::Display for UuidToken {
 }
 
 impl VersionToken for UuidToken {
+    const KIND: TokenKind = TokenKind::Uuid;
+
     fn initial() -> Self {
         UuidToken(Uuid::initial())
     }

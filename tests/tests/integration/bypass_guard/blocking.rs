@@ -3,7 +3,8 @@
 use chrono::NaiveDateTime;
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::Dialect;
+use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::prelude::*;
 use diesel_occ::{Error, UuidToken};
 use diesel_occ_tests::TestDb;
@@ -130,7 +131,7 @@ fn timestamp_token_guard_advances_on_raw_updates() {
         .expect("insert stamped");
     let install = BypassGuard::of::<Stamped>().install_sql(guard_dialect());
     let install = match (guard_dialect(), install) {
-        (GuardBackend::Postgres, install) => install.expect("guard DDL"),
+        (Dialect::Postgres, install) => install.expect("guard DDL"),
         (_, install) => {
             assert!(install.is_err(), "timestamp guards are PostgreSQL only");
             return;

@@ -2,7 +2,7 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::{Insertable, Queryable, Selectable};
-use diesel_occ::bypass_guard::GuardBackend;
+use diesel_occ::Dialect;
 use diesel_occ::{ConcurrencyConflict, Error, UuidToken, Versioned};
 use diesel_occ_tests::AsyncTestConnection;
 
@@ -37,7 +37,7 @@ pub(super) struct Stamped {
     pub(super) updated_at: NaiveDateTime,
 }
 
-pub(super) fn guard_dialect() -> GuardBackend {
+pub(super) fn guard_dialect() -> Dialect {
     dialect(AsyncConn::BACKEND)
 }
 

@@ -5,15 +5,15 @@
 //! [`triggers`] checks the DDL itself: names, quoting, identifier limits, wrapping;
 //! [`timestamp_columns`] the timestamp guard on columns of every precision.
 
-use diesel_occ::bypass_guard::GuardBackend;
+use diesel_occ::Dialect;
 use diesel_occ_tests::Backend;
 
 /// The guard's dialect for a test backend.
-pub(crate) const fn dialect(backend: Backend) -> GuardBackend {
+pub(crate) const fn dialect(backend: Backend) -> Dialect {
     match backend {
-        Backend::Postgres => GuardBackend::Postgres,
-        Backend::Mysql => GuardBackend::Mysql,
-        Backend::Sqlite => GuardBackend::Sqlite,
+        Backend::Postgres => Dialect::Postgres,
+        Backend::Mysql => Dialect::Mysql,
+        Backend::Sqlite => Dialect::Sqlite,
     }
 }
 

@@ -6,8 +6,9 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
+use diesel_occ::Dialect;
 use diesel_occ::Error;
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::prelude::*;
 use diesel_occ_tests::{Backend, TestConnection};
 
@@ -35,9 +36,9 @@ impl Path for Bypass {
             return;
         }
         let backend = match Conn::BACKEND {
-            Backend::Postgres => GuardBackend::Postgres,
-            Backend::Mysql => GuardBackend::Mysql,
-            Backend::Sqlite => GuardBackend::Sqlite,
+            Backend::Postgres => Dialect::Postgres,
+            Backend::Mysql => Dialect::Mysql,
+            Backend::Sqlite => Dialect::Sqlite,
         };
         let install = BypassGuard::of::<Counter>()
             .install_sql(backend)

@@ -58,7 +58,7 @@ fn outcome(result: Result<(), Error>, last: Option<Write>) -> Outcome {
         }
         (result, Some(change)) => Outcome::of(result, vec![change]),
         // No attempt got as far as a save.
-        (result, None) => Outcome::of(result.map(|()| ()), Vec::new()),
+        (result, None) => Outcome::of(result, Vec::new()),
     }
 }
 

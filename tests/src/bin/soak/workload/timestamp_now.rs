@@ -13,8 +13,9 @@ use diesel::connection::SimpleConnection;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Timestamp;
+use diesel_occ::Dialect;
 use diesel_occ::Error;
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::prelude::*;
 use diesel_occ_tests::{Backend, TestConnection};
 
@@ -58,7 +59,7 @@ impl Path for TimestampNow {
     fn prepare(&self, conn: &mut Conn, sabotage: bool) {
         if Conn::BACKEND == Backend::Postgres && !sabotage {
             let install = BypassGuard::of::<Stamped>()
-                .install_sql(GuardBackend::Postgres)
+                .install_sql(Dialect::Postgres)
                 .expect("the guard's DDL");
             conn.batch_execute(&install).expect("install the guard");
         }

@@ -2,7 +2,8 @@
 
 use chrono::Utc;
 use diesel_async::{AsyncPgConnection as Conn, RunQueryDsl, SimpleAsyncConnection};
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::Dialect;
+use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::Error;
 use diesel_occ_tests::AsyncTestDb;
@@ -28,7 +29,7 @@ async fn guarded_row(db: &AsyncTestDb<Conn>, token: <Stamp as Versioned>::Token)
         .await
         .expect("seed row");
     let install = BypassGuard::of::<Stamp>()
-        .install_sql(GuardBackend::Postgres)
+        .install_sql(Dialect::Postgres)
         .expect("guard DDL");
     conn.batch_execute(&install).await.expect("install guard");
 }

@@ -4,7 +4,8 @@ use chrono::Utc;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection as Conn;
 use diesel::prelude::*;
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend};
+use diesel_occ::Dialect;
+use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::prelude::*;
 use diesel_occ::Error;
 use diesel_occ_tests::TestDb;
@@ -28,7 +29,7 @@ fn guarded_row(db: &TestDb<Conn>, token: <Stamp as Versioned>::Token) {
         .execute(&mut conn)
         .expect("seed row");
     let install = BypassGuard::of::<Stamp>()
-        .install_sql(GuardBackend::Postgres)
+        .install_sql(Dialect::Postgres)
         .expect("guard DDL");
     conn.batch_execute(&install).expect("install guard");
 }

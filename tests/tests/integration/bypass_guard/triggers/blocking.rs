@@ -2,7 +2,8 @@
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel_occ::bypass_guard::{BypassGuard, GuardBackend, GuardError, GuardTokenKind};
+use diesel_occ::bypass_guard::{BypassGuard, GuardError};
+use diesel_occ::{Dialect, TokenKind};
 use diesel_occ::prelude::*;
 use diesel_occ_tests::TestConnection;
 
@@ -10,7 +11,7 @@ use super::super::super::dialect;
 use super::super::tables as schema;
 use super::Conn;
 
-const GUARD: GuardBackend = dialect(Conn::BACKEND);
+const GUARD: Dialect = dialect(Conn::BACKEND);
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
 #[diesel(table_name = schema::order_items)]
@@ -96,7 +97,7 @@ struct AuxItem {
 /// An identifier quoted for this backend, for the tests' own DDL.
 fn q(name: &str) -> String {
     match GUARD {
-        GuardBackend::Mysql => format!("`{}`", name.replace('`', "``")),
+        Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
         _ => format!("\"{}\"", name.replace('"', "\"\"")),
     }
 }
@@ -262,8 +263,8 @@ fn the_trigger_wraps_an_i64_token_at_max() {
 /// MySQL's schemas are databases: see `a_guard_in_another_database`.
 fn create_aux_schema(conn: &mut Conn) -> bool {
     let sql = match GUARD {
-        GuardBackend::Postgres => "CREATE SCHEMA occ_aux",
-        GuardBackend::Sqlite => "ATTACH DATABASE ':memory:' AS occ_aux",
+        Dialect::Postgres => "CREATE SCHEMA occ_aux",
+        Dialect::Sqlite => "ATTACH DATABASE ':memory:' AS occ_aux",
         _ => return false,
     };
     conn.batch_execute(sql).expect("create schema");
@@ -306,7 +307,7 @@ impl Drop for OtherDatabase<'_> {
 
 #[test]
 fn a_guard_in_another_database() {
-    if GUARD != GuardBackend::Mysql {
+    if GUARD != Dialect::Mysql {
         return;
     }
     let db = test_db!();
@@ -321,7 +322,7 @@ fn a_guard_in_another_database() {
          INSERT INTO {items} (id, note, version) VALUES (1, 'a', 1);"
     ))
     .expect("create the other database's table");
-    let guard = BypassGuard::new("items", "version", &["id"], GuardTokenKind::I32)
+    let guard = BypassGuard::new("items", "version", &["id"], TokenKind::Integer)
         .in_schema(&name);
     other.0.batch_execute(&guard.install_sql(GUARD).expect("guard DDL")).expect("install");
     diesel::sql_query(format!("UPDATE {items} SET note = 'bypass' WHERE id = 1"))
@@ -349,7 +350,7 @@ fn a_hostile_name_from_new_is_refused_or_round_trips() {
     let mut conn = db.conn();
     conn.batch_execute("CREATE TABLE sentinel (id INTEGER PRIMARY KEY)")
         .expect("create sentinel");
-    let kind = GuardTokenKind::I32;
+    let kind = TokenKind::Integer;
     // A NUL cannot be an identifier anywhere: a typed error, nothing rendered.
     let nul = BypassGuard::new("t\0\"; DROP TABLE sentinel; --", "v", &["id"], kind);
     assert!(matches!(
