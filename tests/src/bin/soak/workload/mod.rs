@@ -8,6 +8,10 @@
 //! check (`check/counters.rs`) finds a row that lost one or took one twice. Each path
 //! has a sabotage twin (`--sabotage`): the same write without the token check, which
 //! the check must catch.
+//!
+//! `asynchronous/` has the async flavour of the counters paths (`async_<name>`), each
+//! the twin of its blocking file here with the same reads, writes and twin, run on a
+//! diesel-async connection by one adaptor that also drops some writes' futures.
 
 mod asynchronous;
 mod batch;
@@ -33,6 +37,7 @@ use crate::report::Report;
 
 /// Runs `path` on this backend; `None` when it could not run (no server).
 pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
+    use asynchronous::Async;
     use runner::run as on;
     match path {
         "retried" => retried::run(args),
@@ -51,8 +56,18 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         "bypass_guard" => on(args, path, &bypass_guard::Bypass),
         "timestamp_now" => on(args, path, &timestamp_now::TimestampNow),
         "combiner" => on(args, path, &combiner::Combiner::default()),
-        "async_save_checked" => on(args, path, &asynchronous::Save),
-        "async_transaction" => on(args, path, &asynchronous::Transaction),
+        "async_save_checked" => on(args, path, &Async(asynchronous::Plain)),
+        "async_save_checked_where" => on(args, path, &Async(asynchronous::Where)),
+        "async_update_by_key" => on(args, path, &Async(asynchronous::UpdateByKey)),
+        "async_delete_checked" => on(args, path, &Async(asynchronous::Delete::Checked)),
+        "async_delete_by_key" => on(args, path, &Async(asynchronous::Delete::ByKey)),
+        "async_tracked" => on(args, path, &Async(asynchronous::TrackedSave)),
+        "async_save_merging" => on(args, path, &Async(asynchronous::Merging)),
+        "async_save_all_checked" => on(args, path, &Async(asynchronous::SaveAll)),
+        "async_bulk_update" => on(args, path, &Async(asynchronous::BulkUpdate)),
+        "async_force_increment" => on(args, path, &Async(asynchronous::ForceIncrement)),
+        "async_soft_delete_checked" => on(args, path, &Async(asynchronous::SoftDelete)),
+        "async_transaction" => on(args, path, &Async(asynchronous::Transaction)),
         "async_combiner" => on(args, path, &asynchronous::Combined::default()),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
