@@ -371,6 +371,38 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     );
 }
 
+/// A panic inside a diesel-async transaction of the closure's own leaves that one open
+/// inside ours (diesel-async does not end its transaction on a panic), so ours cannot
+/// roll back to where it began: the connection is marked broken, as when the future is
+/// dropped, and nothing of the transaction is committed.
+#[tokio::test]
+async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_broken() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let caught = catch_panic(diesel_occ::asynchronous::transaction(
+        &mut conn,
+        &mut mine,
+        async |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn).await?;
+            conn.transaction(async |_| -> Result<(), Error> {
+                panic!("a bug inside the inner transaction");
+            })
+            .await
+        },
+    ))
+    .await;
+    assert!(caught.is_err(), "the panic resumes in the caller");
+    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+    let later = mine.save_checked(&mut conn).await;
+    assert!(later.is_err(), "a later save returned {later:?}");
+    drop(conn);
+    let row = Counter::find(&mut db.conn().await, 1).await.expect("row");
+    assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+}
+
 /// Opens a transaction at `isolation` (`None`: the backend's default), with
 /// diesel-async's transaction manager, or with plain SQL it does not see.
 async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
