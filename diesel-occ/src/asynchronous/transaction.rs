@@ -1,7 +1,11 @@
 //! The async [`transaction`] that restores tokens on rollback, and [`OpenTransaction`], which marks
 //! a connection broken when a transaction the library opened is abandoned.
 
-use std::future::Future;
+use std::any::Any;
+use std::future::{Future, poll_fn};
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::pin;
+use std::task::Poll;
 
 use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, TransactionManager};
@@ -20,14 +24,23 @@ use crate::restore::{Restore, Restoring};
 pub(crate) struct OpenTransaction<'c, Conn: AsyncConnection> {
     conn: &'c mut Conn,
     open: bool,
+    /// The connection's transaction depth once this transaction began.
+    depth: Option<u32>,
 }
 
 impl<'c, Conn: AsyncConnection> OpenTransaction<'c, Conn> {
     /// `BEGIN`, or a savepoint inside the caller's transaction.
     pub(crate) async fn begin(conn: &'c mut Conn) -> Result<Self, DieselError> {
-        let mut open = OpenTransaction { conn, open: true };
+        let mut open = OpenTransaction {
+            conn,
+            open: true,
+            depth: None,
+        };
         match Conn::TransactionManager::begin_transaction(open.conn).await {
-            Ok(()) => Ok(open),
+            Ok(()) => {
+                open.depth = open.current_depth();
+                Ok(open)
+            }
             Err(error) => {
                 open.open = false;
                 Err(error)
@@ -50,6 +63,30 @@ impl<'c, Conn: AsyncConnection> OpenTransaction<'c, Conn> {
         let outcome = Conn::TransactionManager::rollback_transaction(self.conn).await;
         self.open = false;
         outcome
+    }
+
+    /// Ends the transaction a panicking closure abandoned: rolled back when the closure
+    /// left the connection at this transaction's depth. A transaction of the closure's
+    /// own still open inside it (diesel-async's `transaction` does not end its own on a
+    /// panic) cannot be told from this one's savepoints: then, or when the rollback
+    /// fails, the connection is marked broken, as when the future is dropped.
+    pub(crate) async fn end_abandoned(&mut self) {
+        let rolled_back = self.depth.is_some()
+            && self.current_depth() == self.depth
+            && self.rollback().await.is_ok();
+        if !rolled_back {
+            self.open = true;
+        }
+        // Still open: the drop marks the connection broken.
+    }
+
+    /// How many transactions (the outermost and its savepoints) are open on the
+    /// connection, or `None` when its transaction manager cannot say.
+    fn current_depth(&mut self) -> Option<u32> {
+        Conn::TransactionManager::transaction_manager_status_mut(self.conn)
+            .transaction_depth()
+            .ok()
+            .map(|depth| depth.map_or(0, |depth| depth.get()))
     }
 }
 
@@ -97,6 +134,12 @@ where
 /// whatever the closure borrows. A `transaction` inside another's closure, on the
 /// connection it is given, is a savepoint: it rolls back alone, restoring only its own
 /// entities.
+///
+/// A panic inside `f` rolls the transaction back and restores the tokens before it
+/// resumes in the caller (whoever polls the future: `catch_unwind` around it, or the
+/// `JoinError` of a spawned task), as the blocking `transaction` does: the connection
+/// is left outside the transaction and usable, or, if the rollback failed, marked
+/// broken as below.
 ///
 /// Dropping the future before it ends restores the tokens too, and marks the
 /// connection broken while its transaction is open (as a dropped
@@ -152,19 +195,41 @@ where
         usable(conn)?;
         let mut open = OpenTransaction::begin(conn).await?;
         let mut restoring = Restoring::new(entities);
-        match call(f, open.conn(), &mut restoring.entities).await {
-            Ok(value) => {
+        // Unwinding would drop `open`, which can only mark the connection broken and
+        // leaves the server's transaction (and its locks) open until the connection
+        // closes: roll back first, as the blocking `transaction` does.
+        let called = catch_panic(call(f, open.conn(), &mut restoring.entities)).await;
+        match called {
+            Ok(Ok(value)) => {
                 open.commit().await?;
                 restoring.keep();
                 Ok(value)
             }
-            Err(error) => match open.rollback().await {
+            Ok(Err(error)) => match open.rollback().await {
                 // Broken already: the caller's error says more.
                 Ok(()) | Err(DieselError::BrokenTransactionManager) => Err(error),
                 Err(rollback) => Err(rollback.into()),
             },
+            Err(panic) => {
+                open.end_abandoned().await;
+                // Unwinding drops `restoring`, which gives the entities their tokens back.
+                panic::resume_unwind(panic)
+            }
         }
     }
+}
+
+/// Polls `future` to its end, or to the panic raised while it was polled.
+async fn catch_panic<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
+    let mut future = pin!(future);
+    poll_fn(
+        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        },
+    )
+    .await
 }
 
 /// Calls the transaction's closure. Its future, held across an await, is named by an

@@ -87,7 +87,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 21] = [
+pub(crate) const PATHS: [&str; 31] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -107,6 +107,16 @@ pub(crate) const PATHS: [&str; 21] = [
     "retry_escalated",
     "retry_with_standby",
     "async_save_checked",
+    "async_save_checked_where",
+    "async_update_by_key",
+    "async_delete_checked",
+    "async_delete_by_key",
+    "async_tracked",
+    "async_save_merging",
+    "async_save_all_checked",
+    "async_bulk_update",
+    "async_force_increment",
+    "async_soft_delete_checked",
     "async_transaction",
     "async_combiner",
 ];

@@ -1,8 +1,14 @@
 //! Transactions around checked writes on an async connection (diesel-async), and a
 //! batch future dropped while its transaction is open.
 
+use std::any::Any;
+use std::future::{Future, poll_fn};
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::pin;
+use std::task::Poll;
+
 use chrono::NaiveDateTime;
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection, TransactionManager};
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{ConflictState, Error, UuidToken};
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
@@ -309,6 +315,92 @@ async fn a_nested_transaction_rolls_back_alone() {
         ((1, 2), (0, 1)),
         "the outer write committed, the inner one rolled back"
     );
+}
+
+/// Polls `future` to its end, catching a panic raised while it is polled (the test
+/// holds the connection it borrows, so the panic cannot be caught at a task's join).
+async fn catch_panic<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
+    let mut future = pin!(future);
+    poll_fn(|cx| {
+        match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    })
+    .await
+}
+
+/// A panic inside the closure rolls the transaction back before it resumes, as the
+/// blocking `transaction` does: the connection is left outside any transaction and
+/// usable, so a later checked save on it commits (another connection sees it), and
+/// the entity's token is the one it read.
+#[tokio::test]
+async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let caught = catch_panic(diesel_occ::asynchronous::transaction(
+        &mut conn,
+        &mut mine,
+        async |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn).await?;
+            panic!("a bug inside the transaction");
+        },
+    ))
+    .await;
+    assert!(caught.is_err(), "the panic resumes in the caller");
+    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+    let depth = <Conn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(
+        &mut conn,
+    )
+    .transaction_depth();
+    assert!(matches!(depth, Ok(None)), "not left usable outside a transaction: {depth:?}");
+
+    let mut again = Counter::find(&mut conn, 1).await.expect("read again");
+    assert_eq!((again.value, again.version), (0, 1), "the save was rolled back");
+    again.value = 7;
+    again.save_checked(&mut conn).await.expect("a later save");
+    let mut other = db.conn().await;
+    assert_eq!(
+        Counter::find(&mut other, 1).await.expect("their read").value,
+        7,
+        "the later save was committed"
+    );
+}
+
+/// A panic inside a diesel-async transaction of the closure's own leaves that one open
+/// inside ours (diesel-async does not end its transaction on a panic), so ours cannot
+/// roll back to where it began: the connection is marked broken, as when the future is
+/// dropped, and nothing of the transaction is committed.
+#[tokio::test]
+async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_broken() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let caught = catch_panic(diesel_occ::asynchronous::transaction(
+        &mut conn,
+        &mut mine,
+        async |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn).await?;
+            conn.transaction(async |_| -> Result<(), Error> {
+                panic!("a bug inside the inner transaction");
+            })
+            .await
+        },
+    ))
+    .await;
+    assert!(caught.is_err(), "the panic resumes in the caller");
+    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+    let later = mine.save_checked(&mut conn).await;
+    assert!(later.is_err(), "a later save returned {later:?}");
+    drop(conn);
+    let row = Counter::find(&mut db.conn().await, 1).await.expect("row");
+    assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
 }
 
 /// Opens a transaction at `isolation` (`None`: the backend's default), with

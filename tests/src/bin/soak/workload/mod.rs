@@ -8,6 +8,10 @@
 //! check (`check/counters.rs`) finds a row that lost one or took one twice. Each path
 //! has a sabotage twin (`--sabotage`): the same write without the token check, which
 //! the check must catch.
+//!
+//! `asynchronous/` has the async flavour of the counters paths (`async_<name>`), each
+//! the twin of its blocking file here with the same reads, writes and twin, run on a
+//! diesel-async connection by one adaptor that also drops some writes' futures.
 
 mod asynchronous;
 mod batch;
@@ -52,6 +56,7 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
 
 /// Runs `path`, a path on the `counters` table, in `site`'s fresh database.
 pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report {
+    use asynchronous::Async;
     use runner::run as on;
     match path {
         "save_checked" => on(args, path, &save_checked::Plain, site),
@@ -71,8 +76,18 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "combiner" => on(args, path, &combiner::Combiner::default(), site),
         "retry_escalated" => on(args, path, &retry::Escalated, site),
         "retry_with_standby" => on(args, path, &retry::WithStandby, site),
-        "async_save_checked" => on(args, path, &asynchronous::Save, site),
-        "async_transaction" => on(args, path, &asynchronous::Transaction, site),
+        "async_save_checked" => on(args, path, &Async(asynchronous::Plain), site),
+        "async_save_checked_where" => on(args, path, &Async(asynchronous::Where), site),
+        "async_update_by_key" => on(args, path, &Async(asynchronous::UpdateByKey), site),
+        "async_delete_checked" => on(args, path, &Async(asynchronous::Delete::Checked), site),
+        "async_delete_by_key" => on(args, path, &Async(asynchronous::Delete::ByKey), site),
+        "async_tracked" => on(args, path, &Async(asynchronous::TrackedSave), site),
+        "async_save_merging" => on(args, path, &Async(asynchronous::Merging), site),
+        "async_save_all_checked" => on(args, path, &Async(asynchronous::SaveAll), site),
+        "async_bulk_update" => on(args, path, &Async(asynchronous::BulkUpdate), site),
+        "async_force_increment" => on(args, path, &Async(asynchronous::ForceIncrement), site),
+        "async_soft_delete_checked" => on(args, path, &Async(asynchronous::SoftDelete), site),
+        "async_transaction" => on(args, path, &Async(asynchronous::Transaction), site),
         "async_combiner" => on(args, path, &asynchronous::Combined::default(), site),
         other => unreachable!("--path {other} is refused by the option parser"),
     }

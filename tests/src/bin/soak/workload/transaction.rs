@@ -24,6 +24,18 @@ pub(super) enum End {
     Panic,
 }
 
+impl End {
+    /// One in two commits at once (the racers' kinds 0 and 1 among them), one in four
+    /// rolls back, one in four panics.
+    pub(super) fn of(kind: u32) -> End {
+        match kind % 4 {
+            0 | 1 => End::Commit,
+            2 => End::Rollback,
+            _ => End::Panic,
+        }
+    }
+}
+
 impl Path for Transaction {
     type Conn = Conn;
     type Read = (Vec<Counter>, End);
@@ -31,12 +43,7 @@ impl Path for Transaction {
     fn read(&self, conn: &mut Conn, row: i32, kind: u32) -> Result<Self::Read, Error> {
         let (a, b) = (row.min(partner(row)), row.max(partner(row)));
         let rows = vec![Counter::find(conn, a)?, Counter::find(conn, b)?];
-        let end = match kind % 4 {
-            0 | 1 => End::Commit,
-            2 => End::Rollback,
-            _ => End::Panic,
-        };
-        Ok((rows, end))
+        Ok((rows, End::of(kind)))
     }
 
     fn write(&self, conn: &mut Conn, (mut rows, end): Self::Read, ctx: &Ctx<'_>) -> Outcome {
