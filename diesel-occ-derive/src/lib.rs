@@ -13,6 +13,9 @@ mod expand;
 mod fallback;
 mod valid;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
 // The reference lives in a file of its own so that the runtime crate can run its
