@@ -13,8 +13,10 @@ mod expand;
 mod fallback;
 mod valid;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
-use syn::{DeriveInput, parse_macro_input};
 
 // The reference lives in a file of its own so that the runtime crate can run its
 // example as a doctest: a proc-macro crate cannot depend on the crate that re-exports it
@@ -22,6 +24,14 @@ use syn::{DeriveInput, parse_macro_input};
 #[doc = include_str!("versioned.md")]
 #[proc_macro_derive(Versioned, attributes(occ, diesel))]
 pub fn derive_versioned(input: TokenStream) -> TokenStream {
-    let input = parse_macro_input!(input as DeriveInput);
-    expand::derive(&input).into()
+    derive_versioned_inner(input.into()).into()
+}
+
+/// The derive on `proc_macro2` tokens, as diesel_derives' `_inner` functions: the unit
+/// tests call it (the `proc_macro` API only works inside a compiler invocation).
+fn derive_versioned_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    match syn::parse2(input) {
+        Ok(input) => expand::derive(&input),
+        Err(error) => error.to_compile_error(),
+    }
 }

@@ -43,6 +43,7 @@ use diesel_migrations::MigrationHarness;
 
 use crate::backend::{REQUIRE_VAR, redact, with_database};
 use crate::db::{MYSQL_MIGRATIONS, POSTGRES_MIGRATIONS, database_name};
+use crate::wait_until;
 
 /// Environment variable holding the Galera nodes' URLs, comma separated (three).
 pub const GALERA_URLS_VAR: &str = "OCC_GALERA_URLS";
@@ -256,18 +257,6 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-/// Polls `condition` every 20 ms until it holds; panics after [`REPLICATION_WAIT`].
-fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(
-            started.elapsed() < REPLICATION_WAIT,
-            "timed out after {REPLICATION_WAIT:?} waiting for {what}"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// `wsrep_local_state_comment` and `wsrep_cluster_size` of the session's node, e.g.
 /// `Synced 3`.
 const NODE_STATE_AND_SIZE: &str = "(SELECT CONCAT(\
@@ -361,7 +350,8 @@ impl GaleraDb {
             for (i, conn) in conns.iter_mut().enumerate().skip(1) {
                 conn.batch_execute("SET SESSION wsrep_sync_wait = 1")
                     .expect("wsrep_sync_wait");
-                wait_until(&format!("node {} to apply {name}'s schema", i + 1), || {
+                let what = format!("node {} to apply {name}'s schema", i + 1);
+                wait_until(&what, REPLICATION_WAIT, || {
                     text_value(conn, &count) == tables
                 });
             }
@@ -613,7 +603,8 @@ impl PgReplicasDb {
             !is_replay_paused(&mut standby),
             "wait_replayed with the standby's replay paused"
         );
-        wait_until(&format!("the standby to replay up to {lsn}"), || {
+        let what = format!("the standby to replay up to {lsn}");
+        wait_until(&what, REPLICATION_WAIT, || {
             diesel::select(sql::<Bool>(&format!(
                 "coalesce(pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn, false)"
             )))

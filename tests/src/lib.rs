@@ -1,5 +1,5 @@
 //! Support for diesel-occ's integration tests: which backends to run, a fresh database
-//! per test, the test schema and statement counting.
+//! per test, the test schema, statement counting and bounded waits.
 //!
 //! Backends are chosen with environment variables:
 //!
@@ -22,6 +22,7 @@ pub mod db;
 pub mod relay;
 pub mod schema;
 pub mod statements;
+pub mod wait;
 
 #[cfg(feature = "testcontainers")]
 pub mod containers;
@@ -30,3 +31,4 @@ pub use backend::Backend;
 pub use cluster::{Access, Cluster, GaleraDb, PgReplicasDb};
 pub use db::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb, connect_async};
 pub use relay::Relay;
+pub use wait::{wait_until, wait_until_async};

@@ -1,15 +1,14 @@
 //! What differs between the servers in the fault scenarios: session ids, killing a
 //! session, timeouts and how the library classifies them.
 
-use std::time::{Duration, Instant};
-
 use diesel::connection::SimpleConnection;
 use diesel::dsl::sql;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Integer};
 use diesel_occ::TransientKind;
-use diesel_occ_tests::TestConnection;
+use diesel_occ_tests::wait;
+use diesel_occ_tests::{TestConnection, wait_until};
 
 /// A blocking connection to a server whose sessions a test can kill and time out.
 pub(crate) trait Server: TestConnection {
@@ -39,19 +38,6 @@ pub(crate) trait Server: TestConnection {
     fn lock_counter(&mut self, id: i32);
 }
 
-/// Polls `condition` until it holds; panics after 20 s. Used to wait for the server
-/// to finish what it was asked (a session to go away), not to wait for luck.
-fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !condition() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 impl Server for PgConnection {
     const STATEMENT_TIMEOUT: &'static str = "SET statement_timeout = '200ms'";
     /// SQLSTATE 57014, `canceling statement due to statement timeout`: not transient.
@@ -71,7 +57,7 @@ impl Server for PgConnection {
             .get_result(self)
             .expect("pg_terminate_backend");
         assert!(signalled, "no session {id} to terminate");
-        wait_until("the terminated session to go away", || {
+        wait_until("the terminated session to go away", wait::TIMEOUT, || {
             let left: i64 = diesel::select(sql::<BigInt>(&format!(
                 "(SELECT count(*) FROM pg_stat_activity WHERE pid = {id})"
             )))
@@ -108,7 +94,7 @@ impl Server for diesel::mysql::MysqlConnection {
     fn kill(&mut self, id: u64) {
         self.batch_execute(&format!("KILL CONNECTION {id}"))
             .expect("KILL");
-        wait_until("the killed session to go away", || {
+        wait_until("the killed session to go away", wait::TIMEOUT, || {
             let left: i64 = diesel::select(sql::<BigInt>(&format!(
                 "(SELECT count(*) FROM information_schema.processlist WHERE id = {id})"
             )))

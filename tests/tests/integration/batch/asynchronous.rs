@@ -8,7 +8,8 @@ use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ_tests::statements::StatementCounter;
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+use diesel_occ_tests::wait;
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend, wait_until_async};
 
 use super::entities::{Account, Counter, Note, OrderLine, Stamp, Ticket, WorkItem, work_items};
 use super::setup::{Kind, assert_batch_statements, bump_second, other_writer, seed, seed_accounts};
@@ -252,22 +253,7 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     {
         let save = batch.save_all_checked(&mut conn);
         tokio::pin!(save);
-        let waiting = async {
-            loop {
-                let waiting: i64 =
-                    diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
-                        "(SELECT count(*) FROM pg_stat_activity \
-                         WHERE pid = {pid} AND wait_event_type = 'Lock')"
-                    )))
-                    .get_result(&mut watcher)
-                    .await
-                    .expect("pg_stat_activity");
-                if waiting == 1 {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
-        };
+        let waiting = wait_for_lock(&mut watcher, pid);
         tokio::select! {
             biased;
             outcome = &mut save => panic!("the batch finished: {outcome:?}"),
@@ -468,21 +454,21 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
     );
 }
 
-/// Waits until the backend `pid` waits for a lock (polled, never timed).
+/// Waits until the backend `pid` waits for a lock: the state is polled, the test never
+/// relies on how long anything takes.
 async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
-    loop {
+    let what = format!("backend {pid} to wait for a lock");
+    wait_until_async(&what, wait::TIMEOUT, async || {
         let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
             "(SELECT count(*) FROM pg_stat_activity \
                  WHERE pid = {pid} AND wait_event_type = 'Lock')"
         )))
-        .get_result(watcher)
+        .get_result(&mut *watcher)
         .await
         .expect("pg_stat_activity");
-        if waiting == 1 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+        waiting == 1
+    })
+    .await;
 }
 
 /// See the blocking twin: three rows of `kind` saved and read back exactly, then the

@@ -8,7 +8,8 @@ use diesel_occ::Error;
 use diesel_occ::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ_tests::statements::StatementCounter;
-use diesel_occ_tests::{Backend, TestConnection, TestDb};
+use diesel_occ_tests::wait;
+use diesel_occ_tests::{Backend, TestConnection, TestDb, wait_until};
 
 use super::entities::{Account, Counter, Note, OrderLine, Stamp, Ticket, WorkItem, work_items};
 use super::setup::{Kind, assert_batch_statements, bump_second, other_writer, seed, seed_accounts};
@@ -394,18 +395,16 @@ fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overw
 /// Waits until the backend `pid` waits for a lock: the state is polled, the test never
 /// relies on how long anything takes.
 fn wait_for_lock(watcher: &mut Conn, pid: i32) {
-    loop {
+    let what = format!("backend {pid} to wait for a lock");
+    wait_until(&what, wait::TIMEOUT, || {
         let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
             "(SELECT count(*) FROM pg_stat_activity \
                  WHERE pid = {pid} AND wait_event_type = 'Lock')"
         )))
         .get_result(watcher)
         .expect("pg_stat_activity");
-        if waiting == 1 {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+        waiting == 1
+    });
 }
 
 /// Three rows of `kind` saved as one batch (on PostgreSQL one `VALUES` statement) read

@@ -5,14 +5,13 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{Error, UuidToken};
 use diesel_occ::asynchronous::{Combiner, RetryPolicy};
-use diesel_occ_tests::AsyncTestDb;
+use diesel_occ_tests::{AsyncTestDb, wait, wait_until_async};
 use tokio::task::JoinHandle;
 
 use super::counters::{Counter, load, seed};
@@ -75,9 +74,8 @@ async fn hold_first(combiner: &Arc<Combiner<Counter>>, db: &AsyncTestDb<Conn>) -
 }
 
 async fn until_waiting(combiner: &Combiner<Counter>, n: usize) {
-    while combiner.waiting(&1) != n {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    let what = format!("{n} changes to row 1 to wait");
+    wait_until_async(&what, wait::TIMEOUT, async || combiner.waiting(&1) == n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,13 +275,15 @@ async fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result
         .await
         .unwrap();
     let valid = apply(Box::new(take(1)));
-    while combiner.waiting(&1) != 1 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until_async("1 change to row 1 to wait", wait::TIMEOUT, async || {
+        combiner.waiting(&1) == 1
+    })
+    .await;
     let too_much = apply(Box::new(take(5)));
-    while combiner.waiting(&1) != 2 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until_async("2 changes to row 1 to wait", wait::TIMEOUT, async || {
+        combiner.waiting(&1) == 2
+    })
+    .await;
     go.send(()).unwrap();
     assert_eq!(first.await.unwrap().expect("saved"), 1);
     assert_eq!(valid.await.unwrap().expect("the valid change lands"), 0);

@@ -10,7 +10,7 @@ use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ::{Error, UuidToken};
 use diesel_occ::retry::{Combiner, RetryPolicy};
-use diesel_occ_tests::TestDb;
+use diesel_occ_tests::{TestDb, wait, wait_until};
 
 use super::{Conn, schema};
 
@@ -71,9 +71,8 @@ fn gated(running: Sender<()>, go: Receiver<()>) -> impl FnMut(&mut Counter) -> i
 
 /// Waits until `n` changes to row 1 wait behind the group being written.
 fn until_waiting(combiner: &Combiner<Counter>, n: usize) {
-    while combiner.waiting(&1) < n {
-        thread::yield_now();
-    }
+    let what = format!("{n} changes to row 1 to wait");
+    wait_until(&what, wait::TIMEOUT, || combiner.waiting(&1) >= n);
 }
 
 struct Group<'s> {
@@ -355,13 +354,9 @@ fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
         running.recv().expect("the first change runs");
         // Queued first, so it leads the second group.
         let valid = scope.spawn(|| combiner.apply(source, &policy(), 1, take(1)));
-        while combiner.waiting(&1) < 1 {
-            thread::yield_now();
-        }
+        wait_until("1 change to row 1 to wait", wait::TIMEOUT, || combiner.waiting(&1) >= 1);
         let too_much = scope.spawn(|| combiner.apply(source, &policy(), 1, take(5)));
-        while combiner.waiting(&1) < 2 {
-            thread::yield_now();
-        }
+        wait_until("2 changes to row 1 to wait", wait::TIMEOUT, || combiner.waiting(&1) >= 2);
         go.send(()).unwrap();
         assert_eq!(first.join().unwrap().expect("saved"), 1);
         let valid = valid.join().unwrap();

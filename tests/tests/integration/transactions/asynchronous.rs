@@ -11,7 +11,8 @@ use chrono::NaiveDateTime;
 use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection, TransactionManager};
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{ConflictState, Error, UuidToken};
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+use diesel_occ_tests::wait;
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend, wait_until_async};
 
 use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, rollback};
 use super::{AsyncConn as Conn, schema};
@@ -591,8 +592,10 @@ async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
             {
                 let save = batch.save_all_checked(conn);
                 tokio::pin!(save);
-                let waiting = async {
-                    loop {
+                let waiting = wait_until_async(
+                    "the batch's second UPDATE to wait for row 2's lock",
+                    wait::TIMEOUT,
+                    async || {
                         let waiting: i64 = diesel::select(diesel::dsl::sql::<
                             diesel::sql_types::BigInt,
                         >(&format!(
@@ -602,12 +605,9 @@ async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
                         .get_result(&mut watcher)
                         .await
                         .expect("pg_stat_activity");
-                        if waiting == 1 {
-                            break;
-                        }
-                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                    }
-                };
+                        waiting == 1
+                    },
+                );
                 tokio::select! {
                     biased;
                     outcome = &mut save => panic!("the batch finished: {outcome:?}"),

@@ -4,14 +4,13 @@
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use diesel::{Insertable, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::{Combiner, RetryPolicy};
-use diesel_occ_tests::{AsyncTestDb, Relay};
+use diesel_occ_tests::{AsyncTestDb, Relay, wait, wait_until_async};
 
 use super::{AsyncConn as Conn, schema};
 
@@ -93,9 +92,10 @@ async fn two_groups(
             }))
         })
         .collect();
-    while combiner.waiting(&1) != 3 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until_async("3 changes to row 1 to wait", wait::TIMEOUT, async || {
+        combiner.waiting(&1) == 3
+    })
+    .await;
     go.send(()).unwrap();
     let first = first.await.unwrap();
     let mut results = Vec::new();

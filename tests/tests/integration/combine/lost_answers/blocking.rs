@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel_occ::Error;
 use diesel_occ::prelude::*;
 use diesel_occ::retry::{Combiner, RetryPolicy};
-use diesel_occ_tests::{Relay, TestDb};
+use diesel_occ_tests::{Relay, TestDb, wait, wait_until};
 
 use super::{Conn, schema};
 
@@ -86,9 +86,9 @@ fn two_groups(
                 })
             })
             .collect();
-        while combiner.waiting(&1) < 3 {
-            thread::yield_now();
-        }
+        wait_until("3 changes to row 1 to wait", wait::TIMEOUT, || {
+            combiner.waiting(&1) >= 3
+        });
         go.send(()).unwrap();
         let first = first.join().unwrap();
         (first, rest.into_iter().map(|t| t.join().unwrap()).collect())

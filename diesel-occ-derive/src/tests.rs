@@ -1,0 +1,474 @@
+//! Snapshot tests: every token kind and every attribute the derive reads, as an input and
+//! its expansion, printed by prettyplease and compared with the committed file in
+//! `tests/snapshots/`. A change to the generated code fails here with a line diff, and
+//! the accepted change shows in review as a diff of the snapshot files.
+//!
+//! After an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p diesel-occ-derive`, then
+//! read `git diff diesel-occ-derive/tests/snapshots` (see `CONTRIBUTING.md`).
+
+use std::path::PathBuf;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// Expands `input` and compares the result with `tests/snapshots/{name}.rs`, or writes
+/// that file when `UPDATE_SNAPSHOTS` is set.
+fn check(name: &str, input: TokenStream) {
+    let expansion = crate::derive_versioned_inner(input.clone());
+    let actual = format!(
+        "// Input of #[derive(Versioned)]:\n\n{}\n// Expansion:\n\n{}",
+        pretty(input),
+        pretty(expansion)
+    );
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.rs"));
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("a directory")).expect("snapshot dir");
+        std::fs::write(&path, &actual).expect("write the snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+        panic!(
+            "no snapshot {} ({error}): run `UPDATE_SNAPSHOTS=1 cargo test -p diesel-occ-derive` \
+             and review the new file",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "the expansion of `{name}` differs from {} (- committed, + now):\n{}\n\
+             if the change is intended: `UPDATE_SNAPSHOTS=1 cargo test -p diesel-occ-derive`",
+            path.display(),
+            line_diff(&expected, &actual)
+        );
+    }
+}
+
+fn pretty(tokens: TokenStream) -> String {
+    let file: syn::File = syn::parse2(tokens).expect("the tokens form items");
+    prettyplease::unparse(&file)
+}
+
+/// The changed lines, from a longest common subsequence of lines: `-` and the line
+/// number in the committed file, `+` and the line number in the new expansion. Enough to
+/// read a change without a diff crate.
+fn line_diff(expected: &str, actual: &str) -> String {
+    let (old, new): (Vec<_>, Vec<_>) = (expected.lines().collect(), actual.lines().collect());
+    let mut common = vec![vec![0_usize; new.len() + 1]; old.len() + 1];
+    for i in (0..old.len()).rev() {
+        for j in (0..new.len()).rev() {
+            common[i][j] = if old[i] == new[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < old.len() || j < new.len() {
+        if i < old.len() && j < new.len() && old[i] == new[j] {
+            (i, j) = (i + 1, j + 1);
+        } else if i < old.len() && (j == new.len() || common[i + 1][j] >= common[i][j + 1]) {
+            out.push_str(&format!("- {:>5} {}\n", i + 1, old[i]));
+            i += 1;
+        } else {
+            out.push_str(&format!("+ {:>5} {}\n", j + 1, new[j]));
+            j += 1;
+        }
+    }
+    out
+}
+
+/// The smallest entity, with `token` as the type of its token field.
+fn stock(token: TokenStream) -> TokenStream {
+    quote! {
+        #[diesel(table_name = stock)]
+        struct Stock {
+            id: i32,
+            available: i32,
+            #[occ(version)]
+            version: #token,
+        }
+    }
+}
+
+#[test]
+fn line_diff_names_changed_lines() {
+    assert_eq!(
+        line_diff("a\nb\nc\n", "a\nx\nc\nd\n"),
+        "-     2 b\n+     2 x\n+     4 d\n"
+    );
+    assert_eq!(line_diff("a\n", "a\n"), "");
+}
+
+// Token kinds: the expansion is the same code over the field's type, except for a
+// database-generated token and a declared precision.
+
+#[test]
+fn token_i16() {
+    check("token_i16", stock(quote!(i16)));
+}
+
+#[test]
+fn token_i32() {
+    check("token_i32", stock(quote!(i32)));
+}
+
+#[test]
+fn token_i64() {
+    check("token_i64", stock(quote!(i64)));
+}
+
+#[test]
+fn token_uuid() {
+    check("token_uuid", stock(quote!(uuid::Uuid)));
+}
+
+#[test]
+fn token_uuid_token() {
+    check("token_uuid_token", stock(quote!(diesel_occ::UuidToken)));
+}
+
+#[test]
+fn token_naive_datetime() {
+    check("token_naive_datetime", stock(quote!(chrono::NaiveDateTime)));
+}
+
+/// `precision = N`: `TOKEN_PRECISION` and a constant that rejects a non-timestamp token.
+#[test]
+fn token_datetime_utc_with_precision() {
+    check(
+        "token_datetime_utc_with_precision",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                #[occ(version, precision = 6)]
+                updated_at: chrono::DateTime<chrono::Utc>,
+            }
+        },
+    );
+}
+
+/// `generated`: the UPDATE reads the token back with `RETURNING` and never assigns it.
+#[test]
+fn token_xmin_generated() {
+    check(
+        "token_xmin_generated",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                #[occ(version, generated)]
+                xmin: diesel_occ::xmin::XminToken,
+            }
+        },
+    );
+}
+
+// Container attributes.
+
+/// No `table_name` and no `primary_key`: Diesel's defaults, `stock_items` and `id`.
+#[test]
+fn defaults_table_name_and_key() {
+    check(
+        "defaults_table_name_and_key",
+        quote! {
+            struct StockItem {
+                id: i32,
+                available: i32,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+#[test]
+fn table_name_path() {
+    check(
+        "table_name_path",
+        quote! {
+            #[diesel(table_name = crate::schema::stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+/// A single key that is not `id`.
+#[test]
+fn primary_key_named() {
+    check(
+        "primary_key_named",
+        quote! {
+            #[diesel(table_name = stock, primary_key(sku))]
+            struct Stock {
+                sku: String,
+                available: i32,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+/// A composite key: the key is a tuple, in the order of `primary_key(...)`.
+#[test]
+fn primary_key_composite() {
+    check(
+        "primary_key_composite",
+        quote! {
+            #[diesel(table_name = stock, primary_key(warehouse, sku))]
+            struct Stock {
+                sku: String,
+                warehouse: i32,
+                available: i32,
+                #[occ(version)]
+                version: i64,
+            }
+        },
+    );
+}
+
+/// `Option` fields: `None` leaves the column alone, so the save's text varies and only
+/// the texts with all or none of them are kept prepared.
+#[test]
+fn option_fields() {
+    check(
+        "option_fields",
+        quote! {
+            #[diesel(table_name = notes)]
+            struct Note {
+                id: i32,
+                title: Option<String>,
+                body: Option<String>,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+/// `treat_none_as_null` on the struct, overridden on one field.
+#[test]
+fn treat_none_as_null() {
+    check(
+        "treat_none_as_null",
+        quote! {
+            #[diesel(table_name = notes, treat_none_as_null = true)]
+            struct Note {
+                id: i32,
+                title: Option<String>,
+                #[diesel(treat_none_as_null = false)]
+                body: Option<String>,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+/// `#[occ(track)]`: also `Tracking`.
+#[test]
+fn track() {
+    check(
+        "track",
+        quote! {
+            #[diesel(table_name = notes)]
+            #[occ(track)]
+            struct Note {
+                id: i32,
+                title: String,
+                tag: Option<String>,
+                #[occ(version)]
+                version: i64,
+            }
+        },
+    );
+}
+
+/// `#[occ(track)]` with a database-generated token: the tracked UPDATE returns it too.
+#[test]
+fn track_generated_token() {
+    check(
+        "track_generated_token",
+        quote! {
+            #[diesel(table_name = notes)]
+            #[occ(track)]
+            struct Note {
+                id: i32,
+                title: String,
+                #[occ(version, generated)]
+                xmin: diesel_occ::xmin::XminToken,
+            }
+        },
+    );
+}
+
+/// Diesel keys the derive does not own are skipped whole, values with commas included.
+#[test]
+fn foreign_diesel_keys() {
+    check(
+        "foreign_diesel_keys",
+        quote! {
+            #[diesel(table_name = stock, check_for_backend(diesel::pg::Pg, diesel::sqlite::Sqlite))]
+            struct Stock {
+                id: i32,
+                #[diesel(serialize_as = Wrapper<i32, u8>, deserialize_as = Wrapper<i32, u8>)]
+                available: i32,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+// Field attributes.
+
+/// `column_name` on a written field, the key and the token: the SQL names come from the
+/// columns (`Column::NAME`, which carries a `table!`'s `#[sql_name]`).
+#[test]
+fn column_name() {
+    check(
+        "column_name",
+        quote! {
+            #[diesel(table_name = stock, primary_key(stock_id))]
+            struct Stock {
+                #[diesel(column_name = stock_id)]
+                id: i32,
+                #[diesel(column_name = qty)]
+                available: i32,
+                #[occ(version)]
+                #[diesel(column_name = rev)]
+                revision: i32,
+            }
+        },
+    );
+}
+
+/// `#[occ(skip)]` and `#[diesel(skip_update)]`: read, never written by a save.
+#[test]
+fn skipped_columns() {
+    check(
+        "skipped_columns",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                #[occ(skip)]
+                views: i64,
+                #[diesel(skip_update)]
+                created_by: String,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+// Invalid inputs: the errors and the stubs of `fallback.rs`.
+
+#[test]
+fn error_unknown_occ_key() {
+    check(
+        "error_unknown_occ_key",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                #[occ(verison)]
+                version: i32,
+            }
+        },
+    );
+}
+
+#[test]
+fn error_no_token_field() {
+    check(
+        "error_no_token_field",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                available: i32,
+                version: i32,
+            }
+        },
+    );
+}
+
+#[test]
+fn error_two_token_fields() {
+    check(
+        "error_two_token_fields",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock {
+                id: i32,
+                #[occ(version)]
+                available: i32,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+/// Independent mistakes are all reported, in one expansion.
+#[test]
+fn error_several_mistakes() {
+    check(
+        "error_several_mistakes",
+        quote! {
+            #[diesel(table_name = stock, primary_key(id, version))]
+            #[occ(tracked)]
+            struct Stock {
+                id: i32,
+                #[occ(version, precision = 9)]
+                available: i32,
+                #[occ(version)]
+                version: Option<i32>,
+            }
+        },
+    );
+}
+
+/// A generic struct: the stubs carry its generics.
+#[test]
+fn error_generic_struct() {
+    check(
+        "error_generic_struct",
+        quote! {
+            #[diesel(table_name = stock)]
+            struct Stock<T: Clone> where T: Send {
+                id: i32,
+                available: T,
+                #[occ(version)]
+                version: i32,
+            }
+        },
+    );
+}
+
+#[test]
+fn error_enum() {
+    check(
+        "error_enum",
+        quote! {
+            enum Stock {
+                InStock { id: i32, version: i32 },
+            }
+        },
+    );
+}

@@ -1,0 +1,283 @@
+// Input of #[derive(Versioned)]:
+
+struct StockItem {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+// Expansion:
+
+const _: () = {
+    use ::diesel_occ::__private::diesel::prelude::{
+        BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+    };
+    #[allow(non_camel_case_types, dead_code)]
+    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
+        fn check() {}
+    }
+    impl<
+        T: ?::std::marker::Sized,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
+    #[allow(dead_code)]
+    struct DieselAsChangeset;
+    impl<
+        T: ?::std::marker::Sized
+            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
+    for T {}
+    #[allow(dead_code)]
+    fn __occ_refuse_diesel_changeset() {
+        <StockItem as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+        <&'static StockItem as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+    }
+    const _: fn() = || {
+        ::diesel_occ::__private::check_column::<i32, stock_items::id>();
+        ::diesel_occ::__private::check_column::<i32, stock_items::version>();
+        ::diesel_occ::__private::check_column::<i32, stock_items::available>();
+    };
+    fn __occ_key_filter(
+        key: i32,
+    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
+        stock_items::id,
+        ::diesel_occ::__private::Bound<stock_items::id, i32>,
+    > {
+        stock_items::id
+            .eq(<::diesel_occ::__private::Bound<stock_items::id, i32>>::new(key))
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::VersionedParts for StockItem {
+        type TokenColumn = stock_items::version;
+        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock_items::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock_items::id,
+                    ::diesel_occ::__private::Bound<stock_items::id, i32>,
+                >,
+            >,
+            ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
+        >;
+        type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
+            stock_items::version,
+            ::diesel_occ::__private::Bound<stock_items::version, i32>,
+        >;
+        const GENERATED_TOKEN: bool = false;
+        fn guarded(&self) -> Self::Guarded {
+            stock_items::table
+                .filter(
+                    __occ_key_filter(
+                        <Self as ::diesel_occ::__private::Versioned>::key(self),
+                    ),
+                )
+                .filter(
+                    ::diesel_occ::__private::TokenEq::new(
+                        stock_items::version,
+                        ::std::clone::Clone::clone(&self.version),
+                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                    ),
+                )
+        }
+        fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+            stock_items::version
+                .eq(
+                    <::diesel_occ::__private::Bound<
+                        stock_items::version,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(fresh)),
+                )
+        }
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::Versioned for StockItem {
+        type Table = stock_items::table;
+        type Token = i32;
+        type Key = i32;
+        type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock_items::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock_items::id,
+                        ::diesel_occ::__private::Bound<stock_items::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
+            >,
+            (
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock_items::available,
+                    ::diesel_occ::__private::Bound<stock_items::available, i32>,
+                >,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock_items::version,
+                    ::diesel_occ::__private::Bound<stock_items::version, i32>,
+                >,
+            ),
+        >;
+        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock_items::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock_items::id,
+                        ::diesel_occ::__private::Bound<stock_items::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
+            >,
+        >;
+        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock_items::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock_items::id,
+                    ::diesel_occ::__private::Bound<stock_items::id, i32>,
+                >,
+            >,
+            stock_items::version,
+        >;
+        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+            stock_items::table,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock_items::id,
+                ::diesel_occ::__private::Bound<stock_items::id, i32>,
+            >,
+        >;
+        type ValuesRow = (
+            (::diesel_occ::__private::Bound<stock_items::id, i32>,),
+            (::diesel_occ::__private::Bound<stock_items::available, i32>,),
+            ::diesel_occ::__private::Bound<stock_items::version, i32>,
+            ::diesel_occ::__private::Bound<stock_items::version, i32>,
+        );
+        const VALUES_COLUMNS: ::std::option::Option<
+            ::diesel_occ::__private::ValuesColumns,
+        > = {
+            const KEYS: &[&str] = &[
+                <stock_items::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            ];
+            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[
+                ::diesel_occ::__private::WrittenColumn::always(
+                    <stock_items::available as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            ];
+            ::std::option::Option::Some(
+                ::diesel_occ::__private::ValuesColumns::new(
+                    KEYS,
+                    WRITTEN,
+                    <stock_items::version as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            )
+        };
+        fn values_row(
+            &self,
+            fresh: &Self::Token,
+        ) -> ::std::option::Option<Self::ValuesRow> {
+            ::std::option::Option::Some((
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock_items::id,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.id)),
+                ),
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock_items::available,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.available)),
+                ),
+                <::diesel_occ::__private::Bound<
+                    stock_items::version,
+                    i32,
+                >>::new(::std::clone::Clone::clone(&self.version)),
+                <::diesel_occ::__private::Bound<
+                    stock_items::version,
+                    i32,
+                >>::new(::std::clone::Clone::clone(fresh)),
+            ))
+        }
+        const TABLE_NAME: &'static str = "stock_items";
+        const TOKEN_COLUMN: &'static str = <stock_items::version as ::diesel_occ::__private::diesel::Column>::NAME;
+        const KEY_COLUMNS: &'static [&'static str] = &[
+            <stock_items::id as ::diesel_occ::__private::diesel::Column>::NAME,
+        ];
+        fn sql_table_name() -> &'static str {
+            ::diesel_occ::__private::sql_table_name::<
+                stock_items::table,
+            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+        }
+        fn token(&self) -> &Self::Token {
+            &self.version
+        }
+        fn set_token(&mut self, token: Self::Token) {
+            self.version = token;
+        }
+        fn key(&self) -> Self::Key {
+            ::std::clone::Clone::clone(&self.id)
+        }
+        fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![::std::format!("{:?}", key)]
+        }
+        fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
+            ::diesel_occ::__private::CachedUpdate::new(
+                stock_items::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock_items::version,
+                            ::std::clone::Clone::clone(&self.version),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+                (
+                    stock_items::available
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock_items::available,
+                                i32,
+                            >>::new(::std::clone::Clone::clone(&self.available)),
+                        ),
+                    stock_items::version
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock_items::version,
+                                i32,
+                            >>::new(::std::clone::Clone::clone(fresh)),
+                        ),
+                ),
+            )
+        }
+        fn delete_statement(&self) -> Self::DeleteStatement {
+            ::diesel_occ::__private::diesel::delete(
+                stock_items::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock_items::version,
+                            ::std::clone::Clone::clone(&self.version),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+            )
+        }
+        fn token_query(key: Self::Key) -> Self::TokenQuery {
+            stock_items::table.filter(__occ_key_filter(key)).select(stock_items::version)
+        }
+        fn find_query(key: Self::Key) -> Self::FindQuery {
+            stock_items::table.filter(__occ_key_filter(key))
+        }
+    }
+};

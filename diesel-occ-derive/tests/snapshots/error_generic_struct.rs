@@ -1,0 +1,107 @@
+// Input of #[derive(Versioned)]:
+
+#[diesel(table_name = stock)]
+struct Stock<T: Clone>
+where
+    T: Send,
+{
+    id: i32,
+    available: T,
+    #[occ(version)]
+    version: i32,
+}
+
+// Expansion:
+
+::core::compile_error! {
+    "#[derive(Versioned)] does not support generic structs\nhelp: derive it on a concrete entity type"
+}
+const _: () = {
+    use self::__occ_derive_failed as __OccInvalid;
+    #[automatically_derived]
+    impl<T: Clone> ::diesel_occ::__private::Versioned for Stock<T>
+    where
+        T: Send,
+    {
+        type Table = __OccInvalid;
+        type Token = __OccInvalid;
+        type Key = __OccInvalid;
+        type UpdateStatement = __OccInvalid;
+        type DeleteStatement = __OccInvalid;
+        type TokenQuery = __OccInvalid;
+        type FindQuery = __OccInvalid;
+        type ValuesRow = __OccInvalid;
+        const TABLE_NAME: &'static str = "";
+        const TOKEN_COLUMN: &'static str = "";
+        const KEY_COLUMNS: &'static [&'static str] = &[];
+        fn token(&self) -> &Self::Token {
+            ::std::unreachable!()
+        }
+        fn set_token(&mut self, _: Self::Token) {
+            ::std::unreachable!()
+        }
+        fn key(&self) -> Self::Key {
+            ::std::unreachable!()
+        }
+        fn key_values(_: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
+            ::std::unreachable!()
+        }
+        fn update_statement(&self, _: &Self::Token) -> Self::UpdateStatement {
+            ::std::unreachable!()
+        }
+        fn delete_statement(&self) -> Self::DeleteStatement {
+            ::std::unreachable!()
+        }
+        fn token_query(_: Self::Key) -> Self::TokenQuery {
+            ::std::unreachable!()
+        }
+        fn find_query(_: Self::Key) -> Self::FindQuery {
+            ::std::unreachable!()
+        }
+    }
+    #[automatically_derived]
+    impl<T: Clone> ::diesel_occ::__private::VersionedParts for Stock<T>
+    where
+        T: Send,
+    {
+        type TokenColumn = __OccInvalid;
+        type Guarded = __OccInvalid;
+        type TokenAssignment = __OccInvalid;
+        const GENERATED_TOKEN: bool = false;
+        fn guarded(&self) -> Self::Guarded {
+            ::std::unreachable!()
+        }
+        fn token_assignment(_: &Self::Token) -> Self::TokenAssignment {
+            ::std::unreachable!()
+        }
+    }
+    #[automatically_derived]
+    impl<T: Clone> ::diesel_occ::__private::Tracking for Stock<T>
+    where
+        T: Send,
+    {
+        const FIELDS: &'static [&'static str] = &[];
+        type FieldsUpdateStatement = __OccInvalid;
+        fn changed_from(&self, _: &Self) -> ::diesel_occ::__private::Fields<Self> {
+            ::std::unreachable!()
+        }
+        fn copy_fields(&mut self, _: &Self, _: ::diesel_occ::__private::Fields<Self>) {
+            ::std::unreachable!()
+        }
+        fn fields_update_statement(
+            &self,
+            _: ::diesel_occ::__private::Fields<Self>,
+            _: &Self::Token,
+        ) -> Self::FieldsUpdateStatement {
+            ::std::unreachable!()
+        }
+    }
+    #[automatically_derived]
+    impl<T: Clone, __OccWhich> ::diesel_occ::__private::ReturningStatement<__OccWhich>
+    for Stock<T>
+    where
+        T: Send,
+    {
+        type Statement = __OccInvalid;
+    }
+};

@@ -1,0 +1,314 @@
+// Input of #[derive(Versioned)]:
+
+#[diesel(table_name = stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version, precision = 6)]
+    updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+// Expansion:
+
+const _: () = {
+    use ::diesel_occ::__private::diesel::prelude::{
+        BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+    };
+    #[allow(non_camel_case_types, dead_code)]
+    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
+        fn check() {}
+    }
+    impl<
+        T: ?::std::marker::Sized,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
+    #[allow(dead_code)]
+    struct DieselAsChangeset;
+    impl<
+        T: ?::std::marker::Sized
+            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
+    for T {}
+    #[allow(dead_code)]
+    fn __occ_refuse_diesel_changeset() {
+        <Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+        <&'static Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+    }
+    const _: fn() = || {
+        ::diesel_occ::__private::check_column::<i32, stock::id>();
+        ::diesel_occ::__private::check_column::<
+            chrono::DateTime<chrono::Utc>,
+            stock::updated_at,
+        >();
+        ::diesel_occ::__private::check_column::<i32, stock::available>();
+    };
+    const _: () = ::std::assert!(
+        ::std::matches!(< chrono::DateTime < chrono::Utc > as
+        ::diesel_occ::__private::VersionToken > ::KIND,
+        ::diesel_occ::__private::TokenKind::Timestamp),
+        "`precision` applies to timestamp tokens only: remove it from this token"
+    );
+    fn __occ_key_filter(
+        key: i32,
+    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
+        stock::id,
+        ::diesel_occ::__private::Bound<stock::id, i32>,
+    > {
+        stock::id.eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key))
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::VersionedParts for Stock {
+        type TokenColumn = stock::updated_at;
+        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::id,
+                    ::diesel_occ::__private::Bound<stock::id, i32>,
+                >,
+            >,
+            ::diesel_occ::__private::TokenEq<
+                stock::updated_at,
+                chrono::DateTime<chrono::Utc>,
+            >,
+        >;
+        type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
+            stock::updated_at,
+            ::diesel_occ::__private::Bound<
+                stock::updated_at,
+                chrono::DateTime<chrono::Utc>,
+            >,
+        >;
+        const GENERATED_TOKEN: bool = false;
+        fn guarded(&self) -> Self::Guarded {
+            stock::table
+                .filter(
+                    __occ_key_filter(
+                        <Self as ::diesel_occ::__private::Versioned>::key(self),
+                    ),
+                )
+                .filter(
+                    ::diesel_occ::__private::TokenEq::new(
+                        stock::updated_at,
+                        ::std::clone::Clone::clone(&self.updated_at),
+                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                    ),
+                )
+        }
+        fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+            stock::updated_at
+                .eq(
+                    <::diesel_occ::__private::Bound<
+                        stock::updated_at,
+                        chrono::DateTime<chrono::Utc>,
+                    >>::new(::std::clone::Clone::clone(fresh)),
+                )
+        }
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::Versioned for Stock {
+        type Table = stock::table;
+        type Token = chrono::DateTime<chrono::Utc>;
+        type Key = i32;
+        type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock::id,
+                        ::diesel_occ::__private::Bound<stock::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<
+                    stock::updated_at,
+                    chrono::DateTime<chrono::Utc>,
+                >,
+            >,
+            (
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::available,
+                    ::diesel_occ::__private::Bound<stock::available, i32>,
+                >,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::updated_at,
+                    ::diesel_occ::__private::Bound<
+                        stock::updated_at,
+                        chrono::DateTime<chrono::Utc>,
+                    >,
+                >,
+            ),
+        >;
+        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock::id,
+                        ::diesel_occ::__private::Bound<stock::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<
+                    stock::updated_at,
+                    chrono::DateTime<chrono::Utc>,
+                >,
+            >,
+        >;
+        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::id,
+                    ::diesel_occ::__private::Bound<stock::id, i32>,
+                >,
+            >,
+            stock::updated_at,
+        >;
+        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+            stock::table,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::id,
+                ::diesel_occ::__private::Bound<stock::id, i32>,
+            >,
+        >;
+        type ValuesRow = (
+            (::diesel_occ::__private::Bound<stock::id, i32>,),
+            (::diesel_occ::__private::Bound<stock::available, i32>,),
+            ::diesel_occ::__private::Bound<
+                stock::updated_at,
+                chrono::DateTime<chrono::Utc>,
+            >,
+            ::diesel_occ::__private::Bound<
+                stock::updated_at,
+                chrono::DateTime<chrono::Utc>,
+            >,
+        );
+        const VALUES_COLUMNS: ::std::option::Option<
+            ::diesel_occ::__private::ValuesColumns,
+        > = {
+            const KEYS: &[&str] = &[
+                <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            ];
+            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[
+                ::diesel_occ::__private::WrittenColumn::always(
+                    <stock::available as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            ];
+            ::std::option::Option::Some(
+                ::diesel_occ::__private::ValuesColumns::new(
+                    KEYS,
+                    WRITTEN,
+                    <stock::updated_at as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            )
+        };
+        fn values_row(
+            &self,
+            fresh: &Self::Token,
+        ) -> ::std::option::Option<Self::ValuesRow> {
+            ::std::option::Option::Some((
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock::id,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.id)),
+                ),
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock::available,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.available)),
+                ),
+                <::diesel_occ::__private::Bound<
+                    stock::updated_at,
+                    chrono::DateTime<chrono::Utc>,
+                >>::new(::std::clone::Clone::clone(&self.updated_at)),
+                <::diesel_occ::__private::Bound<
+                    stock::updated_at,
+                    chrono::DateTime<chrono::Utc>,
+                >>::new(::std::clone::Clone::clone(fresh)),
+            ))
+        }
+        const TABLE_NAME: &'static str = "stock";
+        const TOKEN_COLUMN: &'static str = <stock::updated_at as ::diesel_occ::__private::diesel::Column>::NAME;
+        const KEY_COLUMNS: &'static [&'static str] = &[
+            <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+        ];
+        fn sql_table_name() -> &'static str {
+            ::diesel_occ::__private::sql_table_name::<
+                stock::table,
+            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+        }
+        const TOKEN_PRECISION: u8 = 6u8;
+        fn token(&self) -> &Self::Token {
+            &self.updated_at
+        }
+        fn set_token(&mut self, token: Self::Token) {
+            self.updated_at = token;
+        }
+        fn key(&self) -> Self::Key {
+            ::std::clone::Clone::clone(&self.id)
+        }
+        fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![::std::format!("{:?}", key)]
+        }
+        fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
+            ::diesel_occ::__private::CachedUpdate::new(
+                stock::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock::updated_at,
+                            ::std::clone::Clone::clone(&self.updated_at),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+                (
+                    stock::available
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock::available,
+                                i32,
+                            >>::new(::std::clone::Clone::clone(&self.available)),
+                        ),
+                    stock::updated_at
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock::updated_at,
+                                chrono::DateTime<chrono::Utc>,
+                            >>::new(::std::clone::Clone::clone(fresh)),
+                        ),
+                ),
+            )
+        }
+        fn delete_statement(&self) -> Self::DeleteStatement {
+            ::diesel_occ::__private::diesel::delete(
+                stock::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock::updated_at,
+                            ::std::clone::Clone::clone(&self.updated_at),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+            )
+        }
+        fn token_query(key: Self::Key) -> Self::TokenQuery {
+            stock::table.filter(__occ_key_filter(key)).select(stock::updated_at)
+        }
+        fn find_query(key: Self::Key) -> Self::FindQuery {
+            stock::table.filter(__occ_key_filter(key))
+        }
+    }
+};

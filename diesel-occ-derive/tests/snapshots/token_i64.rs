@@ -1,0 +1,283 @@
+// Input of #[derive(Versioned)]:
+
+#[diesel(table_name = stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: i64,
+}
+
+// Expansion:
+
+const _: () = {
+    use ::diesel_occ::__private::diesel::prelude::{
+        BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+    };
+    #[allow(non_camel_case_types, dead_code)]
+    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
+        fn check() {}
+    }
+    impl<
+        T: ?::std::marker::Sized,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
+    #[allow(dead_code)]
+    struct DieselAsChangeset;
+    impl<
+        T: ?::std::marker::Sized
+            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
+    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
+    for T {}
+    #[allow(dead_code)]
+    fn __occ_refuse_diesel_changeset() {
+        <Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+        <&'static Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >>::check();
+    }
+    const _: fn() = || {
+        ::diesel_occ::__private::check_column::<i32, stock::id>();
+        ::diesel_occ::__private::check_column::<i64, stock::version>();
+        ::diesel_occ::__private::check_column::<i32, stock::available>();
+    };
+    fn __occ_key_filter(
+        key: i32,
+    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
+        stock::id,
+        ::diesel_occ::__private::Bound<stock::id, i32>,
+    > {
+        stock::id.eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key))
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::VersionedParts for Stock {
+        type TokenColumn = stock::version;
+        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::id,
+                    ::diesel_occ::__private::Bound<stock::id, i32>,
+                >,
+            >,
+            ::diesel_occ::__private::TokenEq<stock::version, i64>,
+        >;
+        type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
+            stock::version,
+            ::diesel_occ::__private::Bound<stock::version, i64>,
+        >;
+        const GENERATED_TOKEN: bool = false;
+        fn guarded(&self) -> Self::Guarded {
+            stock::table
+                .filter(
+                    __occ_key_filter(
+                        <Self as ::diesel_occ::__private::Versioned>::key(self),
+                    ),
+                )
+                .filter(
+                    ::diesel_occ::__private::TokenEq::new(
+                        stock::version,
+                        ::std::clone::Clone::clone(&self.version),
+                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                    ),
+                )
+        }
+        fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+            stock::version
+                .eq(
+                    <::diesel_occ::__private::Bound<
+                        stock::version,
+                        i64,
+                    >>::new(::std::clone::Clone::clone(fresh)),
+                )
+        }
+    }
+    #[automatically_derived]
+    impl ::diesel_occ::__private::Versioned for Stock {
+        type Table = stock::table;
+        type Token = i64;
+        type Key = i32;
+        type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock::id,
+                        ::diesel_occ::__private::Bound<stock::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<stock::version, i64>,
+            >,
+            (
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::available,
+                    ::diesel_occ::__private::Bound<stock::available, i32>,
+                >,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::version,
+                    ::diesel_occ::__private::Bound<stock::version, i64>,
+                >,
+            ),
+        >;
+        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                ::diesel_occ::__private::diesel::dsl::Filter<
+                    stock::table,
+                    ::diesel_occ::__private::diesel::dsl::Eq<
+                        stock::id,
+                        ::diesel_occ::__private::Bound<stock::id, i32>,
+                    >,
+                >,
+                ::diesel_occ::__private::TokenEq<stock::version, i64>,
+            >,
+        >;
+        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
+            ::diesel_occ::__private::diesel::dsl::Filter<
+                stock::table,
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    stock::id,
+                    ::diesel_occ::__private::Bound<stock::id, i32>,
+                >,
+            >,
+            stock::version,
+        >;
+        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+            stock::table,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::id,
+                ::diesel_occ::__private::Bound<stock::id, i32>,
+            >,
+        >;
+        type ValuesRow = (
+            (::diesel_occ::__private::Bound<stock::id, i32>,),
+            (::diesel_occ::__private::Bound<stock::available, i32>,),
+            ::diesel_occ::__private::Bound<stock::version, i64>,
+            ::diesel_occ::__private::Bound<stock::version, i64>,
+        );
+        const VALUES_COLUMNS: ::std::option::Option<
+            ::diesel_occ::__private::ValuesColumns,
+        > = {
+            const KEYS: &[&str] = &[
+                <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            ];
+            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[
+                ::diesel_occ::__private::WrittenColumn::always(
+                    <stock::available as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            ];
+            ::std::option::Option::Some(
+                ::diesel_occ::__private::ValuesColumns::new(
+                    KEYS,
+                    WRITTEN,
+                    <stock::version as ::diesel_occ::__private::diesel::Column>::NAME,
+                ),
+            )
+        };
+        fn values_row(
+            &self,
+            fresh: &Self::Token,
+        ) -> ::std::option::Option<Self::ValuesRow> {
+            ::std::option::Option::Some((
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock::id,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.id)),
+                ),
+                (
+                    <::diesel_occ::__private::Bound<
+                        stock::available,
+                        i32,
+                    >>::new(::std::clone::Clone::clone(&self.available)),
+                ),
+                <::diesel_occ::__private::Bound<
+                    stock::version,
+                    i64,
+                >>::new(::std::clone::Clone::clone(&self.version)),
+                <::diesel_occ::__private::Bound<
+                    stock::version,
+                    i64,
+                >>::new(::std::clone::Clone::clone(fresh)),
+            ))
+        }
+        const TABLE_NAME: &'static str = "stock";
+        const TOKEN_COLUMN: &'static str = <stock::version as ::diesel_occ::__private::diesel::Column>::NAME;
+        const KEY_COLUMNS: &'static [&'static str] = &[
+            <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+        ];
+        fn sql_table_name() -> &'static str {
+            ::diesel_occ::__private::sql_table_name::<
+                stock::table,
+            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+        }
+        fn token(&self) -> &Self::Token {
+            &self.version
+        }
+        fn set_token(&mut self, token: Self::Token) {
+            self.version = token;
+        }
+        fn key(&self) -> Self::Key {
+            ::std::clone::Clone::clone(&self.id)
+        }
+        fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![::std::format!("{:?}", key)]
+        }
+        fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
+            ::diesel_occ::__private::CachedUpdate::new(
+                stock::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock::version,
+                            ::std::clone::Clone::clone(&self.version),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+                (
+                    stock::available
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock::available,
+                                i32,
+                            >>::new(::std::clone::Clone::clone(&self.available)),
+                        ),
+                    stock::version
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock::version,
+                                i64,
+                            >>::new(::std::clone::Clone::clone(fresh)),
+                        ),
+                ),
+            )
+        }
+        fn delete_statement(&self) -> Self::DeleteStatement {
+            ::diesel_occ::__private::diesel::delete(
+                stock::table
+                    .filter(
+                        __occ_key_filter(
+                            <Self as ::diesel_occ::__private::Versioned>::key(self),
+                        ),
+                    )
+                    .filter(
+                        ::diesel_occ::__private::TokenEq::new(
+                            stock::version,
+                            ::std::clone::Clone::clone(&self.version),
+                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        ),
+                    ),
+            )
+        }
+        fn token_query(key: Self::Key) -> Self::TokenQuery {
+            stock::table.filter(__occ_key_filter(key)).select(stock::version)
+        }
+        fn find_query(key: Self::Key) -> Self::FindQuery {
+            stock::table.filter(__occ_key_filter(key))
+        }
+    }
+};
