@@ -74,7 +74,8 @@
 //! fails for too little evidence unless the node served nothing while down and served
 //! again after its restart.
 //!
-//! `--backend pg-replicas` (not part of `all`) runs `retry_with_standby` on the
+//! `--backend pg-replicas` (not part of `all`) runs `retry_with_standby` and
+//! `async_retry_with_standby` on the
 //! PostgreSQL primary and streaming standby of `tests/cluster/pg-replicas.sh`
 //! (`OCC_PG_PRIMARY_URL`, `OCC_PG_STANDBY_URL`): the database is made on the primary
 //! and replayed by the standby, the threads' first reads and the helper's reads go to
@@ -130,7 +131,7 @@ fn main() -> ExitCode {
     for &backend in &args.backends {
         for &path in &args.paths {
             // A cluster runs the path it exists for only.
-            if backend.only_path().is_some_and(|only| only != path) {
+            if !backend.runs(path) {
                 continue;
             }
             let started = Instant::now();

@@ -37,12 +37,12 @@ impl Target {
         }
     }
 
-    /// The paths a cluster runs: the one it exists for. `None`: every path.
-    pub(crate) fn only_path(self) -> Option<&'static str> {
+    /// Whether `path` runs here: a cluster runs the paths it exists for only.
+    pub(crate) fn runs(self, path: &str) -> bool {
         match self {
-            Target::Db(_) => None,
-            Target::Galera => Some("retried"),
-            Target::PgReplicas => Some("retry_with_standby"),
+            Target::Db(_) => true,
+            Target::Galera => path == "retried",
+            Target::PgReplicas => path.ends_with("retry_with_standby"),
         }
     }
 }
@@ -87,7 +87,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 31] = [
+pub(crate) const PATHS: [&str; 33] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -119,6 +119,8 @@ pub(crate) const PATHS: [&str; 31] = [
     "async_soft_delete_checked",
     "async_transaction",
     "async_combiner",
+    "async_retry_escalated",
+    "async_retry_with_standby",
 ];
 
 /// `all`, or a comma-separated list of path names.

@@ -89,6 +89,8 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "async_soft_delete_checked" => on(args, path, &Async(asynchronous::SoftDelete), site),
         "async_transaction" => on(args, path, &Async(asynchronous::Transaction), site),
         "async_combiner" => on(args, path, &asynchronous::Combined::default(), site),
+        "async_retry_escalated" => on(args, path, &Async(asynchronous::RetryEscalated), site),
+        "async_retry_with_standby" => on(args, path, &Async(asynchronous::RetryWithStandby), site),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
 }

@@ -24,6 +24,11 @@ pub(in super::super) trait AsyncPath: Sync {
     /// What the read hands to the write.
     type Read: Send;
 
+    /// As [`Path::connects_to`].
+    fn connects_to<'a>(&self, ctx: &Ctx<'a>) -> &'a str {
+        ctx.url
+    }
+
     /// As [`Path::read`].
     async fn read(&self, conn: &mut AsyncConn, row: i32, kind: u32) -> Result<Self::Read, Error>;
 
@@ -61,6 +66,10 @@ impl<P: AsyncPath> Path for Async<P> {
     /// The path's read, and after how many pending polls its write is dropped (`None`:
     /// never).
     type Read = (P::Read, Option<u32>);
+
+    fn connects_to<'a>(&self, ctx: &Ctx<'a>) -> &'a str {
+        self.0.connects_to(ctx)
+    }
 
     fn read(&self, s: &mut Session, row: i32, kind: u32) -> Result<Self::Read, Error> {
         let read = s.runtime.block_on(self.0.read(&mut s.conn, row, kind))?;
