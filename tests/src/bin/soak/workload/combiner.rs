@@ -21,7 +21,9 @@ pub(super) struct Combiner {
     rows: RowCombiner<super::counter::Counter>,
 }
 
-fn policy() -> RetryPolicy {
+/// The retry policy of the paths whose helpers take their own connections: a few
+/// quick attempts, bounded in time.
+pub(super) fn policy() -> RetryPolicy {
     RetryPolicy::new()
         .max_attempts(8)
         .backoff(Duration::from_millis(1), Duration::from_millis(20))

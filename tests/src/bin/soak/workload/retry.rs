@@ -12,24 +12,17 @@
 //! read), later ones re-read. The twins save without the token check.
 
 use std::cell::Cell;
-use std::time::Duration;
 
 use diesel_occ::Error;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::retry;
 
+use super::combiner::policy;
 use super::counter::{self, Counter, blind_save};
 use super::runner::{Ctx, Outcome, Path};
 use super::{Conn, connect};
 use crate::check::counters::Write;
 use crate::run::bump;
-
-fn policy() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(8)
-        .backoff(Duration::from_millis(1), Duration::from_millis(20))
-        .deadline(Duration::from_secs(3))
-}
 
 /// The save of one attempt: `row` + 1, recorded in `last` before it is sent (the
 /// change an unknown outcome may have made).

@@ -4,13 +4,11 @@
 //! and is never handed the session's, so there is no write future of the session's to
 //! drop.
 
-use std::time::Duration;
-
 use diesel_occ::Error;
-use diesel_occ::asynchronous::{Combiner, RetryPolicy};
+use diesel_occ::asynchronous::Combiner;
 use diesel_occ_tests::connect_async;
 
-use super::super::combiner::settle;
+use super::super::combiner::{policy, settle};
 use super::super::counter::{self, Counter};
 use super::super::runner::{Ctx, Outcome, Path};
 use super::{AsyncConn, Session};
@@ -36,10 +34,7 @@ impl Path for Combined {
             let url = url.clone();
             async move { connect_async::<AsyncConn>(&url).await }
         };
-        let policy = RetryPolicy::new()
-            .max_attempts(8)
-            .backoff(Duration::from_millis(1), Duration::from_millis(20))
-            .deadline(Duration::from_secs(3));
+        let policy = policy();
         let tag = counter::next_tag();
         let change = Write {
             row,

@@ -5,27 +5,18 @@
 //! before the helper starts: which attempt's read a dropped future's save came from is
 //! not known.
 
-use std::time::Duration;
-
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{RetryPolicy, retry, retry_with_standby};
+use diesel_occ::asynchronous::{retry, retry_with_standby};
 use diesel_occ_tests::connect_async;
 
-use super::super::combiner::settle;
+use super::super::combiner::{policy, settle};
 use super::super::counter::Counter;
 use super::super::runner::{Ctx, Outcome};
 use super::adaptor::{AsyncPath, Changes};
 use super::{AsyncConn, save};
 use crate::check::counters::Write;
 use crate::run::bump;
-
-fn policy() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(8)
-        .backoff(Duration::from_millis(1), Duration::from_millis(20))
-        .deadline(Duration::from_secs(3))
-}
 
 /// A source that opens a new async connection to `url` for every attempt.
 fn source(
