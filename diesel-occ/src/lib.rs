@@ -148,13 +148,18 @@
 )]
 
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod asynchronous;
 pub mod backend;
 pub mod blocking;
+#[cfg(feature = "bypass-guard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bypass-guard")))]
 pub mod bypass_guard;
 mod derive_support;
 mod dialect;
 mod error;
+#[cfg(feature = "multi-host")]
+#[cfg_attr(docsrs, doc(cfg(feature = "multi-host")))]
 pub mod multi_host;
 pub mod observe;
 mod outcome;
@@ -170,6 +175,7 @@ mod token;
 mod tracked;
 mod versioned;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod xmin;
 
 pub use blocking::transaction;

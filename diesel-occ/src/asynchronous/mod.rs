@@ -115,14 +115,18 @@
 //! conflicts: put such a row behind [`Combiner`].
 
 mod batch;
+#[cfg(feature = "async-tuning")]
 mod block_in_place;
+#[cfg(feature = "async-tuning")]
 mod blocking_task;
+#[cfg(feature = "combine")]
 mod combine;
 mod guarded_update;
-#[cfg(feature = "deadpool")]
+#[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 mod recycle;
 mod retry;
 mod schema_check;
+#[cfg(feature = "standby")]
 mod standby;
 #[cfg(test)]
 mod tests;
@@ -140,16 +144,25 @@ use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, TransactionManager};
 
 pub use self::batch::BatchDsl;
+#[cfg(feature = "async-tuning")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-tuning")))]
 pub use self::block_in_place::BlockInPlace;
+#[cfg(feature = "async-tuning")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-tuning")))]
 pub use self::blocking_task::retry_in_blocking_task;
+#[cfg(feature = "combine")]
+#[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::guarded_update::GuardedUpdate;
-#[cfg(feature = "deadpool")]
+#[cfg(all(feature = "async-tuning", feature = "deadpool"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "async-tuning", feature = "deadpool"))))]
 pub use self::recycle::verify_when_idle;
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+#[cfg(feature = "standby")]
+#[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use self::standby::{StandbyConnections, retry_with_standby};
 pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};

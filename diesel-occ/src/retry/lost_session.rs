@@ -34,7 +34,8 @@ pub(crate) fn unexplained<T>(result: &Result<T, Error>) -> bool {
 }
 
 /// Whether an attempt's error says that one of its connections may be dead: it was
-/// lost, or the driver did not classify the error.
+/// lost, or the driver did not classify the error. Only the standby helpers ask.
+#[cfg(feature = "standby")]
 pub(crate) fn suspect<T>(result: &Result<T, Error>) -> bool {
     connection_lost(result) || unexplained(result)
 }
@@ -66,6 +67,7 @@ mod tests {
     /// Only a lost connection, or an error the driver could not classify, makes a
     /// connection suspect.
     #[test]
+    #[cfg(feature = "standby")]
     fn only_a_lost_or_unexplained_error_makes_a_connection_suspect() {
         assert!(connection_lost(&failed(Kind::ClosedConnection)));
         assert!(connection_lost(&failed(Kind::UnableToSendCommand)));

@@ -99,11 +99,13 @@
 //!   inside the caller's transaction is not locked (the token check still decides the
 //!   save).
 
+#[cfg(feature = "combine")]
 pub(crate) mod combine;
 pub(crate) mod deadline;
 mod hot_rows;
 pub(crate) mod lost_session;
 mod policy;
+#[cfg(feature = "standby")]
 mod standby;
 
 use std::fmt;
@@ -117,12 +119,16 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
+#[cfg(feature = "combine")]
+#[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::hot_rows::HotRows;
 pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};
+#[cfg(feature = "standby")]
+#[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use self::standby::{StandbyConnections, retry_with_standby};
-#[cfg(feature = "async")]
+#[cfg(all(feature = "standby", feature = "async"))]
 pub(crate) use self::standby::{conflicted, lost_connection};
 
 use crate::backend::{LockedRead, LockingConnection};
