@@ -67,8 +67,13 @@ mod tests {
     /// Only a lost connection, or an error the driver could not classify, makes a
     /// connection suspect.
     #[test]
-    #[cfg(feature = "standby")]
     fn only_a_lost_or_unexplained_error_makes_a_connection_suspect() {
+        fn suspect<T>(result: &Result<T, Error>) -> bool {
+            let either = connection_lost(result) || unexplained(result);
+            #[cfg(feature = "standby")]
+            assert_eq!(super::suspect(result), either);
+            either
+        }
         assert!(connection_lost(&failed(Kind::ClosedConnection)));
         assert!(connection_lost(&failed(Kind::UnableToSendCommand)));
         assert!(suspect(&failed(Kind::Unknown)));

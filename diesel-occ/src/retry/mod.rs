@@ -70,7 +70,8 @@
 //! ([`RetryPolicy::escalate_hot_rows_with`]).
 //!
 //! A lock makes every writer of a hot row wait its turn across several round trips.
-//! When the change depends on the row alone, a [`Combiner`] does better: the changes
+//! When the change depends on the row alone, a `Combiner` (feature `combine`) does
+//! better: the changes
 //! the threads of one process make to the row at the same time share one read and one
 //! checked save.
 //!
