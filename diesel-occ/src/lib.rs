@@ -124,7 +124,10 @@
 //!   backend that another crate turns on (diesel-async's `mysql` turns on Diesel's
 //!   MySQL types) behaves the same with or without the matching feature here.
 //! - `async`: the `asynchronous` module, on diesel-async (its
-//!   backoff sleeps on Tokio's timer). Any Tokio runtime, current-thread included.
+//!   backoff sleeps on Tokio's timer). Any Tokio runtime, current-thread included; it
+//!   needs only Tokio's `rt` and `time`. With `sqlite`, also on diesel-async's
+//!   `SyncConnectionWrapper` (whose diesel-async feature turns on Tokio's
+//!   multi-threaded runtime).
 //! - `async-tuning`: adapters that make the async helper faster: `BlockInPlace`
 //!   (SQLite statements on the task's thread; turns on Tokio's multi-threaded runtime),
 //!   `retry_in_blocking_task` and, with `deadpool`, `verify_when_idle`.
