@@ -226,7 +226,7 @@ where
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub fn sql_table_name<T>(rust_name: &'static str) -> &'static str
 where
-    T: crate::bypass_guard::GuardTable + 'static,
+    T: crate::sql_name::SqlTable + 'static,
 {
     crate::sql_name::of::<T>().map_or(rust_name, |name| name.qualified)
 }

@@ -124,12 +124,29 @@
 //!   backend that another crate turns on (diesel-async's `mysql` turns on Diesel's
 //!   MySQL types) behaves the same with or without the matching feature here.
 //! - `async`: the `asynchronous` module, on diesel-async (its
-//!   backoff sleeps on Tokio's timer).
+//!   backoff sleeps on Tokio's timer). Any Tokio runtime, current-thread included; it
+//!   needs only Tokio's `rt` and `time`. With `sqlite`, also on diesel-async's
+//!   `SyncConnectionWrapper` (whose diesel-async feature turns on Tokio's
+//!   multi-threaded runtime).
+//! - `async-tuning`: adapters that make the async helper faster: `BlockInPlace`
+//!   (SQLite statements on the task's thread; turns on Tokio's multi-threaded runtime),
+//!   `retry_in_blocking_task` and, with `deadpool`, `verify_when_idle`.
 //! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
 //! - `r2d2`: Diesel's r2d2 `Pool` as a blocking retry source.
+//! - `combine`: `retry::Combiner` (and `asynchronous::Combiner` with `async`): the
+//!   changes that the threads of one process make to one hot row at the same time,
+//!   applied in groups; it adds `Error::OutcomeUnknown`.
+//! - `standby`: `retry::retry_with_standby` and `StandbyConnections` (and their async
+//!   twins): reads from a standby, checked saves on the primary.
+//! - `multi-host`: `multi_host::MultiHost`, one connection source over several nodes.
+//! - `bypass-guard`: `bypass_guard::BypassGuard`, the DDL of triggers that advance the
+//!   token on writes that bypass diesel-occ.
 //! - `metrics`: the counters listed in [`observe`].
-//! - `testing`: [`testing::Race`](testing), a race harness for your own tests: writers
+//! - `testing`: `testing::Race`, a race harness for your own tests: writers
 //!   read, meet at a barrier, then write; a report of each writer's outcome.
+//!
+//! Only `derive` is on by default; the items of every other feature are marked with
+//! the features they need.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // No panic is reachable from input: library code returns typed errors, and each allow
@@ -148,13 +165,18 @@
 )]
 
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod asynchronous;
 pub mod backend;
 pub mod blocking;
+#[cfg(feature = "bypass-guard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bypass-guard")))]
 pub mod bypass_guard;
 mod derive_support;
 mod dialect;
 mod error;
+#[cfg(feature = "multi-host")]
+#[cfg_attr(docsrs, doc(cfg(feature = "multi-host")))]
 pub mod multi_host;
 pub mod observe;
 mod outcome;
@@ -170,6 +192,7 @@ mod token;
 mod tracked;
 mod versioned;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod xmin;
 
 pub use blocking::transaction;

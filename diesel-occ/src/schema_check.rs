@@ -21,7 +21,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::sql_types::{BigInt, Nullable, Text};
 
-use crate::bypass_guard::GuardTable;
+pub use crate::sql_name::SqlTable;
 
 use crate::dialect::Dialect;
 use crate::error::Error;
@@ -102,7 +102,7 @@ impl SchemaCheck {
     pub fn entity<T>(mut self) -> Self
     where
         T: VersionedParts,
-        T::Table: GuardTable + 'static,
+        T::Table: SqlTable + 'static,
         T::TokenColumn: diesel::Column,
     {
         if !T::GENERATED_TOKEN {

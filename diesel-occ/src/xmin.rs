@@ -44,7 +44,8 @@
 //! [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked),
 //! [`bulk_update`](crate::Versioned::bulk_update)) do not compile for it, and need not
 //! exist: any UPDATE, from anyone, gives the row a new `xmin`, so `xmin` is also its
-//! own [bypass guard](crate::bypass_guard).
+//! own bypass guard (what the `bypass_guard` module, feature `bypass-guard`, installs
+//! for other tokens).
 //!
 //! Caveats: rows written by one transaction share its `xmin`, so a row updated twice
 //! in the same transaction keeps the same token (nobody else can write it meanwhile:
@@ -57,7 +58,7 @@
 //! entity with a generated token does not compile: the guarded UPDATE that reads the
 //! token back is implemented for PostgreSQL connections only. Let the application
 //! assign the token there (an integer or UUID `#[occ(version)]`), and install the
-//! [bypass guard](crate::bypass_guard) to cover other writers.
+//! bypass guard (feature `bypass-guard`) to cover other writers.
 
 use std::io::Write;
 

@@ -88,18 +88,21 @@
 //!   pooled `AsyncMysqlConnection` was closed by the server, keep `Verified` if idle
 //!   sessions can be killed (a `wait_timeout`, a failover): with `Fast` the next
 //!   operation on such a connection fails. Better on MySQL: `Fast` with
-//!   [`verify_when_idle`] as a `pre_recycle` hook, which tests only a connection that
-//!   sat idle (where a server-side close happens) and hands a recently used one out
-//!   at once.
+//!   `verify_when_idle` (features `async-tuning` and `deadpool`) as a `pre_recycle`
+//!   hook, which tests only a connection that sat idle (where a server-side close
+//!   happens) and hands a recently used one out at once.
 //! - **A multi-threaded Tokio runtime**: a current-thread runtime, which runs the
 //!   drivers' connection tasks on the same thread as the application's, was slower.
-//! - **SQLite: [`BlockInPlace`]** (`SyncConnectionWrapper<SqliteConnection,
-//!   BlockInPlace>`), so that the wrapper runs its statements on the task's thread
-//!   instead of handing each to a blocking thread and back, and
-//!   [`retry_in_blocking_task`], which runs an attempt's statements in one such call.
-//!   On SQLite the hand-offs cost more than the statements: the async helper ran at
-//!   0.08x to 0.11x the blocking one with diesel-async's default wrapper, 0.64x with
-//!   [`BlockInPlace`], and 0.76x to 0.89x with both.
+//!   The module itself works on either: feature `async` needs only Tokio's `rt` and
+//!   `time`.
+//! - **SQLite (feature `async-tuning`): `BlockInPlace`**
+//!   (`SyncConnectionWrapper<SqliteConnection, BlockInPlace>`), so that the wrapper
+//!   runs its statements on the task's thread instead of handing each to a blocking
+//!   thread and back (this needs Tokio's multi-threaded runtime, which the feature
+//!   turns on), and `retry_in_blocking_task`, which runs an attempt's statements in one
+//!   such call. On SQLite the hand-offs cost more than the statements: the async helper
+//!   ran at 0.08x to 0.11x the blocking one with diesel-async's default wrapper, 0.64x
+//!   with `BlockInPlace`, and 0.76x to 0.89x with both.
 //!
 //! The backoff between attempts sleeps on Tokio's timer, whose resolution is a
 //! millisecond; a pause shorter than that is slept on the runtime's blocking pool
@@ -112,17 +115,21 @@
 //! the blocking drivers (each statement crosses from the task to the driver's
 //! connection task and back), and
 //! on one hot row the longer window between read and write meets 2 to 3 times the
-//! conflicts: put such a row behind [`Combiner`].
+//! conflicts: put such a row behind a `Combiner` (feature `combine`).
 
 mod batch;
+#[cfg(feature = "async-tuning")]
 mod block_in_place;
+#[cfg(feature = "async-tuning")]
 mod blocking_task;
+#[cfg(feature = "combine")]
 mod combine;
 mod guarded_update;
-#[cfg(feature = "deadpool")]
+#[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 mod recycle;
 mod retry;
 mod schema_check;
+#[cfg(feature = "standby")]
 mod standby;
 #[cfg(test)]
 mod tests;
@@ -140,16 +147,25 @@ use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, TransactionManager};
 
 pub use self::batch::BatchDsl;
+#[cfg(feature = "async-tuning")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-tuning")))]
 pub use self::block_in_place::BlockInPlace;
+#[cfg(feature = "async-tuning")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-tuning")))]
 pub use self::blocking_task::retry_in_blocking_task;
+#[cfg(feature = "combine")]
+#[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::guarded_update::GuardedUpdate;
-#[cfg(feature = "deadpool")]
+#[cfg(all(feature = "async-tuning", feature = "deadpool"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "async-tuning", feature = "deadpool"))))]
 pub use self::recycle::verify_when_idle;
 pub use self::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, AsyncLockingTransactionManager,
     AttemptDsl, retry,
 };
+#[cfg(feature = "standby")]
+#[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use self::standby::{StandbyConnections, retry_with_standby};
 pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};

@@ -11,6 +11,7 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::result::QueryResult;
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 use diesel_async::methods::LoadQuery;
+#[cfg(feature = "sqlite")]
 use diesel_async::sync_connection_wrapper::{
     SpawnBlocking, SyncConnectionWrapper, SyncTransactionManagerWrapper,
 };
@@ -18,7 +19,7 @@ use diesel_async::{AsyncConnection, TransactionManager};
 use tracing::Instrument;
 
 use super::CheckedDsl;
-use crate::backend::{LockedRead, LockingBackend, LockingConnection};
+use crate::backend::{LockedRead, LockingBackend};
 use crate::error::{DatabaseError, Error, PoolError};
 use crate::observe;
 use crate::outcome;
@@ -161,17 +162,20 @@ fn deadpool_error(error: diesel_async::pooled_connection::deadpool::PoolError) -
 ///
 /// Implemented for every connection whose transaction manager implements
 /// [`AsyncLockingTransactionManager`]: `AsyncPgConnection` and `AsyncMysqlConnection`
-/// (diesel-async's `AnsiTransactionManager`), and `SyncConnectionWrapper<C>` of a
-/// blocking [`LockingConnection`] (so SQLite's `BEGIN IMMEDIATE` through the wrapper).
+/// (diesel-async's `AnsiTransactionManager`), and, with feature `sqlite`,
+/// `SyncConnectionWrapper<C>` of a blocking [`LockingConnection`] (so SQLite's
+/// `BEGIN IMMEDIATE` through the wrapper).
 /// The transaction is committed or rolled back through the connection's own
 /// `TransactionManager`.
+///
+/// [`LockingConnection`]: crate::backend::LockingConnection
 pub trait AsyncLockingConnection: AsyncConnection {
     /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
     fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
 
     /// Opens the transaction with [`LockingBackend::begin_locked_within`]: the twin of
-    /// [`LockingConnection::begin_locked_transaction_within`].
+    /// [`LockingConnection::begin_locked_transaction_within`](crate::backend::LockingConnection::begin_locked_transaction_within).
     fn begin_locked_transaction_within(
         &mut self,
         remaining: Option<Duration>,
@@ -231,11 +235,16 @@ where
     }
 }
 
+/// A blocking connection in diesel-async's `SyncConnectionWrapper` (SQLite's way onto
+/// the async API) takes its lock on the wrapper's blocking thread. With feature
+/// `sqlite`, which turns the wrapper on.
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 impl<T, C, S> AsyncLockingTransactionManager<SyncConnectionWrapper<C, S>>
     for SyncTransactionManagerWrapper<T>
 where
     SyncConnectionWrapper<C, S>: AsyncConnection<TransactionManager = Self>,
-    C: LockingConnection + 'static,
+    C: crate::backend::LockingConnection + 'static,
     S: SpawnBlocking + Send,
     T: diesel::connection::TransactionManager<C> + Send,
 {

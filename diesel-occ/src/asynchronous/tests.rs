@@ -329,6 +329,7 @@ fn a_deadpool_pool_is_a_source_and_cancelled_objects_leave_the_pool() {
 
 /// `retry_in_blocking_task`: the blocking closure, one blocking call per attempt, each on
 /// a fresh connection; the conflict retries and the escalated attempt commits.
+#[cfg(feature = "async-tuning")]
 #[test]
 fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
     use crate::blocking::CheckedDsl as BlockingCheckedDsl;
@@ -370,6 +371,7 @@ fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
 /// `BlockInPlace` runs the wrapper's calls on the task's thread on a multi-threaded
 /// runtime, and on the blocking pool on a current-thread one; the checked API works on
 /// it as on diesel-async's default wrapper.
+#[cfg(feature = "async-tuning")]
 #[test]
 fn block_in_place_runs_calls_on_the_tasks_thread_where_it_can() {
     use diesel_async::sync_connection_wrapper::SpawnBlocking;
@@ -450,7 +452,7 @@ fn sub_millisecond_backoffs_average_what_the_policy_drew() {
 
 /// `verify_when_idle`: a connection back from work within the window is handed out
 /// without a test query; one idle for the window (zero here) is tested first.
-#[cfg(feature = "deadpool")]
+#[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 #[test]
 fn verify_when_idle_tests_only_a_connection_that_sat_idle() {
     use std::sync::Arc;

@@ -6,16 +6,16 @@ use super::*;
 impl BypassGuard {
     /// The guard of a `Versioned` entity's table and token column, by their SQL names:
     /// the table, its schema and its primary key as Diesel's `table!` declares them
-    /// (see [`GuardTable`]), the token column's `#[sql_name]`.
+    /// (see [`SqlTable`]), the token column's `#[sql_name]`.
     pub fn of<T>() -> Self
     where
         T: crate::statement::VersionedParts,
-        T::Table: GuardTable,
+        T::Table: SqlTable,
         T::TokenColumn: diesel::Column,
     {
         let token_column = <T::TokenColumn as diesel::Column>::NAME;
         let kind = <T::Token as crate::VersionToken>::KIND;
-        match <T::Table as GuardTable>::sql_names() {
+        match <T::Table as SqlTable>::sql_names() {
             Some((schema, table, keys)) => {
                 let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
                 let guard = BypassGuard::new(&table, token_column, &keys, kind);

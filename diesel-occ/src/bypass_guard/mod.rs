@@ -61,6 +61,7 @@
 //! ```
 
 use crate::dialect::Dialect;
+use crate::sql_name::SqlTable;
 use crate::token::TokenKind;
 
 /// `CASE WHEN <operand> = MAX THEN MIN ELSE <operand> + 1 END` for a signed integer
@@ -188,129 +189,6 @@ pub enum NameProblem {
     /// The name is longer than the backend keeps: PostgreSQL's 63 bytes (it would
     /// silently cut it and name another object) or MySQL's 64 characters.
     TooLong,
-}
-
-/// Where [`BypassGuard::of`] reads a table's SQL names: Diesel's rendering of the
-/// table and of its primary key, so `#[sql_name]` and `schema.table` in `table!`
-/// are honoured. Implemented for every table `diesel::table!` declares, when at least
-/// one of the features `postgres`, `mysql` or `sqlite` is enabled.
-///
-/// ```
-/// # include!("../doctest_setup.rs");
-/// use diesel_occ::bypass_guard::GuardTable;
-///
-/// # fn main() {
-/// fn guardable<T: GuardTable>() {}
-/// guardable::<stock::table>();
-/// # }
-/// ```
-pub trait GuardTable {
-    /// The schema (if `table!` names one), the table's SQL name and its primary key
-    /// columns' SQL names; `None` if Diesel rendered them in an unexpected form.
-    #[doc(hidden)]
-    fn sql_names() -> Option<(Option<String>, String, Vec<String>)>;
-}
-
-/// The backend whose query builder renders tables for [`GuardTable`]: any will do,
-/// since only the quoted identifiers are read back.
-#[cfg(feature = "postgres")]
-mod render {
-    pub(super) type Backend = diesel::pg::Pg;
-    pub(super) const QUOTE: char = '"';
-}
-#[cfg(all(feature = "mysql", not(feature = "postgres")))]
-mod render {
-    pub(super) type Backend = diesel::mysql::Mysql;
-    pub(super) const QUOTE: char = '`';
-}
-#[cfg(all(feature = "sqlite", not(any(feature = "postgres", feature = "mysql"))))]
-mod render {
-    pub(super) type Backend = diesel::sqlite::Sqlite;
-    pub(super) const QUOTE: char = '`';
-}
-
-#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-impl<T> GuardTable for T
-where
-    T: diesel::Table + Default,
-    T::FromClause: diesel::query_builder::QueryFragment<render::Backend>,
-    T::PrimaryKey: diesel::query_builder::QueryFragment<render::Backend>,
-{
-    fn sql_names() -> Option<(Option<String>, String, Vec<String>)> {
-        use diesel::query_builder::{QueryBuilder, QueryFragment};
-
-        fn rendered<F: QueryFragment<render::Backend>>(fragment: &F) -> Option<String> {
-            let mut builder =
-                <<render::Backend as diesel::backend::Backend>::QueryBuilder>::default();
-            fragment
-                .to_sql(&mut builder, &render::Backend::default())
-                .ok()?;
-            Some(builder.finish())
-        }
-
-        let table = T::default();
-        let mut from = parse_identifier_paths(
-            &rendered(&diesel::QuerySource::from_clause(&table))?,
-            render::QUOTE,
-        )?;
-        let (schema, name) = match (from.pop()?, from.is_empty()) {
-            (mut path, true) if path.len() == 1 => (None, path.pop()?),
-            (mut path, true) if path.len() == 2 => {
-                let name = path.pop()?;
-                (path.pop(), name)
-            }
-            _ => return None,
-        };
-        let keys = parse_identifier_paths(&rendered(&table.primary_key())?, render::QUOTE)?
-            .into_iter()
-            .map(|mut path| path.pop())
-            .collect::<Option<Vec<_>>>()?;
-        Some((schema, name, keys))
-    }
-}
-
-/// Reads `"a"."b", "c"."d"` (identifiers quoted with `quote`, embedded quotes doubled)
-/// back into `[[a, b], [c, d]]`; `None` for anything else.
-#[cfg_attr(
-    not(any(feature = "postgres", feature = "mysql", feature = "sqlite")),
-    allow(dead_code)
-)]
-pub(super) fn parse_identifier_paths(sql: &str, quote: char) -> Option<Vec<Vec<String>>> {
-    let mut paths = Vec::new();
-    let mut path = Vec::new();
-    let mut chars = sql.chars().peekable();
-    loop {
-        if chars.next()? != quote {
-            return None;
-        }
-        let mut ident = String::new();
-        loop {
-            let c = chars.next()?;
-            if c != quote {
-                ident.push(c);
-            } else if chars.peek() == Some(&quote) {
-                chars.next();
-                ident.push(quote);
-            } else {
-                break;
-            }
-        }
-        path.push(ident);
-        match chars.next() {
-            None => {
-                paths.push(path);
-                return Some(paths);
-            }
-            Some('.') => {}
-            Some(',') => {
-                while chars.peek() == Some(&' ') {
-                    chars.next();
-                }
-                paths.push(std::mem::take(&mut path));
-            }
-            Some(_) => return None,
-        }
-    }
 }
 
 mod ddl;

@@ -107,8 +107,8 @@ pub enum TransientKind {
     /// A MariaDB Galera node refused the statement before running it because it is not
     /// part of the synced cluster yet (error 1047, `WSREP has not yet prepared node for
     /// application use`: a node rejoining after a crash accepts connections before it
-    /// is synced). Another attempt, on another node through
-    /// [`MultiHost`](crate::multi_host::MultiHost), can run it.
+    /// is synced). Another attempt, on another node (through `multi_host::MultiHost`,
+    /// feature `multi-host`), can run it.
     NodeNotReady,
 }
 

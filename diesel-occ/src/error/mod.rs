@@ -81,11 +81,13 @@ pub enum Error {
     /// fractional digits than declared). Nothing was written.
     #[error(transparent)]
     Schema(#[from] crate::schema_check::SchemaProblems),
-    /// A change handed to a `Combiner` (blocking or async) may or may not be in the row:
-    /// the connection was lost after its group's UPDATE or COMMIT may have reached the
-    /// server, or the caller or task writing the group stopped mid-group (a panic, the
-    /// async writer task's runtime shutting down). Read the row to know; never retried,
+    /// A change handed to a [`Combiner`](crate::retry::Combiner) (blocking or async)
+    /// may or may not be in the row: the connection was lost after its group's UPDATE
+    /// or COMMIT may have reached the server, or the caller or task writing the group
+    /// stopped mid-group (a panic, the async writer task's runtime shutting down). Read the row to know; never retried,
     /// since running the change again could apply it twice.
+    #[cfg(feature = "combine")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
     #[error("the change's group may or may not have been saved")]
     OutcomeUnknown,
 }

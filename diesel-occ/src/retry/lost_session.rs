@@ -34,7 +34,8 @@ pub(crate) fn unexplained<T>(result: &Result<T, Error>) -> bool {
 }
 
 /// Whether an attempt's error says that one of its connections may be dead: it was
-/// lost, or the driver did not classify the error.
+/// lost, or the driver did not classify the error. Only the standby helpers ask.
+#[cfg(feature = "standby")]
 pub(crate) fn suspect<T>(result: &Result<T, Error>) -> bool {
     connection_lost(result) || unexplained(result)
 }
@@ -67,6 +68,12 @@ mod tests {
     /// connection suspect.
     #[test]
     fn only_a_lost_or_unexplained_error_makes_a_connection_suspect() {
+        fn suspect<T>(result: &Result<T, Error>) -> bool {
+            let either = connection_lost(result) || unexplained(result);
+            #[cfg(feature = "standby")]
+            assert_eq!(super::suspect(result), either);
+            either
+        }
         assert!(connection_lost(&failed(Kind::ClosedConnection)));
         assert!(connection_lost(&failed(Kind::UnableToSendCommand)));
         assert!(suspect(&failed(Kind::Unknown)));

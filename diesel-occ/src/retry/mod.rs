@@ -70,7 +70,8 @@
 //! ([`RetryPolicy::escalate_hot_rows_with`]).
 //!
 //! A lock makes every writer of a hot row wait its turn across several round trips.
-//! When the change depends on the row alone, a [`Combiner`] does better: the changes
+//! When the change depends on the row alone, a `Combiner` (feature `combine`) does
+//! better: the changes
 //! the threads of one process make to the row at the same time share one read and one
 //! checked save.
 //!
@@ -99,11 +100,13 @@
 //!   inside the caller's transaction is not locked (the token check still decides the
 //!   save).
 
+#[cfg(feature = "combine")]
 pub(crate) mod combine;
 pub(crate) mod deadline;
 mod hot_rows;
 pub(crate) mod lost_session;
 mod policy;
+#[cfg(feature = "standby")]
 mod standby;
 
 use std::fmt;
@@ -117,12 +120,16 @@ use diesel::query_dsl::methods::SelectDsl;
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper};
 
+#[cfg(feature = "combine")]
+#[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::hot_rows::HotRows;
 pub use self::policy::{Attempt, RetryPolicy};
 pub(crate) use self::policy::{RetryLoop, Step};
+#[cfg(feature = "standby")]
+#[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use self::standby::{StandbyConnections, retry_with_standby};
-#[cfg(feature = "async")]
+#[cfg(all(feature = "standby", feature = "async"))]
 pub(crate) use self::standby::{conflicted, lost_connection};
 
 use crate::backend::{LockedRead, LockingConnection};

@@ -3,7 +3,7 @@
 //!
 //! A *guarded* statement is one whose `WHERE` carries the token that was read
 //! (`<key> AND token = <original>`); that is all "guarded" means in diesel-occ. The
-//! [bypass guard](crate::bypass_guard) is something else: a trigger.
+//! bypass guard (`bypass_guard`, feature `bypass-guard`) is something else: a trigger.
 //!
 //! - [`VersionedParts`]: the pieces of an entity's guarded statements (its guarded
 //!   target, the token assignment), which the writes other than a full save build on;

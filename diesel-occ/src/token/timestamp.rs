@@ -122,7 +122,7 @@ impl TimestampText {
 /// save then wins. diesel-occ refuses or guards where it can see it:
 /// [`SchemaCheck`](crate::schema_check::SchemaCheck) reports a token column with
 /// `ON UPDATE CURRENT_TIMESTAMP`, and the PostgreSQL
-/// [bypass guard](crate::bypass_guard) moves a write that leaves the token where it was
+/// bypass guard (feature `bypass-guard`) moves a write that leaves the token where it was
 /// or moves it back to the clock or one unit past the old token (a trigger of your own
 /// that sets the token runs after it when its name sorts after the guard's
 /// `occ_guard_...`, and undoes that). Keep a "last modified" time in a column of its
