@@ -230,6 +230,8 @@ fn kind_fits(dialect: Dialect, kind: TokenKind, data_type: &str) -> bool {
             TokenKind::Integer => data_type == "integer",
             TokenKind::BigInt => data_type == "bigint",
             TokenKind::Uuid => data_type == "uuid",
+            // `UuidToken` maps to `uuid` and to `bytea` on PostgreSQL.
+            TokenKind::UuidBytes => data_type == "uuid" || data_type == "bytea",
             TokenKind::Timestamp => data_type.starts_with("timestamp"),
             _ => true,
         },
@@ -237,7 +239,9 @@ fn kind_fits(dialect: Dialect, kind: TokenKind, data_type: &str) -> bool {
             TokenKind::SmallInt => data_type == "smallint",
             TokenKind::Integer => data_type == "int" || data_type == "integer",
             TokenKind::BigInt => data_type == "bigint",
-            TokenKind::Uuid => data_type == "binary" || data_type == "varbinary",
+            TokenKind::Uuid | TokenKind::UuidBytes => {
+                data_type == "binary" || data_type == "varbinary"
+            }
             TokenKind::Timestamp => data_type == "datetime" || data_type == "timestamp",
             _ => true,
         },
@@ -249,7 +253,9 @@ fn kind_fits(dialect: Dialect, kind: TokenKind, data_type: &str) -> bool {
                 .any(|r| data_type.contains(r));
             match kind {
                 TokenKind::SmallInt | TokenKind::Integer | TokenKind::BigInt => integer,
-                TokenKind::Uuid => data_type.is_empty() || data_type.contains("blob"),
+                TokenKind::Uuid | TokenKind::UuidBytes => {
+                    data_type.is_empty() || data_type.contains("blob")
+                }
                 TokenKind::Timestamp => !integer && !real,
                 _ => true,
             }

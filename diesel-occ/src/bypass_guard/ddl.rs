@@ -142,19 +142,40 @@ impl BypassGuard {
                 wrapping_increment_sql(&format!("OLD.{tok}"), 9_223_372_036_854_775_807)
             }
             (TokenKind::Uuid, Dialect::Postgres) => "gen_random_uuid()".to_owned(),
-            (TokenKind::Uuid, Dialect::Mysql) => "UNHEX(REPLACE(UUID(), '-', ''))".to_owned(),
-            (TokenKind::Uuid, Dialect::Sqlite) => "randomblob(16)".to_owned(),
+            // A `UuidToken` column is `uuid` or `bytea` on PostgreSQL: see below.
+            (TokenKind::UuidBytes, Dialect::Postgres) => "gen_random_uuid()".to_owned(),
+            (TokenKind::Uuid | TokenKind::UuidBytes, Dialect::Mysql) => {
+                "UNHEX(REPLACE(UUID(), '-', ''))".to_owned()
+            }
+            (TokenKind::Uuid | TokenKind::UuidBytes, Dialect::Sqlite) => {
+                "randomblob(16)".to_owned()
+            }
             (TokenKind::Timestamp | TokenKind::Other, _) => return Err(unsupported),
         };
         Ok(match backend {
-            Dialect::Postgres => self.postgres_ddl(&format!(
-                "\nBEGIN\n\
-                 \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
-                 \x20       NEW.{tok} := {fresh};\n\
-                 \x20   END IF;\n\
-                 \x20   RETURN NEW;\n\
-                 END\n"
-            )),
+            Dialect::Postgres => {
+                let assign = if self.kind == TokenKind::UuidBytes {
+                    // plpgsql plans a statement when it first runs it, so the branch
+                    // for the other column type is never type-checked.
+                    format!(
+                        "IF pg_typeof(NEW.{tok}) = 'uuid'::regtype THEN\n\
+                         \x20           NEW.{tok} := {fresh};\n\
+                         \x20       ELSE\n\
+                         \x20           NEW.{tok} := uuid_send({fresh});\n\
+                         \x20       END IF;"
+                    )
+                } else {
+                    format!("NEW.{tok} := {fresh};")
+                };
+                self.postgres_ddl(&format!(
+                    "\nBEGIN\n\
+                     \x20   IF NEW.{tok} IS NOT DISTINCT FROM OLD.{tok} THEN\n\
+                     \x20       {assign}\n\
+                     \x20   END IF;\n\
+                     \x20   RETURN NEW;\n\
+                     END\n"
+                ))
+            }
             Dialect::Mysql => {
                 let table = self.qualified(backend, &self.table);
                 let name = self.qualified(backend, &self.trigger_name());

@@ -12,6 +12,9 @@
 //! | MySQL / MariaDB | `BEFORE UPDATE` | `OLD + 1`, MAX wraps to MIN | 16 bytes from `UUID()` (`BINARY(16)`) |
 //! | SQLite | `AFTER UPDATE ... WHEN NEW.tok IS OLD.tok` | `OLD + 1`, MAX wraps to MIN | `randomblob(16)` |
 //!
+//! A [`UuidToken`](crate::UuidToken) column may be `uuid` or `bytea` on PostgreSQL: the
+//! trigger draws the fresh UUID in the column's type (`uuid_send(...)` for `bytea`).
+//!
 //! Timestamp tokens are guarded on PostgreSQL: a write that leaves the token where it
 //! was or moves it back gets the clock (in UTC for `timestamp`, the instant for
 //! `timestamptz`, whatever the session's `TimeZone`), or the old value plus one unit of

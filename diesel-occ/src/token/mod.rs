@@ -144,9 +144,11 @@ pub enum TokenKind {
     Integer,
     /// A 64-bit integer column (`BIGINT`).
     BigInt,
-    /// A UUID: PostgreSQL `uuid`, or 16 bytes (`BINARY(16)`, `BLOB`) for
-    /// [`UuidToken`](crate::UuidToken) elsewhere.
+    /// A `uuid::Uuid`: PostgreSQL's `uuid` column.
     Uuid,
+    /// A [`UuidToken`](crate::UuidToken): a UUID stored as 16 bytes (MySQL
+    /// `BINARY(16)`, SQLite `BLOB`) or, on PostgreSQL, as `uuid` or `bytea`.
+    UuidBytes,
     /// A date and time (`TIMESTAMP`, `DATETIME`, SQLite text).
     Timestamp,
     /// Anything else: not checked.
@@ -160,6 +162,7 @@ impl fmt::Display for TokenKind {
             TokenKind::Integer => "a 32-bit integer",
             TokenKind::BigInt => "a 64-bit integer",
             TokenKind::Uuid => "a UUID",
+            TokenKind::UuidBytes => "a UUID (as 16 bytes, or PostgreSQL's uuid)",
             TokenKind::Timestamp => "a timestamp",
             TokenKind::Other => "a token",
         })

@@ -48,7 +48,7 @@ impl std::fmt::Display for UuidToken {
 }
 
 impl VersionToken for UuidToken {
-    const KIND: TokenKind = TokenKind::Uuid;
+    const KIND: TokenKind = TokenKind::UuidBytes;
 
     fn initial() -> Self {
         UuidToken(Uuid::initial())

@@ -374,3 +374,66 @@ fn a_hostile_name_from_new_is_refused_or_round_trips() {
     diesel::sql_query("SELECT 1 FROM sentinel").execute(&mut conn)
         .expect("the sentinel table survives");
 }
+
+/// A `UuidToken` column, 16 bytes (`bytea` on PostgreSQL, `BINARY(16)` on MySQL,
+/// `BLOB` on SQLite) or PostgreSQL's `uuid`: a write that bypasses diesel-occ gets a
+/// fresh UUID of the column's own type.
+#[test]
+fn a_uuid_token_column_of_either_type_gets_a_fresh_uuid() {
+    use diesel::sql_types::Text;
+
+    #[derive(QueryableByName)]
+    struct Token {
+        #[diesel(sql_type = Text)]
+        text: String,
+    }
+    let columns: &[&str] = match GUARD {
+        Dialect::Postgres => &["BYTEA", "UUID"],
+        Dialect::Mysql => &["BINARY(16)"],
+        _ => &["BLOB"],
+    };
+    let db = test_db!();
+    let mut conn = db.conn();
+    for (n, column) in columns.iter().enumerate() {
+        let table = format!("uuid_tokens_{n}");
+        let first = diesel_occ::UuidToken::initial();
+        conn.batch_execute(&format!(
+            "CREATE TABLE {} (id INTEGER PRIMARY KEY, note VARCHAR(20) NOT NULL, \
+             version {column} NOT NULL)",
+            q(&table)
+        ))
+        .expect("create table");
+        let (uuid, hex) = (first.0.hyphenated(), first.0.simple());
+        let value = match (GUARD, *column) {
+            (Dialect::Postgres, "UUID") => format!("'{uuid}'"),
+            (Dialect::Postgres, _) => format!("decode('{hex}', 'hex')"),
+            (Dialect::Mysql, _) => format!("UNHEX('{hex}')"),
+            _ => format!("X'{hex}'"),
+        };
+        conn.batch_execute(&format!(
+            "INSERT INTO {} (id, note, version) VALUES (1, 'a', {value})",
+            q(&table)
+        ))
+        .expect("insert");
+        let guard = BypassGuard::new(&table, "version", &["id"], TokenKind::UuidBytes);
+        install(&mut conn, &guard).expect("install the guard");
+        let read = |conn: &mut Conn| -> String {
+            let select = match (GUARD, *column) {
+                (Dialect::Postgres, "UUID") => "SELECT version::text AS text FROM {t}",
+                (Dialect::Postgres, _) => "SELECT encode(version, 'hex') AS text FROM {t}",
+                _ => "SELECT lower(hex(version)) AS text FROM {t}",
+            };
+            diesel::sql_query(select.replace("{t}", &q(&table)))
+                .get_result::<Token>(conn)
+                .expect("read the token")
+                .text
+                .replace('-', "")
+        };
+        let before = read(&mut conn);
+        assert_eq!(before, first.0.simple().to_string(), "{column}: seeded");
+        bypass(&mut conn, &table);
+        let after = read(&mut conn);
+        assert_ne!(after, before, "{column}: the trigger drew a fresh UUID");
+        assert_eq!(after.len(), 32, "{column}: 16 bytes: {after}");
+    }
+}
