@@ -71,9 +71,8 @@
 //!
 //! A lock makes every writer of a hot row wait its turn across several round trips.
 //! When the change depends on the row alone, a `Combiner` (feature `combine`) does
-//! better: the changes
-//! the threads of one process make to the row at the same time share one read and one
-//! checked save.
+//! better: the changes the threads of one process make to the row at the same time
+//! share one read and one checked save.
 //!
 //! # Atomicity
 //!

@@ -17,7 +17,7 @@ use diesel_occ::Error;
 use diesel_occ::prelude::*;
 use diesel_occ::retry;
 
-use super::combiner::policy;
+use super::combiner::{policy, settle};
 use super::counter::{self, Counter, blind_save};
 use super::runner::{Ctx, Outcome, Path};
 use super::{Conn, connect};
@@ -41,17 +41,12 @@ fn save(
     }
 }
 
-/// What the operation's caller was told, from its last attempt's change.
+/// What the operation's caller was told, from its last attempt's change (as the
+/// combiners settle theirs); no change when no attempt got as far as a save.
 fn outcome(result: Result<(), Error>, last: Option<Write>) -> Outcome {
-    match (result, last) {
-        (Ok(()), Some(change)) => Outcome::Acked(vec![change]),
-        // Every attempt met a conflict: nothing was written.
-        (Err(Error::RetriesExhausted(exhausted)), _) if exhausted.last_error().is_conflict() => {
-            Outcome::Refused
-        }
-        (result, Some(change)) => Outcome::of(result, vec![change]),
-        // No attempt got as far as a save.
-        (result, None) => Outcome::of(result, Vec::new()),
+    match last {
+        Some(change) => settle(result, change),
+        None => Outcome::of(result, Vec::new()),
     }
 }
 
