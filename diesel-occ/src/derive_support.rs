@@ -67,7 +67,7 @@ pub enum ChosenFields {}
 ///
 /// Named by the entity rather than by the statement, so that a compile error about it
 /// names `ReturningUpdate<Document>`, not the whole statement type. It is not a Diesel
-/// query of its own: only [`GuardedUpdate`](crate::statement::GuardedUpdate) runs it, so a code
+/// query of its own: only `GuardedUpdate` runs it, so a code
 /// path that would ignore the returned token does not compile.
 pub struct ReturningUpdate<E: ReturningStatement<W>, W = AllFields>(E::Statement);
 

@@ -117,7 +117,7 @@
 //!
 //! - `derive` (default): re-exports `#[derive(Versioned)]`.
 //! - `postgres`, `mysql`, `sqlite`: backend-specific types (such as [`UuidToken`] on
-//!   PostgreSQL's `uuid`) and the backend's [`LockingBackend`](backend::LockingBackend),
+//!   PostgreSQL's `uuid`) and the backend's `LockingBackend`,
 //!   which the retry helpers need. None of them links a C client library but `sqlite`
 //!   (Diesel's `sqlite` feature). They add items, never change what a write does: the
 //!   SQL of every checked write is chosen by the connection's backend type, so a
@@ -190,7 +190,7 @@ pub mod statement;
 pub mod testing;
 mod token;
 mod tracked;
-mod versioned;
+pub mod versioned;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod xmin;
@@ -230,9 +230,10 @@ pub mod __private {
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{
         CachedUpdate, GeneratedUpdate, NotAssigned, Skippable, TokenEq, ValuesColumns,
-        VersionedParts, WrittenColumn,
+        WrittenColumn,
     };
     pub use crate::token::TimestampText;
+    pub use crate::versioned::VersionedParts;
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;
 }

@@ -29,7 +29,6 @@
 use std::time::Duration;
 
 use crate::error::{ConcurrencyConflict, ConflictState, Error, Operation};
-use crate::retry::Attempt;
 
 /// Counter: concurrency conflicts, labelled `table` and `operation`.
 pub const CONFLICTS_TOTAL: &str = "diesel_occ_conflicts_total";
@@ -123,13 +122,13 @@ fn operation_label(operation: Operation) -> &'static str {
     }
 }
 
-/// The span one retry attempt runs in.
-pub(crate) fn attempt_span(attempt: &Attempt) -> tracing::Span {
+/// The span one retry attempt runs in: its number, from 1, and whether it is escalated.
+pub(crate) fn attempt_span(number: u32, escalated: bool) -> tracing::Span {
     tracing::debug_span!(
         target: "diesel_occ",
         "occ.attempt",
-        attempt = attempt.number(),
-        escalated = attempt.is_escalated()
+        attempt = number,
+        escalated
     )
 }
 

@@ -71,6 +71,7 @@ fn leak(name: String) -> &'static str {
 /// guardable::<stock::table>();
 /// # }
 /// ```
+#[doc(hidden)]
 pub trait SqlTable {
     /// The schema (if `table!` names one), the table's SQL name and its primary key
     /// columns' SQL names; `None` if Diesel rendered them in an unexpected form.
@@ -78,7 +79,7 @@ pub trait SqlTable {
     fn sql_names() -> Option<(Option<String>, String, Vec<String>)>;
 }
 
-/// The backend whose query builder renders tables for [`SqlTable`]: any will do,
+/// The backend whose query builder renders tables for `SqlTable`: any will do,
 /// since only the quoted identifiers are read back.
 #[cfg(feature = "postgres")]
 mod render {

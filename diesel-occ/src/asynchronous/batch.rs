@@ -12,14 +12,15 @@ use super::{classify, usable};
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::{CurrentToken, ValuesUpdate, count_written};
+use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
+use crate::versioned::{ValuesUpdate, count_written};
 
 /// Batch saves on an async connection: the twin of the blocking
 /// [`BatchDsl`](crate::BatchDsl). Several entities in one transaction, all or nothing,
 /// and [`Error::Batch`] naming every stale or deleted entity. On PostgreSQL the whole
 /// batch is one `UPDATE ... FROM (VALUES ...)` statement (`BEGIN`, the statement,
-/// `COMMIT`; see [`ValuesUpdate`](crate::statement::ValuesUpdate)), as on the blocking
+/// `COMMIT`; see [`ValuesUpdate`](crate::versioned::ValuesUpdate)), as on the blocking
 /// API; MySQL/MariaDB and SQLite run one UPDATE per entity, and so do the batches the
 /// blocking [`save_all_checked`](crate::BatchDsl::save_all_checked) lists.
 ///

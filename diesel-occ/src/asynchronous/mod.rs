@@ -173,11 +173,12 @@ pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
 use crate::error::{Error, InvalidToken, Operation};
 use crate::outcome;
+use crate::statement::Narrow;
 use crate::statement::NoTokenAssignment;
 use crate::statement::{CachedUpdate, CurrentToken};
-use crate::statement::{KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
+use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
 /// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
 pub mod prelude {

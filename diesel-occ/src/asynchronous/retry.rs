@@ -161,7 +161,7 @@ fn deadpool_error(error: diesel_async::pooled_connection::deadpool::PoolError) -
 /// twin of [`LockingConnection`].
 ///
 /// Implemented for every connection whose transaction manager implements
-/// [`AsyncLockingTransactionManager`]: `AsyncPgConnection` and `AsyncMysqlConnection`
+/// `AsyncLockingTransactionManager`: `AsyncPgConnection` and `AsyncMysqlConnection`
 /// (diesel-async's `AnsiTransactionManager`), and, with feature `sqlite`,
 /// `SyncConnectionWrapper<C>` of a blocking [`LockingConnection`] (so SQLite's
 /// `BEGIN IMMEDIATE` through the wrapper).
@@ -170,11 +170,11 @@ fn deadpool_error(error: diesel_async::pooled_connection::deadpool::PoolError) -
 ///
 /// [`LockingConnection`]: crate::backend::LockingConnection
 pub trait AsyncLockingConnection: AsyncConnection {
-    /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
+    /// Opens the transaction with `LockingBackend::BEGIN_LOCKED`. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
     fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
 
-    /// Opens the transaction with [`LockingBackend::begin_locked_within`]: the twin of
+    /// Opens the transaction with `LockingBackend::begin_locked_within`: the twin of
     /// [`LockingConnection::begin_locked_transaction_within`](crate::backend::LockingConnection::begin_locked_transaction_within).
     fn begin_locked_transaction_within(
         &mut self,
@@ -204,11 +204,12 @@ where
 /// How an async connection's transaction manager opens a locking transaction; what
 /// [`AsyncLockingConnection`] dispatches on (per transaction manager, because
 /// `SyncConnectionWrapper` has its own).
+#[doc(hidden)]
 pub trait AsyncLockingTransactionManager<Conn: AsyncConnection>: TransactionManager<Conn> {
-    /// Opens the transaction with the backend's [`LockingBackend::BEGIN_LOCKED`].
+    /// Opens the transaction with the backend's `LockingBackend::BEGIN_LOCKED`.
     fn begin_locked_transaction(conn: &mut Conn) -> impl Future<Output = QueryResult<()>> + Send;
 
-    /// Opens the transaction with the backend's [`LockingBackend::begin_locked_within`],
+    /// Opens the transaction with the backend's `LockingBackend::begin_locked_within`,
     /// so that its lock waits end within `remaining` where the backend bounds them at
     /// the start of a transaction.
     fn begin_locked_transaction_within(
@@ -365,7 +366,7 @@ where
     let mut state = RetryLoop::new(policy);
     loop {
         let current = state.next_attempt();
-        let span = observe::attempt_span(&current);
+        let span = observe::attempt_span(current.number(), current.is_escalated());
         let result = run(current).instrument(span).await;
         match state.after(result, started.elapsed()) {
             Step::Done(result) => return result,

@@ -4,9 +4,9 @@
 //! | | PostgreSQL | MySQL / MariaDB | SQLite |
 //! |---|---|---|---|
 //! | transient errors ([`TransientKind`]) | `40001`, `40P01`, `55P03` (lock timeout) | 1213, 1205, 1020 (MariaDB snapshot isolation), 1047 (Galera node not synced) | busy, locked |
-//! | escalated transaction ([`LockingBackend::BEGIN_LOCKED`]) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
-//! | escalated read ([`LockingBackend::ROW_LOCK`]) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
-//! | lock wait within a [deadline](crate::retry::RetryPolicy::deadline) ([`LockingBackend::begin_locked_within`], [`LockingBackend::locked_read_prefix`]) | `SET LOCAL lock_timeout` after `BEGIN` | MariaDB: `SET STATEMENT max_statement_time = ... FOR` the read | not bounded: SQLite's `busy_timeout` |
+//! | escalated transaction (`LockingBackend::BEGIN_LOCKED`) | `BEGIN` | `BEGIN` | `BEGIN IMMEDIATE` |
+//! | escalated read (`LockingBackend::ROW_LOCK`) | `... FOR UPDATE` | `... FOR UPDATE` | plain: the write lock is already held |
+//! | lock wait within a [deadline](crate::retry::RetryPolicy::deadline) (`LockingBackend::begin_locked_within`, `LockingBackend::locked_read_prefix`) | `SET LOCAL lock_timeout` after `BEGIN` | MariaDB: `SET STATEMENT max_statement_time = ... FOR` the read | not bounded: SQLite's `busy_timeout` |
 //!
 //! A retry policy's deadline bounds the lock wait of a locking read on the server, so
 //! that the statement ends cleanly and the connection stays usable:
@@ -44,7 +44,16 @@ use diesel::connection::{AnsiTransactionManager, Connection};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::result::{Error as DieselError, QueryResult};
 
-use crate::error::TransientKind;
+use crate::error::{DatabaseError, TransientKind};
+
+/// A Diesel error as the library reports it, with its transient kind classified by the
+/// codes of the backend that raised it.
+impl From<DieselError> for DatabaseError {
+    fn from(source: DieselError) -> Self {
+        let transient = transient(&source);
+        DatabaseError::classified(source, transient)
+    }
+}
 
 /// The transient kind of a Diesel error, whichever backend raised it.
 pub(crate) fn transient(error: &DieselError) -> Option<TransientKind> {
@@ -75,6 +84,7 @@ pub(crate) fn lock_wait_bound_reached(error: DieselError) -> DieselError {
 ///
 /// Implemented for `Pg` (feature `postgres`), `Mysql` (feature `mysql`) and `Sqlite`
 /// (feature `sqlite`).
+#[doc(hidden)]
 pub trait LockingBackend: Backend {
     /// The statement that opens the escalated transaction: `BEGIN` on PostgreSQL and
     /// MySQL, `BEGIN IMMEDIATE` on SQLite (which takes the database's write lock up
@@ -140,7 +150,7 @@ impl<Q> LockedRead<Q> {
     }
 
     /// Waits for the row lock at most `remaining` where the backend can bound the wait
-    /// of one statement ([`LockingBackend::locked_read_prefix`]); `None` leaves the
+    /// of one statement (`LockingBackend::locked_read_prefix`); `None` leaves the
     /// wait to the server's settings.
     ///
     /// ```
@@ -189,18 +199,18 @@ impl<Q, Conn> diesel::RunQueryDsl<Conn> for LockedRead<Q> {}
 
 /// A blocking connection that can open an escalated retry attempt's transaction.
 ///
-/// Implemented for every connection of a [`LockingBackend`] that uses Diesel's
+/// Implemented for every connection of a `LockingBackend` that uses Diesel's
 /// `AnsiTransactionManager`: `PgConnection`, `MysqlConnection` and `SqliteConnection`.
 /// The transaction is committed or rolled back through the connection's own
 /// `TransactionManager`, as any Diesel transaction.
 pub trait LockingConnection: Connection {
-    /// Opens the transaction with [`LockingBackend::BEGIN_LOCKED`]. Fails with
+    /// Opens the transaction with `LockingBackend::BEGIN_LOCKED`. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
     fn begin_locked_transaction(&mut self) -> QueryResult<()> {
         self.begin_locked_transaction_within(None)
     }
 
-    /// Opens the transaction with [`LockingBackend::begin_locked_within`], so that its
+    /// Opens the transaction with `LockingBackend::begin_locked_within`, so that its
     /// lock waits end within `remaining` where the backend bounds them at the start of
     /// a transaction (PostgreSQL). Fails with `AlreadyInTransaction` when a transaction
     /// is open.
@@ -334,15 +344,32 @@ mod tests {
         }
     }
 
-    /// The escalated read of the retry tests' entity, as backend `$db` renders it.
+    diesel::table! {
+        stock (id) {
+            id -> Integer,
+            available -> Integer,
+            version -> Integer,
+        }
+    }
+
+    type StockByKey = diesel::dsl::Select<
+        diesel::dsl::Filter<stock::table, diesel::dsl::Eq<stock::id, i32>>,
+        (stock::id, stock::available, stock::version),
+    >;
+
+    /// The read an escalated attempt locks: an entity's row by its key.
+    fn stock_by_key(id: i32) -> StockByKey {
+        use diesel::{ExpressionMethods, QueryDsl};
+
+        stock::table
+            .filter(stock::id.eq(id))
+            .select((stock::id, stock::available, stock::version))
+    }
+
+    /// The escalated read of an entity's row, as backend `$db` renders it.
     macro_rules! locked_find_sql {
         ($db:ty) => {{
-            use diesel::{QueryDsl, SelectableHelper};
-
-            use crate::Versioned;
-            use crate::retry::test_support::Stock;
-
-            let query = LockedRead::new(Stock::find_query(1).select(Stock::as_select()));
+            let query = LockedRead::new(stock_by_key(1));
             diesel::debug_query::<$db, _>(&query).to_string()
         }};
     }
@@ -372,15 +399,10 @@ mod tests {
     fn a_deadline_bounds_the_lock_wait_where_the_backend_can() {
         use std::time::Duration;
 
-        use diesel::{QueryDsl, SelectableHelper};
-
-        use crate::Versioned;
-        use crate::retry::test_support::Stock;
-
         let left = Some(Duration::from_micros(299_999_500));
         macro_rules! bounded_sql {
             ($db:ty, $left:expr) => {{
-                let read = LockedRead::new(Stock::find_query(1).select(Stock::as_select()));
+                let read = LockedRead::new(stock_by_key(1));
                 diesel::debug_query::<$db, _>(&read.within($left)).to_string()
             }};
         }

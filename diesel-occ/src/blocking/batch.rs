@@ -8,8 +8,9 @@ use crate::blocking::classify;
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
 use crate::outcome;
-use crate::statement::{CurrentToken, GuardedUpdate, ValuesUpdate, count_written};
+use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::versioned::Versioned;
+use crate::versioned::{ValuesUpdate, count_written};
 
 /// Batch saves on a blocking connection: several entities in one transaction, all or
 /// nothing.
@@ -146,14 +147,4 @@ pub(crate) fn fresh_tokens<T: Versioned>(entities: &[T]) -> Result<Vec<T::Token>
         .iter()
         .map(|entity| entity.fresh_token().map_err(Error::from))
         .collect()
-}
-
-/// True when no two entities of the batch have the same key. One statement writes a
-/// row once however many of its `VALUES` rows match it, so a row saved twice would not
-/// be written as one statement after the other writes it.
-pub(crate) fn distinct_keys<T: Versioned>(entities: &[T]) -> bool {
-    let mut seen = std::collections::HashSet::with_capacity(entities.len());
-    entities
-        .iter()
-        .all(|entity| seen.insert(T::key_values(&entity.key())))
 }

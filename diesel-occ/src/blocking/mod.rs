@@ -12,16 +12,16 @@ use crate::error::{Error, Operation};
 use crate::outcome;
 use crate::statement::NoTokenAssignment;
 use crate::statement::{CachedUpdate, CurrentToken};
-use crate::statement::{GuardedUpdate, KeyGuarded, Narrow, TokenIs, VersionedParts, key_guarded};
+use crate::statement::{GuardedUpdate, Narrow};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
+use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
 mod batch;
 mod tracked;
 mod transaction;
 
 pub use batch::BatchDsl;
-pub(crate) use batch::distinct_keys;
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
 pub(crate) use batch::fresh_tokens;
@@ -153,7 +153,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// An invalid client token is [`Error::InvalidToken`] before any query. When no row
     /// matches, [`Error::Conflict`] says whether the row holds another token (with it)
     /// or is gone, at the cost of one more query. `changes` never assigns or reads the
-    /// token column: that is a compile error (see [`NoTokenAssignment`]). Not available
+    /// token column: that is a compile error (see `NoTokenAssignment`). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
     /// The UPDATE is a [`bounded`](CachedUpdate::bounded) [`CachedUpdate`]: prepared
@@ -361,7 +361,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// keep using it); on [`Error::Conflict`] it is unchanged.
     ///
     /// `marker` never assigns or reads the token column: that is a compile error (see
-    /// [`NoTokenAssignment`]), since the write assigns the
+    /// `NoTokenAssignment`), since the write assigns the
     /// fresh token itself.
     ///
     /// ```

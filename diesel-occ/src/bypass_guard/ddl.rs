@@ -6,10 +6,10 @@ use super::*;
 impl BypassGuard {
     /// The guard of a `Versioned` entity's table and token column, by their SQL names:
     /// the table, its schema and its primary key as Diesel's `table!` declares them
-    /// (see [`SqlTable`]), the token column's `#[sql_name]`.
+    /// (see `SqlTable`), the token column's `#[sql_name]`.
     pub fn of<T>() -> Self
     where
-        T: crate::statement::VersionedParts,
+        T: crate::versioned::VersionedParts,
         T::Table: SqlTable,
         T::TokenColumn: diesel::Column,
     {

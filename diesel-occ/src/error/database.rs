@@ -14,6 +14,9 @@ use super::{ConcurrencyConflict, Error};
 pub struct DatabaseError {
     #[source]
     source: diesel::result::Error,
+    /// Classified once, where the error is made (`backend`), which knows each
+    /// backend's codes.
+    transient: Option<TransientKind>,
 }
 
 impl DatabaseError {
@@ -29,7 +32,7 @@ impl DatabaseError {
 
     /// The kind of transient failure, when this one is worth retrying.
     pub fn transient(&self) -> Option<TransientKind> {
-        crate::backend::transient(&self.source)
+        self.transient
     }
 
     /// A short description of the kind of failure, free of driver text.
@@ -71,9 +74,15 @@ impl fmt::Debug for DatabaseError {
     }
 }
 
-impl From<diesel::result::Error> for DatabaseError {
-    fn from(source: diesel::result::Error) -> Self {
-        DatabaseError { source }
+impl DatabaseError {
+    /// `source`, whose transient kind the backend classification found to be
+    /// `transient`. The `From<diesel::result::Error>` impl, beside that classification
+    /// in `backend`, is the way in.
+    pub(crate) fn classified(
+        source: diesel::result::Error,
+        transient: Option<TransientKind>,
+    ) -> Self {
+        DatabaseError { source, transient }
     }
 }
 

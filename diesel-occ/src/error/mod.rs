@@ -7,12 +7,13 @@
 mod batch;
 mod conflict;
 mod database;
-mod invalid_token;
+mod schema;
 
+pub use crate::token::{InvalidToken, InvalidTokenReason};
 pub use batch::BatchConflict;
 pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
 pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
-pub use invalid_token::{InvalidToken, InvalidTokenReason};
+pub use schema::{SchemaProblem, SchemaProblems};
 
 /// Everything a checked operation can fail with.
 ///
@@ -80,7 +81,7 @@ pub enum Error {
     /// hold their entities' tokens (missing, of another kind, or keeping fewer
     /// fractional digits than declared). Nothing was written.
     #[error(transparent)]
-    Schema(#[from] crate::schema_check::SchemaProblems),
+    Schema(#[from] SchemaProblems),
     /// A change handed to a [`Combiner`](crate::retry::Combiner) (blocking or async)
     /// may or may not be in the row: the connection was lost after its group's UPDATE
     /// or COMMIT may have reached the server, or the caller or task writing the group
@@ -107,7 +108,7 @@ impl Error {
     }
 
     /// The schema problems, when a [`SchemaCheck`](crate::schema_check::SchemaCheck) found some.
-    pub fn as_schema_problems(&self) -> Option<&crate::schema_check::SchemaProblems> {
+    pub fn as_schema_problems(&self) -> Option<&SchemaProblems> {
         match self {
             Error::Schema(problems) => Some(problems),
             _ => None,

@@ -336,7 +336,7 @@ fn drive<T>(
     loop {
         let current = state.next_attempt();
         let result = {
-            let _span = observe::attempt_span(&current).entered();
+            let _span = observe::attempt_span(current.number(), current.is_escalated()).entered();
             run(current)
         };
         match state.after(result, started.elapsed()) {

@@ -1,24 +1,21 @@
-//! The statements behind the checked writes: plumbing that code generic over entities
-//! or connections names in its bounds, and that nothing else needs.
+//! The statement building blocks of the checked writes, which know nothing of entities
+//! ([`versioned`](crate::versioned) builds an entity's statements from them).
 //!
 //! A *guarded* statement is one whose `WHERE` carries the token that was read
 //! (`<key> AND token = <original>`); that is all "guarded" means in diesel-occ. The
 //! bypass guard (`bypass_guard`, feature `bypass-guard`) is something else: a trigger.
 //!
-//! - [`VersionedParts`]: the pieces of an entity's guarded statements (its guarded
-//!   target, the token assignment), which the writes other than a full save build on;
-//! - [`GuardedUpdate`]: how a guarded `UPDATE` runs and reports what it wrote
-//!   ([`GeneratedUpdate`] for one that reads a database-generated token back);
 //! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps, and
 //!   [`set_cached_texts_per_statement`]: how many texts of one whose text varies;
-//! - [`ValuesUpdate`]: the UPDATEs of a batch save as one PostgreSQL statement over a
-//!   `VALUES` list;
+//! - [`GeneratedUpdate`]: a guarded `UPDATE` that reads a database-generated token back;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
-//! - [`AdvanceToken`], [`AdvancedTimestamp`], [`BulkUpdate`]: the token assignment of
-//!   a bulk update; [`NoTokenAssignment`]: a changeset that leaves the token alone;
-//! - [`Narrow`], [`KeyGuarded`], [`TokenIs`]: the statements of `save_checked_where` and
-//!   of the writes by key and client token.
+//! - [`AdvancedTimestamp`]: the token assignment of a bulk update of a timestamp token.
+//!
+//! The traits that tie these together (how a guarded `UPDATE` runs, how a token
+//! advances in a bulk update, which changesets leave the token alone) appear in the
+//! bounds of the checked writes only: users neither implement nor call them, so they are
+//! hidden from these pages.
 
 use diesel::connection::Connection;
 use diesel::dsl::Filter;
@@ -26,66 +23,20 @@ use diesel::query_builder::{AsChangeset, IntoUpdateTarget, UpdateStatement};
 use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::{QueryResult, QuerySource};
 
-use crate::versioned::Versioned;
-
-mod batch;
+pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
 mod text_limit;
 mod token_eq;
 
-pub use batch::ValuesUpdate;
-pub(crate) use batch::count_written;
 #[doc(hidden)]
 pub use batch::{Skippable, ValuesColumns, WrittenColumn};
-pub use bulk::{AdvanceToken, AdvancedTimestamp, BulkUpdate, NoTokenAssignment};
+pub use bulk::{AdvanceToken, AdvancedTimestamp, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
-
-/// The parts of an entity's guarded statements, as described by `#[derive(Versioned)]`.
-///
-/// [`Versioned`] builds the complete statements of a checked save and delete; this
-/// trait exposes their pieces so other checked writes can be built from them:
-/// [`force_increment`](crate::CheckedDsl::force_increment),
-/// [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) and
-/// [`bulk_update`](crate::Versioned::bulk_update).
-///
-/// ```
-/// # include!("../doctest_setup.rs");
-/// use diesel::prelude::*;
-/// use diesel_occ::prelude::*;
-/// use diesel_occ::statement::VersionedParts;
-///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut conn = connection();
-/// let stock = Stock::find(&mut conn, 1)?;
-/// // `stock WHERE id = 1 AND version = 1`, the target of every guarded write.
-/// let guarded = stock.guarded();
-/// let rows: Vec<i32> = guarded.select(stock::available).load(&mut conn)?;
-/// assert_eq!(rows, [10]);
-/// # Ok(())
-/// # }
-/// ```
-pub trait VersionedParts: Versioned {
-    /// The token's Diesel column (`stock::version`).
-    type TokenColumn: Default;
-    /// `t WHERE <key> AND token = <original>`: the target of a guarded write.
-    type Guarded;
-    /// `token = <fresh>`, the assignment every guarded UPDATE carries, or
-    /// [`NotAssigned`] for a database-generated token.
-    type TokenAssignment;
-    /// True for `#[occ(version, generated)]`: the database assigns the token.
-    const GENERATED_TOKEN: bool;
-
-    /// The row with this entity's key, if it still holds the entity's token.
-    fn guarded(&self) -> Self::Guarded;
-
-    /// The assignment `token = fresh`.
-    fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment;
-}
 
 /// The token assignment of an entity whose token the database generates: there is
 /// none, and writes that need one (force increment, soft delete, bulk update) do not
@@ -93,7 +44,7 @@ pub trait VersionedParts: Versioned {
 ///
 /// ```
 /// # include!("../doctest_setup.rs");
-/// use diesel_occ::statement::VersionedParts;
+/// use diesel_occ::versioned::VersionedParts;
 ///
 /// # fn main() {
 /// // `Stock`'s token is assigned by the application, so it has an assignment.
@@ -107,7 +58,7 @@ pub struct NotAssigned;
 /// (`#[occ(version, generated)]`): `UPDATE ... RETURNING token`, run with a load so the
 /// token the database assigned is read back in the same statement.
 ///
-/// It is not a Diesel query of its own: only [`GuardedUpdate`] runs it, so a code path
+/// It is not a Diesel query of its own: only `GuardedUpdate` runs it, so a code path
 /// that would ignore the returned token does not compile. See `diesel_occ::pg` for an
 /// entity that uses it.
 ///
@@ -164,6 +115,7 @@ impl<S> GeneratedUpdate<S> {
             which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
             application assign the token (an integer or UUID `#[occ(version)]`)"
 )]
+#[doc(hidden)]
 pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).
@@ -208,29 +160,9 @@ where
     }
 }
 
-/// `token = <expected>` on an entity's token column (every text form on SQLite).
-pub type TokenIs<T> = TokenEq<<T as VersionedParts>::TokenColumn, <T as Versioned>::Token>;
-
-/// `t WHERE <key> AND token = <expected>`: the target of a write by key and a client's
-/// token, which never loads the row.
-pub type KeyGuarded<T> = Filter<<T as Versioned>::FindQuery, TokenIs<T>>;
-
-/// The row with `key`, if it still holds `expected`.
-pub(crate) fn key_guarded<T>(key: T::Key, expected: &T::Token) -> KeyGuarded<T>
-where
-    T: VersionedParts,
-    T::FindQuery: FilterDsl<TokenIs<T>>,
-{
-    let token = TokenEq::new(
-        T::TokenColumn::default(),
-        expected.clone(),
-        T::token_text_forms,
-    );
-    T::find_query(key).filter(token)
-}
-
 /// A guarded statement narrowed by one more predicate of the caller's: the UPDATE of
 /// [`save_checked_where`](crate::CheckedDsl::save_checked_where).
+#[doc(hidden)]
 pub trait Narrow<Predicate> {
     /// The statement with `AND <predicate>` in its `WHERE`.
     type Output;

@@ -6,9 +6,10 @@ use std::fmt;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use uuid::Uuid;
 
-use crate::error::{InvalidToken, InvalidTokenReason};
-
+mod invalid;
 pub(crate) mod uuid_token;
+
+pub use invalid::{InvalidToken, InvalidTokenReason};
 
 /// Longest encoded token accepted from a client; every token this crate issues is shorter.
 pub const MAX_ENCODED_LEN: usize = 64;

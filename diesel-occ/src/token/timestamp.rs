@@ -1,6 +1,6 @@
 //! Timestamp tokens: a fresh token strictly after the old one at the column's precision, and the texts SQLite may store it as.
 
-use crate::error::{InvalidToken, InvalidTokenReason};
+use super::{InvalidToken, InvalidTokenReason};
 use chrono::{DateTime, NaiveDateTime, SubsecRound, TimeDelta, Utc};
 
 use super::*;

@@ -7,7 +7,7 @@ use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::Binary;
 use uuid::Uuid;
 
-use crate::error::InvalidToken;
+use super::InvalidToken;
 use crate::token::{TokenKind, TokenValue, VersionToken};
 
 /// A UUID concurrency token for any backend.

@@ -3,7 +3,7 @@
 
 use std::ops::Deref;
 
-use crate::statement::VersionedParts;
+use crate::versioned::VersionedParts;
 
 /// An entity that can be [`Tracked`]: field-by-field comparison and copy, and a guarded
 /// UPDATE of a chosen set of fields.

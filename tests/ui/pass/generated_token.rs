@@ -2,7 +2,7 @@
 use diesel::prelude::*;
 use diesel_occ::xmin::XminToken;
 use diesel_occ::prelude::*;
-use diesel_occ::statement::VersionedParts;
+use diesel_occ::versioned::VersionedParts;
 
 diesel::table! {
     documents (id) {

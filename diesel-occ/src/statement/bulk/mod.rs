@@ -12,7 +12,6 @@ use diesel::sql_types::{BoolOrNullableBool, SqlType};
 use diesel::{Expression, ExpressionMethods};
 use uuid::Uuid;
 
-use crate::statement::VersionedParts;
 use crate::token::uuid_token::UuidToken;
 use crate::token::{VersionToken, clock_at};
 
@@ -61,6 +60,7 @@ pub use timestamp::AdvancedTimestamp;
 /// assert!(sql.ends_with("-- binds: [2147483647, -2147483648, 1]"), "{sql}");
 /// # }
 /// ```
+#[doc(hidden)]
 pub trait AdvanceToken<Col>: VersionToken {
     /// The assignment `token = <advanced>`.
     type Assignment;
@@ -186,6 +186,7 @@ timestamp_advance!(
     note = "pass `column.eq(value)`, `Option`s of it or tuples of these, \
             none of which assigns or reads the token column `{TokenColumn}`"
 )]
+#[doc(hidden)]
 pub trait NoTokenAssignment<TokenColumn> {}
 
 impl<Changes, TokenColumn> NoTokenAssignment<TokenColumn> for Changes where
@@ -228,13 +229,3 @@ where
 pub trait NotTheTokenColumn {}
 
 impl NotTheTokenColumn for No {}
-
-/// The UPDATE [`Versioned::bulk_update`](crate::Versioned::bulk_update) builds: `target` updated with `changes` and the
-/// advanced token.
-pub type BulkUpdate<T, Target, Changes> = dsl::Update<
-    Target,
-    (
-        Changes,
-        <<T as crate::Versioned>::Token as AdvanceToken<<T as VersionedParts>::TokenColumn>>::Assignment,
-    ),
->;

@@ -34,7 +34,7 @@ use crate::dialect::Dialect;
 use crate::token::step_micros;
 
 /// `max(now, token + one step)` at a precision, evaluated by the database for each row
-/// a bulk UPDATE touches: what [`AdvanceToken`](crate::statement::AdvanceToken) assigns a
+/// a bulk UPDATE touches: what `AdvanceToken` assigns a
 /// timestamp token, on PostgreSQL (`GREATEST($now, token + INTERVAL '<step>
 /// microseconds')`), MySQL/MariaDB (`GREATEST(?, token + INTERVAL <step> MICROSECOND)`)
 /// and SQLite (`MAX` of `strftime` texts, at milliseconds or whole seconds). Another

@@ -1,14 +1,21 @@
-//! [`Versioned`]: what `#[derive(Versioned)]` says about an entity.
+//! [`Versioned`]: what `#[derive(Versioned)]` says about an entity, and the statement
+//! types built from what it says ([`KeyGuarded`], [`BulkUpdate`], [`ValuesUpdate`]).
 
 use std::fmt;
 
 use diesel::query_builder::{AsChangeset, IntoUpdateTarget};
 
-use crate::error::{EntityKey, InvalidToken};
-use crate::statement::{
-    AdvanceToken, BulkUpdate, NoTokenAssignment, ValuesColumns, VersionedParts,
-};
-use crate::token::VersionToken;
+use crate::error::EntityKey;
+use crate::statement::{AdvanceToken, NoTokenAssignment, ValuesColumns};
+use crate::token::{InvalidToken, VersionToken};
+
+mod parts;
+mod values_update;
+
+pub(crate) use parts::key_guarded;
+pub use parts::{BulkUpdate, KeyGuarded, TokenIs, VersionedParts};
+pub use values_update::ValuesUpdate;
+pub(crate) use values_update::count_written;
 
 /// An entity with a concurrency token, as described by `#[derive(Versioned)]`.
 ///
@@ -19,7 +26,7 @@ use crate::token::VersionToken;
 /// this page; [`statement`](crate::statement) holds the rest of it.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Versioned;
 ///
 /// # fn main() {
@@ -50,7 +57,7 @@ pub trait Versioned: Sized {
     type FindQuery;
     /// The entity's row in a batch's `VALUES` list: its typed binds in the order of
     /// [`VALUES_COLUMNS`](Self::VALUES_COLUMNS) (see
-    /// [`ValuesUpdate`](crate::statement::ValuesUpdate)); `()` for an entity without one.
+    /// [`ValuesUpdate`](ValuesUpdate)); `()` for an entity without one.
     #[doc(hidden)]
     type ValuesRow;
 
@@ -79,7 +86,7 @@ pub trait Versioned: Sized {
     /// and a schema are honoured; [`TABLE_NAME`](Self::TABLE_NAME) by default.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::Versioned;
     ///
     /// diesel::table! {
@@ -127,7 +134,7 @@ pub trait Versioned: Sized {
     /// fresh token can follow the entity's, before anything is written.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::Versioned;
     ///
     /// # fn main() {
@@ -176,17 +183,17 @@ pub trait Versioned: Sized {
     /// advances the token of every row it touches. It builds the statement only: run
     /// it with Diesel's or diesel-async's `execute`.
     ///
-    /// `UPDATE <target> SET <changes>, token = <advanced>`: see [`AdvanceToken`] for
+    /// `UPDATE <target> SET <changes>, token = <advanced>`: see `AdvanceToken` for
     /// what each token kind becomes. `target` is the table or a filtered table;
     /// `changes` what Diesel's `.set(...)` takes, built from `column.eq(value)`
     /// assignments. An entity whose token the database generates needs none of this:
     /// any UPDATE advances it.
     ///
     /// `changes` never assigns or reads the token column: that is a compile error (see
-    /// [`NoTokenAssignment`]), since the bulk update assigns the token itself.
+    /// `NoTokenAssignment`), since the bulk update assigns the token itself.
     ///
     /// ```
-    /// # include!("tracked_doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tracked_doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///
