@@ -19,7 +19,7 @@ use crate::token::VersionToken;
 /// this page; [`statement`](crate::statement) holds the rest of it.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Versioned;
 ///
 /// # fn main() {
@@ -79,7 +79,7 @@ pub trait Versioned: Sized {
     /// and a schema are honoured; [`TABLE_NAME`](Self::TABLE_NAME) by default.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::Versioned;
     ///
     /// diesel::table! {
@@ -127,11 +127,11 @@ pub trait Versioned: Sized {
     /// fresh token can follow the entity's, before anything is written.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::Versioned;
     ///
     /// # fn main() {
-    /// let stock = Stock { id: 1, available: 9, version: 1 };
+    /// let stock = Stock { id: 1, available: 9, deleted: false, version: 1 };
     /// assert_eq!(stock.fresh_token(), Ok(2));
     /// # }
     /// ```
@@ -186,7 +186,7 @@ pub trait Versioned: Sized {
     /// [`NoTokenAssignment`]), since the bulk update assigns the token itself.
     ///
     /// ```
-    /// # include!("tracked_doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///

@@ -9,7 +9,7 @@
 //! `&mut pooled` where auto-deref applies). Every future is `Send`.
 //!
 //! ```
-//! # include!("../retry/doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_async::{AsyncConnection, TransactionManager};
 //! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 //! use diesel_occ::asynchronous::prelude::*;

@@ -54,7 +54,7 @@ pub use token_eq::TokenEq;
 /// [`bulk_update`](crate::Versioned::bulk_update).
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel::prelude::*;
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::statement::VersionedParts;
@@ -92,7 +92,7 @@ pub trait VersionedParts: Versioned {
 /// compile for such an entity.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::statement::VersionedParts;
 ///
 /// # fn main() {
@@ -144,13 +144,13 @@ impl<S> GeneratedUpdate<S> {
 /// PostgreSQL only: saving such an entity on MySQL or SQLite does not compile.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::statement::GuardedUpdate;
 /// use diesel_occ::{VersionToken, Versioned};
 ///
 /// # fn main() -> diesel::QueryResult<()> {
 /// let mut conn = connection();
-/// let stock = Stock { id: 1, available: 9, version: 1 };
+/// let stock = Stock { id: 1, available: 9, deleted: false, version: 1 };
 /// let fresh = stock.version.next_token();
 /// let (written, token) = stock.update_statement(&fresh).run_guarded(&mut conn, fresh)?;
 /// assert_eq!((written, token), (1, 2));
