@@ -175,6 +175,7 @@ pub mod bypass_guard;
 mod derive_support;
 mod dialect;
 mod error;
+pub mod guide;
 #[cfg(feature = "multi-host")]
 #[cfg_attr(docsrs, doc(cfg(feature = "multi-host")))]
 pub mod multi_host;
