@@ -267,7 +267,7 @@ pub mod __private {
 #[doc = include_str!("../../diesel-occ-derive/src/versioned.md")]
 pub struct DeriveDoctests;
 
-/// The README's examples, compiled and run as doctests.
+/// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
