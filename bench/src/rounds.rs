@@ -310,7 +310,11 @@ pub(crate) fn ratio(a: f64, b: f64) -> String {
 }
 
 pub(crate) fn verdict(value: f64, target: f64) -> &'static str {
-    if value >= target { "met" } else { "below target" }
+    if value >= target {
+        "met"
+    } else {
+        "below target"
+    }
 }
 
 /// The chart of the paired async rounds: the medians of `occ` and of each async setup

@@ -344,7 +344,7 @@ fn report(cluster: Cluster, rows: &[ScaleRow], keys: &[i32], rounds: usize, summ
     summary.say(format!(
         "{}: lost updates: checked strategies {checked_lost} (must be 0: {}){blind}",
         cluster.name(),
-        if checked_lost == 0 { "met" } else { "below target" }
+        if checked_lost == 0 { "met" } else { "not met" }
     ));
 }
 
