@@ -113,7 +113,8 @@
 //! [`RetryPolicy`](retry::RetryPolicy) gives up. They retry conflicts and the
 //! databases' transient errors only ([`Error::is_retryable`]), back off with jitter, and
 //! can escalate a hot row to a locking read (`SELECT ... FOR UPDATE`, SQLite's
-//! `BEGIN IMMEDIATE`) after a number of conflicts.
+//! `BEGIN IMMEDIATE`) after a number of conflicts. [`guide::retries`] shows the loop,
+//! escalation, the combiner for hot rows and what an attempt's transaction covers.
 //!
 //! # Async
 //!
@@ -121,6 +122,7 @@
 //! `CheckedDsl` methods for `diesel_async::AsyncConnection` (PostgreSQL, MySQL, and
 //! SQLite through `SyncConnectionWrapper`), returning `Send` futures that are safe to
 //! drop: `use diesel_occ::asynchronous::prelude::*` instead of `diesel_occ::prelude`.
+//! [`guide::asynchronous`] lists every blocking item's async twin.
 //!
 //! # Errors
 //!
