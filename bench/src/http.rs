@@ -708,7 +708,7 @@ fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summary) {
             let value = conditional / theirs;
             let verdict = match via {
                 Via::Http if value >= target => format!(" (target >= {target}: met)"),
-                Via::Http => format!(" (target >= {target}: MISSED)"),
+                Via::Http => format!(" (target >= {target}: below)"),
                 Via::Direct => String::new(),
             };
             summary.say(format!(

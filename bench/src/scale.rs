@@ -16,7 +16,7 @@
 //! - **PostgreSQL.** "primary": `occ` reading and writing on the primary. "standby": the
 //!   first attempt of an operation reads from the standby, the checked save goes to the
 //!   primary, and a retry after a conflict re-reads from the primary (the pattern of
-//!   issue 13, point 5).
+//!   `retry::retry_with_standby`).
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -344,7 +344,7 @@ fn report(cluster: Cluster, rows: &[ScaleRow], keys: &[i32], rounds: usize, summ
     summary.say(format!(
         "{}: lost updates: checked strategies {checked_lost} (must be 0: {}){blind}",
         cluster.name(),
-        if checked_lost == 0 { "met" } else { "MISSED" }
+        if checked_lost == 0 { "met" } else { "not met" }
     ));
 }
 

@@ -7,6 +7,31 @@
 //! read in its `WHERE` clause and stores a fresh one, so the second writer gets a
 //! [`ConcurrencyConflict`] instead of silently overwriting the first.
 //!
+//! # Where to find things
+//!
+//! | to... | see |
+//! |---|---|
+//! | declare an entity and its token | [`derive@Versioned`], [`VersionToken`] (token kinds), [`guide::checked_writes`] |
+//! | save, delete and load with the token check | [`CheckedDsl`] |
+//! | write from a client's token (`If-Match`) | [`CheckedDsl::update_by_key`], [`CheckedDsl::find_checked`], [`guide::client_tokens`] |
+//! | save many entities, all or nothing | [`BatchDsl`] |
+//! | save only the edited columns, merge a conflict | [`Tracked`], [`TrackedDsl`] |
+//! | roll back a transaction without losing tokens | [`transaction()`] |
+//! | retry a read-decide-save | [`retry`], [`RetryPolicy`](retry::RetryPolicy), [`guide::retries`] |
+//! | write a hot row | `retry::Combiner` (feature `combine`), [`RetryPolicy::escalate_hot_rows`](retry::RetryPolicy::escalate_hot_rows), [`guide::tuning`] |
+//! | use diesel-async | `asynchronous` (feature `async`), [`guide::asynchronous`] |
+//! | handle errors | [`Error`], [`ConcurrencyConflict`], [`ConflictState`] |
+//! | check the token columns at start-up | [`schema_check::SchemaCheck`] |
+//! | writers that bypass diesel-occ | [`Versioned::bulk_update`], `bypass_guard` (feature `bypass-guard`) |
+//! | PostgreSQL's `xmin` as the token | `xmin` (feature `postgres`) |
+//! | standbys and several hosts | `retry::retry_with_standby` (feature `standby`), `multi_host` (feature `multi-host`) |
+//! | test your own races | `testing::Race` (feature `testing`) |
+//! | trace and count | [`observe`] |
+//! | read how the pieces fit together | [`guide`] |
+//! | choose features | [Features](#features) |
+//!
+//! # Example
+//!
 //! ```
 //! use diesel::prelude::*;
 //! use diesel_occ::prelude::*;
@@ -88,7 +113,8 @@
 //! [`RetryPolicy`](retry::RetryPolicy) gives up. They retry conflicts and the
 //! databases' transient errors only ([`Error::is_retryable`]), back off with jitter, and
 //! can escalate a hot row to a locking read (`SELECT ... FOR UPDATE`, SQLite's
-//! `BEGIN IMMEDIATE`) after a number of conflicts.
+//! `BEGIN IMMEDIATE`) after a number of conflicts. [`guide::retries`] shows the loop,
+//! escalation, the combiner for hot rows and what an attempt's transaction covers.
 //!
 //! # Async
 //!
@@ -96,6 +122,7 @@
 //! `CheckedDsl` methods for `diesel_async::AsyncConnection` (PostgreSQL, MySQL, and
 //! SQLite through `SyncConnectionWrapper`), returning `Send` futures that are safe to
 //! drop: `use diesel_occ::asynchronous::prelude::*` instead of `diesel_occ::prelude`.
+//! [`guide::asynchronous`] lists every blocking item's async twin.
 //!
 //! # Errors
 //!
@@ -113,40 +140,39 @@
 //! `tracing` events for every checked write, conflict and retry, and counters through
 //! the `metrics` facade (feature `metrics`): see [`observe`].
 //!
+//! # Testing your own races
+//!
+//! With feature `testing`, `diesel_occ::testing::Race` puts a barrier around your own
+//! repository code: N writers read, all meet at the barrier, then write, and the report
+//! gives each writer's outcome in order, so "two requests reserve the last seat" is a
+//! deterministic test rather than a timing gamble. The module's documentation has the
+//! seat race on SQLite.
+//!
 //! # Features
 //!
-//! - `derive` (default): re-exports `#[derive(Versioned)]`.
-//! - `postgres`, `mysql`, `sqlite`: backend-specific types (such as [`UuidToken`] on
-//!   PostgreSQL's `uuid`) and the backend's `LockingBackend`,
-//!   which the retry helpers need. None of them links a C client library but `sqlite`
-//!   (Diesel's `sqlite` feature). They add items, never change what a write does: the
-//!   SQL of every checked write is chosen by the connection's backend type, so a
-//!   backend that another crate turns on (diesel-async's `mysql` turns on Diesel's
-//!   MySQL types) behaves the same with or without the matching feature here.
-//! - `async`: the `asynchronous` module, on diesel-async (its
-//!   backoff sleeps on Tokio's timer). Any Tokio runtime, current-thread included; it
-//!   needs only Tokio's `rt` and `time`. With `sqlite`, also on diesel-async's
-//!   `SyncConnectionWrapper` (whose diesel-async feature turns on Tokio's
-//!   multi-threaded runtime).
-//! - `async-tuning`: adapters that make the async helper faster: `BlockInPlace`
-//!   (SQLite statements on the task's thread; turns on Tokio's multi-threaded runtime),
-//!   `retry_in_blocking_task` and, with `deadpool`, `verify_when_idle`.
-//! - `deadpool`: diesel-async's deadpool `Pool` as an async retry source.
-//! - `r2d2`: Diesel's r2d2 `Pool` as a blocking retry source.
-//! - `combine`: `retry::Combiner` (and `asynchronous::Combiner` with `async`): the
-//!   changes that the threads of one process make to one hot row at the same time,
-//!   applied in groups; it adds `Error::OutcomeUnknown`.
-//! - `standby`: `retry::retry_with_standby` and `StandbyConnections` (and their async
-//!   twins): reads from a standby, checked saves on the primary.
-//! - `multi-host`: `multi_host::MultiHost`, one connection source over several nodes.
-//! - `bypass-guard`: `bypass_guard::BypassGuard`, the DDL of triggers that advance the
-//!   token on writes that bypass diesel-occ.
-//! - `metrics`: the counters listed in [`observe`].
-//! - `testing`: `testing::Race`, a race harness for your own tests: writers
-//!   read, meet at a barrier, then write; a report of each writer's outcome.
+//! Everything beyond the checked writes, the retry helpers and the schema check is
+//! optional. Only `derive` is on by default; the items of every other feature are
+//! marked with the features they need.
 //!
-//! Only `derive` is on by default; the items of every other feature are marked with
-//! the features they need.
+//! | feature | what it adds | extra dependencies |
+//! |---|---|---|
+//! | `derive` (default) | `#[derive(Versioned)]` | `diesel-occ-derive` |
+//! | `postgres`, `mysql`, `sqlite` | backend-specific types ([`UuidToken`] on PostgreSQL's `uuid`, `xmin`) and the backend's locking SQL, which the retry helpers escalate with | Diesel's backend features; only `sqlite` links a C library |
+//! | `async` | `asynchronous`: the same API on `diesel_async::AsyncConnection`, on any Tokio runtime (current-thread included); with `sqlite`, on diesel-async's `SyncConnectionWrapper` too | `diesel-async`, `tokio` (`rt`, `time`); with `sqlite`, diesel-async's `sync-connection-wrapper`, which turns on Tokio's `rt-multi-thread` |
+//! | `async-tuning` | `asynchronous::BlockInPlace`, `asynchronous::retry_in_blocking_task` and, with `deadpool`, `asynchronous::verify_when_idle` (see [`guide::tuning`]) | `async`, Tokio's multi-threaded runtime |
+//! | `deadpool` | diesel-async's deadpool `Pool` as an async retry source | `async`, `deadpool` |
+//! | `r2d2` | Diesel's r2d2 `Pool` as a blocking retry source | Diesel's `r2d2` |
+//! | `combine` | `retry::Combiner` (and `asynchronous::Combiner`): changes to one hot row applied in groups; `Error::OutcomeUnknown` | `tokio/sync` with `async` |
+//! | `standby` | `retry::retry_with_standby` and `StandbyConnections` (and their async twins): reads from a standby, saves on the primary | none |
+//! | `multi-host` | `multi_host::MultiHost`: one connection source over several nodes | none |
+//! | `bypass-guard` | `bypass_guard::BypassGuard`: trigger DDL that advances the token on writes that bypass diesel-occ | none |
+//! | `metrics` | the counters listed in [`observe`], through the `metrics` facade | `metrics` |
+//! | `testing` | `testing::Race`: a race harness for your own tests | none |
+//!
+//! The backend features add items, never change what a write does: the SQL of every
+//! checked write is chosen by the connection's backend type, so a backend that another
+//! crate turns on (diesel-async's `mysql` turns on Diesel's MySQL types) behaves the
+//! same with or without the matching feature here.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // No panic is reachable from input: library code returns typed errors, and each allow
@@ -175,6 +201,7 @@ pub mod bypass_guard;
 mod derive_support;
 mod dialect;
 mod error;
+pub mod guide;
 #[cfg(feature = "multi-host")]
 #[cfg_attr(docsrs, doc(cfg(feature = "multi-host")))]
 pub mod multi_host;
@@ -243,7 +270,7 @@ pub mod __private {
 #[doc = include_str!("../../diesel-occ-derive/src/versioned.md")]
 pub struct DeriveDoctests;
 
-/// The README's examples, compiled and run as doctests.
+/// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;

@@ -15,7 +15,7 @@ use crate::versioned::Versioned;
 /// The entity's other fields keep their edits, so it can be saved again.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Restore;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {

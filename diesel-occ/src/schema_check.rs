@@ -42,7 +42,7 @@ use crate::versioned::VersionedParts;
 /// (`#[occ(version, generated)]`) are not checked.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::schema_check::SchemaCheck;
 ///
 /// diesel::table! {

@@ -63,7 +63,7 @@ fn leak(name: String) -> &'static str {
 /// one of the features `postgres`, `mysql` or `sqlite` is enabled.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::schema_check::SqlTable;
 ///
 /// # fn main() {

@@ -33,7 +33,7 @@ use crate::versioned::{ValuesUpdate, count_written};
 /// server roll the batch back.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;
 ///

@@ -20,11 +20,9 @@ type Spawned<'a, R> =
 ///
 /// diesel-async's default (`SyncConnectionWrapper<C>`) sends every statement to a
 /// blocking thread and back: two thread wake-ups per statement, which cost more than a
-/// SQLite statement itself. In the benchmark (four tasks reserving stock on SQLite, a
-/// read and a checked save each, on two shared cores), the retry helper ran at 0.08x to
-/// 0.11x the blocking helper on the default wrapper, at 0.64x on this one, and at 0.76x
-/// to 0.89x with [`retry_in_blocking_task`](super::retry_in_blocking_task) on this one.
-/// `block_in_place` tells the multi-threaded runtime that this thread blocks for a
+/// SQLite statement itself. What this and
+/// [`retry_in_blocking_task`](super::retry_in_blocking_task) gain:
+/// [`guide::tuning`](crate::guide::tuning). `block_in_place` tells the multi-threaded runtime that this thread blocks for a
 /// while: the worker's other tasks move to another thread, so a statement that waits
 /// for SQLite's write lock (`busy_timeout`) stalls no other task.
 ///

@@ -47,7 +47,7 @@ use crate::retry::{Attempt, RetryPolicy};
 /// most once, whole (the caller cannot know whether it was: a re-read tells).
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::{self, RetryPolicy};

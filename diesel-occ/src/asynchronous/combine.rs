@@ -49,7 +49,7 @@ use crate::versioned::Versioned;
 /// it ran lets the row go, and its callers run their changes alone.
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::{Combiner, RetryPolicy};
@@ -157,7 +157,7 @@ impl<T: Versioned> Combiner<T> {
     /// end (0 when nobody writes the row).
     ///
     /// ```
-    /// # include!("../retry/doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::asynchronous::Combiner;
     ///
     /// # fn main() {
@@ -212,7 +212,7 @@ impl<T: Versioned, M> Drop for Queued<'_, T, M> {
 /// entity.
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::Combinable;
 ///

@@ -9,7 +9,7 @@
 //! `&mut pooled` where auto-deref applies). Every future is `Send`.
 //!
 //! ```
-//! # include!("../retry/doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_async::{AsyncConnection, TransactionManager};
 //! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 //! use diesel_occ::asynchronous::prelude::*;
@@ -65,57 +65,14 @@
 //!
 //! # Setting up for speed
 //!
-//! Most of what the async helper loses against the blocking one is in how its pool is
-//! set up. Measured with the benchmark (`bench/`, see BENCHMARKS.md: four tasks
-//! reserving stock, against four threads running the blocking helper on the same
-//! machine, ratios from paired rounds):
-//!
-//! - **deadpool: hand out the most recently returned connection first**
-//!   (`Pool::builder(manager).queue_mode(deadpool::managed::QueueMode::Lifo)`). With
-//!   the default first-in-first-out queue every attempt gets the connection that was
-//!   idle longest; on one hot PostgreSQL row the conflicts per reservation rose from
-//!   0.02 to 0.05 (a connection per task, or LIFO, like the blocking helper's 0.02) to
-//!   0.11 to 0.14, and goodput halved. Why the rotation widens the window between the
-//!   read and the write is not established; LIFO behaves like a connection per task.
-//! - **deadpool: no test query at checkout** on PostgreSQL and SQLite
-//!   (`ManagerConfig::recycling_method = RecyclingMethod::Fast`). diesel-async's
-//!   default (`Verified`) runs `SELECT 1` at every checkout, and the helper checks a
-//!   connection out for every attempt: three statements per reservation instead of
-//!   two on a server, and on SQLite one more hop to a blocking thread. `Fast` still
-//!   refuses a connection with an open or broken transaction, and on PostgreSQL one
-//!   whose socket is closed; the helper discards a connection whose attempt failed
-//!   because the connection was lost. On MySQL, where diesel-async cannot see that a
-//!   pooled `AsyncMysqlConnection` was closed by the server, keep `Verified` if idle
-//!   sessions can be killed (a `wait_timeout`, a failover): with `Fast` the next
-//!   operation on such a connection fails. Better on MySQL: `Fast` with
-//!   `verify_when_idle` (features `async-tuning` and `deadpool`) as a `pre_recycle`
-//!   hook, which tests only a connection that sat idle (where a server-side close
-//!   happens) and hands a recently used one out at once.
-//! - **A multi-threaded Tokio runtime**: a current-thread runtime, which runs the
-//!   drivers' connection tasks on the same thread as the application's, was slower.
-//!   The module itself works on either: feature `async` needs only Tokio's `rt` and
-//!   `time`.
-//! - **SQLite (feature `async-tuning`): `BlockInPlace`**
-//!   (`SyncConnectionWrapper<SqliteConnection, BlockInPlace>`), so that the wrapper
-//!   runs its statements on the task's thread instead of handing each to a blocking
-//!   thread and back (this needs Tokio's multi-threaded runtime, which the feature
-//!   turns on), and `retry_in_blocking_task`, which runs an attempt's statements in one
-//!   such call. On SQLite the hand-offs cost more than the statements: the async helper
-//!   ran at 0.08x to 0.11x the blocking one with diesel-async's default wrapper, 0.64x
-//!   with `BlockInPlace`, and 0.76x to 0.89x with both.
+//! How to set up the pool (deadpool's queue mode and recycling method), the runtime and
+//! SQLite's wrapper for the async helper, with measured figures:
+//! [`guide::tuning`](crate::guide::tuning).
 //!
 //! The backoff between attempts sleeps on Tokio's timer, whose resolution is a
 //! millisecond; a pause shorter than that is slept on the runtime's blocking pool
 //! instead, so that it lasts what the policy drew, as `thread::sleep` does for the
 //! blocking helper.
-//!
-//! What remains is diesel-async's: the same statements written by hand on diesel-async
-//! run at the helper's speed and cost the same CPU. Where the client's CPU is the limit,
-//! a reservation on diesel-async's drivers cost 1.3x to 2.2x the client CPU of one on
-//! the blocking drivers (each statement crosses from the task to the driver's
-//! connection task and back), and
-//! on one hot row the longer window between read and write meets 2 to 3 times the
-//! conflicts: put such a row behind a `Combiner` (feature `combine`).
 
 mod batch;
 #[cfg(feature = "async-tuning")]

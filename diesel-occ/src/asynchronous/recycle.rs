@@ -18,9 +18,8 @@ use diesel_async::pooled_connection::{
 ///
 /// diesel-async's `RecyclingMethod::Verified` runs that query at every checkout, and
 /// the retry helpers check a connection out for every attempt: one more round trip
-/// per attempt (three statements for a read and a save instead of two), which cost
-/// the async helper up to 40 % of its throughput on MariaDB in the benchmark.
-/// `RecyclingMethod::Fast` runs no query, which is safe where the driver notices a
+/// per attempt (three statements for a read and a save instead of two; what that costs:
+/// [`guide::tuning`](crate::guide::tuning)). `RecyclingMethod::Fast` runs no query, which is safe where the driver notices a
 /// connection the server closed (PostgreSQL) but not on MySQL/MariaDB, where a pooled
 /// `AsyncMysqlConnection` whose session was killed (a `wait_timeout`, a failover, a
 /// `KILL`) is handed out again. With `Fast` and this hook, a connection back from

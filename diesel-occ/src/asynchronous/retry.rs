@@ -298,7 +298,7 @@ where
 /// [Cancellation](super#cancellation)).
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;
@@ -380,13 +380,11 @@ where
 /// blocking helper.
 ///
 /// Tokio's timer counts whole milliseconds and rounds every deadline up to the next
-/// one, so `sleep(d)` lasts from `d` to more than `d + 1 ms`: a first backoff drawn
-/// from `[0, 1 ms]` (half a millisecond on average) slept 1.6 ms on average in the
-/// benchmark, against 0.6 ms for `thread::sleep`, which stretched the retries of a hot
-/// row and its p99. So a backoff shorter than the tick is slept by a thread of the
-/// runtime's blocking pool (`spawn_blocking`), with the operating system's precision,
-/// while the task waits for it without holding a worker; a longer one asks the timer
-/// for half a tick less. Dropping the pause leaves that thread to finish its sleep.
+/// one, so `sleep(d)` lasts from `d` to more than `d + 1 ms`, which stretches a
+/// sub-millisecond backoff several times over (figures in `guide::tuning`). So a
+/// backoff shorter than the tick is slept by a thread of the runtime's blocking pool
+/// (`spawn_blocking`), with the operating system's precision, while the task waits for
+/// it without holding a worker; a longer one asks the timer for half a tick less. Dropping the pause leaves that thread to finish its sleep.
 pub(super) async fn pause(backoff: Duration) {
     const TICK: Duration = Duration::from_millis(1);
     const HALF_TICK: Duration = Duration::from_micros(500);

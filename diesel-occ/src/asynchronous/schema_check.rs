@@ -14,7 +14,7 @@ impl SchemaCheck {
     /// reports every problem at once, as [`Error::Schema`]. One query per entity.
     ///
     /// ```
-    /// # include!("../doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
     /// use diesel_occ::schema_check::SchemaCheck;
     ///

@@ -229,7 +229,7 @@ where
 /// the running attempt.
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_async::AsyncConnection;
 /// use diesel_occ::asynchronous::prelude::*;

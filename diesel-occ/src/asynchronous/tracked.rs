@@ -20,7 +20,7 @@ use crate::tracked::{SaveOutcome, Tracked, Tracking};
 /// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;
 /// use diesel_occ::{SaveOutcome, Tracked};

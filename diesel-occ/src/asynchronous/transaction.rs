@@ -148,7 +148,7 @@ where
 /// instead of writing into a transaction that will never commit.
 ///
 /// ```
-/// # include!("../retry/doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;

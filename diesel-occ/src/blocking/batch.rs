@@ -26,7 +26,7 @@ use crate::versioned::{ValuesUpdate, count_written};
 /// back the token it read.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {

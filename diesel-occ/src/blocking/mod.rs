@@ -35,7 +35,7 @@ pub use transaction::transaction;
 /// `diesel_occ::asynchronous` (feature `async`).
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {
@@ -109,7 +109,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)).
     ///
     /// ```
-    /// # include!("../doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     /// use diesel_occ::ConflictState;
@@ -173,7 +173,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// autocommit (no transaction of yours) the write has committed when this returns.
     ///
     /// ```
-    /// # include!("../doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///
@@ -224,7 +224,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// matches, [`Error::Conflict`] says whether it holds another token or is gone.
     ///
     /// ```
-    /// # include!("../doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::prelude::*;
     ///
     /// # fn main() -> Result<(), diesel_occ::Error> {
@@ -306,7 +306,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// children among its entities, so that a rollback gives them their tokens back.
     ///
     /// ```
-    /// # include!("../tracked_doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::Connection;
     /// use diesel_occ::prelude::*;
     ///
@@ -365,7 +365,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// fresh token itself.
     ///
     /// ```
-    /// # include!("../tracked_doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///

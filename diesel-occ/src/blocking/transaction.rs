@@ -33,7 +33,7 @@ use crate::restore::{Restore, Restoring};
 /// Without it, after any rollback, discard the entities and read them again.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {

@@ -41,7 +41,7 @@
 //! no builder for triggers.
 //!
 //! ```
-//! # include!("../doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel::connection::SimpleConnection;
 //! use diesel::prelude::*;
 //! use diesel_occ::Dialect;
@@ -81,7 +81,7 @@ pub(crate) fn wrapping_increment_sql(operand: &str, max: i64) -> String {
 /// naming rule.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Dialect;
 /// use diesel_occ::bypass_guard::BypassGuard;
 ///

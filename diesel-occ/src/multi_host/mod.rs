@@ -29,7 +29,7 @@
 //! an `AsyncConnectionSource` (`diesel_occ::asynchronous`) when `S` is one.
 //!
 //! ```
-//! # include!("../retry/doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_occ::multi_host::{MultiHost, UrlSource};
 //! use diesel_occ::prelude::*;
 //! use diesel_occ::retry::{self, RetryPolicy};
@@ -65,7 +65,7 @@
 //! The async twin takes diesel-async connections (or deadpool pools) the same way:
 //!
 //! ```
-//! # include!("../retry/doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 //! use diesel_occ::asynchronous::prelude::*;
 //! use diesel_occ::asynchronous::{self, RetryPolicy};

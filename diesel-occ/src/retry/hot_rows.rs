@@ -91,7 +91,7 @@ impl HotRows {
     /// locks it when an attempt reads it with `AttemptDsl::find`.
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::retry::HotRows;
     ///
     /// # fn main() {

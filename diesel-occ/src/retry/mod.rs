@@ -20,7 +20,7 @@
 //!   number of attempts and the last error.
 //!
 //! ```
-//! # include!("doctest_setup.rs");
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_occ::prelude::*;
 //! use diesel_occ::retry::{self, RetryPolicy};
 //!

@@ -204,7 +204,7 @@ pub(crate) fn conflicted<T>(result: &Result<T, Error>) -> bool {
 ///   write.
 ///
 /// ```
-/// # include!("doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::retry::{self, RetryPolicy};
 ///

@@ -43,7 +43,7 @@ pub use token_eq::TokenEq;
 /// compile for such an entity.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::versioned::VersionedParts;
 ///
 /// # fn main() {
@@ -95,13 +95,13 @@ impl<S> GeneratedUpdate<S> {
 /// PostgreSQL only: saving such an entity on MySQL or SQLite does not compile.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::statement::GuardedUpdate;
 /// use diesel_occ::{VersionToken, Versioned};
 ///
 /// # fn main() -> diesel::QueryResult<()> {
 /// let mut conn = connection();
-/// let stock = Stock { id: 1, available: 9, version: 1 };
+/// let stock = Stock { id: 1, available: 9, deleted: false, version: 1 };
 /// let fresh = stock.version.next_token();
 /// let (written, token) = stock.update_statement(&fresh).run_guarded(&mut conn, fresh)?;
 /// assert_eq!((written, token), (1, 2));

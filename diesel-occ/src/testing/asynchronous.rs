@@ -23,7 +23,7 @@ impl Race {
     /// No panic reaches the caller: see the [module documentation](super#panics).
     ///
     /// ```
-    /// # include!("doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_async::AsyncConnection;
     /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
     /// use diesel_occ::asynchronous::prelude::*;

@@ -8,7 +8,7 @@ use super::*;
 /// A set of an entity's tracked fields (a bit per entry of [`Tracking::FIELDS`]).
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Fields;
 ///
 /// # fn main() {
@@ -56,7 +56,7 @@ impl<T: Tracking> Fields<T> {
     /// which a set cannot hold).
     ///
     /// ```
-    /// # include!("../tracked_doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::Fields;
     ///
     /// # fn main() {
@@ -136,7 +136,7 @@ fn bit(index: usize) -> Option<u64> {
 /// the 64th.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Fields;
 ///
 /// # fn main() {

@@ -20,7 +20,7 @@ pub enum Prefer {
 /// [`mine`](Self::mine) and [`theirs`](Self::theirs).
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Tracked;
 /// use diesel_occ::prelude::*;
 ///
@@ -105,7 +105,7 @@ impl<'a, T: Tracking> ThreeWay<'a, T> {
 /// store wins, or show both to the user).
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::{Prefer, SaveOutcome, Tracked};
 ///
@@ -171,7 +171,7 @@ impl<T: Tracking> Overlap<T> {
 /// What [`TrackedDsl::save_merging`](crate::TrackedDsl::save_merging) did.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::{SaveOutcome, Tracked};
 ///

@@ -14,7 +14,7 @@ use crate::versioned::VersionedParts;
 /// so entities with a field that cannot be compared still derive [`Versioned`](crate::Versioned).
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Tracking;
 ///
 /// # fn main() {
@@ -62,7 +62,7 @@ pub trait Tracking: VersionedParts {
 /// reached through `Deref` in its place, whichever traits are in scope.
 ///
 /// ```
-/// # include!("../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::{SaveOutcome, Tracked};
 ///

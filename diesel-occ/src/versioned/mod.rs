@@ -138,7 +138,7 @@ pub trait Versioned: Sized {
     /// use diesel_occ::Versioned;
     ///
     /// # fn main() {
-    /// let stock = Stock { id: 1, available: 9, version: 1 };
+    /// let stock = Stock { id: 1, available: 9, deleted: false, version: 1 };
     /// assert_eq!(stock.fresh_token(), Ok(2));
     /// # }
     /// ```
@@ -193,7 +193,7 @@ pub trait Versioned: Sized {
     /// `NoTokenAssignment`), since the bulk update assigns the token itself.
     ///
     /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tracked_doctest_setup.rs"));
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel::prelude::*;
     /// use diesel_occ::prelude::*;
     ///

@@ -16,7 +16,7 @@ use crate::statement::{AdvanceToken, TokenEq};
 /// [`bulk_update`](crate::Versioned::bulk_update).
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel::prelude::*;
 /// use diesel_occ::prelude::*;
 /// use diesel_occ::versioned::VersionedParts;

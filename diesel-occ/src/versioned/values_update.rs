@@ -55,14 +55,14 @@ use crate::statement::batch::{MAX_BINDS_PER_STATEMENT, ValuesColumns};
 /// appears in the bounds of their impls, which every Diesel backend satisfies.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::Versioned;
 ///
 /// # fn main() {
 /// // `#[derive(Versioned)]` describes each entity's row of the `VALUES` list: its key,
 /// // the columns it writes, the token it read and the fresh one.
 /// assert!(<Stock as Versioned>::VALUES_COLUMNS.is_some());
-/// let stock = Stock { id: 1, available: 9, version: 1 };
+/// let stock = Stock { id: 1, available: 9, deleted: false, version: 1 };
 /// assert!(stock.values_row(&2).is_some());
 /// # }
 /// ```

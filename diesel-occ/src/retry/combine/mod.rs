@@ -69,7 +69,7 @@ use crate::versioned::Versioned;
 /// [`RetryPolicy::escalate_hot_rows`] instead.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use std::sync::Arc;
 /// use diesel_occ::retry::{Combiner, RetryPolicy};
 ///
@@ -170,7 +170,7 @@ impl<T: Versioned> Combiner<T> {
     /// end (0 when nobody writes the row): what a caller arriving now would wait behind.
     ///
     /// ```
-    /// # include!("../doctest_setup.rs");
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::retry::Combiner;
     ///
     /// # fn main() {
@@ -204,7 +204,7 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
 /// such [`Versioned`] entity.
 ///
 /// ```
-/// # include!("../doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::retry::Combinable;
 ///
 /// fn combinable<T: Combinable<SqliteConnection>>() {}

@@ -165,10 +165,8 @@ impl RetryPolicy {
     /// [`escalate_after`](Self::escalate_after) escalates one operation after its own
     /// conflicts, so on a row that is always hot every operation still loses one
     /// optimistic attempt first. The threshold keeps rows that conflict now and then
-    /// optimistic: a lock costs a transaction on every write (on SQLite, where writers
-    /// queue anyway, about a fifth of the throughput), which an occasional retry does
-    /// not. A few conflicts within a second (`escalate_hot_rows(3, Duration::from_secs(1))`)
-    /// suits most workloads; BENCHMARKS.md has figures.
+    /// optimistic: a lock costs a transaction on every write, which an occasional retry
+    /// does not. Choosing the threshold and window: [`guide::tuning`](crate::guide::tuning).
     ///
     /// ```
     /// use std::time::Duration;

@@ -42,7 +42,7 @@ pub use timestamp::AdvancedTimestamp;
 /// ignore it.
 ///
 /// ```
-/// # include!("../../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel::prelude::*;
 /// use diesel::sqlite::Sqlite;
 /// use diesel_occ::statement::AdvanceToken;
@@ -159,7 +159,7 @@ timestamp_advance!(
 /// not say which columns it assigns: pass its fields as assignments instead.
 ///
 /// ```
-/// # include!("../../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel::prelude::*;
 /// use diesel_occ::statement::NoTokenAssignment;
 ///
@@ -172,7 +172,7 @@ timestamp_advance!(
 /// ```
 ///
 /// ```compile_fail
-/// # include!("../../tracked_doctest_setup.rs");
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// # use diesel::prelude::*;
 /// # use diesel_occ::statement::NoTokenAssignment;
 /// # fn leaves_the_token<C: NoTokenAssignment<stock::version>>(_: C) {}

@@ -1,4 +1,4 @@
-//! The guarantees on replicated engines (issue 13): a 3-node MariaDB Galera cluster
+//! The guarantees on replicated engines: a 3-node MariaDB Galera cluster
 //! (multi-primary, certification at commit) and a PostgreSQL primary with a streaming
 //! hot standby, both started by `tests/cluster/*.sh`.
 //!

@@ -1,12 +1,12 @@
 //! A writer that sets a timestamp token to "now" (an `ON UPDATE CURRENT_TIMESTAMP`
 //! column, a trigger or another app writing `now()`), beside checked saves of
 //! `value + 1` read earlier, on the `stamped` test table (a microsecond timestamp
-//! token). The rule (README, "Nothing but diesel-occ may set a timestamp token to
-//! now") is followed as a user can: on PostgreSQL the bypass guard is installed, which
-//! moves a write that does not advance the token forward; everywhere the token keeps
-//! microseconds (`precision = 6`), so it does not run ahead of the clock. Its twin
-//! writes the token it read back, without the guard (a token wound back onto a value a
-//! stale holder has), which the check must catch.
+//! token). The rule ("Nothing but diesel-occ may set a timestamp token to now", in
+//! `diesel_occ::guide::checked_writes`) is followed as a user can: on PostgreSQL the
+//! bypass guard is installed, which moves a write that does not advance the token
+//! forward; everywhere the token keeps microseconds (`precision = 6`), so it does not
+//! run ahead of the clock. Its twin writes the token it read back, without the guard
+//! (a token wound back onto a value a stale holder has), which the check must catch.
 
 use chrono::NaiveDateTime;
 use diesel::connection::SimpleConnection;
