@@ -243,11 +243,11 @@ macro_rules! blocking_strategies {
             key: i32,
         ) -> Result<OpResult, String>
         where
-            S: diesel_occ::retry::ConnectionSource<Connection = Conn>,
+            S: diesel_occ::blocking::ConnectionSource<Connection = Conn>,
         {
             let mut seen = Seen::default();
             let mut deadlocks = 0;
-            let result = diesel_occ::retry::retry(source, policy, |conn, attempt| {
+            let result = diesel_occ::blocking::retry(source, policy, |conn, attempt| {
                 seen.last_attempt = attempt.number();
                 let result = (|| {
                     let mut stock: Stock = attempt.find(conn, key)?;
@@ -275,8 +275,8 @@ macro_rules! blocking_strategies {
             policy: &diesel_occ::retry::RetryPolicy,
             key: i32,
         ) -> Result<OpResult, String> {
-            static COMBINER: std::sync::LazyLock<diesel_occ::retry::Combiner<Stock>> =
-                std::sync::LazyLock::new(diesel_occ::retry::Combiner::new);
+            static COMBINER: std::sync::LazyLock<diesel_occ::blocking::Combiner<Stock>> =
+                std::sync::LazyLock::new(diesel_occ::blocking::Combiner::new);
             let result = COMBINER.apply(held, policy, key, |stock: &mut Stock| {
                 if stock.available <= 0 {
                     return false;

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use std::cell::{RefCell, RefMut};
 
-use diesel_occ::retry::{ConnectionSource, RetryPolicy};
+use diesel_occ::blocking::ConnectionSource;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{PoolError, PoolErrorKind};
 
 /// How long a run lasts.

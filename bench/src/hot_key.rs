@@ -1,5 +1,5 @@
 //! `--hot-key`: one row, several worker counts, the recommended way to write a hot row
-//! whose change depends on the row alone (`occ-combine`: `retry::Combiner`) against
+//! whose change depends on the row alone (`occ-combine`: `blocking::Combiner`) against
 //! plain `occ` and the pessimistic lock, in paired rounds, with `occ-escalate`
 //! (`RetryPolicy::escalate_hot_rows`, for changes that need more than the row) beside
 //! them.

@@ -85,7 +85,7 @@ usage: diesel-occ-bench [options]
   --articles LIST       articles the HTTP clients share (default: one per client, then 1);
                         the paired rounds use the first
   --hot-key             instead: one row, occ, pessimistic, occ-combine (the recommended way
-                        to write a hot row, retry::Combiner) and occ-escalate
+                        to write a hot row, blocking::Combiner) and occ-escalate
                         (escalate_hot_rows) in --rounds paired rounds per worker count;
                         writes hot-key.csv and hot-key-summary.txt
   --hot-workers LIST    worker counts for --hot-key (default 4,16)";

@@ -16,7 +16,7 @@
 //! - **PostgreSQL.** "primary": `occ` reading and writing on the primary. "standby": the
 //!   first attempt of an operation reads from the standby, the checked save goes to the
 //!   primary, and a retry after a conflict re-reads from the primary (the pattern of
-//!   `retry::retry_with_standby`).
+//!   `blocking::retry_with_standby`).
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -527,7 +527,7 @@ mod standby {
         summary.say(format!(
             "== pg-standby ({}; primary {primary}, standby {standby}): {} workers, keys {keys:?}, \
              {:?} per run, {} paired rounds; strategy occ: primary = read and save on the \
-             primary (retry::retry), standby = retry::retry_with_standby: reads from the \
+             primary (blocking::retry), standby = blocking::retry_with_standby: reads from the \
              standby, the checked save on the primary, reads on the primary after the \
              operation's first conflict",
             server_version(Backend::Postgres, primary),
@@ -596,7 +596,7 @@ mod standby {
     /// operation met a conflict.
     fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
         let mut seen = Seen::default();
-        let result = diesel_occ::retry::retry_with_standby(
+        let result = diesel_occ::blocking::retry_with_standby(
             &pair.primary,
             &pair.standby,
             &worker.policy,

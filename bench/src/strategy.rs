@@ -19,7 +19,7 @@ pub(crate) enum Strategy {
     OccEscalate,
     /// The same with `escalate_after`: an operation locks after its own conflict.
     OccEscalateOp,
-    /// diesel-occ's `retry::Combiner`: the reservations the workers make to one row at
+    /// diesel-occ's `blocking::Combiner`: the reservations the workers make to one row at
     /// the same time are applied as a group, one read and one checked save per group
     /// (the change, `available > 0` then `available - 1`, depends on the row alone).
     /// Its conflicts happen inside the groups and are not counted per reservation.

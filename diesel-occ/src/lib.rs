@@ -18,13 +18,13 @@
 //! | save only the edited columns, merge a conflict | [`Tracked`], [`TrackedDsl`] |
 //! | roll back a transaction without losing tokens | [`transaction()`] |
 //! | retry a read-decide-save | [`retry`], [`RetryPolicy`](retry::RetryPolicy), [`guide::retries`] |
-//! | write a hot row | `retry::Combiner` (feature `combine`), [`RetryPolicy::escalate_hot_rows`](retry::RetryPolicy::escalate_hot_rows), [`guide::tuning`] |
+//! | write a hot row | `blocking::Combiner` (feature `combine`), [`RetryPolicy::escalate_hot_rows`](retry::RetryPolicy::escalate_hot_rows), [`guide::tuning`] |
 //! | use diesel-async | `asynchronous` (feature `async`), [`guide::asynchronous`] |
 //! | handle errors | [`Error`], [`ConcurrencyConflict`], [`ConflictState`] |
 //! | check the token columns at start-up | [`schema_check::SchemaCheck`] |
 //! | writers that bypass diesel-occ | [`Versioned::bulk_update`], `bypass_guard` (feature `bypass-guard`) |
 //! | PostgreSQL's `xmin` as the token | `xmin` (feature `postgres`) |
-//! | standbys and several hosts | `retry::retry_with_standby` (feature `standby`), `multi_host` (feature `multi-host`) |
+//! | standbys and several hosts | `blocking::retry_with_standby` (feature `standby`), `multi_host` (feature `multi-host`) |
 //! | test your own races | `testing::Race` (feature `testing`) |
 //! | trace and count | [`observe`] |
 //! | read how the pieces fit together | [`guide`] |
@@ -107,7 +107,7 @@
 //!
 //! # Retrying
 //!
-//! [`retry::retry`] (blocking) and `asynchronous::retry` (async, feature `async`)
+//! [`blocking::retry`] (blocking) and `asynchronous::retry` (async, feature `async`)
 //! run a closure that re-reads, decides and saves, on a fresh connection from a pool for
 //! every attempt, until it succeeds, returns a domain outcome, fails for good or the
 //! [`RetryPolicy`](retry::RetryPolicy) gives up. They retry conflicts and the
@@ -162,8 +162,8 @@
 //! | `async-tuning` | `asynchronous::BlockInPlace`, `asynchronous::retry_in_blocking_task` and, with `deadpool`, `asynchronous::verify_when_idle` (see [`guide::tuning`]) | `async`, Tokio's multi-threaded runtime |
 //! | `deadpool` | diesel-async's deadpool `Pool` as an async retry source | `async`, `deadpool` |
 //! | `r2d2` | Diesel's r2d2 `Pool` as a blocking retry source | Diesel's `r2d2` |
-//! | `combine` | `retry::Combiner` (and `asynchronous::Combiner`): changes to one hot row applied in groups; `Error::OutcomeUnknown` | `tokio/sync` with `async` |
-//! | `standby` | `retry::retry_with_standby` and `StandbyConnections` (and their async twins): reads from a standby, saves on the primary | none |
+//! | `combine` | `blocking::Combiner` (and `asynchronous::Combiner`): changes to one hot row applied in groups; `Error::OutcomeUnknown` | `tokio/sync` with `async` |
+//! | `standby` | `blocking::retry_with_standby` and `StandbyConnections` (and their async twins): reads from a standby, saves on the primary | none |
 //! | `multi-host` | `multi_host::MultiHost`: one connection source over several nodes | none |
 //! | `bypass-guard` | `bypass_guard::BypassGuard`: trigger DDL that advances the token on writes that bypass diesel-occ | none |
 //! | `metrics` | the counters listed in [`observe`], through the `metrics` facade | `metrics` |
@@ -212,6 +212,8 @@ pub mod retry;
 pub mod schema_check;
 mod sql_name;
 pub mod statement;
+#[cfg(test)]
+mod test_support;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
@@ -242,11 +244,11 @@ pub use versioned::Versioned;
 pub use diesel_occ_derive::Versioned;
 
 /// The traits and the derive, for `use diesel_occ::prelude::*`: the blocking
-/// [`CheckedDsl`] and [`AttemptDsl`](crate::retry::AttemptDsl). The async twins are in
+/// [`CheckedDsl`] and [`AttemptDsl`](crate::blocking::AttemptDsl). The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
+    pub use crate::blocking::AttemptDsl;
     pub use crate::blocking::{BatchDsl, CheckedDsl, TrackedDsl};
-    pub use crate::retry::AttemptDsl;
     pub use crate::{VersionToken, Versioned};
 }
 

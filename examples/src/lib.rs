@@ -4,7 +4,7 @@
 //! | module | scenario |
 //! |---|---|
 //! | `inventory` | a reservation with a client-held token |
-//! | `seat` | N buyers, one concert seat, booked through `retry::retry` |
+//! | `seat` | N buyers, one concert seat, booked through `blocking::retry` |
 //! | `claims` | competing workers, leases and fencing tokens |
 //! | `tracked` | a tracked save of the edited columns, and a three-way merge on conflict |
 //! | `http` | an axum CRUD API where the token is the ETag |

@@ -16,7 +16,7 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 pub type Conn = PgConnection;
 /// The async connection of the HTTP service (pure-Rust driver).
 pub type AsyncConn = AsyncPgConnection;
-/// A pool of [`Conn`]: what `diesel_occ::retry::retry` checks connections out of.
+/// A pool of [`Conn`]: what `diesel_occ::blocking::retry` checks connections out of.
 pub type Pool = diesel::r2d2::Pool<ConnectionManager<Conn>>;
 /// A pool of [`AsyncConn`].
 pub type AsyncPool = diesel_async::pooled_connection::deadpool::Pool<AsyncConn>;

@@ -9,7 +9,7 @@ use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper
 
 use super::AsyncConnectionSource;
 use super::retry::{Checkout, drive};
-use crate::backend::LockingConnection;
+use crate::blocking::LockingConnection;
 use crate::error::Error;
 use crate::retry::lost_session::connection_lost;
 use crate::retry::{Attempt, RetryPolicy};
@@ -23,9 +23,9 @@ use crate::retry::{Attempt, RetryPolicy};
 /// than the statement); here an attempt costs one hand-off, and none on a
 /// `SyncConnectionWrapper<C, BlockInPlace>` ([`BlockInPlace`](super::BlockInPlace)),
 /// which runs it on the task's thread. The closure is the
-/// blocking helper's ([`retry::retry`](crate::retry::retry)): it gets the wrapped
+/// blocking helper's ([`blocking::retry`](crate::blocking::retry)): it gets the wrapped
 /// `&mut C` and uses the blocking API (`diesel_occ::prelude::*`,
-/// [`retry::AttemptDsl`](crate::retry::AttemptDsl)); it must be `Send + 'static`
+/// [`blocking::AttemptDsl`](crate::blocking::AttemptDsl)); it must be `Send + 'static`
 /// (move owned data into it, share the rest with an `Arc`). The policy, the
 /// escalation, the transactions and the errors are those of [`retry`](super::retry):
 /// an escalated attempt's `BEGIN IMMEDIATE`, the closure and the `COMMIT` or
@@ -50,7 +50,8 @@ use crate::retry::{Attempt, RetryPolicy};
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-/// use diesel_occ::asynchronous::{self, RetryPolicy};
+/// use diesel_occ::asynchronous;
+/// use diesel_occ::retry::RetryPolicy;
 /// use diesel_occ::prelude::*; // the blocking API: the closure runs on a blocking thread
 ///
 /// #[derive(Debug, PartialEq)]
@@ -133,7 +134,7 @@ where
     let ran = conn
         .spawn_blocking(move |conn| {
             let _entered = span.enter();
-            let (result, clean) = crate::retry::attempt_on(conn, attempt, &mut f);
+            let (result, clean) = crate::blocking::attempt_on(conn, attempt, &mut f);
             Ok((f, result, clean))
         })
         .await;

@@ -1,4 +1,4 @@
-//! The async twin of [`crate::retry::Combiner`]: the changes that the tasks of one
+//! The async twin of [`crate::blocking::Combiner`]: the changes that the tasks of one
 //! process make to the same row at the same time, applied in groups by a writer task.
 
 use std::fmt;
@@ -19,17 +19,17 @@ use super::{
     AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, GuardedUpdate, retry,
 };
 use crate::backend::LockedRead;
-use crate::error::Error;
-use crate::retry::combine::{
+use crate::blocking::combine::{
     Finished, Member, Pending, Row, Rows, after_commit, known_unwritten, lock, publish, unknown,
 };
+use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
 use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
 
 /// Applies the changes that the tasks of one process make to the same row at the same
 /// time in groups: ONE read, every change of the group in turn, ONE checked save. The
-/// async twin of [`crate::retry::Combiner`], with the same contract: a change depends on
+/// async twin of [`crate::blocking::Combiner`], with the same contract: a change depends on
 /// the row alone and runs once per attempt of its group; a conflict reads again and
 /// runs every change again; a group that fails for good without writing gives each
 /// caller the result of its own change; a group whose connection is lost when its save
@@ -52,7 +52,8 @@ use crate::versioned::Versioned;
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-/// use diesel_occ::asynchronous::{Combiner, RetryPolicy};
+/// use diesel_occ::asynchronous::Combiner;
+/// use diesel_occ::retry::RetryPolicy;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), diesel_occ::Error> {
@@ -94,7 +95,7 @@ impl<T: Versioned> Combiner<T> {
 
     /// Applies `change` to the row with this key, in a group with the changes other
     /// tasks apply to it at the same time, and returns what `change` returned for the
-    /// group that was saved. See [`crate::retry::Combiner::apply`] for the errors.
+    /// group that was saved. See [`crate::blocking::Combiner::apply`] for the errors.
     pub async fn apply<S, R, F>(
         &self,
         source: &S,
@@ -208,7 +209,7 @@ impl<T: Versioned, M> Drop for Queued<'_, T, M> {
 }
 
 /// What an entity needs for [`Combiner::apply`] on the async connection `Conn`: the
-/// twin of [`crate::retry::Combinable`]. Implemented for every such [`Versioned`]
+/// twin of [`crate::blocking::Combinable`]. Implemented for every such [`Versioned`]
 /// entity.
 ///
 /// ```
@@ -440,7 +441,7 @@ mod tests {
 
     use super::*;
     use crate::retry::OwnedConnection;
-    use crate::retry::test_support::{Stock, TestDb};
+    use crate::test_support::{Stock, TestDb};
 
     type Conn = SyncConnectionWrapper<diesel::sqlite::SqliteConnection>;
 

@@ -8,6 +8,32 @@
 //! bb8 or mobc object derefs to its connection, so pass `&mut *pooled` (or
 //! `&mut pooled` where auto-deref applies). Every future is `Send`.
 //!
+//! # Blocking item -> async item
+//!
+//! [`blocking`](crate::blocking) and this module hold the same items under the same
+//! names; what both share ([`RetryPolicy`](crate::retry::RetryPolicy),
+//! [`Attempt`](crate::retry::Attempt), [`HotRows`](crate::retry::HotRows),
+//! [`OwnedConnection`](crate::retry::OwnedConnection), the errors, the tokens) is at the
+//! top of the crate, once.
+//!
+//! | blocking | async |
+//! |---|---|
+//! | [`diesel_occ::prelude`](crate::prelude) | [`asynchronous::prelude`](prelude) |
+//! | [`blocking::CheckedDsl`](crate::blocking::CheckedDsl) | [`CheckedDsl`] |
+//! | [`blocking::BatchDsl`](crate::blocking::BatchDsl) | [`BatchDsl`] |
+//! | [`blocking::TrackedDsl`](crate::blocking::TrackedDsl) | [`TrackedDsl`] |
+//! | [`blocking::transaction`](crate::blocking::transaction) | [`transaction`] (closure: [`TransactionFn`]) |
+//! | [`blocking::retry`](crate::blocking::retry) | [`retry`] (closure: [`AsyncAttemptFn`]) |
+//! | [`blocking::AttemptDsl`](crate::blocking::AttemptDsl) | [`AttemptDsl`] |
+//! | [`blocking::ConnectionSource`](crate::blocking::ConnectionSource) (r2d2 pool with `r2d2`) | [`AsyncConnectionSource`] (deadpool pool with `deadpool`) |
+//! | [`blocking::LockingConnection`](crate::blocking::LockingConnection) | [`AsyncLockingConnection`] |
+//! | `blocking::Combiner`, `blocking::Combinable` (feature `combine`) | `Combiner`, `Combinable` |
+//! | `blocking::retry_with_standby`, `blocking::StandbyConnections` (feature `standby`) | `retry_with_standby`, `StandbyConnections` |
+//! | [`SchemaCheck::run`](crate::schema_check::SchemaCheck::run) | `SchemaCheck::run_async` |
+//!
+//! Only here: the adapters of feature `async-tuning` (`BlockInPlace`,
+//! `retry_in_blocking_task`, `verify_when_idle`), which a blocking caller has no use for.
+//!
 //! ```
 //! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_async::{AsyncConnection, TransactionManager};
@@ -126,7 +152,6 @@ pub use self::retry::{
 pub use self::standby::{StandbyConnections, retry_with_standby};
 pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};
-pub use crate::retry::{Attempt, HotRows, OwnedConnection, RetryPolicy};
 
 use crate::error::{Error, InvalidToken, Operation};
 use crate::outcome;

@@ -38,7 +38,8 @@ use crate::versioned::Versioned;
 /// ```
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-/// use diesel_occ::asynchronous::{AsyncConnectionSource, OwnedConnection};
+/// use diesel_occ::asynchronous::AsyncConnectionSource;
+/// use diesel_occ::retry::OwnedConnection;
 /// use diesel_occ::PoolError;
 ///
 /// type Conn = SyncConnectionWrapper<diesel::SqliteConnection>;
@@ -168,14 +169,14 @@ fn deadpool_error(error: diesel_async::pooled_connection::deadpool::PoolError) -
 /// The transaction is committed or rolled back through the connection's own
 /// `TransactionManager`.
 ///
-/// [`LockingConnection`]: crate::backend::LockingConnection
+/// [`LockingConnection`]: crate::blocking::LockingConnection
 pub trait AsyncLockingConnection: AsyncConnection {
     /// Opens the transaction with `LockingBackend::BEGIN_LOCKED`. Fails with
     /// `AlreadyInTransaction` when a transaction is open.
     fn begin_locked_transaction(&mut self) -> impl Future<Output = QueryResult<()>> + Send;
 
     /// Opens the transaction with `LockingBackend::begin_locked_within`: the twin of
-    /// [`LockingConnection::begin_locked_transaction_within`](crate::backend::LockingConnection::begin_locked_transaction_within).
+    /// [`LockingConnection::begin_locked_transaction_within`](crate::blocking::LockingConnection::begin_locked_transaction_within).
     fn begin_locked_transaction_within(
         &mut self,
         remaining: Option<Duration>,
@@ -245,7 +246,7 @@ impl<T, C, S> AsyncLockingTransactionManager<SyncConnectionWrapper<C, S>>
     for SyncTransactionManagerWrapper<T>
 where
     SyncConnectionWrapper<C, S>: AsyncConnection<TransactionManager = Self>,
-    C: crate::backend::LockingConnection + 'static,
+    C: crate::blocking::LockingConnection + 'static,
     S: SpawnBlocking + Send,
     T: diesel::connection::TransactionManager<C> + Send,
 {
@@ -286,7 +287,7 @@ where
 
 /// Runs `attempt` until it succeeds, fails with an error that is not worth retrying,
 /// or `policy` gives up ([`Error::RetriesExhausted`]): the twin of
-/// [`retry::retry`](crate::retry::retry), with the same contract (see
+/// [`blocking::retry`](crate::blocking::retry), with the same contract (see
 /// [`crate::retry`]).
 ///
 /// The closure is an async closure, `async |conn, attempt| { ... }`, run once per
@@ -302,7 +303,8 @@ where
 /// use diesel_async::AsyncConnection;
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;
-/// use diesel_occ::asynchronous::{self, RetryPolicy};
+/// use diesel_occ::asynchronous;
+/// use diesel_occ::retry::RetryPolicy;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct SoldOut;
@@ -505,7 +507,7 @@ pub(super) async fn end_attempt_transaction<C: AsyncConnection, T>(
 ) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result).await,
-        depth => (crate::retry::unbalanced(result, depth), false),
+        depth => (crate::blocking::unbalanced(result, depth), false),
     }
 }
 
@@ -541,7 +543,7 @@ where
 }
 
 /// Reads for a retry attempt on an async connection: the twin of
-/// [`retry::AttemptDsl`](crate::retry::AttemptDsl). Implemented for [`Attempt`]; in
+/// [`blocking::AttemptDsl`](crate::blocking::AttemptDsl). Implemented for [`Attempt`]; in
 /// [`prelude`](super::prelude).
 pub trait AttemptDsl<Conn: AsyncConnection> {
     /// Loads the row with this key, or [`Error::NotFound`].

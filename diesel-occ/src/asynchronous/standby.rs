@@ -1,5 +1,5 @@
 //! The async [`retry_with_standby`]: the twin of
-//! [`retry::retry_with_standby`](crate::retry::retry_with_standby).
+//! [`blocking::retry_with_standby`](crate::blocking::retry_with_standby).
 
 use std::fmt;
 use std::future::Future;
@@ -10,11 +10,12 @@ use super::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, alive,
     begin_attempt_transaction, drive, end_attempt_transaction,
 };
+use crate::blocking::{conflicted, lost_connection};
 use crate::error::Error;
-use crate::retry::{Attempt, RetryPolicy, conflicted, lost_connection, lost_session};
+use crate::retry::{Attempt, RetryPolicy, lost_session};
 
 /// The connections of one attempt of the async [`retry_with_standby`]: the twin of
-/// [`retry::StandbyConnections`](crate::retry::StandbyConnections), with `async`
+/// [`blocking::StandbyConnections`](crate::blocking::StandbyConnections), with `async`
 /// [`read`](Self::read) and [`write`](Self::write) returning `&mut C`.
 ///
 /// Each connection is checked out the first time it is asked for and dropped with its
@@ -218,7 +219,7 @@ where
 
 /// Runs `attempt` like the async [`retry`](super::retry), with reads from a standby and
 /// checked saves on the primary: the twin of
-/// [`retry::retry_with_standby`](crate::retry::retry_with_standby), whose documentation
+/// [`blocking::retry_with_standby`](crate::blocking::retry_with_standby), whose documentation
 /// has the staleness contract (what a standby read may return, why the checked save
 /// still loses no update, and why a standby costs an operation at most one extra
 /// conflict).
@@ -233,7 +234,8 @@ where
 /// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_async::AsyncConnection;
 /// use diesel_occ::asynchronous::prelude::*;
-/// use diesel_occ::asynchronous::{self, RetryPolicy};
+/// use diesel_occ::asynchronous;
+/// use diesel_occ::retry::RetryPolicy;
 ///
 /// type Conn = SyncConnectionWrapper<SqliteConnection>; // AsyncPgConnection in production
 ///

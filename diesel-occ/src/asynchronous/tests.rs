@@ -9,9 +9,10 @@ use diesel::sqlite::SqliteConnection;
 use diesel_async::AsyncConnection;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 
-use super::{AsyncConnectionSource, AttemptDsl, CheckedDsl, RetryPolicy, retry};
+use super::{AsyncConnectionSource, AttemptDsl, CheckedDsl, retry};
 use crate::error::{Error, Operation};
-use crate::retry::test_support::{Counted, Counters, Stock, TestDb, interfere, stock};
+use crate::retry::RetryPolicy;
+use crate::test_support::{Counted, Counters, Stock, TestDb, interfere, stock};
 
 type Conn = SyncConnectionWrapper<SqliteConnection>;
 
@@ -332,8 +333,8 @@ fn a_deadpool_pool_is_a_source_and_cancelled_objects_leave_the_pool() {
 #[cfg(feature = "async-tuning")]
 #[test]
 fn the_blocking_task_retry_runs_the_blocking_closure_once_per_attempt() {
+    use crate::blocking::AttemptDsl as BlockingAttemptDsl;
     use crate::blocking::CheckedDsl as BlockingCheckedDsl;
-    use crate::retry::AttemptDsl as BlockingAttemptDsl;
 
     let db = TestDb::new();
     let source = CountingSource::new(&db);

@@ -40,7 +40,6 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use diesel::backend::Backend;
-use diesel::connection::{AnsiTransactionManager, Connection};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::result::{Error as DieselError, QueryResult};
 
@@ -196,51 +195,6 @@ where
 }
 
 impl<Q, Conn> diesel::RunQueryDsl<Conn> for LockedRead<Q> {}
-
-/// A blocking connection that can open an escalated retry attempt's transaction.
-///
-/// Implemented for every connection of a `LockingBackend` that uses Diesel's
-/// `AnsiTransactionManager`: `PgConnection`, `MysqlConnection` and `SqliteConnection`.
-/// The transaction is committed or rolled back through the connection's own
-/// `TransactionManager`, as any Diesel transaction.
-pub trait LockingConnection: Connection {
-    /// Opens the transaction with `LockingBackend::BEGIN_LOCKED`. Fails with
-    /// `AlreadyInTransaction` when a transaction is open.
-    fn begin_locked_transaction(&mut self) -> QueryResult<()> {
-        self.begin_locked_transaction_within(None)
-    }
-
-    /// Opens the transaction with `LockingBackend::begin_locked_within`, so that its
-    /// lock waits end within `remaining` where the backend bounds them at the start of
-    /// a transaction (PostgreSQL). Fails with `AlreadyInTransaction` when a transaction
-    /// is open.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use diesel::prelude::*;
-    /// use diesel::connection::{AnsiTransactionManager, TransactionManager};
-    /// use diesel_occ::backend::LockingConnection;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let mut conn = SqliteConnection::establish(":memory:")?;
-    /// conn.begin_locked_transaction_within(Some(Duration::from_millis(300)))?;
-    /// AnsiTransactionManager::commit_transaction(&mut conn)?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    fn begin_locked_transaction_within(&mut self, remaining: Option<Duration>) -> QueryResult<()>;
-}
-
-impl<C> LockingConnection for C
-where
-    C: Connection<TransactionManager = AnsiTransactionManager>,
-    C::Backend: LockingBackend,
-{
-    fn begin_locked_transaction_within(&mut self, remaining: Option<Duration>) -> QueryResult<()> {
-        let begin = C::Backend::begin_locked_within(remaining);
-        AnsiTransactionManager::begin_transaction_sql(self, &begin)
-    }
-}
 
 #[cfg(test)]
 mod tests {

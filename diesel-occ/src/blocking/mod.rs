@@ -1,4 +1,11 @@
-//! Checked operations on a blocking [`diesel::Connection`].
+//! Checked operations on a blocking [`diesel::Connection`], and the retry helper that
+//! runs them on a fresh connection per attempt.
+//!
+//! Item for item the twin of `diesel_occ::asynchronous` (feature `async`), whose
+//! documentation has the table of both. What the two share (the retry policy, the
+//! errors, the tokens) lives at the top of the crate. The crate root re-exports the
+//! traits and [`transaction`] from here, and [`diesel_occ::prelude`](crate::prelude)
+//! imports the traits.
 
 use diesel::associations::HasTable;
 use diesel::connection::{Connection, TransactionManager};
@@ -18,6 +25,11 @@ use crate::versioned::Versioned;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
 mod batch;
+#[cfg(feature = "combine")]
+pub(crate) mod combine;
+mod retry;
+#[cfg(feature = "standby")]
+mod standby;
 mod tracked;
 mod transaction;
 
@@ -25,6 +37,19 @@ pub use batch::BatchDsl;
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
 pub(crate) use batch::fresh_tokens;
+#[cfg(feature = "combine")]
+#[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
+pub use combine::{Combinable, Combiner};
+#[cfg(feature = "async-tuning")]
+pub(crate) use retry::attempt_on;
+#[cfg(feature = "async")]
+pub(crate) use retry::unbalanced;
+pub use retry::{AttemptDsl, ConnectionSource, LockingConnection, retry};
+#[cfg(feature = "standby")]
+#[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
+pub use standby::{StandbyConnections, retry_with_standby};
+#[cfg(all(feature = "standby", feature = "async"))]
+pub(crate) use standby::{conflicted, lost_connection};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 

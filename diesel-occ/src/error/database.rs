@@ -219,14 +219,15 @@ pub enum PoolErrorKind {
 /// A retry helper gave up. Nothing of the failed attempts was written.
 ///
 /// ```
-/// use diesel_occ::retry::{self, RetryPolicy};
+/// use diesel_occ::blocking;
+/// use diesel_occ::retry::RetryPolicy;
 /// # use diesel_occ::Error;
 /// # use diesel::prelude::*;
 ///
 /// # fn main() {
 /// let policy = RetryPolicy::new().max_attempts(2).backoff(std::time::Duration::ZERO, std::time::Duration::ZERO);
 /// let source = || SqliteConnection::establish(":memory:");
-/// let result: Result<(), Error> = retry::retry(&source, &policy, |_conn, _attempt| {
+/// let result: Result<(), Error> = blocking::retry(&source, &policy, |_conn, _attempt| {
 ///     Err(diesel::result::Error::DatabaseError(
 ///         diesel::result::DatabaseErrorKind::Unknown,
 ///         Box::new(String::from("database is locked")),

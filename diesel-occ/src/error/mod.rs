@@ -82,7 +82,7 @@ pub enum Error {
     /// fractional digits than declared). Nothing was written.
     #[error(transparent)]
     Schema(#[from] SchemaProblems),
-    /// A change handed to a [`Combiner`](crate::retry::Combiner) (blocking or async)
+    /// A change handed to a [`Combiner`](crate::blocking::Combiner) (blocking or async)
     /// may or may not be in the row: the connection was lost after its group's UPDATE
     /// or COMMIT may have reached the server, or the caller or task writing the group
     /// stopped mid-group (a panic, the async writer task's runtime shutting down). Read the row to know; never retried,

@@ -32,7 +32,8 @@
 //! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_occ::multi_host::{MultiHost, UrlSource};
 //! use diesel_occ::prelude::*;
-//! use diesel_occ::retry::{self, RetryPolicy};
+//! use diesel_occ::blocking;
+//! use diesel_occ::retry::RetryPolicy;
 //!
 //! # fn main() -> Result<(), diesel_occ::Error> {
 //! # let (url, _keep) = shared_database("multi_host_module_doc");
@@ -43,7 +44,7 @@
 //! let policy = RetryPolicy::new();
 //!
 //! for _ in 0..3 {
-//!     retry::retry(&nodes, &policy, |conn, attempt| {
+//!     blocking::retry(&nodes, &policy, |conn, attempt| {
 //!         let mut stock: Stock = attempt.find(conn, 1)?;
 //!         stock.available -= 1;
 //!         stock.save_checked(conn)?;
@@ -68,7 +69,8 @@
 //! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 //! use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 //! use diesel_occ::asynchronous::prelude::*;
-//! use diesel_occ::asynchronous::{self, RetryPolicy};
+//! use diesel_occ::asynchronous;
+//! use diesel_occ::retry::RetryPolicy;
 //! use diesel_occ::multi_host::{MultiHost, UrlSource};
 //!
 //! type Conn = SyncConnectionWrapper<SqliteConnection>; // AsyncMysqlConnection on Galera
@@ -95,15 +97,16 @@
 //! save still cannot lose an update, because the token check runs where the write
 //! runs; the stale attempt meets a conflict and the retry re-reads. For a
 //! primary with read-only standbys, see
-//! [`retry_with_standby`](crate::retry::retry_with_standby).
+//! [`retry_with_standby`](crate::blocking::retry_with_standby).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::blocking::ConnectionSource;
 use crate::error::{PoolError, PoolErrorKind};
-use crate::retry::{ConnectionSource, OwnedConnection};
+use crate::retry::OwnedConnection;
 
 #[cfg(feature = "async")]
 mod asynchronous;

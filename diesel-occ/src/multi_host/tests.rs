@@ -9,9 +9,10 @@ use diesel::sqlite::SqliteConnection;
 
 use super::{MultiHost, NodeStats, UrlSource};
 use crate::blocking::CheckedDsl;
+use crate::blocking::{AttemptDsl, ConnectionSource, retry};
 use crate::error::{Error, PoolError, PoolErrorKind};
-use crate::retry::test_support::{Stock, TestDb, interfere};
-use crate::retry::{AttemptDsl, ConnectionSource, OwnedConnection, RetryPolicy, retry};
+use crate::retry::{OwnedConnection, RetryPolicy};
+use crate::test_support::{Stock, TestDb, interfere};
 
 /// A node that can be taken down: when down, its checkouts fail with `kind`.
 struct Flaky {
@@ -294,8 +295,8 @@ mod asynchronous {
     use crate::asynchronous::{self as occ_async, AsyncConnectionSource};
     use crate::error::{PoolError, PoolErrorKind};
     use crate::multi_host::{MultiHost, UrlSource};
-    use crate::retry::test_support::{Stock, TestDb, interfere};
     use crate::retry::{OwnedConnection, RetryPolicy};
+    use crate::test_support::{Stock, TestDb, interfere};
 
     type AsyncSqlite = SyncConnectionWrapper<SqliteConnection>;
 

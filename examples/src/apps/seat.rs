@@ -10,7 +10,7 @@
 //!    guard: even a writer that skips the token check (see [`book_unchecked`]) cannot
 //!    give one seat to two buyers.
 //!
-//! [`book`] runs read, decide and book inside [`retry::retry`]: a buyer whose save met a
+//! [`book`] runs read, decide and book inside [`blocking::retry`]: a buyer whose save met a
 //! conflict gets a fresh connection from the pool, re-reads and decides again, a bounded
 //! number of times. With the seat gone it gets a clear [`Booking::SoldOut`], a decision
 //! that ends the loop, never a retry storm.
@@ -21,8 +21,9 @@ use std::fmt;
 
 use diesel::prelude::*;
 use diesel_occ::Error as OccError;
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, Attempt, RetryPolicy};
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
 pub use self::rush::{Protocol, RushReport, rush, walkthrough};
 use super::{Conn, Pool};
@@ -160,7 +161,7 @@ pub fn load(conn: &mut Conn, concert_id: i32) -> Result<Concert, BookingError> {
     })
 }
 
-/// Books a seat for `buyer`: read, decide, save, with [`retry::retry`] running it again
+/// Books a seat for `buyer`: read, decide, save, with [`blocking::retry`] running it again
 /// on a conflict, at most `policy`'s attempts. Every attempt checks a connection out of
 /// the pool and reads the concert afresh; `after_read` runs between the read and the
 /// save (the [`rush`] lines its buyers up there).
@@ -171,7 +172,7 @@ pub fn book(
     buyer: &str,
     after_read: impl Fn(&Attempt),
 ) -> Result<Booking, BookingError> {
-    let booked = retry::retry(pool, policy, |conn, attempt| {
+    let booked = blocking::retry(pool, policy, |conn, attempt| {
         let mut concert: Concert = attempt.find(conn, concert_id)?;
         after_read(&attempt);
         if concert.available == 0 {

@@ -55,16 +55,17 @@ impl Attempt {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use diesel_occ::retry::{self, RetryPolicy};
+    /// use diesel_occ::blocking;
+    /// use diesel_occ::retry::RetryPolicy;
     /// # use diesel::prelude::*;
     ///
     /// # fn main() -> Result<(), diesel_occ::Error> {
     /// let source = || SqliteConnection::establish(":memory:");
     /// let policy = RetryPolicy::new().deadline(Duration::from_secs(2));
-    /// let left = retry::retry(&source, &policy, |_conn, attempt| Ok(attempt.remaining()))?;
+    /// let left = blocking::retry(&source, &policy, |_conn, attempt| Ok(attempt.remaining()))?;
     /// assert!(left.is_some_and(|left| left <= Duration::from_secs(2)));
     ///
-    /// let unbounded = retry::retry(&source, &RetryPolicy::new(), |_conn, attempt| Ok(attempt.remaining()))?;
+    /// let unbounded = blocking::retry(&source, &RetryPolicy::new(), |_conn, attempt| Ok(attempt.remaining()))?;
     /// assert_eq!(unbounded, None);
     /// # Ok(())
     /// # }
@@ -84,7 +85,7 @@ impl Attempt {
     /// opened with the backend's [`BEGIN_LOCKED`](crate::backend::LockingBackend::BEGIN_LOCKED)
     /// (`BEGIN IMMEDIATE` on SQLite), committed when the closure returns `Ok` and rolled
     /// back when it returns `Err`. The closure should then read with `AttemptDsl::find`
-    /// ([`retry::AttemptDsl`](crate::retry::AttemptDsl) or its async twin),
+    /// ([`blocking::AttemptDsl`](crate::blocking::AttemptDsl) or its async twin),
     /// which adds `FOR UPDATE` on PostgreSQL and MySQL, so that no other writer can
     /// change the row between the read and the save.
     ///

@@ -124,7 +124,7 @@ impl RetryPolicy {
     ///
     /// How each backend bounds the lock wait is in [`backend`](crate::backend); a
     /// source of your own bounds its checkout by implementing
-    /// `checkout_within` ([`ConnectionSource`](crate::retry::ConnectionSource)).
+    /// `checkout_within` ([`ConnectionSource`](crate::blocking::ConnectionSource)).
     pub fn deadline(mut self, budget: Duration) -> Self {
         self.deadline = Some(budget);
         self

@@ -21,7 +21,7 @@
 //! type and compiled for each backend by `postgres.rs`, `mysql.rs` and `sqlite.rs`):
 //!
 //! - `retried`: the example apps' mix (`workload/retried/`): checked updates and
-//!   deletes through `retry::retry` (escalated after 3 conflicts), client-token
+//!   deletes through `blocking::retry` (escalated after 3 conflicts), client-token
 //!   edits with hostile tokens, inserts, work-item claims with fencing tokens, seat
 //!   bookings. Its check (`check.rs`) rebuilds each row's chain of tokens. Its twin
 //!   writes without the token predicate, plus two writers that both write one row
@@ -32,8 +32,8 @@
 //!   `force_increment`, `soft_delete_checked`, `transaction` (rollbacks and caught
 //!   panics, then the same entities again), `bypass_guard` (hand-written writes under
 //!   the guard's trigger), `timestamp_now` (a writer that sets a timestamp token to
-//!   the database's clock, on the `stamped` table), `combiner` (`retry::Combiner`),
-//!   `retry_escalated` (`retry::retry`, escalated from the first attempt or after one
+//!   the database's clock, on the `stamped` table), `combiner` (`blocking::Combiner`),
+//!   `retry_escalated` (`blocking::retry`, escalated from the first attempt or after one
 //!   conflict), `retry_with_standby` (reads from a standby: a second connection to the
 //!   database here, the streaming standby on `--backend pg-replicas`),
 //!   and the async flavour of every one of them that has an async API

@@ -18,7 +18,11 @@ use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, pol
 use crate::pools::{Counting, impatient, warm_pool};
 
 /// The counter's increment as a retry attempt, stopping at `cut`'s stage.
-async fn increment(conn: &mut Conn, attempt: &occ::Attempt, cut: &Cut) -> Result<Counter, Error> {
+async fn increment(
+    conn: &mut Conn,
+    attempt: &diesel_occ::retry::Attempt,
+    cut: &Cut,
+) -> Result<Counter, Error> {
     if !attempt.is_first() {
         // Only when the hour's backoff drew next to nothing: still between the attempts.
         cut.stop_at(Stage::Backoff).await;

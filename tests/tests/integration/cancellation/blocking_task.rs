@@ -26,7 +26,7 @@ use crate::pools::{Counting, impatient, warm_pool};
 /// future's drop begins.
 fn increment(
     conn: &mut SqliteConnection,
-    attempt: &occ::Attempt,
+    attempt: &diesel_occ::retry::Attempt,
     cut: &Cut,
 ) -> Result<Counter, diesel_occ::Error> {
     let mut row: Counter = attempt.find(conn, 1)?;

@@ -20,7 +20,8 @@ use diesel_async::{
     AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, SimpleAsyncConnection,
     TransactionManager,
 };
-use diesel_occ::asynchronous::{BlockInPlace, RetryPolicy};
+use diesel_occ::asynchronous::BlockInPlace;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::AsyncTestConnection;
 
 /// Where an operation's future is dropped.

@@ -10,7 +10,8 @@ use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{Error, UuidToken};
-use diesel_occ::asynchronous::{Combiner, RetryPolicy};
+use diesel_occ::asynchronous::Combiner;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::{AsyncTestDb, wait, wait_until_async};
 use tokio::task::JoinHandle;
 

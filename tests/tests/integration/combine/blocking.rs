@@ -9,7 +9,8 @@ use std::thread::{self, ScopedJoinHandle};
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ::{Error, UuidToken};
-use diesel_occ::retry::{Combiner, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::blocking::Combiner;
 use diesel_occ_tests::{TestDb, wait, wait_until};
 
 use super::{Conn, schema};

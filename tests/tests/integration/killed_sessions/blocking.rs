@@ -8,8 +8,8 @@ use std::thread;
 
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel_occ::Error;
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry;
 use diesel_occ_tests::TestDb;
 
 use super::Conn;
@@ -73,7 +73,7 @@ fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
     let source = connector(&db);
     let runs = Cell::new(0);
     let result: Result<(), Error> = with_killer(&db, |killer| {
-        retry::retry(&source, &quick(), |conn, attempt| {
+        blocking::retry(&source, &quick(), |conn, attempt| {
             runs.set(runs.get() + 1);
             let mut counter: Counter = attempt.find(conn, 1)?;
             killer.kill(conn.session_id());
@@ -86,7 +86,7 @@ fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
     assert_eq!(runs.get(), 1);
     assert_eq!(row(&db), (10, 1), "nothing was written");
 
-    let saved = retry::retry(&source, &quick(), |conn, attempt| {
+    let saved = blocking::retry(&source, &quick(), |conn, attempt| {
         let mut counter: Counter = attempt.find(conn, 1)?;
         counter.value += 1;
         counter.save_checked(conn)?;
@@ -108,7 +108,7 @@ fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
     let policy = quick().escalate_after(0);
     let runs = Cell::new(0);
     let result: Result<(), Error> = with_killer(&db, |killer| {
-        retry::retry(&source, &policy, |conn, attempt| {
+        blocking::retry(&source, &policy, |conn, attempt| {
             runs.set(runs.get() + 1);
             assert!(attempt.is_escalated());
             let mut counter: Counter = attempt.find(conn, 1)?;
@@ -134,7 +134,7 @@ fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {
     seed(&db);
     let source = connector(&db);
     let result: Result<(), Error> = with_killer(&db, |killer| {
-        retry::retry(&source, &quick(), |conn, attempt| {
+        blocking::retry(&source, &quick(), |conn, attempt| {
             let mut counter: Counter = attempt.find(conn, 1)?;
             counter.value += 1;
             counter.save_checked(conn)?;
@@ -163,7 +163,7 @@ fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds()
         .expect("pool");
     let sessions = std::cell::RefCell::new(Vec::new());
     let saved = with_killer(&db, |killer| {
-        retry::retry(&pool, &quick(), |conn, attempt| {
+        blocking::retry(&pool, &quick(), |conn, attempt| {
             let id = conn.session_id();
             sessions.borrow_mut().push(id);
             let mut counter: Counter = attempt.find(conn, 1)?;
@@ -210,7 +210,7 @@ fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     seed(&db);
     let pool = untested_pool(&db);
     let increment = || {
-        retry::retry(&pool, &quick(), |conn, attempt| {
+        blocking::retry(&pool, &quick(), |conn, attempt| {
             let id = conn.try_session_id()?;
             let mut counter: Counter = attempt.find(conn, 1)?;
             counter.value += 1;
@@ -244,7 +244,7 @@ fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
     let standby = untested_pool(&db);
     let sessions = std::cell::RefCell::new(Vec::new());
     let outcome = with_killer(&db, |killer| {
-        retry::retry_with_standby(&primary, &standby, &quick(), |conns, attempt| {
+        blocking::retry_with_standby(&primary, &standby, &quick(), |conns, attempt| {
             let mut counter: Counter = attempt.find(conns.read()?, 1)?;
             let conn = conns.write()?;
             let id = conn.try_session_id()?;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+use diesel_occ::asynchronous as occ;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::AsyncTestDb;
 use tokio::sync::Mutex;
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::blocking;
 use diesel_occ::{Error, UuidToken};
 
 use super::super::{LABEL, VALUE, assert_no_leak};
@@ -105,7 +106,7 @@ fn conflicts_and_exhausted_retries_show_key_and_tokens_only() {
         .max_attempts(2)
         .backoff(Duration::ZERO, Duration::ZERO);
     let source = || Conn::establish(db.url());
-    let result: Result<(), Error> = retry::retry(&source, &policy, |conn, attempt| {
+    let result: Result<(), Error> = blocking::retry(&source, &policy, |conn, attempt| {
         let mut mine: Counter = attempt.find(conn, 1)?;
         let mut theirs = mine.clone();
         theirs.label = Some(format!("{LABEL}-{}", attempt.number()));

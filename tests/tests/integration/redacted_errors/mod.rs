@@ -7,7 +7,8 @@ use std::error::Error as StdError;
 use std::time::Duration;
 
 use diesel::r2d2::{ConnectionManager, Pool};
-use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::blocking;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolErrorKind, UuidToken, VersionToken};
 
 /// The password in the URLs below.
@@ -58,11 +59,11 @@ fn policy() -> RetryPolicy {
 /// pool to `url` (which carries a password) where connecting fails; returns the errors.
 fn failed_connects<C>(url: &str) -> Vec<Error>
 where
-    C: diesel::r2d2::R2D2Connection + diesel_occ::backend::LockingConnection + 'static,
+    C: diesel::r2d2::R2D2Connection + diesel_occ::blocking::LockingConnection + 'static,
 {
     let mut errors = Vec::new();
     let source = || C::establish(url);
-    let result: Result<(), Error> = retry::retry(&source, &policy(), |_, _| Ok(()));
+    let result: Result<(), Error> = blocking::retry(&source, &policy(), |_, _| Ok(()));
     let error = result.expect_err("the connect fails");
     assert!(
         matches!(&error, Error::Pool(e) if e.kind() == PoolErrorKind::Connect),
@@ -74,7 +75,7 @@ where
         .max_size(1)
         .connection_timeout(Duration::from_millis(300))
         .build_unchecked(ConnectionManager::<C>::new(url));
-    let result: Result<(), Error> = retry::retry(&pool, &policy(), |_, _| Ok(()));
+    let result: Result<(), Error> = blocking::retry(&pool, &policy(), |_, _| Ok(()));
     let error = result.expect_err("the pool cannot connect");
     assert!(
         matches!(&error, Error::Pool(e) if e.kind() == PoolErrorKind::Timeout),

@@ -15,7 +15,8 @@ use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self as occ, AsyncConnectionSource, RetryPolicy};
+use diesel_occ::asynchronous::{self as occ, AsyncConnectionSource};
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::AsyncTestDb;
 use tokio::sync::{Barrier, Mutex};
 

@@ -19,7 +19,9 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, ConnectionSource, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::blocking;
+use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::{Error, PoolError};
 use diesel_occ_tests::{TestConnection, TestDb};
 
@@ -116,7 +118,7 @@ where
     let mut other = db.conn();
     let seen = Mutex::new(Vec::new());
     let mut last = 0;
-    let result: Result<(), Error> = retry::retry(
+    let result: Result<(), Error> = blocking::retry(
         source,
         &RetryPolicy::new()
             .max_attempts(attempts)
@@ -227,7 +229,7 @@ fn a_domain_outcome_ends_after_one_attempt_and_the_deadline_stops_a_perpetual_co
         pool: &pool,
         checkouts: AtomicU32::new(0),
     };
-    let outcome = retry::retry(&source, &RetryPolicy::new(), |conn, attempt| {
+    let outcome = blocking::retry(&source, &RetryPolicy::new(), |conn, attempt| {
         let row: Counter = attempt.find(conn, 1)?;
         Ok(if row.value < 5 {
             Err(SoldOut)
@@ -247,7 +249,7 @@ fn a_domain_outcome_ends_after_one_attempt_and_the_deadline_stops_a_perpetual_co
         .deadline(budget);
     let started = Instant::now();
     let mut attempts = 0;
-    let result: Result<(), Error> = retry::retry(&pool, &policy, |conn, attempt| {
+    let result: Result<(), Error> = blocking::retry(&pool, &policy, |conn, attempt| {
         attempts = attempt.number();
         let mut row: Counter = attempt.find(conn, 1)?;
         bump(&mut other);
@@ -282,7 +284,7 @@ fn eight_threads_times_250_increments(db: &TestDb<Conn>, policy: &RetryPolicy) -
                 scope.spawn(|| {
                     let mut attempts = 0;
                     for _ in 0..250 {
-                        let n = retry::retry(&pool, policy, |conn, attempt| {
+                        let n = blocking::retry(&pool, policy, |conn, attempt| {
                             let mut row: Counter = attempt.find(conn, 1)?;
                             row.increment();
                             row.save_checked(conn)?;
@@ -370,7 +372,7 @@ fn values(db: &TestDb<Conn>) -> (i32, i32) {
 fn make_hot(db: &TestDb<Conn>, policy: &RetryPolicy, id: i32) {
     let pool = pool(db, 1);
     let mut other = db.conn();
-    let _ = retry::retry(&pool, &policy.clone().max_attempts(1), |conn, attempt| {
+    let _ = blocking::retry(&pool, &policy.clone().max_attempts(1), |conn, attempt| {
         let mut row: Counter = attempt.find(conn, id)?;
         let mut theirs = Counter::find(&mut other, id)?;
         theirs.increment();
@@ -410,7 +412,7 @@ fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
     ];
     for (kind, policy, own) in cases {
         let before = values(&db);
-        let result: Result<(), Error> = retry::retry(&pool, &policy, |conn, attempt| {
+        let result: Result<(), Error> = blocking::retry(&pool, &policy, |conn, attempt| {
             let change = |conn: &mut Conn| -> Result<(), Error> {
                 // The cold row first, then the hot one, whose write fails.
                 let mut cold: Counter = attempt.find(conn, 2)?;
@@ -475,7 +477,7 @@ fn the_helper_never_ends_the_callers_transaction() {
         ("escalated", RetryPolicy::new().escalate_after(0)),
     ];
     for (kind, policy) in cases {
-        let value = retry::retry(&held, &policy, |conn, attempt| {
+        let value = blocking::retry(&held, &policy, |conn, attempt| {
             let mut row: Counter = attempt.find(conn, 2)?;
             row.increment();
             row.save_checked(conn)?;
@@ -514,7 +516,7 @@ fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     let pool = pool(&db, 2);
     let mut other = db.conn();
     // A batch that another writer overtakes counts as a conflict.
-    let escalated = retry::retry(
+    let escalated = blocking::retry(
         &pool,
         &RetryPolicy::new().max_attempts(3).escalate_after(1),
         |conn, attempt| {
@@ -535,7 +537,7 @@ fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     let hour = Duration::from_secs(3600);
     let started = Instant::now();
     let mut attempts = 0;
-    let result: Result<(), Error> = retry::retry(
+    let result: Result<(), Error> = blocking::retry(
         &pool,
         &RetryPolicy::new().backoff(hour, hour).escalate_after(1),
         |conn, attempt| {

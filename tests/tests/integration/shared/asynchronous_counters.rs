@@ -10,8 +10,8 @@ use std::time::Duration;
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
-use diesel_occ::asynchronous::RetryPolicy;
 use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
 
 use super::{AsyncConn as Conn, schema};

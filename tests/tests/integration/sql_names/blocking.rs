@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, HotRows, RetryPolicy};
+use diesel_occ::retry::{HotRows, RetryPolicy};
+use diesel_occ::blocking;
 use diesel_occ::schema_check::SchemaCheck;
 use diesel_occ_tests::TestConnection;
 
@@ -45,7 +46,7 @@ fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
         .escalate_hot_rows_with(&memory, 1, Duration::from_secs(3600));
     let source = || Ok::<_, diesel::ConnectionError>(db.conn());
     let mut other = db.conn();
-    let _ = retry::retry(&source, &policy, |conn, attempt| {
+    let _ = blocking::retry(&source, &policy, |conn, attempt| {
         let mut row: NamedItem = attempt.find(conn, 1)?;
         let mut theirs = NamedItem::find(&mut other, 1)?;
         theirs.save_checked(&mut other)?;

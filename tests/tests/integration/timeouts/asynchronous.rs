@@ -10,7 +10,8 @@ use diesel::connection::SimpleConnection;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self, RetryPolicy};
+use diesel_occ::asynchronous;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolErrorKind, TransientKind};
 use diesel_occ_tests::TestDb;
 

@@ -17,6 +17,7 @@ use diesel::connection::SimpleConnection;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel_occ::prelude::*;
 use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::blocking;
 use diesel_occ::{Error, PoolErrorKind, TransientKind};
 use diesel_occ_tests::TestDb;
 
@@ -80,7 +81,7 @@ fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
         drop,
         || {
             let started = Instant::now();
-            let result = retry::retry(&pool, &policy, increment);
+            let result = blocking::retry(&pool, &policy, increment);
             (result, started.elapsed())
         },
     );
@@ -112,7 +113,7 @@ fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
         |mut holder| holder.batch_execute("ROLLBACK").expect("release the lock"),
         || {
             let started = Instant::now();
-            let result = retry::retry(&pool, &policy, increment);
+            let result = blocking::retry(&pool, &policy, increment);
             (result, started.elapsed())
         },
     );
@@ -129,7 +130,7 @@ fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
     assert!(elapsed < BOUND, "took {elapsed:?}");
     assert_eq!(row(&db), (10, 1), "nothing was written");
 
-    let saved = retry::retry(&pool, &policy, increment).expect("the lock is free");
+    let saved = blocking::retry(&pool, &policy, increment).expect("the lock is free");
     assert_eq!(saved, 2);
     assert_eq!(row(&db), (11, 2));
 }
@@ -147,7 +148,7 @@ fn timed_out_write(
     let source = connector(db);
     let runs = Cell::new(0);
     let policy = quick().max_attempts(attempts);
-    let result = retry::retry(&source, &policy, |conn, attempt| {
+    let result = blocking::retry(&source, &policy, |conn, attempt| {
         runs.set(runs.get() + 1);
         conn.batch_execute(timeout)?;
         let mut counter: Counter = attempt.find(conn, 1)?;
@@ -216,7 +217,7 @@ fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
     let policy = quick().deadline(deadline);
     let started = Instant::now();
     let runs = Cell::new(0);
-    let result: Result<(), Error> = retry::retry(&pool, &policy, |_conn, _attempt| {
+    let result: Result<(), Error> = blocking::retry(&pool, &policy, |_conn, _attempt| {
         runs.set(runs.get() + 1);
         Ok(())
     });

@@ -53,8 +53,9 @@ counter!(lite, diesel_occ_tests::schema::sqlite);
 #[test]
 fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel::r2d2::{ConnectionManager, Pool};
+    use diesel_occ::blocking;
     use diesel_occ::prelude::*;
-    use diesel_occ::retry::{self, RetryPolicy};
+    use diesel_occ::retry::RetryPolicy;
     use pg::Counter;
 
     let db = sync_db!(diesel::PgConnection);
@@ -83,7 +84,7 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
         let policy = RetryPolicy::new()
             .backoff(Duration::ZERO, Duration::ZERO)
             .escalate_after(0);
-        let result = retry::retry(&pool, &policy, |conn, attempt| {
+        let result = blocking::retry(&pool, &policy, |conn, attempt| {
             conn.batch_execute("SET LOCAL deadlock_timeout = '100ms'")?;
             if attempt.number() == 2 {
                 other_done.recv().unwrap();
@@ -136,8 +137,9 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
 /// and the second attempt reads the new row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use diesel_occ::retry::RetryPolicy;
     use pg::Counter;
 
     let db = async_db!(diesel_async::AsyncPgConnection);
@@ -187,8 +189,9 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
 async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel_async::pooled_connection::AsyncDieselConnectionManager;
     use diesel_async::pooled_connection::deadpool::Pool;
+    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use diesel_occ::retry::RetryPolicy;
     use my::Counter;
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
@@ -263,8 +266,9 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
 /// MariaDB, async: a lock wait timeout in the first attempt is retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mysql_async_a_lock_wait_timeout_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use diesel_occ::retry::RetryPolicy;
     use my::Counter;
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
@@ -303,8 +307,9 @@ async fn mysql_async_a_lock_wait_timeout_is_retried_and_succeeds() {
 /// SQLite, async: a busy database in the first attempt is retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_async_busy_is_retried_and_succeeds() {
+    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::asynchronous::{self as occ, RetryPolicy};
+    use diesel_occ::retry::RetryPolicy;
     use lite::Counter;
 
     let db = async_db!(AsyncSqlite);

@@ -1,4 +1,4 @@
-//! `retry::Combiner`: concurrent `+1`s to one row applied as groups, each group read
+//! `blocking::Combiner`: concurrent `+1`s to one row applied as groups, each group read
 //! and saved once with its token check, a new connection per attempt. A group whose
 //! save or COMMIT may have reached the server before its connection died must not be
 //! run again: the check finds a row that took a change twice.
@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use diesel_occ::Error;
-use diesel_occ::retry::{Combiner as RowCombiner, RetryPolicy};
+use diesel_occ::blocking::Combiner as RowCombiner;
+use diesel_occ::retry::RetryPolicy;
 
 use super::counter;
 use super::runner::{Ctx, Outcome, Path};

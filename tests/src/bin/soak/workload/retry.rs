@@ -1,9 +1,9 @@
 //! The retry helpers on the `counters` table, each attempt a new connection:
 //!
-//! - `retry_escalated`: `retry::retry` whose attempts are escalated (a locking
+//! - `retry_escalated`: `blocking::retry` whose attempts are escalated (a locking
 //!   transaction, reads `SELECT ... FOR UPDATE`) from the first for half the
 //!   operations and after one conflict for the others.
-//! - `retry_with_standby`: `retry::retry_with_standby`, reads from the standby until an
+//! - `retry_with_standby`: `blocking::retry_with_standby`, reads from the standby until an
 //!   attempt conflicts, saves on the primary. On `--backend pg-replicas` the standby is
 //!   the pair's streaming standby, whose reads lag; elsewhere a second source on the
 //!   same database.
@@ -14,8 +14,8 @@
 use std::cell::Cell;
 
 use diesel_occ::Error;
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry;
 
 use super::combiner::{policy, settle};
 use super::counter::{self, Counter, blind_save};
@@ -50,7 +50,7 @@ fn outcome(result: Result<(), Error>, last: Option<Write>) -> Outcome {
     }
 }
 
-/// `retry::retry`, escalated.
+/// `blocking::retry`, escalated.
 pub(super) struct Escalated;
 
 impl Path for Escalated {
@@ -66,7 +66,7 @@ impl Path for Escalated {
         let source = || connect(ctx.url);
         let last = Cell::new(None);
         let policy = policy().escalate_after(after);
-        let result = retry::retry(&source, &policy, |conn, attempt| {
+        let result = blocking::retry(&source, &policy, |conn, attempt| {
             let row = if attempt.is_first() {
                 read.clone()
             } else {
@@ -79,7 +79,7 @@ impl Path for Escalated {
     }
 }
 
-/// `retry::retry_with_standby`.
+/// `blocking::retry_with_standby`.
 pub(super) struct WithStandby;
 
 impl Path for WithStandby {
@@ -101,15 +101,16 @@ impl Path for WithStandby {
         let primary = || connect(ctx.url);
         let standby = || connect(ctx.standby_url);
         let last = Cell::new(None);
-        let result = retry::retry_with_standby(&primary, &standby, &policy(), |conns, attempt| {
-            let row = if attempt.is_first() {
-                read.clone()
-            } else {
-                bump(&ctx.counters.retries);
-                attempt.find(conns.read()?, read.id)?
-            };
-            save(conns.write()?, row, &last, ctx.sabotage)
-        });
+        let result =
+            blocking::retry_with_standby(&primary, &standby, &policy(), |conns, attempt| {
+                let row = if attempt.is_first() {
+                    read.clone()
+                } else {
+                    bump(&ctx.counters.retries);
+                    attempt.find(conns.read()?, read.id)?
+                };
+                save(conns.write()?, row, &last, ctx.sabotage)
+            });
         outcome(result, last.take())
     }
 }

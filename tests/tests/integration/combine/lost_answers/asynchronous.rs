@@ -9,7 +9,8 @@ use diesel::{Insertable, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{Combiner, RetryPolicy};
+use diesel_occ::asynchronous::Combiner;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::{AsyncTestDb, Relay, wait, wait_until_async};
 
 use super::{AsyncConn as Conn, schema};

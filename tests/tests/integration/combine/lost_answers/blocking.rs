@@ -8,7 +8,8 @@ use std::thread;
 use diesel::prelude::*;
 use diesel_occ::Error;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{Combiner, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::blocking::Combiner;
 use diesel_occ_tests::{Relay, TestDb, wait, wait_until};
 
 use super::{Conn, schema};

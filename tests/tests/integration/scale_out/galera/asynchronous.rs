@@ -17,9 +17,10 @@ use diesel_async::{
     AsyncConnection, AsyncMysqlConnection as Conn, RunQueryDsl, SimpleAsyncConnection,
 };
 use diesel_occ::Error;
+use diesel_occ::asynchronous as occ;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::asynchronous::{self as occ, Attempt};
 use diesel_occ::multi_host::{MultiHost, UrlSource};
+use diesel_occ::retry::Attempt;
 use diesel_occ::testing::Race;
 use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb, connect_async};

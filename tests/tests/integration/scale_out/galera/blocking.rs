@@ -15,6 +15,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sql_types::Text;
 use diesel_occ::Error;
+use diesel_occ::blocking;
 use diesel_occ::multi_host::{MultiHost, UrlSource};
 use diesel_occ::prelude::*;
 use diesel_occ::retry;
@@ -229,7 +230,7 @@ fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
             scope.spawn(|| {
                 start.wait();
                 for _ in 0..INCREMENTS {
-                    retry::retry(&nodes, &policy, |conn, attempt| {
+                    blocking::retry(&nodes, &policy, |conn, attempt| {
                         let result = increment(conn, attempt);
                         counts.record(&result);
                         result
@@ -358,7 +359,7 @@ fn a_node_killed_under_load_loses_no_acknowledged_increment() {
                         break;
                     }
                     let op = i64::try_from(worker * 1_000_000 + i).unwrap();
-                    let result = retry::retry(nodes, policy, |conn, attempt| {
+                    let result = blocking::retry(nodes, policy, |conn, attempt| {
                         let result = conn.transaction::<_, Error, _>(|conn| {
                             increment(conn, attempt)?;
                             diesel::insert_into(increment_log::table)

@@ -6,8 +6,9 @@ use std::thread;
 use diesel::pg::PgConnection as Conn;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, Pool};
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::schema::pg as schema;
 use diesel_occ_tests::{Access, PgReplicasDb};
 
@@ -87,7 +88,7 @@ fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempt
                         first_read_version: 0,
                         first_conflicted: false,
                     };
-                    retry::retry_with_standby(&primary, &standby, &policy, |conns, attempt| {
+                    blocking::retry_with_standby(&primary, &standby, &policy, |conns, attempt| {
                         increment.attempts = attempt.number();
                         let from_standby = !conns.reads_from_primary();
                         let read = conns
@@ -118,7 +119,7 @@ fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempt
     check_increments(&increments.into_inner().unwrap(), 1);
 
     // The control: reading from the stale standby on every attempt never succeeds.
-    let control = retry::retry(&primary, &RetryPolicy::new().max_attempts(5), |conn, _| {
+    let control = blocking::retry(&primary, &RetryPolicy::new().max_attempts(5), |conn, _| {
         let mut stale: Counter = Counter::find(&mut *standby.get().expect("standby"), 1)?;
         stale.value += 1;
         stale.save_checked(conn)

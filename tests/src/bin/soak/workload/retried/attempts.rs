@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use diesel::prelude::*;
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{self, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error as OccError, UuidToken, VersionToken};
 
 use super::examples::inventory::Stock;
@@ -96,7 +97,7 @@ pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
     let attempts = Cell::new(0);
     // The write this attempt may have made, until its outcome is known.
     let pending = Cell::new(None::<Unknown>);
-    let result = retry::retry(&*shared.nodes, &policy(), |conn, attempt| {
+    let result = blocking::retry(&*shared.nodes, &policy(), |conn, attempt| {
         attempts.set(attempt.number());
         pending.set(None);
         let mut stock: Stock = attempt.find(conn, sku.to_owned())?;
@@ -146,7 +147,7 @@ pub(super) fn update(shared: &Shared<'_>, sku: &str, delta: i32) -> Step {
 pub(super) fn delete(shared: &Shared<'_>, sku: &str) -> Step {
     let attempts = Cell::new(0);
     let pending = Cell::new(None::<UuidToken>);
-    let result = retry::retry(&*shared.nodes, &policy(), |conn, attempt| {
+    let result = blocking::retry(&*shared.nodes, &policy(), |conn, attempt| {
         attempts.set(attempt.number());
         pending.set(None);
         let stock: Stock = attempt.find(conn, sku.to_owned())?;

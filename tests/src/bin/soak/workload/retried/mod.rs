@@ -23,8 +23,8 @@ use std::thread;
 use std::time::Instant;
 
 use diesel::prelude::*;
+use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::multi_host::MultiHost;
-use diesel_occ::retry::ConnectionSource;
 use diesel_occ_examples::schema::inventory as inventory_table;
 use diesel_occ_tests::{TestConnection, TestDb};
 

@@ -207,7 +207,7 @@ impl CountingSource {
     }
 }
 
-impl super::ConnectionSource for CountingSource {
+impl crate::blocking::ConnectionSource for CountingSource {
     type Connection = SqliteConnection;
     type Pooled<'a> = Counted<SqliteConnection>;
 

@@ -7,9 +7,10 @@ use diesel::connection::TransactionManager;
 use diesel::prelude::*;
 
 use crate::blocking::CheckedDsl;
+use crate::blocking::{AttemptDsl, retry_with_standby};
 use crate::error::Error;
-use crate::retry::test_support::{CountingSource, Stock, TestDb, interfere, stock};
-use crate::retry::{AttemptDsl, RetryPolicy, retry_with_standby};
+use crate::retry::RetryPolicy;
+use crate::test_support::{CountingSource, Stock, TestDb, interfere, stock};
 
 fn quick() -> RetryPolicy {
     RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO)
@@ -209,7 +210,7 @@ mod asynchronous {
     use super::{lagging_pair, quick, row};
     use crate::asynchronous::prelude::*;
     use crate::asynchronous::{AsyncConnectionSource, retry_with_standby};
-    use crate::retry::test_support::{Counted, Counters, Stock, TestDb};
+    use crate::test_support::{Counted, Counters, Stock, TestDb};
 
     type Conn = SyncConnectionWrapper<SqliteConnection>;
 

@@ -21,10 +21,13 @@ use self::queue::State;
 pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 #[cfg(not(feature = "async"))]
 use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
-use super::{AttemptDsl, ConnectionSource, RetryPolicy, retry, transaction_depth};
-use crate::backend::{LockedRead, LockingConnection};
+use super::retry::transaction_depth;
+use super::{AttemptDsl, ConnectionSource, retry};
+use crate::backend::LockedRead;
 use crate::blocking::CheckedDsl;
+use crate::blocking::LockingConnection;
 use crate::error::Error;
+use crate::retry::{Attempt, RetryPolicy};
 use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::versioned::Versioned;
 
@@ -71,7 +74,8 @@ use crate::versioned::Versioned;
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use std::sync::Arc;
-/// use diesel_occ::retry::{Combiner, RetryPolicy};
+/// use diesel_occ::blocking::Combiner;
+/// use diesel_occ::retry::RetryPolicy;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct SoldOut;
@@ -171,7 +175,7 @@ impl<T: Versioned> Combiner<T> {
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
-    /// use diesel_occ::retry::Combiner;
+    /// use diesel_occ::blocking::Combiner;
     ///
     /// # fn main() {
     /// let stock = Combiner::<Stock>::new();
@@ -205,7 +209,7 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
-/// use diesel_occ::retry::Combinable;
+/// use diesel_occ::blocking::Combinable;
 ///
 /// fn combinable<T: Combinable<SqliteConnection>>() {}
 ///
@@ -217,7 +221,7 @@ impl<T: Versioned> fmt::Debug for Combiner<T> {
 pub trait Combinable<Conn: Connection>: Versioned + Clone + PartialEq + Send {
     /// Reads the row for an attempt of a group.
     #[doc(hidden)]
-    fn read(conn: &mut Conn, attempt: &super::Attempt, key: Self::Key) -> Result<Self, Error>;
+    fn read(conn: &mut Conn, attempt: &Attempt, key: Self::Key) -> Result<Self, Error>;
 
     /// Saves the group's row with its token check.
     #[doc(hidden)]
@@ -236,7 +240,7 @@ where
     T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
-    fn read(conn: &mut Conn, attempt: &super::Attempt, key: T::Key) -> Result<T, Error> {
+    fn read(conn: &mut Conn, attempt: &Attempt, key: T::Key) -> Result<T, Error> {
         attempt.find(conn, key)
     }
 
@@ -358,7 +362,7 @@ where
 /// [`Error::OutcomeUnknown`].
 fn change_row<C, T, O>(
     conn: &mut C,
-    attempt: &super::Attempt,
+    attempt: &Attempt,
     key: T::Key,
     change: impl FnOnce(&mut T) -> O,
 ) -> Result<(O, bool), Error>
@@ -391,7 +395,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retry::test_support::{Stock, TestDb};
+    use crate::test_support::{Stock, TestDb};
 
     #[test]
     fn rows_nobody_writes_take_no_memory() {

@@ -3,12 +3,11 @@
 
 use std::fmt;
 
-use super::{
-    Attempt, ConnectionSource, RetryPolicy, begin_attempt_transaction, drive,
-    end_attempt_transaction, lost_session,
-};
-use crate::backend::LockingConnection;
+use super::ConnectionSource;
+use super::retry::{begin_attempt_transaction, drive, end_attempt_transaction};
+use crate::blocking::LockingConnection;
 use crate::error::Error;
+use crate::retry::{Attempt, RetryPolicy, lost_session};
 
 /// The connections of one attempt of [`retry_with_standby`]: [`read`](Self::read) for
 /// the reads, [`write`](Self::write) for the checked saves. Each is checked out the
@@ -206,7 +205,8 @@ pub(crate) fn conflicted<T>(result: &Result<T, Error>) -> bool {
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
-/// use diesel_occ::retry::{self, RetryPolicy};
+/// use diesel_occ::blocking;
+/// use diesel_occ::retry::RetryPolicy;
 ///
 /// # fn main() -> Result<(), diesel_occ::Error> {
 /// # let (primary_url, _keep_primary) = shared_database("retry_with_standby_doc_primary");
@@ -216,7 +216,7 @@ pub(crate) fn conflicted<T>(result: &Result<T, Error>) -> bool {
 /// let primary = || SqliteConnection::establish(&primary_url); // or an r2d2 pool
 /// let standby = || SqliteConnection::establish(&standby_url);
 ///
-/// let (left, attempts) = retry::retry_with_standby(&primary, &standby, &RetryPolicy::new(), |conns, attempt| {
+/// let (left, attempts) = blocking::retry_with_standby(&primary, &standby, &RetryPolicy::new(), |conns, attempt| {
 ///     let found: Result<Stock, _> = attempt.find(conns.read()?, 1);
 ///     let mut stock: Stock = match found {
 ///         // Perhaps too young for the standby: ask the primary before giving up.

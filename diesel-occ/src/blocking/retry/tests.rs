@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 
-use super::test_support::{CountingSource, Stock, TestDb, interfere, stock};
 use super::{Attempt, AttemptDsl, RetryPolicy, retry};
 use crate::blocking::CheckedDsl;
 use crate::error::{Error, Operation, PoolErrorKind};
+use crate::test_support::{CountingSource, Stock, TestDb, interfere, stock};
 
 fn quick() -> RetryPolicy {
     RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO)
