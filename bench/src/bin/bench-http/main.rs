@@ -1,4 +1,4 @@
-//! `--http`: a load generator against the example HTTP service
+//! `bench-http`: a load generator against the example HTTP service
 //! (`examples/src/apps/http`) on PostgreSQL, comparing three ways of writing an article
 //! that a client holds the ETag of:
 //!
@@ -41,14 +41,88 @@ use diesel_occ_examples::etag::etag;
 use diesel_occ_examples::postgres as app;
 use diesel_occ_examples::schema::articles;
 
+use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
+use diesel_occ_bench::cli::{self, COMMON_USAGE, Common};
+use diesel_occ_bench::cpu::{Sample, Spent};
+use diesel_occ_bench::harness::{Limit, Stop};
+use diesel_occ_bench::stats::{listed, median, percentile, ratio, verdict};
+use diesel_occ_bench::summary::Summary;
+
 use self::service::{Counted, Service};
 use self::wire::Wire;
-use crate::backend::{Backend, ensure_database, server_version};
-use crate::cpu::{Sample, Spent};
-use crate::harness::{Limit, Stop, percentile};
-use crate::options::Args;
-use crate::report::Summary;
-use crate::rounds::ratio;
+
+const USAGE_HEAD: &str = "\
+usage: bench-http [options]
+  the HTTP load generator against the example service on PostgreSQL (--workers
+  clients): put-if-match, patch-load-save, put-unconditional; writes http.csv and
+  http-summary.txt
+  --url URL             PostgreSQL (also postgres=URL; default the local server,
+                        database occ_bench)
+  --articles LIST       articles the HTTP clients share (default: one per client, then 1);
+                        the paired rounds use the first";
+
+/// The command line.
+#[derive(Debug, Clone)]
+struct Args {
+    url: String,
+    common: Common,
+    /// `--articles`: how many articles the HTTP clients share, per setting.
+    articles: Vec<usize>,
+}
+
+impl Args {
+    /// Reads the process's command line; `Err((text, true))` asks for the help.
+    fn parse() -> Result<Args, (String, bool)> {
+        let usage = format!("{USAGE_HEAD}\n{COMMON_USAGE}");
+        let fail = |message: String| (format!("{message}\n{usage}"), false);
+        let mut args = Args {
+            url: Backend::Postgres.default_url(),
+            common: Common::default(),
+            articles: Vec::new(),
+        };
+        let mut parser = lexopt::Parser::from_env();
+        while let Some(arg) = parser.next().map_err(|e| fail(e.to_string()))? {
+            let flag = cli::flag(arg).map_err(fail)?;
+            if flag == "-h" || flag == "--help" {
+                return Err((usage.clone(), true));
+            }
+            if args.common.accept(&flag, &mut parser).map_err(fail)? {
+                continue;
+            }
+            match flag.as_str() {
+                "--url" => {
+                    let value = cli::value(&mut parser, &flag).map_err(fail)?;
+                    args.url = match value.split_once('=') {
+                        Some((name, url)) if Backend::parse(name) == Ok(Backend::Postgres) => {
+                            url.to_owned()
+                        }
+                        _ => value,
+                    };
+                }
+                "--articles" => {
+                    args.articles = cli::parsed_list(&mut parser, &flag).map_err(fail)?;
+                }
+                _ => return Err(fail(format!("unknown option {flag}"))),
+            }
+        }
+        args.common.finish("diesel-occ-bench-smoke").map_err(fail)?;
+        if args.articles.contains(&0) {
+            return Err(fail("--articles must be at least 1".into()));
+        }
+        Ok(args)
+    }
+}
+
+fn main() {
+    let args = match Args::parse() {
+        Ok(args) => args,
+        Err((message, help)) => cli::exit_with_usage(&message, help),
+    };
+    if let Err(message) = bench(&args) {
+        eprintln!("http: {message}");
+        std::process::exit(1);
+    }
+}
 
 /// A way to write an article whose ETag the client holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,11 +391,11 @@ fn synchronous_commit() -> Result<Option<String>, String> {
 
 /// Runs the HTTP benchmark: single runs of each write at each article count, then the
 /// paired rounds, the paired rounds without HTTP, then the results in `--out`.
-pub(crate) fn bench(args: &Args) -> Result<(), String> {
-    let url = args.url(Backend::Postgres);
+fn bench(args: &Args) -> Result<(), String> {
+    let url = args.url.clone();
     ensure_database(Backend::Postgres, &url)?;
     app::migrate(&url).map_err(|e| format!("migrations: {e}"))?;
-    let clients = args.workers;
+    let clients = args.common.workers;
     let articles: Vec<usize> = if args.articles.is_empty() {
         vec![clients, 1]
     } else {
@@ -345,7 +419,7 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
         server_version(Backend::Postgres, &url),
         std::thread::available_parallelism().map_or(2, usize::from),
         commit.map_or_else(String::new, |c| format!(", synchronous_commit = {c}")),
-        args.limit,
+        args.common.limit,
     ));
     let mut rows = Vec::new();
     let mut run = |round: usize,
@@ -356,11 +430,17 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
                    summary: &mut Summary| {
         let measured = match via {
             Via::Http => client_runtime.block_on(run_http(
-                wires, &service, &url, write, clients, articles, args.limit,
+                wires,
+                &service,
+                &url,
+                write,
+                clients,
+                articles,
+                args.common.limit,
             ))?,
             Via::Direct => {
                 client_runtime.block_on(fresh_articles(&mut wires[0], &url, articles))?;
-                run_direct(&service, &url, write, clients, args.limit)?
+                run_direct(&service, &url, write, clients, args.common.limit)?
             }
         };
         let row = row(round, write, via, (clients, articles), measured);
@@ -396,16 +476,16 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
             Via::Http => format!(
                 "-- paired rounds ({} rounds) at {paired_articles} articles: the three writes \
                  one after the other, each round starting with another",
-                args.rounds
+                args.common.rounds
             ),
             Via::Direct => format!(
                 "-- paired rounds without HTTP ({} rounds, {paired_articles} articles): the \
                  same statements, {clients} tasks on the service's runtime and pool",
-                args.rounds
+                args.common.rounds
             ),
         });
         let mut order = Write::ALL;
-        for round in 1..=args.rounds {
+        for round in 1..=args.common.rounds {
             if round > 1 {
                 order.rotate_left(1);
             }
@@ -415,7 +495,7 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
         }
     }
     drop(service);
-    report_ratios(&rows, args.rounds, &mut summary);
+    report_ratios(&rows, args.common.rounds, &mut summary);
     write_results(args, &rows, &summary)
 }
 
@@ -704,18 +784,17 @@ fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summary) {
                     Some(of_round(round, Write::IfMatch)? / of_round(round, other)?)
                 })
                 .collect();
-            let listed: Vec<String> = per_round.iter().map(|r| format!("{r:.2}")).collect();
+
             let value = conditional / theirs;
             let verdict = match via {
-                Via::Http if value >= target => format!(" (target >= {target}: met)"),
-                Via::Http => format!(" (target >= {target}: MISSED)"),
+                Via::Http => format!(" (target >= {target}: {})", verdict(value, target)),
                 Via::Direct => String::new(),
             };
             summary.say(format!(
                 "{label}: put-if-match / {} = {}{verdict}; per round: {} (median {:.3})",
                 other.name(),
                 ratio(conditional, theirs),
-                listed.join(" "),
+                listed(&per_round),
                 median(per_round),
             ));
         }
@@ -730,27 +809,18 @@ fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summary) {
     ));
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 /// `http.csv` and `http-summary.txt` in `--out`.
 fn write_results(args: &Args, rows: &[HttpRow], summary: &Summary) -> Result<(), String> {
-    std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&args.common.out).map_err(|e| e.to_string())?;
     let mut csv = String::from(HttpRow::CSV_HEADER);
     csv.push('\n');
     for row in rows {
         csv.push_str(&row.csv());
         csv.push('\n');
     }
-    let path = args.out.join("http.csv");
+    let path = args.common.out.join("http.csv");
     std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
-    let text = args.out.join("http-summary.txt");
+    let text = args.common.out.join("http-summary.txt");
     std::fs::write(&text, summary.text()).map_err(|e| format!("{}: {e}", text.display()))?;
     println!("wrote {} and {}", path.display(), text.display());
     Ok(())

@@ -2,13 +2,18 @@
 //! alternation, round after round, so that the shared machine's drift hits all of them
 //! alike; the ratios are ratios of medians, and each round's own ratio is listed too.
 
-use crate::backend::Backend;
-use crate::harness::Limit;
+use diesel_occ_bench::async_setup::Setup;
+use diesel_occ_bench::async_support::sleep_probe;
+use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::cpu::Process;
+use diesel_occ_bench::harness::Limit;
+use diesel_occ_bench::pg;
+use diesel_occ_bench::stats::{listed, median, ratio, verdict};
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
 use crate::options::Args;
-use crate::pg;
-use crate::report::Summary;
 use crate::run::{Setting, run};
-use crate::strategy::Strategy;
 
 /// One round's throughput of one strategy (or pgbench) at one key count.
 #[derive(Debug, Clone, Copy)]
@@ -56,10 +61,9 @@ impl Samples {
         let ratios: Vec<f64> = (1..=rounds)
             .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
             .collect();
-        let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         format!(
             "  per round, {a} / {b}: {} (median {:.3})",
-            listed.join(" "),
+            listed(&ratios),
             median(ratios)
         )
     }
@@ -79,14 +83,14 @@ pub(crate) fn paired(
     summary: &mut Summary,
 ) -> Result<(), String> {
     // A mistyped OCC_BENCH_ASYNC_SETUPS fails before the rounds, not after them.
-    crate::asynchronous::Setup::from_env()?;
+    Setup::from_env()?;
     let keys = Keys {
         wide: *args.keys.iter().max().unwrap_or(&1),
         narrow: *args.keys.iter().min().unwrap_or(&1),
     };
     summary.say(format!(
         "-- paired rounds ({} rounds): hot key at {} keys, overhead at {} keys",
-        args.rounds, keys.narrow, keys.wide
+        args.common.rounds, keys.narrow, keys.wide
     ));
     let samples = play(setting, args, keys, summary)?;
     report_overhead(&samples, args, keys, summary);
@@ -125,14 +129,14 @@ fn play(
         ],
     );
     let mut samples = Samples::default();
-    for round in 1..=args.rounds {
+    for round in 1..=args.common.rounds {
         if round > 1 {
             let (h, o) = (hot.len().min(1), overhead.len().min(1));
             hot.rotate_left(h);
             overhead.rotate_left(o);
         }
         for &(strategy, keys) in hot.iter().chain(&overhead) {
-            let row = run(setting, strategy, keys, args)?;
+            let row = run(setting, strategy, keys, Setup::RECOMMENDED)?;
             summary.say(format!("round {round}: {}", row.line()));
             samples.0.push(Sample {
                 round,
@@ -168,17 +172,17 @@ fn pgbench_round(
     wide: i32,
     summary: &mut Summary,
 ) -> Result<Option<Sample>, String> {
-    let seconds = match args.limit {
+    let seconds = match args.common.limit {
         Limit::Time(d) => d.as_secs().max(1),
         Limit::Ops(_) => 5,
     };
     let mut conn = pg::connect(setting.url, Strategy::Atomic)?;
-    pg::reset(&mut conn, wide).map_err(|e| e.to_string())?;
-    match crate::pgbench::tps(setting.url, args.workers, seconds, wide)? {
+    pg::blocking::reset(&mut conn, wide).map_err(|e| e.to_string())?;
+    match crate::pgbench::tps(setting.url, args.common.workers, seconds, wide)? {
         Some(tps) => {
             summary.say(format!(
                 "round {round}: pgbench        keys {wide:>6}  {tps:>9.0} tps (same SQL, {} clients)",
-                args.workers
+                args.common.workers
             ));
             Ok(Some(Sample {
                 round,
@@ -223,7 +227,7 @@ fn report_overhead(samples: &Samples, args: &Args, keys: Keys, summary: &mut Sum
         summary.say(format!(
             "overhead: diesel-occ / pgbench = {} (medians {occ:.0} ops/s vs {tps:.0} tps, {} clients; target >= 0.9: {})",
             ratio(occ, tps),
-            args.workers,
+            args.common.workers,
             verdict(occ / tps, 0.9)
         ));
     }
@@ -245,7 +249,7 @@ fn report_hot_key(samples: &Samples, args: &Args, keys: Keys, summary: &mut Summ
     summary.say(format!(
         "hot key ({narrow} key, {} workers), medians: occ {plain:.0}, occ-escalate {escalate:.0}, \
          occ-escalate-op {per_operation:.0}, pessimistic {lock:.0} ops/s",
-        args.workers
+        args.common.workers
     ));
     summary.say(format!(
         "  occ-escalate / pessimistic = {} (target >= 0.9: {}); occ-escalate-op / pessimistic = {}; \
@@ -282,35 +286,9 @@ fn report_per_round(samples: &Samples, args: &Args, keys: Keys, summary: &mut Su
     ];
     for (a, b) in pairs {
         if samples.has(a.0, a.1) && samples.has(b.0, b.1) {
-            summary.say(samples.per_round(args.rounds, a, b));
+            summary.say(samples.per_round(args.common.rounds, a, b));
         }
     }
-}
-
-pub(crate) fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
-/// `a / b` to three decimals, or `n/a`.
-pub(crate) fn ratio(a: f64, b: f64) -> String {
-    if b > 0.0 && a.is_finite() {
-        format!("{:.3}", a / b)
-    } else {
-        "n/a".into()
-    }
-}
-
-pub(crate) fn verdict(value: f64, target: f64) -> &'static str {
-    if value >= target { "met" } else { "MISSED" }
 }
 
 /// The chart of the paired async rounds: the medians of `occ` and of each async setup
@@ -423,18 +401,15 @@ fn paired_asynchronous(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    use crate::asynchronous::{STATEMENTS, Setup};
-    use std::sync::atomic::Ordering::Relaxed;
-
     let mut setups = vec![Setup::RECOMMENDED, Setup::HANDWRITTEN];
     setups.extend(Setup::from_env()?);
-    let [asked, thread, tokio, helper] = crate::asynchronous::sleep_probe()?;
+    let [asked, thread, tokio, helper] = sleep_probe()?;
     summary.say(format!(
         "-- paired async rounds ({} rounds): occ against {} at keys {:?}; \
          a backoff of U[0, 1 ms] (mean {asked:.3} ms) lasts {thread:.3} ms with \
          thread::sleep, {tokio:.3} ms with tokio::time::sleep, {helper:.3} ms with the \
          async helper's pause",
-        args.rounds,
+        args.common.rounds,
         setups
             .iter()
             .map(|s| s.label())
@@ -451,36 +426,33 @@ fn paired_asynchronous(
         .collect();
     let (mut goodput, mut p99) = (Samples::default(), Samples::default());
     let mut client_cpu = Samples::default();
-    for round in 1..=args.rounds {
+    for round in 1..=args.common.rounds {
         if round > 1 {
             entrants.rotate_left(1);
         }
         for &keys in &args.keys {
             for &entrant in &entrants {
-                let before = STATEMENTS.load(Relaxed);
-                let cpu_before = crate::cpu::Process::take();
+                let cpu_before = Process::take();
                 let (mut row, label) = match entrant {
-                    None => (run(setting, Strategy::Occ, keys, args)?, "occ"),
-                    Some(index) => {
-                        Setup::set(setups[index]);
-                        let row = run(setting, Strategy::OccAsynchronous, keys, args);
-                        Setup::set(Setup::RECOMMENDED);
-                        (row?, labels[index])
-                    }
+                    None => (
+                        run(setting, Strategy::Occ, keys, Setup::RECOMMENDED)?,
+                        "occ",
+                    ),
+                    Some(index) => (
+                        run(setting, Strategy::OccAsynchronous, keys, setups[index])?,
+                        labels[index],
+                    ),
                 };
                 let per_op = |n: f64| n / row.committed.max(1) as f64;
                 let statements = match entrant {
                     None => String::new(),
-                    Some(_) => format!(
-                        "  statements/op {:.2}",
-                        per_op((STATEMENTS.load(Relaxed) - before) as f64)
-                    ),
+                    Some(_) => format!("  statements/op {:.2}", per_op(row.statements as f64)),
                 };
                 let conflicts = per_op(row.conflicts as f64);
                 // This process's CPU per operation (the client: driver, runtime, library)
                 // and how busy both cores were: where the time goes when the cores are
                 // the limit.
-                let cpu = match (cpu_before, crate::cpu::Process::take()) {
+                let cpu = match (cpu_before, Process::take()) {
                     (Some(before), Some(after)) => {
                         let (client_us, busy) = before.spent_until(&after, row.committed);
                         client_cpu.0.push(Sample {
@@ -514,12 +486,12 @@ fn paired_asynchronous(
     }
     let chart = AsyncChart {
         backend: setting.backend,
-        workers: args.workers,
-        rounds: args.rounds,
+        workers: args.common.workers,
+        rounds: args.common.rounds,
         keys: &args.keys,
         labels: &labels,
     };
-    let base = chart.draw(&goodput, &args.out)?;
+    let base = chart.draw(&goodput, &args.common.out)?;
     summary.say(format!(
         "async chart: {}",
         base.with_extension("svg").display()
@@ -535,7 +507,7 @@ fn paired_asynchronous(
             ratio(library, baseline)
         ));
         summary.say(goodput.per_round(
-            args.rounds,
+            args.common.rounds,
             ("occ-async", keys),
             ("handwritten-async", keys),
         ));
@@ -553,8 +525,8 @@ fn paired_asynchronous(
     for &label in &labels {
         for &keys in &args.keys {
             let (a, b) = (goodput.median(label, keys), goodput.median("occ", keys));
-            // issue 15: >= 0.9 on the servers at every key count; >= 0.5 on SQLite at
-            // the most keys.
+            // The targets: >= 0.9 on the servers at every key count; >= 0.5 on SQLite
+            // at the most keys.
             let wanted = match setting.backend {
                 Backend::Sqlite if keys == *args.keys.iter().max().unwrap_or(&1) => Some(0.5),
                 Backend::Sqlite => None,
@@ -570,14 +542,14 @@ fn paired_asynchronous(
                 "async: {label} / occ at {keys} keys = {} (medians {a:.0} vs {b:.0} ops/s){target}",
                 ratio(a, b)
             ));
-            summary.say(goodput.per_round(args.rounds, (label, keys), ("occ", keys)));
+            summary.say(goodput.per_round(args.common.rounds, (label, keys), ("occ", keys)));
         }
         let narrow = *args.keys.iter().min().unwrap_or(&1);
         let (a, b) = (p99.median(label, narrow), p99.median("occ", narrow));
         let target = if label == "occ-async" && setting.backend != Backend::Sqlite {
             format!(
                 " (target <= 2: {})",
-                if a <= 2.0 * b { "met" } else { "MISSED" }
+                if a <= 2.0 * b { "met" } else { "not met" }
             )
         } else {
             String::new()
