@@ -10,7 +10,6 @@ use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
-use crate::outcome::Once;
 use crate::strategy::Strategy;
 
 // The strategies' files are compiled once per backend module, each time on this
@@ -27,8 +26,6 @@ pub mod blocking;
 #[allow(clippy::duplicate_mod)]
 #[path = "strategies/database.rs"]
 mod database;
-
-use self::blocking::{read, read_write};
 
 /// MySQL/MariaDB as a [`Database`](crate::database::Database).
 #[derive(Debug, Clone, Copy)]
@@ -69,22 +66,28 @@ where
     None
 }
 
-/// `SELECT ... FOR UPDATE` in a transaction, then the write.
-fn pessimistic_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock: Stock = bench_stock::table
-            .find(key)
-            .select(Stock::as_select())
-            .for_update()
-            .get_result(conn)?;
-        read_write(conn, stock)
-    })
+/// The pessimistic strategy's read: `SELECT ... FOR UPDATE`.
+fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+    bench_stock::table
+        .find(key)
+        .select(Stock::as_select())
+        .for_update()
+        .get_result(conn)
 }
 
-/// A transaction at SERIALIZABLE (set on the connection): plain read, write.
-fn serializable_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+/// The pessimistic strategy's transaction: a plain one.
+fn pessimistic_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
+}
+
+/// A transaction at SERIALIZABLE: the level is set on the serializable strategy's
+/// connections ([`connect`]).
+fn serializable_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
 }

@@ -14,8 +14,8 @@ use diesel_occ::retry::RetryPolicy;
 use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
-use crate::model::Stock;
-use crate::outcome::{Once, Seen};
+use crate::model::{Stock, bench_stock};
+use crate::outcome::Seen;
 use crate::strategy::Strategy;
 
 // The strategies' files are compiled once per backend module, each time on this
@@ -32,8 +32,6 @@ pub mod blocking;
 #[allow(clippy::duplicate_mod)]
 #[path = "strategies/database.rs"]
 mod database;
-
-use self::blocking::{read, read_write};
 
 /// SQLite as a [`Database`](crate::database::Database).
 #[derive(Debug, Clone, Copy)]
@@ -116,21 +114,30 @@ where
     }))
 }
 
-/// SQLite has no `FOR UPDATE`: `BEGIN IMMEDIATE` takes the write lock before the read.
-fn pessimistic_once(conn: &mut Conn, key: i32) -> Once {
-    conn.immediate_transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+/// SQLite has no `FOR UPDATE`: a plain read, after [`pessimistic_transaction`] took the
+/// write lock.
+fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+    bench_stock::table
+        .find(key)
+        .select(Stock::as_select())
+        .get_result(conn)
+}
+
+/// `BEGIN IMMEDIATE`: the write lock before the read.
+fn pessimistic_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.immediate_transaction(run)
 }
 
 /// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the write,
 /// which fails with SQLITE_BUSY when another writer committed since the read.
-fn serializable_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+fn serializable_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
 }
 
 /// Where the SQLite wrapper of the async runs makes its blocking calls: in place

@@ -1,8 +1,8 @@
 //! The blocking strategies on one backend's `Conn`: plain code, compiled once in each
 //! backend module (`pg`, `mysql`, `sqlite`) as that module's `blocking`, the way the
 //! integration tests compile their scenarios per backend. The backend module gives it
-//! `Conn` and the two strategies whose SQL differs (`pessimistic_once`,
-//! `serializable_once`). It is not generic over the connection because each query
+//! `Conn` and what differs in the locking strategies (`locked_read`,
+//! `pessimistic_transaction`, `serializable_transaction`). It is not generic over the connection because each query
 //! would need a bound naming diesel-occ's and Diesel's statement types; per backend,
 //! every type is concrete.
 
@@ -11,7 +11,7 @@ use diesel_occ::prelude::*;
 use diesel_occ::retry::{Combiner, ConnectionSource, RetryPolicy};
 use diesel_occ::statement::CachedUpdate;
 
-use super::{Conn, pessimistic_once, serializable_once};
+use super::{Conn, locked_read, pessimistic_transaction, serializable_transaction};
 use crate::harness::{Held, OpResult, Worker};
 use crate::measures::{QueryLog, Statements, strip_binds};
 use crate::model::{START, Stock, bench_stock};
@@ -63,7 +63,7 @@ pub fn op(
 }
 
 /// The plain read of a row.
-pub fn read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+fn read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
     bench_stock::table
         .find(key)
         .select(Stock::as_select())
@@ -216,8 +216,27 @@ fn atomic_once(conn: &mut Conn, key: i32) -> Once {
     Ok(Some(written == 1))
 }
 
+/// The pessimistic lock: the backend's locking read (`SELECT ... FOR UPDATE`, or a plain
+/// read after SQLite's `BEGIN IMMEDIATE`) in its pessimistic transaction, then the
+/// write.
+fn pessimistic_once(conn: &mut Conn, key: i32) -> Once {
+    pessimistic_transaction(conn, |conn| {
+        let stock = locked_read(conn, key)?;
+        read_write(conn, stock)
+    })
+}
+
+/// A serializable transaction (as the backend runs one): a plain read, then the write;
+/// a concurrent writer makes one of them fail, and the loop retries.
+fn serializable_once(conn: &mut Conn, key: i32) -> Once {
+    serializable_transaction(conn, |conn| {
+        let stock = read(conn, key)?;
+        read_write(conn, stock)
+    })
+}
+
 /// The read and the write of the locking strategies, inside their transaction.
-pub fn read_write(conn: &mut Conn, stock: Stock) -> Once {
+fn read_write(conn: &mut Conn, stock: Stock) -> Once {
     if stock.available <= 0 {
         return Ok(Some(false));
     }

@@ -30,6 +30,7 @@
 mod direct;
 mod service;
 mod wire;
+mod writes;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ use diesel_occ_bench::summary::Summary;
 
 use self::service::{Counted, Service};
 use self::wire::Wire;
+use self::writes::{BODY_TEXT, HttpTally, Write};
 
 const USAGE_HEAD: &str = "\
 usage: bench-http [options]
@@ -124,29 +126,6 @@ fn main() {
     }
 }
 
-/// A way to write an article whose ETag the client holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Write {
-    /// `PUT` with `If-Match`: one conditional UPDATE, no read.
-    IfMatch,
-    /// `PATCH` with `If-Match`: the read with the token, then the checked save.
-    LoadSave,
-    /// `PUT` on the benchmark's route: one UPDATE by key, no token.
-    Unconditional,
-}
-
-impl Write {
-    const ALL: [Write; 3] = [Write::IfMatch, Write::LoadSave, Write::Unconditional];
-
-    fn name(self) -> &'static str {
-        match self {
-            Write::IfMatch => "put-if-match",
-            Write::LoadSave => "patch-load-save",
-            Write::Unconditional => "put-unconditional",
-        }
-    }
-}
-
 /// Through the service (HTTP), or the same statements straight on its pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Via {
@@ -160,49 +139,6 @@ impl Via {
             Via::Http => "http",
             Via::Direct => "direct",
         }
-    }
-}
-
-/// The text every write sends as the article's body (about 200 bytes).
-const BODY_TEXT: &str = "Optimistic concurrency control: the client sends back the ETag it \
-    read, and the write succeeds only if the article still holds it. Nothing is locked \
-    between the read and the write, and no update is ever lost.";
-
-/// What one run of one write saw.
-#[derive(Debug, Clone, Default)]
-struct HttpTally {
-    ok: u64,
-    precondition_failed: u64,
-    conflicts: u64,
-    rereads: u64,
-    errors: u64,
-    latencies: Vec<u64>,
-    first_error: Option<String>,
-}
-
-impl HttpTally {
-    fn merge(&mut self, other: HttpTally) {
-        self.ok += other.ok;
-        self.precondition_failed += other.precondition_failed;
-        self.conflicts += other.conflicts;
-        self.rereads += other.rereads;
-        self.errors += other.errors;
-        self.latencies.extend(other.latencies);
-        if self.first_error.is_none() {
-            self.first_error = other.first_error;
-        }
-    }
-
-    fn error(&mut self, text: String) {
-        self.errors += 1;
-        self.first_error.get_or_insert(text);
-    }
-
-    /// A successful write that began at `began`.
-    fn latency(&mut self, began: Instant) {
-        let nanos = began.elapsed().as_nanos();
-        self.latencies
-            .push(u64::try_from(nanos).unwrap_or(u64::MAX));
     }
 }
 

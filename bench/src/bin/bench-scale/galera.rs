@@ -14,7 +14,8 @@ use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
-use crate::{Args, Cluster, ScaleRow, Way, play};
+use crate::options::{Args, Cluster};
+use crate::rounds::{ScaleRow, Way, play};
 
 /// The strategies compared on Galera unless `--strategies` names others.
 const DEFAULT: [Way; 5] = [

@@ -14,7 +14,8 @@ use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
-use crate::{Args, Cluster, ScaleRow, Way, play};
+use crate::options::{Args, Cluster};
+use crate::rounds::{ScaleRow, Way, play};
 
 /// A worker's two connections.
 pub(crate) struct Pair {

@@ -31,8 +31,6 @@ use diesel_occ_bench::{pg, sqlite};
 use crate::chart;
 use crate::options::Args;
 
-/// Batch sizes measured by default.
-pub(crate) const SIZES: [usize; 4] = [1, 10, 100, 1000];
 /// The PostgreSQL target: a batch of this many saves ...
 const TARGET_SIZE: usize = 100;
 /// ... at least this many times the throughput of as many single saves.

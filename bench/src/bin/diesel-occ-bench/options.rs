@@ -4,6 +4,9 @@ use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::cli::{self, COMMON_USAGE, Common};
 use diesel_occ_bench::strategy::{RETRY_USAGE, RetryOptions, Strategy};
 
+/// `--batch` sizes measured by default.
+const BATCH_SIZES: [usize; 4] = [1, 10, 100, 1000];
+
 /// The command line.
 #[derive(Debug, Clone)]
 pub(crate) struct Args {
@@ -70,7 +73,7 @@ impl Default for Args {
             pgbench: true,
             redraw: false,
             batch: false,
-            batch_sizes: crate::batch::SIZES.to_vec(),
+            batch_sizes: BATCH_SIZES.to_vec(),
             hot_key: false,
             hot_workers: vec![4, 16],
         }
