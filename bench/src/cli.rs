@@ -104,8 +104,7 @@ impl Default for Common {
 }
 
 /// The usage lines of [`Common`]'s options.
-pub const COMMON_USAGE: &str = "\
-  --workers N           concurrent workers (default 4)
+pub const COMMON_USAGE: &str = "  --workers N           concurrent workers (default 4)
   --duration D          per run, e.g. 5s or 500ms (default 5s)
   --ops N               per run, total operations instead of a duration
   --rounds N            paired rounds (default 3)

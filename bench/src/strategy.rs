@@ -125,8 +125,8 @@ impl Default for RetryOptions {
 }
 
 /// The usage lines of [`RetryOptions`].
-pub const RETRY_USAGE: &str = "\
-  --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
+pub const RETRY_USAGE: &str =
+    "  --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
   --max-attempts N      retry attempts per operation (default 100)
   --hot-rows N,D        occ-escalate locks a row after N conflicts within D, for D
                         (default 3,1s)

@@ -238,6 +238,7 @@ impl Panel<'_> {
             chart
                 .configure_mesh()
                 .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc(self.x_label)
                 .x_label_formatter(&x_name)
                 .y_label_formatter(&|v| label(*v))
@@ -253,6 +254,7 @@ impl Panel<'_> {
             chart
                 .configure_mesh()
                 .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc(self.x_label)
                 .x_label_formatter(&x_name)
                 .y_label_formatter(&|v| label(*v))
@@ -312,6 +314,7 @@ fn draw_bars(
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
         .x_labels(0)
         .y_desc(axis)
         .y_label_formatter(&|v| label(*v))

@@ -38,8 +38,7 @@ usage: diesel-occ-bench [options]
                         occ-escalate,occ-escalate-op,occ-combine,occ-async,
                         occ-combine-async,pessimistic,serializable,atomic";
 
-const USAGE_TAIL: &str = "\
-  --no-pgbench          skip the pgbench comparison
+const USAGE_TAIL: &str = "  --no-pgbench          skip the pgbench comparison
   --url BACKEND=URL     database URL (defaults: the local servers, database occ_bench)
   --redraw              only draw the charts again from the CSV files (and the async
                         chart from the summaries) in --out
@@ -135,6 +134,12 @@ impl Args {
             }
             "--batch-sizes" => self.batch_sizes = cli::parsed_list(parser, flag)?,
             "--hot-workers" => self.hot_workers = cli::parsed_list(parser, flag)?,
+            "--http" | "--articles" => {
+                return Err(format!(
+                    "{flag}: the HTTP benchmark is its own binary: \
+                     cargo run -p diesel-occ-bench --bin bench-http -- --help"
+                ));
+            }
             _ => return Ok(false),
         }
         Ok(true)
