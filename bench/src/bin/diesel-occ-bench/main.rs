@@ -25,6 +25,7 @@
 //! The scale-out comparisons and the HTTP benchmark are the `bench-scale` and
 //! `bench-http` binaries of this package.
 
+mod async_rounds;
 mod batch;
 mod chart;
 mod hot_key;
@@ -33,12 +34,14 @@ mod pgbench;
 mod report;
 mod rounds;
 mod run;
+mod samples;
 mod statements;
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::{Backend, ensure_database};
 use diesel_occ_bench::cli;
 use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use crate::options::Args;
@@ -60,6 +63,9 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     summary.say(report::header(args, backend, &url));
     let rows = sweep(&setting, args, &mut summary)?;
     rounds::paired(&setting, args, &mut summary)?;
+    if args.strategies.contains(&Strategy::OccAsynchronous) {
+        async_rounds::paired(&setting, args, &mut summary)?;
+    }
     let measured = statements::measure(backend, &url)?;
     statements::report(&mut summary, &measured);
     summary.say(report::lost_updates(&rows));
@@ -121,7 +127,7 @@ fn main() {
 /// summary's paired async rounds.
 fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     let workers = report::redraw(args, backend)?;
-    if let Some(base) = rounds::redraw_asynchronous(backend, workers, &args.common.out)? {
+    if let Some(base) = async_rounds::redraw_asynchronous(backend, workers, &args.common.out)? {
         println!("redrew {}", base.with_extension("svg").display());
     }
     Ok(())
