@@ -3,14 +3,18 @@
 
 /// A database to run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Backend {
+pub enum Backend {
+    /// PostgreSQL.
     Postgres,
+    /// MySQL or MariaDB (feature `mysql`).
     Mysql,
+    /// SQLite, on a file.
     Sqlite,
 }
 
 impl Backend {
-    pub(crate) fn name(self) -> &'static str {
+    /// The name the command line takes and the results use.
+    pub fn name(self) -> &'static str {
         match self {
             Backend::Postgres => "postgres",
             Backend::Mysql => "mysql",
@@ -18,7 +22,8 @@ impl Backend {
         }
     }
 
-    pub(crate) fn parse(name: &str) -> Result<Backend, String> {
+    /// Reads a backend's name (or an alias: `pg`, `mariadb`).
+    pub fn parse(name: &str) -> Result<Backend, String> {
         match name {
             "postgres" | "pg" | "postgresql" => Ok(Backend::Postgres),
             "mysql" | "mariadb" => Ok(Backend::Mysql),
@@ -27,7 +32,8 @@ impl Backend {
         }
     }
 
-    pub(crate) fn default_url(self) -> String {
+    /// The local server's benchmark database (`occ_bench`), or a temp SQLite file.
+    pub fn default_url(self) -> String {
         match self {
             Backend::Postgres => "postgres://postgres@127.0.0.1:5432/occ_bench".into(),
             Backend::Mysql => "mysql://root@127.0.0.1:3306/occ_bench".into(),
@@ -40,7 +46,7 @@ impl Backend {
 }
 
 /// Creates the benchmark's database when it does not exist yet.
-pub(crate) fn ensure_database(backend: Backend, url: &str) -> Result<(), String> {
+pub fn ensure_database(backend: Backend, url: &str) -> Result<(), String> {
     use diesel::{Connection, RunQueryDsl};
     let (server, name) = url.rsplit_once('/').ok_or("a URL ends with /DATABASE")?;
     let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -78,7 +84,7 @@ pub(crate) fn ensure_database(backend: Backend, url: &str) -> Result<(), String>
 }
 
 /// The server's version for the tables' headers and the charts' titles.
-pub(crate) fn server_version(backend: Backend, url: &str) -> String {
+pub fn server_version(backend: Backend, url: &str) -> String {
     use diesel::{Connection, RunQueryDsl};
     diesel::define_sql_function!(fn version() -> diesel::sql_types::Text);
     let version: Option<String> = match backend {

@@ -7,11 +7,11 @@
 use std::fs;
 
 /// Name prefix of the service's runtime threads.
-pub(crate) const SERVICE_THREADS: &str = "http-service";
+pub const SERVICE_THREADS: &str = "http-service";
 
 /// CPU time so far, in nanoseconds, and the machine's busy and total ticks.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Sample {
+pub struct Sample {
     client: u64,
     service: u64,
     postgres: u64,
@@ -21,17 +21,20 @@ pub(crate) struct Sample {
 
 /// CPU per successful write, in microseconds, and the machine's busy share.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Spent {
-    pub(crate) client_us: f64,
-    pub(crate) service_us: f64,
-    pub(crate) postgres_us: f64,
+pub struct Spent {
+    /// The clients' thread.
+    pub client_us: f64,
+    /// The service's runtime threads.
+    pub service_us: f64,
+    /// The PostgreSQL backends of the service's pool.
+    pub postgres_us: f64,
     /// Of all cores, the share busy with anything (other sessions included), 0 to 1.
-    pub(crate) machine_busy: f64,
+    pub machine_busy: f64,
 }
 
 impl Sample {
     /// Takes a sample on the clients' thread (the caller), with the pool's backends.
-    pub(crate) fn take(backends: &[u32]) -> Option<Sample> {
+    pub fn take(backends: &[u32]) -> Option<Sample> {
         let (machine_busy, machine_total) = machine()?;
         Some(Sample {
             client: schedstat("/proc/thread-self/schedstat")?,
@@ -46,7 +49,7 @@ impl Sample {
     }
 
     /// What was spent since `self`, per one of `writes`.
-    pub(crate) fn spent_until(&self, later: &Sample, writes: u64) -> Spent {
+    pub fn spent_until(&self, later: &Sample, writes: u64) -> Spent {
         let per = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3 / writes.max(1) as f64;
         let total = later.machine_total.saturating_sub(self.machine_total);
         Spent {
@@ -62,14 +65,15 @@ impl Sample {
 /// This process's CPU time (every thread, ended ones included) and the machine's busy
 /// and total ticks, at one moment.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Process {
+pub struct Process {
     ticks: u64,
     machine_busy: u64,
     machine_total: u64,
 }
 
 impl Process {
-    pub(crate) fn take() -> Option<Process> {
+    /// Takes a sample now (None off Linux).
+    pub fn take() -> Option<Process> {
         let (machine_busy, machine_total) = machine()?;
         Some(Process {
             ticks: process_ticks()?,
@@ -80,7 +84,7 @@ impl Process {
 
     /// Since `self`: this process's CPU per one of `operations` in microseconds, and the
     /// machine's busy share (0 to 1).
-    pub(crate) fn spent_until(&self, later: &Process, operations: u64) -> (f64, f64) {
+    pub fn spent_until(&self, later: &Process, operations: u64) -> (f64, f64) {
         // `/proc` counts in clock ticks, 100 a second on Linux (USER_HZ).
         const MICROS_PER_TICK: f64 = 10_000.0;
         let ticks = later.ticks.saturating_sub(self.ticks) as f64;

@@ -12,7 +12,7 @@ use diesel_occ::{PoolError, PoolErrorKind};
 
 /// How long a run lasts.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Limit {
+pub enum Limit {
     /// Wall-clock time.
     Time(Duration),
     /// Total operations (committed or not) across all workers.
@@ -21,37 +21,46 @@ pub(crate) enum Limit {
 
 /// What one operation (one reservation, with all its attempts) ended with.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct OpResult {
+pub struct OpResult {
     /// The reservation was committed (one unit taken).
-    pub(crate) committed: bool,
+    pub committed: bool,
     /// Attempts beyond the first.
-    pub(crate) retries: u32,
+    pub retries: u32,
     /// Optimistic misses: a conditional UPDATE that matched no row.
-    pub(crate) conflicts: u32,
+    pub conflicts: u32,
     /// Transactions the database aborted (serialization failure, deadlock, busy).
-    pub(crate) aborts: u32,
+    pub aborts: u32,
     /// Of the aborts, deadlocks (PostgreSQL 40P01, MySQL 1213: on Galera, also the
     /// certification failures).
-    pub(crate) deadlocks: u32,
+    pub deadlocks: u32,
 }
 
 /// Counts of one worker (or of a whole run once merged).
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Tally {
-    pub(crate) committed: u64,
-    pub(crate) failed: u64,
-    pub(crate) retries: u64,
-    pub(crate) conflicts: u64,
-    pub(crate) aborts: u64,
-    pub(crate) deadlocks: u64,
+pub struct Tally {
+    /// Operations that committed.
+    pub committed: u64,
+    /// Operations that did not (retries exhausted, sold out, or an error).
+    pub failed: u64,
+    /// Attempts beyond the first.
+    pub retries: u64,
+    /// Optimistic misses.
+    pub conflicts: u64,
+    /// Transactions the database aborted.
+    pub aborts: u64,
+    /// Of the aborts, deadlocks.
+    pub deadlocks: u64,
     /// Latency of each committed operation, in nanoseconds, retries included.
-    pub(crate) latencies: Vec<u64>,
+    pub latencies: Vec<u64>,
     /// First error text of a failed operation, for the log.
-    pub(crate) first_error: Option<String>,
+    pub first_error: Option<String>,
+    /// Statements the run's connections started, where counted (the async runs).
+    pub statements: u64,
 }
 
 impl Tally {
-    pub(crate) fn record(&mut self, result: Result<OpResult, String>, latency: Duration) {
+    /// Counts one operation's result and, when it committed, its latency.
+    pub fn record(&mut self, result: Result<OpResult, String>, latency: Duration) {
         match result {
             Ok(op) => {
                 self.retries += u64::from(op.retries);
@@ -73,7 +82,8 @@ impl Tally {
         }
     }
 
-    pub(crate) fn merge(&mut self, other: Tally) {
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: Tally) {
         self.committed += other.committed;
         self.failed += other.failed;
         self.retries += other.retries;
@@ -81,6 +91,7 @@ impl Tally {
         self.aborts += other.aborts;
         self.deadlocks += other.deadlocks;
         self.latencies.extend(other.latencies);
+        self.statements += other.statements;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -89,7 +100,7 @@ impl Tally {
 
 /// Tells workers when to stop.
 #[derive(Debug)]
-pub(crate) struct Stop {
+pub struct Stop {
     limit: Limit,
     started: Instant,
     issued: AtomicU64,
@@ -97,7 +108,8 @@ pub(crate) struct Stop {
 }
 
 impl Stop {
-    pub(crate) fn new(limit: Limit) -> Self {
+    /// Workers stop at `limit`.
+    pub fn new(limit: Limit) -> Self {
         Stop {
             limit,
             started: Instant::now(),
@@ -107,16 +119,17 @@ impl Stop {
     }
 
     /// Restarts the clock (after all workers connected).
-    pub(crate) fn start(&mut self) {
+    pub fn start(&mut self) {
         self.started = Instant::now();
     }
 
-    pub(crate) fn started(&self) -> Instant {
+    /// When the clock started.
+    pub fn started(&self) -> Instant {
         self.started
     }
 
     /// Whether a worker may start another operation.
-    pub(crate) fn another(&self) -> bool {
+    pub fn another(&self) -> bool {
         if self.stopped.load(Ordering::Relaxed) {
             return false;
         }
@@ -133,14 +146,18 @@ impl Stop {
 
 /// One worker thread's state for the blocking strategies.
 #[derive(Debug)]
-pub(crate) struct Worker {
-    pub(crate) rng: fastrand::Rng,
-    pub(crate) policy: RetryPolicy,
-    pub(crate) keys: i32,
+pub struct Worker {
+    /// The worker's own generator (keys, backoff jitter).
+    pub rng: fastrand::Rng,
+    /// The retry policy; clones share its hot-row memory.
+    pub policy: RetryPolicy,
+    /// Keys `1..=keys` are drawn at random.
+    pub keys: i32,
 }
 
 impl Worker {
-    pub(crate) fn key(&mut self) -> i32 {
+    /// The key of the next operation.
+    pub fn key(&mut self) -> i32 {
         self.rng.i32(1..=self.keys)
     }
 }
@@ -148,7 +165,14 @@ impl Worker {
 /// A worker's own connection, lent to each attempt of the retry helper (the
 /// helper's connection source) or used directly by the hand-written strategies.
 #[derive(Debug)]
-pub(crate) struct Held<C>(pub(crate) RefCell<C>);
+pub struct Held<C>(pub RefCell<C>);
+
+impl<C> Held<C> {
+    /// Holds `conn`.
+    pub fn new(conn: C) -> Self {
+        Held(RefCell::new(conn))
+    }
+}
 
 impl<C: diesel::Connection> ConnectionSource for Held<C> {
     type Connection = C;
@@ -166,7 +190,7 @@ impl<C: diesel::Connection> ConnectionSource for Held<C> {
 
 /// Runs `op` on `workers` threads, each with its own connection from `connect`,
 /// until `limit`. Returns the merged tally and the elapsed time.
-pub(crate) fn run_threads<C: Send>(
+pub fn run_threads<C: Send>(
     workers: usize,
     keys: i32,
     limit: Limit,
@@ -215,7 +239,8 @@ pub(crate) fn run_threads<C: Send>(
     merge(stop.started(), tallies)
 }
 
-pub(crate) fn merge(
+/// Merges the workers' tallies; the elapsed time runs from `started` to the last end.
+pub fn merge(
     started: Instant,
     tallies: Vec<(Tally, Instant)>,
 ) -> Result<(Tally, Duration), String> {
@@ -229,20 +254,11 @@ pub(crate) fn merge(
 }
 
 /// Sleeps the retry policy's jittered backoff before attempt `attempts + 1`.
-pub(crate) fn backoff(policy: &RetryPolicy, rng: &mut fastrand::Rng, attempts: u32) {
+pub fn backoff(policy: &RetryPolicy, rng: &mut fastrand::Rng, attempts: u32) {
     let ceiling = policy.backoff_ceiling(attempts);
     let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
     let pause = Duration::from_nanos(rng.u64(0..=nanos));
     if !pause.is_zero() {
         std::thread::sleep(pause);
     }
-}
-
-/// The nearest-rank percentile of sorted values.
-pub(crate) fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }

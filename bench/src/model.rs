@@ -4,9 +4,13 @@ use diesel::prelude::*;
 use diesel_occ::Versioned;
 
 diesel::table! {
+    /// One row of stock per key.
     bench_stock (id) {
+        /// The key.
         id -> Integer,
+        /// Units left.
         available -> Integer,
+        /// The version token.
         version -> Integer,
     }
 }
@@ -15,12 +19,15 @@ diesel::table! {
 /// write `available - 1`.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, Versioned)]
 #[diesel(table_name = bench_stock)]
-pub(crate) struct Stock {
-    pub(crate) id: i32,
-    pub(crate) available: i32,
+pub struct Stock {
+    /// The key.
+    pub id: i32,
+    /// Units left.
+    pub available: i32,
+    /// The version token.
     #[occ(version)]
-    pub(crate) version: i32,
+    pub version: i32,
 }
 
 /// Starting stock per key: large enough that no run sells out.
-pub(crate) const START: i32 = 1_000_000_000;
+pub const START: i32 = 1_000_000_000;

@@ -1,16 +1,50 @@
-//! MySQL/MariaDB: `MysqlConnection` and `AsyncMysqlConnection` (feature `mysql`).
+//! MySQL/MariaDB (feature `mysql`): `MysqlConnection` and `AsyncMysqlConnection`, and
+//! the two strategies whose SQL is MySQL's own.
 
 use diesel::mysql::MysqlConnection;
+use diesel::prelude::*;
+use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::retry::RetryPolicy;
 
-pub(crate) type Conn = MysqlConnection;
-pub(crate) type AsyncConn = diesel_async::AsyncMysqlConnection;
+use crate::async_setup::Setup;
+use crate::async_support::BoxedOp;
+use crate::backend::Backend;
+use crate::model::{Stock, bench_stock};
+use crate::strategy::Strategy;
 
-crate::blocking::blocking_strategies!();
-crate::asynchronous::asynchronous_strategy!();
+// The strategies' files are compiled once per backend module, each time on this
+// module's concrete connection types.
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/asynchronous.rs"]
+pub mod asynchronous;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/batch.rs"]
+pub mod batch;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/blocking.rs"]
+pub mod blocking;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/database.rs"]
+mod database;
 
-/// The serializable strategy's connections run at SERIALIZABLE (InnoDB then reads with
-/// shared locks, and concurrent writers deadlock; the loop retries error 1213).
-pub(crate) fn connect(url: &str, strategy: Strategy) -> Result<Conn, String> {
+/// MySQL/MariaDB as a [`Database`](crate::database::Database).
+#[derive(Debug, Clone, Copy)]
+pub struct Db;
+
+const BACKEND: Backend = Backend::Mysql;
+
+/// The blocking connection.
+pub type Conn = MysqlConnection;
+/// The asynchronous connection.
+pub type AsyncConn = diesel_async::AsyncMysqlConnection;
+
+/// Nothing to set on a new connection.
+const AFTER_CONNECT: &str = "";
+
+/// A blocking connection. The serializable strategy's connections run at SERIALIZABLE
+/// (InnoDB then reads with shared locks, and concurrent writers deadlock; the loop
+/// retries error 1213).
+pub fn connect(url: &str, strategy: Strategy) -> Result<Conn, String> {
     let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
     if strategy == Strategy::Serializable {
         diesel::sql_query("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
@@ -20,22 +54,40 @@ pub(crate) fn connect(url: &str, strategy: Strategy) -> Result<Conn, String> {
     Ok(conn)
 }
 
-/// `SELECT ... FOR UPDATE` in a transaction, then the write.
-fn pessimistic_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock: Stock = bench_stock::table
-            .find(key)
-            .select(Stock::as_select())
-            .for_update()
-            .get_result(conn)?;
-        read_write(conn, stock)
-    })
+async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncConn> {
+    <AsyncConn as diesel_async::AsyncConnection>::establish(url).await
 }
 
-/// A transaction at SERIALIZABLE (set on the connection): plain read, write.
-fn serializable_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+/// The async closure runs: no blocking task per attempt on a real async connection.
+fn occ_in_one_task<'s, S>(_: &'s S, _: &'s RetryPolicy, _: i32) -> Option<BoxedOp<'s>>
+where
+    S: AsyncConnectionSource<Connection = AsyncConn>,
+{
+    None
+}
+
+/// The pessimistic strategy's read: `SELECT ... FOR UPDATE`.
+fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+    bench_stock::table
+        .find(key)
+        .select(Stock::as_select())
+        .for_update()
+        .get_result(conn)
+}
+
+/// The pessimistic strategy's transaction: a plain one.
+fn pessimistic_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
+}
+
+/// A transaction at SERIALIZABLE: the level is set on the serializable strategy's
+/// connections ([`connect`]).
+fn serializable_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
 }

@@ -1,42 +1,179 @@
-//! SQLite: `SqliteConnection` and `SyncConnectionWrapper<SqliteConnection>`, on a
-//! file in WAL mode with a busy timeout.
+//! SQLite: `SqliteConnection` and `SyncConnectionWrapper<SqliteConnection>`, on a file
+//! in WAL mode with a busy timeout, and the two strategies whose SQL is SQLite's own.
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
+use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
+use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::retry::RetryPolicy;
 
-pub(crate) type Conn = SqliteConnection;
-/// Its blocking calls run in place or on the blocking pool, as the async setup says.
-pub(crate) type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
-    SqliteConnection,
-    crate::asynchronous::SqliteRuntime,
->;
+use crate::async_setup::Setup;
+use crate::async_support::BoxedOp;
+use crate::backend::Backend;
+use crate::model::{Stock, bench_stock};
+use crate::outcome::Seen;
+use crate::strategy::Strategy;
 
-crate::blocking::blocking_strategies!();
-crate::asynchronous::asynchronous_strategy!();
+// The strategies' files are compiled once per backend module, each time on this
+// module's concrete connection types.
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/asynchronous.rs"]
+pub mod asynchronous;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/batch.rs"]
+pub mod batch;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/blocking.rs"]
+pub mod blocking;
+#[allow(clippy::duplicate_mod)]
+#[path = "strategies/database.rs"]
+mod database;
+
+/// SQLite as a [`Database`](crate::database::Database).
+#[derive(Debug, Clone, Copy)]
+pub struct Db;
+
+const BACKEND: Backend = Backend::Sqlite;
+
+/// The blocking connection.
+pub type Conn = SqliteConnection;
+/// The asynchronous connection: its blocking calls run in place or on the blocking
+/// pool, as the run's [`Setup`] says.
+pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, SqliteRuntime>;
 
 /// Per-connection settings: wait for the write lock instead of failing at once.
-pub(crate) const PRAGMAS: &str =
+pub const PRAGMAS: &str =
     "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;";
 
-pub(crate) fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
+/// Every new connection gets [`PRAGMAS`].
+const AFTER_CONNECT: &str = PRAGMAS;
+
+/// A blocking connection with [`PRAGMAS`].
+pub fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
     use diesel::connection::SimpleConnection;
     let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
     conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
-/// SQLite has no `FOR UPDATE`: `BEGIN IMMEDIATE` takes the write lock before the read.
-fn pessimistic_once(conn: &mut Conn, key: i32) -> Once {
-    conn.immediate_transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+/// The wrapped connection, its blocking calls where `setup` puts them.
+async fn establish_async(url: &str, setup: Setup) -> ConnectionResult<AsyncConn> {
+    let conn = Conn::establish(url)?;
+    Ok(SyncConnectionWrapper::with_runtime(
+        conn,
+        SqliteRuntime(setup.in_place),
+    ))
+}
+
+/// A reservation whose attempts each run the blocking helper's closure in one blocking
+/// call (`asynchronous::retry_in_blocking_task`).
+fn occ_in_one_task<'s, S>(source: &'s S, policy: &'s RetryPolicy, key: i32) -> Option<BoxedOp<'s>>
+where
+    S: AsyncConnectionSource<Connection = AsyncConn>,
+{
+    use diesel_occ::prelude::*;
+
+    let seen = Arc::new([AtomicU32::new(1), AtomicU32::new(0), AtomicU32::new(0)]);
+    let inside = Arc::clone(&seen);
+    Some(Box::pin(async move {
+        let result = diesel_occ::asynchronous::retry_in_blocking_task(
+            source,
+            policy,
+            move |conn, attempt| {
+                inside[0].store(attempt.number(), Relaxed);
+                let result: Result<bool, diesel_occ::Error> = (|| {
+                    let mut stock: Stock = attempt.find(conn, key)?;
+                    if stock.available <= 0 {
+                        return Ok(false);
+                    }
+                    stock.available -= 1;
+                    stock.save_checked(conn)?;
+                    Ok(true)
+                })();
+                if let Err(error) = &result {
+                    if error.is_conflict() {
+                        inside[1].fetch_add(1, Relaxed);
+                    } else if error.is_retryable() {
+                        inside[2].fetch_add(1, Relaxed);
+                    }
+                }
+                result
+            },
+        )
+        .await;
+        Seen {
+            last_attempt: seen[0].load(Relaxed),
+            conflicts: seen[1].load(Relaxed),
+            aborts: seen[2].load(Relaxed),
+        }
+        .finish(result)
+    }))
+}
+
+/// SQLite has no `FOR UPDATE`: a plain read, after [`pessimistic_transaction`] took the
+/// write lock.
+fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
+    bench_stock::table
+        .find(key)
+        .select(Stock::as_select())
+        .get_result(conn)
+}
+
+/// `BEGIN IMMEDIATE`: the write lock before the read.
+fn pessimistic_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.immediate_transaction(run)
 }
 
 /// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the write,
 /// which fails with SQLITE_BUSY when another writer committed since the read.
-fn serializable_once(conn: &mut Conn, key: i32) -> Once {
-    conn.transaction(|conn| {
-        let stock = read(conn, key)?;
-        read_write(conn, stock)
-    })
+fn serializable_transaction<T>(
+    conn: &mut Conn,
+    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
+) -> QueryResult<T> {
+    conn.transaction(run)
+}
+
+/// Where the SQLite wrapper of the async runs makes its blocking calls: in place
+/// (diesel-occ's `BlockInPlace`, as [`Setup::RECOMMENDED`] does) or each on Tokio's
+/// blocking pool (what diesel-async's default wrapper does), as [`Setup::in_place`]
+/// says.
+#[derive(Debug, Clone, Copy)]
+pub struct SqliteRuntime(bool);
+
+/// The result of one blocking call.
+type Spawned<'a, R> = Pin<
+    Box<
+        dyn std::future::Future<Output = Result<R, Box<dyn std::error::Error + Send + Sync>>>
+            + Send
+            + 'a,
+    >,
+>;
+
+impl SpawnBlocking for SqliteRuntime {
+    fn spawn_blocking<'a, R>(&mut self, task: impl FnOnce() -> R + Send + 'static) -> Spawned<'a, R>
+    where
+        R: Send + 'static,
+    {
+        if self.0 {
+            diesel_occ::asynchronous::BlockInPlace.spawn_blocking(task)
+        } else {
+            Box::pin(async move {
+                tokio::task::spawn_blocking(task)
+                    .await
+                    .map_err(|error| Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
+            })
+        }
+    }
+
+    /// Only a wrapper that `establish` made asks: the recommended setup's.
+    fn get_runtime() -> Self {
+        SqliteRuntime(Setup::RECOMMENDED.in_place)
+    }
 }

@@ -48,23 +48,21 @@ impl Args {
     ) -> Result<Args, String> {
         let mut url = env_url.filter(|u| !u.trim().is_empty());
         let mut options = Vec::new();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--help" || arg == "-h" {
-                return Err(String::new());
-            }
-            let Some(name) = arg.strip_prefix("--") else {
-                return Err(format!("unexpected argument `{arg}`"));
-            };
-            let (name, value) = match name.split_once('=') {
-                Some((name, value)) => (name.to_owned(), value.to_owned()),
-                None => {
-                    let value = args
-                        .next()
-                        .ok_or_else(|| format!("`--{name}` needs a value"))?;
-                    (name.to_owned(), value)
+        let mut parser = lexopt::Parser::from_args(args);
+        while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+            let name = match arg {
+                lexopt::Arg::Long("help") | lexopt::Arg::Short('h') => return Err(String::new()),
+                lexopt::Arg::Long(name) => name.to_owned(),
+                lexopt::Arg::Short(c) => return Err(format!("unexpected argument `-{c}`")),
+                lexopt::Arg::Value(value) => {
+                    return Err(format!("unexpected argument `{}`", value.to_string_lossy()));
                 }
             };
+            let value = parser
+                .value()
+                .map_err(|_| format!("`--{name}` needs a value"))?
+                .into_string()
+                .map_err(|_| format!("`--{name}`: not UTF-8"))?;
             if name == "database-url" {
                 url = Some(value);
             } else {

@@ -7,7 +7,8 @@
 //!    failing when `OCC_REQUIRE` names it (`all` names the three backends, not the
 //!    clusters, which need `tests/cluster/*.sh start` first).
 //! 2. Runs the whole workspace's tests (with cargo-nextest when installed, else
-//!    `cargo test`), then the doctests. Extra arguments go to the test command.
+//!    `cargo test`), then the doctests. Extra arguments go to the test command, as
+//!    given; `--help` (as the first) prints the usage.
 
 use std::env;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -20,7 +21,41 @@ const GALERA_DEFAULT: &str = "mysql://root@127.0.0.1:13306/test,mysql://root@127
 const PG_PRIMARY_DEFAULT: &str = "postgres://postgres@127.0.0.1:15432/test";
 const PG_STANDBY_DEFAULT: &str = "postgres://postgres@127.0.0.1:15433/test";
 
+const USAGE: &str = "\
+usage: cargo test-all [ARGS...]
+  Probes the database servers and clusters (OCC_POSTGRES_URL, OCC_MYSQL_URL,
+  OCC_GALERA_URLS, OCC_PG_PRIMARY_URL, OCC_PG_STANDBY_URL), prints SKIPPED for each that
+  cannot run (or fails when OCC_REQUIRE names it: postgres, mysql, sqlite, galera,
+  pg-replicas, all), then runs the workspace's tests with cargo-nextest when installed,
+  else cargo test. ARGS go to that test command as given.";
+
+/// The arguments for the test command, as given; `None` when the first asks for help.
+fn extra_args() -> Result<Option<Vec<String>>, String> {
+    let mut parser = lexopt::Parser::from_env();
+    let raw = parser.raw_args().map_err(|e| e.to_string())?;
+    if matches!(raw.peek().and_then(|a| a.to_str()), Some("--help" | "-h")) {
+        return Ok(None);
+    }
+    raw.map(|arg| {
+        arg.into_string()
+            .map_err(|arg| format!("argument {arg:?} is not UTF-8"))
+    })
+    .collect::<Result<_, _>>()
+    .map(Some)
+}
+
 fn main() -> ExitCode {
+    let extra = match extra_args() {
+        Ok(Some(extra)) => extra,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("test-all: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
     let required = env::var("OCC_REQUIRE").unwrap_or_default();
     let mut problems = Vec::new();
     let mut report = |name: &str, reason: Option<String>| match reason {
@@ -83,7 +118,6 @@ fn main() -> ExitCode {
     if mysql_client {
         features.push("diesel-occ-tests/mysql");
     }
-    let extra: Vec<String> = env::args().skip(1).collect();
     let steps = test_commands(&features, &extra);
     for mut step in steps {
         eprintln!("test-all: running {step:?}");

@@ -169,17 +169,22 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         paths: PATHS.to_vec(),
     };
     let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let (name, inline) = match flag.split_once('=') {
-            Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
-            None => (flag.clone(), None),
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        let name = match arg {
+            lexopt::Arg::Long(name) => format!("--{name}"),
+            lexopt::Arg::Short('h') => "--help".to_owned(),
+            lexopt::Arg::Short(c) => return Err(format!("unknown option \"-{c}\"")),
+            lexopt::Arg::Value(v) => {
+                return Err(format!("unknown option {:?}", v.to_string_lossy()));
+            }
         };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or(format!("{name} needs a value"))
+        let mut value = || -> Result<String, String> {
+            parser
+                .value()
+                .map_err(|_| format!("{name} needs a value"))?
+                .into_string()
+                .map_err(|_| format!("{name}: not UTF-8"))
         };
         match name.as_str() {
             "--backend" => {
@@ -210,7 +215,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--kill-at" => kill_at = Some(parse_duration(&value()?)?),
             "--restart-at" => restart_at = Some(parse_duration(&value()?)?),
             "--galera-script" => script = Some(PathBuf::from(value()?)),
-            "--help" | "-h" => return Err(String::new()),
+            "--help" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
     }

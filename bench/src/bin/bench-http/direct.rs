@@ -14,9 +14,9 @@ use diesel_occ_examples::postgres::AsyncPool;
 use diesel_occ_examples::postgres::http::Article;
 use diesel_occ_examples::schema::articles;
 
-use super::service::unconditional_update;
-use super::{BODY_TEXT, HttpTally, Write};
-use crate::harness::Stop;
+use crate::service::unconditional_update;
+use crate::writes::{BODY_TEXT, HttpTally, Write};
+use diesel_occ_bench::harness::Stop;
 
 /// Runs `clients` tasks on `runtime` until `stop`; each starts from its article's
 /// token in `starts` and returns its tally and the token it holds at the end.

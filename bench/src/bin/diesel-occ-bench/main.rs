@@ -21,33 +21,30 @@
 //!
 //! `--batch` runs the batch benchmark instead (`batch.rs`): a batch save of N entities
 //! against N single saves, N = 1, 10, 100, 1000.
+//!
+//! The scale-out comparisons and the HTTP benchmark are the `bench-scale` and
+//! `bench-http` binaries of this package.
 
-mod asynchronous;
-mod backend;
+mod async_rounds;
 mod batch;
-mod blocking;
 mod chart;
-mod cpu;
-mod harness;
 mod hot_key;
-mod http;
-mod model;
-#[cfg(feature = "mysql")]
-mod mysql;
 mod options;
-mod pg;
 mod pgbench;
 mod report;
 mod rounds;
 mod run;
-mod scale;
-mod sqlite;
+mod samples;
 mod statements;
-mod strategy;
 
-use crate::backend::{Backend, ensure_database};
+use diesel_occ_bench::async_setup::Setup;
+use diesel_occ_bench::backend::{Backend, ensure_database};
+use diesel_occ_bench::cli;
+use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
 use crate::options::Args;
-use crate::report::Summary;
 use crate::run::Setting;
 
 /// Runs everything on one backend: the table, the paired rounds, the statement count,
@@ -58,34 +55,41 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     let setting = Setting {
         backend,
         url: &url,
-        workers: args.workers,
-        limit: args.limit,
+        workers: args.common.workers,
+        limit: args.common.limit,
+        retry: &args.retry,
     };
     let mut summary = Summary::default();
     summary.say(report::header(args, backend, &url));
-    let rows = run::sweep(&setting, args, &mut summary)?;
+    let rows = sweep(&setting, args, &mut summary)?;
     rounds::paired(&setting, args, &mut summary)?;
+    if args.strategies.contains(&Strategy::OccAsynchronous) {
+        async_rounds::paired(&setting, args, &mut summary)?;
+    }
     let measured = statements::measure(backend, &url)?;
     statements::report(&mut summary, &measured);
     summary.say(report::lost_updates(&rows));
     report::write(args, backend, &url, &rows, &summary)
 }
 
+/// The main table: every strategy at every key count, one line each.
+fn sweep(setting: &Setting<'_>, args: &Args, summary: &mut Summary) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for &keys in &args.keys {
+        for &strategy in &args.strategies {
+            let row = run::run(setting, strategy, keys, Setup::RECOMMENDED)?;
+            summary.say(row.line());
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
 fn main() {
     let args = match Args::parse() {
         Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
+        Err((message, help)) => cli::exit_with_usage(&message, help),
     };
-    if args.http {
-        if let Err(message) = http::bench(&args) {
-            eprintln!("http: {message}");
-            std::process::exit(1);
-        }
-        return;
-    }
     if args.hot_key {
         if let Err(message) = hot_key::bench(&args) {
             eprintln!("hot-key: {message}");
@@ -96,7 +100,7 @@ fn main() {
     let mut failed = false;
     if args.redraw {
         for &backend in &args.backends {
-            if let Err(message) = report::redraw(&args, backend) {
+            if let Err(message) = redraw(&args, backend) {
                 eprintln!("{}: {message}", backend.name());
                 failed = true;
             }
@@ -114,13 +118,17 @@ fn main() {
             failed = true;
         }
     }
-    for &cluster in &args.clusters {
-        if let Err(message) = scale::bench(&args, cluster) {
-            eprintln!("{}: {message}", cluster.name());
-            failed = true;
-        }
-    }
     if failed {
         std::process::exit(1);
     }
+}
+
+/// `--redraw`: the backend's chart from its CSV file, and its async chart from the
+/// summary's paired async rounds.
+fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
+    let workers = report::redraw(args, backend)?;
+    if let Some(base) = async_rounds::redraw_asynchronous(backend, workers, &args.common.out)? {
+        println!("redrew {}", base.with_extension("svg").display());
+    }
+    Ok(())
 }

@@ -13,12 +13,15 @@
 
 use std::fmt::Write as _;
 
-use crate::backend::{Backend, ensure_database};
+use diesel_occ_bench::async_setup::Setup;
+use diesel_occ_bench::backend::{Backend, ensure_database};
+use diesel_occ_bench::stats::{median, ratio, verdict};
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
 use crate::options::Args;
-use crate::report::{Row, Summary};
-use crate::rounds::{median, ratio, verdict};
 use crate::run::{Setting, run};
-use crate::strategy::Strategy;
+use diesel_occ_bench::row::Row;
 
 /// The strategies compared, in the order of the first round.
 const STRATEGIES: [Strategy; 5] = [
@@ -42,7 +45,7 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
          run): goodput = median of the rounds' committed ops/s, verdict on occ-combine \
          (recommended) / max(occ, pessimistic) >= 1.0 by the ratio of medians; tail = median \
          of the rounds' p99, verdict on occ-combine's <= pessimistic's",
-        args.hot_workers, args.rounds, args.limit
+        args.hot_workers, args.common.rounds, args.common.limit
     ));
     for &backend in &args.backends {
         let url = args.url(backend);
@@ -52,21 +55,25 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
                 backend,
                 url: &url,
                 workers,
-                limit: args.limit,
+                limit: args.common.limit,
+                retry: &args.retry,
             };
             let rows = rounds(&setting, args, &mut summary, &mut csv)?;
             report(backend, workers, &rows, &mut summary);
         }
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&args.common.out).map_err(|e| e.to_string())?;
     for (name, text) in [
         ("hot-key-summary.txt", summary.text()),
         ("hot-key.csv", &csv),
     ] {
-        let path = args.out.join(name);
+        let path = args.common.out.join(name);
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    println!("wrote {}", args.out.join("hot-key-summary.txt").display());
+    println!(
+        "wrote {}",
+        args.common.out.join("hot-key-summary.txt").display()
+    );
     Ok(())
 }
 
@@ -80,9 +87,9 @@ fn rounds(
 ) -> Result<Vec<(Strategy, Row)>, String> {
     let mut order = STRATEGIES.to_vec();
     let mut rows = Vec::new();
-    for round in 1..=args.rounds {
+    for round in 1..=args.common.rounds {
         for &strategy in &order {
-            let row = run(setting, strategy, 1, args)?;
+            let row = run(setting, strategy, 1, Setup::RECOMMENDED)?;
             summary.say(format!(
                 "{} {:>2} workers round {round}: {}",
                 setting.backend.name(),

@@ -22,7 +22,7 @@ use diesel_occ_examples::postgres::http::{ArticleJson, MAX_BODY, MAX_TITLE};
 use diesel_occ_examples::postgres::{self as app, AsyncConn, AsyncPool};
 use diesel_occ_examples::schema::articles;
 
-use crate::cpu::SERVICE_THREADS;
+use diesel_occ_bench::cpu::SERVICE_THREADS;
 
 /// What the service's connections did: statements run, the time from sending each to
 /// its result, and the server processes behind them (for their CPU time).

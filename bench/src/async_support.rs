@@ -1,0 +1,139 @@
+//! What the asynchronous strategy uses on every backend: the statement counter, a
+//! task's own connection as a connection source, the helper's backoff pause and the
+//! probe of how long a pause lasts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::async_setup::Setup;
+use crate::harness::OpResult;
+
+/// Counts every statement `conn` starts into `counter` (Diesel's instrumentation).
+pub fn count_statements(conn: &mut impl diesel_async::AsyncConnection, counter: &Arc<AtomicU64>) {
+    use diesel::connection::InstrumentationEvent;
+    let counter = Arc::clone(counter);
+    conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+        if let InstrumentationEvent::StartQuery { .. } = event {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+}
+
+/// One reservation's future.
+pub type BoxedOp<'s> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<OpResult, String>> + Send + 's>>;
+
+/// A task's own connection as a connection source: every attempt borrows it.
+#[derive(Debug)]
+pub struct Held<C>(std::sync::Mutex<Option<C>>);
+
+impl<C> Held<C> {
+    /// Holds `conn`.
+    pub fn new(conn: C) -> Self {
+        Held(std::sync::Mutex::new(Some(conn)))
+    }
+}
+
+/// The held connection, lent to one attempt; it goes back when dropped.
+#[derive(Debug)]
+pub struct Lent<'a, C> {
+    slot: &'a std::sync::Mutex<Option<C>>,
+    conn: Option<C>,
+}
+
+impl<C> std::ops::Deref for Lent<'_, C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        self.conn.as_ref().expect("lent")
+    }
+}
+
+impl<C> std::ops::DerefMut for Lent<'_, C> {
+    fn deref_mut(&mut self) -> &mut C {
+        self.conn.as_mut().expect("lent")
+    }
+}
+
+impl<C> Drop for Lent<'_, C> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            *self.slot.lock().unwrap() = Some(conn);
+        }
+    }
+}
+
+impl<C: diesel_async::AsyncConnection + Send> diesel_occ::asynchronous::AsyncConnectionSource
+    for Held<C>
+{
+    type Connection = C;
+    type Pooled<'a>
+        = Lent<'a, C>
+    where
+        Self: 'a;
+
+    async fn checkout(&self) -> Result<Lent<'_, C>, diesel_occ::PoolError> {
+        let conn = self.0.lock().unwrap().take();
+        match conn {
+            Some(conn) => Ok(Lent {
+                slot: &self.0,
+                conn: Some(conn),
+            }),
+            None => Err(diesel_occ::PoolError::from_kind(
+                diesel_occ::PoolErrorKind::Closed,
+            )),
+        }
+    }
+
+    /// Closes it: the task has no connection after that.
+    fn discard(&self, mut pooled: Lent<'_, C>) {
+        drop(pooled.conn.take());
+    }
+}
+
+/// How long a retry backoff really lasts, for the policy's first backoffs (uniform in
+/// `[0, 1 ms]`): the mean of 200 each, in ms, as asked, with `std::thread::sleep` (the
+/// blocking helper), with a plain `tokio::time::sleep`, and with the async helper's
+/// pause (the same algorithm as diesel-occ's `asynchronous::retry::pause`: below the
+/// timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool).
+pub fn sleep_probe() -> Result<[f64; 4], String> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    let pauses: Vec<std::time::Duration> = (0..200)
+        .map(|_| std::time::Duration::from_micros(rng.u64(0..=1000)))
+        .collect();
+    let mean = |total: f64| total * 1e3 / pauses.len() as f64;
+    let asked = mean(pauses.iter().map(|d| d.as_secs_f64()).sum::<f64>());
+    let mut thread = 0.0;
+    for pause in &pauses {
+        let began = std::time::Instant::now();
+        std::thread::sleep(*pause);
+        thread += began.elapsed().as_secs_f64();
+    }
+    let runtime = Setup::RECOMMENDED.runtime(4)?;
+    let (tokio, helper) = runtime.block_on(async {
+        let (mut tokio, mut helper) = (0.0, 0.0);
+        for pause in &pauses {
+            let began = std::time::Instant::now();
+            tokio::time::sleep(*pause).await;
+            tokio += began.elapsed().as_secs_f64();
+        }
+        for pause in &pauses {
+            let began = std::time::Instant::now();
+            self::pause(*pause).await;
+            helper += began.elapsed().as_secs_f64();
+        }
+        (tokio, helper)
+    });
+    Ok([asked, mean(thread), mean(tokio), mean(helper)])
+}
+
+/// The async helper's backoff sleep, as diesel-occ's `asynchronous::retry::pause` does
+/// it: below the timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool.
+pub async fn pause(backoff: std::time::Duration) {
+    const TICK: std::time::Duration = std::time::Duration::from_millis(1);
+    if backoff >= TICK {
+        tokio::time::sleep(backoff - TICK / 2).await;
+    } else {
+        // A failed join only means the pause was cut short.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(backoff)).await;
+    }
+}

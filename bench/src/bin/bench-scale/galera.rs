@@ -1,0 +1,145 @@
+//! Galera: one node against three, and `occ-multihost` (`MultiHost` over a connection
+//! to each node as the retry helper's source).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use diesel::prelude::*;
+use diesel_occ::multi_host::MultiHost;
+use diesel_occ::retry::Combiner;
+use diesel_occ_bench::backend::{Backend, server_version};
+use diesel_occ_bench::database::Database;
+use diesel_occ_bench::harness::{self, Held};
+use diesel_occ_bench::mysql;
+use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
+use crate::options::{Args, Cluster};
+use crate::rounds::{ScaleRow, Way, play};
+
+/// The strategies compared on Galera unless `--strategies` names others.
+const DEFAULT: [Way; 5] = [
+    Way::Plain(Strategy::Blind),
+    Way::Plain(Strategy::Occ),
+    Way::MultiHost,
+    Way::Plain(Strategy::Pessimistic),
+    Way::Plain(Strategy::Atomic),
+];
+
+pub(crate) fn run(
+    args: &Args,
+    urls: &[String],
+    keys: &[i32],
+    summary: &mut Summary,
+) -> Result<Vec<ScaleRow>, String> {
+    if urls.len() < 2 {
+        return Err(format!("galera needs the URLs of its nodes, got {urls:?}"));
+    }
+    let strategies: Vec<Way> = match &args.strategies {
+        None => DEFAULT.to_vec(),
+        Some(strategies) => strategies.iter().map(|&s| Way::Plain(s)).collect(),
+    };
+    summary.say(format!(
+        "== galera ({}, {} nodes: {}): {} workers, keys {keys:?}, {:?} per run, \
+         {} paired rounds; 1 node = every worker on node 1, {} nodes = worker i on node \
+         i % {}, except occ-multihost: every worker's attempts go round the nodes \
+         (diesel_occ::multi_host::MultiHost over a connection to each node, the retry \
+         helper's source); wsrep_sync_wait = 0",
+        server_version(Backend::Mysql, &urls[0]),
+        urls.len(),
+        urls.join(" "),
+        args.common.workers,
+        args.common.limit,
+        args.common.rounds,
+        urls.len(),
+        urls.len(),
+    ));
+    let policy = args.retry.policy(Strategy::Occ);
+    play(
+        Cluster::Galera,
+        args,
+        keys,
+        &strategies,
+        summary,
+        |setup, strategy, count| {
+            let nodes = if setup == "1 node" { &urls[..1] } else { urls };
+            let mut admin = causal(&urls[0])?;
+            mysql::Db::reset(&mut admin, count).map_err(|e| format!("reset: {e}"))?;
+            // Every node has the fresh rows before the clock starts.
+            for url in urls {
+                let mut conn = causal(url)?;
+                let rows: i64 = diesel::sql_query("SELECT COUNT(*) AS n FROM bench_stock")
+                    .get_result::<Count>(&mut conn)
+                    .map_err(|e| format!("{url}: {e}"))?
+                    .n;
+                if rows != i64::from(count) {
+                    return Err(format!("{url}: {rows} rows after the reset"));
+                }
+            }
+            // Shared by the run's workers, for occ-combine.
+            let combiner = Combiner::new();
+            let measured = match strategy {
+                Way::Plain(strategy) => {
+                    let next = AtomicUsize::new(0);
+                    harness::run_threads(
+                        args.common.workers,
+                        count,
+                        args.common.limit,
+                        policy.clone(),
+                        || {
+                            let node = next.fetch_add(1, Ordering::Relaxed) % nodes.len();
+                            mysql::Db::connect(&nodes[node], strategy)
+                        },
+                        |held, worker, key| mysql::Db::op(strategy, held, worker, key, &combiner),
+                    )?
+                }
+                Way::MultiHost => harness::run_threads(
+                    args.common.workers,
+                    count,
+                    args.common.limit,
+                    policy.clone(),
+                    || {
+                        let held = nodes
+                            .iter()
+                            .map(|url| mysql::Db::connect(url, Strategy::Occ).map(Held::new))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok(MultiHost::new(held))
+                    },
+                    |held, worker, key| {
+                        mysql::blocking::occ_on(&*held.0.borrow(), &worker.policy, key)
+                    },
+                )?,
+            };
+            if let Some(error) = &measured.0.first_error {
+                eprintln!("  {} failed: {error}", strategy.name());
+            }
+            let deadlocks = measured.0.deadlocks;
+            let taken = mysql::Db::taken(&mut admin, count).map_err(|e| e.to_string())?;
+            let row = Row::new(
+                Backend::Mysql,
+                strategy.name(),
+                args.common.workers,
+                count,
+                measured,
+                taken,
+            );
+            Ok((row, deadlocks))
+        },
+    )
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// A connection whose reads wait until the node has applied every write the
+/// cluster committed before them (`wsrep_sync_wait = 1`).
+fn causal(url: &str) -> Result<mysql::Conn, String> {
+    let mut conn = mysql::Db::connect(url, Strategy::Atomic)?;
+    diesel::sql_query("SET SESSION wsrep_sync_wait = 1")
+        .execute(&mut conn)
+        .map_err(|e| format!("{url}: {e}"))?;
+    Ok(conn)
+}

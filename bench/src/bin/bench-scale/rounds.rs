@@ -1,0 +1,242 @@
+//! The paired rounds of two set-ups, their rows and their report.
+
+use std::fmt::Write as _;
+
+use diesel_occ_bench::row::Row;
+use diesel_occ_bench::stats::{listed, median, ratio};
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
+use crate::options::{Args, Cluster};
+
+/// One run of one strategy in one set-up.
+#[derive(Debug, Clone)]
+pub(crate) struct ScaleRow {
+    round: usize,
+    setup: &'static str,
+    row: Row,
+    /// Of the aborts, error 1213 / 40P01 (on Galera: certification failures).
+    deadlocks: u64,
+}
+
+impl ScaleRow {
+    pub(crate) fn new(round: usize, setup: &'static str, row: Row, deadlocks: u64) -> ScaleRow {
+        ScaleRow {
+            round,
+            setup,
+            row,
+            deadlocks,
+        }
+    }
+
+    /// Attempts per operation: every operation's first attempt plus its retries.
+    fn attempts_per_op(&self) -> f64 {
+        let ops = self.row.committed + self.row.failed;
+        (ops + self.row.retries) as f64 / (ops.max(1)) as f64
+    }
+
+    pub(crate) const CSV_HEADER: &'static str = "cluster,round,setup,strategy,workers,keys,seconds,committed,\
+        failed,ops_per_sec,p50_ms,p99_ms,conflicts,deadlocks_1213,other_aborts,retries,\
+        attempts_per_op,lost_updates";
+
+    pub(crate) fn csv(&self, cluster: Cluster) -> String {
+        let r = &self.row;
+        format!(
+            "{},{},{},{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{},{},{},{},{:.3},{}",
+            cluster.name(),
+            self.round,
+            self.setup,
+            r.strategy,
+            r.workers,
+            r.keys,
+            r.seconds,
+            r.committed,
+            r.failed,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.conflicts,
+            self.deadlocks,
+            r.aborts - self.deadlocks,
+            r.retries,
+            self.attempts_per_op(),
+            r.lost
+        )
+    }
+
+    pub(crate) fn line(&self, cluster: Cluster) -> String {
+        let r = &self.row;
+        let aborts = match cluster {
+            Cluster::Galera => format!("cert/deadlock 1213 {:>6}", self.deadlocks),
+            Cluster::PgStandby => format!("aborts {:>6}", r.aborts),
+        };
+        format!(
+            "round {}: {:<14} {:<8} keys {:>6}  {:>8.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
+             conflicts {:>7}  {aborts}  attempts/op {:>5.2}  failed {:>4}  lost {:>6}",
+            self.round,
+            r.strategy,
+            self.setup,
+            r.keys,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.conflicts,
+            self.attempts_per_op(),
+            r.failed,
+            r.lost
+        )
+    }
+}
+
+/// The two set-ups compared, in the order of the first round.
+pub(crate) fn setups(cluster: Cluster) -> [&'static str; 2] {
+    match cluster {
+        Cluster::Galera => ["1 node", "3 nodes"],
+        Cluster::PgStandby => ["primary", "standby"],
+    }
+}
+
+/// What a run runs: one of the benchmark's strategies, or (`occ-multihost`) `occ` with
+/// a `MultiHost` source over the set-up's nodes as the retry helper's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    Plain(Strategy),
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    MultiHost,
+}
+
+impl Way {
+    // Named by the Galera comparison only, which needs feature `mysql`.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Way::Plain(strategy) => strategy.name(),
+            Way::MultiHost => "occ-multihost",
+        }
+    }
+}
+
+/// Plays the paired rounds: for each key count and strategy, both set-ups in every
+/// round, the first of the pair swapping from round to round.
+pub(crate) fn play(
+    cluster: Cluster,
+    args: &Args,
+    keys: &[i32],
+    strategies: &[Way],
+    summary: &mut Summary,
+    mut run: impl FnMut(&'static str, Way, i32) -> Result<(Row, u64), String>,
+) -> Result<Vec<ScaleRow>, String> {
+    let mut rows = Vec::new();
+    for &count in keys {
+        for &strategy in strategies {
+            for round in 1..=args.common.rounds {
+                let mut order = setups(cluster);
+                if round % 2 == 0 {
+                    order.reverse();
+                }
+                for setup in order {
+                    let (row, deadlocks) = run(setup, strategy, count)?;
+                    let row = ScaleRow::new(round, setup, row, deadlocks);
+                    summary.say(row.line(cluster));
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The medians of each set-up and the ratios of the second to the first.
+pub(crate) fn report(
+    cluster: Cluster,
+    rows: &[ScaleRow],
+    keys: &[i32],
+    rounds: usize,
+    summary: &mut Summary,
+) {
+    let [first, second] = setups(cluster);
+    let mut strategies: Vec<&str> = Vec::new();
+    for row in rows {
+        if !strategies.contains(&row.row.strategy.as_str()) {
+            strategies.push(&row.row.strategy);
+        }
+    }
+    summary.say(format!(
+        "-- {}: medians of {rounds} paired rounds; conflicts, 1213s and lost updates summed over the rounds",
+        cluster.name()
+    ));
+    for &count in keys {
+        for &strategy in &strategies {
+            let of = |setup: &str| -> Vec<&ScaleRow> {
+                rows.iter()
+                    .filter(|r| {
+                        r.setup == setup && r.row.keys == count && r.row.strategy == strategy
+                    })
+                    .collect()
+            };
+            let (a, b) = (of(first), of(second));
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
+            let mut line = format!("{strategy:<14} keys {count:>6}:");
+            for (setup, runs) in [(first, &a), (second, &b)] {
+                let goodput = median(runs.iter().map(|r| r.row.ops_per_sec).collect());
+                let p99 = median(runs.iter().map(|r| r.row.p99_ms).collect());
+                let attempts = median(runs.iter().map(|r| r.attempts_per_op()).collect());
+                let conflicts: u64 = runs.iter().map(|r| r.row.conflicts).sum();
+                let deadlocks: u64 = runs.iter().map(|r| r.deadlocks).sum();
+                let lost: i64 = runs.iter().map(|r| r.row.lost).sum();
+                let _ = write!(
+                    line,
+                    "  [{setup}] {goodput:.0} ops/s, p99 {p99:.2} ms, conflicts {conflicts}, \
+                     1213 {deadlocks}, attempts/op {attempts:.2}, lost {lost}"
+                );
+            }
+            let per_round: Vec<f64> = (1..=rounds)
+                .filter_map(|round| {
+                    let value = |runs: &[&ScaleRow]| {
+                        runs.iter()
+                            .find(|r| r.round == round)
+                            .map(|r| r.row.ops_per_sec)
+                    };
+                    Some(value(&b)? / value(&a)?)
+                })
+                .collect();
+
+            let _ = write!(
+                line,
+                "  => {second} / {first} goodput {} (per round {}, median {:.3})",
+                ratio(
+                    median(b.iter().map(|r| r.row.ops_per_sec).collect()),
+                    median(a.iter().map(|r| r.row.ops_per_sec).collect())
+                ),
+                listed(&per_round),
+                median(per_round)
+            );
+            summary.say(line);
+        }
+    }
+    let checked_lost: i64 = rows
+        .iter()
+        .filter(|r| r.row.strategy != Strategy::Blind.name())
+        .map(|r| r.row.lost)
+        .sum();
+    let blind_lost: i64 = rows
+        .iter()
+        .filter(|r| r.row.strategy == Strategy::Blind.name())
+        .map(|r| r.row.lost)
+        .sum();
+    let blind = if rows
+        .iter()
+        .any(|r| r.row.strategy == Strategy::Blind.name())
+    {
+        format!(", blind {blind_lost}")
+    } else {
+        String::new()
+    };
+    summary.say(format!(
+        "{}: lost updates: checked strategies {checked_lost} (must be 0: {}){blind}",
+        cluster.name(),
+        if checked_lost == 0 { "met" } else { "not met" }
+    ));
+}

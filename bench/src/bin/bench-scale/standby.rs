@@ -1,0 +1,167 @@
+//! The PostgreSQL primary and standby: `occ` reading on the primary against
+//! `retry_with_standby` reading on the standby.
+
+use diesel::prelude::*;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::Combiner;
+use diesel_occ_bench::backend::{Backend, server_version};
+use diesel_occ_bench::database::Database;
+use diesel_occ_bench::harness::{self, Held, OpResult, Worker};
+use diesel_occ_bench::model::Stock;
+use diesel_occ_bench::outcome::Seen;
+use diesel_occ_bench::pg;
+use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategy::Strategy;
+use diesel_occ_bench::summary::Summary;
+
+use crate::options::{Args, Cluster};
+use crate::rounds::{ScaleRow, Way, play};
+
+/// A worker's two connections.
+pub(crate) struct Pair {
+    primary: Held<pg::Conn>,
+    standby: Held<pg::Conn>,
+}
+
+pub(crate) fn run(
+    args: &Args,
+    urls: &[String],
+    keys: &[i32],
+    summary: &mut Summary,
+) -> Result<Vec<ScaleRow>, String> {
+    let [primary, standby] = urls else {
+        return Err(format!("pg-standby needs PRIMARY,STANDBY, got {urls:?}"));
+    };
+    summary.say(format!(
+        "== pg-standby ({}; primary {primary}, standby {standby}): {} workers, keys {keys:?}, \
+         {:?} per run, {} paired rounds; strategy occ: primary = read and save on the \
+         primary (retry::retry), standby = retry::retry_with_standby: reads from the \
+         standby, the checked save on the primary, reads on the primary after the \
+         operation's first conflict",
+        server_version(Backend::Postgres, primary),
+        args.common.workers,
+        args.common.limit,
+        args.common.rounds,
+    ));
+    let policy = args.retry.policy(Strategy::Occ);
+    play(
+        Cluster::PgStandby,
+        args,
+        keys,
+        &[Way::Plain(Strategy::Occ)],
+        summary,
+        |setup, way, count| {
+            let Way::Plain(strategy) = way else {
+                return Err("pg-standby runs occ only".into());
+            };
+            let mut admin = pg::Db::connect(primary, Strategy::Atomic)?;
+            pg::Db::reset(&mut admin, count).map_err(|e| format!("reset: {e}"))?;
+            wait_for_replay(&mut admin, standby)?;
+            let combiner = Combiner::new();
+            let measured = if setup == "primary" {
+                harness::run_threads(
+                    args.common.workers,
+                    count,
+                    args.common.limit,
+                    policy.clone(),
+                    || pg::Db::connect(primary, strategy),
+                    |held, worker, key| pg::Db::op(strategy, held, worker, key, &combiner),
+                )?
+            } else {
+                harness::run_threads(
+                    args.common.workers,
+                    count,
+                    args.common.limit,
+                    policy.clone(),
+                    || {
+                        Ok(Pair {
+                            primary: Held::new(pg::Db::connect(primary, strategy)?),
+                            standby: Held::new(pg::Db::connect(standby, strategy)?),
+                        })
+                    },
+                    |held, worker, key| occ_from_standby(&held.0.borrow(), worker, key),
+                )?
+            };
+            if let Some(error) = &measured.0.first_error {
+                eprintln!("  {setup} failed: {error}");
+            }
+            let deadlocks = measured.0.deadlocks;
+            let taken = pg::Db::taken(&mut admin, count).map_err(|e| e.to_string())?;
+            let row = Row::new(
+                Backend::Postgres,
+                strategy.name(),
+                args.common.workers,
+                count,
+                measured,
+                taken,
+            );
+            Ok((row, deadlocks))
+        },
+    )
+}
+
+/// One reservation through `retry_with_standby`: reads from the standby (possibly
+/// stale), the checked save on the primary, and reads on the primary once the
+/// operation met a conflict.
+fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
+    let mut seen = Seen::default();
+    let result = diesel_occ::retry::retry_with_standby(
+        &pair.primary,
+        &pair.standby,
+        &worker.policy,
+        |conns, attempt| {
+            seen.last_attempt = attempt.number();
+            let result = (|| {
+                let mut stock: Stock = attempt.find(conns.read()?, key)?;
+                if stock.available <= 0 {
+                    return Ok(false);
+                }
+                stock.available -= 1;
+                stock.save_checked(conns.write()?)?;
+                Ok(true)
+            })();
+            if let Err(error) = &result {
+                seen.saw(error);
+            }
+            result
+        },
+    );
+    seen.finish(result)
+}
+
+/// Waits until the standby has replayed the primary's WAL up to now (the fresh
+/// table), for at most 30 s.
+fn wait_for_replay(primary: &mut pg::Conn, standby_url: &str) -> Result<(), String> {
+    #[derive(QueryableByName)]
+    struct Lsn {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        lsn: String,
+    }
+    #[derive(QueryableByName)]
+    struct Replayed {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        done: bool,
+    }
+    let lsn = diesel::sql_query("SELECT pg_current_wal_lsn()::text AS lsn")
+        .get_result::<Lsn>(primary)
+        .map_err(|e| e.to_string())?
+        .lsn;
+    let mut standby = pg::Db::connect(standby_url, Strategy::Atomic)?;
+    let began = std::time::Instant::now();
+    loop {
+        let done = diesel::sql_query(
+            "SELECT COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, false) AS done",
+        )
+        .bind::<diesel::sql_types::Text, _>(&lsn)
+        .get_result::<Replayed>(&mut standby)
+        .map_err(|e| e.to_string())?
+        .done;
+        if done {
+            return Ok(());
+        }
+        if began.elapsed() > std::time::Duration::from_secs(30) {
+            return Err(format!("the standby has not replayed {lsn} after 30 s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,407 @@
+//! The charts, drawn with `plotters` as SVG (labels as SVG text, so no font library is
+//! needed), and converted to PNG by `rsvg-convert` when it is installed:
+//!
+//! - [`draw`]: throughput and p99 latency against a count (hot keys, batch size), one
+//!   line per series, in two panels;
+//! - [`bars`]: a grouped bar chart, each bar labelled with its value and its ratio to
+//!   the group's first bar (the async-against-blocking chart of the paired rounds).
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// One colour per series, so that every line of the main chart has its own.
+const COLORS: [RGBColor; 12] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x39, 0x3b, 0x79),
+    RGBColor(0x00, 0x00, 0x00),
+];
+/// The family the SVG text asks the viewer for.
+const FONT: &str = "sans-serif";
+/// Legend entries per row.
+const LEGEND_COLUMNS: usize = 6;
+
+/// One point of a line: its series (the legend), x, throughput and p99.
+#[derive(Debug, Clone)]
+pub(crate) struct Point {
+    pub(crate) series: String,
+    pub(crate) x: i32,
+    pub(crate) throughput: f64,
+    pub(crate) p99_ms: f64,
+}
+
+/// The texts of the two panels and of the x axis.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Labels {
+    pub(crate) throughput: &'static str,
+    pub(crate) latency: &'static str,
+    pub(crate) x: &'static str,
+}
+
+/// The main benchmark's labels.
+pub(crate) const HOT_KEYS: Labels = Labels {
+    throughput: "committed operations per second",
+    latency: "p99 latency, ms (log scale)",
+    x: "hot keys (more keys = less contention)",
+};
+
+/// Writes `<base>.svg` and, when possible, `<base>.png`; returns the PNG's path.
+pub(crate) fn draw(
+    points: &[Point],
+    title: &str,
+    labels: &Labels,
+    base: &Path,
+) -> Result<Option<PathBuf>, String> {
+    let svg = base.with_extension("svg");
+    draw_lines(points, title, labels, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+    Ok(to_png(&svg))
+}
+
+/// A grouped bar chart (one group per key count, one bar per series) as `<base>.svg`
+/// and, when possible, `<base>.png`; returns the PNG's path.
+pub(crate) fn bars(
+    groups: &[(i32, Vec<(&str, f64)>)],
+    title: &str,
+    axis: &str,
+    base: &Path,
+) -> Result<Option<PathBuf>, String> {
+    let svg = base.with_extension("svg");
+    draw_bars(groups, title, axis, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+    Ok(to_png(&svg))
+}
+
+/// Converts the SVG with `rsvg-convert`, when installed.
+fn to_png(svg: &Path) -> Option<PathBuf> {
+    let png = svg.with_extension("png");
+    let converted = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png)
+        .arg(svg)
+        .status();
+    matches!(converted, Ok(status) if status.success()).then_some(png)
+}
+
+/// A round axis maximum above `value`: 1, 2 or 5 times a power of ten.
+fn nice(value: f64) -> f64 {
+    let value = value.max(1e-9);
+    let power = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|v| *v >= value)
+        .unwrap_or(10.0 * power)
+}
+
+/// An axis or bar value: `12k`, `1.5k`, `250`, `0.5`.
+fn label(value: f64) -> String {
+    if value >= 1000.0 {
+        let thousands = value / 1000.0;
+        if thousands.fract() == 0.0 {
+            format!("{thousands:.0}k")
+        } else {
+            format!("{thousands:.1}k")
+        }
+    } else if value >= 1.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// The series' names in the order they first appear.
+fn series_of<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut series: Vec<&str> = Vec::new();
+    for name in names {
+        if !series.contains(&name) {
+            series.push(name);
+        }
+    }
+    series
+}
+
+/// The two panels and the legend.
+fn draw_lines(
+    points: &[Point],
+    title: &str,
+    labels: &Labels,
+    path: &Path,
+) -> Result<(), Box<dyn Error>> {
+    let mut xs: Vec<i32> = points.iter().map(|p| p.x).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    let series = series_of(points.iter().map(|p| p.series.as_str()));
+    let root = SVGBackend::new(path, (1200, 580)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let body = root.titled(title, (FONT, 17))?;
+    let (panels, legend) = body.split_vertically(460);
+    let (left, right) = panels.split_horizontally(600);
+
+    let throughput_max = nice(points.iter().map(|p| p.throughput).fold(0.0, f64::max));
+    let p99_max = nice(points.iter().map(|p| p.p99_ms).fold(0.0, f64::max));
+    let p99_min = 10f64.powf(
+        points
+            .iter()
+            .map(|p| p.p99_ms)
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min)
+            .max(1e-3)
+            .log10()
+            .floor(),
+    );
+    let panel = Panel {
+        xs: &xs,
+        series: &series,
+        points,
+        x_label: labels.x,
+    };
+    panel.draw(&left, labels.throughput, 0.0..throughput_max, false, |p| {
+        p.throughput
+    })?;
+    panel.draw(
+        &right,
+        labels.latency,
+        p99_min..p99_max.max(p99_min * 10.0),
+        true,
+        |p| p.p99_ms,
+    )?;
+    for (s, name) in series.iter().enumerate() {
+        let x = 90 + (s % LEGEND_COLUMNS) as i32 * 180;
+        let y = 30 + (s / LEGEND_COLUMNS) as i32 * 22;
+        let color = COLORS[s % COLORS.len()];
+        legend.draw(&Rectangle::new(
+            [(x, y - 2), (x + 16, y + 2)],
+            color.filled(),
+        ))?;
+        legend.draw(&Text::new(
+            name.to_string(),
+            (x + 22, y),
+            (FONT, 13)
+                .into_font()
+                .into_text_style(&legend)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// What both line panels show.
+struct Panel<'a> {
+    xs: &'a [i32],
+    series: &'a [&'a str],
+    points: &'a [Point],
+    x_label: &'a str,
+}
+
+impl Panel<'_> {
+    /// One panel: `value` of each series at each x, on a linear or log y axis.
+    fn draw(
+        &self,
+        area: &DrawingArea<SVGBackend<'_>, Shift>,
+        caption: &str,
+        range: std::ops::Range<f64>,
+        log: bool,
+        value: fn(&Point) -> f64,
+    ) -> Result<(), Box<dyn Error>> {
+        let last = self.xs.len().saturating_sub(1);
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(caption, (FONT, 15))
+            .margin(10)
+            .margin_right(30)
+            .x_label_area_size(45)
+            .y_label_area_size(70);
+        let xs = self.xs;
+        let x_name = |x: &SegmentValue<usize>| match x {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                xs.get(*i).map(i32::to_string).unwrap_or_default()
+            }
+            SegmentValue::Last => String::new(),
+        };
+        let lines = |i: usize, p: &Point| (SegmentValue::CenterOf(i), value(p));
+        if log {
+            let mut chart =
+                builder.build_cartesian_2d((0..last).into_segmented(), range.log_scale())?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc(self.x_label)
+                .x_label_formatter(&x_name)
+                .y_label_formatter(&|v| label(*v))
+                .draw()?;
+            for (s, name) in self.series.iter().enumerate() {
+                let color = COLORS[s % COLORS.len()];
+                let line = self.line(name, lines);
+                chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+                chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+            }
+        } else {
+            let mut chart = builder.build_cartesian_2d((0..last).into_segmented(), range)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc(self.x_label)
+                .x_label_formatter(&x_name)
+                .y_label_formatter(&|v| label(*v))
+                .draw()?;
+            for (s, name) in self.series.iter().enumerate() {
+                let color = COLORS[s % COLORS.len()];
+                let line = self.line(name, lines);
+                chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+                chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A series' points, in x order.
+    fn line<T>(&self, name: &str, at: impl Fn(usize, &Point) -> T) -> Vec<T> {
+        self.xs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| {
+                let point = self.points.iter().find(|p| p.series == name && p.x == *x)?;
+                Some(at(i, point))
+            })
+            .collect()
+    }
+}
+
+/// The grouped bars, their value and ratio labels, the group names and the legend.
+fn draw_bars(
+    groups: &[(i32, Vec<(&str, f64)>)],
+    title: &str,
+    axis: &str,
+    path: &Path,
+) -> Result<(), Box<dyn Error>> {
+    let max = nice(
+        groups
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().map(|(_, v)| *v))
+            .filter(|v| v.is_finite())
+            .fold(1.0, f64::max),
+    );
+    let series = series_of(
+        groups
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().map(|(n, _)| *n)),
+    );
+    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let body = root.titled(title, (FONT, 16))?;
+    let (plot, legend) = body.split_vertically(360);
+    let mut chart = ChartBuilder::on(&plot)
+        .margin(10)
+        .margin_right(30)
+        .x_label_area_size(30)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..groups.len().max(1) as f64, 0.0..max)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_labels(0)
+        .y_desc(axis)
+        .y_label_formatter(&|v| label(*v))
+        .draw()?;
+    let small = (FONT, 11).into_font().into_text_style(&plot);
+    let above = small.pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (g, (keys, bars)) in groups.iter().enumerate() {
+        let width = 0.7 / bars.len().max(1) as f64;
+        let first = bars.first().map_or(f64::NAN, |(_, v)| *v);
+        for (b, (name, value)) in bars.iter().enumerate() {
+            let index = series.iter().position(|s| s == name).unwrap_or(0);
+            let color = COLORS[index % COLORS.len()];
+            let x = g as f64 + 0.15 + b as f64 * width;
+            let value = if value.is_finite() { *value } else { 0.0 };
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x, 0.0), (x + width * 0.9, value)],
+                color.filled(),
+            )))?;
+            let center = (x + width * 0.45, value);
+            chart.draw_series(std::iter::once(
+                EmptyElement::at(center) + Text::new(label(value), (0, -3), above.clone()),
+            ))?;
+            // The ratio to the group's first bar on a line of its own above the value,
+            // so that the labels of neighbouring bars do not run into each other.
+            if b > 0 {
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at(center)
+                        + Text::new(format!("({:.2}x)", value / first), (0, -17), above.clone()),
+                ))?;
+            }
+        }
+        let (x, y) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
+        root.draw(&Text::new(
+            format!("{keys} key{}", if *keys == 1 { "" } else { "s" }),
+            (x, y + 8),
+            (FONT, 13)
+                .into_font()
+                .into_text_style(&root)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+    for (s, name) in series.iter().enumerate() {
+        let x = 90 + s as i32 * 220;
+        let color = COLORS[s % COLORS.len()];
+        legend.draw(&Rectangle::new([(x, 40), (x + 16, 50)], color.filled()))?;
+        legend.draw(&Text::new(
+            name.to_string(),
+            (x + 22, 45),
+            (FONT, 13)
+                .into_font()
+                .into_text_style(&legend)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_charts_are_written_as_svg() {
+        let dir =
+            std::env::temp_dir().join(format!("diesel-occ-bench-chart-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let points: Vec<Point> = [
+            ("occ", 1, 900.0, 2.0),
+            ("occ", 100, 4000.0, 0.8),
+            ("blind", 1, 1200.0, 1.1),
+        ]
+        .into_iter()
+        .map(|(series, x, throughput, p99_ms)| Point {
+            series: series.into(),
+            x,
+            throughput,
+            p99_ms,
+        })
+        .collect();
+        draw(&points, "t <&>", &HOT_KEYS, &dir.join("lines")).unwrap();
+        let svg = std::fs::read_to_string(dir.join("lines.svg")).unwrap();
+        assert!(svg.contains("blind") && svg.contains("hot keys"));
+        let groups = vec![(1, vec![("occ", 100.0), ("occ-async", 90.0)])];
+        bars(&groups, "bars", "ops/s", &dir.join("bars")).unwrap();
+        let svg = std::fs::read_to_string(dir.join("bars.svg")).unwrap();
+        assert!(svg.contains("(0.90x)") && svg.contains("1 key"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,58 @@
+//! The paired rounds' samples: one figure of one strategy (or setup) at one key count
+//! in one round, their medians and their per-round ratios.
+
+use diesel_occ_bench::stats::{listed, median};
+
+/// One round's throughput of one strategy (or pgbench) at one key count.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sample {
+    pub(crate) round: usize,
+    pub(crate) label: &'static str,
+    pub(crate) keys: i32,
+    pub(crate) value: f64,
+}
+
+/// Every round's samples.
+#[derive(Debug, Default)]
+pub(crate) struct Samples(pub(crate) Vec<Sample>);
+
+impl Samples {
+    pub(crate) fn median(&self, label: &str, keys: i32) -> f64 {
+        median(
+            self.0
+                .iter()
+                .filter(|s| s.label == label && s.keys == keys)
+                .map(|s| s.value)
+                .collect(),
+        )
+    }
+
+    pub(crate) fn has(&self, label: &str, keys: i32) -> bool {
+        self.median(label, keys).is_finite()
+    }
+
+    pub(crate) fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
+        self.0
+            .iter()
+            .find(|s| s.round == round && s.label == label && s.keys == keys)
+            .map(|s| s.value)
+    }
+
+    /// Each round's ratio, from two runs seconds apart: the drift of a shared machine
+    /// hits both sides alike, which the ratio of medians does not guarantee.
+    pub(crate) fn per_round(
+        &self,
+        rounds: usize,
+        (a, a_keys): (&str, i32),
+        (b, b_keys): (&str, i32),
+    ) -> String {
+        let ratios: Vec<f64> = (1..=rounds)
+            .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
+            .collect();
+        format!(
+            "  per round, {a} / {b}: {} (median {:.3})",
+            listed(&ratios),
+            median(ratios)
+        )
+    }
+}
