@@ -16,7 +16,7 @@
 //! - **PostgreSQL.** "primary": `occ` reading and writing on the primary. "standby": the
 //!   first attempt of an operation reads from the standby, the checked save goes to the
 //!   primary, and a retry after a conflict re-reads from the primary
-//!   (`retry::retry_with_standby`).
+//!   (`blocking::retry_with_standby`).
 //!
 //! ```text
 //! cargo run --release -p diesel-occ-bench --features mysql --bin bench-scale -- \

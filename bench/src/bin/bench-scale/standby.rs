@@ -2,8 +2,8 @@
 //! `retry_with_standby` reading on the standby.
 
 use diesel::prelude::*;
+use diesel_occ::blocking::Combiner;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::Combiner;
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held, OpResult, Worker};
@@ -35,7 +35,7 @@ pub(crate) fn run(
     summary.say(format!(
         "== pg-standby ({}; primary {primary}, standby {standby}): {} workers, keys {keys:?}, \
          {:?} per run, {} paired rounds; strategy occ: primary = read and save on the \
-         primary (retry::retry), standby = retry::retry_with_standby: reads from the \
+         primary (blocking::retry), standby = blocking::retry_with_standby: reads from the \
          standby, the checked save on the primary, reads on the primary after the \
          operation's first conflict",
         server_version(Backend::Postgres, primary),
@@ -105,7 +105,7 @@ pub(crate) fn run(
 /// operation met a conflict.
 fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
     let mut seen = Seen::default();
-    let result = diesel_occ::retry::retry_with_standby(
+    let result = diesel_occ::blocking::retry_with_standby(
         &pair.primary,
         &pair.standby,
         &worker.policy,

@@ -46,7 +46,7 @@ const USAGE_TAIL: &str = "  --no-pgbench          skip the pgbench comparison
                         and async (batch.rs), --rounds paired rounds per size
   --batch-sizes LIST    N for --batch (default 1,10,100,1000)
   --hot-key             instead: one row, occ, pessimistic, occ-combine (the recommended way
-                        to write a hot row, retry::Combiner) and occ-escalate
+                        to write a hot row, blocking::Combiner) and occ-escalate
                         (escalate_hot_rows) in --rounds paired rounds per worker count;
                         writes hot-key.csv and hot-key-summary.txt
   --hot-workers LIST    worker counts for --hot-key (default 4,16)
