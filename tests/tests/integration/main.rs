@@ -226,6 +226,7 @@ mod escalation;
 mod example_apps;
 mod force_increment;
 mod killed_sessions;
+mod module_graph;
 mod observability;
 mod properties;
 mod redacted_errors;
