@@ -7,8 +7,9 @@
 //! every type is concrete.
 
 use diesel::prelude::*;
+use diesel_occ::blocking::{Combiner, ConnectionSource};
 use diesel_occ::prelude::*;
-use diesel_occ::retry::{Combiner, ConnectionSource, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::statement::CachedUpdate;
 
 use super::{Conn, locked_read, pessimistic_transaction, serializable_transaction};
@@ -162,7 +163,7 @@ where
 {
     let mut seen = Seen::default();
     let mut deadlocks = 0;
-    let result = diesel_occ::retry::retry(source, policy, |conn, attempt| {
+    let result = diesel_occ::blocking::retry(source, policy, |conn, attempt| {
         seen.last_attempt = attempt.number();
         let result = (|| {
             let mut stock: Stock = attempt.find(conn, key)?;

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use diesel::QueryResult;
-use diesel_occ::retry::{Combiner, RetryPolicy};
+use diesel_occ::blocking::Combiner;
+use diesel_occ::retry::RetryPolicy;
 
 use super::{BACKEND, Conn, Db, asynchronous, batch, blocking, connect};
 use crate::async_setup::Setup;

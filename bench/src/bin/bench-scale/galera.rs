@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use diesel::prelude::*;
+use diesel_occ::blocking::Combiner;
 use diesel_occ::multi_host::MultiHost;
-use diesel_occ::retry::Combiner;
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held};

@@ -2,8 +2,8 @@
 //! `retry_with_standby` reading on the standby.
 
 use diesel::prelude::*;
+use diesel_occ::blocking::Combiner;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::Combiner;
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held, OpResult, Worker};
@@ -105,7 +105,7 @@ pub(crate) fn run(
 /// operation met a conflict.
 fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
     let mut seen = Seen::default();
-    let result = diesel_occ::retry::retry_with_standby(
+    let result = diesel_occ::blocking::retry_with_standby(
         &pair.primary,
         &pair.standby,
         &worker.policy,

@@ -1,7 +1,7 @@
 //! Running one strategy at one setting on the chosen backend: a fresh table, the
 //! workers, then the units that left the table.
 
-use diesel_occ::retry::Combiner;
+use diesel_occ::blocking::Combiner;
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::database::Database;
