@@ -16,20 +16,20 @@ use diesel_occ::statement::CachedUpdate;
 use crate::model::{START, Stock, bench_stock};
 
 /// The row with a key.
-pub type Row = Find<bench_stock::table, i32>;
+pub type ByKey = Find<bench_stock::table, i32>;
 /// `SELECT id, available, version ... WHERE id = ?` on backend `DB`.
-pub type ReadStock<DB> = Select<Row, AsSelect<Stock, DB>>;
+pub type ReadStock<DB> = Select<ByKey, AsSelect<Stock, DB>>;
 /// `SELECT version ... WHERE id = ?`: the token read that classifies a miss.
-pub type ReadVersion = Select<Row, bench_stock::version>;
+pub type ReadVersion = Select<ByKey, bench_stock::version>;
 /// The row with a key, if it still holds the version that was read.
-pub type Unchanged = Filter<Row, Eq<bench_stock::version, i32>>;
+pub type Unchanged = Filter<ByKey, Eq<bench_stock::version, i32>>;
 /// The new stock and version a checked write assigns.
 pub type Assign = (
     Eq<bench_stock::available, i32>,
     Eq<bench_stock::version, i32>,
 );
 /// The row with a key, if it has stock left.
-pub type InStock = Filter<Row, Gt<bench_stock::available, i32>>;
+pub type InStock = Filter<ByKey, Gt<bench_stock::available, i32>>;
 /// `available - 1, version + 1`, computed by the database.
 pub type TakeOne = (
     Eq<bench_stock::available, diesel::dsl::Sub<bench_stock::available, i32>>,
@@ -89,8 +89,8 @@ where
     ReadVersion: LoadQuery<'static, C, i32>,
     ReadRange<C::Backend>: LoadQuery<'static, C, Stock>,
     Select<bench_stock::table, bench_stock::available>: LoadQuery<'static, C, i32>,
-    CachedUpdate<Row, Eq<bench_stock::available, i32>>: ExecuteDsl<C>,
-    CachedUpdate<Row, Assign>: ExecuteDsl<C>,
+    CachedUpdate<ByKey, Eq<bench_stock::available, i32>>: ExecuteDsl<C>,
+    CachedUpdate<ByKey, Assign>: ExecuteDsl<C>,
     CachedUpdate<Unchanged, Assign>: ExecuteDsl<C>,
     CachedUpdate<InStock, TakeOne>: ExecuteDsl<C>,
     Update<Unchanged, Assign>: ExecuteDsl<C>,
