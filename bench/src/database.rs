@@ -1,72 +1,59 @@
-//! [`Database`]: what the benchmarks run on one backend, so that the code above it is
-//! generic over the backend and chooses it in one `match`.
+//! [`Database`]: how the benchmarks connect to one backend, so that the code above it
+//! (the strategies, the binaries' runs) is generic over the backend and chooses it in
+//! one `match`.
 
-use std::time::Duration;
+use std::future::Future;
 
-use diesel::QueryResult;
-use diesel_occ::blocking::Combiner;
+use diesel::ConnectionResult;
+use diesel_async::pooled_connection::PoolableConnection;
+use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection};
+use diesel_occ::blocking::LockingConnection;
 use diesel_occ::retry::RetryPolicy;
 
 use crate::async_setup::Setup;
+use crate::async_support::BoxedOp;
 use crate::backend::Backend;
-use crate::harness::{Held, Limit, OpResult, Tally, Worker};
-use crate::measures::{BatchMeasured, Counted, Side, Statements};
-use crate::model::Stock;
+use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::sql::{AsyncStockSql, BackendSql, StockSql};
 use crate::strategy::Strategy;
 
-/// One backend's connections and its strategies' code (`pg::Pg`, `mysql::Mysql`,
-/// `sqlite::Sqlite`).
-pub trait Database {
+/// One backend's connections (`pg::Db`, `mysql::Db`, `sqlite::Db`).
+pub trait Database: 'static {
     /// Which backend this is.
     const BACKEND: Backend;
+    /// Statements every new async connection runs first (SQLite's pragmas).
+    const AFTER_CONNECT: &'static str = "";
     /// Its blocking connection.
-    type Conn: diesel::Connection + Send + 'static;
+    type Conn: LockingConnection + StockSql + BackendSql + CheckedStock + Send + 'static;
+    /// Its asynchronous connection.
+    type AsyncConn: AsyncLockingConnection
+        + PoolableConnection
+        + AsyncStockSql
+        + AsyncCheckedStock
+        + Send
+        + 'static;
 
     /// A connection for `strategy` (MySQL's serializable strategy sets its isolation).
     fn connect(url: &str, strategy: Strategy) -> Result<Self::Conn, String>;
-    /// Drops and creates the table with `keys` rows of stock.
-    fn reset(conn: &mut Self::Conn, keys: i32) -> QueryResult<()>;
-    /// Units taken from the table since [`Database::reset`].
-    fn taken(conn: &mut Self::Conn, keys: i32) -> QueryResult<i64>;
-    /// One reservation with a blocking `strategy`; `combiner` is the run's.
-    fn op(
-        strategy: Strategy,
-        held: &Held<Self::Conn>,
-        worker: &mut Worker,
-        key: i32,
-        combiner: &Combiner<Stock>,
-    ) -> Result<OpResult, String>;
-    /// A run of the asynchronous strategy (`occ-async`, or `occ-combine-async` with
-    /// `combine`) as `setup` says.
-    fn run_asynchronous(
+
+    /// A new asynchronous connection, set up as `setup` says (SQLite: where its
+    /// blocking calls run).
+    fn establish_async(
         url: &str,
-        workers: usize,
-        keys: i32,
-        limit: Limit,
-        policy: RetryPolicy,
         setup: Setup,
-        combine: bool,
-    ) -> Result<(Tally, Duration), String>;
-    /// The statements of `saves` successful saves, diesel-occ's and hand-written.
-    fn statements(conn: &mut Self::Conn, saves: i32) -> Result<Statements, String>;
-    /// One blocking run of the batch benchmark.
-    fn batch_blocking(
-        url: &str,
-        side: Side,
-        size: usize,
-        workers: usize,
-        duration: Duration,
-    ) -> Result<BatchMeasured, String>;
-    /// One async run of the batch benchmark.
-    fn batch_asynchronous(
-        url: &str,
-        side: Side,
-        size: usize,
-        workers: usize,
-        duration: Duration,
-    ) -> Result<BatchMeasured, String>;
-    /// The statements of 100 blocking single saves and of one batch of 100.
-    fn count_blocking(url: &str) -> Result<Counted, String>;
-    /// The same, async.
-    fn count_asynchronous(url: &str) -> Result<Counted, String>;
+    ) -> impl Future<Output = ConnectionResult<Self::AsyncConn>> + Send;
+
+    /// A reservation on `source` run another way than the async closure, when the
+    /// backend has one (SQLite: each attempt in one blocking task); `None` runs the
+    /// closure.
+    fn occ_in_one_task<'s, S>(
+        _source: &'s S,
+        _policy: &'s RetryPolicy,
+        _key: i32,
+    ) -> Option<BoxedOp<'s>>
+    where
+        S: AsyncConnectionSource<Connection = Self::AsyncConn>,
+    {
+        None
+    }
 }

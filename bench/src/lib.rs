@@ -11,8 +11,9 @@
 //! | [`backend`], [`model`], [`strategy`] | the databases, the table and entity, the strategies and their retry settings |
 //! | [`harness`], [`outcome`], [`row`], [`cpu`] | worker threads and their tallies, what one reservation ended with, one run's results, CPU probes |
 //! | [`async_setup`], [`async_support`], [`measures`] | how the async strategy is set up, what it shares, what statement counts record |
-//! | [`database`] | the [`Database`](database::Database) trait the generic code runs on |
-//! | [`pg`], [`mysql`], [`sqlite`] | each backend's connections, its own SQL, and the strategies compiled for it |
+//! | [`strategies`] | the strategies, generic over the connection, and the statements they run |
+//! | [`database`] | the [`Database`](database::Database) trait: how the generic code connects to a backend |
+//! | [`pg`], [`mysql`], [`sqlite`] | each backend's connections, and the few statements it writes its own way |
 
 pub mod async_setup;
 pub mod async_support;
@@ -30,5 +31,6 @@ pub mod pg;
 pub mod row;
 pub mod sqlite;
 pub mod stats;
+pub mod strategies;
 pub mod strategy;
 pub mod summary;

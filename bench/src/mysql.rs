@@ -1,93 +1,101 @@
 //! MySQL/MariaDB (feature `mysql`): `MysqlConnection` and `AsyncMysqlConnection`, and
-//! the two strategies whose SQL is MySQL's own.
+//! the statements the locking strategies write MySQL's way.
 
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
-use diesel_occ::asynchronous::AsyncConnectionSource;
-use diesel_occ::retry::RetryPolicy;
+use diesel_async::AsyncMysqlConnection;
+use diesel_occ::Error;
+use diesel_occ::retry::Attempt;
 
 use crate::async_setup::Setup;
-use crate::async_support::BoxedOp;
 use crate::backend::Backend;
+use crate::database::Database;
 use crate::model::{Stock, bench_stock};
+use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
-// The strategies' files are compiled once per backend module, each time on this
-// module's concrete connection types.
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/asynchronous.rs"]
-pub mod asynchronous;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/batch.rs"]
-pub mod batch;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/blocking.rs"]
-pub mod blocking;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/database.rs"]
-mod database;
-
-/// MySQL/MariaDB as a [`Database`](crate::database::Database).
+/// MySQL/MariaDB as a [`Database`].
 #[derive(Debug, Clone, Copy)]
 pub struct Db;
 
-const BACKEND: Backend = Backend::Mysql;
-
 /// The blocking connection.
 pub type Conn = MysqlConnection;
-/// The asynchronous connection.
-pub type AsyncConn = diesel_async::AsyncMysqlConnection;
 
-/// Nothing to set on a new connection.
-const AFTER_CONNECT: &str = "";
+impl Database for Db {
+    const BACKEND: Backend = Backend::Mysql;
+    type Conn = MysqlConnection;
+    type AsyncConn = AsyncMysqlConnection;
 
-/// A blocking connection. The serializable strategy's connections run at SERIALIZABLE
-/// (InnoDB then reads with shared locks, and concurrent writers deadlock; the loop
-/// retries error 1213).
-pub fn connect(url: &str, strategy: Strategy) -> Result<Conn, String> {
-    let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
-    if strategy == Strategy::Serializable {
-        diesel::sql_query("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-            .execute(&mut conn)
-            .map_err(|e| e.to_string())?;
+    /// The serializable strategy's connections run at SERIALIZABLE (InnoDB then reads
+    /// with shared locks, and concurrent writers deadlock; the loop retries error 1213).
+    fn connect(url: &str, strategy: Strategy) -> Result<MysqlConnection, String> {
+        let mut conn = MysqlConnection::establish(url).map_err(|e| e.to_string())?;
+        if strategy == Strategy::Serializable {
+            diesel::sql_query("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+                .execute(&mut conn)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(conn)
     }
-    Ok(conn)
+
+    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncMysqlConnection> {
+        <AsyncMysqlConnection as diesel_async::AsyncConnection>::establish(url).await
+    }
 }
 
-async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncConn> {
-    <AsyncConn as diesel_async::AsyncConnection>::establish(url).await
+impl BackendSql for MysqlConnection {
+    /// `SELECT ... FOR UPDATE`.
+    fn locked_read(&mut self, key: i32) -> QueryResult<Stock> {
+        bench_stock::table
+            .find(key)
+            .select(Stock::as_select())
+            .for_update()
+            .get_result(self)
+    }
+
+    /// A plain transaction.
+    fn pessimistic_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
+
+    /// A plain transaction: the level is set on the serializable strategy's
+    /// connections ([`Db::connect`]).
+    fn serializable_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
 }
 
-/// The async closure runs: no blocking task per attempt on a real async connection.
-fn occ_in_one_task<'s, S>(_: &'s S, _: &'s RetryPolicy, _: i32) -> Option<BoxedOp<'s>>
-where
-    S: AsyncConnectionSource<Connection = AsyncConn>,
-{
-    None
+impl CheckedStock for MysqlConnection {
+    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
+        <Stock as diesel_occ::blocking::CheckedDsl<Self>>::find(self, key)
+    }
+
+    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
+        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
+    }
+
+    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
+        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
+    }
 }
 
-/// The pessimistic strategy's read: `SELECT ... FOR UPDATE`.
-fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
-    bench_stock::table
-        .find(key)
-        .select(Stock::as_select())
-        .for_update()
-        .get_result(conn)
-}
+impl AsyncCheckedStock for AsyncMysqlConnection {
+    fn find_in(
+        &mut self,
+        attempt: &Attempt,
+        key: i32,
+    ) -> impl Future<Output = Result<Stock, Error>> + Send {
+        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
+    }
 
-/// The pessimistic strategy's transaction: a plain one.
-fn pessimistic_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.transaction(run)
-}
-
-/// A transaction at SERIALIZABLE: the level is set on the serializable strategy's
-/// connections ([`connect`]).
-fn serializable_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.transaction(run)
+    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
+        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
+    }
 }

@@ -1,84 +1,92 @@
-//! PostgreSQL: `PgConnection` and `AsyncPgConnection`, and the two strategies whose
-//! SQL is PostgreSQL's own.
+//! PostgreSQL: `PgConnection` and `AsyncPgConnection`, and the statements the locking
+//! strategies write PostgreSQL's way.
 
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel_occ::asynchronous::AsyncConnectionSource;
-use diesel_occ::retry::RetryPolicy;
+use diesel_async::AsyncPgConnection;
+use diesel_occ::Error;
+use diesel_occ::retry::Attempt;
 
 use crate::async_setup::Setup;
-use crate::async_support::BoxedOp;
 use crate::backend::Backend;
+use crate::database::Database;
 use crate::model::{Stock, bench_stock};
+use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
-// The strategies' files are compiled once per backend module, each time on this
-// module's concrete connection types.
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/asynchronous.rs"]
-pub mod asynchronous;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/batch.rs"]
-pub mod batch;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/blocking.rs"]
-pub mod blocking;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/database.rs"]
-mod database;
-
-/// PostgreSQL as a [`Database`](crate::database::Database).
+/// PostgreSQL as a [`Database`].
 #[derive(Debug, Clone, Copy)]
 pub struct Db;
 
-const BACKEND: Backend = Backend::Postgres;
-
 /// The blocking connection.
 pub type Conn = PgConnection;
-/// The asynchronous connection.
-pub type AsyncConn = diesel_async::AsyncPgConnection;
 
-/// Nothing to set on a new connection.
-const AFTER_CONNECT: &str = "";
+impl Database for Db {
+    const BACKEND: Backend = Backend::Postgres;
+    type Conn = PgConnection;
+    type AsyncConn = AsyncPgConnection;
 
-/// A blocking connection.
-pub fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
-    Conn::establish(url).map_err(|e| e.to_string())
+    fn connect(url: &str, _strategy: Strategy) -> Result<PgConnection, String> {
+        PgConnection::establish(url).map_err(|e| e.to_string())
+    }
+
+    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncPgConnection> {
+        <AsyncPgConnection as diesel_async::AsyncConnection>::establish(url).await
+    }
 }
 
-async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncConn> {
-    <AsyncConn as diesel_async::AsyncConnection>::establish(url).await
+impl BackendSql for PgConnection {
+    /// `SELECT ... FOR UPDATE`.
+    fn locked_read(&mut self, key: i32) -> QueryResult<Stock> {
+        bench_stock::table
+            .find(key)
+            .select(Stock::as_select())
+            .for_update()
+            .get_result(self)
+    }
+
+    /// A plain transaction.
+    fn pessimistic_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
+
+    /// A concurrent writer makes one of two fail with 40001.
+    fn serializable_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.build_transaction().serializable().run(run)
+    }
 }
 
-/// The async closure runs: no blocking task per attempt on a real async connection.
-fn occ_in_one_task<'s, S>(_: &'s S, _: &'s RetryPolicy, _: i32) -> Option<BoxedOp<'s>>
-where
-    S: AsyncConnectionSource<Connection = AsyncConn>,
-{
-    None
+impl CheckedStock for PgConnection {
+    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
+        <Stock as diesel_occ::blocking::CheckedDsl<Self>>::find(self, key)
+    }
+
+    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
+        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
+    }
+
+    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
+        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
+    }
 }
 
-/// The pessimistic strategy's read: `SELECT ... FOR UPDATE`.
-fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
-    bench_stock::table
-        .find(key)
-        .select(Stock::as_select())
-        .for_update()
-        .get_result(conn)
-}
+impl AsyncCheckedStock for AsyncPgConnection {
+    fn find_in(
+        &mut self,
+        attempt: &Attempt,
+        key: i32,
+    ) -> impl Future<Output = Result<Stock, Error>> + Send {
+        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
+    }
 
-/// The pessimistic strategy's transaction: a plain one.
-fn pessimistic_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.transaction(run)
-}
-
-/// A SERIALIZABLE transaction: a concurrent writer makes one of two fail with 40001.
-fn serializable_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.build_transaction().serializable().run(run)
+    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
+        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
+    }
 }

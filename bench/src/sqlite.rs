@@ -1,5 +1,6 @@
 //! SQLite: `SqliteConnection` and `SyncConnectionWrapper<SqliteConnection>`, on a file
-//! in WAL mode with a busy timeout, and the two strategies whose SQL is SQLite's own.
+//! in WAL mode with a busy timeout, and the statements the locking strategies write
+//! SQLite's way.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -8,36 +9,24 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
+use diesel_occ::Error;
 use diesel_occ::asynchronous::AsyncConnectionSource;
-use diesel_occ::retry::RetryPolicy;
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
+use crate::database::Database;
 use crate::model::{Stock, bench_stock};
 use crate::outcome::Seen;
+use crate::strategies::blocking::reserve;
+use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
-// The strategies' files are compiled once per backend module, each time on this
-// module's concrete connection types.
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/asynchronous.rs"]
-pub mod asynchronous;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/batch.rs"]
-pub mod batch;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/blocking.rs"]
-pub mod blocking;
-#[allow(clippy::duplicate_mod)]
-#[path = "strategies/database.rs"]
-mod database;
-
-/// SQLite as a [`Database`](crate::database::Database).
+/// SQLite as a [`Database`].
 #[derive(Debug, Clone, Copy)]
 pub struct Db;
-
-const BACKEND: Backend = Backend::Sqlite;
 
 /// The blocking connection.
 pub type Conn = SqliteConnection;
@@ -49,95 +38,125 @@ pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, SqliteRuntime>;
 pub const PRAGMAS: &str =
     "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;";
 
-/// Every new connection gets [`PRAGMAS`].
-const AFTER_CONNECT: &str = PRAGMAS;
+impl Database for Db {
+    const BACKEND: Backend = Backend::Sqlite;
+    /// Every new connection gets [`PRAGMAS`].
+    const AFTER_CONNECT: &'static str = PRAGMAS;
+    type Conn = Conn;
+    type AsyncConn = AsyncConn;
 
-/// A blocking connection with [`PRAGMAS`].
-pub fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
-    use diesel::connection::SimpleConnection;
-    let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
-    conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
-    Ok(conn)
-}
+    /// A blocking connection with [`PRAGMAS`].
+    fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
+        use diesel::connection::SimpleConnection;
+        let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
+        conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
+        Ok(conn)
+    }
 
-/// The wrapped connection, its blocking calls where `setup` puts them.
-async fn establish_async(url: &str, setup: Setup) -> ConnectionResult<AsyncConn> {
-    let conn = Conn::establish(url)?;
-    Ok(SyncConnectionWrapper::with_runtime(
-        conn,
-        SqliteRuntime(setup.in_place),
-    ))
-}
+    /// The wrapped connection, its blocking calls where `setup` puts them.
+    async fn establish_async(url: &str, setup: Setup) -> ConnectionResult<AsyncConn> {
+        let conn = Conn::establish(url)?;
+        Ok(SyncConnectionWrapper::with_runtime(
+            conn,
+            SqliteRuntime(setup.in_place),
+        ))
+    }
 
-/// A reservation whose attempts each run the blocking helper's closure in one blocking
-/// call (`asynchronous::retry_in_blocking_task`).
-fn occ_in_one_task<'s, S>(source: &'s S, policy: &'s RetryPolicy, key: i32) -> Option<BoxedOp<'s>>
-where
-    S: AsyncConnectionSource<Connection = AsyncConn>,
-{
-    use diesel_occ::prelude::*;
-
-    let seen = Arc::new([AtomicU32::new(1), AtomicU32::new(0), AtomicU32::new(0)]);
-    let inside = Arc::clone(&seen);
-    Some(Box::pin(async move {
-        let result = diesel_occ::asynchronous::retry_in_blocking_task(
-            source,
-            policy,
-            move |conn, attempt| {
-                inside[0].store(attempt.number(), Relaxed);
-                let result: Result<bool, diesel_occ::Error> = (|| {
-                    let mut stock: Stock = attempt.find(conn, key)?;
-                    if stock.available <= 0 {
-                        return Ok(false);
+    /// Each attempt runs the blocking helper's closure in one blocking call
+    /// (`asynchronous::retry_in_blocking_task`).
+    fn occ_in_one_task<'s, S>(
+        source: &'s S,
+        policy: &'s RetryPolicy,
+        key: i32,
+    ) -> Option<BoxedOp<'s>>
+    where
+        S: AsyncConnectionSource<Connection = AsyncConn>,
+    {
+        let seen = Arc::new([AtomicU32::new(1), AtomicU32::new(0), AtomicU32::new(0)]);
+        let inside = Arc::clone(&seen);
+        Some(Box::pin(async move {
+            let result = diesel_occ::asynchronous::retry_in_blocking_task(
+                source,
+                policy,
+                move |conn, attempt| {
+                    inside[0].store(attempt.number(), Relaxed);
+                    let result = reserve(conn, &attempt, key);
+                    if let Err(error) = &result {
+                        if error.is_conflict() {
+                            inside[1].fetch_add(1, Relaxed);
+                        } else if error.is_retryable() {
+                            inside[2].fetch_add(1, Relaxed);
+                        }
                     }
-                    stock.available -= 1;
-                    stock.save_checked(conn)?;
-                    Ok(true)
-                })();
-                if let Err(error) = &result {
-                    if error.is_conflict() {
-                        inside[1].fetch_add(1, Relaxed);
-                    } else if error.is_retryable() {
-                        inside[2].fetch_add(1, Relaxed);
-                    }
-                }
-                result
-            },
-        )
-        .await;
-        Seen {
-            last_attempt: seen[0].load(Relaxed),
-            conflicts: seen[1].load(Relaxed),
-            aborts: seen[2].load(Relaxed),
-        }
-        .finish(result)
-    }))
+                    result
+                },
+            )
+            .await;
+            Seen {
+                last_attempt: seen[0].load(Relaxed),
+                conflicts: seen[1].load(Relaxed),
+                aborts: seen[2].load(Relaxed),
+            }
+            .finish(result)
+        }))
+    }
 }
 
-/// SQLite has no `FOR UPDATE`: a plain read, after [`pessimistic_transaction`] took the
-/// write lock.
-fn locked_read(conn: &mut Conn, key: i32) -> QueryResult<Stock> {
-    bench_stock::table
-        .find(key)
-        .select(Stock::as_select())
-        .get_result(conn)
+impl BackendSql for SqliteConnection {
+    /// SQLite has no `FOR UPDATE`: a plain read, after
+    /// [`pessimistic_transaction`](BackendSql::pessimistic_transaction) took the write
+    /// lock.
+    fn locked_read(&mut self, key: i32) -> QueryResult<Stock> {
+        bench_stock::table
+            .find(key)
+            .select(Stock::as_select())
+            .get_result(self)
+    }
+
+    /// `BEGIN IMMEDIATE`: the write lock before the read.
+    fn pessimistic_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.immediate_transaction(run)
+    }
+
+    /// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the
+    /// write, which fails with SQLITE_BUSY when another writer committed since the read.
+    fn serializable_transaction<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
 }
 
-/// `BEGIN IMMEDIATE`: the write lock before the read.
-fn pessimistic_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.immediate_transaction(run)
+impl CheckedStock for SqliteConnection {
+    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
+        <Stock as diesel_occ::blocking::CheckedDsl<Self>>::find(self, key)
+    }
+
+    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
+        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
+    }
+
+    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
+        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
+    }
 }
 
-/// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the write,
-/// which fails with SQLITE_BUSY when another writer committed since the read.
-fn serializable_transaction<T>(
-    conn: &mut Conn,
-    run: impl FnOnce(&mut Conn) -> QueryResult<T>,
-) -> QueryResult<T> {
-    conn.transaction(run)
+impl AsyncCheckedStock for AsyncConn {
+    fn find_in(
+        &mut self,
+        attempt: &Attempt,
+        key: i32,
+    ) -> impl Future<Output = Result<Stock, Error>> + Send {
+        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
+    }
+
+    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
+        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
+    }
 }
 
 /// Where the SQLite wrapper of the async runs makes its blocking calls: in place

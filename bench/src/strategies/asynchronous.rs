@@ -1,30 +1,38 @@
-//! The asynchronous strategy (`occ-async`) on one backend's `AsyncConn`: diesel-occ's
+//! The asynchronous strategy (`occ-async`) on a backend's async connection: diesel-occ's
 //! asynchronous `save_checked` inside `asynchronous::retry`, set up as the [`Setup`]
 //! it is given says ([`Setup::RECOMMENDED`] unless the diagnosis asks for another): a
-//! deadpool pool of as many connections as tasks, on a Tokio runtime. Plain code,
-//! compiled once in each backend module as its `asynchronous`, like `blocking.rs`; the
-//! backend module gives it `AsyncConn`, `AFTER_CONNECT`, `establish_async` and
-//! `occ_in_one_task`.
+//! deadpool pool of as many connections as tasks, on a Tokio runtime. Generic over the
+//! [`Database`], which connects and may run an attempt its own way
+//! ([`Database::occ_in_one_task`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use diesel_async::methods::LoadQuery;
 use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_occ::asynchronous::{AsyncConnectionSource, Combiner};
-use diesel_occ::retry::RetryPolicy;
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, PoolError};
+use diesel_occ::asynchronous::{
+    AsyncConnectionSource, AsyncLockingConnection, Combinable, Combiner,
+};
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
-use super::{AFTER_CONNECT, AsyncConn, establish_async, occ_in_one_task};
+use super::checked::AsyncCheckedStock;
+use super::sql::AsyncStockSql;
 use crate::async_setup::{Setup, Source};
 use crate::async_support::{Held, count_statements, pause};
+use crate::database::Database;
 use crate::harness::{Limit, OpResult, Stop, Tally, merge};
 use crate::model::Stock;
 use crate::outcome::Seen;
 
+/// The test query diesel-async's pool and `verify_when_idle` run on a connection.
+pub type Ping = diesel::dsl::select<diesel::dsl::AsExprOf<i32, diesel::sql_types::Integer>>;
+
 /// Runs the asynchronous strategy as `setup` says: `workers` tasks sharing a pool of
 /// `workers` connections. With `combine`, each reservation goes through
 /// `asynchronous::Combiner`. The tally counts the statements the connections started.
-pub fn run(
+pub fn run<D: Database>(
     url: &str,
     workers: usize,
     keys: i32,
@@ -32,16 +40,22 @@ pub fn run(
     policy: RetryPolicy,
     setup: Setup,
     combine: bool,
-) -> Result<(Tally, Duration), String> {
+) -> Result<(Tally, Duration), String>
+where
+    Stock: Combinable<D::AsyncConn>,
+    AsyncDieselConnectionManager<D::AsyncConn>:
+        deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
+    for<'a> Ping: LoadQuery<'a, D::AsyncConn, i32>,
+{
     let runtime = setup.runtime(workers)?;
     let statements = Arc::new(AtomicU64::new(0));
     runtime.block_on(async move {
-        let pool = pool(url, workers, setup, &statements).await?;
+        let pool = pool::<D>(url, workers, setup, &statements).await?;
         // A connection of its own per task, when the setup says so.
         let mut held = Vec::with_capacity(workers);
         for _ in 0..workers {
             held.push(if setup.source == Source::Held {
-                Some(Held::new(connect(url, setup, &statements).await?))
+                Some(Held::new(connect::<D>(url, setup, &statements).await?))
             } else {
                 None
             });
@@ -55,7 +69,7 @@ pub fn run(
             .into_iter()
             .enumerate()
             .map(|(index, held)| {
-                let task = Task {
+                let task = Task::<D, _> {
                     pool: pool.clone(),
                     held,
                     combiner: combine.then(|| Arc::clone(&combiner)),
@@ -77,26 +91,26 @@ pub fn run(
 }
 
 /// A connection, set up as the pool sets up its own.
-async fn connect(
+async fn connect<D: Database>(
     url: &str,
     setup: Setup,
     statements: &Arc<AtomicU64>,
-) -> Result<AsyncConn, String> {
-    prepared(url, setup, statements)
+) -> Result<D::AsyncConn, String> {
+    prepared::<D>(url, setup, statements)
         .await
         .map_err(|e| e.to_string())
 }
 
 /// A fresh connection with the backend's settings and the statement counter.
-async fn prepared(
+async fn prepared<D: Database>(
     url: &str,
     setup: Setup,
     statements: &Arc<AtomicU64>,
-) -> diesel::ConnectionResult<AsyncConn> {
+) -> diesel::ConnectionResult<D::AsyncConn> {
     use diesel_async::SimpleAsyncConnection;
-    let mut conn = establish_async(url, setup).await?;
-    if !AFTER_CONNECT.is_empty() {
-        conn.batch_execute(AFTER_CONNECT)
+    let mut conn = D::establish_async(url, setup).await?;
+    if !D::AFTER_CONNECT.is_empty() {
+        conn.batch_execute(D::AFTER_CONNECT)
             .await
             .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
     }
@@ -105,26 +119,29 @@ async fn prepared(
 }
 
 /// A pool of `workers` connections, all connected before the clock starts.
-async fn pool(
+async fn pool<D: Database>(
     url: &str,
     workers: usize,
     setup: Setup,
     statements: &Arc<AtomicU64>,
-) -> Result<Pool<AsyncConn>, String> {
-    use diesel_async::pooled_connection::{
-        AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
-    };
+) -> Result<Pool<D::AsyncConn>, String>
+where
+    AsyncDieselConnectionManager<D::AsyncConn>:
+        deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
+    for<'a> Ping: LoadQuery<'a, D::AsyncConn, i32>,
+{
+    use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
 
-    let mut config = ManagerConfig::<AsyncConn>::default();
+    let mut config = ManagerConfig::<D::AsyncConn>::default();
     if setup.fast_recycle() {
         config.recycling_method = RecyclingMethod::Fast;
     }
     let statements = Arc::clone(statements);
     config.custom_setup = Box::new(move |url| {
         let statements = Arc::clone(&statements);
-        Box::pin(async move { prepared(url, setup, &statements).await })
+        Box::pin(async move { prepared::<D>(url, setup, &statements).await })
     });
-    let manager = AsyncDieselConnectionManager::<AsyncConn>::new_with_config(url, config);
+    let manager = AsyncDieselConnectionManager::<D::AsyncConn>::new_with_config(url, config);
     let queue = if setup.lifo {
         deadpool::managed::QueueMode::Lifo
     } else {
@@ -144,10 +161,11 @@ async fn pool(
 }
 
 /// One task's share of the run.
-struct Task {
-    pool: Pool<AsyncConn>,
+struct Task<D: Database, S> {
+    /// The run's pool.
+    pool: S,
     /// The task's own connection, when the setup's source is `held`.
-    held: Option<Held<AsyncConn>>,
+    held: Option<Held<D::AsyncConn>>,
     /// The run's combiner, for `occ-combine-async`.
     combiner: Option<Arc<Combiner<Stock>>>,
     stop: Arc<Stop>,
@@ -155,7 +173,12 @@ struct Task {
     setup: Setup,
 }
 
-impl Task {
+impl<D, S> Task<D, S>
+where
+    D: Database,
+    S: AsyncConnectionSource<Connection = D::AsyncConn> + Clone + Send + 'static,
+    Stock: Combinable<D::AsyncConn>,
+{
     /// Reservations on random keys until `stop` says so.
     async fn run(self, keys: i32, index: usize) -> (Tally, Instant) {
         let mut rng = fastrand::Rng::with_seed(index as u64 * 7919 + 1);
@@ -165,8 +188,8 @@ impl Task {
             let began = Instant::now();
             let result = match (&self.combiner, &self.held) {
                 (Some(combiner), _) => occ_combine(combiner, &self.pool, &self.policy, key).await,
-                (None, Some(held)) => occ(held, &self.policy, key, self.setup).await,
-                (None, None) => occ(&self.pool, &self.policy, key, self.setup).await,
+                (None, Some(held)) => occ::<D, _>(held, &self.policy, key, self.setup).await,
+                (None, None) => occ::<D, _>(&self.pool, &self.policy, key, self.setup).await,
             };
             tally.record(result, began.elapsed());
         }
@@ -176,12 +199,17 @@ impl Task {
 
 /// One reservation through the run's `asynchronous::Combiner`, with the pool as its
 /// source.
-async fn occ_combine(
+async fn occ_combine<S>(
     combiner: &Combiner<Stock>,
-    pool: &Pool<AsyncConn>,
+    pool: &S,
     policy: &RetryPolicy,
     key: i32,
-) -> Result<OpResult, String> {
+) -> Result<OpResult, String>
+where
+    S: AsyncConnectionSource + Clone + Send + 'static,
+    S::Connection: AsyncLockingConnection,
+    Stock: Combinable<S::Connection>,
+{
     let result = combiner
         .apply(pool, policy, key, |stock: &mut Stock| {
             if stock.available <= 0 {
@@ -195,17 +223,21 @@ async fn occ_combine(
 }
 
 /// One reservation through the asynchronous retry helper.
-async fn occ<S>(pool: &S, policy: &RetryPolicy, key: i32, setup: Setup) -> Result<OpResult, String>
+async fn occ<D, S>(
+    pool: &S,
+    policy: &RetryPolicy,
+    key: i32,
+    setup: Setup,
+) -> Result<OpResult, String>
 where
-    S: AsyncConnectionSource<Connection = AsyncConn>,
+    D: Database,
+    S: AsyncConnectionSource<Connection = D::AsyncConn>,
 {
-    use diesel_occ::asynchronous::prelude::*;
-
     if setup.handwritten {
         return handwritten(pool, policy, key).await;
     }
     if setup.one_task {
-        if let Some(op) = occ_in_one_task(pool, policy, key) {
+        if let Some(op) = D::occ_in_one_task(pool, policy, key) {
             return op.await;
         }
     }
@@ -215,15 +247,7 @@ where
     let (last_ref, conflicts_ref, aborts_ref) = (&last, &conflicts, &aborts);
     let result = diesel_occ::asynchronous::retry(pool, policy, async move |conn, attempt| {
         last_ref.store(attempt.number(), Relaxed);
-        let found: Result<Stock, diesel_occ::Error> = attempt.find(conn, key).await;
-        let result = match found {
-            Ok(mut stock) if stock.available > 0 => {
-                stock.available -= 1;
-                stock.save_checked(conn).await.map(|()| true)
-            }
-            Ok(_) => Ok(false),
-            Err(error) => Err(error),
-        };
+        let result = reserve(conn, &attempt, key).await;
         if let Err(error) = &result {
             if error.is_conflict() {
                 conflicts_ref.fetch_add(1, Relaxed);
@@ -242,6 +266,22 @@ where
     .finish(result)
 }
 
+/// One attempt of diesel-occ's reservation: the attempt's read, then a checked save of
+/// one unit less; `false` when the row has none left.
+async fn reserve<C: AsyncCheckedStock>(
+    conn: &mut C,
+    attempt: &Attempt,
+    key: i32,
+) -> Result<bool, diesel_occ::Error> {
+    let mut stock = conn.find_in(attempt, key).await?;
+    if stock.available <= 0 {
+        return Ok(false);
+    }
+    stock.available -= 1;
+    conn.save_stock(&mut stock).await?;
+    Ok(true)
+}
+
 /// The blocking `handwritten-prepared` on diesel-async, for the diagnosis
 /// (`code=handwritten`): a checkout per attempt as the helper makes, the same
 /// read, the same conditional UPDATE prepared once, on a miss the same token
@@ -249,12 +289,9 @@ where
 /// the library's own cost in async code.
 async fn handwritten<S>(source: &S, policy: &RetryPolicy, key: i32) -> Result<OpResult, String>
 where
-    S: AsyncConnectionSource<Connection = AsyncConn>,
+    S: AsyncConnectionSource,
+    S::Connection: AsyncStockSql,
 {
-    use crate::model::bench_stock;
-    use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
-    use diesel_async::RunQueryDsl;
-
     let mut op = OpResult::default();
     for attempt in 1..=policy.attempt_limit() {
         if attempt > 1 {
@@ -265,39 +302,20 @@ where
         }
         let mut conn = source.checkout().await.map_err(|e| e.to_string())?;
         let conn = &mut *conn;
-        let stock: Stock = bench_stock::table
-            .find(key)
-            .select(Stock::as_select())
-            .get_result(conn)
-            .await
-            .map_err(|e| e.to_string())?;
+        let stock = conn.read(key).await.map_err(|e| e.to_string())?;
         if stock.available <= 0 {
             return Ok(op);
         }
-        let written = diesel_occ::statement::CachedUpdate::new(
-            bench_stock::table
-                .find(key)
-                .filter(bench_stock::version.eq(stock.version)),
-            (
-                bench_stock::available.eq(stock.available - 1),
-                bench_stock::version.eq(stock.version.wrapping_add(1)),
-            ),
-        )
-        .execute(conn)
-        .await
-        .map_err(|e| e.to_string())?;
+        let written = conn
+            .write_checked_prepared(&stock, stock.available - 1)
+            .await
+            .map_err(|e| e.to_string())?;
         if written == 1 {
             op.committed = true;
             return Ok(op);
         }
         op.conflicts += 1;
-        let _current: Option<i32> = bench_stock::table
-            .find(key)
-            .select(bench_stock::version)
-            .get_result(conn)
-            .await
-            .optional()
-            .map_err(|e| e.to_string())?;
+        conn.read_version(key).await.map_err(|e| e.to_string())?;
     }
     Ok(op)
 }

@@ -1,16 +1,19 @@
-//! The batch benchmark's workers on one backend's `Conn` and `AsyncConn`: a batch save
-//! of N entities (`save_all_checked`) or N single saves, blocking and async. Plain
-//! code, compiled once in each backend module as its `batch`, like `blocking.rs`.
+//! The batch benchmark's workers on a backend's blocking and async connections: a batch
+//! save of N entities (`save_all_checked`, bounded by diesel-occ's `BatchDsl` on
+//! `[Stock]`) or N single saves, blocking and async.
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use diesel::prelude::*;
+use diesel::Connection;
+use diesel_occ::{asynchronous, blocking};
 
-use super::{AFTER_CONNECT, AsyncConn, Conn, connect, establish_async};
+use super::checked::{AsyncCheckedStock, CheckedStock};
+use super::sql::{AsyncStockSql, StockSql};
 use crate::async_setup::Setup;
+use crate::database::Database;
 use crate::measures::{BatchMeasured as Measured, Counted, Side, StatementLog};
-use crate::model::{Stock, bench_stock};
+use crate::model::Stock;
 use crate::strategy::Strategy;
 
 type Worker = (u64, Instant, Instant, Vec<u64>);
@@ -22,24 +25,23 @@ fn range(index: usize, size: usize) -> (i32, i32) {
     (first, last)
 }
 
-fn load(conn: &mut Conn, (first, last): (i32, i32)) -> Result<Vec<Stock>, String> {
-    bench_stock::table
-        .filter(bench_stock::id.between(first, last))
-        .order(bench_stock::id)
-        .select(Stock::as_select())
-        .load(conn)
-        .map_err(|e| e.to_string())
+fn load<C: StockSql>(conn: &mut C, (first, last): (i32, i32)) -> Result<Vec<Stock>, String> {
+    conn.read_range(first, last).map_err(|e| e.to_string())
 }
 
-fn save(conn: &mut Conn, side: Side, stocks: &mut [Stock]) -> Result<(), String> {
-    use diesel_occ::prelude::*;
+fn save<C>(conn: &mut C, side: Side, stocks: &mut [Stock]) -> Result<(), String>
+where
+    C: CheckedStock,
+    [Stock]: blocking::BatchDsl<C>,
+{
+    use diesel_occ::blocking::BatchDsl;
     for stock in stocks.iter_mut() {
         stock.available -= 1;
     }
     match side {
         Side::Single => {
             for stock in stocks.iter_mut() {
-                stock.save_checked(conn).map_err(|e| e.to_string())?;
+                conn.save_stock(stock).map_err(|e| e.to_string())?;
             }
             Ok(())
         }
@@ -48,16 +50,19 @@ fn save(conn: &mut Conn, side: Side, stocks: &mut [Stock]) -> Result<(), String>
 }
 
 /// One blocking run: `workers` threads, each saving its `size` rows until `duration`.
-pub fn blocking(
+pub fn blocking<D: Database>(
     url: &str,
     side: Side,
     size: usize,
     workers: usize,
     duration: Duration,
-) -> Result<Measured, String> {
+) -> Result<Measured, String>
+where
+    [Stock]: blocking::BatchDsl<D::Conn>,
+{
     let mut held = Vec::with_capacity(workers);
     for index in 0..workers {
-        let mut conn = connect(url, Strategy::Occ)?;
+        let mut conn = D::connect(url, Strategy::Occ)?;
         let stocks = load(&mut conn, range(index, size))?;
         held.push((conn, stocks));
     }
@@ -92,40 +97,41 @@ pub fn blocking(
     ))
 }
 
-async fn connect_async(url: &str) -> Result<AsyncConn, String> {
+async fn connect_async<D: Database>(url: &str) -> Result<D::AsyncConn, String> {
     use diesel_async::SimpleAsyncConnection;
-    let mut conn = establish_async(url, Setup::RECOMMENDED)
+    let mut conn = D::establish_async(url, Setup::RECOMMENDED)
         .await
         .map_err(|e| e.to_string())?;
-    if !AFTER_CONNECT.is_empty() {
-        conn.batch_execute(AFTER_CONNECT)
+    if !D::AFTER_CONNECT.is_empty() {
+        conn.batch_execute(D::AFTER_CONNECT)
             .await
             .map_err(|e| e.to_string())?;
     }
     Ok(conn)
 }
 
-async fn load_async(conn: &mut AsyncConn, (first, last): (i32, i32)) -> Result<Vec<Stock>, String> {
-    diesel_async::RunQueryDsl::load(
-        bench_stock::table
-            .filter(bench_stock::id.between(first, last))
-            .order(bench_stock::id)
-            .select(Stock::as_select()),
-        conn,
-    )
-    .await
-    .map_err(|e| e.to_string())
+async fn load_async<C: AsyncStockSql>(
+    conn: &mut C,
+    (first, last): (i32, i32),
+) -> Result<Vec<Stock>, String> {
+    conn.read_range(first, last)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-async fn save_async(conn: &mut AsyncConn, side: Side, stocks: &mut [Stock]) -> Result<(), String> {
-    use diesel_occ::asynchronous::prelude::*;
+async fn save_async<C>(conn: &mut C, side: Side, stocks: &mut [Stock]) -> Result<(), String>
+where
+    C: AsyncCheckedStock,
+    [Stock]: asynchronous::BatchDsl<C>,
+{
+    use diesel_occ::asynchronous::BatchDsl;
     for stock in stocks.iter_mut() {
         stock.available -= 1;
     }
     match side {
         Side::Single => {
             for stock in stocks.iter_mut() {
-                stock.save_checked(conn).await.map_err(|e| e.to_string())?;
+                conn.save_stock(stock).await.map_err(|e| e.to_string())?;
             }
             Ok(())
         }
@@ -146,17 +152,20 @@ fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// One async run: `workers` tasks, each saving its `size` rows until `duration`.
-pub fn asynchronous(
+pub fn asynchronous<D: Database>(
     url: &str,
     side: Side,
     size: usize,
     workers: usize,
     duration: Duration,
-) -> Result<Measured, String> {
+) -> Result<Measured, String>
+where
+    [Stock]: asynchronous::BatchDsl<D::AsyncConn>,
+{
     runtime(workers)?.block_on(async move {
         let mut held = Vec::with_capacity(workers);
         for index in 0..workers {
-            let mut conn = connect_async(url).await?;
+            let mut conn = connect_async::<D>(url).await?;
             let stocks = load_async(&mut conn, range(index, size)).await?;
             held.push((conn, stocks));
         }
@@ -186,8 +195,11 @@ pub fn asynchronous(
 }
 
 /// The statements of 100 blocking single saves and of one batch of 100.
-pub fn count_blocking(url: &str) -> Result<Counted, String> {
-    let mut conn = connect(url, Strategy::Occ)?;
+pub fn count_blocking<D: Database>(url: &str) -> Result<Counted, String>
+where
+    [Stock]: blocking::BatchDsl<D::Conn>,
+{
+    let mut conn = D::connect(url, Strategy::Occ)?;
     let log = StatementLog::default();
     conn.set_instrumentation(log.clone());
     let mut stocks = load(&mut conn, range(0, 100))?;
@@ -202,10 +214,13 @@ pub fn count_blocking(url: &str) -> Result<Counted, String> {
 }
 
 /// The same, async.
-pub fn count_asynchronous(url: &str) -> Result<Counted, String> {
+pub fn count_asynchronous<D: Database>(url: &str) -> Result<Counted, String>
+where
+    [Stock]: asynchronous::BatchDsl<D::AsyncConn>,
+{
     runtime(1)?.block_on(async move {
         use diesel_async::AsyncConnection;
-        let mut conn = connect_async(url).await?;
+        let mut conn = connect_async::<D>(url).await?;
         let log = StatementLog::default();
         conn.set_instrumentation(log.clone());
         let mut stocks = load_async(&mut conn, range(0, 100)).await?;

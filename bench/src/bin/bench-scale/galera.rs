@@ -11,6 +11,8 @@ use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held};
 use diesel_occ_bench::mysql;
 use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -64,7 +66,7 @@ pub(crate) fn run(
         |setup, strategy, count| {
             let nodes = if setup == "1 node" { &urls[..1] } else { urls };
             let mut admin = causal(&urls[0])?;
-            mysql::Db::reset(&mut admin, count).map_err(|e| format!("reset: {e}"))?;
+            admin.reset(count).map_err(|e| format!("reset: {e}"))?;
             // Every node has the fresh rows before the clock starts.
             for url in urls {
                 let mut conn = causal(url)?;
@@ -90,7 +92,7 @@ pub(crate) fn run(
                             let node = next.fetch_add(1, Ordering::Relaxed) % nodes.len();
                             mysql::Db::connect(&nodes[node], strategy)
                         },
-                        |held, worker, key| mysql::Db::op(strategy, held, worker, key, &combiner),
+                        |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
                     )?
                 }
                 Way::MultiHost => harness::run_threads(
@@ -105,16 +107,14 @@ pub(crate) fn run(
                             .collect::<Result<Vec<_>, _>>()?;
                         Ok(MultiHost::new(held))
                     },
-                    |held, worker, key| {
-                        mysql::blocking::occ_on(&*held.0.borrow(), &worker.policy, key)
-                    },
+                    |held, worker, key| blocking::occ_on(&*held.0.borrow(), &worker.policy, key),
                 )?,
             };
             if let Some(error) = &measured.0.first_error {
                 eprintln!("  {} failed: {error}", strategy.name());
             }
             let deadlocks = measured.0.deadlocks;
-            let taken = mysql::Db::taken(&mut admin, count).map_err(|e| e.to_string())?;
+            let taken = admin.taken(count).map_err(|e| e.to_string())?;
             let row = Row::new(
                 Backend::Mysql,
                 strategy.name(),

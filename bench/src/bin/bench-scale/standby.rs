@@ -11,6 +11,8 @@ use diesel_occ_bench::model::Stock;
 use diesel_occ_bench::outcome::Seen;
 use diesel_occ_bench::pg;
 use diesel_occ_bench::row::Row;
+use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -55,7 +57,7 @@ pub(crate) fn run(
                 return Err("pg-standby runs occ only".into());
             };
             let mut admin = pg::Db::connect(primary, Strategy::Atomic)?;
-            pg::Db::reset(&mut admin, count).map_err(|e| format!("reset: {e}"))?;
+            admin.reset(count).map_err(|e| format!("reset: {e}"))?;
             wait_for_replay(&mut admin, standby)?;
             let combiner = Combiner::new();
             let measured = if setup == "primary" {
@@ -65,7 +67,7 @@ pub(crate) fn run(
                     args.common.limit,
                     policy.clone(),
                     || pg::Db::connect(primary, strategy),
-                    |held, worker, key| pg::Db::op(strategy, held, worker, key, &combiner),
+                    |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
                 )?
             } else {
                 harness::run_threads(
@@ -86,7 +88,7 @@ pub(crate) fn run(
                 eprintln!("  {setup} failed: {error}");
             }
             let deadlocks = measured.0.deadlocks;
-            let taken = pg::Db::taken(&mut admin, count).map_err(|e| e.to_string())?;
+            let taken = admin.taken(count).map_err(|e| e.to_string())?;
             let row = Row::new(
                 Backend::Postgres,
                 strategy.name(),

@@ -23,7 +23,10 @@ use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::measures::{Counted, Side};
+use diesel_occ_bench::model::Stock;
 use diesel_occ_bench::stats::{listed, median, verdict};
+use diesel_occ_bench::strategies;
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 use diesel_occ_bench::{pg, sqlite};
@@ -77,7 +80,11 @@ pub(crate) fn bench(args: &Args, backend: Backend) -> Result<(), String> {
 }
 
 /// [`bench`] on one backend.
-fn bench_on<D: Database>(args: &Args) -> Result<(), String> {
+fn bench_on<D: Database>(args: &Args) -> Result<(), String>
+where
+    [Stock]:
+        diesel_occ::blocking::BatchDsl<D::Conn> + diesel_occ::asynchronous::BatchDsl<D::AsyncConn>,
+{
     let backend = D::BACKEND;
     let url = args.url(backend);
     ensure_database(backend, &url)?;
@@ -107,12 +114,12 @@ fn bench_on<D: Database>(args: &Args) -> Result<(), String> {
             .into(),
     );
     let mut conn = D::connect(&url, Strategy::Occ)?;
-    D::reset(&mut conn, rows).map_err(|e| e.to_string())?;
+    conn.reset(rows).map_err(|e| e.to_string())?;
     drop(conn);
     for flavour in [Flavour::Blocking, Flavour::Async] {
         let counted = match flavour {
-            Flavour::Blocking => D::count_blocking(&url)?,
-            Flavour::Async => D::count_asynchronous(&url)?,
+            Flavour::Blocking => strategies::batch::count_blocking::<D>(&url)?,
+            Flavour::Async => strategies::batch::count_asynchronous::<D>(&url)?,
         };
         say_counted(&mut summary, flavour, &counted);
     }
@@ -129,11 +136,11 @@ fn bench_on<D: Database>(args: &Args) -> Result<(), String> {
                     let workers = args.common.workers;
                     let measured = match flavour {
                         Flavour::Blocking => {
-                            D::batch_blocking(&url, side, size, workers, duration)?
+                            strategies::batch::blocking::<D>(&url, side, size, workers, duration)?
                         }
-                        Flavour::Async => {
-                            D::batch_asynchronous(&url, side, size, workers, duration)?
-                        }
+                        Flavour::Async => strategies::batch::asynchronous::<D>(
+                            &url, side, size, workers, duration,
+                        )?,
                     };
                     let sample = Sample {
                         flavour,

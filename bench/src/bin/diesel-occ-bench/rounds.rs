@@ -4,9 +4,11 @@
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::pg;
 use diesel_occ_bench::stats::{ratio, verdict};
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -118,8 +120,8 @@ fn pgbench_round(
         Limit::Time(d) => d.as_secs().max(1),
         Limit::Ops(_) => 5,
     };
-    let mut conn = pg::connect(setting.url, Strategy::Atomic)?;
-    pg::blocking::reset(&mut conn, wide).map_err(|e| e.to_string())?;
+    let mut conn = pg::Db::connect(setting.url, Strategy::Atomic)?;
+    conn.reset(wide).map_err(|e| e.to_string())?;
     match crate::pgbench::tps(setting.url, args.common.workers, seconds, wide)? {
         Some(tps) => {
             summary.say(format!(

@@ -1,11 +1,15 @@
 //! Running one strategy at one setting on the chosen backend: a fresh table, the
 //! workers, then the units that left the table.
 
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, PoolError};
 use diesel_occ::blocking::Combiner;
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Limit};
+use diesel_occ_bench::model::Stock;
+use diesel_occ_bench::strategies::sql::StockSql;
+use diesel_occ_bench::strategies::{asynchronous, blocking};
 use diesel_occ_bench::strategy::{RetryOptions, Strategy};
 use diesel_occ_bench::{pg, sqlite};
 
@@ -44,15 +48,22 @@ fn run_on<D: Database>(
     strategy: Strategy,
     keys: i32,
     setup: Setup,
-) -> Result<Row, String> {
+) -> Result<Row, String>
+where
+    Stock: diesel_occ::blocking::Combinable<D::Conn>
+        + diesel_occ::asynchronous::Combinable<D::AsyncConn>,
+    AsyncDieselConnectionManager<D::AsyncConn>:
+        deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
+    for<'a> asynchronous::Ping: diesel_async::methods::LoadQuery<'a, D::AsyncConn, i32>,
+{
     let url = setting.url;
     let policy = setting.retry.policy(strategy);
     let mut admin = D::connect(url, Strategy::Atomic)?;
-    D::reset(&mut admin, keys).map_err(|e| format!("reset: {e}"))?;
+    admin.reset(keys).map_err(|e| format!("reset: {e}"))?;
     let measured = if strategy.is_asynchronous() {
         let combine = strategy == Strategy::OccCombineAsynchronous;
         let workers = setting.workers;
-        D::run_asynchronous(url, workers, keys, setting.limit, policy, setup, combine)?
+        asynchronous::run::<D>(url, workers, keys, setting.limit, policy, setup, combine)?
     } else {
         // Shared by the run's workers, for occ-combine.
         let combiner = Combiner::new();
@@ -62,13 +73,13 @@ fn run_on<D: Database>(
             setting.limit,
             policy,
             || D::connect(url, strategy),
-            |held, worker, key| D::op(strategy, held, worker, key, &combiner),
+            |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
         )?
     };
     if let Some(error) = &measured.0.first_error {
         eprintln!("  {} failed: {error}", strategy.name());
     }
-    let taken = D::taken(&mut admin, keys).map_err(|e| format!("final state: {e}"))?;
+    let taken = admin.taken(keys).map_err(|e| format!("final state: {e}"))?;
     Ok(Row::new(
         setting.backend,
         strategy.name(),

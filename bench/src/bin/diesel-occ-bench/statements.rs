@@ -5,6 +5,8 @@ use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::database::Database;
 use diesel_occ_bench::measures::Statements;
 use diesel_occ_bench::stats::ratio;
+use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 use diesel_occ_bench::{pg, sqlite};
@@ -24,8 +26,8 @@ pub(crate) fn measure(backend: Backend, url: &str) -> Result<Statements, String>
 /// [`measure`] on one backend.
 fn measure_on<D: Database>(url: &str) -> Result<Statements, String> {
     let mut conn = D::connect(url, Strategy::Atomic)?;
-    D::reset(&mut conn, 100).map_err(|e| e.to_string())?;
-    D::statements(&mut conn, 100)
+    conn.reset(100).map_err(|e| e.to_string())?;
+    blocking::statements(&mut conn, 100)
 }
 
 /// Prints what [`measure`] found.

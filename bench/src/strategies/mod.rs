@@ -1,0 +1,10 @@
+//! The strategies, written once and generic over the connection: the blocking ones
+//! ([`blocking`]), the asynchronous one ([`asynchronous`]) and the batch benchmark's
+//! workers ([`batch`]). Their statements are [`sql`]'s; diesel-occ's checked
+//! operations on the entity are [`checked`]'s, implemented per connection type.
+
+pub mod asynchronous;
+pub mod batch;
+pub mod blocking;
+pub mod checked;
+pub mod sql;
