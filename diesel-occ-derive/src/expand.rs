@@ -151,6 +151,28 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             },
         )
     };
+    // Every written column and the fresh token: the `DO UPDATE SET` of an upsert. A
+    // generated token has none, so an upsert of such an entity does not compile.
+    let (changes_ty, changes_expr) = if generated {
+        (
+            quote!(::diesel_occ::__private::NotAssigned),
+            quote!({
+                let _ = fresh;
+                ::diesel_occ::__private::NotAssigned
+            }),
+        )
+    } else {
+        (
+            quote!((#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)),
+            quote!((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),)),
+        )
+    };
+    let key_columns: Vec<_> = keys.iter().map(|f| &f.column).collect();
+    let conflict_target = if let [only] = key_columns.as_slice() {
+        quote!(#table::#only)
+    } else {
+        quote!((#(#table::#key_columns,)*))
+    };
     let (assignment_ty, assignment_expr) = if generated {
         (
             quote!(::diesel_occ::__private::NotAssigned),
@@ -206,6 +228,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 type TokenColumn = #table::#token_col;
                 type Guarded = #guarded;
                 type TokenAssignment = #assignment_ty;
+                type Changes = #changes_ty;
+                type KeyColumns = #conflict_target;
                 const GENERATED_TOKEN: bool = #generated;
 
                 fn guarded(&self) -> Self::Guarded {
@@ -214,6 +238,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 
                 fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
                     #assignment_expr
+                }
+
+                fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+                    #changes_expr
                 }
             }
 

@@ -61,9 +61,12 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
                 type TokenColumn = #invalid;
                 type Guarded = #invalid;
                 type TokenAssignment = #invalid;
+                type Changes = #invalid;
+                type KeyColumns = #invalid;
                 const GENERATED_TOKEN: bool = false;
                 fn guarded(&self) -> Self::Guarded { ::std::unreachable!() }
                 fn token_assignment(_: &Self::Token) -> Self::TokenAssignment { ::std::unreachable!() }
+                fn changes(&self, _: &Self::Token) -> Self::Changes { ::std::unreachable!() }
             }
 
             // Whether or not `#[occ(track)]` was (validly) given: it may be the

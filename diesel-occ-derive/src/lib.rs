@@ -9,6 +9,7 @@
 
 mod ast;
 mod attr;
+mod changeset_columns;
 mod expand;
 mod fallback;
 mod valid;
@@ -25,6 +26,22 @@ use proc_macro::TokenStream;
 #[proc_macro_derive(Versioned, attributes(occ, diesel))]
 pub fn derive_versioned(input: TokenStream) -> TokenStream {
     derive_versioned_inner(input.into()).into()
+}
+
+/// States the columns a `#[derive(AsChangeset)]` struct assigns, so diesel-occ's checked
+/// writes (`update_by_key`, `soft_delete_checked`, `bulk_update`) accept it and prove at
+/// compile time that it leaves the token column alone.
+///
+/// Derive it beside Diesel's `AsChangeset`; it reads the same `#[diesel(...)]`
+/// attributes (`table_name`, `primary_key`, `column_name`, `skip_update`, `embed`). A
+/// struct that assigns the token column does not compile where a checked write takes
+/// it. See `diesel_occ::guide::checked_writes` for an example.
+#[proc_macro_derive(ChangesetColumns, attributes(diesel, occ))]
+pub fn derive_changeset_columns(input: TokenStream) -> TokenStream {
+    match syn::parse(input) {
+        Ok(input) => changeset_columns::derive(&input).into(),
+        Err(error) => error.to_compile_error().into(),
+    }
 }
 
 /// The derive on `proc_macro2` tokens, as diesel_derives' `_inner` functions: the unit

@@ -156,7 +156,7 @@
 //!
 //! | feature | what it adds | extra dependencies |
 //! |---|---|---|
-//! | `derive` (default) | `#[derive(Versioned)]` | `diesel-occ-derive` |
+//! | `derive` (default) | `#[derive(Versioned)]`, `#[derive(ChangesetColumns)]` | `diesel-occ-derive` |
 //! | `postgres`, `mysql`, `sqlite` | backend-specific types ([`UuidToken`] on PostgreSQL's `uuid`, `xmin`) and the backend's locking SQL, which the retry helpers escalate with | Diesel's backend features; only `sqlite` links a C library |
 //! | `async` | `asynchronous`: the same API on `diesel_async::AsyncConnection`, on any Tokio runtime (current-thread included); with `sqlite`, on diesel-async's `SyncConnectionWrapper` too | `diesel-async`, `tokio` (`rt`, `time`); with `sqlite`, diesel-async's `sync-connection-wrapper`, which turns on Tokio's `rt-multi-thread` |
 //! | `async-tuning` | `asynchronous::BlockInPlace`, `asynchronous::retry_in_blocking_task` and, with `deadpool`, `asynchronous::verify_when_idle` (see [`guide::tuning`]) | `async`, Tokio's multi-threaded runtime |
@@ -202,6 +202,7 @@ mod derive_support;
 mod dialect;
 mod error;
 pub mod guide;
+mod insert;
 #[cfg(feature = "multi-host")]
 #[cfg_attr(docsrs, doc(cfg(feature = "multi-host")))]
 pub mod multi_host;
@@ -225,13 +226,14 @@ pub mod versioned;
 pub mod xmin;
 
 pub use blocking::transaction;
-pub use blocking::{BatchDsl, CheckedDsl, TrackedDsl};
+pub use blocking::{BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
 pub use dialect::Dialect;
 pub use error::{
     BatchConflict, ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error,
     InvalidToken, InvalidTokenReason, NotFound, Operation, PoolError, PoolErrorKind,
-    RetriesExhausted, TransientKind,
+    RetriesExhausted, TransientKind, UniqueViolation,
 };
+pub use insert::Upserted;
 pub use restore::Restore;
 pub use token::uuid_token::UuidToken;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
@@ -241,14 +243,14 @@ pub use tracked::{
 pub use versioned::Versioned;
 
 #[cfg(feature = "derive")]
-pub use diesel_occ_derive::Versioned;
+pub use diesel_occ_derive::{ChangesetColumns, Versioned};
 
 /// The traits and the derive, for `use diesel_occ::prelude::*`: the blocking
 /// [`CheckedDsl`] and [`AttemptDsl`](crate::blocking::AttemptDsl). The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
 pub mod prelude {
     pub use crate::blocking::AttemptDsl;
-    pub use crate::blocking::{BatchDsl, CheckedDsl, TrackedDsl};
+    pub use crate::blocking::{BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
     pub use crate::{VersionToken, Versioned};
 }
 

@@ -119,6 +119,8 @@ fn operation_label(operation: Operation) -> &'static str {
         Operation::ClientToken => "client_token",
         Operation::ForceIncrement => "force_increment",
         Operation::SoftDelete => "soft_delete",
+        Operation::Insert => "insert",
+        Operation::Upsert => "upsert",
     }
 }
 

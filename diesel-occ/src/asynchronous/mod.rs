@@ -108,6 +108,7 @@ mod blocking_task;
 #[cfg(feature = "combine")]
 mod combine;
 mod guarded_update;
+mod insert;
 #[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 mod recycle;
 mod retry;
@@ -140,6 +141,9 @@ pub use self::blocking_task::retry_in_blocking_task;
 #[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::guarded_update::GuardedUpdate;
+#[doc(hidden)]
+pub use self::insert::AsyncUpsertBackend;
+pub use self::insert::InsertDsl;
 #[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "async-tuning", feature = "deadpool"))))]
 pub use self::recycle::verify_when_idle;
@@ -164,7 +168,7 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
 /// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
 pub mod prelude {
-    pub use super::{AttemptDsl, BatchDsl, CheckedDsl, TrackedDsl};
+    pub use super::{AttemptDsl, BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
     pub use crate::{VersionToken, Versioned};
 }
 

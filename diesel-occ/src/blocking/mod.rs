@@ -27,6 +27,7 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 mod batch;
 #[cfg(feature = "combine")]
 pub(crate) mod combine;
+mod insert;
 mod retry;
 #[cfg(feature = "standby")]
 mod standby;
@@ -34,6 +35,11 @@ mod tracked;
 mod transaction;
 
 pub use batch::BatchDsl;
+pub use insert::InsertDsl;
+#[doc(hidden)]
+pub use insert::{OnConflictReturning, UpsertBackend};
+#[cfg(feature = "async")]
+pub(crate) use insert::{OneStatementUpsert, one_statement_upsert};
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
 pub(crate) use batch::fresh_tokens;

@@ -63,6 +63,14 @@ pub enum Operation {
     /// `soft_delete_checked`: an UPDATE of a deleted marker and the token, guarded by
     /// the original token.
     SoftDelete,
+    /// `insert_checked`: an INSERT, which never meets a conflict (a taken key is an
+    /// [`Error::UniqueViolation`](crate::Error::UniqueViolation)); it names the write in
+    /// events.
+    Insert,
+    /// `upsert_checked`: the row exists and holds another token than the one the caller
+    /// expected, or the caller expected no row. In that case the conflict's expected
+    /// token is the one the insert would have stored.
+    Upsert,
 }
 
 impl fmt::Display for Operation {
@@ -73,6 +81,8 @@ impl fmt::Display for Operation {
             Operation::ClientToken => "client token check",
             Operation::ForceIncrement => "force increment",
             Operation::SoftDelete => "soft delete",
+            Operation::Insert => "insert",
+            Operation::Upsert => "upsert",
         })
     }
 }

@@ -8,12 +8,15 @@ mod batch;
 mod conflict;
 mod database;
 mod schema;
+mod unique;
 
 pub use crate::token::{InvalidToken, InvalidTokenReason};
 pub use batch::BatchConflict;
 pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
 pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
 pub use schema::{SchemaProblem, SchemaProblems};
+pub use unique::UniqueViolation;
+pub(crate) use unique::insert_error;
 
 /// Everything a checked operation can fail with.
 ///
@@ -46,6 +49,10 @@ pub enum Error {
     /// range). Nothing was read or written.
     #[error(transparent)]
     InvalidToken(#[from] InvalidToken),
+    /// A checked insert found its key, or another value a unique index covers, taken.
+    /// Nothing was written; never retried.
+    #[error(transparent)]
+    UniqueViolation(#[from] UniqueViolation),
     /// A checked write matched more than one row: the declared primary key is not unique
     /// in the database.
     #[error("{affected} rows of {table} matched key {key}; the primary key is not unique")]

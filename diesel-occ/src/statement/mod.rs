@@ -29,6 +29,7 @@ mod cached_update;
 mod current_token;
 mod text_limit;
 mod token_eq;
+mod upsert;
 
 #[doc(hidden)]
 pub use batch::{Skippable, ValuesColumns, WrittenColumn};
@@ -37,6 +38,8 @@ pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
+#[doc(hidden)]
+pub use upsert::{ConditionalUpsert, OnTaken};
 
 /// The token assignment of an entity whose token the database generates: there is
 /// none, and writes that need one (force increment, soft delete, bulk update) do not

@@ -37,10 +37,13 @@ impl VersionedParts for Wide {
     type TokenColumn = ();
     type Guarded = ();
     type TokenAssignment = ();
+    type Changes = ();
+    type KeyColumns = ();
     const GENERATED_TOKEN: bool = false;
 
     fn guarded(&self) {}
     fn token_assignment(_: &i32) {}
+    fn changes(&self, _: &i32) {}
 }
 
 impl Tracking for Wide {

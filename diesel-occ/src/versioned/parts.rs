@@ -40,6 +40,12 @@ pub trait VersionedParts: Versioned {
     /// `token = <fresh>`, the assignment every guarded UPDATE carries, or
     /// [`NotAssigned`] for a database-generated token.
     type TokenAssignment;
+    /// Every column a checked save writes and `token = <fresh>`: the `DO UPDATE SET` of
+    /// an upsert ([`NotAssigned`] for a database-generated token).
+    type Changes;
+    /// The key's Diesel columns (a column, or a tuple for a composite key): the
+    /// conflict target of an upsert.
+    type KeyColumns: Default;
     /// True for `#[occ(version, generated)]`: the database assigns the token.
     const GENERATED_TOKEN: bool;
 
@@ -48,6 +54,9 @@ pub trait VersionedParts: Versioned {
 
     /// The assignment `token = fresh`.
     fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment;
+
+    /// The entity's written columns with their values, and `token = fresh`.
+    fn changes(&self, fresh: &Self::Token) -> Self::Changes;
 }
 
 /// `token = <expected>` on an entity's token column (every text form on SQLite).

@@ -222,6 +222,7 @@ mod checked_writes;
 mod client_token;
 mod combine;
 mod compile_errors;
+mod diesel_models;
 mod escalation;
 mod example_apps;
 mod force_increment;

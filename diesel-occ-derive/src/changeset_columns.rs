@@ -1,0 +1,81 @@
+//! `#[derive(ChangesetColumns)]`: names the columns a `#[derive(AsChangeset)]` struct
+//! assigns, so that diesel-occ's checked writes can prove at compile time that it
+//! leaves the token column alone.
+//!
+//! Diesel's derive hides the columns inside its changeset type (`Assign` is not
+//! nameable outside Diesel), so nothing can tell from a form's type which columns it
+//! writes. This derive reads the same attributes Diesel's does and states them as the
+//! one thing diesel-occ checks changesets with: `ValidGrouping` against "every column
+//! but the token" (`ColumnsOtherThan`), which a tuple of the form's columns satisfies
+//! exactly when none of them is the token column.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::DeriveInput;
+use syn::spanned::Spanned;
+
+use crate::ast::Entity;
+
+pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
+    let mut errors = Vec::new();
+    let entity = match Entity::from_input(input, &mut errors) {
+        Ok(entity) => entity,
+        Err(shape) => return shape.to_compile_error(),
+    };
+    // `#[occ(...)]` keys mean nothing on a changeset: report them rather than ignore.
+    for field in &entity.fields {
+        if let Some(span) = field.attrs.version.or(field.attrs.occ_skip) {
+            errors.push(syn::Error::new(
+                span,
+                "`#[occ(...)]` belongs on the entity deriving `Versioned`, not on a changeset",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return errors.iter().map(syn::Error::to_compile_error).collect();
+    }
+
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    let table = &entity.table;
+    // What Diesel's `AsChangeset` assigns: every field but the primary key's and the
+    // `skip_update` ones; an embedded changeset brings its own columns.
+    let assigned = entity
+        .fields
+        .iter()
+        .filter(|f| !f.attrs.skip_update && !entity.primary_key.contains(&f.column))
+        .map(|f| {
+            if f.attrs.embed.is_some() {
+                let ty = f.ty;
+                quote_spanned!(ty.span()=> #ty)
+            } else {
+                let column = &f.column;
+                quote_spanned!(f.ident.span()=> #table::#column)
+            }
+        });
+    let columns = quote!((#(#assigned,)*));
+
+    let ident = &input.ident;
+    let generics = &input.generics;
+    let mut with_token: syn::Generics = syn::parse_quote!(#generics);
+    with_token.params.push(syn::parse_quote!(__OccTokenColumn));
+    let (impl_generics, _, _) = with_token.split_for_impl();
+    let (_, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut predicates = where_clause
+        .map(|w| w.predicates.iter().map(|p| quote!(#p)).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let grouping = quote! {
+        #diesel::expression::ValidGrouping<::diesel_occ::__private::ColumnsOtherThan<__OccTokenColumn>>
+    };
+    predicates.push(quote!(#columns: #grouping));
+
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_generics #grouping for #ident #ty_generics
+            where #(#predicates,)*
+            {
+                type IsAggregate = <#columns as #grouping>::IsAggregate;
+            }
+        };
+    }
+}
