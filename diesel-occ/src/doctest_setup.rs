@@ -40,7 +40,9 @@ diesel::table! {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, diesel_occ::Versioned)]
+#[derive(
+    Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, Insertable, diesel_occ::Versioned,
+)]
 #[diesel(table_name = stock)]
 pub struct Stock {
     pub id: i32,

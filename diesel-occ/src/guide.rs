@@ -3,6 +3,8 @@
 //!
 //! - [`checked_writes`]: the entity, the token kinds, the schema check, and what each
 //!   checked write runs.
+//! - [`diesel_models`]: the Diesel code you already have: which derives to keep, which
+//!   Diesel calls to replace, checked inserts, forms and upserts.
 //! - [`client_tokens`]: writes from a token a client holds (`ETag` / `If-Match`).
 //! - [`after_the_conflict`]: tracked entities and merges, transactions that give tokens
 //!   back, batches, aggregates, bulk writes and the bypass-writer guard.
@@ -13,6 +15,9 @@
 
 #[doc = include_str!("../guide/checked_writes.md")]
 pub mod checked_writes {}
+
+#[doc = include_str!("../guide/diesel_models.md")]
+pub mod diesel_models {}
 
 #[doc = include_str!("../guide/client_tokens.md")]
 pub mod client_tokens {}

@@ -13,6 +13,8 @@
 //! |---|---|
 //! | declare an entity and its token | [`derive@Versioned`], [`VersionToken`] (token kinds), [`guide::checked_writes`] |
 //! | save, delete and load with the token check | [`CheckedDsl`] |
+//! | insert with the initial token, upsert by the client's token | [`InsertDsl`], [`Upserted`] |
+//! | bring your Diesel models and forms | [`derive@ChangesetColumns`], [`guide::diesel_models`] |
 //! | write from a client's token (`If-Match`) | [`CheckedDsl::update_by_key`], [`CheckedDsl::find_checked`], [`guide::client_tokens`] |
 //! | save many entities, all or nothing | [`BatchDsl`] |
 //! | save only the edited columns, merge a conflict | [`Tracked`], [`TrackedDsl`] |

@@ -25,12 +25,13 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 /// use diesel_occ::asynchronous::prelude::*;
 /// use diesel_occ::Upserted;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), diesel_occ::Error> {
-/// let mut conn = async_connection().await;
+/// let mut conn: SyncConnectionWrapper<SqliteConnection> = SyncConnectionWrapper::new(connection());
 /// let mut stock = Stock { id: 7, available: 3, deleted: false, version: 0 };
 /// assert_eq!(stock.insert_checked(&mut conn).await?, 1);
 /// stock.available = 5;

@@ -24,8 +24,8 @@ struct Rename {
     name: String,
 }
 
-/// A derived changeset does not say which columns it assigns, so the bulk update
-/// cannot prove it leaves the token alone: pass `stock::name.eq(..)` instead.
+/// Diesel's derived changeset does not say which columns it assigns, so the bulk update
+/// cannot prove it leaves the token alone: derive `ChangesetColumns` beside it.
 fn rename(conn: &mut SqliteConnection) -> QueryResult<usize> {
     Stock::bulk_update(stock::table, Rename { name: "z".into() }).execute(conn)
 }

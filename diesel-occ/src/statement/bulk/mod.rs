@@ -155,8 +155,9 @@ timestamp_advance!(
 /// Implemented for what Diesel's `.set(...)` takes when it is built from columns:
 /// `column.eq(value)`, `Option`s of it and tuples of these, where no `column` is the
 /// token column and no `value` reads it (the check is Diesel's own column bookkeeping,
-/// so it needs the columns of one `table!`). A `#[derive(AsChangeset)]` struct does
-/// not say which columns it assigns: pass its fields as assignments instead.
+/// so it needs the columns of one `table!`), and for a `#[derive(AsChangeset)]` struct
+/// that also derives [`ChangesetColumns`](crate::ChangesetColumns), which states the
+/// columns Diesel's derive assigns (Diesel keeps them out of the type system).
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -182,9 +183,10 @@ timestamp_advance!(
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a changeset diesel-occ can check for the token column",
-    label = "not built from `column.eq(value)` assignments of one table",
-    note = "pass `column.eq(value)`, `Option`s of it or tuples of these, \
-            none of which assigns or reads the token column `{TokenColumn}`"
+    label = "not built from `column.eq(value)` assignments, nor a form deriving `ChangesetColumns`",
+    note = "pass `column.eq(value)`, `Option`s of it or tuples of these, or a struct deriving \
+            Diesel's `AsChangeset` and `diesel_occ::ChangesetColumns`, none of which assigns \
+            or reads the token column `{TokenColumn}`"
 )]
 #[doc(hidden)]
 pub trait NoTokenAssignment<TokenColumn> {}

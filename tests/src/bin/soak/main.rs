@@ -27,7 +27,7 @@
 //!   writes without the token predicate, plus two writers that both write one row
 //!   blindly from one read.
 //! - on the `counters` test table (`workload/runner.rs`): `save_checked`,
-//!   `save_checked_where`, `update_by_key`, `delete_checked`, `delete_by_key` (each
+//!   `save_checked_where`, `update_by_key`, `upsert`, `delete_checked`, `delete_by_key` (each
 //!   with a re-insert), `tracked`, `save_merging`, `save_all_checked`, `bulk_update`,
 //!   `force_increment`, `soft_delete_checked`, `transaction` (rollbacks and caught
 //!   panics, then the same entities again), `bypass_guard` (hand-written writes under
@@ -38,7 +38,7 @@
 //!   database here, the streaming standby on `--backend pg-replicas`),
 //!   and the async flavour of every one of them that has an async API
 //!   (`workload/asynchronous/`): `async_save_checked`, `async_save_checked_where`,
-//!   `async_update_by_key`, `async_delete_checked`, `async_delete_by_key`,
+//!   `async_update_by_key`, `async_upsert`, `async_delete_checked`, `async_delete_by_key`,
 //!   `async_tracked`, `async_save_merging`, `async_save_all_checked`,
 //!   `async_bulk_update`, `async_force_increment`, `async_soft_delete_checked`,
 //!   `async_transaction` (rollbacks and caught panics, as `transaction`), each with

@@ -87,11 +87,12 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 33] = [
+pub(crate) const PATHS: [&str; 35] = [
     "retried",
     "save_checked",
     "save_checked_where",
     "update_by_key",
+    "upsert",
     "delete_checked",
     "delete_by_key",
     "tracked",
@@ -109,6 +110,7 @@ pub(crate) const PATHS: [&str; 33] = [
     "async_save_checked",
     "async_save_checked_where",
     "async_update_by_key",
+    "async_upsert",
     "async_delete_checked",
     "async_delete_by_key",
     "async_tracked",

@@ -25,6 +25,14 @@ pub(super) struct Counter {
     pub(super) version: i32,
 }
 
+/// A form of the counter's value, as a PATCH handler receives it: `update_by_key`
+/// sends it for half its writes.
+#[derive(Debug, AsChangeset, diesel_occ::ChangesetColumns)]
+#[diesel(table_name = counters)]
+pub(super) struct ValueForm {
+    pub(super) value: Option<i32>,
+}
+
 /// Workers write rows `1..=ROWS`.
 pub(super) const ROWS: i32 = 8;
 

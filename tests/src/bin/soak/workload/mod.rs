@@ -30,6 +30,7 @@ mod timestamp_now;
 mod tracked;
 mod transaction;
 mod update_by_key;
+mod upsert;
 
 // What `retried/` takes from the backend module.
 use super::{AsyncConn, Conn, FAULT_KIND, connect, connect_for_check, examples, fault, schema};
@@ -62,6 +63,7 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "save_checked" => on(args, path, &save_checked::Plain, site),
         "save_checked_where" => on(args, path, &save_checked::Where, site),
         "update_by_key" => on(args, path, &update_by_key::UpdateByKey, site),
+        "upsert" => on(args, path, &upsert::Upsert, site),
         "delete_checked" => on(args, path, &delete::Delete::Checked, site),
         "delete_by_key" => on(args, path, &delete::Delete::ByKey, site),
         "tracked" => on(args, path, &tracked::Save, site),
@@ -79,6 +81,7 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "async_save_checked" => on(args, path, &Async(asynchronous::Plain), site),
         "async_save_checked_where" => on(args, path, &Async(asynchronous::Where), site),
         "async_update_by_key" => on(args, path, &Async(asynchronous::UpdateByKey), site),
+        "async_upsert" => on(args, path, &Async(asynchronous::Upsert), site),
         "async_delete_checked" => on(args, path, &Async(asynchronous::Delete::Checked), site),
         "async_delete_by_key" => on(args, path, &Async(asynchronous::Delete::ByKey), site),
         "async_tracked" => on(args, path, &Async(asynchronous::TrackedSave), site),

@@ -91,7 +91,10 @@ impl Outcome {
 
 /// An error that says nothing was written.
 pub(super) fn refused(error: &Error) -> bool {
-    error.is_conflict() || error.as_batch_conflict().is_some() || error.is_not_found()
+    error.is_conflict()
+        || error.as_batch_conflict().is_some()
+        || error.is_not_found()
+        || matches!(error, Error::UniqueViolation(_))
 }
 
 /// What a write sees of the run.

@@ -1,12 +1,13 @@
 //! `update_by_key`: a client that read a row's value and token earlier sends `+1`
-//! with that token, without loading the row again.
+//! with that token, without loading the row again: as a `column.eq(value)` changeset
+//! or, for a row holding an odd value, as a derived form.
 
 use diesel::prelude::*;
 use diesel_occ::Error;
 use diesel_occ::prelude::*;
 
 use super::Conn;
-use super::counter::{self, Counter};
+use super::counter::{self, Counter, ValueForm};
 use super::runner::{Ctx, Outcome, Path};
 use super::schema::counters;
 
@@ -29,6 +30,11 @@ impl Path for UpdateByKey {
                 .execute(conn)
                 .map(drop)
                 .map_err(Error::from)
+        } else if read.value % 2 == 1 {
+            let form = ValueForm {
+                value: Some(read.value + 1),
+            };
+            Counter::update_by_key(conn, read.id, &read.version, &form).map(drop)
         } else {
             Counter::update_by_key(conn, read.id, &read.version, value).map(drop)
         };

@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 
-use super::super::counter::{self, Counter};
+use super::super::counter::{self, Counter, ValueForm};
 use super::super::runner::{Ctx, Outcome};
 use super::super::schema::counters;
 use super::AsyncConn;
@@ -37,6 +37,13 @@ impl AsyncPath for UpdateByKey {
                 .await
                 .map(drop)
                 .map_err(Error::from)
+        } else if read.value % 2 == 1 {
+            let form = ValueForm {
+                value: Some(read.value + 1),
+            };
+            Counter::update_by_key(conn, read.id, &read.version, &form)
+                .await
+                .map(drop)
         } else {
             Counter::update_by_key(conn, read.id, &read.version, value)
                 .await
