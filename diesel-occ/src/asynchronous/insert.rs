@@ -199,48 +199,44 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token> + Send,
     T::TokenQuery: Send + 'static,
 {
-    fn upsert(
+    async fn upsert(
         conn: &mut Conn,
         row: T,
         expected: Option<T::Token>,
         fresh: T::Token,
-    ) -> impl Future<Output = Result<Option<T::Token>, Error>> + Send {
-        async move {
-            let key = row.key();
-            // Twice at most, as the blocking upsert does.
-            for _ in 0..2 {
-                let insert = diesel::insert_into(T::Table::default()).values(row.clone());
-                let taken = match ExecuteDsl::execute(insert, conn).await {
-                    Ok(_) => return Ok(Some(row.token().clone())),
-                    Err(error) => {
-                        insert_error(error, T::sql_table_name(), Some(T::entity_key(&key)))
-                    }
-                };
-                if !matches!(taken, Error::UniqueViolation(_)) {
-                    return Err(taken);
-                }
-                let query = CurrentToken::new(T::token_query(key.clone()), false);
-                let current = RunQueryDsl::get_result::<T::Token>(query, &mut *conn)
-                    .await
-                    .optional()?;
-                let Some(expected) = expected.as_ref() else {
-                    return match current {
-                        Some(_) => Ok(None),
-                        None => Err(taken),
-                    };
-                };
-                if current.is_none() {
-                    continue;
-                }
-                let update =
-                    CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(&fresh))
-                        .bounded();
-                return match ExecuteDsl::execute(update, conn).await? {
-                    0 => Ok(None),
-                    _ => Ok(Some(fresh.clone())),
-                };
+    ) -> Result<Option<T::Token>, Error> {
+        let key = row.key();
+        // Twice at most, as the blocking upsert does.
+        for _ in 0..2 {
+            let insert = diesel::insert_into(T::Table::default()).values(row.clone());
+            let taken = match ExecuteDsl::execute(insert, conn).await {
+                Ok(_) => return Ok(Some(row.token().clone())),
+                Err(error) => insert_error(error, T::sql_table_name(), Some(T::entity_key(&key))),
+            };
+            if !matches!(taken, Error::UniqueViolation(_)) {
+                return Err(taken);
             }
-            Ok(None)
+            let query = CurrentToken::new(T::token_query(key.clone()), false);
+            let current = RunQueryDsl::get_result::<T::Token>(query, &mut *conn)
+                .await
+                .optional()?;
+            let Some(expected) = expected.as_ref() else {
+                return match current {
+                    Some(_) => Ok(None),
+                    None => Err(taken),
+                };
+            };
+            if current.is_none() {
+                continue;
+            }
+            let update =
+                CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(&fresh))
+                    .bounded();
+            return match ExecuteDsl::execute(update, conn).await? {
+                0 => Ok(None),
+                _ => Ok(Some(fresh.clone())),
+            };
         }
+        Ok(None)
     }
 }
