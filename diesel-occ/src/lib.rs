@@ -153,12 +153,17 @@
 //! # Features
 //!
 //! Everything beyond the checked writes, the retry helpers and the schema check is
-//! optional. Only `derive` is on by default; the items of every other feature are
-//! marked with the features they need.
+//! optional. `derive`, `chrono` and `uuid` are on by default; the items of every
+//! other feature are marked with the features they need. With `default-features =
+//! false`, neither chrono nor uuid is compiled, and Diesel's features of the same names
+//! stay off.
 //!
 //! | feature | what it adds | extra dependencies |
 //! |---|---|---|
 //! | `derive` (default) | `#[derive(Versioned)]`, `#[derive(ChangesetColumns)]` | `diesel-occ-derive` |
+//! | `chrono` (default) | `chrono::NaiveDateTime` and `chrono::DateTime<Utc>` tokens | `chrono`, Diesel's `chrono` |
+//! | `uuid` (default) | `uuid::Uuid` and [`UuidToken`] tokens | `uuid`, Diesel's `uuid` |
+//! | `time` | `time::PrimitiveDateTime` and `time::OffsetDateTime` tokens | `time`, Diesel's `time` |
 //! | `postgres`, `mysql`, `sqlite` | backend-specific types ([`UuidToken`] on PostgreSQL's `uuid`, `xmin`) and the backend's locking SQL, which the retry helpers escalate with | Diesel's backend features; only `sqlite` links a C library |
 //! | `async` | `asynchronous`: the same API on `diesel_async::AsyncConnection`, on any Tokio runtime (current-thread included); with `sqlite`, on diesel-async's `SyncConnectionWrapper` too | `diesel-async`, `tokio` (`rt`, `time`); with `sqlite`, diesel-async's `sync-connection-wrapper`, which turns on Tokio's `rt-multi-thread` |
 //! | `async-tuning` | `asynchronous::BlockInPlace`, `asynchronous::retry_in_blocking_task` and, with `deadpool`, `asynchronous::verify_when_idle` (see [`guide::tuning`]) | `async`, Tokio's multi-threaded runtime |
@@ -237,6 +242,7 @@ pub use error::{
 };
 pub use insert::Upserted;
 pub use restore::Restore;
+#[cfg(feature = "uuid")]
 pub use token::uuid_token::UuidToken;
 pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{

@@ -33,7 +33,10 @@ mod upsert;
 
 #[doc(hidden)]
 pub use batch::{Skippable, ValuesColumns, WrittenColumn};
-pub use bulk::{AdvanceToken, AdvancedTimestamp, NoTokenAssignment};
+#[cfg(any(feature = "chrono", feature = "time"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "chrono", feature = "time"))))]
+pub use bulk::AdvancedTimestamp;
+pub use bulk::{AdvanceToken, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};

@@ -3,10 +3,15 @@
 
 use std::fmt;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
-use uuid::Uuid;
-
+#[cfg(feature = "chrono")]
+mod chrono_token;
 mod invalid;
+mod text_forms;
+#[cfg(feature = "time")]
+mod time_token;
+#[cfg(any(feature = "chrono", feature = "time"))]
+mod timestamp;
+#[cfg(feature = "uuid")]
 pub(crate) mod uuid_token;
 
 pub use invalid::{InvalidToken, InvalidTokenReason};
@@ -19,11 +24,12 @@ pub const MAX_ENCODED_LEN: usize = 64;
 /// Only equality matters: a checked write succeeds when the row still holds the token
 /// that was read, and always stores a fresh one that differs from it.
 ///
-/// | type | fresh token | client form |
-/// |---|---|---|
-/// | `i16`, `i32`, `i64` | old + 1, wrapping | decimal |
-/// | [`uuid::Uuid`], [`UuidToken`](crate::UuidToken) | random v4, never nil | hyphenated |
-/// | [`NaiveDateTime`], [`DateTime<Utc>`] | now at the column's precision, strictly after the old one | RFC 3339 |
+/// | type | feature | fresh token | client form |
+/// |---|---|---|---|
+/// | `i16`, `i32`, `i64` | | old + 1, wrapping | decimal |
+/// | `uuid::Uuid`, `UuidToken` | `uuid` | random v4, never nil | hyphenated |
+/// | `chrono::NaiveDateTime`, `chrono::DateTime<Utc>` | `chrono` | now at the column's precision, strictly after the old one | RFC 3339 |
+/// | `time::PrimitiveDateTime`, `time::OffsetDateTime` | `time` | as chrono's | RFC 3339 |
 ///
 /// A timestamp token advances at whole seconds unless the entity declares how many
 /// fractional digits its column stores (`#[occ(version, precision = 6)]`): a whole-second
@@ -43,7 +49,7 @@ pub const MAX_ENCODED_LEN: usize = 64;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a concurrency token",
     label = "not a concurrency token type",
-    note = "a token is i16, i32, i64, uuid::Uuid, diesel_occ::UuidToken, chrono::NaiveDateTime or chrono::DateTime<Utc>"
+    note = "a token is i16, i32, i64, uuid::Uuid, diesel_occ::UuidToken (feature `uuid`), chrono::NaiveDateTime, chrono::DateTime<Utc> (feature `chrono`), time::PrimitiveDateTime or time::OffsetDateTime (feature `time`)"
 )]
 pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// A token for a new row.
@@ -69,7 +75,7 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// assert_eq!(41_i32.next_token_at(0), 42);
     /// ```
     ///
-    /// A timestamp in the last second of chrono's range has no later value: there the
+    /// A timestamp in the last second of its type's range has no later value: there the
     /// result is now, earlier than `self`. The checked operations use
     /// [`try_next_token_at`](Self::try_next_token_at), which refuses such a token.
     fn next_token_at(&self, precision: u8) -> Self {
@@ -78,7 +84,7 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     }
 
     /// [`next_token_at`](Self::next_token_at), or [`InvalidTokenReason::OutOfRange`]
-    /// for a token no fresh one can follow (a timestamp in the last second of chrono's
+    /// for a token no fresh one can follow (a timestamp in the last second of its type's
     /// range). Counters wrap and UUIDs are random: for them it never fails.
     ///
     /// ```
@@ -177,26 +183,44 @@ pub enum TokenValue {
     /// An integer counter.
     Integer(i64),
     /// A UUID.
-    Uuid(Uuid),
-    /// A timestamp without time zone.
-    Timestamp(NaiveDateTime),
-    /// A UTC timestamp.
-    TimestampUtc(DateTime<Utc>),
+    #[cfg(feature = "uuid")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
+    Uuid(uuid::Uuid),
+    /// A chrono timestamp without time zone.
+    #[cfg(feature = "chrono")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
+    Timestamp(chrono::NaiveDateTime),
+    /// A chrono UTC timestamp.
+    #[cfg(feature = "chrono")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
+    TimestampUtc(chrono::DateTime<chrono::Utc>),
+    /// A `time` timestamp without time zone.
+    #[cfg(feature = "time")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "time")))]
+    PrimitiveDateTime(time::PrimitiveDateTime),
+    /// A `time` timestamp with an offset, held at UTC.
+    #[cfg(feature = "time")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "time")))]
+    OffsetDateTime(time::OffsetDateTime),
 }
 
 impl fmt::Display for TokenValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TokenValue::Integer(n) => write!(f, "{n}"),
+            #[cfg(feature = "uuid")]
             TokenValue::Uuid(u) => write!(f, "{}", u.hyphenated()),
-            TokenValue::Timestamp(t) => write!(f, "{}", t.format(NAIVE_FORMAT)),
-            TokenValue::TimestampUtc(t) => write!(f, "{}", t.format(UTC_FORMAT)),
+            #[cfg(feature = "chrono")]
+            TokenValue::Timestamp(t) => write!(f, "{}", t.format(chrono_token::NAIVE_FORMAT)),
+            #[cfg(feature = "chrono")]
+            TokenValue::TimestampUtc(t) => write!(f, "{}", t.format(chrono_token::UTC_FORMAT)),
+            #[cfg(feature = "time")]
+            TokenValue::PrimitiveDateTime(t) => time_token::write_primitive(f, *t),
+            #[cfg(feature = "time")]
+            TokenValue::OffsetDateTime(t) => time_token::write_offset(f, *t),
         }
     }
 }
-
-const NAIVE_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6f";
-const UTC_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6fZ";
 
 /// Common checks on client text before it is parsed.
 fn checked_text(text: &str) -> Result<&str, InvalidToken> {
@@ -234,6 +258,8 @@ macro_rules! integer_token {
             fn from_value(value: &TokenValue) -> Option<Self> {
                 match value {
                     TokenValue::Integer(n) => <$int>::try_from(*n).ok(),
+                    // The only variant without the `uuid`, `chrono` and `time` features.
+                    #[allow(unreachable_patterns)]
                     _ => None,
                 }
             }
@@ -252,51 +278,9 @@ macro_rules! integer_token {
 
 integer_token!(i16 => SmallInt, i32 => Integer, i64 => BigInt);
 
-impl VersionToken for Uuid {
-    const KIND: TokenKind = TokenKind::Uuid;
-
-    fn initial() -> Self {
-        Uuid::new_v4()
-    }
-
-    fn next_token(&self) -> Self {
-        // A v4 UUID is never nil; redraw in the astronomically unlikely case of a repeat.
-        let mut fresh = Uuid::new_v4();
-        while fresh == *self {
-            fresh = Uuid::new_v4();
-        }
-        fresh
-    }
-
-    fn to_value(&self) -> TokenValue {
-        TokenValue::Uuid(*self)
-    }
-
-    fn from_value(value: &TokenValue) -> Option<Self> {
-        match value {
-            TokenValue::Uuid(u) => Some(*u),
-            _ => None,
-        }
-    }
-
-    fn validate(&self) -> Result<(), InvalidToken> {
-        if self.is_nil() {
-            Err(InvalidToken::new(InvalidTokenReason::Nil))
-        } else {
-            Ok(())
-        }
-    }
-
-    fn decode(text: &str) -> Result<Self, InvalidToken> {
-        let uuid = Uuid::try_parse(checked_text(text)?).map_err(|_| malformed())?;
-        uuid.validate()?;
-        Ok(uuid)
-    }
-}
-
 #[cfg(test)]
 mod tests;
-mod timestamp;
 
-pub use timestamp::TimestampText;
+pub use text_forms::TimestampText;
+#[cfg(any(feature = "chrono", feature = "time"))]
 pub(crate) use timestamp::{clock_at, step_micros};

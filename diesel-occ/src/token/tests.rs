@@ -1,7 +1,11 @@
+use super::chrono_token::NAIVE_FORMAT;
 use super::timestamp::*;
-use chrono::{SubsecRound, TimeDelta};
+use chrono::{DateTime, NaiveDateTime, SubsecRound, TimeDelta, Utc};
+use uuid::Uuid;
 
 use super::*;
+
+mod time_tokens;
 
 #[test]
 fn counters_wrap_at_their_maximum() {

@@ -1,4 +1,5 @@
-//! [`UuidToken`]: a UUID token Diesel can store on every backend.
+//! UUID tokens (feature `uuid`): `uuid::Uuid`, and [`UuidToken`], a UUID token Diesel
+//! can store on every backend.
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql, FromSqlRow};
@@ -7,7 +8,7 @@ use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::Binary;
 use uuid::Uuid;
 
-use super::InvalidToken;
+use super::{InvalidToken, InvalidTokenReason, checked_text, malformed};
 use crate::token::{TokenKind, TokenValue, VersionToken};
 
 /// A UUID concurrency token for any backend.
@@ -24,6 +25,7 @@ use crate::token::{TokenKind, TokenValue, VersionToken};
 /// assert_ne!(token.next_token(), token);
 /// assert_eq!(UuidToken::decode(&token.encode()).unwrap(), token);
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, AsExpression, FromSqlRow)]
 #[diesel(sql_type = Binary)]
 #[cfg_attr(feature = "postgres", diesel(sql_type = diesel::sql_types::Uuid))]
@@ -72,6 +74,50 @@ impl VersionToken for UuidToken {
 
     fn decode(text: &str) -> Result<Self, InvalidToken> {
         Uuid::decode(text).map(UuidToken)
+    }
+}
+
+/// A UUID token (PostgreSQL's `uuid`): a fresh random v4 UUID on every write, never nil.
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
+impl VersionToken for Uuid {
+    const KIND: TokenKind = TokenKind::Uuid;
+
+    fn initial() -> Self {
+        Uuid::new_v4()
+    }
+
+    fn next_token(&self) -> Self {
+        // A v4 UUID is never nil; redraw in the astronomically unlikely case of a repeat.
+        let mut fresh = Uuid::new_v4();
+        while fresh == *self {
+            fresh = Uuid::new_v4();
+        }
+        fresh
+    }
+
+    fn to_value(&self) -> TokenValue {
+        TokenValue::Uuid(*self)
+    }
+
+    fn from_value(value: &TokenValue) -> Option<Self> {
+        match value {
+            TokenValue::Uuid(u) => Some(*u),
+            _ => None,
+        }
+    }
+
+    fn validate(&self) -> Result<(), InvalidToken> {
+        if self.is_nil() {
+            Err(InvalidToken::new(InvalidTokenReason::Nil))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn decode(text: &str) -> Result<Self, InvalidToken> {
+        let uuid = Uuid::try_parse(checked_text(text)?).map_err(|_| malformed())?;
+        uuid.validate()?;
+        Ok(uuid)
     }
 }
 

@@ -4,19 +4,20 @@
 use std::marker::PhantomData;
 use std::ops::Add;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::dsl;
 use diesel::expression::is_contained_in_group_by::{No, Yes};
 use diesel::expression::{AsExpression, IsContainedInGroupBy, TypedExpressionType, ValidGrouping};
 use diesel::sql_types::{BoolOrNullableBool, SqlType};
 use diesel::{Expression, ExpressionMethods};
-use uuid::Uuid;
 
-use crate::token::uuid_token::UuidToken;
-use crate::token::{VersionToken, clock_at};
+use crate::token::VersionToken;
+#[cfg(any(feature = "chrono", feature = "time"))]
+use crate::token::clock_at;
 
+#[cfg(any(feature = "chrono", feature = "time"))]
 mod timestamp;
 
+#[cfg(any(feature = "chrono", feature = "time"))]
 pub use timestamp::AdvancedTimestamp;
 
 /// A token kind a bulk UPDATE can advance in SQL, on every row it touches.
@@ -24,8 +25,8 @@ pub use timestamp::AdvancedTimestamp;
 /// | token | assignment |
 /// |---|---|
 /// | `i16`, `i32`, `i64` | `token = CASE WHEN token = MAX THEN MIN ELSE token + 1 END` |
-/// | `uuid::Uuid`, [`UuidToken`] | `token = <one fresh random UUID>` |
-/// | `NaiveDateTime`, `DateTime<Utc>` | `token = max(<now>, token + <one step>)`, at the token's precision |
+/// | `uuid::Uuid`, [`UuidToken`](crate::UuidToken) | `token = <one fresh random UUID>` |
+/// | `NaiveDateTime`, `DateTime<Utc>`, `PrimitiveDateTime`, `OffsetDateTime` | `token = max(<now>, token + <one step>)`, at the token's precision |
 ///
 /// Only equality matters for a token, so one fresh UUID shared by the touched rows is
 /// as good as one per row: each differs from every token read before. A counter wraps
@@ -105,6 +106,7 @@ macro_rules! counter_advance {
 
 counter_advance!(i16, i32, i64);
 
+#[cfg(feature = "uuid")]
 macro_rules! fresh_value_advance {
     ($($ty:ty),*) => {$(
         impl<Col> AdvanceToken<Col> for $ty
@@ -122,10 +124,14 @@ macro_rules! fresh_value_advance {
     )*};
 }
 
-fresh_value_advance!(Uuid, UuidToken);
+#[cfg(feature = "uuid")]
+fresh_value_advance!(uuid::Uuid, crate::UuidToken);
 
+/// `$sqlite_suffix`: what SQLite's text must end with for the token type to read it
+/// back as UTC (`+00:00` for a type with an offset; a naive one takes none).
+#[cfg(any(feature = "chrono", feature = "time"))]
 macro_rules! timestamp_advance {
-    ($($ty:ty => $from_clock:expr, $sqlite_suffix:literal);*) => {$(
+    ($($ty:ty => $sqlite_suffix:literal);*) => {$(
         impl<Col> AdvanceToken<Col> for $ty
         where
             Col: Expression + ExpressionMethods + Copy,
@@ -134,16 +140,23 @@ macro_rules! timestamp_advance {
             type Assignment = dsl::Eq<Col, AdvancedTimestamp<Col, $ty>>;
 
             fn advance(column: Col, precision: u8) -> Self::Assignment {
-                let now: $ty = ($from_clock)(clock_at(precision));
+                let now: $ty = clock_at(precision);
                 column.eq(AdvancedTimestamp::new(column, now, precision, $sqlite_suffix))
             }
         }
     )*};
 }
 
+#[cfg(feature = "chrono")]
 timestamp_advance!(
-    NaiveDateTime => |t: NaiveDateTime| t, "";
-    DateTime<Utc> => |t: NaiveDateTime| t.and_utc(), "+00:00"
+    chrono::NaiveDateTime => "";
+    chrono::DateTime<chrono::Utc> => "+00:00"
+);
+
+#[cfg(feature = "time")]
+timestamp_advance!(
+    time::PrimitiveDateTime => "";
+    time::OffsetDateTime => "+00:00"
 );
 
 /// A changeset that leaves the token column `TokenColumn` to diesel-occ: neither assigns

@@ -136,6 +136,69 @@ token_column!(
 mod now_writers;
 mod sqlite_text_forms;
 
+/// Compiles time_tokens.rs for one backend: `Conn`, the SQL of the `PrimitiveDateTime`
+/// column (`COLUMN`, storing `DIGITS` fractional digits, `Declared` declaring them) and
+/// of the `OffsetDateTime` column (`INSTANT_COLUMN`, Diesel's SQL type `$instant`).
+macro_rules! time_column {
+    ($name:ident, $(#[$cfg:meta])* $conn:ty, $column:literal, $digits:literal, $instant_column:literal, $instant:ident) => {
+        $(#[$cfg])*
+        // The file sits beside this mod.rs.
+        #[path = "."]
+        mod $name {
+            type Conn = $conn;
+            const COLUMN: &str = $column;
+            const DIGITS: u8 = $digits;
+            const INSTANT_COLUMN: &str = $instant_column;
+            diesel::table! {
+                time_stamps (id) { id -> Integer, value -> Integer, updated_at -> Timestamp, }
+            }
+            diesel::table! {
+                time_instants (id) { id -> Integer, value -> Integer, updated_at -> $instant, }
+            }
+
+            /// The token row, declaring the column's real precision.
+            #[derive(Debug, Clone, PartialEq, diesel::Queryable, diesel::Selectable, diesel_occ::Versioned)]
+            #[diesel(table_name = time_stamps)]
+            struct Declared {
+                id: i32,
+                value: i32,
+                #[occ(version, precision = $digits)]
+                updated_at: time::PrimitiveDateTime,
+            }
+
+            #[path = "time_tokens.rs"]
+            mod blocking;
+        }
+    };
+}
+
+time_column!(
+    time_postgres,
+    diesel::pg::PgConnection,
+    "TIMESTAMP(3)",
+    3,
+    "TIMESTAMPTZ",
+    Timestamptz
+);
+time_column!(
+    time_mysql,
+    #[cfg(feature = "mysql")]
+    diesel::mysql::MysqlConnection,
+    "DATETIME",
+    0,
+    "DATETIME(6)",
+    Datetime
+);
+time_column!(
+    time_sqlite,
+    diesel::sqlite::SqliteConnection,
+    "TIMESTAMP",
+    6,
+    "TEXT",
+    TimestamptzSqlite
+);
+mod time_text_forms;
+
 /// `DateTime<Utc>` tokens under a bulk update, on the backends where Diesel maps them:
 /// PostgreSQL (`timestamptz`) and SQLite (text with an offset).
 #[path = "."]

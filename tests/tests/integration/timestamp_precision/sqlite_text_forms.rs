@@ -21,7 +21,7 @@ diesel::table! {
 }
 
 /// The text forms, each stored in a row of its own.
-const OTHER_FORMS: &[&str] = &[
+pub(super) const OTHER_FORMS: &[&str] = &[
     "2024-01-02T03:04:05",
     "2024-01-02T03:04:05.123",
     "2024-01-02T03:04:05.123456",
@@ -36,7 +36,7 @@ const OTHER_FORMS: &[&str] = &[
 ];
 
 /// Text forms with an offset other than zero, each stored in a row of its own.
-const OFFSET_FORMS: &[&str] = &[
+pub(super) const OFFSET_FORMS: &[&str] = &[
     "2026-01-01 10:00:00+02:00",
     "2026-01-01T10:00:00.250-05:30",
     "2026-01-01 10:00:00.123456+02:00",

@@ -1,0 +1,86 @@
+//! SQLite rows whose timestamp another tool wrote in another text form (`T`, other
+//! fraction digits, `Z`, a UTC offset) save with the `time` crate's tokens as with
+//! chrono's, and a stale writer still conflicts.
+
+use diesel::prelude::*;
+use diesel::sqlite::SqliteConnection as Conn;
+use diesel_occ::Error;
+use diesel_occ::prelude::*;
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use super::sqlite_text_forms::{OFFSET_FORMS, OTHER_FORMS};
+
+diesel::table! {
+    time_forms (id) { id -> Integer, value -> Integer, updated_at -> Timestamp, }
+}
+
+diesel::table! {
+    time_instant_forms (id) { id -> Integer, value -> Integer, updated_at -> TimestamptzSqlite, }
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = time_forms)]
+struct Stamp {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: PrimitiveDateTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+#[diesel(table_name = time_instant_forms)]
+struct Instant {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: OffsetDateTime,
+}
+
+#[test]
+fn rows_stored_in_other_text_forms_save() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    for table in ["time_forms", "time_instant_forms"] {
+        diesel::sql_query(format!(
+            "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+             updated_at TEXT NOT NULL)"
+        ))
+        .execute(&mut conn)
+        .unwrap();
+    }
+    let forms: Vec<&str> = OTHER_FORMS.iter().chain(OFFSET_FORMS).copied().collect();
+    for (id, form) in forms.iter().enumerate() {
+        for table in ["time_forms", "time_instant_forms"] {
+            diesel::sql_query(format!("INSERT INTO {table} VALUES ({id}, 0, '{form}')"))
+                .execute(&mut conn)
+                .unwrap();
+        }
+    }
+    for (id, form) in forms.iter().enumerate() {
+        let id = i32::try_from(id).unwrap();
+
+        let mut mine = Stamp::find(&mut conn, id).unwrap();
+        let mut stale = mine.clone();
+        mine.value = 1;
+        mine.save_checked(&mut conn)
+            .unwrap_or_else(|e| panic!("a PrimitiveDateTime row holding {form:?} saves: {e:?}"));
+        assert_eq!(Stamp::find(&mut conn, id).unwrap(), mine);
+        stale.value = 2;
+        assert!(
+            matches!(stale.save_checked(&mut conn), Err(Error::Conflict(_))),
+            "a stale PrimitiveDateTime writer of {form:?} conflicts"
+        );
+
+        let mut mine = Instant::find(&mut conn, id).unwrap();
+        let mut stale = mine.clone();
+        mine.value = 1;
+        mine.save_checked(&mut conn)
+            .unwrap_or_else(|e| panic!("an OffsetDateTime row holding {form:?} saves: {e:?}"));
+        assert_eq!(Instant::find(&mut conn, id).unwrap(), mine);
+        stale.value = 2;
+        assert!(
+            matches!(stale.save_checked(&mut conn), Err(Error::Conflict(_))),
+            "a stale OffsetDateTime writer of {form:?} conflicts"
+        );
+    }
+}
