@@ -153,9 +153,7 @@ fn key_field<K: std::fmt::Display + ?Sized>(key: &K) -> Option<DisplayValue<&K>>
 }
 
 /// [`key_field`] for a key known only by its `Debug` form.
-fn debug_key_field<'k>(
-    key: &'k dyn std::fmt::Debug,
-) -> Option<DebugValue<&'k dyn std::fmt::Debug>> {
+fn debug_key_field(key: &dyn std::fmt::Debug) -> Option<DebugValue<&dyn std::fmt::Debug>> {
     records_key_values().then(|| tracing::field::debug(key))
 }
 
@@ -240,6 +238,7 @@ pub(crate) fn in_write_span<T>(
 }
 
 /// [`in_write_span`] for an async checked write: the future runs in the span.
+#[cfg(feature = "async")]
 pub(crate) async fn in_write_span_async<T>(
     span: Span,
     write: impl std::future::Future<Output = Result<T, Error>>,
@@ -490,7 +489,8 @@ mod tests {
             ConflictState::Deleted,
         );
         let batch = crate::BatchConflict::new(2, vec![(1, conflict)]);
-        let (table, key, outcome) = describe(&Error::Batch(batch));
+        let error = Error::Batch(batch);
+        let (table, key, outcome) = describe(&error);
         assert_eq!((table, outcome), ("stock", "deleted"));
         assert_eq!(key.map(ToString::to_string).as_deref(), Some("(id=2)"));
     }
