@@ -118,7 +118,7 @@ fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
         third.delete_checked(&mut conn).expect("delete_checked");
 
         // The stale `mine` makes the batch conflict.
-        let mut batch = vec![find(&mut conn, 4), mine.clone()];
+        let mut batch = [find(&mut conn, 4), mine.clone()];
         let error = batch.save_all_checked(&mut conn).unwrap_err();
         assert!(error.as_batch_conflict().is_some(), "{error:?}");
 
