@@ -70,7 +70,7 @@ impl Dialect {
     }
 
     /// The dialect of the Diesel backend whose type has this path.
-    fn by_name(type_name: &str) -> Option<Dialect> {
+    pub(crate) fn by_name(type_name: &str) -> Option<Dialect> {
         match type_name {
             "diesel::pg::backend::Pg" => Some(Dialect::Postgres),
             "diesel::mysql::backend::Mysql" => Some(Dialect::Mysql),

@@ -167,13 +167,14 @@
 //! | `postgres`, `mysql`, `sqlite` | backend-specific types ([`UuidToken`] on PostgreSQL's `uuid`, `xmin`) and the backend's locking SQL, which the retry helpers escalate with | Diesel's backend features; only `sqlite` links a C library |
 //! | `async` | `asynchronous`: the same API on `diesel_async::AsyncConnection`, on any Tokio runtime (current-thread included); with `sqlite`, on diesel-async's `SyncConnectionWrapper` too | `diesel-async`, `tokio` (`rt`, `time`); with `sqlite`, diesel-async's `sync-connection-wrapper`, which turns on Tokio's `rt-multi-thread` |
 //! | `async-tuning` | `asynchronous::BlockInPlace`, `asynchronous::retry_in_blocking_task` and, with `deadpool`, `asynchronous::verify_when_idle` (see [`guide::tuning`]) | `async`, Tokio's multi-threaded runtime |
-//! | `deadpool` | diesel-async's deadpool `Pool` as an async retry source | `async`, `deadpool` |
+//! | `deadpool` | diesel-async's deadpool `Pool` as an async retry source; `asynchronous::pool::deadpool` re-exports what building one takes | `async`, `deadpool` |
+//! | `bb8` | diesel-async's bb8 `Pool` as an async retry source; `asynchronous::pool::bb8` re-exports what building one takes | `async`, `bb8` |
 //! | `r2d2` | Diesel's r2d2 `Pool` as a blocking retry source | Diesel's `r2d2` |
 //! | `combine` | `blocking::Combiner` (and `asynchronous::Combiner`): changes to one hot row applied in groups; `Error::OutcomeUnknown` | `tokio/sync` with `async` |
 //! | `standby` | `blocking::retry_with_standby` and `StandbyConnections` (and their async twins): reads from a standby, saves on the primary | none |
 //! | `multi-host` | `multi_host::MultiHost`: one connection source over several nodes | none |
 //! | `bypass-guard` | `bypass_guard::BypassGuard`: trigger DDL that advances the token on writes that bypass diesel-occ | none |
-//! | `metrics` | the counters listed in [`observe`], through the `metrics` facade | `metrics` |
+//! | `metrics` | the counters and histograms listed in [`observe`], through the `metrics` facade | `metrics` |
 //! | `testing` | `testing::Race`: a race harness for your own tests | none |
 //!
 //! The backend features add items, never change what a write does: the SQL of every

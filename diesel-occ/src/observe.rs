@@ -1,117 +1,352 @@
-//! What diesel-occ reports: `tracing` events for checked writes, conflicts and retries,
-//! and counters through the [`metrics`](https://docs.rs/metrics) facade (feature
-//! `metrics`).
+//! What diesel-occ reports: `tracing` spans and events in OpenTelemetry's naming, and
+//! counters and histograms through the [`metrics`](https://docs.rs/metrics) facade
+//! (feature `metrics`).
 //!
-//! Events (target `diesel_occ`):
+//! Everything has the target `diesel_occ`, so a filter such as
+//! `RUST_LOG=info,diesel_occ=debug` turns it on alone.
+//!
+//! # Spans
+//!
+//! Their fields are OpenTelemetry's attributes for a database client span, so that
+//! [`tracing-opentelemetry`](https://docs.rs/tracing-opentelemetry) exports them as they
+//! are (its `otel.*` fields set the exported span's name, kind and status).
+//!
+//! | span | level | one per | fields |
+//! |---|---|---|---|
+//! | `diesel_occ.write` | DEBUG | checked write | `db.system.name`, `db.collection.name`, `db.operation.name`, `otel.name` (`"<operation> <table>"`), `otel.kind` (`client`); on failure `error.type` and `otel.status_code` = `ERROR` |
+//! | `diesel_occ.retry` | INFO | call of a retry helper | `diesel_occ.retry.attempts` when it ends, `otel.name` (`diesel_occ retry`); on failure `error.type` and `otel.status_code` = `ERROR` |
+//! | `occ.attempt` | DEBUG | attempt of a retry helper, inside its `diesel_occ.retry` | `attempt` (from 1), `escalated` |
+//!
+//! - `db.system.name` is `postgresql`, `mysql` (MariaDB too: the backend type cannot
+//!   tell them apart) or `sqlite`, and `other_sql` for a backend diesel-occ has no SQL
+//!   for.
+//! - `db.collection.name` is the table's SQL name.
+//! - `db.operation.name` is the checked write's name as you call it: `save_checked`,
+//!   `save_checked_where`, `delete_checked`, `update_by_key`, `delete_by_key`,
+//!   `force_increment`, `soft_delete_checked`, `save_all_checked` (a batch: one span
+//!   for the whole batch), `save_merging` (a tracked save that merges; its saves are
+//!   `save_checked` spans inside it). Not the SQL verb: `save_checked` and
+//!   `soft_delete_checked` are both an `UPDATE`, and what a trace reader needs is which
+//!   of them ran. OpenTelemetry asks for the name the application gives an operation
+//!   where it has one; these names are few, so they are fit for aggregation.
+//! - `error.type` is `conflict` (a [`ConcurrencyConflict`] or a batch's
+//!   [`BatchConflict`](crate::BatchConflict)), `not_found`, `invalid_token`,
+//!   `key_not_unique`, `database`, `pool`, `retries_exhausted`, `schema` or
+//!   `outcome_unknown`: one per [`Error`] variant.
+//! - A successful span leaves the status unset, as OpenTelemetry asks of client spans.
+//!
+//! **Why these levels.** A checked write is hot: its span is DEBUG, so that an
+//! application logging at INFO (the usual default) pays for it only the check that the
+//! level is off, one atomic load, and no allocation. A retry helper's call is one per
+//! unit of work (a request, a job) and is the span an operator wants by default, with
+//! the number of attempts it took: INFO. Turn the write spans on for diesel-occ alone
+//! with a target filter (`diesel_occ=debug`).
+//!
+//! # Events
 //!
 //! | event | level | fields |
 //! |---|---|---|
-//! | `occ write applied` | DEBUG | `table`, `key`, `operation` |
-//! | `occ conflict` | DEBUG | `table`, `key`, `operation`, `outcome` (`stale` or `deleted`) |
-//! | `occ retry` | DEBUG | `table`, `key` (of the conflict, when it was one), `attempt`, `outcome`, `backoff_ms`, `escalate` |
-//! | `occ retry succeeded` | DEBUG | `attempts` |
-//! | `occ hot row locked` | DEBUG | `table`, `key` (an attempt locks a hot row it reads) |
-//! | `occ retries exhausted` | WARN | `table`, `key`, `attempts`, `outcome`, `deadline_reached` |
+//! | `occ write applied` | DEBUG | `db.collection.name`, `diesel_occ.operation`, `diesel_occ.key` |
+//! | `occ conflict` | DEBUG | `db.collection.name`, `diesel_occ.operation`, `diesel_occ.key`, `error.type` (`conflict`), `diesel_occ.conflict.state` (`stale`, `deleted` or `unmatched`), `diesel_occ.token.expected`, `diesel_occ.token.current` (when the row still exists) |
+//! | `occ retry` | DEBUG | `db.collection.name` and `diesel_occ.key` (of the conflict, when it was one), `diesel_occ.attempt`, `diesel_occ.outcome`, `diesel_occ.backoff_ms`, `diesel_occ.escalate` |
+//! | `occ retry succeeded` | DEBUG | `diesel_occ.retry.attempts` |
+//! | `occ hot row locked` | DEBUG | `db.collection.name`, `diesel_occ.key` (an attempt locks a hot row it reads) |
+//! | `occ retries exhausted` | WARN | `db.collection.name`, `diesel_occ.key`, `diesel_occ.retry.attempts`, `diesel_occ.outcome`, `diesel_occ.deadline_reached` |
 //!
-//! Each retry attempt runs in a DEBUG span `occ.attempt` with `attempt` and `escalated`,
-//! so the events of the checked operations inside it carry the attempt number.
+//! `diesel_occ.operation` is the statement's kind as a conflict names it
+//! ([`Operation`]: `update`, `delete`, `client_token`, ...). Tokens are recorded as they
+//! are: a version number, a UUID or a timestamp says nothing about anyone.
 //!
-//! Counters (all with a `table` label, `unknown` for a transient error that names no
-//! table):
+//! **Key values are personal data more often than not** (a user id, an e-mail address
+//! as a key), so `diesel_occ.key` is left out unless the application turns it on with
+//! [`record_key_values`]`(true)`, a setting for the whole process.
 //!
-//! | counter | counts |
-//! |---|---|
-//! | [`CONFLICTS_TOTAL`] | every [`ConcurrencyConflict`], also labelled by `operation` |
-//! | [`RETRIES_TOTAL`] | every retry a helper schedules |
-//! | [`RETRIES_EXHAUSTED_TOTAL`] | every time a helper gives up |
-//! | [`HOT_ROW_LOCKS_TOTAL`] | every read of a hot row that locked it |
+//! # Metrics
+//!
+//! | name | kind | unit | labels | counts |
+//! |---|---|---|---|---|
+//! | [`CONFLICTS`] | counter | | `table`, `operation` | every [`ConcurrencyConflict`], each entity's in a batch |
+//! | [`RETRIES`] | counter | | `table` | every retry a helper schedules |
+//! | [`RETRIES_EXHAUSTED`] | counter | | `table` | every time a helper gives up |
+//! | [`HOT_ROW_LOCKS`] | counter | | `table` | every read of a hot row that locked it |
+//! | [`ATTEMPTS`] | histogram | count | `outcome` | attempts per call of a retry helper |
+//! | [`RETRY_DURATION`] | histogram | `s` | `outcome` | seconds a call of a retry helper took, from its start to its result |
+//!
+//! `table` is the SQL name of the table the conflict or error names (a batch's: that of
+//! its entities), `unknown` for an error that names none (a deadlock). `outcome` is
+//! `success`, `exhausted` (the helper gave up) or `error` (an error it does not retry).
+//!
+//! The names carry no unit suffix: each exporter adds its own. With
+//! `metrics-exporter-prometheus` the dots become underscores (`diesel_occ_conflicts`,
+//! and `diesel_occ_attempts_bucket` for a histogram given buckets); an OpenTelemetry
+//! pipeline exported to Prometheus adds `_total` to counters and the unit to
+//! histograms (`diesel_occ_conflicts_total`, `diesel_occ_retry_duration_seconds`). Call
+//! [`describe_metrics`] once after installing the recorder to give them descriptions
+//! and units.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::error::{ConcurrencyConflict, ConflictState, Error, Operation};
+use tracing::Span;
+use tracing::field::{DebugValue, DisplayValue, Empty};
+
+use crate::dialect::Dialect;
+use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, Operation};
 
 /// Counter: concurrency conflicts, labelled `table` and `operation`.
-pub const CONFLICTS_TOTAL: &str = "diesel_occ_conflicts_total";
+pub const CONFLICTS: &str = "diesel_occ.conflicts";
 /// Counter: retries scheduled by the retry helpers, labelled `table`.
-pub const RETRIES_TOTAL: &str = "diesel_occ_retries_total";
+pub const RETRIES: &str = "diesel_occ.retries";
 /// Counter: retry helpers that gave up, labelled `table`.
-pub const RETRIES_EXHAUSTED_TOTAL: &str = "diesel_occ_retries_exhausted_total";
-
+pub const RETRIES_EXHAUSTED: &str = "diesel_occ.retries_exhausted";
 /// Counter: reads of a hot row that locked it, labelled `table`.
-pub const HOT_ROW_LOCKS_TOTAL: &str = "diesel_occ_hot_row_locks_total";
+pub const HOT_ROW_LOCKS: &str = "diesel_occ.hot_row_locks";
+/// Histogram: attempts per call of a retry helper, labelled `outcome`.
+pub const ATTEMPTS: &str = "diesel_occ.attempts";
+/// Histogram: seconds a call of a retry helper took, labelled `outcome`.
+pub const RETRY_DURATION: &str = "diesel_occ.retry.duration";
+
+/// [`CONFLICTS`] under its former constant name (the name it holds has no `_total`
+/// any more: exporters add their own suffix).
+pub const CONFLICTS_TOTAL: &str = CONFLICTS;
+/// [`RETRIES`] under its former constant name.
+pub const RETRIES_TOTAL: &str = RETRIES;
+/// [`RETRIES_EXHAUSTED`] under its former constant name.
+pub const RETRIES_EXHAUSTED_TOTAL: &str = RETRIES_EXHAUSTED;
+/// [`HOT_ROW_LOCKS`] under its former constant name.
+pub const HOT_ROW_LOCKS_TOTAL: &str = HOT_ROW_LOCKS;
 
 /// The `table` label for an error that names no table.
 const UNKNOWN_TABLE: &str = "unknown";
 
-/// Registers the descriptions of the counters with the installed `metrics` recorder.
-/// Optional: the counters work without it.
+/// Whether events carry key values; off until the application says otherwise.
+static KEY_VALUES: AtomicBool = AtomicBool::new(false);
+
+/// Whether the events name the rows they are about by their key values
+/// (`diesel_occ.key`, such as `(id=42)`): off by default, since a key is often
+/// personal data (a user id, an e-mail address) that a trace or log pipeline must not
+/// collect without a decision. One setting for the whole process; tokens, tables and
+/// outcomes are recorded either way.
+///
+/// ```
+/// // A service whose keys are surrogate numbers, where knowing the row helps.
+/// diesel_occ::observe::record_key_values(true);
+/// assert!(diesel_occ::observe::records_key_values());
+/// # diesel_occ::observe::record_key_values(false);
+/// ```
+pub fn record_key_values(on: bool) {
+    KEY_VALUES.store(on, Ordering::Relaxed);
+}
+
+/// Whether events carry key values (see [`record_key_values`]).
+///
+/// ```
+/// assert!(!diesel_occ::observe::records_key_values()); // the default
+/// ```
+pub fn records_key_values() -> bool {
+    KEY_VALUES.load(Ordering::Relaxed)
+}
+
+/// A key for the `diesel_occ.key` field: `None` (no field) unless key values are on.
+fn key_field<K: std::fmt::Display + ?Sized>(key: &K) -> Option<DisplayValue<&K>> {
+    records_key_values().then(|| tracing::field::display(key))
+}
+
+/// [`key_field`] for a key known only by its `Debug` form.
+fn debug_key_field(key: &dyn std::fmt::Debug) -> Option<DebugValue<&dyn std::fmt::Debug>> {
+    records_key_values().then(|| tracing::field::debug(key))
+}
+
+/// Registers the descriptions and units of the counters and histograms with the
+/// installed `metrics` recorder. Optional: the metrics work without it.
+///
+/// ```
+/// // After installing a recorder (an exporter's builder does):
+/// diesel_occ::observe::describe_metrics();
+/// ```
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub fn describe_metrics() {
     metrics::describe_counter!(
-        CONFLICTS_TOTAL,
+        CONFLICTS,
         metrics::Unit::Count,
         "Optimistic concurrency conflicts: a checked write or client token met a changed or deleted row"
     );
     metrics::describe_counter!(
-        RETRIES_TOTAL,
+        RETRIES,
         metrics::Unit::Count,
         "Attempts retried after a conflict or a transient database error"
     );
     metrics::describe_counter!(
-        RETRIES_EXHAUSTED_TOTAL,
+        RETRIES_EXHAUSTED,
         metrics::Unit::Count,
         "Retry loops that gave up"
     );
     metrics::describe_counter!(
-        HOT_ROW_LOCKS_TOTAL,
+        HOT_ROW_LOCKS,
         metrics::Unit::Count,
         "Retry attempts that locked a row because it met a conflict recently"
     );
+    metrics::describe_histogram!(
+        ATTEMPTS,
+        metrics::Unit::Count,
+        "Attempts a retry helper ran for one call"
+    );
+    metrics::describe_histogram!(
+        RETRY_DURATION,
+        metrics::Unit::Seconds,
+        "Time a retry helper took for one call, backoff included"
+    );
+}
+
+/// OpenTelemetry's `db.system.name` for a Diesel backend type. By the type's path,
+/// which needs no `'static` bound (the checked writes have none on the backend).
+fn system_name<B: ?Sized>() -> &'static str {
+    match Dialect::by_name(std::any::type_name::<B>()) {
+        Some(Dialect::Postgres) => "postgresql",
+        Some(Dialect::Mysql) => "mysql",
+        Some(Dialect::Sqlite) => "sqlite",
+        None => "other_sql",
+    }
+}
+
+/// The span of one checked write named `operation` (its method's name) on `table`,
+/// through a connection of backend `B`. The field values are only computed when the
+/// span is enabled.
+pub(crate) fn write_span<B: ?Sized>(table: &'static str, operation: &'static str) -> Span {
+    tracing::debug_span!(
+        target: "diesel_occ",
+        "diesel_occ.write",
+        "otel.name" = %format_args!("{operation} {table}"),
+        "otel.kind" = "client",
+        "otel.status_code" = Empty,
+        "db.system.name" = system_name::<B>(),
+        "db.collection.name" = table,
+        "db.operation.name" = operation,
+        "error.type" = Empty,
+    )
+}
+
+/// Runs a blocking checked write in its span and records how it ended.
+pub(crate) fn in_write_span<T>(
+    span: Span,
+    write: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let result = span.in_scope(write);
+    failed(&span, &result);
+    result
+}
+
+/// [`in_write_span`] for an async checked write: the future runs in the span.
+#[cfg(feature = "async")]
+pub(crate) async fn in_write_span_async<T>(
+    span: Span,
+    write: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let result = tracing::Instrument::instrument(write, span.clone()).await;
+    failed(&span, &result);
+    result
+}
+
+/// Marks `span` failed, with the error's type, when `result` is an error.
+fn failed<T>(span: &Span, result: &Result<T, Error>) {
+    if let Err(error) = result {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", error_type(error));
+    }
+}
+
+/// OpenTelemetry's `error.type`: one low-cardinality name per kind of error.
+fn error_type(error: &Error) -> &'static str {
+    match error {
+        Error::Conflict(_) | Error::Batch(_) => "conflict",
+        Error::NotFound(_) => "not_found",
+        Error::InvalidToken(_) => "invalid_token",
+        Error::KeyNotUnique { .. } => "key_not_unique",
+        Error::Database(_) => "database",
+        Error::Pool(_) => "pool",
+        Error::RetriesExhausted(_) => "retries_exhausted",
+        Error::Schema(_) => "schema",
+        #[cfg(feature = "combine")]
+        Error::OutcomeUnknown => "outcome_unknown",
+    }
+}
+
+/// The span of one call of a retry helper; its attempts' spans are inside it.
+pub(crate) fn retry_span() -> Span {
+    tracing::info_span!(
+        target: "diesel_occ",
+        "diesel_occ.retry",
+        "otel.name" = "diesel_occ retry",
+        "otel.status_code" = Empty,
+        "diesel_occ.retry.attempts" = Empty,
+        "error.type" = Empty,
+    )
+}
+
+/// Records on a retry helper's span how many attempts it ran and how it ended.
+pub(crate) fn retry_ended<T>(span: &Span, attempts: u32, result: &Result<T, Error>) {
+    span.record("diesel_occ.retry.attempts", attempts);
+    failed(span, result);
 }
 
 /// An attempt locks a row that conflicted recently as it reads it.
 pub(crate) fn hot_row_locked(table: &'static str, key: &dyn std::fmt::Debug) {
-    tracing::debug!(target: "diesel_occ", table, key = ?key, "occ hot row locked");
+    tracing::debug!(
+        target: "diesel_occ",
+        {
+            "db.collection.name" = table,
+            "diesel_occ.key" = debug_key_field(key),
+        },
+        "occ hot row locked"
+    );
     #[cfg(feature = "metrics")]
-    metrics::counter!(HOT_ROW_LOCKS_TOTAL, "table" => table).increment(1);
+    metrics::counter!(HOT_ROW_LOCKS, "table" => table).increment(1);
 }
 
 /// A checked write matched its row.
 pub(crate) fn written(table: &'static str, key: &dyn std::fmt::Debug, operation: Operation) {
     tracing::debug!(
         target: "diesel_occ",
-        table,
-        key = ?key,
-        operation = %operation,
+        {
+            "db.collection.name" = table,
+            "diesel_occ.operation" = operation_label(operation),
+            "diesel_occ.key" = debug_key_field(key),
+        },
         "occ write applied"
     );
 }
 
 /// A conflict was classified.
 pub(crate) fn conflict(conflict: &ConcurrencyConflict) {
-    let outcome = match conflict.state() {
-        ConflictState::Stale { .. } => "stale",
-        ConflictState::Deleted => "deleted",
-        ConflictState::Unmatched => "unmatched",
+    let (state, current) = match conflict.state() {
+        ConflictState::Stale { current } => ("stale", Some(current)),
+        ConflictState::Deleted => ("deleted", None),
+        ConflictState::Unmatched => ("unmatched", Some(conflict.expected_value())),
     };
     tracing::debug!(
         target: "diesel_occ",
-        table = conflict.table(),
-        key = %conflict.key(),
-        operation = %conflict.operation(),
-        outcome,
+        {
+            "db.collection.name" = conflict.table(),
+            "diesel_occ.operation" = operation_label(conflict.operation()),
+            "diesel_occ.key" = key_field(conflict.key()),
+            "error.type" = "conflict",
+            "diesel_occ.conflict.state" = state,
+            "diesel_occ.token.expected" = %conflict.expected_value(),
+            "diesel_occ.token.current" = current.map(tracing::field::display),
+        },
         "occ conflict"
     );
     #[cfg(feature = "metrics")]
     metrics::counter!(
-        CONFLICTS_TOTAL,
+        CONFLICTS,
         "table" => conflict.table(),
         "operation" => operation_label(conflict.operation())
     )
     .increment(1);
 }
 
-#[cfg(feature = "metrics")]
+/// The label of an [`Operation`] (its `Display` form, as a `&'static str`).
 fn operation_label(operation: Operation) -> &'static str {
     match operation {
         Operation::Update => "update",
@@ -125,7 +360,7 @@ fn operation_label(operation: Operation) -> &'static str {
 }
 
 /// The span one retry attempt runs in: its number, from 1, and whether it is escalated.
-pub(crate) fn attempt_span(number: u32, escalated: bool) -> tracing::Span {
+pub(crate) fn attempt_span(number: u32, escalated: bool) -> Span {
     tracing::debug_span!(
         target: "diesel_occ",
         "occ.attempt",
@@ -134,25 +369,37 @@ pub(crate) fn attempt_span(number: u32, escalated: bool) -> tracing::Span {
     )
 }
 
-/// What an error says for the `table`, `key` and `outcome` fields.
-fn describe(error: &Error) -> (&'static str, String, &'static str) {
-    match error {
-        Error::Conflict(conflict) => (
+/// What an error says for the table, key and outcome fields: a batch's conflicts
+/// name their table (all of a batch's entities are of one type) and the first one's
+/// key; an error that names no row, no table.
+fn describe(error: &Error) -> (&'static str, Option<&EntityKey>, &'static str) {
+    let conflict = error.as_conflict().or_else(|| {
+        error
+            .as_batch_conflict()
+            .and_then(|batch| batch.conflicts().first())
+            .map(|(_, conflict)| conflict)
+    });
+    match conflict {
+        Some(conflict) => (
             conflict.table(),
-            conflict.key().to_string(),
+            Some(conflict.key()),
             if conflict.is_deleted() {
                 "deleted"
             } else {
                 "stale"
             },
         ),
-        error => (
-            UNKNOWN_TABLE,
-            String::new(),
-            error
-                .transient_kind()
-                .map_or("error", crate::TransientKind::description),
-        ),
+        None => match error {
+            Error::KeyNotUnique { table, key, .. } => (table, Some(key), "key_not_unique"),
+            Error::NotFound(not_found) => (not_found.table, Some(&not_found.key), "not_found"),
+            error => (
+                UNKNOWN_TABLE,
+                None,
+                error
+                    .transient_kind()
+                    .map_or("error", crate::TransientKind::description),
+            ),
+        },
     }
 }
 
@@ -161,22 +408,30 @@ pub(crate) fn retrying(error: &Error, attempt: u32, backoff: Duration, escalate:
     let (table, key, outcome) = describe(error);
     tracing::debug!(
         target: "diesel_occ",
-        table,
-        key,
-        attempt,
-        outcome,
-        backoff_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
-        escalate,
+        {
+            "db.collection.name" = table,
+            "diesel_occ.key" = key.and_then(key_field),
+            "diesel_occ.attempt" = attempt,
+            "diesel_occ.outcome" = outcome,
+            "diesel_occ.backoff_ms" = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+            "diesel_occ.escalate" = escalate,
+        },
         "occ retry"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!(RETRIES_TOTAL, "table" => table).increment(1);
+    metrics::counter!(RETRIES, "table" => table).increment(1);
 }
 
 /// A retry helper's attempt succeeded.
 pub(crate) fn succeeded(attempts: u32) {
     if attempts > 1 {
-        tracing::debug!(target: "diesel_occ", attempts, "occ retry succeeded");
+        tracing::debug!(
+            target: "diesel_occ",
+            {
+                "diesel_occ.retry.attempts" = attempts,
+            },
+            "occ retry succeeded"
+        );
     }
 }
 
@@ -185,13 +440,60 @@ pub(crate) fn exhausted(error: &Error, attempts: u32, deadline_reached: bool) {
     let (table, key, outcome) = describe(error);
     tracing::warn!(
         target: "diesel_occ",
-        table,
-        key,
-        attempts,
-        outcome,
-        deadline_reached,
+        {
+            "db.collection.name" = table,
+            "diesel_occ.key" = key.and_then(key_field),
+            "diesel_occ.retry.attempts" = attempts,
+            "diesel_occ.outcome" = outcome,
+            "diesel_occ.deadline_reached" = deadline_reached,
+        },
         "occ retries exhausted"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!(RETRIES_EXHAUSTED_TOTAL, "table" => table).increment(1);
+    metrics::counter!(RETRIES_EXHAUSTED, "table" => table).increment(1);
+}
+
+/// A retry helper's call ended after `attempts` attempts and `elapsed`: the
+/// histograms of attempts and time.
+#[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+pub(crate) fn retry_finished<T>(attempts: u32, elapsed: Duration, result: &Result<T, Error>) {
+    #[cfg(feature = "metrics")]
+    {
+        let outcome = match result {
+            Ok(_) => "success",
+            Err(Error::RetriesExhausted(_)) => "exhausted",
+            Err(_) => "error",
+        };
+        metrics::histogram!(ATTEMPTS, "outcome" => outcome).record(f64::from(attempts));
+        metrics::histogram!(RETRY_DURATION, "outcome" => outcome).record(elapsed.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_backend_has_its_opentelemetry_system_name() {
+        assert_eq!(system_name::<diesel::pg::Pg>(), "postgresql");
+        assert_eq!(system_name::<diesel::mysql::Mysql>(), "mysql");
+        assert_eq!(system_name::<diesel::sqlite::Sqlite>(), "sqlite");
+        assert_eq!(system_name::<i32>(), "other_sql");
+    }
+
+    #[test]
+    fn a_batch_conflict_names_its_table() {
+        let conflict = ConcurrencyConflict::new(
+            "stock",
+            EntityKey::new(&["id"], vec!["2".into()]),
+            Operation::Update,
+            crate::VersionToken::to_value(&1_i32),
+            ConflictState::Deleted,
+        );
+        let batch = crate::BatchConflict::new(2, vec![(1, conflict)]);
+        let error = Error::Batch(batch);
+        let (table, key, outcome) = describe(&error);
+        assert_eq!((table, outcome), ("stock", "deleted"));
+        assert_eq!(key.map(ToString::to_string).as_deref(), Some("(id=2)"));
+    }
 }

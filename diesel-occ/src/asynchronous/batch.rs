@@ -11,6 +11,7 @@ use super::transaction::OpenTransaction;
 use super::{classify, usable};
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
+use crate::observe;
 use crate::outcome;
 use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
@@ -68,26 +69,42 @@ where
     T::TokenQuery: Send + 'static,
 {
     async fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        usable(conn)?;
-        // Dropped before it ends, `OpenTransaction` marks the connection broken.
-        let mut open = OpenTransaction::begin(conn).await?;
-        let outcome = write_all(&*self, open.conn()).await;
-        let fresh = match outcome {
-            Ok(fresh) => {
-                open.commit().await?;
-                fresh
-            }
-            Err(error) => {
-                open.rollback().await?;
-                return Err(error);
-            }
-        };
-        for (entity, fresh) in self.iter_mut().zip(fresh) {
-            entity.set_token(fresh);
-            outcome::trace_written(entity, Operation::Update);
-        }
-        Ok(())
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_all_checked");
+        observe::in_write_span_async(span, save_all(self, conn)).await
     }
+}
+
+/// [`BatchDsl::save_all_checked`], inside its span.
+async fn save_all<T, Conn>(batch: &mut [T], conn: &mut Conn) -> Result<(), Error>
+where
+    T: Versioned + Send + Sync + 'static,
+    T::Table: Default,
+    Conn: AsyncConnection,
+    Conn::Backend: 'static,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    ValuesUpdate<T>: LoadQuery<'static, Conn, i32> + Send,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    usable(conn)?;
+    // Dropped before it ends, `OpenTransaction` marks the connection broken.
+    let mut open = OpenTransaction::begin(conn).await?;
+    let outcome = write_all(&*batch, open.conn()).await;
+    let fresh = match outcome {
+        Ok(fresh) => {
+            open.commit().await?;
+            fresh
+        }
+        Err(error) => {
+            open.rollback().await?;
+            return Err(error);
+        }
+    };
+    for (entity, fresh) in batch.iter_mut().zip(fresh) {
+        entity.set_token(fresh);
+        outcome::trace_written(entity, Operation::Update);
+    }
+    Ok(())
 }
 
 /// Every guarded UPDATE of a batch, inside its transaction: the fresh tokens, or the

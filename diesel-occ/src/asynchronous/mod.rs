@@ -25,7 +25,7 @@
 //! | [`blocking::transaction`](crate::blocking::transaction) | [`transaction`] (closure: [`TransactionFn`]) |
 //! | [`blocking::retry`](crate::blocking::retry) | [`retry`] (closure: [`AsyncAttemptFn`]) |
 //! | [`blocking::AttemptDsl`](crate::blocking::AttemptDsl) | [`AttemptDsl`] |
-//! | [`blocking::ConnectionSource`](crate::blocking::ConnectionSource) (r2d2 pool with `r2d2`) | [`AsyncConnectionSource`] (deadpool pool with `deadpool`) |
+//! | [`blocking::ConnectionSource`](crate::blocking::ConnectionSource) (r2d2 pool with `r2d2`) | [`AsyncConnectionSource`] (deadpool pool with `deadpool`, bb8 pool with `bb8`: see `pool`) |
 //! | [`blocking::LockingConnection`](crate::blocking::LockingConnection) | [`AsyncLockingConnection`] |
 //! | `blocking::Combiner`, `blocking::Combinable` (feature `combine`) | `Combiner`, `Combinable` |
 //! | `blocking::retry_with_standby`, `blocking::StandbyConnections` (feature `standby`) | `retry_with_standby`, `StandbyConnections` |
@@ -109,6 +109,9 @@ mod blocking_task;
 mod combine;
 mod guarded_update;
 mod insert;
+#[cfg(any(feature = "deadpool", feature = "bb8"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "deadpool", feature = "bb8"))))]
+pub mod pool;
 #[cfg(all(feature = "async-tuning", feature = "deadpool"))]
 mod recycle;
 mod retry;
@@ -158,6 +161,7 @@ pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};
 
 use crate::error::{Error, InvalidToken, Operation};
+use crate::observe;
 use crate::outcome;
 use crate::statement::Narrow;
 use crate::statement::NoTokenAssignment;
@@ -201,7 +205,8 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         let prepared = self
             .fresh_token()
             .map(|fresh| (self.update_statement(&fresh), fresh));
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked");
+        observe::in_write_span_async(span, async move {
             let (statement, fresh) = prepared?;
             usable(conn)?;
             // A generated token (`xmin`) comes back from `RETURNING`.
@@ -210,7 +215,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
                 .await?;
             self.set_token(fresh);
             Ok(())
-        }
+        })
     }
 
     /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
@@ -231,7 +236,9 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         let prepared = self
             .fresh_token()
             .map(|fresh| (self.update_statement(&fresh).narrow(predicate), fresh));
-        async move {
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked_where");
+        observe::in_write_span_async(span, async move {
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
@@ -239,7 +246,7 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
                 .await?;
             self.set_token(fresh);
             Ok(())
-        }
+        })
     }
 
     /// Writes `changes` to the row with `key` if it still holds the token a client sent,
@@ -273,13 +280,14 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
                 let changes = (changes, Self::token_assignment(&fresh));
                 (CachedUpdate::new(target, changes).bounded(), fresh)
             });
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "update_by_key");
+        observe::in_write_span_async(span, async move {
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
             settle::<Self, Conn>(conn, key, &expected, Operation::Update, affected).await?;
             Ok(fresh)
-        }
+        })
     }
 
     /// Deletes the row with `key` if it still holds the token a client sent, in one
@@ -301,12 +309,13 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         let prepared = expected
             .validate()
             .map(|()| diesel::delete(key_guarded::<Self>(key.clone(), &expected)));
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_by_key");
+        observe::in_write_span_async(span, async move {
             let statement = prepared?;
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
             settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
-        }
+        })
     }
 
     /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
@@ -321,11 +330,12 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         let statement = self.delete_statement();
         let key = self.key();
         let expected = self.token().clone();
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_checked");
+        observe::in_write_span_async(span, async move {
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
             settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
-        }
+        })
     }
 
     /// Loads the row with this key, or [`Error::NotFound`].
@@ -392,7 +402,11 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
             (statement, fresh)
         });
-        guarded_write(self, conn, prepared, Operation::ForceIncrement)
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "force_increment");
+        observe::in_write_span_async(
+            span,
+            guarded_write(self, conn, prepared, Operation::ForceIncrement),
+        )
     }
 
     /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
@@ -423,7 +437,12 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
                 diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
             (statement, fresh)
         });
-        guarded_write(self, conn, prepared, Operation::SoftDelete)
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "soft_delete_checked");
+        observe::in_write_span_async(
+            span,
+            guarded_write(self, conn, prepared, Operation::SoftDelete),
+        )
     }
 }
 

@@ -29,11 +29,12 @@ use crate::versioned::Versioned;
 
 /// Where the async retry helper gets a connection for each attempt.
 ///
-/// Implemented for diesel-async's deadpool `Pool<C>` (feature `deadpool`) and for any
-/// closure `Fn() -> impl Future<Output = Result<C, E>>` where `E: Into<PoolError>`
-/// (such as `|| AsyncPgConnection::establish(url)`, which connects once per attempt).
-/// For another pool (bb8, mobc, your own), implement it: `checkout` gets a connection,
-/// and `discard` gets rid of one that must not be reused.
+/// Implemented for diesel-async's deadpool `Pool<C>` (feature `deadpool`) and bb8
+/// `Pool<C>` (feature `bb8`; both in [`pool`](super::pool)), and for any closure
+/// `Fn() -> impl Future<Output = Result<C, E>>` where `E: Into<PoolError>` (such as
+/// `|| AsyncPgConnection::establish(url)`, which connects once per attempt). For
+/// another pool (mobc, your own), implement it: `checkout` gets a connection, and
+/// `discard` gets rid of one that must not be reused.
 ///
 /// ```
 /// use diesel_async::AsyncConnection;
@@ -366,16 +367,22 @@ where
 {
     let started = Instant::now();
     let mut state = RetryLoop::new(policy);
-    loop {
-        let current = state.next_attempt();
-        let span = observe::attempt_span(current.number(), current.is_escalated());
-        let result = run(current).instrument(span).await;
-        match state.after(result, started.elapsed()) {
-            Step::Done(result) => return result,
-            Step::Retry(backoff) if backoff.is_zero() => {}
-            Step::Retry(backoff) => pause(backoff).await,
+    let span = observe::retry_span();
+    let attempts = async {
+        loop {
+            let current = state.next_attempt();
+            let span = observe::attempt_span(current.number(), current.is_escalated());
+            let result = run(current).instrument(span).await;
+            match state.after(result, started.elapsed()) {
+                Step::Done(result) => return result,
+                Step::Retry(backoff) if backoff.is_zero() => {}
+                Step::Retry(backoff) => pause(backoff).await,
+            }
         }
-    }
+    };
+    let result = attempts.instrument(span.clone()).await;
+    observe::retry_ended(&span, state.attempts(), &result);
+    result
 }
 
 /// Sleeps a retry backoff as long as the policy drew it, as `thread::sleep` does for the

@@ -13,6 +13,7 @@ use diesel_async::methods::LoadQuery;
 use super::GuardedUpdate;
 use super::{CheckedDsl, settle, usable};
 use crate::error::{ConflictState, Error, Operation};
+use crate::observe;
 use crate::statement::CurrentToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
 
@@ -83,7 +84,8 @@ where
                 fresh,
             )
         });
-        async move {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked");
+        observe::in_write_span_async(span, async move {
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
@@ -91,7 +93,7 @@ where
             settle::<T, Conn>(conn, self.key(), &expected, Operation::Update, affected).await?;
             self.saved(fresh);
             Ok(())
-        }
+        })
     }
 
     fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {
@@ -99,26 +101,40 @@ where
     }
 
     async fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
-        let conflict = match TrackedDsl::save_checked(self, conn).await {
-            Ok(()) => return Ok(SaveOutcome::Saved),
-            Err(Error::Conflict(conflict))
-                if matches!(conflict.state(), ConflictState::Stale { .. }) =>
-            {
-                conflict
-            }
-            Err(error) => return Err(error),
-        };
-        let theirs = match TrackedDsl::load_current(self, conn).await {
-            Ok(theirs) => theirs,
-            Err(Error::NotFound(_)) => return Err(conflict.into()),
-            Err(error) => return Err(error),
-        };
-        match self.merge(theirs) {
-            Ok(theirs) => {
-                TrackedDsl::save_checked(self, conn).await?;
-                Ok(SaveOutcome::Merged { theirs })
-            }
-            Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging");
+        observe::in_write_span_async(span, save_merging(self, conn)).await
+    }
+}
+
+/// [`TrackedDsl::save_merging`], inside its span.
+async fn save_merging<T, Conn>(
+    tracked: &mut Tracked<T>,
+    conn: &mut Conn,
+) -> Result<SaveOutcome<T>, Error>
+where
+    Tracked<T>: TrackedDsl<Conn, Entity = T>,
+    T: Tracking + Clone,
+    Conn: AsyncConnection,
+{
+    let conflict = match TrackedDsl::save_checked(tracked, conn).await {
+        Ok(()) => return Ok(SaveOutcome::Saved),
+        Err(Error::Conflict(conflict))
+            if matches!(conflict.state(), ConflictState::Stale { .. }) =>
+        {
+            conflict
         }
+        Err(error) => return Err(error),
+    };
+    let theirs = match TrackedDsl::load_current(tracked, conn).await {
+        Ok(theirs) => theirs,
+        Err(Error::NotFound(_)) => return Err(conflict.into()),
+        Err(error) => return Err(error),
+    };
+    match tracked.merge(theirs) {
+        Ok(theirs) => {
+            TrackedDsl::save_checked(tracked, conn).await?;
+            Ok(SaveOutcome::Merged { theirs })
+        }
+        Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
     }
 }

@@ -7,6 +7,7 @@ use diesel::query_dsl::{LoadQuery, RunQueryDsl as _};
 use crate::blocking::classify;
 use crate::error::BatchConflict;
 use crate::error::{Error, Operation};
+use crate::observe;
 use crate::outcome;
 use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::versioned::Versioned;
@@ -89,55 +90,65 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
     fn save_all_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        let entities = &*self;
-        let fresh = conn.transaction(|conn| {
-            let fresh = fresh_tokens(entities)?;
-            let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
-                Some(statements) => {
-                    let mut written = vec![0; entities.len()];
-                    for statement in statements {
-                        let positions: Vec<i32> = statement.load(conn)?;
-                        count_written(&mut written, &positions);
-                    }
-                    written.into_iter().zip(fresh).collect()
-                }
-                None => entities
-                    .iter()
-                    .zip(fresh)
-                    .map(|(entity, fresh)| entity.update_statement(&fresh).run_guarded(conn, fresh))
-                    .collect::<Result<Vec<_>, _>>()?,
-            };
-            let mut fresh_tokens = Vec::with_capacity(entities.len());
-            let mut conflicts = Vec::new();
-            for (index, (entity, (affected, fresh))) in entities.iter().zip(written).enumerate() {
-                if outcome::written(entity, affected)? {
-                    fresh_tokens.push(fresh);
-                } else {
-                    // A zero-row UPDATE leaves the transaction usable on every backend:
-                    // keep going, so the error names every stale or deleted entity.
-                    match classify::<T, Conn>(
-                        &entity.key(),
-                        entity.token(),
-                        Operation::Update,
-                        conn,
-                    ) {
-                        Error::Conflict(conflict) => conflicts.push((index, conflict)),
-                        error => return Err(error),
-                    }
-                }
-            }
-            if conflicts.is_empty() {
-                Ok(fresh_tokens)
-            } else {
-                Err(Error::Batch(BatchConflict::new(entities.len(), conflicts)))
-            }
-        })?;
-        for (entity, fresh) in self.iter_mut().zip(fresh) {
-            entity.set_token(fresh);
-            outcome::trace_written(entity, Operation::Update);
-        }
-        Ok(())
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_all_checked");
+        observe::in_write_span(span, || save_all(self, conn))
     }
+}
+
+/// [`BatchDsl::save_all_checked`], inside its span.
+fn save_all<T, Conn>(batch: &mut [T], conn: &mut Conn) -> Result<(), Error>
+where
+    T: Versioned,
+    T::Table: Default,
+    Conn: Connection,
+    Conn::Backend: 'static,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
+    ValuesUpdate<T>: LoadQuery<'static, Conn, i32>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
+    let entities = &*batch;
+    let fresh = conn.transaction(|conn| {
+        let fresh = fresh_tokens(entities)?;
+        let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
+            Some(statements) => {
+                let mut written = vec![0; entities.len()];
+                for statement in statements {
+                    let positions: Vec<i32> = statement.load(conn)?;
+                    count_written(&mut written, &positions);
+                }
+                written.into_iter().zip(fresh).collect()
+            }
+            None => entities
+                .iter()
+                .zip(fresh)
+                .map(|(entity, fresh)| entity.update_statement(&fresh).run_guarded(conn, fresh))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        let mut fresh_tokens = Vec::with_capacity(entities.len());
+        let mut conflicts = Vec::new();
+        for (index, (entity, (affected, fresh))) in entities.iter().zip(written).enumerate() {
+            if outcome::written(entity, affected)? {
+                fresh_tokens.push(fresh);
+            } else {
+                // A zero-row UPDATE leaves the transaction usable on every backend:
+                // keep going, so the error names every stale or deleted entity.
+                match classify::<T, Conn>(&entity.key(), entity.token(), Operation::Update, conn) {
+                    Error::Conflict(conflict) => conflicts.push((index, conflict)),
+                    error => return Err(error),
+                }
+            }
+        }
+        if conflicts.is_empty() {
+            Ok(fresh_tokens)
+        } else {
+            Err(Error::Batch(BatchConflict::new(entities.len(), conflicts)))
+        }
+    })?;
+    for (entity, fresh) in batch.iter_mut().zip(fresh) {
+        entity.set_token(fresh);
+        outcome::trace_written(entity, Operation::Update);
+    }
+    Ok(())
 }
 
 /// Every entity's fresh token, or the first entity whose token cannot advance, before

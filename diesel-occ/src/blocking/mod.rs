@@ -16,6 +16,7 @@ use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
 use crate::error::{Error, Operation};
+use crate::observe;
 use crate::outcome;
 use crate::statement::NoTokenAssignment;
 use crate::statement::{CachedUpdate, CurrentToken};
@@ -114,11 +115,14 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         Self::UpdateStatement: GuardedUpdate<Conn, Self::Token>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token()?;
-        let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
-        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
-        self.set_token(fresh);
-        Ok(())
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
+            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
+            self.set_token(fresh);
+            Ok(())
+        })
     }
 
     /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
@@ -168,12 +172,16 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         <Self::UpdateStatement as Narrow<Predicate>>::Output: GuardedUpdate<Conn, Self::Token>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token()?;
-        let statement = self.update_statement(&fresh).narrow(predicate);
-        let (affected, fresh) = statement.run_guarded(conn, fresh)?;
-        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
-        self.set_token(fresh);
-        Ok(())
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked_where");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let statement = self.update_statement(&fresh).narrow(predicate);
+            let (affected, fresh) = statement.run_guarded(conn, fresh)?;
+            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
+            self.set_token(fresh);
+            Ok(())
+        })
     }
 
     /// Writes `changes` to the row with `key` if it still holds the token a client sent
@@ -238,14 +246,17 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
             ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        expected.validate()?;
-        let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
-        let target = key_guarded::<Self>(key.clone(), expected);
-        let statement =
-            CachedUpdate::new(target, (changes, Self::token_assignment(&fresh))).bounded();
-        let affected = ExecuteDsl::execute(statement, conn)?;
-        settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
-        Ok(fresh)
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "update_by_key");
+        observe::in_write_span(span, || {
+            expected.validate()?;
+            let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
+            let target = key_guarded::<Self>(key.clone(), expected);
+            let statement =
+                CachedUpdate::new(target, (changes, Self::token_assignment(&fresh))).bounded();
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
+            Ok(fresh)
+        })
     }
 
     /// Deletes the row with `key` if it still holds the token a client sent, in one
@@ -273,10 +284,13 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         diesel::dsl::delete<KeyGuarded<Self>>: ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        expected.validate()?;
-        let statement = diesel::delete(key_guarded::<Self>(key.clone(), expected));
-        let affected = ExecuteDsl::execute(statement, conn)?;
-        settle::<Self, Conn>(conn, &key, expected, Operation::Delete, affected)
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_by_key");
+        observe::in_write_span(span, || {
+            expected.validate()?;
+            let statement = diesel::delete(key_guarded::<Self>(key.clone(), expected));
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            settle::<Self, Conn>(conn, &key, expected, Operation::Delete, affected)
+        })
     }
 
     /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
@@ -287,8 +301,11 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         Self::DeleteStatement: ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
-        settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Delete, affected)
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_checked");
+        observe::in_write_span(span, || {
+            let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
+            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Delete, affected)
+        })
     }
 
     /// Loads the row with this key, or [`Error::NotFound`].
@@ -368,18 +385,21 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         >: AsQuery + ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token()?;
-        let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
-        let affected = ExecuteDsl::execute(statement, conn)?;
-        settle::<Self, Conn>(
-            conn,
-            &self.key(),
-            self.token(),
-            Operation::ForceIncrement,
-            affected,
-        )?;
-        self.set_token(fresh);
-        Ok(())
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "force_increment");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            settle::<Self, Conn>(
+                conn,
+                &self.key(),
+                self.token(),
+                Operation::ForceIncrement,
+                affected,
+            )?;
+            self.set_token(fresh);
+            Ok(())
+        })
     }
 
     /// Marks the row deleted with a checked UPDATE of the marker and the token:
@@ -426,19 +446,23 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         >: AsQuery + ExecuteDsl<Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let fresh = self.fresh_token()?;
-        let statement =
-            diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
-        let affected = ExecuteDsl::execute(statement, conn)?;
-        settle::<Self, Conn>(
-            conn,
-            &self.key(),
-            self.token(),
-            Operation::SoftDelete,
-            affected,
-        )?;
-        self.set_token(fresh);
-        Ok(())
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "soft_delete_checked");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let statement =
+                diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            settle::<Self, Conn>(
+                conn,
+                &self.key(),
+                self.token(),
+                Operation::SoftDelete,
+                affected,
+            )?;
+            self.set_token(fresh);
+            Ok(())
+        })
     }
 }
 

@@ -227,6 +227,8 @@ pub(super) fn drive<T>(
 ) -> Result<T, Error> {
     let started = Instant::now();
     let mut state = RetryLoop::new(policy);
+    let span = observe::retry_span();
+    let _in_span = span.enter();
     loop {
         let current = state.next_attempt();
         let result = {
@@ -234,7 +236,10 @@ pub(super) fn drive<T>(
             run(current)
         };
         match state.after(result, started.elapsed()) {
-            Step::Done(result) => return result,
+            Step::Done(result) => {
+                observe::retry_ended(&span, state.attempts(), &result);
+                return result;
+            }
             Step::Retry(backoff) => std::thread::sleep(backoff),
         }
     }

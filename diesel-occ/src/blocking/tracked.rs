@@ -10,6 +10,7 @@ use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 
 use crate::blocking::{CheckedDsl, settle};
 use crate::error::{ConflictState, Error, Operation};
+use crate::observe;
 use crate::statement::CurrentToken;
 use crate::statement::GuardedUpdate;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
@@ -59,16 +60,19 @@ where
     type Entity = T;
 
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        let fields = self.fields_to_write();
-        let fresh = self.fresh_token()?;
-        let (affected, fresh) = self
-            .current()
-            .fields_update_statement(fields, &fresh)
-            .run_guarded(conn, fresh)?;
-        let expected = self.original().token();
-        settle::<T, Conn>(conn, &self.key(), expected, Operation::Update, affected)?;
-        self.saved(fresh);
-        Ok(())
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked");
+        observe::in_write_span(span, || {
+            let fields = self.fields_to_write();
+            let fresh = self.fresh_token()?;
+            let (affected, fresh) = self
+                .current()
+                .fields_update_statement(fields, &fresh)
+                .run_guarded(conn, fresh)?;
+            let expected = self.original().token();
+            settle::<T, Conn>(conn, &self.key(), expected, Operation::Update, affected)?;
+            self.saved(fresh);
+            Ok(())
+        })
     }
 
     fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {
@@ -76,27 +80,38 @@ where
     }
 
     fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
-        let conflict = match TrackedDsl::save_checked(self, conn) {
-            Ok(()) => return Ok(SaveOutcome::Saved),
-            Err(Error::Conflict(conflict))
-                if matches!(conflict.state(), ConflictState::Stale { .. }) =>
-            {
-                conflict
-            }
-            Err(error) => return Err(error),
-        };
-        let theirs = match self.load_current(conn) {
-            Ok(theirs) => theirs,
-            // Deleted between the conflict and the read: report the original conflict.
-            Err(Error::NotFound(_)) => return Err(conflict.into()),
-            Err(error) => return Err(error),
-        };
-        match self.merge(theirs) {
-            Ok(theirs) => {
-                TrackedDsl::save_checked(self, conn)?;
-                Ok(SaveOutcome::Merged { theirs })
-            }
-            Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging");
+        observe::in_write_span(span, || save_merging(self, conn))
+    }
+}
+
+/// [`TrackedDsl::save_merging`], inside its span.
+fn save_merging<T, Conn>(tracked: &mut Tracked<T>, conn: &mut Conn) -> Result<SaveOutcome<T>, Error>
+where
+    Tracked<T>: TrackedDsl<Conn, Entity = T>,
+    T: Tracking + Clone,
+    Conn: Connection,
+{
+    let conflict = match TrackedDsl::save_checked(tracked, conn) {
+        Ok(()) => return Ok(SaveOutcome::Saved),
+        Err(Error::Conflict(conflict))
+            if matches!(conflict.state(), ConflictState::Stale { .. }) =>
+        {
+            conflict
         }
+        Err(error) => return Err(error),
+    };
+    let theirs = match tracked.load_current(conn) {
+        Ok(theirs) => theirs,
+        // Deleted between the conflict and the read: report the original conflict.
+        Err(Error::NotFound(_)) => return Err(conflict.into()),
+        Err(error) => return Err(error),
+    };
+    match tracked.merge(theirs) {
+        Ok(theirs) => {
+            TrackedDsl::save_checked(tracked, conn)?;
+            Ok(SaveOutcome::Merged { theirs })
+        }
+        Err(overlap) => Ok(SaveOutcome::Overlap(overlap)),
     }
 }

@@ -215,6 +215,7 @@ mod pools;
 mod servers;
 
 mod batch;
+mod bb8_pool;
 mod bulk;
 mod bypass_guard;
 mod cancellation;

@@ -1,6 +1,7 @@
 //! Capturing what diesel-occ reports: a `tracing` layer that keeps every event with its
-//! fields and the fields of the spans around it, and a `metrics` recorder that keeps
-//! counter totals by name and labels.
+//! fields and the fields of the spans around it, a `metrics` recorder that keeps
+//! counter totals and histogram values by name and labels, and the spans
+//! `tracing-opentelemetry` exports, kept by OpenTelemetry's in-memory exporter.
 //!
 //! Every test database is created after [`interested_everywhere`] (see `test_db!`).
 
@@ -8,12 +9,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use diesel_occ_tests::Backend;
 use metrics::{
-    Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
 };
+use opentelemetry::trace::{SpanId, SpanKind, Status, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -140,14 +146,41 @@ where
     }
 }
 
-/// Counter totals by `name{label=value,...}`.
+/// Counter totals and histogram values, each by `name{label=value,...}`.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Totals(Arc<Mutex<BTreeMap<String, u64>>>);
+pub(crate) struct Totals(
+    Arc<Mutex<BTreeMap<String, u64>>>,
+    Arc<Mutex<BTreeMap<String, Vec<f64>>>>,
+);
 
 impl Totals {
-    /// The totals so far.
+    /// The counter totals so far.
     pub(crate) fn snapshot(&self) -> BTreeMap<String, u64> {
         self.0.lock().unwrap().clone()
+    }
+
+    /// The values each histogram recorded so far, in order.
+    pub(crate) fn histograms(&self) -> BTreeMap<String, Vec<f64>> {
+        self.1.lock().unwrap().clone()
+    }
+}
+
+/// `name{label=value,...}` of a metric's key.
+fn key_name(key: &Key) -> String {
+    let labels: Vec<_> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+/// The values of one histogram.
+struct Values(Totals, String);
+
+impl HistogramFn for Values {
+    fn record(&self, value: f64) {
+        let mut histograms = self.0.1.lock().unwrap();
+        histograms.entry(self.1.clone()).or_default().push(value);
     }
 }
 
@@ -169,20 +202,15 @@ impl Recorder for Totals {
     fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
 
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let labels: Vec<_> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let name = format!("{}{{{}}}", key.name(), labels.join(","));
-        Counter::from_arc(Arc::new(Handle(self.clone(), name)))
+        Counter::from_arc(Arc::new(Handle(self.clone(), key_name(key))))
     }
 
     fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
         Gauge::noop()
     }
 
-    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::noop()
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(Arc::new(Values(self.clone(), key_name(key))))
     }
 }
 
@@ -230,4 +258,135 @@ impl tracing::Subscriber for Interested {
     fn enter(&self, _: &tracing::span::Id) {}
 
     fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Spans as OpenTelemetry receives them: diesel-occ's `tracing` spans through
+/// `tracing-opentelemetry`, kept by the SDK's in-memory exporter as each one ends.
+#[derive(Debug)]
+pub(crate) struct Exported {
+    exporter: InMemorySpanExporter,
+    provider: SdkTracerProvider,
+}
+
+impl Exported {
+    pub(crate) fn new() -> Self {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        Exported { exporter, provider }
+    }
+
+    /// Runs `f` with the OpenTelemetry layer as the thread's subscriber, keeping what
+    /// `max_level` lets through (run async code on a current-thread runtime inside it).
+    pub(crate) fn run<T>(&self, max_level: LevelFilter, f: impl FnOnce() -> T) -> T {
+        interested_everywhere();
+        let layer = tracing_opentelemetry::layer().with_tracer(self.provider.tracer("tests"));
+        let subscriber = tracing_subscriber::registry().with(layer).with(max_level);
+        tracing::subscriber::with_default(subscriber, f)
+    }
+
+    /// Every span exported so far, in the order they ended.
+    pub(crate) fn spans(&self) -> Vec<ExportedSpan> {
+        self.provider.force_flush().expect("flush");
+        let spans = self.exporter.get_finished_spans().expect("exported spans");
+        spans.into_iter().map(ExportedSpan::from).collect()
+    }
+
+    /// The exported spans with this name.
+    pub(crate) fn named(&self, name: &str) -> Vec<ExportedSpan> {
+        let spans = self.spans();
+        spans.into_iter().filter(|span| span.name == name).collect()
+    }
+}
+
+/// An exported span, its attribute values as text.
+#[derive(Debug, Clone)]
+pub(crate) struct ExportedSpan {
+    pub(crate) name: String,
+    pub(crate) kind: SpanKind,
+    pub(crate) status: Status,
+    pub(crate) id: SpanId,
+    pub(crate) parent: SpanId,
+    pub(crate) attributes: BTreeMap<String, String>,
+    /// The span's events: name and attributes.
+    pub(crate) events: Vec<(String, BTreeMap<String, String>)>,
+}
+
+impl From<SpanData> for ExportedSpan {
+    fn from(span: SpanData) -> Self {
+        let text = |attributes: &[opentelemetry::KeyValue]| {
+            attributes
+                .iter()
+                .map(|kv| (kv.key.to_string(), kv.value.to_string()))
+                .collect()
+        };
+        ExportedSpan {
+            name: span.name.to_string(),
+            kind: span.span_kind.clone(),
+            status: span.status.clone(),
+            id: span.span_context.span_id(),
+            parent: span.parent_span_id,
+            attributes: text(&span.attributes),
+            events: span
+                .events
+                .iter()
+                .map(|event| (event.name.to_string(), text(&event.attributes)))
+                .collect(),
+        }
+    }
+}
+
+impl ExportedSpan {
+    /// An attribute; panics when it is missing.
+    pub(crate) fn attribute(&self, name: &str) -> &str {
+        self.attributes
+            .get(name)
+            .unwrap_or_else(|| panic!("no attribute {name} in {self:#?}"))
+    }
+
+    /// True when the span's status is an error.
+    pub(crate) fn failed(&self) -> bool {
+        matches!(self.status, Status::Error { .. })
+    }
+
+    /// The attributes of each event with this name.
+    pub(crate) fn events_named(&self, name: &str) -> Vec<&BTreeMap<String, String>> {
+        self.events
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, attributes)| attributes)
+            .collect()
+    }
+}
+
+/// OpenTelemetry's `db.system.name` for a test backend.
+pub(crate) fn system_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => "postgresql",
+        Backend::Mysql => "mysql",
+        Backend::Sqlite => "sqlite",
+    }
+}
+
+/// Holds diesel-occ's process-wide key-value switch at `on` for as long as it lives, and
+/// turns it off again; the tests that depend on the switch take it one at a time.
+pub(crate) struct KeyValues(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl KeyValues {
+    pub(crate) fn set(on: bool) -> Self {
+        static SWITCH: Mutex<()> = Mutex::new(());
+        // A test that failed while holding it leaves the switch as usable as before.
+        let guard = SWITCH
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        diesel_occ::observe::record_key_values(on);
+        KeyValues(guard)
+    }
+}
+
+impl Drop for KeyValues {
+    fn drop(&mut self) {
+        diesel_occ::observe::record_key_values(false);
+    }
 }

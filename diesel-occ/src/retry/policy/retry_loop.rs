@@ -73,9 +73,24 @@ impl<'p> RetryLoop<'p> {
         }
     }
 
+    /// How many attempts the loop has started.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
     /// What to do with the result of the attempt that just ran, `elapsed` after the
-    /// helper was called.
+    /// helper was called; when that is the end, the loop's attempts and time go to the
+    /// histograms.
     pub(crate) fn after<T>(&mut self, result: Result<T, Error>, elapsed: Duration) -> Step<T> {
+        let step = self.decide(result, elapsed);
+        if let Step::Done(result) = &step {
+            observe::retry_finished(self.attempts, elapsed, result);
+        }
+        step
+    }
+
+    /// [`after`](Self::after), without the histograms.
+    fn decide<T>(&mut self, result: Result<T, Error>, elapsed: Duration) -> Step<T> {
         let error = match result {
             Ok(value) => {
                 observe::succeeded(self.attempts);
