@@ -263,6 +263,7 @@ fn error_type(error: &Error) -> &'static str {
         Error::NotFound(_) => "not_found",
         Error::InvalidToken(_) => "invalid_token",
         Error::KeyNotUnique { .. } => "key_not_unique",
+        Error::UniqueViolation(_) => "unique_violation",
         Error::Database(_) => "database",
         Error::Pool(_) => "pool",
         Error::RetriesExhausted(_) => "retries_exhausted",

@@ -13,10 +13,10 @@ use super::{classify, usable};
 use crate::blocking::{OnConflictReturning, OneStatementUpsert, one_statement_upsert};
 use crate::error::{Error, Operation, insert_error};
 use crate::insert::{UpsertTokens, Upserted, upsert_conflict};
-use crate::outcome;
 use crate::statement::{CachedUpdate, CurrentToken};
 use crate::token::VersionToken;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
+use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on an async Diesel connection: the twin of
 /// the blocking [`InsertDsl`](crate::InsertDsl), with the same names, statements and
@@ -56,7 +56,8 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         let mut row = self.clone();
         row.set_token(initial.clone());
         let statement = diesel::insert_into(Self::Table::default()).values(row);
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked");
+        observe::in_write_span_async(span, async move {
             usable(conn)?;
             let key = self.key();
             ExecuteDsl::execute(statement, conn).await.map_err(|e| {
@@ -65,7 +66,7 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
             outcome::trace_written_key::<Self>(&key, Operation::Insert);
             self.set_token(initial.clone());
             Ok(initial)
-        }
+        })
     }
 
     /// Inserts a new row from an `Insertable` struct without the token column, adding
@@ -86,13 +87,15 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         let initial = Self::Token::initial();
         let row = (new, Self::token_assignment(&initial));
         let statement = diesel::insert_into(Self::Table::default()).values(row);
-        async move {
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
+        observe::in_write_span_async(span, async move {
             usable(conn)?;
             ExecuteDsl::execute(statement, conn)
                 .await
                 .map_err(|e| insert_error(e, Self::sql_table_name(), None))?;
             Ok(initial)
-        }
+        })
     }
 
     /// Inserts the entity if no row has its key, else updates the row only if it holds
@@ -110,7 +113,8 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
     {
         let expected = expected.cloned();
         let tokens = UpsertTokens::draw(expected.as_ref(), Self::TOKEN_PRECISION);
-        async move {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "upsert_checked");
+        observe::in_write_span_async(span, async move {
             let tokens = tokens?;
             usable(conn)?;
             let mut row = self.clone();
@@ -136,7 +140,7 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
                     Err(upsert_conflict::<Self>(expected.as_ref(), classified))
                 }
             }
-        }
+        })
     }
 }
 

@@ -9,10 +9,10 @@ use diesel::{Insertable, OptionalExtension, Table};
 use crate::blocking::classify;
 use crate::error::{Error, Operation, insert_error};
 use crate::insert::{UpsertTokens, Upserted, upsert_conflict};
-use crate::outcome;
 use crate::statement::{CachedUpdate, ConditionalUpsert, CurrentToken, OnTaken, TokenEq};
 use crate::token::VersionToken;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
+use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on a blocking Diesel connection: a new row
 /// gets the initial token of its kind, and the token comes back as the first ETag.
@@ -57,23 +57,26 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
         Self::Table: Table + Default,
         InsertStatement<Self::Table, <Self as Insertable<Self::Table>>::Values>: ExecuteDsl<Conn>,
     {
-        let initial = Self::Token::initial();
-        let mut row = self.clone();
-        row.set_token(initial.clone());
-        ExecuteDsl::execute(
-            diesel::insert_into(Self::Table::default()).values(row),
-            conn,
-        )
-        .map_err(|e| {
-            insert_error(
-                e,
-                Self::sql_table_name(),
-                Some(Self::entity_key(&self.key())),
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked");
+        observe::in_write_span(span, || {
+            let initial = Self::Token::initial();
+            let mut row = self.clone();
+            row.set_token(initial.clone());
+            ExecuteDsl::execute(
+                diesel::insert_into(Self::Table::default()).values(row),
+                conn,
             )
-        })?;
-        outcome::trace_written::<Self>(self, Operation::Insert);
-        self.set_token(initial.clone());
-        Ok(initial)
+            .map_err(|e| {
+                insert_error(
+                    e,
+                    Self::sql_table_name(),
+                    Some(Self::entity_key(&self.key())),
+                )
+            })?;
+            outcome::trace_written::<Self>(self, Operation::Insert);
+            self.set_token(initial.clone());
+            Ok(initial)
+        })
     }
 
     /// Inserts a new row from an `Insertable` struct without the token column (the
@@ -111,14 +114,18 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
             <(New, Self::TokenAssignment) as Insertable<Self::Table>>::Values,
         >: ExecuteDsl<Conn>,
     {
-        let initial = Self::Token::initial();
-        let row = (new, Self::token_assignment(&initial));
-        ExecuteDsl::execute(
-            diesel::insert_into(Self::Table::default()).values(row),
-            conn,
-        )
-        .map_err(|e| insert_error(e, Self::sql_table_name(), None))?;
-        Ok(initial)
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
+        observe::in_write_span(span, || {
+            let initial = Self::Token::initial();
+            let row = (new, Self::token_assignment(&initial));
+            ExecuteDsl::execute(
+                diesel::insert_into(Self::Table::default()).values(row),
+                conn,
+            )
+            .map_err(|e| insert_error(e, Self::sql_table_name(), None))?;
+            Ok(initial)
+        })
     }
 
     /// Inserts the entity if no row has its key; otherwise updates the row with every
@@ -150,29 +157,32 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
         Conn::Backend: UpsertBackend<Self, Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
-        let tokens = UpsertTokens::draw(expected, Self::TOKEN_PRECISION)?;
-        let mut row = self.clone();
-        row.set_token(tokens.initial.clone());
-        let key = self.key();
-        let returned = <Conn::Backend as UpsertBackend<Self, Conn>>::upsert(
-            conn,
-            row,
-            expected,
-            &tokens.fresh,
-        )?;
-        match tokens.outcome(returned) {
-            Some(upserted) => {
-                outcome::trace_written_key::<Self>(&key, Operation::Upsert);
-                self.set_token(upserted.token().clone());
-                Ok(upserted)
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "upsert_checked");
+        observe::in_write_span(span, || {
+            let tokens = UpsertTokens::draw(expected, Self::TOKEN_PRECISION)?;
+            let mut row = self.clone();
+            row.set_token(tokens.initial.clone());
+            let key = self.key();
+            let returned = <Conn::Backend as UpsertBackend<Self, Conn>>::upsert(
+                conn,
+                row,
+                expected,
+                &tokens.fresh,
+            )?;
+            match tokens.outcome(returned) {
+                Some(upserted) => {
+                    outcome::trace_written_key::<Self>(&key, Operation::Upsert);
+                    self.set_token(upserted.token().clone());
+                    Ok(upserted)
+                }
+                None => {
+                    let expected_or_initial = expected.unwrap_or(&tokens.initial);
+                    let classified =
+                        classify::<Self, Conn>(&key, expected_or_initial, Operation::Upsert, conn);
+                    Err(upsert_conflict::<Self>(expected, classified))
+                }
             }
-            None => {
-                let expected_or_initial = expected.unwrap_or(&tokens.initial);
-                let classified =
-                    classify::<Self, Conn>(&key, expected_or_initial, Operation::Upsert, conn);
-                Err(upsert_conflict::<Self>(expected, classified))
-            }
-        }
+        })
     }
 }
 
