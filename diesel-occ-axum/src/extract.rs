@@ -305,3 +305,6 @@ fn lines(parts: &Parts, name: HeaderName) -> impl Iterator<Item = &[u8]> {
         .iter()
         .map(|value| value.as_bytes())
 }
+
+#[cfg(test)]
+mod tests;
