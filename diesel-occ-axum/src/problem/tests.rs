@@ -47,7 +47,10 @@ fn exhausted(last: fn() -> Error) -> Error {
     error
 }
 
-fn status_code_etag(problem: &Problem) -> (u16, &str, Option<String>) {
+/// What a test compares: the status, the `code` and the ETag.
+type Seen<'a> = (u16, &'a str, Option<String>);
+
+fn status_code_etag(problem: &Problem) -> Seen<'_> {
     (
         problem.status().as_u16(),
         problem.code(),
@@ -58,7 +61,7 @@ fn status_code_etag(problem: &Problem) -> (u16, &str, Option<String>) {
 #[test]
 fn every_error_maps_as_the_table_says() {
     let two = Some("\"2\"".to_owned());
-    let cases: Vec<(Error, (u16, &str, Option<String>))> = vec![
+    let cases: Vec<(Error, Seen<'_>)> = vec![
         (
             conflict(Operation::ClientToken, stale()),
             (412, "precondition_failed", two.clone()),
@@ -128,7 +131,7 @@ fn if_match_reads_conflicts_as_its_precondition() {
         .into()
     };
     let two = Some("\"2\"".to_owned());
-    let cases: Vec<(&IfMatch, Error, (u16, &str, Option<String>))> = vec![
+    let cases: Vec<(&IfMatch, Error, Seen<'_>)> = vec![
         (
             &tagged,
             conflict(Operation::Update, stale()),

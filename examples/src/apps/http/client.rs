@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 
 use super::AsyncPool;
 
+/// One request of the walkthrough: its label, method and optional header.
+type Step<'a> = (&'a str, Method, Option<(HeaderName, &'a str)>);
+
 /// A response as the walkthrough shows it.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -103,7 +106,7 @@ pub async fn walkthrough(pool: AsyncPool, out: &mut (dyn Write + Send)) -> crate
 
     let edit = || Some(json!({"title": "Final", "body": "Edited."}));
     let weak = format!("W/{etag}");
-    let steps: [(&str, Method, Option<(HeaderName, &str)>); 6] = [
+    let steps: [Step<'_>; 6] = [
         ("GET /articles/{id}", Method::GET, None),
         (
             "GET with If-None-Match: the ETag",
