@@ -7,7 +7,7 @@
 //! | `seat` | N buyers, one concert seat, booked through `blocking::retry` |
 //! | `claims` | competing workers, leases and fencing tokens |
 //! | `tracked` | a tracked save of the edited columns, and a three-way merge on conflict |
-//! | `http` | an axum CRUD API where the token is the ETag |
+//! | `http` | an axum CRUD API where the token is the ETag, on `diesel-occ-axum`, with `/metrics` |
 //!
 //! Each app is written once, in `src/apps/`, for one connection type `Conn` (and
 //! `AsyncConn` for the HTTP service), the way an application is written for its
@@ -18,7 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
-pub mod etag;
+pub mod metrics;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 pub mod postgres;

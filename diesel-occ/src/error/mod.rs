@@ -20,15 +20,29 @@ pub(crate) use unique::insert_error;
 
 /// Everything a checked operation can fail with.
 ///
-/// ```
-/// use diesel_occ::Error;
+/// An HTTP service answers each with the status the table of
+/// [diesel-occ-axum](https://docs.rs/diesel-occ-axum/latest/diesel_occ_axum/problem/index.html#status-codes)
+/// gives, the one home of that mapping; its `Problem` implements `From<Error>`. In
+/// short: a stale client token (`If-Match`) is 412 with the current ETag, a conflict no
+/// client precondition explains (retries exhausted) 409, a missing or deleted row 404,
+/// an invalid token 400, a transient failure 503, anything else 500:
 ///
+/// ```
+/// use diesel_occ::{ConflictState, Error, Operation};
+///
+/// /// For a write whose predicate holds no token of the client's.
 /// fn status(error: &Error) -> u16 {
 ///     match error {
 ///         Error::Conflict(conflict) if conflict.is_deleted() => 404,
-///         Error::Conflict(_) => 409,
+///         Error::Conflict(conflict)
+///             if conflict.operation() == Operation::ClientToken
+///                 && matches!(conflict.state(), ConflictState::Stale { .. }) => 412,
+///         Error::Conflict(_) | Error::Batch(_) => 409,
+///         Error::RetriesExhausted(exhausted) if exhausted.last_conflict().is_some() => 409,
 ///         Error::NotFound(_) => 404,
 ///         Error::InvalidToken(_) => 400,
+///         Error::RetriesExhausted(_) | Error::Pool(_) => 503,
+///         error if error.is_transient() => 503,
 ///         _ => 500,
 ///     }
 /// }

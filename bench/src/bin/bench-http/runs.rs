@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use diesel::prelude::*;
 use diesel_occ::UuidToken;
-use diesel_occ_examples::etag::etag;
+use diesel_occ_axum::ETag;
 use diesel_occ_examples::schema::articles;
 
 use diesel_occ_bench::harness::{Limit, Stop};
@@ -109,7 +109,7 @@ pub(crate) fn run_direct(
     let mut held = Vec::with_capacity(clients);
     for (tally, token, end) in ended {
         total.merge(tally);
-        held.push(etag(&token));
+        held.push(ETag::from_token(&token).to_string());
         last = last.max(end);
     }
     if let Some(error) = &total.first_error {
@@ -236,6 +236,6 @@ fn unmatched_etags(url: &str, held: &[String]) -> Result<usize, String> {
         .map_err(|e| e.to_string())?;
     Ok(tokens
         .iter()
-        .filter(|token| !held.contains(&etag(*token)))
+        .filter(|token| !held.contains(&ETag::from_token(*token).to_string()))
         .count())
 }

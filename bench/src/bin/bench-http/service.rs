@@ -8,8 +8,8 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::http::header::ETAG;
-use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::put;
 use diesel::connection::{Instrumentation, InstrumentationEvent};
@@ -17,7 +17,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::statement::CachedUpdate;
 use diesel_occ::{UuidToken, VersionToken};
-use diesel_occ_examples::etag::etag;
+use diesel_occ_axum::ETag;
 use diesel_occ_examples::postgres::http::{ArticleJson, MAX_BODY, MAX_TITLE};
 use diesel_occ_examples::postgres::{self as app, AsyncConn, AsyncPool};
 use diesel_occ_examples::schema::articles;
@@ -198,7 +198,7 @@ async fn put_unconditional(
     let version = UuidToken::initial();
     match unconditional_update(&mut conn, &id, &new.title, &new.body, version).await {
         Ok(1) => {
-            let tag = HeaderValue::from_str(&etag(&version)).expect("a UUID ETag is a header");
+            let tag = ETag::from_token(&version).to_header_value();
             let json = ArticleJson {
                 id,
                 title: new.title,

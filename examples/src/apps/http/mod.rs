@@ -1,54 +1,43 @@
-//! An axum CRUD service where the concurrency token is the ETag.
+//! An axum CRUD service where the concurrency token is the ETag, on `diesel-occ-axum`
+//! (RFC 9110 conditional requests, RFC 9457 problem responses).
 //!
 //! | request | success | failures |
 //! |---|---|---|
 //! | `POST /articles` `{"title","body"}` | 201, `Location`, `ETag` | 422 |
-//! | `GET /articles/{id}` | 200, `ETag: "<token>"` | 404 |
-//! | `PUT /articles/{id}` `{"title","body"}` + `If-Match` | 200, new `ETag` | 428, 400, 412, 404, 422 |
-//! | `PATCH /articles/{id}` `{"title"?,"body"?}` + `If-Match` | 200, new `ETag` | same, and 409 |
-//! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412, 404 |
+//! | `GET`/`HEAD /articles/{id}` (+ `If-None-Match`) | 200 with `ETag`; 304 when it matches (weak comparison, `*`) | 404, 400 |
+//! | `PUT /articles/{id}` `{"title","body"}` + `If-Match` | 200, new `ETag` | 428, 400, 412 + current `ETag`, 404, 409, 422 |
+//! | `PATCH /articles/{id}` `{"title"?,"body"?}` + `If-Match` | 200, new `ETag` | same |
+//! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412 + current `ETag`, 404, 409 |
+//! | `GET /metrics` | 200, diesel-occ's counters and histograms for Prometheus | |
 //!
-//! - No `If-Match` (or `If-Match: *`, which names no version): **428**. A write never
-//!   runs without a token.
-//! - A header that is not a list of entity-tags, or a tag that is not a token this
-//!   service issued: **400**. Only weak tags: **412** (strong comparison).
-//! - PUT and DELETE are one conditional statement each, without reading the row first
-//!   ([`update_by_key`](CheckedDsl::update_by_key),
-//!   [`delete_by_key`](CheckedDsl::delete_by_key)): the write itself checks the token,
-//!   so a stale token, or another write that committed first, is **412**.
-//! - PATCH reads the row to apply a partial change: a token already stale when the
-//!   request arrives is **412**, checked before the edit; a write that commits between
-//!   that check and the save (the save's predicate matches no row) is **409**, with a
-//!   body telling the client to re-read.
-//! - The row is gone (before or during the request): **404**.
-//! - Database failures: **500** `{"error":"internal"}`; the driver's text is only logged.
-//!
-//! The handlers take an async connection from the deadpool pool in [`AppState`] and use
-//! diesel-occ's async API (`use diesel_occ::asynchronous::prelude::*`). The backend
-//! modules' `async_pool` sets that pool up as diesel-occ's async module recommends (the
-//! most recently returned connection first; on PostgreSQL and SQLite no `SELECT 1` at
-//! checkout), so that a PUT is one statement on the server and a PATCH two.
+//! The statuses are diesel-occ-axum's (its `problem` module has the table). A `PUT` or
+//! `DELETE` whose `If-Match` is one ETag is one conditional statement
+//! ([`update_by_key`](CheckedDsl::update_by_key),
+//! [`delete_by_key`](CheckedDsl::delete_by_key)): the write itself checks the token.
+//! `PATCH`, `*` and lists read the row, check the header against its token and write
+//! with that token, inside [`asynchronous::retry`]: a write that commits in between is
+//! retried, so the check and the write see one version (a tag that went stale meanwhile
+//! is 412 on the re-read; `*` retries until the policy gives up: 409).
 
 pub mod client;
-mod error;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::header::{ETAG, IF_MATCH, LOCATION};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::StatusCode;
+use axum::http::header::{CONTENT_TYPE, LOCATION};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Json, Router};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::{UuidToken, VersionToken};
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{UuidToken, VersionToken, asynchronous};
+use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Problem};
 use serde::{Deserialize, Serialize};
 
-pub use self::error::ApiError;
 use super::{AsyncConn, AsyncPool};
-use crate::etag::{Precondition, etag, precondition};
 use crate::schema::articles;
 
 /// Longest title accepted.
@@ -84,14 +73,16 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// The service's routes.
+/// The service's routes; installs the process's Prometheus recorder on first use.
 pub fn router(pool: AsyncPool) -> Router {
+    crate::metrics::prometheus();
     Router::new()
         .route("/articles", post(create))
         .route(
             "/articles/{id}",
             get(read).put(replace).patch(patch).delete(remove),
         )
+        .route("/metrics", get(metrics))
         .with_state(AppState { pool })
 }
 
@@ -125,18 +116,6 @@ struct Patch {
     body: Option<String>,
 }
 
-impl Replacement {
-    fn is_valid(&self) -> bool {
-        valid_title(&self.title) && valid_body(&self.body)
-    }
-}
-
-impl Patch {
-    fn is_valid(&self) -> bool {
-        self.title.as_deref().is_none_or(valid_title) && self.body.as_deref().is_none_or(valid_body)
-    }
-}
-
 fn valid_title(title: &str) -> bool {
     !title.trim().is_empty() && title.chars().count() <= MAX_TITLE
 }
@@ -145,78 +124,85 @@ fn valid_body(body: &str) -> bool {
     body.len() <= MAX_BODY
 }
 
-fn json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|_| ApiError::InvalidBody)
+fn invalid_body() -> Problem {
+    Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+        "The body must be JSON with string fields title (1 to 200 characters) and body \
+         (at most 10000 bytes).",
+    )
 }
 
-async fn connection(state: &AppState) -> Result<Object<AsyncConn>, ApiError> {
-    state.pool.get().await.map_err(|_| ApiError::Unavailable)
+fn replacement(body: &Bytes) -> Result<Replacement, Problem> {
+    serde_json::from_slice::<Replacement>(body)
+        .ok()
+        .filter(|new| valid_title(&new.title) && valid_body(&new.body))
+        .ok_or_else(invalid_body)
+}
+
+fn patch_of(body: &Bytes) -> Result<Patch, Problem> {
+    serde_json::from_slice::<Patch>(body)
+        .ok()
+        .filter(|p| {
+            p.title.as_deref().is_none_or(valid_title) && p.body.as_deref().is_none_or(valid_body)
+        })
+        .ok_or_else(invalid_body)
+}
+
+async fn connection(state: &AppState) -> Result<Object<AsyncConn>, Problem> {
+    state.pool.get().await.map_err(|error| {
+        tracing::warn!(%error, "no database connection");
+        Problem::unavailable()
+    })
 }
 
 fn with_etag(status: StatusCode, article: Article) -> Response {
-    let tag =
-        HeaderValue::from_str(&etag(&article.version)).expect("a UUID ETag is a valid header");
     let json = ArticleJson {
         id: article.id,
         title: article.title,
         body: article.body,
     };
-    (status, [(ETAG, tag)], axum::Json(json)).into_response()
+    (status, ETag::from_token(&article.version), Json(json)).into_response()
 }
 
-/// The tokens a write may match, from its `If-Match` headers.
-fn expected_tokens(headers: &HeaderMap) -> Result<Vec<UuidToken>, ApiError> {
-    let mut values = Vec::new();
-    for value in headers.get_all(IF_MATCH) {
-        values.push(value.to_str().map_err(|_| ApiError::MalformedIfMatch)?);
-    }
-    match precondition::<UuidToken>(values) {
-        Precondition::Missing => Err(ApiError::PreconditionRequired),
-        Precondition::Malformed(_) => Err(ApiError::MalformedIfMatch),
-        Precondition::NeverMatches => Err(ApiError::PreconditionFailed),
-        Precondition::Tokens(tokens) => Ok(tokens),
-    }
+/// What [`read_check_write`] does once the header matched.
+#[derive(Clone, Copy)]
+enum Write<'a> {
+    /// Edits the article, then saves it checked.
+    Edit(&'a (dyn Fn(&mut Article) + Sync)),
+    /// Deletes it, checked.
+    Delete,
 }
 
-/// The one token a PUT or DELETE is conditional on: the `If-Match` tag, or for a list of
-/// tags, the one the row holds now (412 when it holds none of them).
-async fn expected_token(
-    conn: &mut AsyncConn,
+/// Reads the article, checks `If-Match` against its token (412 with its ETag), and
+/// writes with that token; a write that lands in between is retried with a fresh read.
+async fn read_check_write(
+    state: &AppState,
     id: &str,
-    expected: Vec<UuidToken>,
-) -> Result<UuidToken, ApiError> {
-    if let [one] = expected.as_slice() {
-        return Ok(*one);
-    }
-    let article = load_matching(conn, id.to_owned(), &expected).await?;
-    Ok(article.version)
+    if_match: &IfMatch,
+    write: Write<'_>,
+) -> Result<Article, Problem> {
+    let policy = RetryPolicy::new();
+    let outcome = asynchronous::retry(&state.pool, &policy, async |conn, attempt| {
+        let mut article: Article = attempt.find(conn, id.to_owned()).await?;
+        if let Err(failed) = if_match.check(&article.version) {
+            return Ok(Err(failed));
+        }
+        match write {
+            Write::Edit(edit) => {
+                edit(&mut article);
+                article.save_checked(conn).await?;
+            }
+            Write::Delete => article.delete_checked(conn).await?,
+        }
+        Ok(Ok(article))
+    })
+    .await;
+    outcome.map_err(|error| if_match.problem(error))?
 }
 
-/// Loads the article for a client holding one of `expected`: 412 when it holds none.
-async fn load_matching(
-    conn: &mut AsyncConn,
-    id: String,
-    expected: &[UuidToken],
-) -> Result<Article, ApiError> {
-    if let [one] = expected {
-        return Article::find_checked(conn, id, one)
-            .await
-            .map_err(ApiError::precondition);
-    }
-    let article = Article::find(conn, id)
-        .await
-        .map_err(ApiError::precondition)?;
-    if !expected.contains(&article.version) {
-        return Err(ApiError::PreconditionFailed);
-    }
-    Ok(article)
-}
-
-async fn create(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
-    let new: Replacement = json(&body)?;
-    if !new.is_valid() {
-        return Err(ApiError::InvalidBody);
-    }
+async fn create(State(state): State<AppState>, body: Bytes) -> Result<Response, Problem> {
+    let new = replacement(&body)?;
     let article = Article {
         id: uuid::Uuid::new_v4().hyphenated().to_string(),
         title: new.title,
@@ -228,86 +214,94 @@ async fn create(State(state): State<AppState>, body: Bytes) -> Result<Response, 
         .values(&article)
         .execute(&mut conn)
         .await
-        .map_err(ApiError::other)?;
-    let location = HeaderValue::from_str(&format!("/articles/{}", article.id))
-        .expect("a UUID path is a valid header");
+        .map_err(diesel_occ::Error::from)?;
+    let location = format!("/articles/{}", article.id);
     let mut response = with_etag(StatusCode::CREATED, article);
-    response.headers_mut().insert(LOCATION, location);
+    if let Ok(location) = location.parse() {
+        response.headers_mut().insert(LOCATION, location);
+    }
     Ok(response)
 }
 
-async fn read(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn read(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    if_none_match: IfNoneMatch,
+) -> Result<Response, Problem> {
     let mut conn = connection(&state).await?;
-    let article = Article::find(&mut conn, id)
-        .await
-        .map_err(ApiError::precondition)?;
-    Ok(with_etag(StatusCode::OK, article))
+    let article = Article::find(&mut conn, id).await?;
+    let etag = ETag::from_token(&article.version);
+    Ok(if_none_match.respond(etag, || with_etag(StatusCode::OK, article)))
 }
 
 async fn replace(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    if_match: IfMatch,
     body: Bytes,
-) -> Result<Response, ApiError> {
-    let expected = expected_tokens(&headers)?;
-    let new: Replacement = json(&body)?;
-    if !new.is_valid() {
-        return Err(ApiError::InvalidBody);
-    }
+) -> Result<Response, Problem> {
+    let new = replacement(&body)?;
+    let Some(token) = if_match.token::<UuidToken>() else {
+        let edit = |article: &mut Article| {
+            article.title.clone_from(&new.title);
+            article.body.clone_from(&new.body);
+        };
+        let article = read_check_write(&state, &id, &if_match, Write::Edit(&edit)).await?;
+        return Ok(with_etag(StatusCode::OK, article));
+    };
     let mut conn = connection(&state).await?;
-    let token = expected_token(&mut conn, &id, expected).await?;
     let changes = (articles::title.eq(&new.title), articles::body.eq(&new.body));
     let version = Article::update_by_key(&mut conn, id.clone(), &token, changes)
         .await
-        .map_err(ApiError::precondition)?;
-    let article = Article {
-        id,
-        title: new.title,
-        body: new.body,
-        version,
-    };
-    Ok(with_etag(StatusCode::OK, article))
+        .map_err(|error| if_match.problem(error))?;
+    let (title, body) = (new.title, new.body);
+    Ok(with_etag(
+        StatusCode::OK,
+        Article {
+            id,
+            title,
+            body,
+            version,
+        },
+    ))
 }
 
 async fn patch(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    if_match: IfMatch,
     body: Bytes,
-) -> Result<Response, ApiError> {
-    let expected = expected_tokens(&headers)?;
-    let patch: Patch = json(&body)?;
-    if !patch.is_valid() {
-        return Err(ApiError::InvalidBody);
-    }
-    let mut conn = connection(&state).await?;
-    // Checked before the edit: a stale ETag is 412. A write that commits between this
-    // read and the save makes the save's predicate match no row: 409.
-    let mut article = load_matching(&mut conn, id, &expected).await?;
-    if let Some(title) = patch.title {
-        article.title = title;
-    }
-    if let Some(body) = patch.body {
-        article.body = body;
-    }
-    article
-        .save_checked(&mut conn)
-        .await
-        .map_err(ApiError::at_save)?;
+) -> Result<Response, Problem> {
+    let patch = patch_of(&body)?;
+    let edit = |article: &mut Article| {
+        if let Some(title) = &patch.title {
+            article.title.clone_from(title);
+        }
+        if let Some(body) = &patch.body {
+            article.body.clone_from(body);
+        }
+    };
+    let article = read_check_write(&state, &id, &if_match, Write::Edit(&edit)).await?;
     Ok(with_etag(StatusCode::OK, article))
 }
 
 async fn remove(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<StatusCode, ApiError> {
-    let expected = expected_tokens(&headers)?;
+    if_match: IfMatch,
+) -> Result<StatusCode, Problem> {
+    let Some(token) = if_match.token::<UuidToken>() else {
+        read_check_write(&state, &id, &if_match, Write::Delete).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    };
     let mut conn = connection(&state).await?;
-    let token = expected_token(&mut conn, &id, expected).await?;
     Article::delete_by_key(&mut conn, id, &token)
         .await
-        .map_err(ApiError::precondition)?;
+        .map_err(|error| if_match.problem(error))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn metrics() -> impl IntoResponse {
+    let text = crate::metrics::prometheus().render();
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }

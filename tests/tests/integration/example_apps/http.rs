@@ -8,6 +8,9 @@
 //! pool the test gives the service), so the test knows every request has read the row,
 //! passed its precondition and is at its write, waiting for that lock; only then does
 //! the second connection commit (or roll back).
+//!
+//! The conformance cases of RFC 9110's conditional requests (If-Match, If-None-Match,
+//! weak tags, lists, `*`) run against the server on every backend too.
 
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
 use diesel::prelude::*;
@@ -16,6 +19,7 @@ use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_examples::schema::articles;
 use diesel_occ_tests::{Backend, TestConnection};
+use reqwest::header::{HeaderName, IF_MATCH, IF_NONE_MATCH};
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -67,15 +71,10 @@ async fn start(url: &str) -> (String, UnboundedReceiver<()>) {
 
 /// POSTs an article and returns its URL and ETag.
 async fn create(client: &Client, base: &str) -> (String, String) {
-    let reply = send(
-        client,
-        Method::POST,
-        &format!("{base}/articles"),
-        None,
-        Some(json!({"title": "Draft", "body": "First version."})),
-    )
-    .await
-    .unwrap();
+    let body = json!({"title": "Draft", "body": "First version."});
+    let reply = send(client, Method::POST, &format!("{base}/articles"), &[], Some(body))
+        .await
+        .unwrap();
     assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
     let id = reply.body["id"].as_str().unwrap();
     (
@@ -88,10 +87,10 @@ async fn call(
     client: &Client,
     method: Method,
     url: &str,
-    if_match: Option<&str>,
+    headers: &[(HeaderName, &str)],
     body: Option<Value>,
 ) -> Reply {
-    let reply = send(client, method, url, if_match, body)
+    let reply = send(client, method, url, headers, body)
         .await
         .expect("a response");
     assert_clean(&reply);
@@ -125,8 +124,40 @@ fn assert_clean(reply: &Reply) {
     }
 }
 
+/// An RFC 9457 problem response with this status and code.
+#[track_caller]
+fn assert_problem(reply: &Reply, status: StatusCode, code: &str) {
+    assert_eq!(reply.status, status, "{reply:?}");
+    assert_eq!(
+        reply.content_type.as_deref(),
+        Some("application/problem+json"),
+        "{reply:?}"
+    );
+    assert_eq!(reply.body["status"], status.as_u16(), "{reply:?}");
+    assert_eq!(reply.body["code"], code, "{reply:?}");
+    assert!(reply.body["title"].is_string() && reply.body["detail"].is_string());
+}
+
 fn edit(title: &str) -> Option<Value> {
     Some(json!({"title": title, "body": "Edited."}))
+}
+
+/// The body a method sends: a replacement for PUT, a title for PATCH, none for DELETE.
+fn body_for(method: &Method, title: &str) -> Option<Value> {
+    match *method {
+        Method::PUT => edit(title),
+        Method::PATCH => Some(json!({"title": title})),
+        _ => None,
+    }
+}
+
+/// The success status of a write.
+fn success(method: &Method) -> StatusCode {
+    if *method == Method::DELETE {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::OK
+    }
 }
 
 fn stored(pool: &Pool, url: &str) -> Option<(String, UuidToken)> {
@@ -138,6 +169,13 @@ fn stored(pool: &Pool, url: &str) -> Option<(String, UuidToken)> {
         .optional()
         .unwrap()
 }
+
+/// The ETag of what the database holds for the article at `url`.
+fn stored_etag(pool: &Pool, url: &str) -> Option<String> {
+    stored(pool, url).map(|(_, token)| format!("\"{}\"", token.0.hyphenated()))
+}
+
+const WRITES: [Method; 3] = [Method::PUT, Method::PATCH, Method::DELETE];
 
 /// What the second connection does to the article inside its transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,7 +239,7 @@ async fn while_held(
     for (method, etag, body) in requests {
         let (url, replied) = (url.to_owned(), replied.clone());
         tokio::spawn(async move {
-            let reply = call(&Client::new(), method, &url, Some(&etag), body).await;
+            let reply = call(&Client::new(), method, &url, &[(IF_MATCH, &etag)], body).await;
             replied.send(reply).unwrap();
         });
     }
@@ -243,22 +281,159 @@ async fn racing_a_commit(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn get_returns_the_token_as_a_strong_etag() {
+async fn get_and_head_return_the_token_as_a_strong_etag() {
     let (db, pool) = app_db!();
     let (base, _) = start(db.url()).await;
     let client = Client::new();
     let (url, created) = create(&client, &base).await;
-    let reply = call(&client, Method::GET, &url, None, None).await;
+    let reply = call(&client, Method::GET, &url, &[], None).await;
     assert_eq!(reply.status, StatusCode::OK);
-    let etag = reply.etag.clone().expect("an ETag");
-    assert_eq!(etag, created);
-    let (_, token) = stored(&pool, &url).unwrap();
-    assert_eq!(
-        etag,
-        format!("\"{}\"", token.0.hyphenated()),
-        "strong: quoted, no W/"
-    );
+    assert_eq!(reply.etag.as_ref(), Some(&created));
+    assert_eq!(reply.etag, stored_etag(&pool, &url), "strong: quoted, no W/");
     assert_eq!(reply.body["title"], "Draft");
+    let head = call(&client, Method::HEAD, &url, &[], None).await;
+    assert_eq!((head.status, head.etag, head.body), (StatusCode::OK, Some(created), Value::Null));
+}
+
+/// If-None-Match on GET and HEAD (RFC 9110, 13.1.2): weak comparison, lists, `*`; a
+/// match is 304 with the ETag and no body, anything else the representation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn if_none_match_answers_304_when_the_client_holds_the_version() {
+    let (db, _pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    let (url, etag) = create(&client, &base).await;
+    let other = "\"6f1c2a4e-1f7e-4a53-9a57-2d1b1f0c3e11\"";
+    let weak = format!("W/{etag}");
+    let listed = format!("{other}, {etag}");
+    let weak_listed = format!("{other} , W/{etag}");
+    for (method, value, expected) in [
+        (Method::GET, etag.as_str(), StatusCode::NOT_MODIFIED),
+        (Method::HEAD, etag.as_str(), StatusCode::NOT_MODIFIED),
+        (Method::GET, weak.as_str(), StatusCode::NOT_MODIFIED),
+        (Method::GET, listed.as_str(), StatusCode::NOT_MODIFIED),
+        (Method::GET, weak_listed.as_str(), StatusCode::NOT_MODIFIED),
+        (Method::GET, "*", StatusCode::NOT_MODIFIED),
+        (Method::HEAD, "*", StatusCode::NOT_MODIFIED),
+        (Method::GET, other, StatusCode::OK),
+        (Method::GET, "W/\"not-this-one\"", StatusCode::OK),
+        (Method::HEAD, other, StatusCode::OK),
+    ] {
+        let reply = call(&client, method.clone(), &url, &[(IF_NONE_MATCH, value)], None).await;
+        assert_eq!(reply.status, expected, "{method} If-None-Match: {value}");
+        assert_eq!(reply.etag.as_ref(), Some(&etag), "{method} If-None-Match: {value}");
+        let has_body = reply.body != Value::Null;
+        assert_eq!(has_body, expected == StatusCode::OK && method == Method::GET, "{reply:?}");
+    }
+    // Two header lines are one list.
+    let reply = call(
+        &client,
+        Method::GET,
+        &url,
+        &[(IF_NONE_MATCH, other), (IF_NONE_MATCH, &etag)],
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::NOT_MODIFIED);
+    // A new version: the old ETag no longer matches.
+    let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &etag)], edit("New")).await;
+    let reply = call(&client, Method::GET, &url, &[(IF_NONE_MATCH, &etag)], None).await;
+    assert_eq!((reply.status, reply.etag), (StatusCode::OK, put.etag));
+    // A missing resource is 404, `*` or not.
+    let missing = format!("{base}/articles/no-such-article");
+    let reply = call(&client, Method::GET, &missing, &[(IF_NONE_MATCH, "*")], None).await;
+    assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
+    // A malformed header is 400.
+    let reply = call(&client, Method::GET, &url, &[(IF_NONE_MATCH, "abc")], None).await;
+    assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_none_match");
+}
+
+/// PUT, PATCH and DELETE with the current ETag (alone, in a list, beside weak tags):
+/// 200 with the new ETag the row holds, or 204 and the row is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_with_a_matching_if_match_succeed() {
+    let (db, pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    let other = "\"6f1c2a4e-1f7e-4a53-9a57-2d1b1f0c3e11\"";
+    for method in WRITES {
+        for form in ["alone", "listed", "beside a weak tag"] {
+            let (url, etag) = create(&client, &base).await;
+            let value = match form {
+                "alone" => etag.clone(),
+                "listed" => format!("{other}, {etag}"),
+                _ => format!("W/{other}, {etag}"),
+            };
+            let body = body_for(&method, "Mine");
+            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &value)], body).await;
+            assert_eq!(reply.status, success(&method), "{method} {form}: {reply:?}");
+            if method == Method::DELETE {
+                assert_eq!(stored(&pool, &url), None, "{form}");
+                continue;
+            }
+            assert_ne!(reply.etag.as_ref(), Some(&etag), "{method} {form}: a new ETag");
+            assert_eq!(reply.etag, stored_etag(&pool, &url), "{method} {form}");
+            assert_eq!(reply.body["title"], "Mine");
+            assert_eq!(stored(&pool, &url).unwrap().0, "Mine");
+        }
+    }
+}
+
+/// A stale ETag, a weak one (If-Match compares strongly), a list without the current
+/// one, a well-formed tag that names no token: 412, problem+json, the current ETag, and
+/// nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
+    let (db, pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    for method in WRITES {
+        let (url, old) = create(&client, &base).await;
+        let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Second")).await;
+        let current = put.etag.clone().unwrap();
+        let weak = format!("W/{current}");
+        let list = format!("{old}, W/{current}");
+        for value in [
+            old.as_str(),
+            weak.as_str(),
+            list.as_str(),
+            "\"not-a-uuid\"",
+            "\"00000000-0000-0000-0000-000000000000\"",
+            "\"\"",
+        ] {
+            let body = body_for(&method, "Late");
+            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, value)], body).await;
+            assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+            assert_eq!(reply.etag.as_ref(), Some(&current), "{method} If-Match: {value}");
+            assert_eq!(stored(&pool, &url).unwrap().0, "Second", "{method}: nothing written");
+        }
+    }
+}
+
+/// `If-Match: *` matches any current version (RFC 9110, 13.1.1): the write goes ahead;
+/// on a missing resource it fails with 412.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn if_match_star_matches_an_existing_resource_only() {
+    let (db, pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    for method in WRITES {
+        let (url, etag) = create(&client, &base).await;
+        let body = body_for(&method, "Starred");
+        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, "*")], body).await;
+        assert_eq!(reply.status, success(&method), "{method}: {reply:?}");
+        if method == Method::DELETE {
+            assert_eq!(stored(&pool, &url), None);
+        } else {
+            assert_ne!(reply.etag.as_ref(), Some(&etag));
+            assert_eq!(reply.etag, stored_etag(&pool, &url));
+        }
+        let missing = format!("{base}/articles/no-such-article");
+        let body = body_for(&method, "Starred");
+        let reply = call(&client, method.clone(), &missing, &[(IF_MATCH, "*")], body).await;
+        assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+        assert_eq!(reply.etag, None, "{method}: no current version");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -268,21 +443,9 @@ async fn writes_without_if_match_get_428() {
     let client = Client::new();
     let (url, _) = create(&client, &base).await;
     let before = stored(&pool, &url);
-    for (method, if_match) in [
-        (Method::PUT, None),
-        (Method::PATCH, None),
-        (Method::DELETE, None),
-        // `*` names no version: a write with it would be unconditional.
-        (Method::PUT, Some("*")),
-        (Method::DELETE, Some("*")),
-    ] {
-        let reply = call(&client, method.clone(), &url, if_match, edit("X")).await;
-        assert_eq!(
-            reply.status,
-            StatusCode::PRECONDITION_REQUIRED,
-            "{method} {if_match:?}"
-        );
-        assert_eq!(reply.body["error"], "precondition_required");
+    for method in WRITES {
+        let reply = call(&client, method.clone(), &url, &[], body_for(&method, "X")).await;
+        assert_problem(&reply, StatusCode::PRECONDITION_REQUIRED, "precondition_required");
     }
     assert_eq!(stored(&pool, &url), before, "nothing was written");
 }
@@ -296,97 +459,21 @@ async fn malformed_if_match_gets_400() {
     let before = stored(&pool, &url);
     let unquoted = etag.trim_matches('"').to_owned();
     let trailing = format!("{etag} junk");
-    for bad in [
-        "abc",
-        unquoted.as_str(),
-        "\"not-a-uuid\"",
-        "\"00000000-0000-0000-0000-000000000000\"",
-        "\"\"",
-        trailing.as_str(),
-    ] {
-        let reply = call(&client, Method::PUT, &url, Some(bad), edit("X")).await;
-        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "If-Match: {bad}");
-        assert_eq!(reply.body["error"], "malformed_if_match");
+    let with_star = format!("{etag}, *");
+    for method in WRITES {
+        for bad in [
+            "abc",
+            unquoted.as_str(),
+            trailing.as_str(),
+            with_star.as_str(),
+            "w/\"a\"",
+        ] {
+            let body = body_for(&method, "X");
+            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, bad)], body).await;
+            assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_match");
+        }
     }
     assert_eq!(stored(&pool, &url), before);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn weak_etag_never_matches_412() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
-    let reply = call(
-        &client,
-        Method::PUT,
-        &url,
-        Some(&format!("W/{etag}")),
-        edit("X"),
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::PRECONDITION_FAILED);
-    assert_eq!(stored(&pool, &url).unwrap().0, "Draft");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn stale_etag_gets_412_before_the_edit() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, old) = create(&client, &base).await;
-    let put = call(&client, Method::PUT, &url, Some(&old), edit("Second")).await;
-    assert_eq!(put.status, StatusCode::OK);
-    let new = put.etag.clone().unwrap();
-    assert_ne!(new, old);
-    for method in [Method::PUT, Method::PATCH, Method::DELETE] {
-        let reply = call(&client, method.clone(), &url, Some(&old), edit("Stale")).await;
-        assert_eq!(reply.status, StatusCode::PRECONDITION_FAILED, "{method}");
-        assert_eq!(reply.body["error"], "precondition_failed");
-        assert!(
-            reply.body["message"]
-                .as_str()
-                .unwrap()
-                .contains("GET it again")
-        );
-    }
-    let (title, token) = stored(&pool, &url).unwrap();
-    assert_eq!(
-        (title.as_str(), format!("\"{}\"", token.0.hyphenated())),
-        ("Second", new)
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn patch_and_put_return_the_new_etag() {
-    let (db, _pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
-    let patched = call(
-        &client,
-        Method::PATCH,
-        &url,
-        Some(&etag),
-        Some(json!({"title": "Patched"})),
-    )
-    .await;
-    assert_eq!(patched.status, StatusCode::OK);
-    assert_eq!(
-        (
-            patched.body["title"].as_str(),
-            patched.body["body"].as_str()
-        ),
-        (Some("Patched"), Some("First version."))
-    );
-    let next = patched.etag.unwrap();
-    // An If-Match list matches when it holds the current tag.
-    let list = format!("{etag}, {next}");
-    let put = call(&client, Method::PUT, &url, Some(&list), edit("Listed")).await;
-    assert_eq!(put.status, StatusCode::OK);
-    let get = call(&client, Method::GET, &url, None, None).await;
-    assert_eq!(get.etag, put.etag);
-    assert_eq!(get.body["title"], "Listed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -395,11 +482,12 @@ async fn deleted_row_gets_404() {
     let (base, _) = start(db.url()).await;
     let client = Client::new();
     let (url, etag) = create(&client, &base).await;
-    let deleted = call(&client, Method::DELETE, &url, Some(&etag), None).await;
-    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let deleted = call(&client, Method::DELETE, &url, &[(IF_MATCH, &etag)], None).await;
+    assert_eq!((deleted.status, deleted.etag), (StatusCode::NO_CONTENT, None));
     for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
-        let reply = call(&client, method.clone(), &url, Some(&etag), edit("Gone")).await;
-        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{method}");
+        let body = body_for(&method, "Gone");
+        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &etag)], body).await;
+        assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
     }
     assert_eq!(stored(&pool, &url), None);
 }
@@ -411,7 +499,7 @@ async fn row_deleted_during_a_patch_gets_404() {
     let (url, etag) = create(&Client::new(), &base).await;
     let patch = (Method::PATCH, etag.as_str(), Some(json!({"title": "Mine"})));
     let reply = racing_a_commit(&pool, &mut writes, &url, Other::Delete, patch).await;
-    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{reply:?}");
+    assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
     assert_eq!(
         stored(&pool, &url),
         None,
@@ -419,30 +507,25 @@ async fn row_deleted_during_a_patch_gets_404() {
     );
 }
 
+/// A write that commits between PATCH's check and its save: the save's predicate
+/// matches no row, the retry reads the row again and finds the client's tag stale: 412
+/// with the other writer's ETag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_write_committed_between_a_patchs_check_and_save_gets_409() {
+async fn a_write_committed_between_a_patchs_check_and_save_gets_412() {
     let (db, pool) = app_db!();
     let (base, mut writes) = start(db.url()).await;
     let (url, etag) = create(&Client::new(), &base).await;
     let patch = (Method::PATCH, etag.as_str(), Some(json!({"title": "Mine"})));
     let reply = racing_a_commit(&pool, &mut writes, &url, Other::Update, patch).await;
-    assert_eq!(reply.status, StatusCode::CONFLICT, "{reply:?}");
-    assert_eq!(reply.body["error"], "conflict");
-    assert!(
-        reply.body["message"]
-            .as_str()
-            .unwrap()
-            .contains("GET it again"),
-        "{reply:?}"
-    );
-    assert_eq!(reply.etag, None);
+    assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+    assert_eq!(reply.etag, stored_etag(&pool, &url), "the other writer's ETag");
     let (title, _) = stored(&pool, &url).unwrap();
     assert_eq!(title, "Theirs", "the row holds the other writer's write");
 }
 
 /// PUT and DELETE check the token in their own statement (`update_by_key`,
 /// `delete_by_key`): a write that commits while theirs waits makes the token
-/// stale, 412, as if it had committed before the request arrived.
+/// stale, 412 with the current ETag, as if it had committed before the request arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_write_committed_during_a_put_or_delete_gets_412() {
     let (db, pool) = app_db!();
@@ -452,12 +535,8 @@ async fn a_write_committed_during_a_put_or_delete_gets_412() {
         let (url, etag) = create(&client, &base).await;
         let request = (method.clone(), etag.as_str(), body);
         let reply = racing_a_commit(&pool, &mut writes, &url, Other::Update, request).await;
-        assert_eq!(
-            reply.status,
-            StatusCode::PRECONDITION_FAILED,
-            "{method}: {reply:?}"
-        );
-        assert_eq!(reply.body["error"], "precondition_failed");
+        assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+        assert_eq!(reply.etag, stored_etag(&pool, &url), "{method}");
         let (title, _) = stored(&pool, &url).unwrap();
         assert_eq!(
             title, "Theirs",
@@ -475,7 +554,7 @@ async fn row_deleted_during_a_put_or_delete_gets_404() {
         let (url, etag) = create(&client, &base).await;
         let request = (method.clone(), etag.as_str(), body);
         let reply = racing_a_commit(&pool, &mut writes, &url, Other::Delete, request).await;
-        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{method}: {reply:?}");
+        assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
         assert_eq!(stored(&pool, &url), None, "{method}: the row stays deleted");
     }
 }
@@ -495,15 +574,15 @@ async fn two_puts_with_the_same_etag_exactly_one_succeeds() {
     let [winner, loser] = <[Reply; 2]>::try_from(replies).unwrap();
     assert_eq!(winner.status, StatusCode::OK, "{winner:?}");
     // The loser's UPDATE ran after the winner's commit and matched no row.
-    assert_eq!(loser.status, StatusCode::PRECONDITION_FAILED, "{loser:?}");
-    assert_eq!(loser.etag, None);
-    let (title, token) = stored(&pool, &url).unwrap();
+    assert_problem(&loser, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+    assert_eq!(loser.etag, winner.etag, "the loser is told the winner's ETag");
+    let (title, _) = stored(&pool, &url).unwrap();
     assert_eq!(
         title,
         winner.body["title"].as_str().unwrap(),
         "the row holds the winner's write"
     );
-    assert_eq!(winner.etag, Some(format!("\"{}\"", token.0.hyphenated())));
+    assert_eq!(winner.etag, stored_etag(&pool, &url));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -518,8 +597,8 @@ async fn invalid_bodies_get_422() {
         json!({"title": "a", "body": "b", "extra": 1}),
         json!([1]),
     ] {
-        let reply = call(&client, Method::PUT, &url, Some(&etag), Some(body.clone())).await;
-        assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let reply = call(&client, Method::PUT, &url, &[(IF_MATCH, &etag)], Some(body.clone())).await;
+        assert_problem(&reply, StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
     }
 }
 
@@ -533,27 +612,43 @@ async fn database_failures_show_no_sql_or_driver_text() {
     diesel::sql_query("DROP TABLE articles")
         .execute(&mut pool.get().unwrap())
         .unwrap();
-    for (method, body) in [
-        (Method::GET, None),
-        (Method::PUT, edit("X")),
-        (Method::DELETE, None),
-    ] {
-        let reply = call(&client, method.clone(), &url, Some(&etag), body).await;
-        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{method}");
-        assert_eq!(
-            reply.body,
-            json!({"error": "internal", "message": "Internal error."})
-        );
+    for method in [Method::GET, Method::PUT, Method::DELETE] {
+        let body = body_for(&method, "X");
+        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &etag)], body).await;
+        assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
+        assert_eq!(reply.body["detail"], "Internal error.");
     }
-    let reply = call(
-        &client,
-        Method::POST,
-        &format!("{base}/articles"),
-        None,
-        edit("New"),
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+    let reply = call(&client, Method::POST, &format!("{base}/articles"), &[], edit("New")).await;
+    assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
+}
+
+/// `/metrics` renders diesel-occ's metrics for Prometheus: after a forced conflict (a
+/// stale If-Match) and a write through the retry helper (a PATCH), the conflict counter
+/// and the attempts histogram (with buckets) are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_show_the_conflict_counter_and_the_attempts_histogram() {
+    let (db, _pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    let (url, old) = create(&client, &base).await;
+    let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Second")).await;
+    assert_eq!(put.status, StatusCode::OK);
+    let stale = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Late")).await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+    let current = stale.etag.unwrap();
+    let patch = Some(json!({"title": "Patched"}));
+    let patched = call(&client, Method::PATCH, &url, &[(IF_MATCH, &current)], patch).await;
+    assert_eq!(patched.status, StatusCode::OK);
+
+    let response = client.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    let has = |prefix: &str| text.lines().any(|line| line.starts_with(prefix));
+    assert!(has("diesel_occ_conflicts"), "no conflict counter in:\n{text}");
+    assert!(
+        has("diesel_occ_attempts_bucket"),
+        "no attempts histogram in:\n{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -565,11 +660,14 @@ async fn walkthrough_tells_the_whole_story() {
         .unwrap();
     let out = String::from_utf8(out).unwrap();
     for expected in [
+        "GET with If-None-Match: the ETag             -> 304, ETag",
         "PUT without If-Match                         -> 428 precondition_required",
         "PUT with If-Match: not-an-etag               -> 400 malformed_if_match",
-        "PATCH with the old ETag                      -> 412 precondition_failed",
-        "client B PUTs        -> 412 precondition_failed",
+        "PATCH with the old ETag                      -> 412 precondition_failed, ETag",
+        "client B PUTs        -> 412 precondition_failed, ETag",
+        "PUT with If-Match: *                         -> 200, ETag",
         "GET after the delete                         -> 404 not_found",
+        "DELETE again with If-Match: *                -> 412 precondition_failed",
     ] {
         assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
     }

@@ -26,6 +26,7 @@ mod http_pool {
     use diesel::pg::PgConnection as Conn;
     use diesel_async::AsyncConnection;
     use diesel_occ_examples::postgres::{self as app_backend, AsyncConn, http};
+    use reqwest::header::IF_MATCH;
     use reqwest::{Client, Method, StatusCode};
     use serde_json::json;
 
@@ -58,7 +59,8 @@ mod http_pool {
             let body = body.clone();
             let client = client.clone();
             async move {
-                http::client::send(&client, method, &url, tag.as_deref(), Some(body))
+                let headers: Vec<_> = tag.iter().map(|t| (IF_MATCH, t.as_str())).collect();
+                http::client::send(&client, method, &url, &headers, Some(body))
                     .await
                     .expect("a response")
             }
