@@ -3,8 +3,7 @@
 
 use std::future::Future;
 
-use diesel::query_builder::{AsChangeset, InsertStatement, IntoUpdateTarget};
-use diesel::query_dsl::methods::FilterDsl;
+use diesel::query_builder::{AsChangeset, InsertStatement};
 use diesel::{Insertable, OptionalExtension, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -13,9 +12,9 @@ use super::{classify, usable};
 use crate::blocking::{OnConflictReturning, OneStatementUpsert, one_statement_upsert};
 use crate::error::{Error, Operation, insert_error};
 use crate::insert::{UpsertTokens, Upserted, upsert_conflict};
-use crate::statement::{CachedUpdate, CurrentToken};
+use crate::statement::CurrentToken;
 use crate::token::VersionToken;
-use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
+use crate::versioned::VersionedParts;
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on an async Diesel connection: the twin of
@@ -187,60 +186,5 @@ where
     }
 }
 
-/// MySQL and MariaDB: the `INSERT`, and on a duplicate key the checked `UPDATE`, as
-/// the blocking upsert runs them.
 #[cfg(feature = "mysql")]
-impl<T, Conn> AsyncUpsertBackend<T, Conn> for diesel::mysql::Mysql
-where
-    T: VersionedParts + Insertable<T::Table> + Clone + Send,
-    T::Table: Table + Default,
-    Conn: AsyncConnection,
-    InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn> + Send,
-    T::FindQuery: FilterDsl<TokenIs<T>>,
-    KeyGuarded<T>: IntoUpdateTarget + Clone,
-    T::Changes: AsChangeset<Target = <KeyGuarded<T> as diesel::associations::HasTable>::Table>,
-    CachedUpdate<KeyGuarded<T>, T::Changes>: ExecuteDsl<Conn> + Send,
-    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token> + Send,
-    T::TokenQuery: Send + 'static,
-{
-    async fn upsert(
-        conn: &mut Conn,
-        row: T,
-        expected: Option<T::Token>,
-        fresh: T::Token,
-    ) -> Result<Option<T::Token>, Error> {
-        let key = row.key();
-        // Twice at most, as the blocking upsert does.
-        for _ in 0..2 {
-            let insert = diesel::insert_into(T::Table::default()).values(row.clone());
-            let taken = match ExecuteDsl::execute(insert, conn).await {
-                Ok(_) => return Ok(Some(row.token().clone())),
-                Err(error) => insert_error(error, T::sql_table_name(), Some(T::entity_key(&key))),
-            };
-            if !matches!(taken, Error::UniqueViolation(_)) {
-                return Err(taken);
-            }
-            let query = CurrentToken::new(T::token_query(key.clone()), false);
-            let current = RunQueryDsl::get_result::<T::Token>(query, &mut *conn)
-                .await
-                .optional()?;
-            let Some(expected) = expected.as_ref() else {
-                return match current {
-                    Some(_) => Ok(None),
-                    None => Err(taken),
-                };
-            };
-            if current.is_none() {
-                continue;
-            }
-            let update =
-                CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(&fresh))
-                    .bounded();
-            return match ExecuteDsl::execute(update, conn).await? {
-                0 => Ok(None),
-                _ => Ok(Some(fresh.clone())),
-            };
-        }
-        Ok(None)
-    }
-}
+mod mysql;
