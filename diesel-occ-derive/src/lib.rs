@@ -9,6 +9,7 @@
 
 mod ast;
 mod attr;
+mod check;
 mod expand;
 mod fallback;
 mod valid;

@@ -10,6 +10,8 @@
 //! - [`GeneratedUpdate`]: a guarded `UPDATE` that reads a database-generated token back;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
+//! - [`NullSafeEq`]: `column IS NOT DISTINCT FROM <original>`, the predicate of a check
+//!   column (`#[occ(check)]`) of an entity without a version column;
 //! - [`AdvancedTimestamp`]: the token assignment of a bulk update of a timestamp token.
 //!
 //! The traits that tie these together (how a guarded `UPDATE` runs, how a token
@@ -27,6 +29,7 @@ pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+mod null_safe_eq;
 mod text_limit;
 mod token_eq;
 
@@ -35,6 +38,7 @@ pub use batch::{Skippable, ValuesColumns, WrittenColumn};
 pub use bulk::{AdvanceToken, AdvancedTimestamp, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
+pub use null_safe_eq::NullSafeEq;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
 
@@ -53,6 +57,20 @@ pub use token_eq::TokenEq;
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAssigned;
+
+/// The full save of an entity without a version column (`#[occ(check)]` fields): there
+/// is none. Such an entity checks the values of its check columns as they were read,
+/// which only a [`Tracked`](crate::Tracked) entity keeps once it is edited; this type
+/// is its `UpdateStatement`, which no connection runs, so `entity.save_checked(conn)`
+/// does not compile and names `Tracked` (see `GuardedUpdate`).
+///
+/// ```
+/// use diesel_occ::statement::SaveThroughTracked;
+///
+/// let _ = SaveThroughTracked;
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SaveThroughTracked;
 
 /// The guarded UPDATE of an entity with a database-generated token
 /// (`#[occ(version, generated)]`): `UPDATE ... RETURNING token`, run with a load so the
@@ -113,7 +131,11 @@ impl<S> GeneratedUpdate<S> {
     label = "not a guarded UPDATE for this connection",
     note = "an entity with `#[occ(version, generated)]` reads its new token back with RETURNING, \
             which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
-            application assign the token (an integer or UUID `#[occ(version)]`)"
+            application assign the token (an integer or UUID `#[occ(version)]`)",
+    note = "an entity with `#[occ(check)]` columns and no version column has no full save: \
+            the values it checks are the ones as read, which only `diesel_occ::Tracked` keeps \
+            once it is edited; save it with `Tracked::new(entity)`, `.edit()` and \
+            `.save_checked(conn)` (`TrackedDsl`)"
 )]
 #[doc(hidden)]
 pub trait GuardedUpdate<Conn, Tok> {

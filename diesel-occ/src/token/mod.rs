@@ -6,9 +6,13 @@ use std::fmt;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use uuid::Uuid;
 
+mod check_values;
 mod invalid;
 pub(crate) mod uuid_token;
 
+pub use check_values::CheckValues;
+#[doc(hidden)]
+pub use check_values::no_client_token;
 pub use invalid::{InvalidToken, InvalidTokenReason};
 
 /// Longest encoded token accepted from a client; every token this crate issues is shorter.
@@ -152,6 +156,9 @@ pub enum TokenKind {
     UuidBytes,
     /// A date and time (`TIMESTAMP`, `DATETIME`, SQLite text).
     Timestamp,
+    /// The check columns (`#[occ(check)]`) of an entity without a version column:
+    /// their values as read stand for the token; no column of a given type is needed.
+    Columns,
     /// Anything else: not checked.
     Other,
 }
@@ -165,6 +172,7 @@ impl fmt::Display for TokenKind {
             TokenKind::Uuid => "a UUID",
             TokenKind::UuidBytes => "a UUID (as 16 bytes, or PostgreSQL's uuid)",
             TokenKind::Timestamp => "a timestamp",
+            TokenKind::Columns => "check columns",
             TokenKind::Other => "a token",
         })
     }
@@ -182,6 +190,8 @@ pub enum TokenValue {
     Timestamp(NaiveDateTime),
     /// A UTC timestamp.
     TimestampUtc(DateTime<Utc>),
+    /// The values of the check columns of an entity without a version column.
+    Columns(CheckValues),
 }
 
 impl fmt::Display for TokenValue {
@@ -191,6 +201,7 @@ impl fmt::Display for TokenValue {
             TokenValue::Uuid(u) => write!(f, "{}", u.hyphenated()),
             TokenValue::Timestamp(t) => write!(f, "{}", t.format(NAIVE_FORMAT)),
             TokenValue::TimestampUtc(t) => write!(f, "{}", t.format(UTC_FORMAT)),
+            TokenValue::Columns(values) => write!(f, "{values}"),
         }
     }
 }

@@ -87,7 +87,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 33] = [
+pub(crate) const PATHS: [&str; 35] = [
     "retried",
     "save_checked",
     "save_checked_where",
@@ -106,6 +106,7 @@ pub(crate) const PATHS: [&str; 33] = [
     "combiner",
     "retry_escalated",
     "retry_with_standby",
+    "versionless",
     "async_save_checked",
     "async_save_checked_where",
     "async_update_by_key",
@@ -121,6 +122,7 @@ pub(crate) const PATHS: [&str; 33] = [
     "async_combiner",
     "async_retry_escalated",
     "async_retry_with_standby",
+    "async_versionless",
 ];
 
 /// `all`, or a comma-separated list of path names.
