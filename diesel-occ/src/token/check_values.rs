@@ -9,6 +9,11 @@ use super::{InvalidToken, InvalidTokenReason};
 /// with `Debug`: what a conflict of an entity without a version column expected and
 /// found ([`TokenValue::Columns`](crate::TokenValue::Columns)).
 ///
+/// They are the row's data, not a token: `Display` and `Debug` name the columns only
+/// (`(label=…, qty=…)`), so a conflict in a log line or a response carries no column
+/// value, as for every error of this crate. Read them with [`get`](Self::get) and
+/// [`columns`](Self::columns).
+///
 /// An entity's own values are those "as read": an entity keeps no copy of them, so a
 /// plain [`delete_checked`](crate::CheckedDsl::delete_checked) expects
 /// [`as_read`](Self::as_read); a [`Tracked`](crate::Tracked) save names them.
@@ -18,10 +23,11 @@ use super::{InvalidToken, InvalidTokenReason};
 ///
 /// let now = CheckValues::new(vec![("label", "Some(\"red\")".into()), ("qty", "3".into())]);
 /// assert_eq!(now.get("qty"), Some("3"));
-/// assert_eq!(now.to_string(), "(label=Some(\"red\"), qty=3)");
+/// assert_eq!(now.to_string(), "(label=…, qty=…)");
+/// assert!(!format!("{now:?}").contains("red"));
 /// assert_eq!(CheckValues::as_read().to_string(), "(the values as read)");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct CheckValues {
     columns: Vec<(&'static str, String)>,
 }
@@ -63,13 +69,20 @@ impl fmt::Display for CheckValues {
             return f.write_str("(the values as read)");
         }
         f.write_str("(")?;
-        for (i, (column, value)) in self.columns().enumerate() {
+        for (i, (column, _)) in self.columns().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{column}={value}")?;
+            write!(f, "{column}=…")?;
         }
         f.write_str(")")
+    }
+}
+
+/// The columns only, as `Display`: the values are the row's data.
+impl fmt::Debug for CheckValues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CheckValues{self}")
     }
 }
 
