@@ -62,7 +62,7 @@ pub struct NotAssigned;
 /// is none. Such an entity checks the values of its check columns as they were read,
 /// which only a [`Tracked`](crate::Tracked) entity keeps once it is edited; this type
 /// is its `UpdateStatement`, which no connection runs, so `entity.save_checked(conn)`
-/// does not compile and names `Tracked` (see `GuardedUpdate`).
+/// does not compile and names `Tracked` (see `VersionlessSave`).
 ///
 /// ```
 /// use diesel_occ::statement::SaveThroughTracked;
@@ -71,6 +71,32 @@ pub struct NotAssigned;
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SaveThroughTracked;
+
+/// What makes `entity.save_checked(conn)` of an entity without a version column a
+/// compile error that names [`Tracked`](crate::Tracked): implemented for no connection,
+/// it is the one unmet bound of [`SaveThroughTracked`]'s `GuardedUpdate`.
+#[diagnostic::on_unimplemented(
+    message = "an entity without a version column is saved through `diesel_occ::Tracked`",
+    label = "no full save for an entity with `#[occ(check)]` columns",
+    note = "its checked writes compare the check columns with their values as read, which only \
+            `diesel_occ::Tracked` keeps once the entity is edited: \
+            `let mut tracked = Tracked::new(entity); tracked.edit().field = value; \
+            tracked.save_checked(conn)` (`TrackedDsl`, in the prelude)"
+)]
+#[doc(hidden)]
+pub trait VersionlessSave<Conn> {}
+
+impl<Conn, Tok> GuardedUpdate<Conn, Tok> for SaveThroughTracked
+where
+    Conn: VersionlessSave<Conn>,
+{
+    fn run_guarded(self, _: &mut Conn, _: Tok) -> QueryResult<(usize, Tok)> {
+        // Never reached: no connection implements `VersionlessSave`.
+        Err(diesel::result::Error::QueryBuilderError(
+            "an entity without a version column is saved through `Tracked`".into(),
+        ))
+    }
+}
 
 /// The guarded UPDATE of an entity with a database-generated token
 /// (`#[occ(version, generated)]`): `UPDATE ... RETURNING token`, run with a load so the
@@ -131,11 +157,7 @@ impl<S> GeneratedUpdate<S> {
     label = "not a guarded UPDATE for this connection",
     note = "an entity with `#[occ(version, generated)]` reads its new token back with RETURNING, \
             which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
-            application assign the token (an integer or UUID `#[occ(version)]`)",
-    note = "an entity with `#[occ(check)]` columns and no version column has no full save: \
-            the values it checks are the ones as read, which only `diesel_occ::Tracked` keeps \
-            once it is edited; save it with `Tracked::new(entity)`, `.edit()` and \
-            `.save_checked(conn)` (`TrackedDsl`)"
+            application assign the token (an integer or UUID `#[occ(version)]`)"
 )]
 #[doc(hidden)]
 pub trait GuardedUpdate<Conn, Tok> {
