@@ -33,6 +33,11 @@ impl<'a> Field<'a> {
         self.attrs.version.is_some()
     }
 
+    /// `#[occ(check)]`: a column whose value as read guards a versionless entity's writes.
+    pub(crate) fn is_check(&self) -> bool {
+        self.attrs.check.is_some()
+    }
+
     /// `Some(T)` when the field is `Option<T>` (matched syntactically, as Diesel does).
     pub(crate) fn option_inner(&self) -> Option<&'a Type> {
         option_inner(self.ty)
@@ -100,6 +105,22 @@ impl<'a> Entity<'a> {
             invalid_occ,
             track: track.is_some(),
         })
+    }
+
+    /// No `#[occ(version)]` field, and `#[occ(check)]` fields instead: the entity is
+    /// guarded by its check columns' values as read, and always tracked.
+    pub(crate) fn is_versionless(&self) -> bool {
+        !self.fields.iter().any(Field::is_token) && self.fields.iter().any(Field::is_check)
+    }
+
+    /// The `#[occ(check)]` fields, in declaration order.
+    pub(crate) fn check_fields(&self) -> Vec<&Field<'a>> {
+        self.fields.iter().filter(|f| f.is_check()).collect()
+    }
+
+    /// `#[occ(track)]`, or implied by `#[occ(check)]`: implement `diesel_occ::Tracking`.
+    pub(crate) fn is_tracked(&self) -> bool {
+        self.track || self.is_versionless()
     }
 
     pub(crate) fn token(&self) -> &Field<'a> {

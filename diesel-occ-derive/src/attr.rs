@@ -23,6 +23,9 @@ pub(crate) struct ContainerAttrs {
 pub(crate) struct FieldAttrs {
     /// Span of the `version` key of `#[occ(version)]`, when present.
     pub(crate) version: Option<Span>,
+    /// Span of `check` in `#[occ(check)]`: an entity without a version column compares
+    /// this column's value as read in its checked writes.
+    pub(crate) check: Option<Span>,
     /// Span of `skip` in `#[occ(skip)]`: the column is never written by a checked save.
     pub(crate) occ_skip: Option<Span>,
     /// Span of `generated` in `#[occ(version, generated)]`: the database assigns the
@@ -40,7 +43,7 @@ pub(crate) struct FieldAttrs {
     pub(crate) invalid_occ: bool,
 }
 
-const OCC_FIELD_KEYS: &str = "`version`, `generated`, `precision`, `skip`";
+const OCC_FIELD_KEYS: &str = "`version`, `check`, `generated`, `precision`, `skip`";
 const OCC_CONTAINER_KEYS: &str = "`track`";
 
 pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ContainerAttrs {
@@ -77,9 +80,12 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> Co
                 if meta.path.is_ident("track") {
                     expect_no_value(&meta, "track")?;
                     set_once(&mut out.track, &meta, "track", errors)
-                } else if meta.path.is_ident("version") || meta.path.is_ident("skip") {
+                } else if meta.path.is_ident("version")
+                    || meta.path.is_ident("skip")
+                    || meta.path.is_ident("check")
+                {
                     Err(meta.error(
-                        "`#[occ(version)]` and `#[occ(skip)]` belong on a field, not on the struct\n\
+                        "`#[occ(version)]`, `#[occ(check)]` and `#[occ(skip)]` belong on a field, not on the struct\n\
                          help: put `#[occ(version)]` on the token field instead",
                     ))
                 } else {
@@ -113,6 +119,9 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> FieldA
                 } else if meta.path.is_ident("skip") {
                     expect_no_value(&meta, "skip")?;
                     set_once(&mut out.occ_skip, &meta, "skip", errors)?;
+                } else if meta.path.is_ident("check") {
+                    expect_no_value(&meta, "check")?;
+                    set_once(&mut out.check, &meta, "check", errors)?;
                 } else if meta.path.is_ident("generated") {
                     expect_no_value(&meta, "generated")?;
                     set_once(&mut out.generated, &meta, "generated", errors)?;

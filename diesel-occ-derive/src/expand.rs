@@ -7,7 +7,7 @@ use syn::DeriveInput;
 use syn::spanned::Spanned;
 
 use crate::ast::{Entity, Field};
-use crate::{fallback, valid};
+use crate::{check, fallback, valid};
 
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let mut errors = Vec::new();
@@ -19,7 +19,9 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         }
     };
     valid::validate(&entity, &mut errors);
-    if errors.is_empty() {
+    if errors.is_empty() && entity.is_versionless() {
+        check::expand(&entity)
+    } else if errors.is_empty() {
         expand(&entity)
     } else {
         fallback::expand(input, errors)
@@ -167,12 +169,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             quote!((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),)),
         )
     };
-    let key_columns: Vec<_> = keys.iter().map(|f| &f.column).collect();
-    let conflict_target = if let [only] = key_columns.as_slice() {
-        quote!(#table::#only)
-    } else {
-        quote!((#(#table::#key_columns,)*))
-    };
+    let conflict_target = key_columns(table, &keys);
     let (assignment_ty, assignment_expr) = if generated {
         (
             quote!(::diesel_occ::__private::NotAssigned),
@@ -306,7 +303,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 ///
 /// The check is the "ambiguous if implemented" trick: `check` resolves to the one impl
 /// for every type, or is ambiguous (a compile error) when the second impl applies too.
-fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
+pub(crate) fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
     let diesel = quote!(::diesel_occ::__private::diesel);
     quote! {
         #[allow(non_camel_case_types, dead_code)]
@@ -400,8 +397,18 @@ fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) 
     }
 }
 
+/// The key's Diesel columns: a column, or a tuple of them for a composite key.
+pub(crate) fn key_columns(table: &syn::Path, keys: &[&Field<'_>]) -> TokenStream {
+    let columns: Vec<_> = keys.iter().map(|f| &f.column).collect();
+    if let [only] = columns.as_slice() {
+        quote!(#table::#only)
+    } else {
+        quote!((#(#table::#columns,)*))
+    }
+}
+
 /// The key's type, how to read it from `self`, and its parts from a `key` binding.
-fn key_shape(keys: &[&Field<'_>]) -> (TokenStream, TokenStream, Vec<TokenStream>) {
+pub(crate) fn key_shape(keys: &[&Field<'_>]) -> (TokenStream, TokenStream, Vec<TokenStream>) {
     if let [only] = keys {
         let (ty, ident) = (only.ty, only.ident);
         return (
@@ -426,7 +433,7 @@ fn key_shape(keys: &[&Field<'_>]) -> (TokenStream, TokenStream, Vec<TokenStream>
 }
 
 /// `col_a = key.0 AND col_b = key.1 ...`, its type and its expression over `key`.
-fn key_filter(
+pub(crate) fn key_filter(
     entity: &Entity<'_>,
     keys: &[&Field<'_>],
     dsl: &TokenStream,
@@ -491,13 +498,13 @@ fn written_type<'a>(field: &Field<'a>) -> &'a syn::Type {
 /// once, by [`column_checks`], instead of by every statement that binds it. For the types
 /// Diesel maps, this is the very type `T: AsExpression<_>` names (see
 /// `diesel_occ::__private::Bound`).
-fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
+pub(crate) fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
     quote_spanned!(ty.span()=> ::diesel_occ::__private::Bound<#table::#col, #ty>)
 }
 
 /// One check per bound column, spanned on the field's type: a field whose type does not
 /// fit its column is reported there, once, with a message saying so.
-fn column_checks<'a>(
+pub(crate) fn column_checks<'a>(
     table: &syn::Path,
     columns: impl Iterator<Item = (&'a syn::Ident, &'a syn::Type)>,
 ) -> TokenStream {
@@ -635,10 +642,12 @@ fn tracking(
 
             fn fields_update_statement(
                 &self,
+                original: &Self,
                 fields: ::diesel_occ::__private::Fields<Self>,
                 fresh: &Self::Token,
             ) -> Self::FieldsUpdateStatement {
-                let _ = fields;
+                // The guard's token is the original one: a save leaves it untouched.
+                let _ = (original, fields);
                 #statement_expr
             }
         }
@@ -648,7 +657,11 @@ fn tracking(
 /// The SQL names `table!` declares: the token and key columns' `Column::NAME` (their
 /// `#[sql_name]`), and the table's, which only a rendering of the table gives (its
 /// `#[sql_name]` and schema), done by the runtime.
-fn sql_names(table: &syn::Path, token_col: &syn::Ident, keys: &[&Field<'_>]) -> TokenStream {
+pub(crate) fn sql_names(
+    table: &syn::Path,
+    token_col: &syn::Ident,
+    keys: &[&Field<'_>],
+) -> TokenStream {
     let column = quote!(::diesel_occ::__private::diesel::Column);
     let key_cols = keys.iter().map(|f| &f.column);
     quote! {

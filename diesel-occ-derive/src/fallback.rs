@@ -79,6 +79,7 @@ pub(crate) fn expand(input: &DeriveInput, errors: Vec<syn::Error>) -> TokenStrea
                 fn copy_fields(&mut self, _: &Self, _: ::diesel_occ::__private::Fields<Self>) { ::std::unreachable!() }
                 fn fields_update_statement(
                     &self,
+                    _: &Self,
                     _: ::diesel_occ::__private::Fields<Self>,
                     _: &Self::Token,
                 ) -> Self::FieldsUpdateStatement { ::std::unreachable!() }

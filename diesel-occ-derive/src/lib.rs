@@ -10,6 +10,7 @@
 mod ast;
 mod attr;
 mod changeset_columns;
+mod check;
 mod expand;
 mod fallback;
 mod valid;

@@ -295,6 +295,26 @@ fn track() {
     );
 }
 
+/// No version column: `#[occ(check)]` fields, compared NULL-safely with the values as
+/// read; tracked without `#[occ(track)]`, no full save, no token assignment.
+#[test]
+fn check_columns_without_version() {
+    check(
+        "check_columns_without_version",
+        quote! {
+            #[diesel(table_name = shelves)]
+            struct Shelf {
+                id: i32,
+                #[occ(check)]
+                label: Option<String>,
+                #[occ(check)]
+                qty: i32,
+                note: String,
+            }
+        },
+    );
+}
+
 /// `#[occ(track)]` with a database-generated token: the tracked UPDATE returns it too.
 #[test]
 fn track_generated_token() {

@@ -17,11 +17,13 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
     let tokens: Vec<_> = entity.fields.iter().filter(|f| f.is_token()).collect();
     match tokens.as_slice() {
         // A malformed `#[occ(...)]` was probably meant to mark the token: one error is enough.
-        [] if entity.invalid_occ => {}
+        [] if entity.invalid_occ || entity.is_versionless() => {}
         [] => errors.push(syn::Error::new(
             entity.input.ident.span(),
             "no field is marked as the concurrency token\n\
-             help: add `#[occ(version)]` to exactly one field, e.g. `#[occ(version)] version: i32`",
+             help: add `#[occ(version)]` to exactly one field, e.g. `#[occ(version)] version: i32`, \
+             or, without a version column, `#[occ(check)]` to the fields whose concurrent \
+             change must be detected",
         )),
         [_first, rest @ ..] => {
             for extra in rest {
@@ -34,7 +36,27 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
         }
     }
 
+    let has_token = !tokens.is_empty();
     for field in &entity.fields {
+        if let Some(span) = field.attrs.check {
+            if has_token {
+                errors.push(syn::Error::new(
+                    span,
+                    "`check` is for an entity without a version column, and this one has \
+                     `#[occ(version)]`\n\
+                     help: remove `#[occ(check)]`: the version column already detects every change",
+                ));
+            } else if entity.is_key(field) {
+                errors.push(syn::Error::new(
+                    span,
+                    format!(
+                        "the key column `{}` cannot be a check column\n\
+                         help: remove `#[occ(check)]`: the key is in every checked write's `WHERE` already",
+                        field.ident
+                    ),
+                ));
+            }
+        }
         if let Some(span) = field.attrs.version {
             if entity.is_key(field) {
                 errors.push(syn::Error::new(
@@ -92,7 +114,7 @@ pub(crate) fn validate(entity: &Entity<'_>, errors: &mut Vec<syn::Error>) {
         }
     }
 
-    if entity.track && entity.written().len() > MAX_TRACKED_FIELDS {
+    if entity.is_tracked() && entity.written().len() > MAX_TRACKED_FIELDS {
         errors.push(syn::Error::new(
             entity.input.ident.span(),
             format!(

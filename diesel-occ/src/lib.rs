@@ -245,7 +245,7 @@ pub use insert::Upserted;
 pub use restore::Restore;
 #[cfg(feature = "uuid")]
 pub use token::uuid_token::UuidToken;
-pub use token::{MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
+pub use token::{CheckValues, MAX_ENCODED_LEN, TokenKind, TokenValue, VersionToken};
 pub use tracked::{
     FieldIndexOutOfRange, Fields, Overlap, Prefer, SaveOutcome, ThreeWay, Tracked, Tracking,
 };
@@ -269,10 +269,10 @@ pub mod __private {
     pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{
-        CachedUpdate, GeneratedUpdate, NotAssigned, Skippable, TokenEq, ValuesColumns,
-        WrittenColumn,
+        CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked, Skippable,
+        TokenEq, ValuesColumns, WrittenColumn,
     };
-    pub use crate::token::TimestampText;
+    pub use crate::token::{CheckValues, InvalidToken, TimestampText, TokenValue, no_client_token};
     pub use crate::versioned::VersionedParts;
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;

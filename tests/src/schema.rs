@@ -63,6 +63,15 @@ macro_rules! tables {
         }
 
         diesel::table! {
+            shelf_items (id) {
+                id -> Integer,
+                label -> Nullable<Text>,
+                qty -> Integer,
+                note -> Text,
+            }
+        }
+
+        diesel::table! {
             wiki_articles (id) {
                 id -> Integer,
                 title -> Text,

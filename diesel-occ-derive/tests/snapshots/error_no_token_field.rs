@@ -10,7 +10,7 @@ struct Stock {
 // Expansion:
 
 ::core::compile_error! {
-    "no field is marked as the concurrency token\nhelp: add `#[occ(version)]` to exactly one field, e.g. `#[occ(version)] version: i32`"
+    "no field is marked as the concurrency token\nhelp: add `#[occ(version)]` to exactly one field, e.g. `#[occ(version)] version: i32`, or, without a version column, `#[occ(check)]` to the fields whose concurrent change must be detected"
 }
 const _: () = {
     use self::__occ_derive_failed as __OccInvalid;
@@ -77,6 +77,7 @@ const _: () = {
         }
         fn fields_update_statement(
             &self,
+            _: &Self,
             _: ::diesel_occ::__private::Fields<Self>,
             _: &Self::Token,
         ) -> Self::FieldsUpdateStatement {

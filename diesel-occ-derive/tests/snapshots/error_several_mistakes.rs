@@ -92,6 +92,7 @@ const _: () = {
         }
         fn fields_update_statement(
             &self,
+            _: &Self,
             _: ::diesel_occ::__private::Fields<Self>,
             _: &Self::Token,
         ) -> Self::FieldsUpdateStatement {

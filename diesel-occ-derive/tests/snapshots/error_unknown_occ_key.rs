@@ -11,7 +11,7 @@ struct Stock {
 // Expansion:
 
 ::core::compile_error! {
-    "unknown key `verison` in #[occ(...)]: expected one of `version`, `generated`, `precision`, `skip`\nhelp: mark the concurrency token with `#[occ(version)]`"
+    "unknown key `verison` in #[occ(...)]: expected one of `version`, `check`, `generated`, `precision`, `skip`\nhelp: mark the concurrency token with `#[occ(version)]`"
 }
 const _: () = {
     use self::__occ_derive_failed as __OccInvalid;
@@ -78,6 +78,7 @@ const _: () = {
         }
         fn fields_update_statement(
             &self,
+            _: &Self,
             _: ::diesel_occ::__private::Fields<Self>,
             _: &Self::Token,
         ) -> Self::FieldsUpdateStatement {

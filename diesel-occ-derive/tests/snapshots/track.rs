@@ -159,10 +159,11 @@ const _: () = {
         }
         fn fields_update_statement(
             &self,
+            original: &Self,
             fields: ::diesel_occ::__private::Fields<Self>,
             fresh: &Self::Token,
         ) -> Self::FieldsUpdateStatement {
-            let _ = fields;
+            let _ = (original, fields);
             ::diesel_occ::__private::CachedUpdate::new(
                     notes::table
                         .filter(

@@ -181,10 +181,11 @@ const _: () = {
         }
         fn fields_update_statement(
             &self,
+            original: &Self,
             fields: ::diesel_occ::__private::Fields<Self>,
             fresh: &Self::Token,
         ) -> Self::FieldsUpdateStatement {
-            let _ = fields;
+            let _ = (original, fields);
             let _ = fresh;
             ::diesel_occ::__private::ReturningUpdate::new(
                 ::diesel_occ::__private::diesel::update(

@@ -8,7 +8,7 @@ use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
 use diesel::query_dsl::methods::SelectDsl;
 use diesel_async::AsyncConnection;
-use diesel_async::methods::LoadQuery;
+use diesel_async::methods::{ExecuteDsl, LoadQuery};
 
 use super::GuardedUpdate;
 use super::{CheckedDsl, settle, usable};
@@ -16,6 +16,7 @@ use crate::error::{ConflictState, Error, Operation};
 use crate::observe;
 use crate::statement::CurrentToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
+use crate::versioned::Versioned;
 
 /// Checked saves of a [`Tracked`] entity on an async connection: the twin of the
 /// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
@@ -49,6 +50,12 @@ pub trait TrackedDsl<Conn: AsyncConnection> {
     /// statement. See [`crate::TrackedDsl::save_checked`].
     fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
 
+    /// Deletes the row if it still holds the values as read, whatever the edits. See
+    /// [`crate::TrackedDsl::delete_checked`].
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        <Self::Entity as Versioned>::DeleteStatement: ExecuteDsl<Conn> + Send;
+
     /// Loads the row as it is now, typed; [`Error::NotFound`] when it was deleted.
     fn load_current(
         &self,
@@ -80,7 +87,8 @@ where
         let fields = self.fields_to_write();
         let prepared = self.fresh_token().map(|fresh| {
             (
-                self.current().fields_update_statement(fields, &fresh),
+                self.current()
+                    .fields_update_statement(self.original(), fields, &fresh),
                 fresh,
             )
         });
@@ -89,11 +97,25 @@ where
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
-            let expected = self.original().token().clone();
+            let expected = self.original().expected_token();
             settle::<T, Conn>(conn, self.key(), &expected, Operation::Update, affected).await?;
             self.saved(fresh);
             Ok(())
         })
+    }
+
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
+    where
+        T::DeleteStatement: ExecuteDsl<Conn> + Send,
+    {
+        let statement = self.original().delete_statement();
+        let expected = self.original().expected_token();
+        let key = self.key();
+        async move {
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            settle::<T, Conn>(conn, key, &expected, Operation::Delete, affected).await
+        }
     }
 
     fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {

@@ -5,7 +5,7 @@ use diesel::Selectable;
 use diesel::connection::Connection;
 use diesel::dsl::{AsSelect, Select};
 use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
+use diesel::query_dsl::methods::{ExecuteDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 
 use crate::blocking::{CheckedDsl, settle};
@@ -14,6 +14,7 @@ use crate::observe;
 use crate::statement::CurrentToken;
 use crate::statement::GuardedUpdate;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
+use crate::versioned::Versioned;
 
 /// Checked saves of a [`Tracked`] entity on a blocking connection: only the edited
 /// columns are written, and a conflict can be merged.
@@ -30,9 +31,37 @@ pub trait TrackedDsl<Conn: Connection> {
     /// one statement (the token alone when nothing was edited; with a database-generated
     /// token, every tracked field with its unchanged value).
     ///
+    /// An entity without a version column (`#[occ(check)]` fields) writes no token and
+    /// is guarded by its check columns' values as read:
+    /// `UPDATE t SET <edited columns> WHERE <key> AND c1 IS NOT DISTINCT FROM <original> ...`
+    /// (every tracked field with its unchanged value when nothing was edited).
+    ///
     /// On success the saved values become the values as read. On
     /// [`Error::Conflict`] (stale, with the current token, or deleted) nothing changes.
     fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>;
+
+    /// Deletes the row if it still holds the values as read:
+    /// `DELETE FROM t WHERE <key> AND token = <original>`, or for an entity without a
+    /// version column `... AND c1 IS NOT DISTINCT FROM <original> ...`, whatever the
+    /// edits. When no row matches, [`Error::Conflict`] (stale or already deleted).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+    /// use diesel_occ::prelude::*;
+    /// use diesel_occ::Tracked;
+    ///
+    /// # fn main() -> Result<(), diesel_occ::Error> {
+    /// let mut conn = connection();
+    /// let mut article = Tracked::new(Article::find(&mut conn, 1)?);
+    /// article.edit().title = "Not saved".into();
+    /// article.delete_checked(&mut conn)?; // guarded by the token as read
+    /// assert!(Article::find(&mut conn, 1).unwrap_err().is_not_found());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
+    where
+        <Self::Entity as Versioned>::DeleteStatement: ExecuteDsl<Conn>;
 
     /// Loads the row as it is now, typed: `theirs` for [`Tracked::three_way`] and
     /// [`Tracked::merge`]. [`Error::NotFound`] when it was deleted.
@@ -66,13 +95,22 @@ where
             let fresh = self.fresh_token()?;
             let (affected, fresh) = self
                 .current()
-                .fields_update_statement(fields, &fresh)
+                .fields_update_statement(self.original(), fields, &fresh)
                 .run_guarded(conn, fresh)?;
-            let expected = self.original().token();
-            settle::<T, Conn>(conn, &self.key(), expected, Operation::Update, affected)?;
+            let expected = self.original().expected_token();
+            settle::<T, Conn>(conn, &self.key(), &expected, Operation::Update, affected)?;
             self.saved(fresh);
             Ok(())
         })
+    }
+
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
+    where
+        T::DeleteStatement: ExecuteDsl<Conn>,
+    {
+        let affected = ExecuteDsl::execute(self.original().delete_statement(), conn)?;
+        let expected = self.original().expected_token();
+        settle::<T, Conn>(conn, &self.key(), &expected, Operation::Delete, affected)
     }
 
     fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {

@@ -150,7 +150,9 @@ impl BypassGuard {
             (TokenKind::Uuid | TokenKind::UuidBytes, Dialect::Sqlite) => {
                 "randomblob(16)".to_owned()
             }
-            (TokenKind::Timestamp | TokenKind::Other, _) => return Err(unsupported),
+            (TokenKind::Timestamp | TokenKind::Columns | TokenKind::Other, _) => {
+                return Err(unsupported);
+            }
         };
         Ok(match backend {
             Dialect::Postgres => {

@@ -10,6 +10,8 @@
 //! - [`GeneratedUpdate`]: a guarded `UPDATE` that reads a database-generated token back;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
+//! - [`NullSafeEq`]: `column IS NOT DISTINCT FROM <original>`, the predicate of a check
+//!   column (`#[occ(check)]`) of an entity without a version column;
 //! - [`AdvancedTimestamp`]: the token assignment of a bulk update of a timestamp token.
 //!
 //! The traits that tie these together (how a guarded `UPDATE` runs, how a token
@@ -27,6 +29,7 @@ pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+mod null_safe_eq;
 mod text_limit;
 mod token_eq;
 mod upsert;
@@ -39,6 +42,7 @@ pub use bulk::AdvancedTimestamp;
 pub use bulk::{AdvanceToken, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
+pub use null_safe_eq::NullSafeEq;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
 #[doc(hidden)]
@@ -59,6 +63,46 @@ pub use upsert::{ConditionalUpsert, OnTaken};
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAssigned;
+
+/// The full save of an entity without a version column (`#[occ(check)]` fields): there
+/// is none. Such an entity checks the values of its check columns as they were read,
+/// which only a [`Tracked`](crate::Tracked) entity keeps once it is edited; this type
+/// is its `UpdateStatement`, which no connection runs, so `entity.save_checked(conn)`
+/// does not compile and names `Tracked` (see `VersionlessSave`).
+///
+/// ```
+/// use diesel_occ::statement::SaveThroughTracked;
+///
+/// let _ = SaveThroughTracked;
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SaveThroughTracked;
+
+/// What makes `entity.save_checked(conn)` of an entity without a version column a
+/// compile error that names [`Tracked`](crate::Tracked): implemented for no connection,
+/// it is the one unmet bound of [`SaveThroughTracked`]'s `GuardedUpdate`.
+#[diagnostic::on_unimplemented(
+    message = "an entity without a version column is saved through `diesel_occ::Tracked`",
+    label = "no full save for an entity with `#[occ(check)]` columns",
+    note = "its checked writes compare the check columns with their values as read, which only \
+            `diesel_occ::Tracked` keeps once the entity is edited: \
+            `let mut tracked = Tracked::new(entity); tracked.edit().field = value; \
+            tracked.save_checked(conn)` (`TrackedDsl`, in the prelude)"
+)]
+#[doc(hidden)]
+pub trait VersionlessSave<Conn> {}
+
+impl<Conn, Tok> GuardedUpdate<Conn, Tok> for SaveThroughTracked
+where
+    Conn: VersionlessSave<Conn>,
+{
+    fn run_guarded(self, _: &mut Conn, _: Tok) -> QueryResult<(usize, Tok)> {
+        // Never reached: no connection implements `VersionlessSave`.
+        Err(diesel::result::Error::QueryBuilderError(
+            "an entity without a version column is saved through `Tracked`".into(),
+        ))
+    }
+}
 
 /// The guarded UPDATE of an entity with a database-generated token
 /// (`#[occ(version, generated)]`): `UPDATE ... RETURNING token`, run with a load so the

@@ -39,4 +39,9 @@ pub enum InvalidTokenReason {
     /// earlier one.
     #[error("the token is too late for a fresh token to follow it")]
     OutOfRange,
+    /// The entity has no version column: its writes check the values of its
+    /// `#[occ(check)]` columns as read, so there is no token to give a client (no ETag)
+    /// or take back from one.
+    #[error("an entity without a version column has no token for a client")]
+    Versionless,
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+mod check_values;
 #[cfg(feature = "chrono")]
 mod chrono_token;
 mod invalid;
@@ -14,6 +15,9 @@ mod timestamp;
 #[cfg(feature = "uuid")]
 pub(crate) mod uuid_token;
 
+pub use check_values::CheckValues;
+#[doc(hidden)]
+pub use check_values::no_client_token;
 pub use invalid::{InvalidToken, InvalidTokenReason};
 
 /// Longest encoded token accepted from a client; every token this crate issues is shorter.
@@ -158,6 +162,9 @@ pub enum TokenKind {
     UuidBytes,
     /// A date and time (`TIMESTAMP`, `DATETIME`, SQLite text).
     Timestamp,
+    /// The check columns (`#[occ(check)]`) of an entity without a version column:
+    /// their values as read stand for the token; no column of a given type is needed.
+    Columns,
     /// Anything else: not checked.
     Other,
 }
@@ -171,6 +178,7 @@ impl fmt::Display for TokenKind {
             TokenKind::Uuid => "a UUID",
             TokenKind::UuidBytes => "a UUID (as 16 bytes, or PostgreSQL's uuid)",
             TokenKind::Timestamp => "a timestamp",
+            TokenKind::Columns => "check columns",
             TokenKind::Other => "a token",
         })
     }
@@ -202,6 +210,8 @@ pub enum TokenValue {
     #[cfg(feature = "time")]
     #[cfg_attr(docsrs, doc(cfg(feature = "time")))]
     OffsetDateTime(time::OffsetDateTime),
+    /// The values of the check columns of an entity without a version column.
+    Columns(CheckValues),
 }
 
 impl fmt::Display for TokenValue {
@@ -218,6 +228,7 @@ impl fmt::Display for TokenValue {
             TokenValue::PrimitiveDateTime(t) => time_token::write_primitive(f, *t),
             #[cfg(feature = "time")]
             TokenValue::OffsetDateTime(t) => time_token::write_offset(f, *t),
+            TokenValue::Columns(values) => write!(f, "{values}"),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::ops::Deref;
 
+use crate::token::{TokenKind, VersionToken};
 use crate::versioned::VersionedParts;
 
 /// An entity that can be [`Tracked`]: field-by-field comparison and copy, and a guarded
@@ -36,12 +37,23 @@ pub trait Tracking: VersionedParts {
     fn copy_fields(&mut self, from: &Self, fields: Fields<Self>);
 
     /// The guarded UPDATE writing exactly `fields` (each with its current value, `None`
-    /// written as NULL) and `fresh` as the token.
+    /// written as NULL) and `fresh` as the token. `original` is the entity as read: an
+    /// entity without a version column (`#[occ(check)]`) is guarded by its check
+    /// columns' values there; a token entity's own token is the original one already.
     fn fields_update_statement(
         &self,
+        original: &Self,
         fields: Fields<Self>,
         fresh: &Self::Token,
     ) -> Self::FieldsUpdateStatement;
+
+    /// The token a write guarded by this entity's values expects, for the conflict:
+    /// its token, or for an entity without a version column its check columns' values
+    /// (which [`token`](crate::Versioned::token) cannot lend). Not public API.
+    #[doc(hidden)]
+    fn expected_token(&self) -> Self::Token {
+        self.token().clone()
+    }
 }
 
 /// An entity with the values as read kept beside the values being edited.
@@ -189,10 +201,13 @@ impl<T: Tracking + Clone> Tracked<T> {
     /// What a tracked save writes: the edited fields. With nothing edited, an
     /// application-assigned token is written alone; a generated token has no assignment
     /// to write, so every tracked field is written with its unchanged value (the UPDATE
-    /// still checks the token and makes the database assign a new one).
+    /// still checks the token and makes the database assign a new one), and so is an
+    /// entity without a version column (the UPDATE still checks its check columns).
     pub(crate) fn fields_to_write(&self) -> Fields<T> {
         let changed = self.changed();
-        if changed.is_empty() && T::GENERATED_TOKEN {
+        let no_token_assignment =
+            T::GENERATED_TOKEN || <T::Token as VersionToken>::KIND == TokenKind::Columns;
+        if changed.is_empty() && no_token_assignment {
             Fields::all()
         } else {
             changed

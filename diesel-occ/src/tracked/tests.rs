@@ -61,7 +61,7 @@ impl Tracking for Wide {
         Fields::none()
     }
     fn copy_fields(&mut self, _: &Self, _: Fields<Self>) {}
-    fn fields_update_statement(&self, _: Fields<Self>, _: &i32) {}
+    fn fields_update_statement(&self, _: &Self, _: Fields<Self>, _: &i32) {}
 }
 
 #[test]

@@ -243,4 +243,5 @@ mod timestamp_precision;
 mod tracked;
 mod transactions;
 mod transient_errors;
+mod versionless;
 mod xmin;

@@ -35,13 +35,15 @@
 //!   the database's clock, on the `stamped` table), `combiner` (`blocking::Combiner`),
 //!   `retry_escalated` (`blocking::retry`, escalated from the first attempt or after one
 //!   conflict), `retry_with_standby` (reads from a standby: a second connection to the
-//!   database here, the streaming standby on `--backend pg-replicas`),
-//!   and the async flavour of every one of them that has an async API
+//!   database here, the streaming standby on `--backend pg-replicas`), `versionless`
+//!   (`Tracked` saves of an entity without a version column, guarded by its check
+//!   column `value`), and the async flavour of every one of them that has an async API
 //!   (`workload/asynchronous/`): `async_save_checked`, `async_save_checked_where`,
 //!   `async_update_by_key`, `async_upsert`, `async_delete_checked`, `async_delete_by_key`,
 //!   `async_tracked`, `async_save_merging`, `async_save_all_checked`,
 //!   `async_bulk_update`, `async_force_increment`, `async_soft_delete_checked`,
-//!   `async_transaction` (rollbacks and caught panics, as `transaction`), each with
+//!   `async_transaction` (rollbacks and caught panics, as `transaction`),
+//!   `async_versionless`, each with
 //!   one write in eight dropped after 0 to 3 pending polls, and `async_combiner`
 //!   (`asynchronous::Combiner`). Each acknowledged change adds 1 to a row's
 //!   counter and is recorded with the token it was read at (the combiners' changes

@@ -107,6 +107,7 @@ pub(crate) const PATHS: [&str; 35] = [
     "combiner",
     "retry_escalated",
     "retry_with_standby",
+    "versionless",
     "async_save_checked",
     "async_save_checked_where",
     "async_update_by_key",
@@ -123,6 +124,7 @@ pub(crate) const PATHS: [&str; 35] = [
     "async_combiner",
     "async_retry_escalated",
     "async_retry_with_standby",
+    "async_versionless",
 ];
 
 /// `all`, or a comma-separated list of path names.

@@ -31,6 +31,7 @@ mod tracked;
 mod transaction;
 mod update_by_key;
 mod upsert;
+mod versionless;
 
 // What `retried/` takes from the backend module.
 use super::{AsyncConn, Conn, FAULT_KIND, connect, connect_for_check, examples, fault, schema};
@@ -78,6 +79,7 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "combiner" => on(args, path, &combiner::Combiner::default(), site),
         "retry_escalated" => on(args, path, &retry::Escalated, site),
         "retry_with_standby" => on(args, path, &retry::WithStandby, site),
+        "versionless" => on(args, path, &versionless::Save, site),
         "async_save_checked" => on(args, path, &Async(asynchronous::Plain), site),
         "async_save_checked_where" => on(args, path, &Async(asynchronous::Where), site),
         "async_update_by_key" => on(args, path, &Async(asynchronous::UpdateByKey), site),
@@ -94,6 +96,7 @@ pub(crate) fn run_on(args: &Args, path: &'static str, site: &Site<'_>) -> Report
         "async_combiner" => on(args, path, &asynchronous::Combined::default(), site),
         "async_retry_escalated" => on(args, path, &Async(asynchronous::RetryEscalated), site),
         "async_retry_with_standby" => on(args, path, &Async(asynchronous::RetryWithStandby), site),
+        "async_versionless" => on(args, path, &Async(asynchronous::VersionlessSave), site),
         other => unreachable!("--path {other} is refused by the option parser"),
     }
 }

@@ -19,6 +19,7 @@ mod tracked;
 mod transaction;
 mod update_by_key;
 mod upsert;
+mod versionless;
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -45,6 +46,7 @@ pub(super) use self::tracked::{Merging, Save as TrackedSave};
 pub(super) use self::transaction::Transaction;
 pub(super) use self::update_by_key::UpdateByKey;
 pub(super) use self::upsert::Upsert;
+pub(super) use self::versionless::Save as VersionlessSave;
 
 /// An async connection and the runtime its thread drives it on: a multi-thread one
 /// (of one worker), since diesel-async's SQLite wrapper blocks in place when a
