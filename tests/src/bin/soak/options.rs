@@ -87,7 +87,7 @@ pub(crate) struct Args {
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
-pub(crate) const PATHS: [&str; 35] = [
+pub(crate) const PATHS: [&str; 37] = [
     "retried",
     "save_checked",
     "save_checked_where",
