@@ -7,7 +7,7 @@
 //! rounds' medians, which this replaces, pairs runs from different rounds and flips with
 //! the shared machine's noise.
 
-/// Rounds the verdict needs: fewer give a smoke figure, not the issue's verdict.
+/// Rounds the verdict needs: fewer give a smoke figure and no verdict.
 pub const MIN_ROUNDS: usize = 21;
 
 /// Bootstrap resamples of the median.
@@ -136,24 +136,24 @@ pub fn report(name: &str, ratios: &[f64], target: f64) -> String {
     let Some(estimate) = estimate(ratios) else {
         return format!("abba: {name}: no round gave a ratio: no verdict");
     };
-    let few = if estimate.rounds < MIN_ROUNDS {
+    let verdict = Verdict::of(&estimate, target).text();
+    let verdict = if estimate.rounds < MIN_ROUNDS {
         format!(
-            " ({} < {MIN_ROUNDS} rounds: a smoke figure, not a verdict)",
+            "no verdict ({} < {MIN_ROUNDS} rounds: a smoke figure; the interval alone reads {verdict})",
             estimate.rounds
         )
     } else {
-        String::new()
+        verdict.to_owned()
     };
     format!(
         "abba: {name}, {} rounds: median of per-round ratios {:.3}, 95 % CI [{:.3}, {:.3}] \
          (percentile bootstrap, {RESAMPLES} resamples, seed {SEED}); target >= {target} \
-         (met when the lower bound >= {:.2}): {}{few}",
+         (met when the lower bound >= {:.2}): {verdict}",
         estimate.rounds,
         estimate.median,
         estimate.low,
         estimate.high,
         target - MARGIN,
-        Verdict::of(&estimate, target).text(),
     )
 }
 
@@ -220,8 +220,9 @@ mod tests {
         assert_eq!(Verdict::of(&at(0.94, 0.99), 0.97), Verdict::Met);
         assert_eq!(Verdict::of(&at(0.93, 0.99), 0.97), Verdict::Straddles);
         assert_eq!(Verdict::of(&at(0.90, 0.93), 0.97), Verdict::Below);
-        assert!(report("x", &[0.98; 3], 0.97).contains("a smoke figure"));
-        assert!(!report("x", &[0.98; 21], 0.97).contains("a smoke figure"));
+        assert!(report("x", &[0.98; 3], 0.97).contains("no verdict (3 < 21 rounds"));
+        assert!(report("x", &[0.98; 21], 0.97).ends_with(": met"));
+        assert!(report("x", &[0.90; 21], 0.97).ends_with(": below target"));
         assert!(report("x", &[], 0.97).contains("no verdict"));
     }
 
