@@ -22,7 +22,7 @@ pub const MARGIN: f64 = 0.03;
 
 /// Which side runs in slot `slot` (0 to 3) of a round: A, B, B, A.
 pub fn is_baseline(slot: usize) -> bool {
-    slot % 4 == 0 || slot % 4 == 3
+    matches!(slot % 4, 0 | 3)
 }
 
 /// One round's ratio B / A from its four runs in the order A, B, B, A; `None` when a
