@@ -7,7 +7,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`stats`], [`summary`], [`cli`] | medians and percentiles, the printed summary, the shared command-line options |
+//! | [`stats`], [`abba`], [`summary`], [`cli`] | medians and percentiles, the ABBA rounds' statistic and verdict, the printed summary, the shared command-line options |
 //! | [`backend`], [`model`], [`strategy`] | the databases, the table and entity, the strategies and their retry settings |
 //! | [`harness`], [`outcome`], [`row`], [`cpu`] | worker threads and their tallies, what one reservation ended with, one run's results, CPU probes |
 //! | [`async_setup`], [`async_support`], [`measures`] | how the async strategy is set up, what it shares, what statement counts record |
@@ -15,6 +15,7 @@
 //! | [`database`] | the [`Database`](database::Database) trait: how the generic code connects to a backend |
 //! | [`pg`], [`mysql`], [`sqlite`] | each backend's connections, and the few statements it writes its own way |
 
+pub mod abba;
 pub mod async_setup;
 pub mod async_support;
 pub mod backend;

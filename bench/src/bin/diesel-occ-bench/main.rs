@@ -16,6 +16,10 @@
 //! (`<backend>.svg`, and `<backend>.png` when `rsvg-convert` is installed). `--smoke`
 //! runs every strategy for a fraction of a second. It asserts nothing about timings.
 //!
+//! Then the two comparisons of issue 28 (the library's own cost, blocking and async)
+//! in `--abba-rounds` ABBA rounds with a bootstrap interval and a verdict (`abba.rs`);
+//! `--abba-only` runs those alone.
+//!
 //! `--hot-key` compares the hot-row policies on one row at 4 and 16 workers
 //! (`hot_key.rs`).
 //!
@@ -25,6 +29,7 @@
 //! The scale-out comparisons and the HTTP benchmark are the `bench-scale` and
 //! `bench-http` binaries of this package.
 
+mod abba;
 mod async_rounds;
 mod batch;
 mod chart;
@@ -61,11 +66,16 @@ fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
     };
     let mut summary = Summary::default();
     summary.say(report::header(args, backend, &url));
+    if args.abba_only {
+        abba::rounds(&setting, args, &mut summary)?;
+        return abba::write(args, backend, &summary);
+    }
     let rows = sweep(&setting, args, &mut summary)?;
     rounds::paired(&setting, args, &mut summary)?;
     if args.strategies.contains(&Strategy::OccAsynchronous) {
         async_rounds::paired(&setting, args, &mut summary)?;
     }
+    abba::rounds(&setting, args, &mut summary)?;
     let measured = statements::measure(backend, &url)?;
     statements::report(&mut summary, &measured);
     summary.say(report::lost_updates(&rows));

@@ -26,6 +26,10 @@ pub(crate) struct Args {
     pub(crate) hot_key: bool,
     /// `--hot-workers`: the worker counts of `--hot-key`.
     pub(crate) hot_workers: Vec<usize>,
+    /// `--abba-rounds`: the ABBA rounds of each comparison of issue 28 (`abba.rs`).
+    pub(crate) abba_rounds: usize,
+    /// `--abba-only`: only those rounds, no table, paired rounds or statement count.
+    pub(crate) abba_only: bool,
 }
 
 const USAGE_HEAD: &str = "\
@@ -50,6 +54,9 @@ const USAGE_TAIL: &str = "  --no-pgbench          skip the pgbench comparison
                         (escalate_hot_rows) in --rounds paired rounds per worker count;
                         writes hot-key.csv and hot-key-summary.txt
   --hot-workers LIST    worker counts for --hot-key (default 4,16)
+  --abba-rounds N       ABBA rounds of occ / handwritten-prepared and occ-async /
+                        handwritten-async at the most keys (default 21; 0 skips them)
+  --abba-only           only those ABBA rounds
   -h, --help            this text
 The paired rounds alternate occ, occ-escalate, occ-escalate-op and pessimistic at the
 fewest keys; handwritten, handwritten-prepared, occ, occ-escalate and pgbench at the most.
@@ -75,6 +82,8 @@ impl Default for Args {
             batch_sizes: BATCH_SIZES.to_vec(),
             hot_key: false,
             hot_workers: vec![4, 16],
+            abba_rounds: crate::abba::DEFAULT_ROUNDS,
+            abba_only: false,
         }
     }
 }
@@ -108,6 +117,8 @@ impl Args {
             "--hot-key" => self.hot_key = true,
             "--redraw" => self.redraw = true,
             "--batch" => self.batch = true,
+            "--abba-only" => self.abba_only = true,
+            "--abba-rounds" => self.abba_rounds = cli::parsed(parser, flag)?,
             "--backend" | "--backends" => {
                 self.backends = cli::list(&cli::value(parser, flag)?)
                     .iter()
@@ -151,6 +162,7 @@ impl Args {
         if self.common.smoke {
             self.keys = vec![1, 100];
             self.pgbench = false;
+            self.abba_rounds = self.abba_rounds.min(1);
             if self.batch {
                 self.batch_sizes.retain(|&n| n <= 100);
             }

@@ -1,0 +1,243 @@
+//! Memory of issue 28, measured by counting every allocation of this process (a
+//! counting global allocator, `alloc.rs`), not estimated from type sizes:
+//!
+//! - bytes held per `Tracked<T>`, for an all-integer entity and one with two strings,
+//!   against the bare entity;
+//! - bytes held per row of a `retry::HotRows` memory, and the peak of that memory when
+//!   it is filled to its bound and then offered as many rows again (which it refuses).
+//!
+//! ```text
+//! cargo run --release -p diesel-occ-bench --bin bench-memory -- [--items N] [--capacity N]
+//! ```
+//!
+//! Bytes are the sizes the program asked the allocator for; the allocator's own
+//! bookkeeping per block (8 to 16 bytes with glibc) comes on top.
+
+mod alloc;
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_occ::blocking::retry;
+use diesel_occ::retry::{HotRows, RetryPolicy};
+use diesel_occ::{
+    ConcurrencyConflict, ConflictState, Error, Operation, TokenValue, Tracked, Versioned,
+};
+use diesel_occ_bench::cli;
+use diesel_occ_bench::harness::Held;
+use diesel_occ_bench::model::Stock;
+
+diesel::table! {
+    /// An entity with text, for the `Tracked<T>` figure.
+    memory_article (id) {
+        /// The key.
+        id -> Integer,
+        /// A short text.
+        title -> Text,
+        /// A longer text.
+        body -> Text,
+        /// The version token.
+        version -> Integer,
+    }
+}
+
+/// An entity with two strings (32 and 200 bytes here).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, Versioned)]
+#[diesel(table_name = memory_article)]
+#[occ(track)]
+struct Article {
+    id: i32,
+    title: String,
+    body: String,
+    #[occ(version)]
+    version: i32,
+}
+
+/// The tracked form of the benchmark's entity.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Identifiable, Versioned)]
+#[diesel(table_name = diesel_occ_bench::model::bench_stock)]
+#[occ(track)]
+struct TrackedStock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: i32,
+}
+
+const USAGE: &str = "usage: bench-memory [--items N] [--capacity N]
+  --items N      entities per Tracked<T> measurement (default 100000)
+  --capacity N   HotRows bound to fill (default 4096, the default bound)";
+
+fn main() {
+    let (items, capacity) = match options() {
+        Ok(options) => options,
+        Err((message, help)) => cli::exit_with_usage(&message, help),
+    };
+    tracked(items);
+    if let Err(message) = hot_rows(capacity) {
+        eprintln!("bench-memory: {message}");
+        std::process::exit(1);
+    }
+}
+
+/// `--items` and `--capacity`; `Err((text, true))` asks for the help.
+fn options() -> Result<(usize, usize), (String, bool)> {
+    let (mut items, mut capacity) = (100_000usize, 4096usize);
+    let mut parser = lexopt::Parser::from_env();
+    let fail = |message: String| (format!("{message}\n{USAGE}"), false);
+    while let Some(arg) = parser.next().map_err(|e| fail(e.to_string()))? {
+        let flag = cli::flag(arg).map_err(fail)?;
+        match flag.as_str() {
+            "-h" | "--help" => return Err((USAGE.into(), true)),
+            "--items" => items = cli::parsed(&mut parser, &flag).map_err(fail)?,
+            "--capacity" => capacity = cli::parsed(&mut parser, &flag).map_err(fail)?,
+            _ => return Err(fail(format!("unknown option {flag}"))),
+        }
+    }
+    if items == 0 || capacity == 0 {
+        return Err(fail("--items and --capacity must be at least 1".into()));
+    }
+    Ok((items, capacity))
+}
+
+/// Bytes held by `make(i)` for `items` values, each in its own box (so that the figure
+/// is a value's whole footprint, inline part and heap alike), per value.
+fn held_per_item<T>(items: usize, make: impl Fn(usize) -> T) -> f64 {
+    let mut values: Vec<Box<T>> = Vec::with_capacity(items);
+    let before = alloc::current();
+    for i in 0..items {
+        values.push(Box::new(make(i)));
+    }
+    let held = alloc::current() - before;
+    drop(values);
+    held as f64 / items as f64
+}
+
+fn article(i: usize) -> Article {
+    Article {
+        id: i as i32,
+        title: format!("{i:>32}"),
+        body: format!("{i:>200}"),
+        version: 1,
+    }
+}
+
+fn stock(i: usize) -> TrackedStock {
+    TrackedStock {
+        id: i as i32,
+        available: 10,
+        version: 1,
+    }
+}
+
+/// Bytes per `Tracked<T>` against bytes per `T`.
+fn tracked(items: usize) {
+    println!("-- Tracked<T>: {items} values, each boxed; bytes held per value, measured");
+    let bare = held_per_item(items, stock);
+    let kept = held_per_item(items, |i| Tracked::new(stock(i)));
+    println!(
+        "Tracked<T>, T = 3 x i32 (size_of T {} B, Tracked<T> {} B): T {bare:.1} B, \
+         Tracked<T> {kept:.1} B, tracking costs {:.1} B",
+        size_of::<TrackedStock>(),
+        size_of::<Tracked<TrackedStock>>(),
+        kept - bare
+    );
+    let bare = held_per_item(items, article);
+    let kept = held_per_item(items, |i| Tracked::new(article(i)));
+    println!(
+        "Tracked<T>, T = 2 x i32 + 2 strings of 32 and 200 B (size_of T {} B, Tracked<T> {} B): \
+         T {bare:.1} B, Tracked<T> {kept:.1} B, tracking costs {:.1} B",
+        size_of::<Article>(),
+        size_of::<Tracked<Article>>(),
+        kept - bare
+    );
+}
+
+/// A conflict on the benchmark's row `id`, as a checked save reports it.
+fn conflict(id: i32) -> Error {
+    ConcurrencyConflict::new(
+        Stock::sql_table_name(),
+        Stock::entity_key(&id),
+        Operation::Update,
+        TokenValue::Integer(1),
+        ConflictState::Stale {
+            current: TokenValue::Integer(2),
+        },
+    )
+    .into()
+}
+
+/// Fills a `HotRows` memory of `capacity` rows through the retry helper (one conflict
+/// per row, which makes the row hot for an hour), then offers as many rows again.
+fn hot_rows(capacity: usize) -> Result<(), String> {
+    // An attempt on a hot row runs in a transaction: SQLite in memory opens it.
+    let conn = SqliteConnection::establish(":memory:").map_err(|e| e.to_string())?;
+    let held = Held::new(conn);
+    let rows = i32::try_from(capacity).map_err(|_| "--capacity: too large".to_owned())?;
+    let offer = |policy: &RetryPolicy, id: i32| {
+        // The attempt's error is the point; the helper gives up after it.
+        let _ = retry(&held, policy, |_, _| Err::<(), _>(conflict(id)));
+    };
+    // Warm-up on a memory of its own: whatever the first call initialises once.
+    let warm = RetryPolicy::new()
+        .max_attempts(1)
+        .escalate_hot_rows(1, Duration::from_secs(3600));
+    for id in 0..64 {
+        offer(&warm, id);
+    }
+    drop(warm);
+
+    let before_memory = alloc::current();
+    let memory = HotRows::with_capacity(capacity);
+    let policy = RetryPolicy::new().max_attempts(1).escalate_hot_rows_with(
+        &memory,
+        1,
+        Duration::from_secs(3600),
+    );
+    let empty = alloc::current() - before_memory;
+    alloc::reset_peak();
+    let base = alloc::current();
+    println!(
+        "-- HotRows: capacity {capacity} rows, one conflict per row (hot for an hour), \
+         key (id=N) of table {}",
+        Stock::sql_table_name()
+    );
+    println!("empty memory and its policy: {empty} B");
+    let mut marks: Vec<i32> = [rows / 4, rows / 2, rows]
+        .into_iter()
+        .filter(|&n| n > 0)
+        .collect();
+    marks.dedup();
+    let mut filled = 0;
+    for mark in marks {
+        while filled < mark {
+            filled += 1;
+            offer(&policy, filled);
+        }
+        let held_now = alloc::current() - base;
+        println!(
+            "{filled:>7} rows: {held_now} B held, {:.1} B per row",
+            held_now as f64 / f64::from(filled)
+        );
+    }
+    let full = alloc::current() - base;
+    for id in rows + 1..=2 * rows {
+        offer(&policy, id);
+    }
+    let refused = alloc::current() - base;
+    let peak = alloc::peak() - base;
+    println!(
+        "after {rows} more rows offered to the full memory: {refused} B held \
+         ({} B more than full: the bound holds)",
+        refused as i64 - full as i64
+    );
+    println!(
+        "peak while filling and past the bound: {peak} B above the empty memory \
+         ({:.1} B per row of the bound; it includes the hash table's growth, when the \
+         old and new tables are both held, and one attempt's transient allocations)",
+        peak as f64 / capacity as f64
+    );
+    drop(policy);
+    drop(memory);
+    Ok(())
+}
