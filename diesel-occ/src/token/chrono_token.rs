@@ -3,7 +3,7 @@
 use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
 
 use super::timestamp::{
-    Timestamp, initial_timestamp, next_timestamp, text_forms, try_fresh_timestamp,
+    Timestamp, initial_timestamp, next_timestamp, text_forms, timestamp_token, try_fresh_timestamp,
     validate_timestamp,
 };
 use super::{InvalidToken, TimestampText, TokenKind, TokenValue, VersionToken};
@@ -58,121 +58,46 @@ impl Timestamp for DateTime<Utc> {
     }
 }
 
-/// A timestamp token, the clock time in UTC.
-///
-/// It only moves forward: a checked write stores `max(now, old + one unit)` at the
-/// column's precision (`#[occ(version, precision = N)]`), so on a busy row a
-/// whole-second token runs ahead of the clock, and a token never returns to a value it
-/// held before, which a stale entity may still hold.
-///
-/// **Rule: nothing but diesel-occ sets the token to "now".** A writer that does (MySQL's
-/// `ON UPDATE CURRENT_TIMESTAMP`, a trigger or an application writing `now()`) can move
-/// a token that ran ahead of the clock back onto such a value, and the stale entity's
-/// save then wins. diesel-occ refuses or guards where it can see it:
-/// [`SchemaCheck`](crate::schema_check::SchemaCheck) reports a token column with
-/// `ON UPDATE CURRENT_TIMESTAMP`, and the PostgreSQL
-/// bypass guard (feature `bypass-guard`) moves a write that leaves the token where it was
-/// or moves it back to the clock or one unit past the old token (a trigger of your own
-/// that sets the token runs after it when its name sorts after the guard's
-/// `occ_guard_...`, and undoes that). Keep a "last modified" time in a column of its
-/// own.
-#[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
-impl VersionToken for NaiveDateTime {
-    const KIND: TokenKind = TokenKind::Timestamp;
-
-    /// Now, at microseconds.
-    fn initial() -> Self {
-        initial_timestamp()
-    }
-
-    fn next_token(&self) -> Self {
-        self.next_token_at(0)
-    }
-
-    fn next_token_at(&self, precision: u8) -> Self {
-        next_timestamp(*self, precision)
-    }
-
-    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
-        try_fresh_timestamp(*self, precision)
-    }
-
+timestamp_token! {
+    /// A timestamp token, the clock time in UTC.
+    ///
+    /// It only moves forward: a checked write stores `max(now, old + one unit)` at the
+    /// column's precision (`#[occ(version, precision = N)]`), so on a busy row a
+    /// whole-second token runs ahead of the clock, and a token never returns to a value it
+    /// held before, which a stale entity may still hold.
+    ///
+    /// **Rule: nothing but diesel-occ sets the token to "now".** A writer that does (MySQL's
+    /// `ON UPDATE CURRENT_TIMESTAMP`, a trigger or an application writing `now()`) can move
+    /// a token that ran ahead of the clock back onto such a value, and the stale entity's
+    /// save then wins. diesel-occ refuses or guards where it can see it:
+    /// [`SchemaCheck`](crate::schema_check::SchemaCheck) reports a token column with
+    /// `ON UPDATE CURRENT_TIMESTAMP`, and the PostgreSQL
+    /// bypass guard (feature `bypass-guard`) moves a write that leaves the token where it was
+    /// or moves it back to the clock or one unit past the old token (a trigger of your own
+    /// that sets the token runs after it when its name sorts after the guard's
+    /// `occ_guard_...`, and undoes that). Keep a "last modified" time in a column of its
+    /// own.
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
     // Diesel reads a naive timestamp with an offset by ignoring the offset.
-    fn text_forms(&self) -> Option<TimestampText> {
-        Some(text_forms(*self, false))
-    }
-
-    fn to_value(&self) -> TokenValue {
-        TokenValue::Timestamp(*self)
-    }
-
-    fn from_value(value: &TokenValue) -> Option<Self> {
-        match value {
-            TokenValue::Timestamp(t) => Some(*t),
-            _ => None,
-        }
-    }
-
-    fn validate(&self) -> Result<(), InvalidToken> {
-        validate_timestamp(*self)
-    }
-
-    fn decode(text: &str) -> Result<Self, InvalidToken> {
-        let token = NaiveDateTime::parse_from_str(checked_text(text)?, NAIVE_FORMAT)
-            .map_err(|_| malformed())?;
-        token.validate()?;
-        Ok(token)
+    NaiveDateTime {
+        applies_offset: false,
+        value: Timestamp(|t| t),
+        decode: |text| NaiveDateTime::parse_from_str(text, NAIVE_FORMAT).map_err(|_| malformed()),
     }
 }
 
-/// A timestamp token, the instant: as `NaiveDateTime`'s, including the rule that
-/// nothing but diesel-occ sets it to "now".
-#[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
-impl VersionToken for DateTime<Utc> {
-    const KIND: TokenKind = TokenKind::Timestamp;
-
-    /// Now, at microseconds (see `NaiveDateTime`'s).
-    fn initial() -> Self {
-        initial_timestamp()
-    }
-
-    fn next_token(&self) -> Self {
-        self.next_token_at(0)
-    }
-
-    fn next_token_at(&self, precision: u8) -> Self {
-        next_timestamp(*self, precision)
-    }
-
-    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
-        try_fresh_timestamp(*self, precision)
-    }
-
+timestamp_token! {
+    /// A timestamp token, the instant: as `NaiveDateTime`'s, including the rule that
+    /// nothing but diesel-occ sets it to "now".
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
     // Diesel writes `+00:00` and reads any offset, applying it (no offset is UTC).
-    fn text_forms(&self) -> Option<TimestampText> {
-        Some(text_forms(*self, true))
-    }
-
-    fn to_value(&self) -> TokenValue {
-        TokenValue::TimestampUtc(*self)
-    }
-
-    fn from_value(value: &TokenValue) -> Option<Self> {
-        match value {
-            TokenValue::TimestampUtc(t) => Some(*t),
-            _ => None,
-        }
-    }
-
-    fn validate(&self) -> Result<(), InvalidToken> {
-        validate_timestamp(*self)
-    }
-
-    fn decode(text: &str) -> Result<Self, InvalidToken> {
-        let token = DateTime::parse_from_rfc3339(checked_text(text)?)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|_| malformed())?;
-        token.validate()?;
-        Ok(token)
+    DateTime<Utc> {
+        applies_offset: true,
+        value: TimestampUtc(|t| t),
+        decode: |text| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| malformed())
+        },
     }
 }

@@ -9,7 +9,7 @@ use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 use super::timestamp::{
-    Timestamp, initial_timestamp, next_timestamp, text_forms, try_fresh_timestamp,
+    Timestamp, initial_timestamp, next_timestamp, text_forms, timestamp_token, try_fresh_timestamp,
     validate_timestamp,
 };
 use super::{InvalidToken, InvalidTokenReason, TimestampText, TokenKind, TokenValue};
@@ -113,131 +113,58 @@ impl Timestamp for PrimitiveDateTime {
     }
 }
 
-/// A timestamp token, the clock time in UTC: chrono's `NaiveDateTime` token for the
-/// `time` crate, with the same precision, text forms on SQLite, client form and rule
-/// (nothing but diesel-occ sets the token to "now").
-///
-/// ```
-/// use diesel_occ::VersionToken;
-/// use time::macros::datetime;
-///
-/// // A token from a clock that runs ahead: the fresh one is the next millisecond.
-/// let old = datetime!(2999-01-01 00:00:00.123);
-/// assert_eq!(old.next_token_at(3), datetime!(2999-01-01 00:00:00.124));
-/// assert_eq!(old.encode(), "2999-01-01T00:00:00.123000");
-/// assert_eq!(time::PrimitiveDateTime::decode(&old.encode()), Ok(old));
-/// ```
-#[cfg_attr(docsrs, doc(cfg(feature = "time")))]
-impl VersionToken for PrimitiveDateTime {
-    const KIND: TokenKind = TokenKind::Timestamp;
-
-    /// Now, at microseconds.
-    fn initial() -> Self {
-        initial_timestamp()
-    }
-
-    fn next_token(&self) -> Self {
-        self.next_token_at(0)
-    }
-
-    fn next_token_at(&self, precision: u8) -> Self {
-        next_timestamp(*self, precision)
-    }
-
-    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
-        try_fresh_timestamp(*self, precision)
-    }
-
+timestamp_token! {
+    /// A timestamp token, the clock time in UTC: chrono's `NaiveDateTime` token for the
+    /// `time` crate, with the same precision, text forms on SQLite, client form and rule
+    /// (nothing but diesel-occ sets the token to "now").
+    ///
+    /// ```
+    /// use diesel_occ::VersionToken;
+    /// use time::macros::datetime;
+    ///
+    /// // A token from a clock that runs ahead: the fresh one is the next millisecond.
+    /// let old = datetime!(2999-01-01 00:00:00.123);
+    /// assert_eq!(old.next_token_at(3), datetime!(2999-01-01 00:00:00.124));
+    /// assert_eq!(old.encode(), "2999-01-01T00:00:00.123000");
+    /// assert_eq!(time::PrimitiveDateTime::decode(&old.encode()), Ok(old));
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "time")))]
     // Diesel reads a primitive timestamp with an offset by ignoring the offset.
-    fn text_forms(&self) -> Option<TimestampText> {
-        Some(text_forms(*self, false))
-    }
-
-    fn to_value(&self) -> TokenValue {
-        TokenValue::PrimitiveDateTime(*self)
-    }
-
-    fn from_value(value: &TokenValue) -> Option<Self> {
-        match value {
-            TokenValue::PrimitiveDateTime(t) => Some(*t),
-            _ => None,
-        }
-    }
-
-    fn validate(&self) -> Result<(), InvalidToken> {
-        validate_timestamp(*self)
-    }
-
-    fn decode(text: &str) -> Result<Self, InvalidToken> {
-        let format = format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]"
-        );
-        let token =
-            PrimitiveDateTime::parse(checked_text(text)?, &format).map_err(|_| malformed())?;
-        token.validate()?;
-        Ok(token)
+    PrimitiveDateTime {
+        applies_offset: false,
+        value: PrimitiveDateTime(|t| t),
+        decode: |text| {
+            let format = format_description!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]"
+            );
+            PrimitiveDateTime::parse(text, &format).map_err(|_| malformed())
+        },
     }
 }
 
-/// A timestamp token, the instant: chrono's `DateTime<Utc>` token for the `time` crate.
-/// Fresh tokens are at UTC; tokens compare as instants, whatever their offset.
-///
-/// ```
-/// use diesel_occ::VersionToken;
-/// use time::macros::datetime;
-///
-/// let old = datetime!(2999-01-01 02:00:00.5 +02:00);
-/// assert_eq!(old.next_token(), datetime!(2999-01-01 00:00:01 UTC));
-/// assert_eq!(old.encode(), "2999-01-01T00:00:00.500000Z");
-/// assert_eq!(time::OffsetDateTime::decode("2999-01-01T01:00:00.5+01:00"), Ok(old));
-/// ```
-#[cfg_attr(docsrs, doc(cfg(feature = "time")))]
-impl VersionToken for OffsetDateTime {
-    const KIND: TokenKind = TokenKind::Timestamp;
-
-    /// Now, at microseconds (see `PrimitiveDateTime`'s).
-    fn initial() -> Self {
-        initial_timestamp()
-    }
-
-    fn next_token(&self) -> Self {
-        self.next_token_at(0)
-    }
-
-    fn next_token_at(&self, precision: u8) -> Self {
-        next_timestamp(*self, precision)
-    }
-
-    fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
-        try_fresh_timestamp(*self, precision)
-    }
-
+timestamp_token! {
+    /// A timestamp token, the instant: chrono's `DateTime<Utc>` token for the `time` crate.
+    /// Fresh tokens are at UTC; tokens compare as instants, whatever their offset.
+    ///
+    /// ```
+    /// use diesel_occ::VersionToken;
+    /// use time::macros::datetime;
+    ///
+    /// let old = datetime!(2999-01-01 02:00:00.5 +02:00);
+    /// assert_eq!(old.next_token(), datetime!(2999-01-01 00:00:01 UTC));
+    /// assert_eq!(old.encode(), "2999-01-01T00:00:00.500000Z");
+    /// assert_eq!(time::OffsetDateTime::decode("2999-01-01T01:00:00.5+01:00"), Ok(old));
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "time")))]
     // Diesel writes `+00:00` and reads any offset, applying it (no offset is UTC).
-    fn text_forms(&self) -> Option<TimestampText> {
-        Some(text_forms(*self, true))
-    }
-
-    fn to_value(&self) -> TokenValue {
-        TokenValue::OffsetDateTime(at_utc(*self))
-    }
-
-    fn from_value(value: &TokenValue) -> Option<Self> {
-        match value {
-            TokenValue::OffsetDateTime(t) => Some(*t),
-            _ => None,
-        }
-    }
-
-    fn validate(&self) -> Result<(), InvalidToken> {
-        validate_timestamp(*self)
-    }
-
-    fn decode(text: &str) -> Result<Self, InvalidToken> {
-        let token = OffsetDateTime::parse(checked_text(text)?, &Rfc3339)
-            .map_err(|_| malformed())?
-            .checked_to_offset(UtcOffset::UTC)
-            .ok_or(InvalidToken::new(InvalidTokenReason::OutOfRange))?;
-        token.validate()?;
-        Ok(token)
+    OffsetDateTime {
+        applies_offset: true,
+        value: OffsetDateTime(at_utc),
+        decode: |text| {
+            OffsetDateTime::parse(text, &Rfc3339)
+                .map_err(|_| malformed())?
+                .checked_to_offset(UtcOffset::UTC)
+                .ok_or(InvalidToken::new(InvalidTokenReason::OutOfRange))
+        },
     }
 }

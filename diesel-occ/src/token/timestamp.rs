@@ -91,3 +91,66 @@ pub(crate) fn clock_at<T: Timestamp>(precision: u8) -> T {
 pub(super) fn text_forms<T: Timestamp>(t: T, applies_offset: bool) -> TimestampText {
     TimestampText::new(t.seconds_text(), t.subsec_nanos(), applies_offset)
 }
+
+/// `VersionToken` for a timestamp type: every method delegates to this module's generic
+/// functions, so the four timestamp types differ only in what the call says: whether
+/// Diesel applies an offset it reads (`applies_offset`, for the SQLite text forms), the
+/// `TokenValue` variant and how the value is stored in it, and how client text parses.
+macro_rules! timestamp_token {
+    (
+        $(#[$attr:meta])*
+        $ty:ty {
+            applies_offset: $offset:literal,
+            value: $variant:ident($stored:expr),
+            decode: $decode:expr $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        impl VersionToken for $ty {
+            const KIND: TokenKind = TokenKind::Timestamp;
+
+            /// Now, at microseconds.
+            fn initial() -> Self {
+                initial_timestamp()
+            }
+
+            fn next_token(&self) -> Self {
+                self.next_token_at(0)
+            }
+
+            fn next_token_at(&self, precision: u8) -> Self {
+                next_timestamp(*self, precision)
+            }
+
+            fn try_next_token_at(&self, precision: u8) -> Result<Self, InvalidToken> {
+                try_fresh_timestamp(*self, precision)
+            }
+
+            fn text_forms(&self) -> Option<TimestampText> {
+                Some(text_forms(*self, $offset))
+            }
+
+            fn to_value(&self) -> TokenValue {
+                TokenValue::$variant(($stored)(*self))
+            }
+
+            fn from_value(value: &TokenValue) -> Option<Self> {
+                match value {
+                    TokenValue::$variant(t) => Some(*t),
+                    _ => None,
+                }
+            }
+
+            fn validate(&self) -> Result<(), InvalidToken> {
+                validate_timestamp(*self)
+            }
+
+            fn decode(text: &str) -> Result<Self, InvalidToken> {
+                let token: Self = ($decode)(checked_text(text)?)?;
+                token.validate()?;
+                Ok(token)
+            }
+        }
+    };
+}
+pub(super) use timestamp_token;
