@@ -14,6 +14,7 @@ use syn::spanned::Spanned;
 use crate::ast::{Entity, Field};
 use crate::expand::{
     bound, column_checks, key_columns, key_filter, key_shape, refuse_diesel_changeset, sql_names,
+    tracked_fields,
 };
 
 pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
@@ -268,28 +269,7 @@ fn tracking(
     let indices: Vec<_> = (0..written.len()).collect();
     let idents: Vec<_> = written.iter().map(|f| f.ident).collect();
     let check_idents = checks.iter().map(|f| f.ident);
-    // Spanned on the field's type: a type without `PartialEq` is reported there.
-    let compares = written.iter().zip(&indices).map(|(f, i)| {
-        let (field, ty) = (f.ident, f.ty);
-        quote_spanned! {ty.span()=>
-            if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
-                // `#i` counts the written fields, at most 64 (valid.rs): never an error.
-                changed = changed.with_index(#i).unwrap_or(changed);
-            }
-        }
-    });
-    let (set_tys, set_exprs): (Vec<_>, Vec<_>) = written
-        .iter()
-        .zip(&indices)
-        .map(|(f, i)| {
-            let (field, col, ty) = (f.ident, &f.column, f.ty);
-            let bound = bound(table, col, ty);
-            (
-                quote_spanned!(ty.span()=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
-                quote_spanned!(ty.span()=> fields.contains_index(#i).then(|| #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#field))))),
-            )
-        })
-        .unzip();
+    let (compares, set_tys, set_exprs) = tracked_fields(table, written, &dsl);
     quote! {
         #[automatically_derived]
         impl #private::Tracking for #ident {

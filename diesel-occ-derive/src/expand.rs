@@ -397,6 +397,36 @@ fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) 
     }
 }
 
+/// What the `Tracking` impls of both kinds of entity (token and versionless) build per
+/// written field: the comparison with the original that marks it changed, and the
+/// assignment a tracked save makes when the field is among those it writes (its type
+/// and its expression).
+pub(crate) fn tracked_fields(
+    table: &syn::Path,
+    written: &[&Field<'_>],
+    dsl: &TokenStream,
+) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>) {
+    let mut compares = Vec::new();
+    let mut set_tys = Vec::new();
+    let mut set_exprs = Vec::new();
+    for (i, f) in written.iter().enumerate() {
+        let (field, col, ty) = (f.ident, &f.column, f.ty);
+        // Spanned on the field's type: a type without `PartialEq` is reported there.
+        compares.push(quote_spanned! {ty.span()=>
+            if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
+                // `#i` counts the written fields, at most 64 (valid.rs): never an error.
+                changed = changed.with_index(#i).unwrap_or(changed);
+            }
+        });
+        let bound = bound(table, col, ty);
+        set_tys.push(
+            quote_spanned!(ty.span()=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
+        );
+        set_exprs.push(quote_spanned!(ty.span()=> fields.contains_index(#i).then(|| #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#field))))));
+    }
+    (compares, set_tys, set_exprs)
+}
+
 /// The key's Diesel columns: a column, or a tuple of them for a composite key.
 pub(crate) fn key_columns(table: &syn::Path, keys: &[&Field<'_>]) -> TokenStream {
     let columns: Vec<_> = keys.iter().map(|f| &f.column).collect();
@@ -559,28 +589,7 @@ fn tracking(
     let names = written.iter().map(|f| f.ident.to_string());
     let indices: Vec<_> = (0..written.len()).collect();
     let idents: Vec<_> = written.iter().map(|f| f.ident).collect();
-    // Spanned on the field's type: a type without `PartialEq` is reported there.
-    let compares = written.iter().zip(&indices).map(|(f, i)| {
-        let (field, ty) = (f.ident, f.ty);
-        quote_spanned! {ty.span()=>
-            if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
-                // `#i` counts the written fields, at most 64 (valid.rs): never an error.
-                changed = changed.with_index(#i).unwrap_or(changed);
-            }
-        }
-    });
-    let (set_tys, set_exprs): (Vec<_>, Vec<_>) = written
-        .iter()
-        .zip(&indices)
-        .map(|(f, i)| {
-            let (field, col, ty) = (f.ident, &f.column, f.ty);
-            let bound = bound(table, col, ty);
-            (
-                quote_spanned!(ty.span()=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
-                quote_spanned!(ty.span()=> fields.contains_index(#i).then(|| #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#field))))),
-            )
-        })
-        .unzip();
+    let (compares, set_tys, set_exprs) = tracked_fields(table, written, &dsl);
     let (statement_ty, statement_expr, returning) = if token.attrs.generated.is_some() {
         (
             quote!(::diesel_occ::__private::ReturningUpdate<#ident, ::diesel_occ::__private::ChosenFields>),

@@ -203,11 +203,16 @@ const _: () = {
         type TokenColumn = shelves::label;
         type Guarded = __OccGuarded;
         type TokenAssignment = ::diesel_occ::__private::NotAssigned;
+        type Changes = ::diesel_occ::__private::NotAssigned;
+        type KeyColumns = shelves::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             __occ_guarded(self)
         }
         fn token_assignment(_: &Self::Token) -> Self::TokenAssignment {
+            ::diesel_occ::__private::NotAssigned
+        }
+        fn changes(&self, _: &Self::Token) -> Self::Changes {
             ::diesel_occ::__private::NotAssigned
         }
     }

@@ -71,6 +71,17 @@ const _: () = {
             stock::rev,
             ::diesel_occ::__private::Bound<stock::rev, i32>,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::qty,
+                ::diesel_occ::__private::Bound<stock::qty, i32>,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::rev,
+                ::diesel_occ::__private::Bound<stock::rev, i32>,
+            >,
+        );
+        type KeyColumns = stock::stock_id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             stock::table
@@ -95,6 +106,24 @@ const _: () = {
                         i32,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                stock::qty
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::qty,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(&self.available)),
+                    ),
+                stock::rev
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::rev,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

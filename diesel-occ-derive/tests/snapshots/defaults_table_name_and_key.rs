@@ -67,6 +67,17 @@ const _: () = {
             stock_items::version,
             ::diesel_occ::__private::Bound<stock_items::version, i32>,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock_items::available,
+                ::diesel_occ::__private::Bound<stock_items::available, i32>,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock_items::version,
+                ::diesel_occ::__private::Bound<stock_items::version, i32>,
+            >,
+        );
+        type KeyColumns = stock_items::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             stock_items::table
@@ -91,6 +102,24 @@ const _: () = {
                         i32,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                stock_items::available
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock_items::available,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(&self.available)),
+                    ),
+                stock_items::version
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock_items::version,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

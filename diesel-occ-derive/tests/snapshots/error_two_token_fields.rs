@@ -59,11 +59,16 @@ const _: () = {
         type TokenColumn = __OccInvalid;
         type Guarded = __OccInvalid;
         type TokenAssignment = __OccInvalid;
+        type Changes = __OccInvalid;
+        type KeyColumns = __OccInvalid;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             ::std::unreachable!()
         }
         fn token_assignment(_: &Self::Token) -> Self::TokenAssignment {
+            ::std::unreachable!()
+        }
+        fn changes(&self, _: &Self::Token) -> Self::Changes {
             ::std::unreachable!()
         }
     }

@@ -69,6 +69,25 @@ const _: () = {
             notes::version,
             ::diesel_occ::__private::Bound<notes::version, i32>,
         >;
+        type Changes = (
+            ::std::option::Option<
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    notes::title,
+                    ::diesel_occ::__private::Bound<notes::title, String>,
+                >,
+            >,
+            ::std::option::Option<
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    notes::body,
+                    ::diesel_occ::__private::Bound<notes::body, String>,
+                >,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                notes::version,
+                ::diesel_occ::__private::Bound<notes::version, i32>,
+            >,
+        );
+        type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             notes::table
@@ -93,6 +112,37 @@ const _: () = {
                         i32,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                ::std::clone::Clone::clone(&self.title)
+                    .map(|value| {
+                        notes::title
+                            .eq(
+                                <::diesel_occ::__private::Bound<
+                                    notes::title,
+                                    String,
+                                >>::new(value),
+                            )
+                    }),
+                ::std::clone::Clone::clone(&self.body)
+                    .map(|value| {
+                        notes::body
+                            .eq(
+                                <::diesel_occ::__private::Bound<
+                                    notes::body,
+                                    String,
+                                >>::new(value),
+                            )
+                    }),
+                notes::version
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            notes::version,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

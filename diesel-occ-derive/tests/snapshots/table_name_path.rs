@@ -70,6 +70,17 @@ const _: () = {
             crate::schema::stock::version,
             ::diesel_occ::__private::Bound<crate::schema::stock::version, i32>,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                crate::schema::stock::available,
+                ::diesel_occ::__private::Bound<crate::schema::stock::available, i32>,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                crate::schema::stock::version,
+                ::diesel_occ::__private::Bound<crate::schema::stock::version, i32>,
+            >,
+        );
+        type KeyColumns = crate::schema::stock::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             crate::schema::stock::table
@@ -94,6 +105,24 @@ const _: () = {
                         i32,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                crate::schema::stock::available
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            crate::schema::stock::available,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(&self.available)),
+                    ),
+                crate::schema::stock::version
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            crate::schema::stock::version,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

@@ -82,6 +82,20 @@ const _: () = {
                 chrono::DateTime<chrono::Utc>,
             >,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::available,
+                ::diesel_occ::__private::Bound<stock::available, i32>,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::updated_at,
+                ::diesel_occ::__private::Bound<
+                    stock::updated_at,
+                    chrono::DateTime<chrono::Utc>,
+                >,
+            >,
+        );
+        type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             stock::table
@@ -106,6 +120,24 @@ const _: () = {
                         chrono::DateTime<chrono::Utc>,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                stock::available
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::available,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(&self.available)),
+                    ),
+                stock::updated_at
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::updated_at,
+                            chrono::DateTime<chrono::Utc>,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

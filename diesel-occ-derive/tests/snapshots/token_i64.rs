@@ -67,6 +67,17 @@ const _: () = {
             stock::version,
             ::diesel_occ::__private::Bound<stock::version, i64>,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::available,
+                ::diesel_occ::__private::Bound<stock::available, i32>,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                stock::version,
+                ::diesel_occ::__private::Bound<stock::version, i64>,
+            >,
+        );
+        type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             stock::table
@@ -91,6 +102,24 @@ const _: () = {
                         i64,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                stock::available
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::available,
+                            i32,
+                        >>::new(::std::clone::Clone::clone(&self.available)),
+                    ),
+                stock::version
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            stock::version,
+                            i64,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

@@ -67,6 +67,8 @@ const _: () = {
             ::diesel_occ::__private::TokenEq<stock::xmin, diesel_occ::xmin::XminToken>,
         >;
         type TokenAssignment = ::diesel_occ::__private::NotAssigned;
+        type Changes = ::diesel_occ::__private::NotAssigned;
+        type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = true;
         fn guarded(&self) -> Self::Guarded {
             stock::table
@@ -84,6 +86,12 @@ const _: () = {
                 )
         }
         fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+            {
+                let _ = fresh;
+                ::diesel_occ::__private::NotAssigned
+            }
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
             {
                 let _ = fresh;
                 ::diesel_occ::__private::NotAssigned

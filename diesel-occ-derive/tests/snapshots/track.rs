@@ -70,6 +70,23 @@ const _: () = {
             notes::version,
             ::diesel_occ::__private::Bound<notes::version, i64>,
         >;
+        type Changes = (
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                notes::title,
+                ::diesel_occ::__private::Bound<notes::title, String>,
+            >,
+            ::std::option::Option<
+                ::diesel_occ::__private::diesel::dsl::Eq<
+                    notes::tag,
+                    ::diesel_occ::__private::Bound<notes::tag, String>,
+                >,
+            >,
+            ::diesel_occ::__private::diesel::dsl::Eq<
+                notes::version,
+                ::diesel_occ::__private::Bound<notes::version, i64>,
+            >,
+        );
+        type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
             notes::table
@@ -94,6 +111,34 @@ const _: () = {
                         i64,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
+            (
+                notes::title
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            notes::title,
+                            String,
+                        >>::new(::std::clone::Clone::clone(&self.title)),
+                    ),
+                ::std::clone::Clone::clone(&self.tag)
+                    .map(|value| {
+                        notes::tag
+                            .eq(
+                                <::diesel_occ::__private::Bound<
+                                    notes::tag,
+                                    String,
+                                >>::new(value),
+                            )
+                    }),
+                notes::version
+                    .eq(
+                        <::diesel_occ::__private::Bound<
+                            notes::version,
+                            i64,
+                        >>::new(::std::clone::Clone::clone(fresh)),
+                    ),
+            )
         }
     }
     #[automatically_derived]

@@ -68,6 +68,8 @@ const _: () = {
             ::diesel_occ::__private::TokenEq<notes::xmin, diesel_occ::xmin::XminToken>,
         >;
         type TokenAssignment = ::diesel_occ::__private::NotAssigned;
+        type Changes = ::diesel_occ::__private::NotAssigned;
+        type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = true;
         fn guarded(&self) -> Self::Guarded {
             notes::table
@@ -85,6 +87,12 @@ const _: () = {
                 )
         }
         fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
+            {
+                let _ = fresh;
+                ::diesel_occ::__private::NotAssigned
+            }
+        }
+        fn changes(&self, fresh: &Self::Token) -> Self::Changes {
             {
                 let _ = fresh;
                 ::diesel_occ::__private::NotAssigned
