@@ -25,6 +25,26 @@ pub(super) struct Counter {
     pub(super) version: i32,
 }
 
+/// A new counter row without its token, as a create request carries it:
+/// `insert_checked_from` adds the initial token.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = counters)]
+pub(super) struct NewCounter<'a> {
+    pub(super) id: i32,
+    pub(super) value: i32,
+    pub(super) label: Option<&'a str>,
+}
+
+impl<'a> NewCounter<'a> {
+    pub(super) fn of(row: &'a Counter) -> Self {
+        NewCounter {
+            id: row.id,
+            value: row.value,
+            label: row.label.as_deref(),
+        }
+    }
+}
+
 /// A form of the counter's value, as a PATCH handler receives it: `update_by_key`
 /// sends it for half its writes.
 #[derive(Debug, AsChangeset, diesel_occ::ChangesetColumns)]

@@ -1,14 +1,14 @@
 //! `upsert`: `upsert_checked` of a row that exists, with the token read earlier (an
 //! update: `+1`), and the writes that must never touch an existing row: an upsert that
-//! expects no row and `insert_checked` of a taken key, each refused. The twin writes
-//! all three as an unconditional upsert does to an existing row: it overwrites it with
-//! the value read `+1` and the next token.
+//! expects no row and `insert_checked` / `insert_checked_from` of a taken key, each
+//! refused. The twin writes all four as an unconditional upsert does to an existing
+//! row: it overwrites it with the value read `+1` and the next token.
 
 use diesel_occ::Error;
 use diesel_occ::prelude::*;
 
 use super::Conn;
-use super::counter::{self, Counter};
+use super::counter::{self, Counter, NewCounter};
 use super::runner::{Ctx, Outcome, Path};
 
 pub(super) struct Upsert;
@@ -22,14 +22,17 @@ pub(super) enum Kind {
     Create,
     /// `insert_checked`: the key is taken, so it is refused.
     Insert,
+    /// `insert_checked_from` an `Insertable` struct: the key is taken, so it is refused.
+    InsertFrom,
 }
 
 impl Kind {
     pub(super) fn of(kind: u32) -> Kind {
-        match kind % 4 {
+        match kind % 5 {
             0 | 1 => Kind::Update,
             2 => Kind::Create,
-            _ => Kind::Insert,
+            3 => Kind::Insert,
+            _ => Kind::InsertFrom,
         }
     }
 }
@@ -60,6 +63,9 @@ impl Path for Upsert {
                 Kind::Update => row.upsert_checked(conn, Some(&read.version)).map(drop),
                 Kind::Create => row.upsert_checked(conn, None).map(drop),
                 Kind::Insert => row.insert_checked(conn).map(drop),
+                Kind::InsertFrom => {
+                    Counter::insert_checked_from(conn, NewCounter::of(&row)).map(drop)
+                }
             }
         };
         Outcome::of(written, vec![change])

@@ -3,7 +3,7 @@
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 
-use super::super::counter::{self, Counter};
+use super::super::counter::{self, Counter, NewCounter};
 use super::super::runner::{Ctx, Outcome};
 use super::super::upsert::{Kind, next};
 use super::adaptor::{AsyncPath, Changes};
@@ -37,6 +37,9 @@ impl AsyncPath for Upsert {
                     .map(drop),
                 Kind::Create => row.upsert_checked(conn, None).await.map(drop),
                 Kind::Insert => row.insert_checked(conn).await.map(drop),
+                Kind::InsertFrom => Counter::insert_checked_from(conn, NewCounter::of(&row))
+                    .await
+                    .map(drop),
             }
         };
         changes.outcome(written)
