@@ -46,26 +46,26 @@ where
             if !matches!(taken, Error::UniqueViolation(_)) {
                 return Err(taken);
             }
+            // The checked UPDATE first: on success, no read.
+            if let Some(expected) = expected {
+                let update =
+                    CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(fresh))
+                        .bounded();
+                if ExecuteDsl::execute(update, conn)? > 0 {
+                    return Ok(Some(fresh.clone()));
+                }
+            }
             let current = CurrentToken::new(T::token_query(key.clone()), false)
                 .get_result::<T::Token>(conn)
                 .optional()?;
-            let Some(expected) = expected else {
-                return match current {
-                    // The key is taken: the caller expected no row.
-                    Some(_) => Ok(None),
-                    None => Err(taken),
-                };
-            };
-            if current.is_none() {
-                continue;
+            match (current, expected) {
+                // A row holding another token, or any row when none was expected.
+                (Some(_), _) => return Ok(None),
+                // Deleted since the duplicate key: insert again.
+                (None, Some(_)) => continue,
+                // No row of this key: the duplicate was another unique value's.
+                (None, None) => return Err(taken),
             }
-            let update =
-                CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(fresh))
-                    .bounded();
-            return match ExecuteDsl::execute(update, conn)? {
-                0 => Ok(None),
-                _ => Ok(Some(fresh.clone())),
-            };
         }
         Ok(None)
     }
