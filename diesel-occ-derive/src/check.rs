@@ -202,7 +202,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
 
                 fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-                    ::std::vec![#(::std::format!("{:?}", #key_parts)),*]
+                    #private::key_values(&[#(#key_parts),*])
                 }
 
                 fn update_statement(&self, _: &Self::Token) -> Self::UpdateStatement {

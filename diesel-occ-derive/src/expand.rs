@@ -31,6 +31,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
 fn expand(entity: &Entity<'_>) -> TokenStream {
     let diesel = quote!(::diesel_occ::__private::diesel);
     let dsl = quote!(#diesel::dsl);
+    let parts = quote!(::diesel_occ::__private::VersionedParts);
     let ident = &entity.input.ident;
     let table = &entity.table;
     let table_name = table
@@ -85,22 +86,17 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         .chain(written.iter().map(|f| (&f.column, written_type(f))));
     let column_checks = column_checks(table, bound_columns);
 
-    // `token = <original>`, which on SQLite also matches the other text forms of a
-    // timestamp token.
-    let guarded = quote! {
-        #dsl::Filter<
-            #dsl::Filter<#table::table, #key_filter_ty>,
-            ::diesel_occ::__private::TokenEq<#table::#token_col, #token_ty>,
-        >
-    };
+    // The row found by key, and `token = <original>`, which on SQLite also matches the
+    // other text forms of a timestamp token.
     let guarded_expr = quote! {
-        #table::table
-            .filter(__occ_key_filter(<Self as ::diesel_occ::__private::Versioned>::key(self)))
-            .filter(::diesel_occ::__private::TokenEq::new(
-                #table::#token_col,
-                ::std::clone::Clone::clone(&self.#token_field),
-                <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-            ))
+        <Self as ::diesel_occ::__private::Versioned>::find_query(
+            <Self as ::diesel_occ::__private::Versioned>::key(self),
+        )
+        .filter(::diesel_occ::__private::TokenEq::new(
+            #table::#token_col,
+            ::std::clone::Clone::clone(&self.#token_field),
+            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+        ))
     };
     let generated = token.attrs.generated.is_some();
     // Declared only when written, so that a token type without a precision keeps the
@@ -130,25 +126,23 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             quote! {
                 let _ = fresh;
                 ::diesel_occ::__private::ReturningUpdate::new(
-                    #diesel::update(#guarded_expr)
+                    #diesel::update(#parts::guarded(self))
                         .set((#(#change_exprs,)*))
                         .returning(#table::#token_col),
                 )
             },
         )
     } else {
+        // The save is the upsert's `SET` on the guarded row: both come from the parts.
         (
             quote! {
                 ::diesel_occ::__private::CachedUpdate<
-                    #guarded,
-                    (#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)
+                    <Self as #parts>::Guarded,
+                    <Self as #parts>::Changes,
                 >
             },
             quote! {
-                ::diesel_occ::__private::CachedUpdate::new(
-                    #guarded_expr,
-                    (#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
-                )
+                ::diesel_occ::__private::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
                 #cached
             },
         )
@@ -165,8 +159,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         )
     } else {
         (
-            quote!((#(#change_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)),
-            quote!((#(#change_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),)),
+            quote!((#(#change_tys,)* <Self as #parts>::TokenAssignment,)),
+            quote!((#(#change_exprs,)* <Self as #parts>::token_assignment(fresh),)),
         )
     };
     let conflict_target = key_columns(table, &keys);
@@ -196,12 +190,11 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         returning_statement(
             entity,
             quote!(::diesel_occ::__private::AllFields),
-            &guarded,
             &change_tys,
         )
     });
     let tracking = if entity.track {
-        tracking(entity, &written, &guarded, &guarded_expr)
+        tracking(entity, &written)
     } else {
         TokenStream::new()
     };
@@ -216,14 +209,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             #column_checks
             #precision_check
 
-            fn __occ_key_filter(key: #key_ty) -> #key_filter_ty {
-                #key_filter_expr
-            }
-
             #[automatically_derived]
             impl ::diesel_occ::__private::VersionedParts for #ident {
                 type TokenColumn = #table::#token_col;
-                type Guarded = #guarded;
+                type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
                 type TokenAssignment = #assignment_ty;
                 type Changes = #changes_ty;
                 type KeyColumns = #conflict_target;
@@ -251,8 +240,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 type Token = #token_ty;
                 type Key = #key_ty;
                 type UpdateStatement = #update_ty;
-                type DeleteStatement = #dsl::delete<#guarded>;
-                type TokenQuery = #dsl::Select<#dsl::Filter<#table::table, #key_filter_ty>, #table::#token_col>;
+                type DeleteStatement = #dsl::delete<<Self as #parts>::Guarded>;
+                type TokenQuery = #dsl::Select<Self::FindQuery, #table::#token_col>;
                 type FindQuery = #dsl::Filter<#table::table, #key_filter_ty>;
                 #values
 
@@ -273,7 +262,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
 
                 fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-                    ::std::vec![#(::std::format!("{:?}", #key_parts)),*]
+                    ::diesel_occ::__private::key_values(&[#(#key_parts),*])
                 }
 
                 fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
@@ -281,15 +270,15 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
 
                 fn delete_statement(&self) -> Self::DeleteStatement {
-                    #diesel::delete(#guarded_expr)
+                    #diesel::delete(#parts::guarded(self))
                 }
 
                 fn token_query(key: Self::Key) -> Self::TokenQuery {
-                    #table::table.filter(__occ_key_filter(key)).select(#table::#token_col)
+                    Self::find_query(key).select(#table::#token_col)
                 }
 
                 fn find_query(key: Self::Key) -> Self::FindQuery {
-                    #table::table.filter(__occ_key_filter(key))
+                    #table::table.filter(#key_filter_expr)
                 }
             }
         };
@@ -301,24 +290,20 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 /// it without the token check and store the token it read, winding the row's token
 /// back. The error names the trait below, which names `save_checked`.
 ///
-/// The check is the "ambiguous if implemented" trick: `check` resolves to the one impl
-/// for every type, or is ambiguous (a compile error) when the second impl applies too.
+/// The check is the "ambiguous if implemented" trick of the runtime's trait: `check`
+/// resolves to the one impl for every type, or is ambiguous (a compile error) when the
+/// second impl applies too.
 pub(crate) fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
-    let diesel = quote!(::diesel_occ::__private::diesel);
+    let refused = quote!(
+        ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+            _,
+        >
+    );
     quote! {
-        #[allow(non_camel_case_types, dead_code)]
-        trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-            fn check() {}
-        }
-        impl<T: ?::std::marker::Sized> versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-        #[allow(dead_code)]
-        struct DieselAsChangeset;
-        impl<T: ?::std::marker::Sized + #diesel::query_builder::AsChangeset>
-            versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset> for T {}
         #[allow(dead_code)]
         fn __occ_refuse_diesel_changeset() {
-            <#ident as versioned_entities_are_written_with_save_checked_not_AsChangeset<_>>::check();
-            <&'static #ident as versioned_entities_are_written_with_save_checked_not_AsChangeset<_>>::check();
+            <#ident as #refused>::check();
+            <&'static #ident as #refused>::check();
         }
     }
 }
@@ -553,7 +538,6 @@ pub(crate) fn column_checks<'a>(
 fn returning_statement(
     entity: &Entity<'_>,
     which: TokenStream,
-    guarded: &TokenStream,
     change_tys: &[impl quote::ToTokens],
 ) -> TokenStream {
     let dsl = quote!(::diesel_occ::__private::diesel::dsl);
@@ -564,7 +548,7 @@ fn returning_statement(
         #[automatically_derived]
         impl ::diesel_occ::__private::ReturningStatement<#which> for #ident {
             type Statement = #dsl::Returning<
-                #dsl::Update<#guarded, (#(#change_tys,)*)>,
+                #dsl::Update<<Self as ::diesel_occ::__private::VersionedParts>::Guarded, (#(#change_tys,)*)>,
                 #table::#token_col,
             >;
         }
@@ -573,19 +557,14 @@ fn returning_statement(
 
 /// `impl diesel_occ::Tracking` (`#[occ(track)]`): per-field comparison, copy, and the
 /// guarded UPDATE of a chosen set of fields.
-fn tracking(
-    entity: &Entity<'_>,
-    written: &[&Field<'_>],
-    guarded: &TokenStream,
-    guarded_expr: &TokenStream,
-) -> TokenStream {
+fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
+    let parts = quote!(::diesel_occ::__private::VersionedParts);
     let diesel = quote!(::diesel_occ::__private::diesel);
     let dsl = quote!(#diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
     let token = entity.token();
     let token_col = &token.column;
-    let token_bound = bound(table, token_col, token.ty);
     let names = written.iter().map(|f| f.ident.to_string());
     let indices: Vec<_> = (0..written.len()).collect();
     let idents: Vec<_> = written.iter().map(|f| f.ident).collect();
@@ -596,7 +575,7 @@ fn tracking(
             quote! {
                 let _ = fresh;
                 ::diesel_occ::__private::ReturningUpdate::new(
-                    #diesel::update(#guarded_expr)
+                    #diesel::update(#parts::guarded(self))
                         .set((#(#set_exprs,)*))
                         .returning(#table::#token_col),
                 )
@@ -604,20 +583,19 @@ fn tracking(
             returning_statement(
                 entity,
                 quote!(::diesel_occ::__private::ChosenFields),
-                guarded,
                 &set_tys,
             ),
         )
     } else {
         (
             quote! {
-                ::diesel_occ::__private::CachedUpdate<#guarded, (#(#set_tys,)* #dsl::Eq<#table::#token_col, #token_bound>,)>
+                ::diesel_occ::__private::CachedUpdate<<Self as #parts>::Guarded, (#(#set_tys,)* <Self as #parts>::TokenAssignment,)>
             },
             quote! {
                 // One text per set of fields: only the full set is kept prepared.
                 ::diesel_occ::__private::CachedUpdate::new(
-                    #guarded_expr,
-                    (#(#set_exprs,)* #table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh))),),
+                    #parts::guarded(self),
+                    (#(#set_exprs,)* <Self as #parts>::token_assignment(fresh),),
                 )
                 .cached_if(fields == ::diesel_occ::__private::Fields::all())
             },

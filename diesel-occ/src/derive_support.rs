@@ -46,6 +46,35 @@ where
 /// bound column, spanned on the field's type, so a mismatch is reported there.
 pub fn check_column<T: ColumnValue<Col>, Col>() {}
 
+/// The key's parts as text, for a conflict's `key` (each part's `Debug`).
+pub fn key_values(parts: &[&dyn std::fmt::Debug]) -> Vec<String> {
+    parts.iter().map(|part| format!("{part:?}")).collect()
+}
+
+/// The check that a versioned entity (or a reference to it) is not also Diesel's
+/// `AsChangeset`: Diesel's `save_changes` and `update(&entity).set(&entity)` would write
+/// it without the token check and store the token it read, winding the row's token back.
+///
+/// The derive calls `<Entity as this<_>>::check()`, which resolves to the first impl for
+/// every type and is ambiguous (a compile error naming this trait, which names
+/// `save_checked`) when the second applies too.
+#[allow(non_camel_case_types)]
+pub trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
+    /// Compiles for a type that is not `AsChangeset`.
+    fn check() {}
+}
+
+impl<T: ?Sized> versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
+
+/// The second impl's marker: the type is Diesel's `AsChangeset`.
+#[derive(Debug)]
+pub struct DieselAsChangeset;
+
+impl<T: ?Sized + diesel::query_builder::AsChangeset>
+    versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset> for T
+{
+}
+
 /// Which guarded `UPDATE ... RETURNING` of an entity: [`AllFields`] for a checked save,
 /// [`ChosenFields`] for a tracked save of the fields chosen at run time.
 pub trait ReturningStatement<Which> {

@@ -273,7 +273,7 @@ pub mod __private {
         TokenEq, ValuesColumns, WrittenColumn,
     };
     pub use crate::token::{CheckValues, InvalidToken, TimestampText, TokenValue, no_client_token};
-    pub use crate::versioned::VersionedParts;
+    pub use crate::versioned::{KeyGuarded, VersionedParts};
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;
 }

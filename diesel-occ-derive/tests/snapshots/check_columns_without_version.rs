@@ -16,26 +16,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Shelf as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Shelf as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Shelf as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Shelf as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -382,7 +368,7 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, _: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::SaveThroughTracked

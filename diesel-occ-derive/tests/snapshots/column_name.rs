@@ -17,26 +17,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -45,28 +31,10 @@ const _: () = {
         ::diesel_occ::__private::check_column::<i32, stock::rev>();
         ::diesel_occ::__private::check_column::<i32, stock::qty>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        stock::stock_id,
-        ::diesel_occ::__private::Bound<stock::stock_id, i32>,
-    > {
-        stock::stock_id
-            .eq(<::diesel_occ::__private::Bound<stock::stock_id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Stock {
         type TokenColumn = stock::rev;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::stock_id,
-                    ::diesel_occ::__private::Bound<stock::stock_id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<stock::rev, i32>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
             stock::rev,
             ::diesel_occ::__private::Bound<stock::rev, i32>,
@@ -76,19 +44,13 @@ const _: () = {
                 stock::qty,
                 ::diesel_occ::__private::Bound<stock::qty, i32>,
             >,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                stock::rev,
-                ::diesel_occ::__private::Bound<stock::rev, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = stock::stock_id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
-            stock::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -116,13 +78,9 @@ const _: () = {
                             i32,
                         >>::new(::std::clone::Clone::clone(&self.available)),
                     ),
-                stock::rev
-                    .eq(
-                        <::diesel_occ::__private::Bound<
-                            stock::rev,
-                            i32,
-                        >>::new(::std::clone::Clone::clone(fresh)),
-                    ),
+                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                    fresh,
+                ),
             )
         }
     }
@@ -132,47 +90,14 @@ const _: () = {
         type Token = i32;
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock::stock_id,
-                        ::diesel_occ::__private::Bound<stock::stock_id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock::rev, i32>,
-            >,
-            (
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::qty,
-                    ::diesel_occ::__private::Bound<stock::qty, i32>,
-                >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::rev,
-                    ::diesel_occ::__private::Bound<stock::rev, i32>,
-                >,
-            ),
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
         >;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock::stock_id,
-                        ::diesel_occ::__private::Bound<stock::stock_id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock::rev, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::stock_id,
-                    ::diesel_occ::__private::Bound<stock::stock_id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             stock::rev,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -254,63 +179,33 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::CachedUpdate::new(
-                stock::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock::rev,
-                            ::std::clone::Clone::clone(&self.revision),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
-                (
-                    stock::qty
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock::qty,
-                                i32,
-                            >>::new(::std::clone::Clone::clone(&self.available)),
-                        ),
-                    stock::rev
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock::rev,
-                                i32,
-                            >>::new(::std::clone::Clone::clone(fresh)),
-                        ),
-                ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
+                ::diesel_occ::__private::VersionedParts::changes(self, fresh),
             )
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                stock::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock::rev,
-                            ::std::clone::Clone::clone(&self.revision),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            stock::table.filter(__occ_key_filter(key)).select(stock::rev)
+            Self::find_query(key).select(stock::rev)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock::table.filter(__occ_key_filter(key))
+            stock::table
+                .filter(
+                    stock::stock_id
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock::stock_id,
+                                i32,
+                            >>::new(key),
+                        ),
+                )
         }
     }
 };

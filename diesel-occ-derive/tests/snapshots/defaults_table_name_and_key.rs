@@ -13,26 +13,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <StockItem as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <StockItem as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static StockItem as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static StockItem as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -41,28 +27,10 @@ const _: () = {
         ::diesel_occ::__private::check_column::<i32, stock_items::version>();
         ::diesel_occ::__private::check_column::<i32, stock_items::available>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        stock_items::id,
-        ::diesel_occ::__private::Bound<stock_items::id, i32>,
-    > {
-        stock_items::id
-            .eq(<::diesel_occ::__private::Bound<stock_items::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for StockItem {
         type TokenColumn = stock_items::version;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock_items::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock_items::id,
-                    ::diesel_occ::__private::Bound<stock_items::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
             stock_items::version,
             ::diesel_occ::__private::Bound<stock_items::version, i32>,
@@ -72,19 +40,13 @@ const _: () = {
                 stock_items::available,
                 ::diesel_occ::__private::Bound<stock_items::available, i32>,
             >,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                stock_items::version,
-                ::diesel_occ::__private::Bound<stock_items::version, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = stock_items::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
-            stock_items::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -112,13 +74,9 @@ const _: () = {
                             i32,
                         >>::new(::std::clone::Clone::clone(&self.available)),
                     ),
-                stock_items::version
-                    .eq(
-                        <::diesel_occ::__private::Bound<
-                            stock_items::version,
-                            i32,
-                        >>::new(::std::clone::Clone::clone(fresh)),
-                    ),
+                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                    fresh,
+                ),
             )
         }
     }
@@ -128,47 +86,14 @@ const _: () = {
         type Token = i32;
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock_items::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock_items::id,
-                        ::diesel_occ::__private::Bound<stock_items::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
-            >,
-            (
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock_items::available,
-                    ::diesel_occ::__private::Bound<stock_items::available, i32>,
-                >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock_items::version,
-                    ::diesel_occ::__private::Bound<stock_items::version, i32>,
-                >,
-            ),
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
         >;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock_items::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock_items::id,
-                        ::diesel_occ::__private::Bound<stock_items::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock_items::version, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock_items::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock_items::id,
-                    ::diesel_occ::__private::Bound<stock_items::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             stock_items::version,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -250,63 +175,33 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::CachedUpdate::new(
-                stock_items::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock_items::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
-                (
-                    stock_items::available
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock_items::available,
-                                i32,
-                            >>::new(::std::clone::Clone::clone(&self.available)),
-                        ),
-                    stock_items::version
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock_items::version,
-                                i32,
-                            >>::new(::std::clone::Clone::clone(fresh)),
-                        ),
-                ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
+                ::diesel_occ::__private::VersionedParts::changes(self, fresh),
             )
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                stock_items::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock_items::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            stock_items::table.filter(__occ_key_filter(key)).select(stock_items::version)
+            Self::find_query(key).select(stock_items::version)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock_items::table.filter(__occ_key_filter(key))
+            stock_items::table
+                .filter(
+                    stock_items::id
+                        .eq(
+                            <::diesel_occ::__private::Bound<
+                                stock_items::id,
+                                i32,
+                            >>::new(key),
+                        ),
+                )
         }
     }
 };

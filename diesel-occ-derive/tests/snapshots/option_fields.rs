@@ -15,26 +15,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -44,27 +30,10 @@ const _: () = {
         ::diesel_occ::__private::check_column::<String, notes::title>();
         ::diesel_occ::__private::check_column::<String, notes::body>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        notes::id,
-        ::diesel_occ::__private::Bound<notes::id, i32>,
-    > {
-        notes::id.eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Note {
         type TokenColumn = notes::version;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<notes::version, i32>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
             notes::version,
             ::diesel_occ::__private::Bound<notes::version, i32>,
@@ -82,19 +51,13 @@ const _: () = {
                     ::diesel_occ::__private::Bound<notes::body, String>,
                 >,
             >,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                notes::version,
-                ::diesel_occ::__private::Bound<notes::version, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
-            notes::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -135,13 +98,9 @@ const _: () = {
                                 >>::new(value),
                             )
                     }),
-                notes::version
-                    .eq(
-                        <::diesel_occ::__private::Bound<
-                            notes::version,
-                            i32,
-                        >>::new(::std::clone::Clone::clone(fresh)),
-                    ),
+                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                    fresh,
+                ),
             )
         }
     }
@@ -151,55 +110,14 @@ const _: () = {
         type Token = i32;
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<notes::version, i32>,
-            >,
-            (
-                ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::title,
-                        ::diesel_occ::__private::Bound<notes::title, String>,
-                    >,
-                >,
-                ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::body,
-                        ::diesel_occ::__private::Bound<notes::body, String>,
-                    >,
-                >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::version,
-                    ::diesel_occ::__private::Bound<notes::version, i32>,
-                >,
-            ),
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
         >;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<notes::version, i32>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             notes::version,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -291,52 +209,12 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::CachedUpdate::new(
-                    notes::table
-                        .filter(
-                            __occ_key_filter(
-                                <Self as ::diesel_occ::__private::Versioned>::key(self),
-                            ),
-                        )
-                        .filter(
-                            ::diesel_occ::__private::TokenEq::new(
-                                notes::version,
-                                ::std::clone::Clone::clone(&self.version),
-                                <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                            ),
-                        ),
-                    (
-                        ::std::clone::Clone::clone(&self.title)
-                            .map(|value| {
-                                notes::title
-                                    .eq(
-                                        <::diesel_occ::__private::Bound<
-                                            notes::title,
-                                            String,
-                                        >>::new(value),
-                                    )
-                            }),
-                        ::std::clone::Clone::clone(&self.body)
-                            .map(|value| {
-                                notes::body
-                                    .eq(
-                                        <::diesel_occ::__private::Bound<
-                                            notes::body,
-                                            String,
-                                        >>::new(value),
-                                    )
-                            }),
-                        notes::version
-                            .eq(
-                                <::diesel_occ::__private::Bound<
-                                    notes::version,
-                                    i32,
-                                >>::new(::std::clone::Clone::clone(fresh)),
-                            ),
-                    ),
+                    ::diesel_occ::__private::VersionedParts::guarded(self),
+                    ::diesel_occ::__private::VersionedParts::changes(self, fresh),
                 )
                 .cached_if({
                     let present = [
@@ -348,26 +226,18 @@ const _: () = {
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                notes::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            notes::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            notes::table.filter(__occ_key_filter(key)).select(notes::version)
+            Self::find_query(key).select(notes::version)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            notes::table.filter(__occ_key_filter(key))
+            notes::table
+                .filter(
+                    notes::id
+                        .eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key)),
+                )
         }
     }
 };

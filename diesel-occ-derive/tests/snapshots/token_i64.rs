@@ -14,26 +14,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -42,27 +28,10 @@ const _: () = {
         ::diesel_occ::__private::check_column::<i64, stock::version>();
         ::diesel_occ::__private::check_column::<i32, stock::available>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        stock::id,
-        ::diesel_occ::__private::Bound<stock::id, i32>,
-    > {
-        stock::id.eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Stock {
         type TokenColumn = stock::version;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::id,
-                    ::diesel_occ::__private::Bound<stock::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<stock::version, i64>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
             stock::version,
             ::diesel_occ::__private::Bound<stock::version, i64>,
@@ -72,19 +41,13 @@ const _: () = {
                 stock::available,
                 ::diesel_occ::__private::Bound<stock::available, i32>,
             >,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                stock::version,
-                ::diesel_occ::__private::Bound<stock::version, i64>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
-            stock::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -112,13 +75,9 @@ const _: () = {
                             i32,
                         >>::new(::std::clone::Clone::clone(&self.available)),
                     ),
-                stock::version
-                    .eq(
-                        <::diesel_occ::__private::Bound<
-                            stock::version,
-                            i64,
-                        >>::new(::std::clone::Clone::clone(fresh)),
-                    ),
+                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                    fresh,
+                ),
             )
         }
     }
@@ -128,47 +87,14 @@ const _: () = {
         type Token = i64;
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock::id,
-                        ::diesel_occ::__private::Bound<stock::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock::version, i64>,
-            >,
-            (
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::available,
-                    ::diesel_occ::__private::Bound<stock::available, i32>,
-                >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::version,
-                    ::diesel_occ::__private::Bound<stock::version, i64>,
-                >,
-            ),
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
         >;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock::id,
-                        ::diesel_occ::__private::Bound<stock::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<stock::version, i64>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::id,
-                    ::diesel_occ::__private::Bound<stock::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             stock::version,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -250,63 +176,28 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::CachedUpdate::new(
-                stock::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
-                (
-                    stock::available
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock::available,
-                                i32,
-                            >>::new(::std::clone::Clone::clone(&self.available)),
-                        ),
-                    stock::version
-                        .eq(
-                            <::diesel_occ::__private::Bound<
-                                stock::version,
-                                i64,
-                            >>::new(::std::clone::Clone::clone(fresh)),
-                        ),
-                ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
+                ::diesel_occ::__private::VersionedParts::changes(self, fresh),
             )
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                stock::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            stock::table.filter(__occ_key_filter(key)).select(stock::version)
+            Self::find_query(key).select(stock::version)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock::table.filter(__occ_key_filter(key))
+            stock::table
+                .filter(
+                    stock::id
+                        .eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key)),
+                )
         }
     }
 };

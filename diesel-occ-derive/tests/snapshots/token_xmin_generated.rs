@@ -14,26 +14,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Stock as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -45,37 +31,17 @@ const _: () = {
         >();
         ::diesel_occ::__private::check_column::<i32, stock::available>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        stock::id,
-        ::diesel_occ::__private::Bound<stock::id, i32>,
-    > {
-        stock::id.eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Stock {
         type TokenColumn = stock::xmin;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::id,
-                    ::diesel_occ::__private::Bound<stock::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<stock::xmin, diesel_occ::xmin::XminToken>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::NotAssigned;
         type Changes = ::diesel_occ::__private::NotAssigned;
         type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = true;
         fn guarded(&self) -> Self::Guarded {
-            stock::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -103,19 +69,7 @@ const _: () = {
     for Stock {
         type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
             ::diesel_occ::__private::diesel::dsl::Update<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    ::diesel_occ::__private::diesel::dsl::Filter<
-                        stock::table,
-                        ::diesel_occ::__private::diesel::dsl::Eq<
-                            stock::id,
-                            ::diesel_occ::__private::Bound<stock::id, i32>,
-                        >,
-                    >,
-                    ::diesel_occ::__private::TokenEq<
-                        stock::xmin,
-                        diesel_occ::xmin::XminToken,
-                    >,
-                >,
+                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
                 (
                     ::diesel_occ::__private::diesel::dsl::Eq<
                         stock::available,
@@ -133,28 +87,10 @@ const _: () = {
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::ReturningUpdate<Stock>;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    stock::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        stock::id,
-                        ::diesel_occ::__private::Bound<stock::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<
-                    stock::xmin,
-                    diesel_occ::xmin::XminToken,
-                >,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                stock::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    stock::id,
-                    ::diesel_occ::__private::Bound<stock::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             stock::xmin,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -185,25 +121,13 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             let _ = fresh;
             ::diesel_occ::__private::ReturningUpdate::new(
                 ::diesel_occ::__private::diesel::update(
-                        stock::table
-                            .filter(
-                                __occ_key_filter(
-                                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                                ),
-                            )
-                            .filter(
-                                ::diesel_occ::__private::TokenEq::new(
-                                    stock::xmin,
-                                    ::std::clone::Clone::clone(&self.xmin),
-                                    <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                                ),
-                            ),
+                        ::diesel_occ::__private::VersionedParts::guarded(self),
                     )
                     .set((
                         stock::available
@@ -219,26 +143,18 @@ const _: () = {
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                stock::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            stock::xmin,
-                            ::std::clone::Clone::clone(&self.xmin),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            stock::table.filter(__occ_key_filter(key)).select(stock::xmin)
+            Self::find_query(key).select(stock::xmin)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock::table.filter(__occ_key_filter(key))
+            stock::table
+                .filter(
+                    stock::id
+                        .eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key)),
+                )
         }
     }
 };

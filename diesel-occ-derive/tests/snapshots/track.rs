@@ -16,26 +16,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -45,27 +31,10 @@ const _: () = {
         ::diesel_occ::__private::check_column::<String, notes::title>();
         ::diesel_occ::__private::check_column::<String, notes::tag>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        notes::id,
-        ::diesel_occ::__private::Bound<notes::id, i32>,
-    > {
-        notes::id.eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Note {
         type TokenColumn = notes::version;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<notes::version, i64>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
             notes::version,
             ::diesel_occ::__private::Bound<notes::version, i64>,
@@ -81,19 +50,13 @@ const _: () = {
                     ::diesel_occ::__private::Bound<notes::tag, String>,
                 >,
             >,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                notes::version,
-                ::diesel_occ::__private::Bound<notes::version, i64>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = false;
         fn guarded(&self) -> Self::Guarded {
-            notes::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -131,13 +94,9 @@ const _: () = {
                                 >>::new(value),
                             )
                     }),
-                notes::version
-                    .eq(
-                        <::diesel_occ::__private::Bound<
-                            notes::version,
-                            i64,
-                        >>::new(::std::clone::Clone::clone(fresh)),
-                    ),
+                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                    fresh,
+                ),
             )
         }
     }
@@ -145,16 +104,7 @@ const _: () = {
     impl ::diesel_occ::__private::Tracking for Note {
         const FIELDS: &'static [&'static str] = &["title", "tag"];
         type FieldsUpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<notes::version, i64>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
             (
                 ::std::option::Option<
                     ::diesel_occ::__private::diesel::dsl::Eq<
@@ -168,10 +118,7 @@ const _: () = {
                         ::diesel_occ::__private::Bound<notes::tag, Option<String>>,
                     >,
                 >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::version,
-                    ::diesel_occ::__private::Bound<notes::version, i64>,
-                >,
+                <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
             ),
         >;
         #[allow(unused_mut)]
@@ -210,19 +157,7 @@ const _: () = {
         ) -> Self::FieldsUpdateStatement {
             let _ = (original, fields);
             ::diesel_occ::__private::CachedUpdate::new(
-                    notes::table
-                        .filter(
-                            __occ_key_filter(
-                                <Self as ::diesel_occ::__private::Versioned>::key(self),
-                            ),
-                        )
-                        .filter(
-                            ::diesel_occ::__private::TokenEq::new(
-                                notes::version,
-                                ::std::clone::Clone::clone(&self.version),
-                                <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                            ),
-                        ),
+                    ::diesel_occ::__private::VersionedParts::guarded(self),
                     (
                         fields
                             .contains_index(0usize)
@@ -246,13 +181,9 @@ const _: () = {
                                         >>::new(::std::clone::Clone::clone(&self.tag)),
                                     )
                             }),
-                        notes::version
-                            .eq(
-                                <::diesel_occ::__private::Bound<
-                                    notes::version,
-                                    i64,
-                                >>::new(::std::clone::Clone::clone(fresh)),
-                            ),
+                        <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
+                            fresh,
+                        ),
                     ),
                 )
                 .cached_if(fields == ::diesel_occ::__private::Fields::all())
@@ -264,53 +195,14 @@ const _: () = {
         type Token = i64;
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<notes::version, i64>,
-            >,
-            (
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::title,
-                    ::diesel_occ::__private::Bound<notes::title, String>,
-                >,
-                ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::tag,
-                        ::diesel_occ::__private::Bound<notes::tag, String>,
-                    >,
-                >,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::version,
-                    ::diesel_occ::__private::Bound<notes::version, i64>,
-                >,
-            ),
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
         >;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<notes::version, i64>,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             notes::version,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -402,49 +294,12 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             ::diesel_occ::__private::CachedUpdate::new(
-                    notes::table
-                        .filter(
-                            __occ_key_filter(
-                                <Self as ::diesel_occ::__private::Versioned>::key(self),
-                            ),
-                        )
-                        .filter(
-                            ::diesel_occ::__private::TokenEq::new(
-                                notes::version,
-                                ::std::clone::Clone::clone(&self.version),
-                                <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                            ),
-                        ),
-                    (
-                        notes::title
-                            .eq(
-                                <::diesel_occ::__private::Bound<
-                                    notes::title,
-                                    String,
-                                >>::new(::std::clone::Clone::clone(&self.title)),
-                            ),
-                        ::std::clone::Clone::clone(&self.tag)
-                            .map(|value| {
-                                notes::tag
-                                    .eq(
-                                        <::diesel_occ::__private::Bound<
-                                            notes::tag,
-                                            String,
-                                        >>::new(value),
-                                    )
-                            }),
-                        notes::version
-                            .eq(
-                                <::diesel_occ::__private::Bound<
-                                    notes::version,
-                                    i64,
-                                >>::new(::std::clone::Clone::clone(fresh)),
-                            ),
-                    ),
+                    ::diesel_occ::__private::VersionedParts::guarded(self),
+                    ::diesel_occ::__private::VersionedParts::changes(self, fresh),
                 )
                 .cached_if({
                     let present = [::std::option::Option::is_some(&self.tag)];
@@ -453,26 +308,18 @@ const _: () = {
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                notes::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            notes::version,
-                            ::std::clone::Clone::clone(&self.version),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            notes::table.filter(__occ_key_filter(key)).select(notes::version)
+            Self::find_query(key).select(notes::version)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            notes::table.filter(__occ_key_filter(key))
+            notes::table
+                .filter(
+                    notes::id
+                        .eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key)),
+                )
         }
     }
 };

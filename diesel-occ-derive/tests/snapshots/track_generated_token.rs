@@ -15,26 +15,12 @@ const _: () = {
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
-    #[allow(non_camel_case_types, dead_code)]
-    trait versioned_entities_are_written_with_save_checked_not_AsChangeset<Refused> {
-        fn check() {}
-    }
-    impl<
-        T: ?::std::marker::Sized,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<()> for T {}
-    #[allow(dead_code)]
-    struct DieselAsChangeset;
-    impl<
-        T: ?::std::marker::Sized
-            + ::diesel_occ::__private::diesel::query_builder::AsChangeset,
-    > versioned_entities_are_written_with_save_checked_not_AsChangeset<DieselAsChangeset>
-    for T {}
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Note as versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
@@ -46,37 +32,17 @@ const _: () = {
         >();
         ::diesel_occ::__private::check_column::<String, notes::title>();
     };
-    fn __occ_key_filter(
-        key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        notes::id,
-        ::diesel_occ::__private::Bound<notes::id, i32>,
-    > {
-        notes::id.eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key))
-    }
     #[automatically_derived]
     impl ::diesel_occ::__private::VersionedParts for Note {
         type TokenColumn = notes::xmin;
-        type Guarded = ::diesel_occ::__private::diesel::dsl::Filter<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
-            ::diesel_occ::__private::TokenEq<notes::xmin, diesel_occ::xmin::XminToken>,
-        >;
+        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
         type TokenAssignment = ::diesel_occ::__private::NotAssigned;
         type Changes = ::diesel_occ::__private::NotAssigned;
         type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = true;
         fn guarded(&self) -> Self::Guarded {
-            notes::table
-                .filter(
-                    __occ_key_filter(
-                        <Self as ::diesel_occ::__private::Versioned>::key(self),
-                    ),
+            <Self as ::diesel_occ::__private::Versioned>::find_query(
+                    <Self as ::diesel_occ::__private::Versioned>::key(self),
                 )
                 .filter(
                     ::diesel_occ::__private::TokenEq::new(
@@ -104,19 +70,7 @@ const _: () = {
     for Note {
         type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
             ::diesel_occ::__private::diesel::dsl::Update<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    ::diesel_occ::__private::diesel::dsl::Filter<
-                        notes::table,
-                        ::diesel_occ::__private::diesel::dsl::Eq<
-                            notes::id,
-                            ::diesel_occ::__private::Bound<notes::id, i32>,
-                        >,
-                    >,
-                    ::diesel_occ::__private::TokenEq<
-                        notes::xmin,
-                        diesel_occ::xmin::XminToken,
-                    >,
-                >,
+                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
                 (
                     ::diesel_occ::__private::diesel::dsl::Eq<
                         notes::title,
@@ -133,19 +87,7 @@ const _: () = {
     > for Note {
         type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
             ::diesel_occ::__private::diesel::dsl::Update<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    ::diesel_occ::__private::diesel::dsl::Filter<
-                        notes::table,
-                        ::diesel_occ::__private::diesel::dsl::Eq<
-                            notes::id,
-                            ::diesel_occ::__private::Bound<notes::id, i32>,
-                        >,
-                    >,
-                    ::diesel_occ::__private::TokenEq<
-                        notes::xmin,
-                        diesel_occ::xmin::XminToken,
-                    >,
-                >,
+                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
                 (
                     ::std::option::Option<
                         ::diesel_occ::__private::diesel::dsl::Eq<
@@ -197,19 +139,7 @@ const _: () = {
             let _ = fresh;
             ::diesel_occ::__private::ReturningUpdate::new(
                 ::diesel_occ::__private::diesel::update(
-                        notes::table
-                            .filter(
-                                __occ_key_filter(
-                                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                                ),
-                            )
-                            .filter(
-                                ::diesel_occ::__private::TokenEq::new(
-                                    notes::xmin,
-                                    ::std::clone::Clone::clone(&self.xmin),
-                                    <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                                ),
-                            ),
+                        ::diesel_occ::__private::VersionedParts::guarded(self),
                     )
                     .set((
                         fields
@@ -235,28 +165,10 @@ const _: () = {
         type Key = i32;
         type UpdateStatement = ::diesel_occ::__private::ReturningUpdate<Note>;
         type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                ::diesel_occ::__private::diesel::dsl::Filter<
-                    notes::table,
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        notes::id,
-                        ::diesel_occ::__private::Bound<notes::id, i32>,
-                    >,
-                >,
-                ::diesel_occ::__private::TokenEq<
-                    notes::xmin,
-                    diesel_occ::xmin::XminToken,
-                >,
-            >,
+            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
         >;
         type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
-                notes::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    notes::id,
-                    ::diesel_occ::__private::Bound<notes::id, i32>,
-                >,
-            >,
+            Self::FindQuery,
             notes::xmin,
         >;
         type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
@@ -287,25 +199,13 @@ const _: () = {
             ::std::clone::Clone::clone(&self.id)
         }
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::std::vec![::std::format!("{:?}", key)]
+            ::diesel_occ::__private::key_values(&[key])
         }
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             let _ = fresh;
             ::diesel_occ::__private::ReturningUpdate::new(
                 ::diesel_occ::__private::diesel::update(
-                        notes::table
-                            .filter(
-                                __occ_key_filter(
-                                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                                ),
-                            )
-                            .filter(
-                                ::diesel_occ::__private::TokenEq::new(
-                                    notes::xmin,
-                                    ::std::clone::Clone::clone(&self.xmin),
-                                    <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                                ),
-                            ),
+                        ::diesel_occ::__private::VersionedParts::guarded(self),
                     )
                     .set((
                         notes::title
@@ -321,26 +221,18 @@ const _: () = {
         }
         fn delete_statement(&self) -> Self::DeleteStatement {
             ::diesel_occ::__private::diesel::delete(
-                notes::table
-                    .filter(
-                        __occ_key_filter(
-                            <Self as ::diesel_occ::__private::Versioned>::key(self),
-                        ),
-                    )
-                    .filter(
-                        ::diesel_occ::__private::TokenEq::new(
-                            notes::xmin,
-                            ::std::clone::Clone::clone(&self.xmin),
-                            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
-                        ),
-                    ),
+                ::diesel_occ::__private::VersionedParts::guarded(self),
             )
         }
         fn token_query(key: Self::Key) -> Self::TokenQuery {
-            notes::table.filter(__occ_key_filter(key)).select(notes::xmin)
+            Self::find_query(key).select(notes::xmin)
         }
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            notes::table.filter(__occ_key_filter(key))
+            notes::table
+                .filter(
+                    notes::id
+                        .eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key)),
+                )
         }
     }
 };
