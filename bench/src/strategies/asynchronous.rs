@@ -20,7 +20,7 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 use super::checked::AsyncCheckedStock;
 use super::sql::AsyncStockSql;
 use crate::async_setup::{Setup, Source};
-use crate::async_support::{Held, count_statements, pause};
+use crate::async_support::{Held, count_statements, retry_misses};
 use crate::database::Database;
 use crate::harness::{Limit, OpResult, Stop, Tally, merge};
 use crate::model::Stock;
@@ -292,30 +292,22 @@ where
     S: AsyncConnectionSource,
     S::Connection: AsyncStockSql,
 {
-    let mut op = OpResult::default();
-    for attempt in 1..=policy.attempt_limit() {
-        if attempt > 1 {
-            op.retries += 1;
-            let ceiling = policy.backoff_ceiling(attempt - 1);
-            // Full jitter from the thread's generator, as the helper draws it.
-            pause(ceiling.mul_f64(fastrand::f64())).await;
-        }
+    retry_misses(policy, || async move {
         let mut conn = source.checkout().await.map_err(|e| e.to_string())?;
         let conn = &mut *conn;
         let stock = conn.read(key).await.map_err(|e| e.to_string())?;
         if stock.available <= 0 {
-            return Ok(op);
+            return Ok(Some(false));
         }
         let written = conn
             .write_checked_prepared(&stock, stock.available - 1)
             .await
             .map_err(|e| e.to_string())?;
         if written == 1 {
-            op.committed = true;
-            return Ok(op);
+            return Ok(Some(true));
         }
-        op.conflicts += 1;
         conn.read_version(key).await.map_err(|e| e.to_string())?;
-    }
-    Ok(op)
+        Ok(None)
+    })
+    .await
 }

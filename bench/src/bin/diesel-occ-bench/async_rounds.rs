@@ -1,6 +1,6 @@
 //! The paired async rounds: `occ-async` against `occ` at every key count, with
-//! `handwritten-async` and the diagnosis setups of `OCC_BENCH_ASYNC_SETUPS`, and their
-//! chart (drawn again by `--redraw`).
+//! `handwritten-async`, the diagnosis setups of `OCC_BENCH_ASYNC_SETUPS` and, built with
+//! feature `sqlx`, the sqlx peer (`sqlx`), and their chart (drawn again by `--redraw`).
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::async_support::sleep_probe;
@@ -11,9 +11,23 @@ use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use crate::options::Args;
-use crate::run::{Setting, run};
+use crate::run::{Setting, run, run_sqlx};
 
 use crate::samples::{Sample, Samples};
+
+/// The label of the sqlx peer (`strategies::sqlx_peer`).
+const SQLX: &str = "sqlx";
+
+/// Who runs in one slot of a round.
+#[derive(Debug, Clone, Copy)]
+enum Entrant {
+    /// The blocking `occ`, the rounds' reference.
+    Occ,
+    /// The asynchronous strategy with the setup of this index.
+    Setup(usize),
+    /// The sqlx peer (feature `sqlx`).
+    Sqlx,
+}
 
 /// The chart of the paired async rounds: the medians of `occ` and of each async setup
 /// at every key count, as `<backend>-async.svg` (and `.png`).
@@ -117,8 +131,9 @@ pub(crate) fn redraw_asynchronous(
 }
 
 /// `occ-async` against `occ` at every key count, in rounds of their own, with
-/// `handwritten-async` (the same statements on diesel-async without diesel-occ) and the
-/// async setups of `OCC_BENCH_ASYNC_SETUPS`: goodput ratios, p99 at the fewest keys,
+/// `handwritten-async` (the same statements on diesel-async without diesel-occ), the
+/// async setups of `OCC_BENCH_ASYNC_SETUPS` and, with feature `sqlx`, the sqlx peer
+/// (hand-written optimistic locking on sqlx): goodput ratios, p99 at the fewest keys,
 /// conflicts, statements and this process's CPU per committed operation.
 pub(crate) fn paired(
     setting: &Setting<'_>,
@@ -127,6 +142,7 @@ pub(crate) fn paired(
 ) -> Result<(), String> {
     let mut setups = vec![Setup::RECOMMENDED, Setup::HANDWRITTEN];
     setups.extend(Setup::from_env()?);
+    let sqlx = cfg!(feature = "sqlx");
     let [asked, thread, tokio, helper] = sleep_probe()?;
     summary.say(format!(
         "-- paired async rounds ({} rounds): occ against {} at keys {:?}; \
@@ -137,6 +153,7 @@ pub(crate) fn paired(
         setups
             .iter()
             .map(|s| s.label())
+            .chain(sqlx.then(|| SQLX.to_owned()))
             .collect::<Vec<_>>()
             .join(", "),
         args.keys
@@ -144,9 +161,11 @@ pub(crate) fn paired(
     let labels: Vec<&'static str> = setups
         .iter()
         .map(|s| &*Box::leak(s.label().into_boxed_str()))
+        .chain(sqlx.then_some(SQLX))
         .collect();
-    let mut entrants: Vec<Option<usize>> = std::iter::once(None)
-        .chain((0..setups.len()).map(Some))
+    let mut entrants: Vec<Entrant> = std::iter::once(Entrant::Occ)
+        .chain((0..setups.len()).map(Entrant::Setup))
+        .chain(sqlx.then_some(Entrant::Sqlx))
         .collect();
     let (mut goodput, mut p99) = (Samples::default(), Samples::default());
     let mut client_cpu = Samples::default();
@@ -158,19 +177,23 @@ pub(crate) fn paired(
             for &entrant in &entrants {
                 let cpu_before = Process::take();
                 let (mut row, label) = match entrant {
-                    None => (
+                    Entrant::Occ => (
                         run(setting, Strategy::Occ, keys, Setup::RECOMMENDED)?,
                         "occ",
                     ),
-                    Some(index) => (
+                    Entrant::Setup(index) => (
                         run(setting, Strategy::OccAsynchronous, keys, setups[index])?,
                         labels[index],
                     ),
+                    Entrant::Sqlx => (run_sqlx(setting, keys)?, SQLX),
                 };
                 let per_op = |n: f64| n / row.committed.max(1) as f64;
+                // Counted on diesel's connections only: sqlx has no cheap hook.
                 let statements = match entrant {
-                    None => String::new(),
-                    Some(_) => format!("  statements/op {:.2}", per_op(row.statements as f64)),
+                    Entrant::Occ | Entrant::Sqlx => String::new(),
+                    Entrant::Setup(_) => {
+                        format!("  statements/op {:.2}", per_op(row.statements as f64))
+                    }
                 };
                 let conflicts = per_op(row.conflicts as f64);
                 // This process's CPU per operation (the client: driver, runtime, library)
@@ -235,6 +258,14 @@ pub(crate) fn paired(
             ("occ-async", keys),
             ("handwritten-async", keys),
         ));
+        if sqlx {
+            summary.say(format!(
+                "async: occ-async / sqlx (hand-written optimistic locking on sqlx 0.9, \
+                 no target) at {keys} keys = {}",
+                ratio(library, goodput.median(SQLX, keys))
+            ));
+            summary.say(goodput.per_round(args.common.rounds, ("occ-async", keys), (SQLX, keys)));
+        }
         if client_cpu.has("occ", keys) {
             let medians: Vec<String> = std::iter::once("occ")
                 .chain(labels.iter().copied())

@@ -16,6 +16,10 @@
 //! (`<backend>.svg`, and `<backend>.png` when `rsvg-convert` is installed). `--smoke`
 //! runs every strategy for a fraction of a second. It asserts nothing about timings.
 //!
+//! With `occ-async` among the strategies, the paired async rounds set it against `occ`,
+//! `handwritten-async` and, built with `--features sqlx`, the sqlx peer (`sqlx`: the same
+//! optimistic locking hand-written on sqlx 0.9), printing `occ-async / sqlx` per key count.
+//!
 //! Then the two comparisons of issue 28 (the library's own cost, blocking and async)
 //! in `--abba-rounds` ABBA rounds with a bootstrap interval and a verdict (`abba.rs`);
 //! `--abba-only` runs those alone.

@@ -60,6 +60,8 @@ const USAGE_TAIL: &str = "  --no-pgbench          skip the pgbench comparison
   -h, --help            this text
 The paired rounds alternate occ, occ-escalate, occ-escalate-op and pessimistic at the
 fewest keys; handwritten, handwritten-prepared, occ, occ-escalate and pgbench at the most.
+With occ-async, the paired async rounds add handwritten-async and, built with
+--features sqlx, the sqlx peer (the same optimistic locking hand-written on sqlx).
 --smoke also runs keys 1,100 without pgbench.";
 
 /// The usage text.
