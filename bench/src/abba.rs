@@ -1,4 +1,4 @@
-//! The statistic of issue 28, fixed before the run: interleaved ABBA rounds, the median
+//! The statistic of the library's own cost, fixed before the run: interleaved ABBA rounds, the median
 //! of the per-round ratios, a percentile-bootstrap 95 % interval and a verdict on it.
 //!
 //! One round runs the baseline A and the candidate B as `A B B A`, and its ratio is

@@ -31,7 +31,11 @@ pub fn ratio(a: f64, b: f64) -> String {
 
 /// Whether `value` reaches `target`, as the reports print it.
 pub fn verdict(value: f64, target: f64) -> &'static str {
-    if value >= target { "met" } else { "not met" }
+    if value >= target {
+        "met"
+    } else {
+        "below target"
+    }
 }
 
 /// Per-round ratios as the reports list them: two decimals, space separated.

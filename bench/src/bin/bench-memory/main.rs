@@ -1,4 +1,4 @@
-//! Memory of issue 28, measured by counting every allocation of this process (a
+//! Memory, measured by counting every allocation of this process (a
 //! counting global allocator, `alloc.rs`), not estimated from type sizes:
 //!
 //! - bytes held per `Tracked<T>`, for an all-integer entity and one with two strings,

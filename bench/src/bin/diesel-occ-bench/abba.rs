@@ -1,4 +1,4 @@
-//! The two comparisons of issue 28 in ABBA rounds (`--abba-rounds`, default 21): the
+//! The two comparisons of the library's own cost in ABBA rounds (`--abba-rounds`, default 21): the
 //! library's own cost, `occ / handwritten-prepared` and `occ-async / handwritten-async`,
 //! at the most keys. Each round runs baseline, library, library, baseline; the
 //! statistic and its verdict are `diesel_occ_bench::abba`'s.

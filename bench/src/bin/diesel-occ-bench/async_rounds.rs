@@ -304,7 +304,7 @@ pub(crate) fn paired(
         let target = if label == "occ-async" && setting.backend != Backend::Sqlite {
             format!(
                 " (target <= 2: {})",
-                if a <= 2.0 * b { "met" } else { "not met" }
+                if a <= 2.0 * b { "met" } else { "below target" }
             )
         } else {
             String::new()

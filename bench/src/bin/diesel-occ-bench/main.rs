@@ -20,7 +20,7 @@
 //! `handwritten-async` and, built with `--features sqlx`, the sqlx peer (`sqlx`: the same
 //! optimistic locking hand-written on sqlx 0.9), printing `occ-async / sqlx` per key count.
 //!
-//! Then the two comparisons of issue 28 (the library's own cost, blocking and async)
+//! Then the two comparisons of the library's own cost (blocking and async)
 //! in `--abba-rounds` ABBA rounds with a bootstrap interval and a verdict (`abba.rs`);
 //! `--abba-only` runs those alone.
 //!

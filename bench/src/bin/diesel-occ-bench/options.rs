@@ -26,7 +26,7 @@ pub(crate) struct Args {
     pub(crate) hot_key: bool,
     /// `--hot-workers`: the worker counts of `--hot-key`.
     pub(crate) hot_workers: Vec<usize>,
-    /// `--abba-rounds`: the ABBA rounds of each comparison of issue 28 (`abba.rs`).
+    /// `--abba-rounds`: the ABBA rounds of each comparison of the library's own cost (`abba.rs`).
     pub(crate) abba_rounds: usize,
     /// `--abba-only`: only those rounds, no table, paired rounds or statement count.
     pub(crate) abba_only: bool,
