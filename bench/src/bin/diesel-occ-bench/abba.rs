@@ -68,6 +68,9 @@ pub(crate) fn rounds(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
+    if args.abba_rounds == 0 {
+        return Ok(());
+    }
     let keys = *args.keys.iter().max().unwrap_or(&1);
     for (baseline, library) in comparisons(args) {
         let name = format!("{} / {} at {keys} keys", library.label, baseline.label);
