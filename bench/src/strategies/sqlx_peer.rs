@@ -56,7 +56,7 @@ trait Peer: sqlx::Database {
 /// generic over the driver, which would spell out sqlx's higher-ranked executor and
 /// codec bounds for what differs by the placeholders only.
 macro_rules! attempt {
-    ($read:literal, $write:literal) => {
+    ($read:expr, $write:expr) => {
         fn attempt(pool: &Pool<Self>, key: i32) -> impl Future<Output = AttemptResult> + Send + '_ {
             async move {
                 let text = |e: sqlx::Error| e.to_string();
@@ -84,6 +84,12 @@ macro_rules! attempt {
     };
 }
 
+/// The read and the conditional UPDATE with `?` placeholders (MySQL and SQLite).
+const READ_WITH_QUESTION_MARKS: &str =
+    "SELECT id, available, version FROM bench_stock WHERE id = ?";
+const WRITE_WITH_QUESTION_MARKS: &str =
+    "UPDATE bench_stock SET available = ?, version = ? WHERE id = ? AND version = ?";
+
 impl Peer for Postgres {
     fn options(url: &str) -> Result<PgConnectOptions, String> {
         url.parse().map_err(|e: sqlx::Error| e.to_string())
@@ -100,10 +106,7 @@ impl Peer for MySql {
         url.parse().map_err(|e: sqlx::Error| e.to_string())
     }
 
-    attempt!(
-        "SELECT id, available, version FROM bench_stock WHERE id = ?",
-        "UPDATE bench_stock SET available = ?, version = ? WHERE id = ? AND version = ?"
-    );
+    attempt!(READ_WITH_QUESTION_MARKS, WRITE_WITH_QUESTION_MARKS);
 }
 
 impl Peer for Sqlite {
@@ -121,10 +124,7 @@ impl Peer for Sqlite {
             .busy_timeout(Duration::from_secs(10)))
     }
 
-    attempt!(
-        "SELECT id, available, version FROM bench_stock WHERE id = ?",
-        "UPDATE bench_stock SET available = ?, version = ? WHERE id = ? AND version = ?"
-    );
+    attempt!(READ_WITH_QUESTION_MARKS, WRITE_WITH_QUESTION_MARKS);
 }
 
 /// [`run`] on one driver.
