@@ -1,5 +1,6 @@
 //! A typed view of the derive input: the struct, its table and its columns.
 
+use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
 
@@ -7,7 +8,13 @@ use crate::attr::{self, ContainerAttrs, FieldAttrs};
 
 pub(crate) struct Entity<'a> {
     pub(crate) input: &'a DeriveInput,
+    /// The table's module as the generated code names it: its last segment when
+    /// [`Entity::table_import`] brings it into the generated block's scope.
     pub(crate) table: Path,
+    /// The full path of a table named from the crate root, `self` or `super`
+    /// (`crate::schema::users`): the generated block imports it once (see
+    /// [`Entity::table_import`]) instead of spelling it out at every column.
+    table_import: Option<Path>,
     /// Primary key columns as Diesel names them, in declaration order.
     pub(crate) primary_key: Vec<Ident>,
     /// No `primary_key(...)` was given: the key is Diesel's default, `id`.
@@ -77,7 +84,10 @@ impl<'a> Entity<'a> {
             track,
             misplaced_occ,
         } = attr::container(&input.attrs, errors);
-        let table = table_name.unwrap_or_else(|| infer_table_name(&input.ident));
+        let (table, table_import) = table_in_scope(
+            table_name.unwrap_or_else(|| infer_table_name(&input.ident)),
+            input,
+        );
         let default_key = primary_key.is_none();
         let primary_key = primary_key.unwrap_or_else(|| vec![Ident::new("id", input.ident.span())]);
         let fields = named
@@ -99,12 +109,22 @@ impl<'a> Entity<'a> {
         Ok(Entity {
             input,
             table,
+            table_import,
             primary_key,
             default_key,
             fields,
             invalid_occ,
             track: track.is_some(),
         })
+    }
+
+    /// `use crate::schema::users;`: the import of [`Entity::table`] that opens each block of
+    /// generated code naming the table, or nothing when the path is used whole.
+    pub(crate) fn table_import(&self) -> TokenStream {
+        match &self.table_import {
+            Some(path) => quote!(use #path;),
+            None => TokenStream::new(),
+        }
     }
 
     /// No `#[occ(version)]` field, and `#[occ(check)]` fields instead: the entity is
@@ -162,6 +182,46 @@ fn not_named(tokens: impl ToTokens) -> syn::Error {
         "#[derive(Versioned)] supports only structs with named fields\n\
          help: declare the entity as `struct Name { id: i32, #[occ(version)] version: i32, .. }`",
     )
+}
+
+/// The short name of a table path that means the same in every edition and every scope
+/// (it starts with `crate`, `self`, `super` or `::`), and the path to import. Other
+/// paths are kept whole, since a `use` of them could resolve elsewhere, and so is a
+/// table whose name the struct also uses for itself or in a field's type, which the
+/// import would shadow.
+fn table_in_scope(table: Path, input: &DeriveInput) -> (Path, Option<Path>) {
+    let rooted = table.leading_colon.is_some()
+        || table.segments.first().is_some_and(|first| {
+            first.ident == "crate" || first.ident == "self" || first.ident == "super"
+        });
+    let short = match table.segments.last() {
+        Some(last) if rooted && table.segments.len() > 1 && last.arguments.is_none() => {
+            last.ident.clone()
+        }
+        _ => return (table, None),
+    };
+    let shadows = input.ident == short
+        || match &input.data {
+            Data::Struct(data) => data
+                .fields
+                .iter()
+                .any(|field| mentions(field.ty.to_token_stream(), &short)),
+            _ => true,
+        };
+    if shadows {
+        (table, None)
+    } else {
+        (short.into(), Some(table))
+    }
+}
+
+/// `tokens` hold the identifier `ident`, at any depth.
+fn mentions(tokens: TokenStream, ident: &Ident) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(found) => found == *ident,
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), ident),
+        _ => false,
+    })
 }
 
 /// Diesel's default: the struct name in snake case with an `s` appended.

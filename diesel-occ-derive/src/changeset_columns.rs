@@ -37,6 +37,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
 
     let diesel = quote!(::diesel_occ::__private::diesel);
     let table = &entity.table;
+    let table_import = entity.table_import();
     // What Diesel's `AsChangeset` assigns: every field but the primary key's and the
     // `skip_update` ones; an embedded changeset brings its own columns.
     let assigned = entity
@@ -70,6 +71,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
 
     quote! {
         const _: () = {
+            #table_import
             #[automatically_derived]
             impl #impl_generics #grouping for #ident #ty_generics
             where #(#predicates,)*

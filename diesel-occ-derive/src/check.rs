@@ -18,11 +18,12 @@ use crate::expand::{
 };
 
 pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
-    let private = quote!(::diesel_occ::__private);
+    let private = quote!(__occ);
     let diesel = quote!(#private::diesel);
     let dsl = quote!(#diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
+    let table_import = entity.table_import();
     let table_name = table
         .segments
         .last()
@@ -57,16 +58,24 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
 
     quote! {
         const _: () = {
-            use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
+            // The paths below name the runtime's items through `__occ`, and the table
+            // by its last segment: spelled out, they were a third of the derive's tokens.
+            use ::diesel_occ::__private as __occ;
+            use ::diesel_occ::__private::diesel::prelude::{
+                BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+            };
+            #table_import
 
             #refuse_diesel_changeset
             #column_checks
 
+            #[inline]
             fn __occ_key_filter(key: #key_ty) -> #key_filter_ty {
                 #key_filter_expr
             }
 
             /// `c1 IS NOT DISTINCT FROM <value> AND ...`, the values taken from `values`.
+            #[inline]
             fn __occ_check_filter(values: &#ident) -> #filter_ty {
                 #filter_expr
             }
@@ -74,6 +83,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
             type __OccGuarded = #dsl::Filter<#dsl::Filter<#table::table, #key_filter_ty>, #filter_ty>;
 
             /// The row with `values`' key, if it still holds `values`' check columns.
+            #[inline]
             fn __occ_guarded(values: &#ident) -> __OccGuarded {
                 #table::table
                     .filter(__occ_key_filter(<#ident as #private::Versioned>::key(values)))
@@ -90,14 +100,17 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
             impl #private::VersionToken for #values {
                 const KIND: #private::TokenKind = #private::TokenKind::Columns;
 
+                #[inline]
                 fn initial() -> Self {
                     #values(::std::option::Option::None)
                 }
 
+                #[inline]
                 fn next_token(&self) -> Self {
                     #values(::std::option::Option::None)
                 }
 
+                #[inline]
                 fn to_value(&self) -> #private::TokenValue {
                     #private::TokenValue::Columns(match &self.0 {
                         ::std::option::Option::Some((#(#bindings,)*)) => #private::CheckValues::new(::std::vec![
@@ -110,19 +123,23 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
                     })
                 }
 
+                #[inline]
                 fn from_value(_: &#private::TokenValue) -> ::std::option::Option<Self> {
                     ::std::option::Option::None
                 }
 
+                #[inline]
                 fn validate(&self) -> ::std::result::Result<(), #private::InvalidToken> {
                     ::std::result::Result::Err(#private::no_client_token())
                 }
 
                 /// Nothing a client could send back: there is no ETag.
+                #[inline]
                 fn encode(&self) -> ::std::string::String {
                     ::std::string::String::new()
                 }
 
+                #[inline]
                 fn decode(_: &str) -> ::std::result::Result<Self, #private::InvalidToken> {
                     ::std::result::Result::Err(#private::no_client_token())
                 }
@@ -143,6 +160,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
             {
                 type Row = (#(#check_tys,)*);
 
+                #[inline]
                 fn build(row: Self::Row) -> #diesel::deserialize::Result<Self> {
                     ::std::result::Result::Ok(#values(::std::option::Option::Some(row)))
                 }
@@ -158,14 +176,17 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
                 type KeyColumns = #key_columns;
                 const GENERATED_TOKEN: bool = false;
 
+                #[inline]
                 fn guarded(&self) -> Self::Guarded {
                     __occ_guarded(self)
                 }
 
+                #[inline]
                 fn token_assignment(_: &Self::Token) -> Self::TokenAssignment {
                     #private::NotAssigned
                 }
 
+                #[inline]
                 fn changes(&self, _: &Self::Token) -> Self::Changes {
                     #private::NotAssigned
                 }
@@ -190,35 +211,43 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
                 const TABLE_NAME: &'static str = #table_name;
                 #sql_names
 
+                #[inline]
                 fn token(&self) -> &Self::Token {
                     static AS_READ: #values = #values(::std::option::Option::None);
                     &AS_READ
                 }
 
+                #[inline]
                 fn set_token(&mut self, _: Self::Token) {}
 
+                #[inline]
                 fn key(&self) -> Self::Key {
                     #key_expr
                 }
 
+                #[inline]
                 fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
                     #private::key_values(&[#(#key_parts),*])
                 }
 
+                #[inline]
                 fn update_statement(&self, _: &Self::Token) -> Self::UpdateStatement {
                     #private::SaveThroughTracked
                 }
 
+                #[inline]
                 fn delete_statement(&self) -> Self::DeleteStatement {
                     #diesel::delete(__occ_guarded(self))
                 }
 
+                #[inline]
                 fn token_query(key: Self::Key) -> Self::TokenQuery {
                     #table::table
                         .filter(__occ_key_filter(key))
                         .select((#(#table::#check_cols,)*))
                 }
 
+                #[inline]
                 fn find_query(key: Self::Key) -> Self::FindQuery {
                     #table::table.filter(__occ_key_filter(key))
                 }
@@ -231,7 +260,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
 /// `c1 IS NOT DISTINCT FROM values.c1 AND ...`: its type and its expression over a
 /// `values` binding.
 fn check_filter(entity: &Entity<'_>, checks: &[&Field<'_>]) -> (TokenStream, TokenStream) {
-    let private = quote!(::diesel_occ::__private);
+    let private = quote!(__occ);
     let dsl = quote!(#private::diesel::dsl);
     let table = &entity.table;
     let mut parts = checks.iter().map(|f| {
@@ -261,7 +290,7 @@ fn tracking(
     checks: &[&Field<'_>],
     values: &syn::Ident,
 ) -> TokenStream {
-    let private = quote!(::diesel_occ::__private);
+    let private = quote!(__occ);
     let dsl = quote!(#private::diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
@@ -277,6 +306,7 @@ fn tracking(
             type FieldsUpdateStatement = #private::CachedUpdate<__OccGuarded, (#(#set_tys,)*)>;
 
             #[allow(unused_mut)]
+            #[inline]
             fn changed_from(&self, original: &Self) -> #private::Fields<Self> {
                 let _ = original;
                 let mut changed = #private::Fields::<Self>::none();
@@ -284,6 +314,7 @@ fn tracking(
                 changed
             }
 
+            #[inline]
             fn copy_fields(&mut self, from: &Self, fields: #private::Fields<Self>) {
                 let _ = (from, fields);
                 #(
@@ -293,6 +324,7 @@ fn tracking(
                 )*
             }
 
+            #[inline]
             fn fields_update_statement(
                 &self,
                 original: &Self,
@@ -306,6 +338,7 @@ fn tracking(
                     .cached_if(fields == #private::Fields::all())
             }
 
+            #[inline]
             fn expected_token(&self) -> Self::Token {
                 #values(::std::option::Option::Some((#(::std::clone::Clone::clone(&self.#check_idents),)*)))
             }

@@ -29,11 +29,12 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
 }
 
 fn expand(entity: &Entity<'_>) -> TokenStream {
-    let diesel = quote!(::diesel_occ::__private::diesel);
+    let diesel = quote!(__occ::diesel);
     let dsl = quote!(#diesel::dsl);
-    let parts = quote!(::diesel_occ::__private::VersionedParts);
+    let parts = quote!(__occ::VersionedParts);
     let ident = &entity.input.ident;
     let table = &entity.table;
+    let table_import = entity.table_import();
     let table_name = table
         .segments
         .last()
@@ -89,13 +90,13 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     // The row found by key, and `token = <original>`, which on SQLite also matches the
     // other text forms of a timestamp token.
     let guarded_expr = quote! {
-        <Self as ::diesel_occ::__private::Versioned>::find_query(
-            <Self as ::diesel_occ::__private::Versioned>::key(self),
+        <Self as __occ::Versioned>::find_query(
+            <Self as __occ::Versioned>::key(self),
         )
-        .filter(::diesel_occ::__private::TokenEq::new(
+        .filter(__occ::TokenEq::new(
             #table::#token_col,
             ::std::clone::Clone::clone(&self.#token_field),
-            <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+            <Self as __occ::Versioned>::token_text_forms,
         ))
     };
     let generated = token.attrs.generated.is_some();
@@ -111,8 +112,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         quote_spanned! {span=>
             const _: () = ::std::assert!(
                 ::std::matches!(
-                    <#token_ty as ::diesel_occ::__private::VersionToken>::KIND,
-                    ::diesel_occ::__private::TokenKind::Timestamp
+                    <#token_ty as __occ::VersionToken>::KIND,
+                    __occ::TokenKind::Timestamp
                 ),
                 "`precision` applies to timestamp tokens only: remove it from this token"
             );
@@ -122,10 +123,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     // A generated token is never assigned: the UPDATE reads it back with RETURNING.
     let (update_ty, update_expr) = if generated {
         (
-            quote!(::diesel_occ::__private::ReturningUpdate<#ident>),
+            quote!(__occ::ReturningUpdate<#ident>),
             quote! {
                 let _ = fresh;
-                ::diesel_occ::__private::ReturningUpdate::new(
+                __occ::ReturningUpdate::new(
                     #diesel::update(#parts::guarded(self))
                         .set((#(#change_exprs,)*))
                         .returning(#table::#token_col),
@@ -136,13 +137,13 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
         // The save is the upsert's `SET` on the guarded row: both come from the parts.
         (
             quote! {
-                ::diesel_occ::__private::CachedUpdate<
+                __occ::CachedUpdate<
                     <Self as #parts>::Guarded,
                     <Self as #parts>::Changes,
                 >
             },
             quote! {
-                ::diesel_occ::__private::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
+                __occ::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
                 #cached
             },
         )
@@ -151,10 +152,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     // generated token has none, so an upsert of such an entity does not compile.
     let (changes_ty, changes_expr) = if generated {
         (
-            quote!(::diesel_occ::__private::NotAssigned),
+            quote!(__occ::NotAssigned),
             quote!({
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }),
         )
     } else {
@@ -166,10 +167,10 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let conflict_target = key_columns(table, &keys);
     let (assignment_ty, assignment_expr) = if generated {
         (
-            quote!(::diesel_occ::__private::NotAssigned),
+            quote!(__occ::NotAssigned),
             quote!({
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }),
         )
     } else {
@@ -186,13 +187,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     } else {
         values_row(entity, &keys, &written)
     };
-    let returning_statement = generated.then(|| {
-        returning_statement(
-            entity,
-            quote!(::diesel_occ::__private::AllFields),
-            &change_tys,
-        )
-    });
+    let returning_statement =
+        generated.then(|| returning_statement(entity, quote!(__occ::AllFields), &change_tys));
     let tracking = if entity.track {
         tracking(entity, &written)
     } else {
@@ -203,29 +199,38 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 
     quote! {
         const _: () = {
-            use #diesel::prelude::{BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _};
+            // The paths below name the runtime's items through `__occ`, and the table
+            // by its last segment: spelled out, they were a third of the derive's tokens.
+            use ::diesel_occ::__private as __occ;
+            use ::diesel_occ::__private::diesel::prelude::{
+                BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+            };
+            #table_import
 
             #refuse_diesel_changeset
             #column_checks
             #precision_check
 
             #[automatically_derived]
-            impl ::diesel_occ::__private::VersionedParts for #ident {
+            impl __occ::VersionedParts for #ident {
                 type TokenColumn = #table::#token_col;
-                type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
+                type Guarded = __occ::KeyGuarded<Self>;
                 type TokenAssignment = #assignment_ty;
                 type Changes = #changes_ty;
                 type KeyColumns = #conflict_target;
                 const GENERATED_TOKEN: bool = #generated;
 
+                #[inline]
                 fn guarded(&self) -> Self::Guarded {
                     #guarded_expr
                 }
 
+                #[inline]
                 fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
                     #assignment_expr
                 }
 
+                #[inline]
                 fn changes(&self, fresh: &Self::Token) -> Self::Changes {
                     #changes_expr
                 }
@@ -235,7 +240,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             #tracking
 
             #[automatically_derived]
-            impl ::diesel_occ::__private::Versioned for #ident {
+            impl __occ::Versioned for #ident {
                 type Table = #table::table;
                 type Token = #token_ty;
                 type Key = #key_ty;
@@ -249,34 +254,42 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 #sql_names
                 #precision
 
+                #[inline]
                 fn token(&self) -> &Self::Token {
                     &self.#token_field
                 }
 
+                #[inline]
                 fn set_token(&mut self, token: Self::Token) {
                     self.#token_field = token;
                 }
 
+                #[inline]
                 fn key(&self) -> Self::Key {
                     #key_expr
                 }
 
+                #[inline]
                 fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-                    ::diesel_occ::__private::key_values(&[#(#key_parts),*])
+                    __occ::key_values(&[#(#key_parts),*])
                 }
 
+                #[inline]
                 fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
                     #update_expr
                 }
 
+                #[inline]
                 fn delete_statement(&self) -> Self::DeleteStatement {
                     #diesel::delete(#parts::guarded(self))
                 }
 
+                #[inline]
                 fn token_query(key: Self::Key) -> Self::TokenQuery {
                     Self::find_query(key).select(#table::#token_col)
                 }
 
+                #[inline]
                 fn find_query(key: Self::Key) -> Self::FindQuery {
                     #table::table.filter(#key_filter_expr)
                 }
@@ -295,7 +308,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 /// second impl applies too.
 pub(crate) fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
     let refused = quote!(
-        ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >
     );
@@ -313,7 +326,7 @@ pub(crate) fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
 /// order `(keys, written columns, expected token, fresh token)`. An `Option` field whose
 /// `None` leaves its column alone is a `Skippable` (a presence flag and the value).
 fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) -> TokenStream {
-    let diesel = quote!(::diesel_occ::__private::diesel);
+    let diesel = quote!(__occ::diesel);
     let table = &entity.table;
     let token = entity.token();
     let (token_field, token_col) = (token.ident, &token.column);
@@ -340,12 +353,11 @@ fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) 
         let value_ty = written_type(f);
         let column = name(col);
         let ty = if std::ptr::eq(value_ty, f.ty) {
-            written_columns.push(quote!(::diesel_occ::__private::WrittenColumn::always(#column)));
+            written_columns.push(quote!(__occ::WrittenColumn::always(#column)));
             bound(table, col, value_ty)
         } else {
-            written_columns
-                .push(quote!(::diesel_occ::__private::WrittenColumn::unless_none(#column)));
-            quote_spanned!(span=> ::diesel_occ::__private::SkippableOf<#table::#col, #value_ty>)
+            written_columns.push(quote!(__occ::WrittenColumn::unless_none(#column)));
+            quote_spanned!(span=> __occ::SkippableOf<#table::#col, #value_ty>)
         };
         value_exprs
             .push(quote_spanned!(span=> <#ty>::new(::std::clone::Clone::clone(&self.#ident))));
@@ -361,16 +373,17 @@ fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) 
             #token_bound,
         );
 
-        const VALUES_COLUMNS: ::std::option::Option<::diesel_occ::__private::ValuesColumns> = {
+        const VALUES_COLUMNS: ::std::option::Option<__occ::ValuesColumns> = {
             const KEYS: &[&str] = &[#(#key_names),*];
-            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[#(#written_columns),*];
-            ::std::option::Option::Some(::diesel_occ::__private::ValuesColumns::new(
+            const WRITTEN: &[__occ::WrittenColumn] = &[#(#written_columns),*];
+            ::std::option::Option::Some(__occ::ValuesColumns::new(
                 KEYS,
                 WRITTEN,
                 #token_name,
             ))
         };
 
+        #[inline]
         fn values_row(&self, fresh: &Self::Token) -> ::std::option::Option<Self::ValuesRow> {
             ::std::option::Option::Some((
                 (#(#key_exprs,)*),
@@ -514,7 +527,7 @@ fn written_type<'a>(field: &Field<'a>) -> &'a syn::Type {
 /// Diesel maps, this is the very type `T: AsExpression<_>` names (see
 /// `diesel_occ::__private::Bound`).
 pub(crate) fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
-    quote_spanned!(ty.span()=> ::diesel_occ::__private::Bound<#table::#col, #ty>)
+    quote_spanned!(ty.span()=> __occ::Bound<#table::#col, #ty>)
 }
 
 /// One check per bound column, spanned on the field's type: a field whose type does not
@@ -523,9 +536,8 @@ pub(crate) fn column_checks<'a>(
     table: &syn::Path,
     columns: impl Iterator<Item = (&'a syn::Ident, &'a syn::Type)>,
 ) -> TokenStream {
-    let checks = columns.map(|(col, ty)| {
-        quote_spanned!(ty.span()=> ::diesel_occ::__private::check_column::<#ty, #table::#col>();)
-    });
+    let checks = columns
+        .map(|(col, ty)| quote_spanned!(ty.span()=> __occ::check_column::<#ty, #table::#col>();));
     quote! {
         const _: fn() = || {
             #(#checks)*
@@ -540,15 +552,15 @@ fn returning_statement(
     which: TokenStream,
     change_tys: &[impl quote::ToTokens],
 ) -> TokenStream {
-    let dsl = quote!(::diesel_occ::__private::diesel::dsl);
+    let dsl = quote!(__occ::diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
     let token_col = &entity.token().column;
     quote! {
         #[automatically_derived]
-        impl ::diesel_occ::__private::ReturningStatement<#which> for #ident {
+        impl __occ::ReturningStatement<#which> for #ident {
             type Statement = #dsl::Returning<
-                #dsl::Update<<Self as ::diesel_occ::__private::VersionedParts>::Guarded, (#(#change_tys,)*)>,
+                #dsl::Update<<Self as __occ::VersionedParts>::Guarded, (#(#change_tys,)*)>,
                 #table::#token_col,
             >;
         }
@@ -558,8 +570,8 @@ fn returning_statement(
 /// `impl diesel_occ::Tracking` (`#[occ(track)]`): per-field comparison, copy, and the
 /// guarded UPDATE of a chosen set of fields.
 fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
-    let parts = quote!(::diesel_occ::__private::VersionedParts);
-    let diesel = quote!(::diesel_occ::__private::diesel);
+    let parts = quote!(__occ::VersionedParts);
+    let diesel = quote!(__occ::diesel);
     let dsl = quote!(#diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
@@ -571,33 +583,29 @@ fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
     let (compares, set_tys, set_exprs) = tracked_fields(table, written, &dsl);
     let (statement_ty, statement_expr, returning) = if token.attrs.generated.is_some() {
         (
-            quote!(::diesel_occ::__private::ReturningUpdate<#ident, ::diesel_occ::__private::ChosenFields>),
+            quote!(__occ::ReturningUpdate<#ident, __occ::ChosenFields>),
             quote! {
                 let _ = fresh;
-                ::diesel_occ::__private::ReturningUpdate::new(
+                __occ::ReturningUpdate::new(
                     #diesel::update(#parts::guarded(self))
                         .set((#(#set_exprs,)*))
                         .returning(#table::#token_col),
                 )
             },
-            returning_statement(
-                entity,
-                quote!(::diesel_occ::__private::ChosenFields),
-                &set_tys,
-            ),
+            returning_statement(entity, quote!(__occ::ChosenFields), &set_tys),
         )
     } else {
         (
             quote! {
-                ::diesel_occ::__private::CachedUpdate<<Self as #parts>::Guarded, (#(#set_tys,)* <Self as #parts>::TokenAssignment,)>
+                __occ::CachedUpdate<<Self as #parts>::Guarded, (#(#set_tys,)* <Self as #parts>::TokenAssignment,)>
             },
             quote! {
                 // One text per set of fields: only the full set is kept prepared.
-                ::diesel_occ::__private::CachedUpdate::new(
+                __occ::CachedUpdate::new(
                     #parts::guarded(self),
                     (#(#set_exprs,)* <Self as #parts>::token_assignment(fresh),),
                 )
-                .cached_if(fields == ::diesel_occ::__private::Fields::all())
+                .cached_if(fields == __occ::Fields::all())
             },
             TokenStream::new(),
         )
@@ -606,19 +614,21 @@ fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
         #returning
 
         #[automatically_derived]
-        impl ::diesel_occ::__private::Tracking for #ident {
+        impl __occ::Tracking for #ident {
             const FIELDS: &'static [&'static str] = &[#(#names),*];
             type FieldsUpdateStatement = #statement_ty;
 
             #[allow(unused_mut)]
-            fn changed_from(&self, original: &Self) -> ::diesel_occ::__private::Fields<Self> {
+            #[inline]
+            fn changed_from(&self, original: &Self) -> __occ::Fields<Self> {
                 let _ = original;
-                let mut changed = ::diesel_occ::__private::Fields::<Self>::none();
+                let mut changed = __occ::Fields::<Self>::none();
                 #(#compares)*
                 changed
             }
 
-            fn copy_fields(&mut self, from: &Self, fields: ::diesel_occ::__private::Fields<Self>) {
+            #[inline]
+            fn copy_fields(&mut self, from: &Self, fields: __occ::Fields<Self>) {
                 let _ = (from, fields);
                 #(
                     if fields.contains_index(#indices) {
@@ -627,10 +637,11 @@ fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
                 )*
             }
 
+            #[inline]
             fn fields_update_statement(
                 &self,
                 original: &Self,
-                fields: ::diesel_occ::__private::Fields<Self>,
+                fields: __occ::Fields<Self>,
                 fresh: &Self::Token,
             ) -> Self::FieldsUpdateStatement {
                 // The guard's token is the original one: a save leaves it untouched.
@@ -649,15 +660,16 @@ pub(crate) fn sql_names(
     token_col: &syn::Ident,
     keys: &[&Field<'_>],
 ) -> TokenStream {
-    let column = quote!(::diesel_occ::__private::diesel::Column);
+    let column = quote!(__occ::diesel::Column);
     let key_cols = keys.iter().map(|f| &f.column);
     quote! {
         const TOKEN_COLUMN: &'static str = <#table::#token_col as #column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[#(<#table::#key_cols as #column>::NAME),*];
 
+        #[inline]
         fn sql_table_name() -> &'static str {
-            ::diesel_occ::__private::sql_table_name::<#table::table>(
-                <Self as ::diesel_occ::Versioned>::TABLE_NAME,
+            __occ::sql_table_name::<#table::table>(
+                <Self as __occ::Versioned>::TABLE_NAME,
             )
         }
     }

@@ -203,6 +203,40 @@ fn table_name_path() {
     );
 }
 
+/// A table named from the crate root is imported once and named by its last segment,
+/// unless a field's type names a module of that name, which the import would shadow.
+#[test]
+fn table_import_unless_a_field_type_names_it() {
+    let imported = crate::derive_versioned_inner(quote! {
+        #[diesel(table_name = crate::schema::stock)]
+        struct Stock { id: i32, #[occ(version)] version: i32 }
+    })
+    .to_string();
+    assert!(
+        imported.contains("use crate :: schema :: stock ;"),
+        "{imported}"
+    );
+    assert!(imported.contains("stock :: version"), "{imported}");
+
+    let whole = crate::derive_versioned_inner(quote! {
+        #[diesel(table_name = crate::schema::kinds)]
+        struct Kind { id: i32, kind: kinds::Kind, #[occ(version)] version: i32 }
+    })
+    .to_string();
+    assert!(!whole.contains("use crate :: schema :: kinds"), "{whole}");
+    assert!(
+        whole.contains("crate :: schema :: kinds :: version"),
+        "{whole}"
+    );
+
+    let relative = crate::derive_versioned_inner(quote! {
+        #[diesel(table_name = schema::stock)]
+        struct Stock { id: i32, #[occ(version)] version: i32 }
+    })
+    .to_string();
+    assert!(!relative.contains("use schema"), "{relative}");
+}
+
 /// A single key that is not `id`.
 #[test]
 fn primary_key_named() {

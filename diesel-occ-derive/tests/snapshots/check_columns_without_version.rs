@@ -13,91 +13,76 @@ struct Shelf {
 // Expansion:
 
 const _: () = {
+    use ::diesel_occ::__private as __occ;
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Shelf as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Shelf as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Shelf as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Shelf as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
     const _: fn() = || {
-        ::diesel_occ::__private::check_column::<i32, shelves::id>();
-        ::diesel_occ::__private::check_column::<Option<String>, shelves::label>();
-        ::diesel_occ::__private::check_column::<i32, shelves::qty>();
-        ::diesel_occ::__private::check_column::<Option<String>, shelves::label>();
-        ::diesel_occ::__private::check_column::<i32, shelves::qty>();
-        ::diesel_occ::__private::check_column::<String, shelves::note>();
+        __occ::check_column::<i32, shelves::id>();
+        __occ::check_column::<Option<String>, shelves::label>();
+        __occ::check_column::<i32, shelves::qty>();
+        __occ::check_column::<Option<String>, shelves::label>();
+        __occ::check_column::<i32, shelves::qty>();
+        __occ::check_column::<String, shelves::note>();
     };
+    #[inline]
     fn __occ_key_filter(
         key: i32,
-    ) -> ::diesel_occ::__private::diesel::dsl::Eq<
-        shelves::id,
-        ::diesel_occ::__private::Bound<shelves::id, i32>,
-    > {
-        shelves::id.eq(<::diesel_occ::__private::Bound<shelves::id, i32>>::new(key))
+    ) -> __occ::diesel::dsl::Eq<shelves::id, __occ::Bound<shelves::id, i32>> {
+        shelves::id.eq(<__occ::Bound<shelves::id, i32>>::new(key))
     }
     /// `c1 IS NOT DISTINCT FROM <value> AND ...`, the values taken from `values`.
+    #[inline]
     fn __occ_check_filter(
         values: &Shelf,
-    ) -> ::diesel_occ::__private::diesel::dsl::And<
-        ::diesel_occ::__private::NullSafeEq<
-            shelves::label,
-            ::diesel_occ::__private::Bound<shelves::label, Option<String>>,
-        >,
-        ::diesel_occ::__private::NullSafeEq<
-            shelves::qty,
-            ::diesel_occ::__private::Bound<shelves::qty, i32>,
-        >,
+    ) -> __occ::diesel::dsl::And<
+        __occ::NullSafeEq<shelves::label, __occ::Bound<shelves::label, Option<String>>>,
+        __occ::NullSafeEq<shelves::qty, __occ::Bound<shelves::qty, i32>>,
     > {
-        ::diesel_occ::__private::NullSafeEq::new(
+        __occ::NullSafeEq::new(
                 shelves::label,
-                <::diesel_occ::__private::Bound<
+                <__occ::Bound<
                     shelves::label,
                     Option<String>,
                 >>::new(::std::clone::Clone::clone(&values.label)),
             )
             .and(
-                ::diesel_occ::__private::NullSafeEq::new(
+                __occ::NullSafeEq::new(
                     shelves::qty,
-                    <::diesel_occ::__private::Bound<
+                    <__occ::Bound<
                         shelves::qty,
                         i32,
                     >>::new(::std::clone::Clone::clone(&values.qty)),
                 ),
             )
     }
-    type __OccGuarded = ::diesel_occ::__private::diesel::dsl::Filter<
-        ::diesel_occ::__private::diesel::dsl::Filter<
+    type __OccGuarded = __occ::diesel::dsl::Filter<
+        __occ::diesel::dsl::Filter<
             shelves::table,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                shelves::id,
-                ::diesel_occ::__private::Bound<shelves::id, i32>,
-            >,
+            __occ::diesel::dsl::Eq<shelves::id, __occ::Bound<shelves::id, i32>>,
         >,
-        ::diesel_occ::__private::diesel::dsl::And<
-            ::diesel_occ::__private::NullSafeEq<
+        __occ::diesel::dsl::And<
+            __occ::NullSafeEq<
                 shelves::label,
-                ::diesel_occ::__private::Bound<shelves::label, Option<String>>,
+                __occ::Bound<shelves::label, Option<String>>,
             >,
-            ::diesel_occ::__private::NullSafeEq<
-                shelves::qty,
-                ::diesel_occ::__private::Bound<shelves::qty, i32>,
-            >,
+            __occ::NullSafeEq<shelves::qty, __occ::Bound<shelves::qty, i32>>,
         >,
     >;
     /// The row with `values`' key, if it still holds `values`' check columns.
+    #[inline]
     fn __occ_guarded(values: &Shelf) -> __OccGuarded {
         shelves::table
-            .filter(
-                __occ_key_filter(
-                    <Shelf as ::diesel_occ::__private::Versioned>::key(values),
-                ),
-            )
+            .filter(__occ_key_filter(<Shelf as __occ::Versioned>::key(values)))
             .filter(__occ_check_filter(values))
     }
     /// The check columns' values, standing for the token: `None` for "the
@@ -106,135 +91,131 @@ const _: () = {
     #[derive(Clone, PartialEq, Debug)]
     pub struct __OccCheckValues(::std::option::Option<(Option<String>, i32)>);
     #[automatically_derived]
-    impl ::diesel_occ::__private::VersionToken for __OccCheckValues {
-        const KIND: ::diesel_occ::__private::TokenKind = ::diesel_occ::__private::TokenKind::Columns;
+    impl __occ::VersionToken for __OccCheckValues {
+        const KIND: __occ::TokenKind = __occ::TokenKind::Columns;
+        #[inline]
         fn initial() -> Self {
             __OccCheckValues(::std::option::Option::None)
         }
+        #[inline]
         fn next_token(&self) -> Self {
             __OccCheckValues(::std::option::Option::None)
         }
-        fn to_value(&self) -> ::diesel_occ::__private::TokenValue {
-            ::diesel_occ::__private::TokenValue::Columns(
+        #[inline]
+        fn to_value(&self) -> __occ::TokenValue {
+            __occ::TokenValue::Columns(
                 match &self.0 {
                     ::std::option::Option::Some((__occ_value_0, __occ_value_1)) => {
-                        ::diesel_occ::__private::CheckValues::new(
+                        __occ::CheckValues::new(
                             ::std::vec![
-                                (< shelves::label as ::diesel_occ::__private::diesel::Column
-                                > ::NAME, ::std::format!("{:?}", __occ_value_0),), (<
-                                shelves::qty as ::diesel_occ::__private::diesel::Column >
-                                ::NAME, ::std::format!("{:?}", __occ_value_1),)
+                                (< shelves::label as __occ::diesel::Column > ::NAME,
+                                ::std::format!("{:?}", __occ_value_0),), (< shelves::qty as
+                                __occ::diesel::Column > ::NAME, ::std::format!("{:?}",
+                                __occ_value_1),)
                             ],
                         )
                     }
-                    ::std::option::Option::None => {
-                        ::diesel_occ::__private::CheckValues::as_read()
-                    }
+                    ::std::option::Option::None => __occ::CheckValues::as_read(),
                 },
             )
         }
-        fn from_value(
-            _: &::diesel_occ::__private::TokenValue,
-        ) -> ::std::option::Option<Self> {
+        #[inline]
+        fn from_value(_: &__occ::TokenValue) -> ::std::option::Option<Self> {
             ::std::option::Option::None
         }
-        fn validate(
-            &self,
-        ) -> ::std::result::Result<(), ::diesel_occ::__private::InvalidToken> {
-            ::std::result::Result::Err(::diesel_occ::__private::no_client_token())
+        #[inline]
+        fn validate(&self) -> ::std::result::Result<(), __occ::InvalidToken> {
+            ::std::result::Result::Err(__occ::no_client_token())
         }
         /// Nothing a client could send back: there is no ETag.
+        #[inline]
         fn encode(&self) -> ::std::string::String {
             ::std::string::String::new()
         }
-        fn decode(
-            _: &str,
-        ) -> ::std::result::Result<Self, ::diesel_occ::__private::InvalidToken> {
-            ::std::result::Result::Err(::diesel_occ::__private::no_client_token())
+        #[inline]
+        fn decode(_: &str) -> ::std::result::Result<Self, __occ::InvalidToken> {
+            ::std::result::Result::Err(__occ::no_client_token())
         }
     }
     /// Loaded from the check columns when a write conflicts.
     #[automatically_derived]
     impl<
         __DB,
-    > ::diesel_occ::__private::diesel::deserialize::Queryable<
+    > __occ::diesel::deserialize::Queryable<
         (
-            <shelves::label as ::diesel_occ::__private::diesel::Expression>::SqlType,
-            <shelves::qty as ::diesel_occ::__private::diesel::Expression>::SqlType,
+            <shelves::label as __occ::diesel::Expression>::SqlType,
+            <shelves::qty as __occ::diesel::Expression>::SqlType,
         ),
         __DB,
     > for __OccCheckValues
     where
-        __DB: ::diesel_occ::__private::diesel::backend::Backend,
+        __DB: __occ::diesel::backend::Backend,
         (
             Option<String>,
             i32,
-        ): ::diesel_occ::__private::diesel::deserialize::FromStaticSqlRow<
+        ): __occ::diesel::deserialize::FromStaticSqlRow<
             (
-                <shelves::label as ::diesel_occ::__private::diesel::Expression>::SqlType,
-                <shelves::qty as ::diesel_occ::__private::diesel::Expression>::SqlType,
+                <shelves::label as __occ::diesel::Expression>::SqlType,
+                <shelves::qty as __occ::diesel::Expression>::SqlType,
             ),
             __DB,
         >,
     {
         type Row = (Option<String>, i32);
-        fn build(
-            row: Self::Row,
-        ) -> ::diesel_occ::__private::diesel::deserialize::Result<Self> {
+        #[inline]
+        fn build(row: Self::Row) -> __occ::diesel::deserialize::Result<Self> {
             ::std::result::Result::Ok(__OccCheckValues(::std::option::Option::Some(row)))
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::VersionedParts for Shelf {
+    impl __occ::VersionedParts for Shelf {
         type TokenColumn = shelves::label;
         type Guarded = __OccGuarded;
-        type TokenAssignment = ::diesel_occ::__private::NotAssigned;
-        type Changes = ::diesel_occ::__private::NotAssigned;
+        type TokenAssignment = __occ::NotAssigned;
+        type Changes = __occ::NotAssigned;
         type KeyColumns = shelves::id;
         const GENERATED_TOKEN: bool = false;
+        #[inline]
         fn guarded(&self) -> Self::Guarded {
             __occ_guarded(self)
         }
+        #[inline]
         fn token_assignment(_: &Self::Token) -> Self::TokenAssignment {
-            ::diesel_occ::__private::NotAssigned
+            __occ::NotAssigned
         }
+        #[inline]
         fn changes(&self, _: &Self::Token) -> Self::Changes {
-            ::diesel_occ::__private::NotAssigned
+            __occ::NotAssigned
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Tracking for Shelf {
+    impl __occ::Tracking for Shelf {
         const FIELDS: &'static [&'static str] = &["label", "qty", "note"];
-        type FieldsUpdateStatement = ::diesel_occ::__private::CachedUpdate<
+        type FieldsUpdateStatement = __occ::CachedUpdate<
             __OccGuarded,
             (
                 ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
+                    __occ::diesel::dsl::Eq<
                         shelves::label,
-                        ::diesel_occ::__private::Bound<shelves::label, Option<String>>,
+                        __occ::Bound<shelves::label, Option<String>>,
                     >,
                 >,
                 ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
-                        shelves::qty,
-                        ::diesel_occ::__private::Bound<shelves::qty, i32>,
-                    >,
+                    __occ::diesel::dsl::Eq<shelves::qty, __occ::Bound<shelves::qty, i32>>,
                 >,
                 ::std::option::Option<
-                    ::diesel_occ::__private::diesel::dsl::Eq<
+                    __occ::diesel::dsl::Eq<
                         shelves::note,
-                        ::diesel_occ::__private::Bound<shelves::note, String>,
+                        __occ::Bound<shelves::note, String>,
                     >,
                 >,
             ),
         >;
         #[allow(unused_mut)]
-        fn changed_from(
-            &self,
-            original: &Self,
-        ) -> ::diesel_occ::__private::Fields<Self> {
+        #[inline]
+        fn changed_from(&self, original: &Self) -> __occ::Fields<Self> {
             let _ = original;
-            let mut changed = ::diesel_occ::__private::Fields::<Self>::none();
+            let mut changed = __occ::Fields::<Self>::none();
             if !<Option<
                 String,
             > as ::std::cmp::PartialEq>::eq(&self.label, &original.label) {
@@ -248,11 +229,8 @@ const _: () = {
             }
             changed
         }
-        fn copy_fields(
-            &mut self,
-            from: &Self,
-            fields: ::diesel_occ::__private::Fields<Self>,
-        ) {
+        #[inline]
+        fn copy_fields(&mut self, from: &Self, fields: __occ::Fields<Self>) {
             let _ = (from, fields);
             if fields.contains_index(0usize) {
                 self.label = ::std::clone::Clone::clone(&from.label);
@@ -264,14 +242,15 @@ const _: () = {
                 self.note = ::std::clone::Clone::clone(&from.note);
             }
         }
+        #[inline]
         fn fields_update_statement(
             &self,
             original: &Self,
-            fields: ::diesel_occ::__private::Fields<Self>,
+            fields: __occ::Fields<Self>,
             fresh: &Self::Token,
         ) -> Self::FieldsUpdateStatement {
             let _ = fresh;
-            ::diesel_occ::__private::CachedUpdate::new(
+            __occ::CachedUpdate::new(
                     __occ_guarded(original),
                     (
                         fields
@@ -279,7 +258,7 @@ const _: () = {
                             .then(|| {
                                 shelves::label
                                     .eq(
-                                        <::diesel_occ::__private::Bound<
+                                        <__occ::Bound<
                                             shelves::label,
                                             Option<String>,
                                         >>::new(::std::clone::Clone::clone(&self.label)),
@@ -290,7 +269,7 @@ const _: () = {
                             .then(|| {
                                 shelves::qty
                                     .eq(
-                                        <::diesel_occ::__private::Bound<
+                                        <__occ::Bound<
                                             shelves::qty,
                                             i32,
                                         >>::new(::std::clone::Clone::clone(&self.qty)),
@@ -301,7 +280,7 @@ const _: () = {
                             .then(|| {
                                 shelves::note
                                     .eq(
-                                        <::diesel_occ::__private::Bound<
+                                        <__occ::Bound<
                                             shelves::note,
                                             String,
                                         >>::new(::std::clone::Clone::clone(&self.note)),
@@ -309,8 +288,9 @@ const _: () = {
                             }),
                     ),
                 )
-                .cached_if(fields == ::diesel_occ::__private::Fields::all())
+                .cached_if(fields == __occ::Fields::all())
         }
+        #[inline]
         fn expected_token(&self) -> Self::Token {
             __OccCheckValues(
                 ::std::option::Option::Some((
@@ -321,66 +301,67 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Versioned for Shelf {
+    impl __occ::Versioned for Shelf {
         type Table = shelves::table;
         type Token = __OccCheckValues;
         type Key = i32;
-        type UpdateStatement = ::diesel_occ::__private::SaveThroughTracked;
-        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            __OccGuarded,
-        >;
-        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            ::diesel_occ::__private::diesel::dsl::Filter<
+        type UpdateStatement = __occ::SaveThroughTracked;
+        type DeleteStatement = __occ::diesel::dsl::delete<__OccGuarded>;
+        type TokenQuery = __occ::diesel::dsl::Select<
+            __occ::diesel::dsl::Filter<
                 shelves::table,
-                ::diesel_occ::__private::diesel::dsl::Eq<
-                    shelves::id,
-                    ::diesel_occ::__private::Bound<shelves::id, i32>,
-                >,
+                __occ::diesel::dsl::Eq<shelves::id, __occ::Bound<shelves::id, i32>>,
             >,
             (shelves::label, shelves::qty),
         >;
-        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+        type FindQuery = __occ::diesel::dsl::Filter<
             shelves::table,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                shelves::id,
-                ::diesel_occ::__private::Bound<shelves::id, i32>,
-            >,
+            __occ::diesel::dsl::Eq<shelves::id, __occ::Bound<shelves::id, i32>>,
         >;
         type ValuesRow = ();
         const TABLE_NAME: &'static str = "shelves";
-        const TOKEN_COLUMN: &'static str = <shelves::label as ::diesel_occ::__private::diesel::Column>::NAME;
+        const TOKEN_COLUMN: &'static str = <shelves::label as __occ::diesel::Column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[
-            <shelves::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            <shelves::id as __occ::diesel::Column>::NAME,
         ];
+        #[inline]
         fn sql_table_name() -> &'static str {
-            ::diesel_occ::__private::sql_table_name::<
+            __occ::sql_table_name::<
                 shelves::table,
-            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+            >(<Self as __occ::Versioned>::TABLE_NAME)
         }
+        #[inline]
         fn token(&self) -> &Self::Token {
             static AS_READ: __OccCheckValues = __OccCheckValues(
                 ::std::option::Option::None,
             );
             &AS_READ
         }
+        #[inline]
         fn set_token(&mut self, _: Self::Token) {}
+        #[inline]
         fn key(&self) -> Self::Key {
             ::std::clone::Clone::clone(&self.id)
         }
+        #[inline]
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::diesel_occ::__private::key_values(&[key])
+            __occ::key_values(&[key])
         }
+        #[inline]
         fn update_statement(&self, _: &Self::Token) -> Self::UpdateStatement {
-            ::diesel_occ::__private::SaveThroughTracked
+            __occ::SaveThroughTracked
         }
+        #[inline]
         fn delete_statement(&self) -> Self::DeleteStatement {
-            ::diesel_occ::__private::diesel::delete(__occ_guarded(self))
+            __occ::diesel::delete(__occ_guarded(self))
         }
+        #[inline]
         fn token_query(key: Self::Key) -> Self::TokenQuery {
             shelves::table
                 .filter(__occ_key_filter(key))
                 .select((shelves::label, shelves::qty))
         }
+        #[inline]
         fn find_query(key: Self::Key) -> Self::FindQuery {
             shelves::table.filter(__occ_key_filter(key))
         }

@@ -11,193 +11,185 @@ struct Stock {
 // Expansion:
 
 const _: () = {
+    use ::diesel_occ::__private as __occ;
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Stock as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Stock as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
     const _: fn() = || {
-        ::diesel_occ::__private::check_column::<i32, stock::id>();
-        ::diesel_occ::__private::check_column::<i64, stock::version>();
-        ::diesel_occ::__private::check_column::<i32, stock::available>();
+        __occ::check_column::<i32, stock::id>();
+        __occ::check_column::<i64, stock::version>();
+        __occ::check_column::<i32, stock::available>();
     };
     #[automatically_derived]
-    impl ::diesel_occ::__private::VersionedParts for Stock {
+    impl __occ::VersionedParts for Stock {
         type TokenColumn = stock::version;
-        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
-        type TokenAssignment = ::diesel_occ::__private::diesel::dsl::Eq<
+        type Guarded = __occ::KeyGuarded<Self>;
+        type TokenAssignment = __occ::diesel::dsl::Eq<
             stock::version,
-            ::diesel_occ::__private::Bound<stock::version, i64>,
+            __occ::Bound<stock::version, i64>,
         >;
         type Changes = (
-            ::diesel_occ::__private::diesel::dsl::Eq<
+            __occ::diesel::dsl::Eq<
                 stock::available,
-                ::diesel_occ::__private::Bound<stock::available, i32>,
+                __occ::Bound<stock::available, i32>,
             >,
-            <Self as ::diesel_occ::__private::VersionedParts>::TokenAssignment,
+            <Self as __occ::VersionedParts>::TokenAssignment,
         );
         type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = false;
+        #[inline]
         fn guarded(&self) -> Self::Guarded {
-            <Self as ::diesel_occ::__private::Versioned>::find_query(
-                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                )
+            <Self as __occ::Versioned>::find_query(<Self as __occ::Versioned>::key(self))
                 .filter(
-                    ::diesel_occ::__private::TokenEq::new(
+                    __occ::TokenEq::new(
                         stock::version,
                         ::std::clone::Clone::clone(&self.version),
-                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        <Self as __occ::Versioned>::token_text_forms,
                     ),
                 )
         }
+        #[inline]
         fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
             stock::version
                 .eq(
-                    <::diesel_occ::__private::Bound<
+                    <__occ::Bound<
                         stock::version,
                         i64,
                     >>::new(::std::clone::Clone::clone(fresh)),
                 )
         }
+        #[inline]
         fn changes(&self, fresh: &Self::Token) -> Self::Changes {
             (
                 stock::available
                     .eq(
-                        <::diesel_occ::__private::Bound<
+                        <__occ::Bound<
                             stock::available,
                             i32,
                         >>::new(::std::clone::Clone::clone(&self.available)),
                     ),
-                <Self as ::diesel_occ::__private::VersionedParts>::token_assignment(
-                    fresh,
-                ),
+                <Self as __occ::VersionedParts>::token_assignment(fresh),
             )
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Versioned for Stock {
+    impl __occ::Versioned for Stock {
         type Table = stock::table;
         type Token = i64;
         type Key = i32;
-        type UpdateStatement = ::diesel_occ::__private::CachedUpdate<
-            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
-            <Self as ::diesel_occ::__private::VersionedParts>::Changes,
+        type UpdateStatement = __occ::CachedUpdate<
+            <Self as __occ::VersionedParts>::Guarded,
+            <Self as __occ::VersionedParts>::Changes,
         >;
-        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+        type DeleteStatement = __occ::diesel::dsl::delete<
+            <Self as __occ::VersionedParts>::Guarded,
         >;
-        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            Self::FindQuery,
-            stock::version,
-        >;
-        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+        type TokenQuery = __occ::diesel::dsl::Select<Self::FindQuery, stock::version>;
+        type FindQuery = __occ::diesel::dsl::Filter<
             stock::table,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                stock::id,
-                ::diesel_occ::__private::Bound<stock::id, i32>,
-            >,
+            __occ::diesel::dsl::Eq<stock::id, __occ::Bound<stock::id, i32>>,
         >;
         type ValuesRow = (
-            (::diesel_occ::__private::Bound<stock::id, i32>,),
-            (::diesel_occ::__private::Bound<stock::available, i32>,),
-            ::diesel_occ::__private::Bound<stock::version, i64>,
-            ::diesel_occ::__private::Bound<stock::version, i64>,
+            (__occ::Bound<stock::id, i32>,),
+            (__occ::Bound<stock::available, i32>,),
+            __occ::Bound<stock::version, i64>,
+            __occ::Bound<stock::version, i64>,
         );
-        const VALUES_COLUMNS: ::std::option::Option<
-            ::diesel_occ::__private::ValuesColumns,
-        > = {
-            const KEYS: &[&str] = &[
-                <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
-            ];
-            const WRITTEN: &[::diesel_occ::__private::WrittenColumn] = &[
-                ::diesel_occ::__private::WrittenColumn::always(
-                    <stock::available as ::diesel_occ::__private::diesel::Column>::NAME,
+        const VALUES_COLUMNS: ::std::option::Option<__occ::ValuesColumns> = {
+            const KEYS: &[&str] = &[<stock::id as __occ::diesel::Column>::NAME];
+            const WRITTEN: &[__occ::WrittenColumn] = &[
+                __occ::WrittenColumn::always(
+                    <stock::available as __occ::diesel::Column>::NAME,
                 ),
             ];
             ::std::option::Option::Some(
-                ::diesel_occ::__private::ValuesColumns::new(
+                __occ::ValuesColumns::new(
                     KEYS,
                     WRITTEN,
-                    <stock::version as ::diesel_occ::__private::diesel::Column>::NAME,
+                    <stock::version as __occ::diesel::Column>::NAME,
                 ),
             )
         };
+        #[inline]
         fn values_row(
             &self,
             fresh: &Self::Token,
         ) -> ::std::option::Option<Self::ValuesRow> {
             ::std::option::Option::Some((
                 (
-                    <::diesel_occ::__private::Bound<
+                    <__occ::Bound<
                         stock::id,
                         i32,
                     >>::new(::std::clone::Clone::clone(&self.id)),
                 ),
                 (
-                    <::diesel_occ::__private::Bound<
+                    <__occ::Bound<
                         stock::available,
                         i32,
                     >>::new(::std::clone::Clone::clone(&self.available)),
                 ),
-                <::diesel_occ::__private::Bound<
+                <__occ::Bound<
                     stock::version,
                     i64,
                 >>::new(::std::clone::Clone::clone(&self.version)),
-                <::diesel_occ::__private::Bound<
+                <__occ::Bound<
                     stock::version,
                     i64,
                 >>::new(::std::clone::Clone::clone(fresh)),
             ))
         }
         const TABLE_NAME: &'static str = "stock";
-        const TOKEN_COLUMN: &'static str = <stock::version as ::diesel_occ::__private::diesel::Column>::NAME;
+        const TOKEN_COLUMN: &'static str = <stock::version as __occ::diesel::Column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[
-            <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            <stock::id as __occ::diesel::Column>::NAME,
         ];
+        #[inline]
         fn sql_table_name() -> &'static str {
-            ::diesel_occ::__private::sql_table_name::<
-                stock::table,
-            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+            __occ::sql_table_name::<stock::table>(<Self as __occ::Versioned>::TABLE_NAME)
         }
+        #[inline]
         fn token(&self) -> &Self::Token {
             &self.version
         }
+        #[inline]
         fn set_token(&mut self, token: Self::Token) {
             self.version = token;
         }
+        #[inline]
         fn key(&self) -> Self::Key {
             ::std::clone::Clone::clone(&self.id)
         }
+        #[inline]
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::diesel_occ::__private::key_values(&[key])
+            __occ::key_values(&[key])
         }
+        #[inline]
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
-            ::diesel_occ::__private::CachedUpdate::new(
-                ::diesel_occ::__private::VersionedParts::guarded(self),
-                ::diesel_occ::__private::VersionedParts::changes(self, fresh),
+            __occ::CachedUpdate::new(
+                __occ::VersionedParts::guarded(self),
+                __occ::VersionedParts::changes(self, fresh),
             )
         }
+        #[inline]
         fn delete_statement(&self) -> Self::DeleteStatement {
-            ::diesel_occ::__private::diesel::delete(
-                ::diesel_occ::__private::VersionedParts::guarded(self),
-            )
+            __occ::diesel::delete(__occ::VersionedParts::guarded(self))
         }
+        #[inline]
         fn token_query(key: Self::Key) -> Self::TokenQuery {
             Self::find_query(key).select(stock::version)
         }
+        #[inline]
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock::table
-                .filter(
-                    stock::id
-                        .eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key)),
-                )
+            stock::table.filter(stock::id.eq(<__occ::Bound<stock::id, i32>>::new(key)))
         }
     }
 };

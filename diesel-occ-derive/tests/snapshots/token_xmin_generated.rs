@@ -11,69 +11,67 @@ struct Stock {
 // Expansion:
 
 const _: () = {
+    use ::diesel_occ::__private as __occ;
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Stock as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Stock as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Stock as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
     const _: fn() = || {
-        ::diesel_occ::__private::check_column::<i32, stock::id>();
-        ::diesel_occ::__private::check_column::<
-            diesel_occ::xmin::XminToken,
-            stock::xmin,
-        >();
-        ::diesel_occ::__private::check_column::<i32, stock::available>();
+        __occ::check_column::<i32, stock::id>();
+        __occ::check_column::<diesel_occ::xmin::XminToken, stock::xmin>();
+        __occ::check_column::<i32, stock::available>();
     };
     #[automatically_derived]
-    impl ::diesel_occ::__private::VersionedParts for Stock {
+    impl __occ::VersionedParts for Stock {
         type TokenColumn = stock::xmin;
-        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
-        type TokenAssignment = ::diesel_occ::__private::NotAssigned;
-        type Changes = ::diesel_occ::__private::NotAssigned;
+        type Guarded = __occ::KeyGuarded<Self>;
+        type TokenAssignment = __occ::NotAssigned;
+        type Changes = __occ::NotAssigned;
         type KeyColumns = stock::id;
         const GENERATED_TOKEN: bool = true;
+        #[inline]
         fn guarded(&self) -> Self::Guarded {
-            <Self as ::diesel_occ::__private::Versioned>::find_query(
-                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                )
+            <Self as __occ::Versioned>::find_query(<Self as __occ::Versioned>::key(self))
                 .filter(
-                    ::diesel_occ::__private::TokenEq::new(
+                    __occ::TokenEq::new(
                         stock::xmin,
                         ::std::clone::Clone::clone(&self.xmin),
-                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        <Self as __occ::Versioned>::token_text_forms,
                     ),
                 )
         }
+        #[inline]
         fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
             {
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }
         }
+        #[inline]
         fn changes(&self, fresh: &Self::Token) -> Self::Changes {
             {
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::ReturningStatement<::diesel_occ::__private::AllFields>
-    for Stock {
-        type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
-            ::diesel_occ::__private::diesel::dsl::Update<
-                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+    impl __occ::ReturningStatement<__occ::AllFields> for Stock {
+        type Statement = __occ::diesel::dsl::Returning<
+            __occ::diesel::dsl::Update<
+                <Self as __occ::VersionedParts>::Guarded,
                 (
-                    ::diesel_occ::__private::diesel::dsl::Eq<
+                    __occ::diesel::dsl::Eq<
                         stock::available,
-                        ::diesel_occ::__private::Bound<stock::available, i32>,
+                        __occ::Bound<stock::available, i32>,
                     >,
                 ),
             >,
@@ -81,58 +79,54 @@ const _: () = {
         >;
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Versioned for Stock {
+    impl __occ::Versioned for Stock {
         type Table = stock::table;
         type Token = diesel_occ::xmin::XminToken;
         type Key = i32;
-        type UpdateStatement = ::diesel_occ::__private::ReturningUpdate<Stock>;
-        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+        type UpdateStatement = __occ::ReturningUpdate<Stock>;
+        type DeleteStatement = __occ::diesel::dsl::delete<
+            <Self as __occ::VersionedParts>::Guarded,
         >;
-        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            Self::FindQuery,
-            stock::xmin,
-        >;
-        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+        type TokenQuery = __occ::diesel::dsl::Select<Self::FindQuery, stock::xmin>;
+        type FindQuery = __occ::diesel::dsl::Filter<
             stock::table,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                stock::id,
-                ::diesel_occ::__private::Bound<stock::id, i32>,
-            >,
+            __occ::diesel::dsl::Eq<stock::id, __occ::Bound<stock::id, i32>>,
         >;
         type ValuesRow = ();
         const TABLE_NAME: &'static str = "stock";
-        const TOKEN_COLUMN: &'static str = <stock::xmin as ::diesel_occ::__private::diesel::Column>::NAME;
+        const TOKEN_COLUMN: &'static str = <stock::xmin as __occ::diesel::Column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[
-            <stock::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            <stock::id as __occ::diesel::Column>::NAME,
         ];
+        #[inline]
         fn sql_table_name() -> &'static str {
-            ::diesel_occ::__private::sql_table_name::<
-                stock::table,
-            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+            __occ::sql_table_name::<stock::table>(<Self as __occ::Versioned>::TABLE_NAME)
         }
+        #[inline]
         fn token(&self) -> &Self::Token {
             &self.xmin
         }
+        #[inline]
         fn set_token(&mut self, token: Self::Token) {
             self.xmin = token;
         }
+        #[inline]
         fn key(&self) -> Self::Key {
             ::std::clone::Clone::clone(&self.id)
         }
+        #[inline]
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::diesel_occ::__private::key_values(&[key])
+            __occ::key_values(&[key])
         }
+        #[inline]
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             let _ = fresh;
-            ::diesel_occ::__private::ReturningUpdate::new(
-                ::diesel_occ::__private::diesel::update(
-                        ::diesel_occ::__private::VersionedParts::guarded(self),
-                    )
+            __occ::ReturningUpdate::new(
+                __occ::diesel::update(__occ::VersionedParts::guarded(self))
                     .set((
                         stock::available
                             .eq(
-                                <::diesel_occ::__private::Bound<
+                                <__occ::Bound<
                                     stock::available,
                                     i32,
                                 >>::new(::std::clone::Clone::clone(&self.available)),
@@ -141,20 +135,17 @@ const _: () = {
                     .returning(stock::xmin),
             )
         }
+        #[inline]
         fn delete_statement(&self) -> Self::DeleteStatement {
-            ::diesel_occ::__private::diesel::delete(
-                ::diesel_occ::__private::VersionedParts::guarded(self),
-            )
+            __occ::diesel::delete(__occ::VersionedParts::guarded(self))
         }
+        #[inline]
         fn token_query(key: Self::Key) -> Self::TokenQuery {
             Self::find_query(key).select(stock::xmin)
         }
+        #[inline]
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            stock::table
-                .filter(
-                    stock::id
-                        .eq(<::diesel_occ::__private::Bound<stock::id, i32>>::new(key)),
-                )
+            stock::table.filter(stock::id.eq(<__occ::Bound<stock::id, i32>>::new(key)))
         }
     }
 };

@@ -12,69 +12,67 @@ struct Note {
 // Expansion:
 
 const _: () = {
+    use ::diesel_occ::__private as __occ;
     use ::diesel_occ::__private::diesel::prelude::{
         BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
     };
     #[allow(dead_code)]
     fn __occ_refuse_diesel_changeset() {
-        <Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <Note as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
-        <&'static Note as ::diesel_occ::__private::versioned_entities_are_written_with_save_checked_not_AsChangeset<
+        <&'static Note as __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
             _,
         >>::check();
     }
     const _: fn() = || {
-        ::diesel_occ::__private::check_column::<i32, notes::id>();
-        ::diesel_occ::__private::check_column::<
-            diesel_occ::xmin::XminToken,
-            notes::xmin,
-        >();
-        ::diesel_occ::__private::check_column::<String, notes::title>();
+        __occ::check_column::<i32, notes::id>();
+        __occ::check_column::<diesel_occ::xmin::XminToken, notes::xmin>();
+        __occ::check_column::<String, notes::title>();
     };
     #[automatically_derived]
-    impl ::diesel_occ::__private::VersionedParts for Note {
+    impl __occ::VersionedParts for Note {
         type TokenColumn = notes::xmin;
-        type Guarded = ::diesel_occ::__private::KeyGuarded<Self>;
-        type TokenAssignment = ::diesel_occ::__private::NotAssigned;
-        type Changes = ::diesel_occ::__private::NotAssigned;
+        type Guarded = __occ::KeyGuarded<Self>;
+        type TokenAssignment = __occ::NotAssigned;
+        type Changes = __occ::NotAssigned;
         type KeyColumns = notes::id;
         const GENERATED_TOKEN: bool = true;
+        #[inline]
         fn guarded(&self) -> Self::Guarded {
-            <Self as ::diesel_occ::__private::Versioned>::find_query(
-                    <Self as ::diesel_occ::__private::Versioned>::key(self),
-                )
+            <Self as __occ::Versioned>::find_query(<Self as __occ::Versioned>::key(self))
                 .filter(
-                    ::diesel_occ::__private::TokenEq::new(
+                    __occ::TokenEq::new(
                         notes::xmin,
                         ::std::clone::Clone::clone(&self.xmin),
-                        <Self as ::diesel_occ::__private::Versioned>::token_text_forms,
+                        <Self as __occ::Versioned>::token_text_forms,
                     ),
                 )
         }
+        #[inline]
         fn token_assignment(fresh: &Self::Token) -> Self::TokenAssignment {
             {
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }
         }
+        #[inline]
         fn changes(&self, fresh: &Self::Token) -> Self::Changes {
             {
                 let _ = fresh;
-                ::diesel_occ::__private::NotAssigned
+                __occ::NotAssigned
             }
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::ReturningStatement<::diesel_occ::__private::AllFields>
-    for Note {
-        type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
-            ::diesel_occ::__private::diesel::dsl::Update<
-                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+    impl __occ::ReturningStatement<__occ::AllFields> for Note {
+        type Statement = __occ::diesel::dsl::Returning<
+            __occ::diesel::dsl::Update<
+                <Self as __occ::VersionedParts>::Guarded,
                 (
-                    ::diesel_occ::__private::diesel::dsl::Eq<
+                    __occ::diesel::dsl::Eq<
                         notes::title,
-                        ::diesel_occ::__private::Bound<notes::title, String>,
+                        __occ::Bound<notes::title, String>,
                     >,
                 ),
             >,
@@ -82,17 +80,15 @@ const _: () = {
         >;
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::ReturningStatement<
-        ::diesel_occ::__private::ChosenFields,
-    > for Note {
-        type Statement = ::diesel_occ::__private::diesel::dsl::Returning<
-            ::diesel_occ::__private::diesel::dsl::Update<
-                <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+    impl __occ::ReturningStatement<__occ::ChosenFields> for Note {
+        type Statement = __occ::diesel::dsl::Returning<
+            __occ::diesel::dsl::Update<
+                <Self as __occ::VersionedParts>::Guarded,
                 (
                     ::std::option::Option<
-                        ::diesel_occ::__private::diesel::dsl::Eq<
+                        __occ::diesel::dsl::Eq<
                             notes::title,
-                            ::diesel_occ::__private::Bound<notes::title, String>,
+                            __occ::Bound<notes::title, String>,
                         >,
                     >,
                 ),
@@ -101,53 +97,44 @@ const _: () = {
         >;
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Tracking for Note {
+    impl __occ::Tracking for Note {
         const FIELDS: &'static [&'static str] = &["title"];
-        type FieldsUpdateStatement = ::diesel_occ::__private::ReturningUpdate<
-            Note,
-            ::diesel_occ::__private::ChosenFields,
-        >;
+        type FieldsUpdateStatement = __occ::ReturningUpdate<Note, __occ::ChosenFields>;
         #[allow(unused_mut)]
-        fn changed_from(
-            &self,
-            original: &Self,
-        ) -> ::diesel_occ::__private::Fields<Self> {
+        #[inline]
+        fn changed_from(&self, original: &Self) -> __occ::Fields<Self> {
             let _ = original;
-            let mut changed = ::diesel_occ::__private::Fields::<Self>::none();
+            let mut changed = __occ::Fields::<Self>::none();
             if !<String as ::std::cmp::PartialEq>::eq(&self.title, &original.title) {
                 changed = changed.with_index(0usize).unwrap_or(changed);
             }
             changed
         }
-        fn copy_fields(
-            &mut self,
-            from: &Self,
-            fields: ::diesel_occ::__private::Fields<Self>,
-        ) {
+        #[inline]
+        fn copy_fields(&mut self, from: &Self, fields: __occ::Fields<Self>) {
             let _ = (from, fields);
             if fields.contains_index(0usize) {
                 self.title = ::std::clone::Clone::clone(&from.title);
             }
         }
+        #[inline]
         fn fields_update_statement(
             &self,
             original: &Self,
-            fields: ::diesel_occ::__private::Fields<Self>,
+            fields: __occ::Fields<Self>,
             fresh: &Self::Token,
         ) -> Self::FieldsUpdateStatement {
             let _ = (original, fields);
             let _ = fresh;
-            ::diesel_occ::__private::ReturningUpdate::new(
-                ::diesel_occ::__private::diesel::update(
-                        ::diesel_occ::__private::VersionedParts::guarded(self),
-                    )
+            __occ::ReturningUpdate::new(
+                __occ::diesel::update(__occ::VersionedParts::guarded(self))
                     .set((
                         fields
                             .contains_index(0usize)
                             .then(|| {
                                 notes::title
                                     .eq(
-                                        <::diesel_occ::__private::Bound<
+                                        <__occ::Bound<
                                             notes::title,
                                             String,
                                         >>::new(::std::clone::Clone::clone(&self.title)),
@@ -159,58 +146,54 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::diesel_occ::__private::Versioned for Note {
+    impl __occ::Versioned for Note {
         type Table = notes::table;
         type Token = diesel_occ::xmin::XminToken;
         type Key = i32;
-        type UpdateStatement = ::diesel_occ::__private::ReturningUpdate<Note>;
-        type DeleteStatement = ::diesel_occ::__private::diesel::dsl::delete<
-            <Self as ::diesel_occ::__private::VersionedParts>::Guarded,
+        type UpdateStatement = __occ::ReturningUpdate<Note>;
+        type DeleteStatement = __occ::diesel::dsl::delete<
+            <Self as __occ::VersionedParts>::Guarded,
         >;
-        type TokenQuery = ::diesel_occ::__private::diesel::dsl::Select<
-            Self::FindQuery,
-            notes::xmin,
-        >;
-        type FindQuery = ::diesel_occ::__private::diesel::dsl::Filter<
+        type TokenQuery = __occ::diesel::dsl::Select<Self::FindQuery, notes::xmin>;
+        type FindQuery = __occ::diesel::dsl::Filter<
             notes::table,
-            ::diesel_occ::__private::diesel::dsl::Eq<
-                notes::id,
-                ::diesel_occ::__private::Bound<notes::id, i32>,
-            >,
+            __occ::diesel::dsl::Eq<notes::id, __occ::Bound<notes::id, i32>>,
         >;
         type ValuesRow = ();
         const TABLE_NAME: &'static str = "notes";
-        const TOKEN_COLUMN: &'static str = <notes::xmin as ::diesel_occ::__private::diesel::Column>::NAME;
+        const TOKEN_COLUMN: &'static str = <notes::xmin as __occ::diesel::Column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[
-            <notes::id as ::diesel_occ::__private::diesel::Column>::NAME,
+            <notes::id as __occ::diesel::Column>::NAME,
         ];
+        #[inline]
         fn sql_table_name() -> &'static str {
-            ::diesel_occ::__private::sql_table_name::<
-                notes::table,
-            >(<Self as ::diesel_occ::Versioned>::TABLE_NAME)
+            __occ::sql_table_name::<notes::table>(<Self as __occ::Versioned>::TABLE_NAME)
         }
+        #[inline]
         fn token(&self) -> &Self::Token {
             &self.xmin
         }
+        #[inline]
         fn set_token(&mut self, token: Self::Token) {
             self.xmin = token;
         }
+        #[inline]
         fn key(&self) -> Self::Key {
             ::std::clone::Clone::clone(&self.id)
         }
+        #[inline]
         fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-            ::diesel_occ::__private::key_values(&[key])
+            __occ::key_values(&[key])
         }
+        #[inline]
         fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
             let _ = fresh;
-            ::diesel_occ::__private::ReturningUpdate::new(
-                ::diesel_occ::__private::diesel::update(
-                        ::diesel_occ::__private::VersionedParts::guarded(self),
-                    )
+            __occ::ReturningUpdate::new(
+                __occ::diesel::update(__occ::VersionedParts::guarded(self))
                     .set((
                         notes::title
                             .eq(
-                                <::diesel_occ::__private::Bound<
+                                <__occ::Bound<
                                     notes::title,
                                     String,
                                 >>::new(::std::clone::Clone::clone(&self.title)),
@@ -219,20 +202,17 @@ const _: () = {
                     .returning(notes::xmin),
             )
         }
+        #[inline]
         fn delete_statement(&self) -> Self::DeleteStatement {
-            ::diesel_occ::__private::diesel::delete(
-                ::diesel_occ::__private::VersionedParts::guarded(self),
-            )
+            __occ::diesel::delete(__occ::VersionedParts::guarded(self))
         }
+        #[inline]
         fn token_query(key: Self::Key) -> Self::TokenQuery {
             Self::find_query(key).select(notes::xmin)
         }
+        #[inline]
         fn find_query(key: Self::Key) -> Self::FindQuery {
-            notes::table
-                .filter(
-                    notes::id
-                        .eq(<::diesel_occ::__private::Bound<notes::id, i32>>::new(key)),
-                )
+            notes::table.filter(notes::id.eq(<__occ::Bound<notes::id, i32>>::new(key)))
         }
     }
 };

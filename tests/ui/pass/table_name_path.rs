@@ -1,4 +1,5 @@
-//! `table_name` given as a path into a schema module, and a derive on its own.
+//! `table_name` given as a path into a schema module, a derive on its own, and a field
+//! type naming a module called like the table (which the derive must not shadow).
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
 
@@ -10,6 +11,29 @@ mod schema {
             version -> Integer,
         }
     }
+
+    diesel::table! {
+        kinds (id) {
+            id -> Integer,
+            kind -> Integer,
+            version -> Integer,
+        }
+    }
+}
+
+/// Not the table: a module of the application's own that the table's name coincides with.
+mod kinds {
+    pub type Kind = i32;
+}
+
+/// `crate::schema::kinds` is the table, `kinds::Kind` the crate root's module.
+#[derive(diesel_occ::Versioned)]
+#[diesel(table_name = crate::schema::kinds)]
+pub struct Kind {
+    pub id: i32,
+    pub kind: kinds::Kind,
+    #[occ(version)]
+    pub version: i32,
 }
 
 mod model {
@@ -43,4 +67,5 @@ fn _compiles(conn: &mut SqliteConnection, level: &mut StockLevel) -> Result<(), 
 
 fn main() {
     assert_eq!(<Stock as Versioned>::TABLE_NAME, "stock");
+    assert_eq!(<Kind as Versioned>::TABLE_NAME, "kinds");
 }
