@@ -10,6 +10,16 @@
 /// Rounds the verdict needs: fewer give a smoke figure and no verdict.
 pub const MIN_ROUNDS: usize = 21;
 
+/// The most rounds a comparison runs. Its interval is looked at after [`MIN_ROUNDS`]
+/// rounds and, while it straddles the threshold, again after each [`EXTRA_ROUNDS`] more,
+/// up to this: a ratio near the threshold gets the rounds that decide it, a clear one
+/// stops at the first look. (Three looks at an unadjusted 95 % interval: the chance of a
+/// wrong "met" is a little above 2.5 %.)
+pub const MAX_ROUNDS: usize = 41;
+
+/// Rounds added at each look that finds the interval straddling the threshold.
+pub const EXTRA_ROUNDS: usize = 10;
+
 /// Bootstrap resamples of the median.
 pub const RESAMPLES: usize = 10_000;
 
@@ -127,6 +137,23 @@ impl Verdict {
             Verdict::Straddles => "below target (the interval straddles the threshold)",
             Verdict::Below => "below target",
         }
+    }
+}
+
+/// How many rounds a comparison with `ratios` so far should have in all: more than it has
+/// when it has reached a look (at least [`MIN_ROUNDS`], and [`EXTRA_ROUNDS`] past the
+/// last) and the interval straddles the threshold, up to [`MAX_ROUNDS`]; otherwise as many
+/// as it has. A comparison started with fewer than [`MIN_ROUNDS`] (a smoke run) is never
+/// extended.
+pub fn rounds_wanted(ratios: &[f64], target: f64) -> usize {
+    let n = ratios.len();
+    let at_a_look = n >= MIN_ROUNDS && (n - MIN_ROUNDS) % EXTRA_ROUNDS == 0;
+    let straddles = estimate(ratios)
+        .is_some_and(|estimate| Verdict::of(&estimate, target) == Verdict::Straddles);
+    if at_a_look && straddles && n < MAX_ROUNDS {
+        (n + EXTRA_ROUNDS).min(MAX_ROUNDS)
+    } else {
+        n
     }
 }
 
@@ -290,5 +317,24 @@ mod tests {
         assert_eq!(round_ratio([1.0, f64::NAN, 1.0, 1.0]), None);
         assert_eq!(round_ratio([2.0, 2.0, 2.0, 2.0]), Some(1.0));
         assert_eq!(estimate(&[]), None);
+    }
+
+    #[test]
+    fn a_straddling_interval_gets_ten_more_rounds_at_each_look_up_to_the_cap() {
+        // Wide enough to straddle 0.94 at every look: alternating 0.85 and 1.05.
+        let straddling = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| if i % 2 == 0 { 0.85 } else { 1.05 })
+                .collect()
+        };
+        assert_eq!(rounds_wanted(&straddling(21), 0.97), 31);
+        assert_eq!(rounds_wanted(&straddling(31), 0.97), 41);
+        assert_eq!(rounds_wanted(&straddling(41), 0.97), 41);
+        // Between looks, and in a smoke run, the plan stands.
+        assert_eq!(rounds_wanted(&straddling(25), 0.97), 25);
+        assert_eq!(rounds_wanted(&straddling(3), 0.97), 3);
+        // A decided interval stops at the first look.
+        assert_eq!(rounds_wanted(&[0.99; 21], 0.97), 21);
+        assert_eq!(rounds_wanted(&[0.80; 21], 0.97), 21);
     }
 }

@@ -1,5 +1,6 @@
-//! The two comparisons of the library's own cost in ABBA rounds (`--abba-rounds`, default 21): the
-//! library's own cost, `occ / handwritten-prepared` and `occ-async / handwritten-async`,
+//! The two comparisons of the library's own cost in ABBA rounds (`--abba-rounds`, default 21,
+//! extended by `diesel_occ_bench::abba::rounds_wanted` while the interval straddles the
+//! threshold): `occ / handwritten-prepared` and `occ-async / handwritten-async`,
 //! at the most keys. Each round runs baseline, library, library, baseline; the
 //! statistic and its verdict are `diesel_occ_bench::abba`'s.
 
@@ -76,11 +77,16 @@ pub(crate) fn rounds(
         let name = format!("{} / {} at {keys} keys", library.label, baseline.label);
         let (a, b) = (baseline.label, library.label);
         summary.say(format!(
-            "-- abba rounds ({} rounds): {name}, each round {a} {b} {b} {a}",
-            args.abba_rounds
+            "-- abba rounds ({} rounds, and up to {} while the interval straddles the threshold): \
+             {name}, each round {a} {b} {b} {a}",
+            args.abba_rounds,
+            abba::MAX_ROUNDS.max(args.abba_rounds)
         ));
         let mut ratios = Vec::new();
-        for round in 1..=args.abba_rounds {
+        let mut planned = args.abba_rounds;
+        let mut round = 0;
+        while round < planned {
+            round += 1;
             let mut figures = [0.0; 4];
             for (slot, figure) in figures.iter_mut().enumerate() {
                 let side = if abba::is_baseline(slot) {
@@ -97,6 +103,9 @@ pub(crate) fn rounds(
                 figures[0], figures[1], figures[2], figures[3]
             ));
             ratios.extend(ratio);
+            if round == planned && ratios.len() == round {
+                planned = abba::rounds_wanted(&ratios, TARGET);
+            }
         }
         summary.say(abba::report(&name, &ratios, TARGET));
     }

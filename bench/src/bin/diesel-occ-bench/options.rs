@@ -55,7 +55,8 @@ const USAGE_TAIL: &str = "  --no-pgbench          skip the pgbench comparison
                         writes hot-key.csv and hot-key-summary.txt
   --hot-workers LIST    worker counts for --hot-key (default 4,16)
   --abba-rounds N       ABBA rounds of occ / handwritten-prepared and occ-async /
-                        handwritten-async at the most keys (default 21; 0 skips them)
+                        handwritten-async at the most keys (default 21, then 10 more
+                        while the interval straddles the threshold, up to 41; 0 skips them)
   --abba-only           only those ABBA rounds
   -h, --help            this text
 The paired rounds alternate occ, occ-escalate, occ-escalate-op and pessimistic at the
