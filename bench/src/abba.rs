@@ -147,7 +147,7 @@ impl Verdict {
 /// extended.
 pub fn rounds_wanted(ratios: &[f64], target: f64) -> usize {
     let n = ratios.len();
-    let at_a_look = n >= MIN_ROUNDS && (n - MIN_ROUNDS) % EXTRA_ROUNDS == 0;
+    let at_a_look = n >= MIN_ROUNDS && (n - MIN_ROUNDS).is_multiple_of(EXTRA_ROUNDS);
     let straddles = estimate(ratios)
         .is_some_and(|estimate| Verdict::of(&estimate, target) == Verdict::Straddles);
     if at_a_look && straddles && n < MAX_ROUNDS {
