@@ -187,8 +187,8 @@ fn not_named(tokens: impl ToTokens) -> syn::Error {
 /// The short name of a table path that means the same in every edition and every scope
 /// (it starts with `crate`, `self`, `super` or `::`), and the path to import. Other
 /// paths are kept whole, since a `use` of them could resolve elsewhere, and so is a
-/// table whose name the struct also uses for itself or in a field's type, which the
-/// import would shadow.
+/// table whose name the struct also uses for itself, in its generics or in a field's
+/// type, which the import would shadow.
 fn table_in_scope(table: Path, input: &DeriveInput) -> (Path, Option<Path>) {
     let rooted = table.leading_colon.is_some()
         || table.segments.first().is_some_and(|first| {
@@ -201,6 +201,7 @@ fn table_in_scope(table: Path, input: &DeriveInput) -> (Path, Option<Path>) {
         _ => return (table, None),
     };
     let shadows = input.ident == short
+        || mentions(input.generics.to_token_stream(), &short)
         || match &input.data {
             Data::Struct(data) => data
                 .fields

@@ -13,8 +13,8 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Entity, Field};
 use crate::expand::{
-    bound, column_checks, key_columns, key_filter, key_shape, refuse_diesel_changeset, sql_names,
-    tracked_fields,
+    block_header, bound, column_checks, key_columns, key_filter, key_shape,
+    refuse_diesel_changeset, sql_names, tracked_fields,
 };
 
 pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
@@ -23,7 +23,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
     let dsl = quote!(#diesel::dsl);
     let ident = &entity.input.ident;
     let table = &entity.table;
-    let table_import = entity.table_import();
+    let block_header = block_header(entity);
     let table_name = table
         .segments
         .last()
@@ -58,13 +58,7 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
 
     quote! {
         const _: () = {
-            // The paths below name the runtime's items through `__occ`, and the table
-            // by its last segment: spelled out, they were a third of the derive's tokens.
-            use ::diesel_occ::__private as __occ;
-            use ::diesel_occ::__private::diesel::prelude::{
-                BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
-            };
-            #table_import
+            #block_header
 
             #refuse_diesel_changeset
             #column_checks

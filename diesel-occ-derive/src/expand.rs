@@ -34,7 +34,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     let parts = quote!(__occ::VersionedParts);
     let ident = &entity.input.ident;
     let table = &entity.table;
-    let table_import = entity.table_import();
+    let block_header = block_header(entity);
     let table_name = table
         .segments
         .last()
@@ -199,13 +199,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
 
     quote! {
         const _: () = {
-            // The paths below name the runtime's items through `__occ`, and the table
-            // by its last segment: spelled out, they were a third of the derive's tokens.
-            use ::diesel_occ::__private as __occ;
-            use ::diesel_occ::__private::diesel::prelude::{
-                BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
-            };
-            #table_import
+            #block_header
 
             #refuse_diesel_changeset
             #column_checks
@@ -295,6 +289,20 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+/// The `use`s that open a block of generated code: the runtime as `__occ`, Diesel's
+/// expression methods, and the table when [`Entity::table_import`] names it by its last
+/// segment. Spelled out at every use, these paths were a third of the derive's tokens.
+pub(crate) fn block_header(entity: &Entity<'_>) -> TokenStream {
+    let table_import = entity.table_import();
+    quote! {
+        use ::diesel_occ::__private as __occ;
+        use ::diesel_occ::__private::diesel::prelude::{
+            BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
+        };
+        #table_import
     }
 }
 

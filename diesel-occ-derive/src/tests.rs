@@ -204,9 +204,10 @@ fn table_name_path() {
 }
 
 /// A table named from the crate root is imported once and named by its last segment,
-/// unless a field's type names a module of that name, which the import would shadow.
+/// unless a field's type or a generic bound names a module of that name, which the
+/// import would shadow.
 #[test]
-fn table_import_unless_a_field_type_names_it() {
+fn table_import_unless_the_struct_names_it_elsewhere() {
     let imported = crate::derive_versioned_inner(quote! {
         #[diesel(table_name = crate::schema::stock)]
         struct Stock { id: i32, #[occ(version)] version: i32 }
@@ -235,6 +236,20 @@ fn table_import_unless_a_field_type_names_it() {
     })
     .to_string();
     assert!(!relative.contains("use schema"), "{relative}");
+
+    let bounded = crate::changeset_columns::derive(&syn::parse_quote! {
+        #[diesel(table_name = crate::schema::kinds)]
+        struct KindForm<T: kinds::Named> { name: T }
+    })
+    .to_string();
+    assert!(
+        !bounded.contains("use crate :: schema :: kinds"),
+        "{bounded}"
+    );
+    assert!(
+        bounded.contains("crate :: schema :: kinds :: name"),
+        "{bounded}"
+    );
 }
 
 /// A single key that is not `id`.
