@@ -228,6 +228,7 @@ mod escalation;
 mod example_apps;
 mod force_increment;
 mod killed_sessions;
+mod model_based;
 mod module_graph;
 mod observability;
 mod properties;

@@ -1,0 +1,264 @@
+//! The model-based test on async connections (diesel-async; SQLite through
+//! `SyncConnectionWrapper`): the same model, programs and checks as the blocking
+//! flavour, run by an executor that awaits each call on a runtime of its own.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+
+use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
+use diesel_async::RunQueryDsl;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::{Error, Upserted};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+
+use super::super::model::{End, Inner, Key, Setup};
+use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
+use super::entities::{Counter, Stamp};
+use super::{AsyncConn as Conn, schema};
+
+/// The writes of one entity type on `Conn`, as the executor awaits them. The futures
+/// are `Send`, as the async `transaction` requires of its closure's.
+trait Store: Entity {
+    fn clear(conn: &mut Conn) -> impl Future<Output = ()> + Send;
+    fn seed(conn: &mut Conn, rows: &[(Key, i32, Self::Token)]) -> impl Future<Output = ()> + Send;
+    fn all(conn: &mut Conn) -> impl Future<Output = Vec<Self>> + Send;
+    fn fetch(conn: &mut Conn, key: Key) -> impl Future<Output = Result<Self, Error>> + Send;
+    fn checked_save(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn checked_delete(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn by_key_update(
+        conn: &mut Conn,
+        key: Key,
+        expected: &Self::Token,
+        value: i32,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+    fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> impl Future<Output = Result<(), Error>> + Send;
+    fn checked_insert(&mut self, conn: &mut Conn) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+    fn checked_upsert(
+        &mut self,
+        conn: &mut Conn,
+        expected: Option<&Self::Token>,
+    ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send;
+    fn increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+macro_rules! store {
+    ($entity:ident, $table:ident) => {
+        impl Store for $entity {
+            async fn clear(conn: &mut Conn) {
+                diesel::delete(schema::$table::table).execute(conn).await.expect("empty the table");
+            }
+
+            async fn seed(conn: &mut Conn, rows: &[(Key, i32, Self::Token)]) {
+                for (key, value, token) in rows {
+                    diesel::insert_into(schema::$table::table)
+                        .values(Self::with_token(*key, *value, token.clone()))
+                        .execute(conn)
+                        .await
+                        .expect("seed a row");
+                }
+            }
+
+            async fn all(conn: &mut Conn) -> Vec<Self> {
+                schema::$table::table.select(Self::as_select()).load(conn).await.expect("the rows")
+            }
+
+            async fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error> {
+                <Self as CheckedDsl<Conn>>::find(conn, key).await
+            }
+
+            async fn checked_save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.save_checked(conn).await
+            }
+
+            async fn checked_delete(&self, conn: &mut Conn) -> Result<(), Error> {
+                self.delete_checked(conn).await
+            }
+
+            async fn by_key_update(conn: &mut Conn, key: Key, expected: &Self::Token, value: i32) -> Result<Self::Token, Error> {
+                <Self as CheckedDsl<Conn>>::update_by_key(conn, key, expected, schema::$table::value.eq(value)).await
+            }
+
+            async fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> Result<(), Error> {
+                <Self as CheckedDsl<Conn>>::delete_by_key(conn, key, expected).await
+            }
+
+            async fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {
+                self.insert_checked(conn).await
+            }
+
+            async fn checked_upsert(&mut self, conn: &mut Conn, expected: Option<&Self::Token>) -> Result<Upserted<Self::Token>, Error> {
+                self.upsert_checked(conn, expected).await
+            }
+
+            async fn increment(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.force_increment(conn).await
+            }
+        }
+    };
+}
+
+store!(Counter, counters);
+store!(Stamp, stamped_seconds);
+
+/// One connection per client, each call awaited on the executor's runtime.
+struct Asynchronous<E> {
+    runtime: tokio::runtime::Runtime,
+    conns: Vec<Conn>,
+    entity: PhantomData<E>,
+}
+
+/// A step of a transaction's closure; `Err` ends the closure.
+async fn step<E: Store>(conn: &mut Conn, entity: &mut E, step: &Inner, seen: &mut Vec<Seen<E::Token>>) -> Result<(), Error> {
+    let result = match *step {
+        Inner::Save { value } | Inner::CatchConflict { value } => {
+            entity.set_value(value);
+            entity.checked_save(conn).await.map(|()| Seen::Done)
+        }
+        Inner::Delete => entity.checked_delete(conn).await.map(|()| Seen::Done),
+        Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
+            E::create(key, value).checked_insert(conn).await.map(Seen::Token)
+        }
+        Inner::Replace { key } => E::fetch(conn, key).await.map(|found| {
+            *entity = found;
+            Seen::Done
+        }),
+        Inner::CatchRefused => diesel::sql_query("SELECT * FROM occ_no_such_table")
+            .execute(conn)
+            .await
+            .map(|_| Seen::Done)
+            .map_err(Error::from),
+    };
+    match result {
+        Ok(done) => {
+            seen.push(done);
+            Ok(())
+        }
+        Err(error) => {
+            seen.push(Seen::error(&error));
+            if runner::caught(step, &error) { Ok(()) } else { Err(error) }
+        }
+    }
+}
+
+impl<E: Store> Executor<E> for Asynchronous<E>
+where
+    for<'a> &'a mut E: diesel_occ::Restore,
+{
+    fn reset(&mut self, rows: &[(Key, i32, E::Token)]) {
+        let conn = &mut self.conns[0];
+        self.runtime.block_on(async {
+            E::clear(conn).await;
+            E::seed(conn, rows).await;
+        });
+    }
+
+    fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)> {
+        self.runtime
+            .block_on(E::all(&mut self.conns[0]))
+            .into_iter()
+            .map(|row| {
+                let (key, value, token) = row.parts();
+                (key, (value, token.clone()))
+            })
+            .collect()
+    }
+
+    fn find(&mut self, client: usize, key: Key) -> Result<E, Error> {
+        self.runtime.block_on(E::fetch(&mut self.conns[client], key))
+    }
+
+    fn save(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        self.runtime.block_on(entity.checked_save(&mut self.conns[client]))
+    }
+
+    fn delete(&mut self, client: usize, entity: &E) -> Result<(), Error> {
+        self.runtime.block_on(entity.checked_delete(&mut self.conns[client]))
+    }
+
+    fn update_by_key(&mut self, client: usize, key: Key, expected: &E::Token, value: i32) -> Result<E::Token, Error> {
+        self.runtime.block_on(E::by_key_update(&mut self.conns[client], key, expected, value))
+    }
+
+    fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error> {
+        self.runtime.block_on(E::by_key_delete(&mut self.conns[client], key, expected))
+    }
+
+    fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error> {
+        self.runtime.block_on(entity.checked_insert(&mut self.conns[client]))
+    }
+
+    fn upsert(&mut self, client: usize, entity: &mut E, expected: Option<&E::Token>) -> Result<Upserted<E::Token>, Error> {
+        self.runtime.block_on(entity.checked_upsert(&mut self.conns[client], expected))
+    }
+
+    fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        self.runtime.block_on(entity.increment(&mut self.conns[client]))
+    }
+
+    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End) -> Seen<E::Token> {
+        let conn = &mut self.conns[client];
+        let runtime = &self.runtime;
+        let mut seen = Vec::new();
+        let called = panic::catch_unwind(AssertUnwindSafe(|| {
+            runtime.block_on(diesel_occ::asynchronous::transaction(conn, &mut *entity, async |conn, entity| {
+                for inner in steps {
+                    step(conn, &mut **entity, inner, &mut seen).await?;
+                }
+                match end {
+                    End::Commit => Ok(()),
+                    End::Fail => Err(runner::rollback()),
+                    End::Panic => panic::panic_any(PlannedPanic),
+                }
+            }))
+        }));
+        runner::outcome(called, seen)
+    }
+}
+
+/// The database and the executor with `clients` connections to it; `None` when the
+/// backend is skipped.
+fn executor<E: Store>(test: &str, clients: usize) -> Option<(AsyncTestDb<Conn>, Asynchronous<E>)> {
+    crate::observe::interested_everywhere();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let db = runtime.block_on(AsyncTestDb::<Conn>::create(test))?;
+    let conns = runtime.block_on(async {
+        let mut conns = Vec::new();
+        for _ in 0..clients {
+            conns.push(db.conn().await);
+        }
+        conns
+    });
+    Some((db, Asynchronous { runtime, conns, entity: PhantomData }))
+}
+
+/// What the runs of `E` model on this backend.
+fn setup<E: Entity>(run: Run) -> Setup {
+    Setup {
+        exact: E::EXACT,
+        reinsert: E::EXACT,
+        dooms: <Conn as AsyncTestConnection>::BACKEND == Backend::Postgres,
+        keys: if E::EXACT { 3 } else { 5 },
+        clients: 3,
+        ops: run.ops,
+    }
+}
+
+#[test]
+fn integer_tokens_follow_the_model() {
+    let Some((_db, executor)) = executor::<Counter>(concat!(module_path!(), "_", line!()), 3) else {
+        return;
+    };
+    let run = Run::from_env();
+    runner::assert_model::<Counter, _>(module_path!(), executor, setup::<Counter>(run), run);
+}
+
+#[test]
+fn whole_second_timestamp_tokens_follow_the_model() {
+    let Some((_db, executor)) = executor::<Stamp>(concat!(module_path!(), "_", line!()), 3) else {
+        return;
+    };
+    let run = Run::from_env();
+    runner::assert_model::<Stamp, _>(module_path!(), executor, setup::<Stamp>(run), run);
+}
