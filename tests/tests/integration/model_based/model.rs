@@ -598,17 +598,36 @@ impl Model {
             .enumerate()
             .flat_map(|(client, held)| held.keys().map(move |&key| (client, key)))
             .collect();
+        // Stale entities (their row was written or deleted since) are picked as often
+        // as all the others together: they are where a missing check shows.
+        let stale: Vec<(usize, Key)> = slots
+            .iter()
+            .copied()
+            .filter(|&(client, key)| {
+                let held = self.held[client][&key];
+                !self.matches(held.key, held.token)
+            })
+            .collect();
         let insertable: Vec<Key> = (1..=setup.keys)
             .filter(|&key| self.insertable(key))
             .collect();
+        let present: Vec<Key> = self.rows.keys().copied().collect();
 
         let mut options: Vec<(u32, BoxedStrategy<Op>)> = Vec::new();
         options.push((
-            6,
+            2,
             (0..clients, keys.clone())
                 .prop_map(|(client, key)| Op::Find { client, key })
                 .boxed(),
         ));
+        if !present.is_empty() {
+            options.push((
+                5,
+                (0..clients, proptest::sample::select(present))
+                    .prop_map(|(client, key)| Op::Find { client, key })
+                    .boxed(),
+            ));
+        }
         if !insertable.is_empty() {
             let pick = proptest::sample::select(insertable);
             if ops.has("insert") {
@@ -629,7 +648,15 @@ impl Model {
             }
         }
         if !slots.is_empty() {
-            let slot = proptest::sample::select(slots);
+            let slot = if stale.is_empty() {
+                proptest::sample::select(slots).boxed()
+            } else {
+                prop_oneof![
+                    proptest::sample::select(slots),
+                    proptest::sample::select(stale)
+                ]
+                .boxed()
+            };
             let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
                 if ops.has(name) {
                     options.push((weight, strategy));

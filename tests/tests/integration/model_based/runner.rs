@@ -607,6 +607,9 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
                 .bind::<E>(*key, row.token, token)
                 .map_err(TestCaseError::fail)?;
         }
+        if std::env::var_os("OCC_MODEL_VERBOSE").is_some() {
+            eprintln!("program:\n{}", model::program(&initial, &ops));
+        }
         let mut model = initial;
         for (index, op) in ops.iter().enumerate() {
             if let Some(seen) = &seen {
