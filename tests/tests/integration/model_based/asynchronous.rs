@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
+use std::time::Duration;
 
 use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::{Error, Upserted};
+use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, PoolError, Upserted};
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
 use super::super::model::{End, Inner, Key, Setup};
@@ -41,6 +44,9 @@ trait Store: Entity {
         expected: Option<&Self::Token>,
     ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send;
     fn increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn batch_save(batch: &mut [Self], conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> impl Future<Output = Result<usize, Error>> + Send;
+    fn soft_delete(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
 }
 
 macro_rules! store {
@@ -95,12 +101,47 @@ macro_rules! store {
             async fn increment(&mut self, conn: &mut Conn) -> Result<(), Error> {
                 self.force_increment(conn).await
             }
+
+            async fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error> {
+                batch.save_all_checked(conn).await
+            }
+
+            async fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error> {
+                use schema::$table::dsl;
+                Ok(Self::bulk_update(dsl::$table.filter(dsl::id.eq_any(keys)), dsl::value.eq(value))
+                    .execute(conn)
+                    .await?)
+            }
+
+            async fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.soft_delete_checked(conn, schema::$table::value.eq(-1)).await
+            }
         }
     };
 }
 
 store!(Counter, counters);
 store!(Stamp, stamped_seconds);
+
+/// A client's connection as the retry helper's source: every attempt gets it.
+struct Borrowed<'c>(tokio::sync::Mutex<&'c mut Conn>);
+
+impl AsyncConnectionSource for Borrowed<'_> {
+    type Connection = Conn;
+    type Pooled<'a>
+        = tokio::sync::MappedMutexGuard<'a, Conn>
+    where
+        Self: 'a;
+
+    async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+        Ok(tokio::sync::MutexGuard::map(self.0.lock().await, |conn| &mut **conn))
+    }
+}
+
+/// Three attempts, no backoff: enough to see whether a conflict is retried.
+fn policy() -> RetryPolicy {
+    RetryPolicy::new().max_attempts(3).backoff(Duration::ZERO, Duration::ZERO)
+}
 
 /// One connection per client, each call awaited on the executor's runtime.
 struct Asynchronous<E> {
@@ -195,6 +236,37 @@ where
 
     fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
         self.runtime.block_on(entity.increment(&mut self.conns[client]))
+    }
+
+    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error> {
+        self.runtime.block_on(E::batch_save(entities, &mut self.conns[client]))
+    }
+
+    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error> {
+        self.runtime.block_on(E::bulk(&mut self.conns[client], keys, value))
+    }
+
+    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        self.runtime.block_on(entity.soft_delete(&mut self.conns[client]))
+    }
+
+    fn retry_by_key(&mut self, client: usize, key: Key, expected: &E::Token, value: i32) -> Result<E::Token, Error> {
+        let source = Borrowed(tokio::sync::Mutex::new(&mut self.conns[client]));
+        let policy = policy();
+        self.runtime.block_on(diesel_occ::asynchronous::retry(&source, &policy, async |conn, _| {
+            E::by_key_update(conn, key, expected, value).await
+        }))
+    }
+
+    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error> {
+        let source = Borrowed(tokio::sync::Mutex::new(&mut self.conns[client]));
+        let policy = policy();
+        self.runtime.block_on(diesel_occ::asynchronous::retry(&source, &policy, async |conn, _| {
+            let mut entity = E::fetch(conn, key).await?;
+            entity.set_value(value);
+            entity.checked_save(conn).await?;
+            Ok(entity)
+        }))
     }
 
     fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End) -> Seen<E::Token> {

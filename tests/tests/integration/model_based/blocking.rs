@@ -1,13 +1,17 @@
 //! The model-based test on blocking connections: the executor (one connection per
 //! client), the runs for both token kinds, and the sabotage twin.
 
+use std::cell::{RefCell, RefMut};
 use std::collections::BTreeMap;
+use std::time::Duration;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error, Upserted, VersionToken};
+use diesel_occ::blocking::ConnectionSource;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, PoolError, Upserted, VersionToken};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
 use super::super::model::{End, Inner, Key, Ops, Setup};
@@ -31,6 +35,9 @@ trait Store: Entity {
     fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>;
     fn checked_upsert(&mut self, conn: &mut Conn, expected: Option<&Self::Token>) -> Result<Upserted<Self::Token>, Error>;
     fn increment(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error>;
+    fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error>;
+    fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error>;
 }
 
 macro_rules! store {
@@ -97,12 +104,46 @@ macro_rules! store {
             fn increment(&mut self, conn: &mut Conn) -> Result<(), Error> {
                 self.force_increment(conn)
             }
+
+            fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error> {
+                batch.save_all_checked(conn)
+            }
+
+            fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error> {
+                use schema::$table::dsl;
+                Ok(Self::bulk_update(dsl::$table.filter(dsl::id.eq_any(keys)), dsl::value.eq(value))
+                    .execute(conn)?)
+            }
+
+            fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.soft_delete_checked(conn, schema::$table::value.eq(-1))
+            }
         }
     };
 }
 
 store!(Counter, counters, version);
 store!(Stamp, stamped_seconds, updated_at);
+
+/// A client's connection as the retry helper's source: every attempt gets it.
+struct Borrowed<'c>(RefCell<&'c mut Conn>);
+
+impl ConnectionSource for Borrowed<'_> {
+    type Connection = Conn;
+    type Pooled<'a>
+        = RefMut<'a, Conn>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<RefMut<'_, Conn>, PoolError> {
+        Ok(RefMut::map(self.0.borrow_mut(), |conn| &mut **conn))
+    }
+}
+
+/// Three attempts, no backoff: enough to see whether a conflict is retried.
+fn policy() -> RetryPolicy {
+    RetryPolicy::new().max_attempts(3).backoff(Duration::ZERO, Duration::ZERO)
+}
 
 /// One connection per client.
 struct Blocking<E> {
@@ -204,6 +245,33 @@ where
 
     fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
         entity.increment(&mut self.conns[client])
+    }
+
+    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error> {
+        E::batch_save(entities, &mut self.conns[client])
+    }
+
+    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error> {
+        E::bulk(&mut self.conns[client], keys, value)
+    }
+
+    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        entity.soft_delete(&mut self.conns[client])
+    }
+
+    fn retry_by_key(&mut self, client: usize, key: Key, expected: &E::Token, value: i32) -> Result<E::Token, Error> {
+        let source = Borrowed(RefCell::new(&mut self.conns[client]));
+        diesel_occ::blocking::retry(&source, &policy(), |conn, _| E::by_key_update(conn, key, expected, value))
+    }
+
+    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error> {
+        let source = Borrowed(RefCell::new(&mut self.conns[client]));
+        diesel_occ::blocking::retry(&source, &policy(), |conn, _| {
+            let mut entity = E::fetch(conn, key)?;
+            entity.set_value(value);
+            entity.checked_save(conn)?;
+            Ok(entity)
+        })
     }
 
     fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End) -> Seen<E::Token> {

@@ -42,7 +42,7 @@ pub(crate) struct Ops(u32);
 
 impl Ops {
     /// The names `OCC_MODEL_OPS` takes, in bit order.
-    pub(crate) const NAMES: [&'static str; 10] = [
+    pub(crate) const NAMES: [&'static str; 14] = [
         "find",
         "save",
         "delete",
@@ -53,6 +53,10 @@ impl Ops {
         "upsert_none",
         "force_increment",
         "transaction",
+        "save_all",
+        "bulk_update",
+        "soft_delete",
+        "retry",
     ];
 
     pub(crate) fn all() -> Ops {
@@ -130,6 +134,23 @@ pub(crate) enum Op {
     UpsertNone { client: usize, key: Key, value: i32 },
     /// `force_increment` of the held entity.
     ForceIncrement { client: usize, key: Key },
+    /// Sets the value of every entity the client holds, then `save_all_checked` of
+    /// them (in key order): all or nothing.
+    SaveAll { client: usize, value: i32 },
+    /// `bulk_update` of the rows with these keys: `value = value` and a fresh token each.
+    BulkUpdate {
+        client: usize,
+        keys: Vec<Key>,
+        value: i32,
+    },
+    /// `soft_delete_checked` of the held entity, the marker `value = -1`.
+    SoftDelete { client: usize, key: Key },
+    /// `update_by_key` with the held token inside the retry helper: a conflict on a
+    /// client's token comes back at once (contract 4).
+    RetryByKey { client: usize, key: Key, value: i32 },
+    /// The retry helper around a fresh read of row `key`, a new value and its
+    /// `save_checked`; on `Ok` the client holds what it saved.
+    RetrySave { client: usize, key: Key, value: i32 },
     /// `diesel_occ::transaction` (or the async twin) with the held entity as its single
     /// `&mut` entity: the steps, then the end.
     Transaction {
@@ -190,12 +211,16 @@ pub(crate) enum Expect {
     Nothing,
     /// `Ok` without a token to check (a find, a save, a delete).
     Done,
-    /// `Ok` with this token (an insert, `update_by_key`).
-    Token(Tok),
+    /// `Ok` with this token for row `key` (an insert, `update_by_key`).
+    Token { key: Key, token: Tok },
     /// `Ok(Upserted::Inserted(t))` or `Ok(Upserted::Updated(t))`.
     Upserted { inserted: bool, token: Tok },
     /// `Err(Error::NotFound)`.
     NotFound,
+    /// `Err(Error::Batch)` with these entities' conflicts, by position.
+    Batch(Vec<(usize, Conflict)>),
+    /// `Ok(n)`: rows written by a bulk update.
+    Count(usize),
     /// `Err(Error::Conflict)`.
     Conflict(Conflict),
     /// `Err(Error::UniqueViolation)`.
@@ -377,7 +402,7 @@ impl Model {
                     held.value = value;
                     held.token = token;
                     self.held[client].insert(key, held);
-                    Expect::Token(token)
+                    Expect::Token { key, token }
                 } else {
                     self.conflict(key, Some(held.token), true)
                 }
@@ -400,7 +425,7 @@ impl Model {
                 } else {
                     let token = self.insert(key, value)?;
                     self.held[client].insert(key, Held { key, value, token });
-                    Expect::Token(token)
+                    Expect::Token { key, token }
                 }
             }
             Op::UpsertSome { client, key, value } => {
@@ -446,6 +471,96 @@ impl Model {
                     Expect::Done
                 } else {
                     self.conflict(key, Some(held.token), false)
+                }
+            }
+            Op::SaveAll { client, value } => {
+                let held = self.held.get(client).ok_or(Invalid)?.clone();
+                if held.is_empty() {
+                    return Err(Invalid);
+                }
+                let mut conflicts = Vec::new();
+                for (index, entity) in held.values().enumerate() {
+                    if !self.matches(entity.key, entity.token) {
+                        conflicts.push((index, entity));
+                    }
+                }
+                let conflicts: Vec<(usize, Conflict)> = conflicts
+                    .into_iter()
+                    .map(|(index, entity)| {
+                        let Expect::Conflict(conflict) =
+                            self.conflict(entity.key, Some(entity.token), false)
+                        else {
+                            unreachable!()
+                        };
+                        (index, conflict)
+                    })
+                    .collect();
+                let all = conflicts.is_empty();
+                for (slot, mut entity) in held {
+                    entity.value = value;
+                    if all {
+                        entity.token = self.next(entity.token);
+                        self.rows.insert(
+                            entity.key,
+                            Row {
+                                value,
+                                token: entity.token,
+                            },
+                        );
+                    }
+                    self.held[client].insert(slot, entity);
+                }
+                if all {
+                    Expect::Done
+                } else {
+                    Expect::Batch(conflicts)
+                }
+            }
+            Op::BulkUpdate {
+                client,
+                ref keys,
+                value,
+            } => {
+                if client >= self.setup.clients {
+                    return Err(Invalid);
+                }
+                let mut written = 0;
+                for key in keys {
+                    if let Some(row) = self.rows.get(key).copied() {
+                        let token = self.next(row.token);
+                        self.rows.insert(*key, Row { value, token });
+                        written += 1;
+                    }
+                }
+                Expect::Count(written)
+            }
+            Op::SoftDelete { client, key } => {
+                let mut held = self.held(client, key)?;
+                if self.matches(key, held.token) {
+                    let token = self.next(held.token);
+                    self.rows.insert(key, Row { value: -1, token });
+                    held.token = token;
+                    self.held[client].insert(key, held);
+                    Expect::Done
+                } else {
+                    self.conflict(key, Some(held.token), false)
+                }
+            }
+            Op::RetryByKey { client, key, value } => {
+                return self.apply(&Op::UpdateByKey { client, key, value });
+            }
+            Op::RetrySave { client, key, value } => {
+                if client >= self.setup.clients {
+                    return Err(Invalid);
+                }
+                match self.rows.get(&key).copied() {
+                    Some(row) => {
+                        let token = self.next(row.token);
+                        self.rows.insert(key, Row { value, token });
+                        self.held[client].insert(key, Held { key, value, token });
+                        Expect::Done
+                    }
+                    None => Expect::NotFound,
                 }
             }
             Op::Transaction {
@@ -522,7 +637,10 @@ impl Model {
                             Err(Expect::Taken)
                         }
                     } else {
-                        Ok(Expect::Token(inside.insert(key, value)?))
+                        Ok(Expect::Token {
+                            key,
+                            token: inside.insert(key, value)?,
+                        })
                     }
                 }
                 Inner::Replace { key } => match inside.rows.get(&key).copied() {
@@ -647,6 +765,31 @@ impl Model {
                 ));
             }
         }
+        if ops.has("bulk_update") {
+            let all: Vec<Key> = (1..=setup.keys).collect();
+            options.push((
+                1,
+                (
+                    0..clients,
+                    proptest::sample::subsequence(all, 1..=setup.keys as usize),
+                    value.clone(),
+                )
+                    .prop_map(|(client, keys, value)| Op::BulkUpdate {
+                        client,
+                        keys,
+                        value,
+                    })
+                    .boxed(),
+            ));
+        }
+        if ops.has("retry") {
+            options.push((
+                1,
+                (0..clients, keys.clone(), value.clone())
+                    .prop_map(|(client, key, value)| Op::RetrySave { client, key, value })
+                    .boxed(),
+            ));
+        }
         if !slots.is_empty() {
             let slot = if stale.is_empty() {
                 proptest::sample::select(slots).boxed()
@@ -702,6 +845,30 @@ impl Model {
                 1,
                 slot.clone()
                     .prop_map(|(client, key)| Op::ForceIncrement { client, key })
+                    .boxed(),
+            );
+            add(
+                "soft_delete",
+                1,
+                slot.clone()
+                    .prop_map(|(client, key)| Op::SoftDelete { client, key })
+                    .boxed(),
+            );
+            add(
+                "retry",
+                1,
+                (slot.clone(), value.clone())
+                    .prop_map(|((client, key), value)| Op::RetryByKey { client, key, value })
+                    .boxed(),
+            );
+            let holders: Vec<usize> = (0..clients)
+                .filter(|&client| !self.held[client].is_empty())
+                .collect();
+            add(
+                "save_all",
+                2,
+                (proptest::sample::select(holders), value.clone())
+                    .prop_map(|(client, value)| Op::SaveAll { client, value })
                     .boxed(),
             );
             let inner = Inner::strategy(self);
@@ -808,6 +975,30 @@ impl fmt::Display for Op {
                 write!(f, "c{client}: new(k{key}, {value}).upsert_checked(None)")
             }
             Op::ForceIncrement { client, key } => write!(f, "c{client}: e[k{key}].force_increment"),
+            Op::SaveAll { client, value } => {
+                write!(
+                    f,
+                    "c{client}: every e[..].value = {value}; save_all_checked"
+                )
+            }
+            Op::BulkUpdate {
+                client,
+                keys,
+                value,
+            } => {
+                write!(f, "c{client}: bulk_update(id IN {keys:?}, value = {value})")
+            }
+            Op::SoftDelete { client, key } => {
+                write!(f, "c{client}: e[k{key}].soft_delete_checked(value = -1)")
+            }
+            Op::RetryByKey { client, key, value } => write!(
+                f,
+                "c{client}: retry(|conn| update_by_key(k{key}, e[k{key}].token, value = {value}))"
+            ),
+            Op::RetrySave { client, key, value } => write!(
+                f,
+                "c{client}: retry(|conn| {{ e = find(k{key})?; e.value = {value}; e.save_checked }})"
+            ),
             Op::Transaction {
                 client,
                 key,

@@ -49,6 +49,11 @@ pub(crate) enum Seen<T> {
         retryable: bool,
     },
     Taken,
+    /// `Error::Batch`: each conflicted entity's position and conflict.
+    Batch(Vec<(usize, Seen<T>)>),
+    Count(usize),
+    /// `Error::RetriesExhausted`, with what the last attempt met.
+    Exhausted(Box<Seen<T>>),
     Refused(String),
     Other(String),
     Transaction {
@@ -76,6 +81,18 @@ impl<T: VersionToken> Seen<T> {
                 retryable: conflict.is_retryable(),
             },
             Error::NotFound(_) => Seen::NotFound,
+            Error::Batch(batch) => Seen::Batch(
+                batch
+                    .conflicts()
+                    .iter()
+                    .map(|(index, conflict)| {
+                        (*index, Seen::error(&Error::Conflict(conflict.clone())))
+                    })
+                    .collect(),
+            ),
+            Error::RetriesExhausted(exhausted) => {
+                Seen::Exhausted(Box::new(Seen::error(exhausted.last_error())))
+            }
             Error::UniqueViolation(_) => Seen::Taken,
             Error::Database(error) => Seen::Refused(error.to_string()),
             other => Seen::Other(format!("{other:?}")),
@@ -92,7 +109,7 @@ impl<T: VersionToken> Seen<T> {
 /// model predicts; a serial is bound to the first value seen for it, and a row's
 /// distinct tokens must be distinct values (a fresh token differs from every earlier
 /// one of the row at the column's precision).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Tokens<T> {
     bound: BTreeMap<Tok, (Key, T)>,
 }
@@ -159,6 +176,22 @@ pub(crate) trait Executor<E: Entity> {
         expected: Option<&E::Token>,
     ) -> Result<diesel_occ::Upserted<E::Token>, Error>;
     fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
+    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error>;
+    /// `bulk_update` of the rows with `keys`: `value = value`.
+    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error>;
+    /// `soft_delete_checked` with the marker `value = -1`.
+    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
+    /// `update_by_key` inside the retry helper (no backoff, 3 attempts), on the
+    /// client's connection.
+    fn retry_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error>;
+    /// The retry helper around `find`, `value = value` and `save_checked`.
+    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error>;
     /// `diesel_occ::transaction` with `entity` as its `&mut` entity, running `steps`
     /// with [`step`] and ending as `end` says; what each step returned, and how the
     /// transaction ended (a panic caught here).
@@ -227,6 +260,8 @@ struct System<E: Entity, X> {
     tokens: Tokens<E::Token>,
     /// Whether a client-token conflict may be retryable (`OCC_MODEL_IGNORE`).
     retryable_client_tokens: bool,
+    /// The keys of the last batch, by position.
+    batch_keys: Vec<Key>,
 }
 
 impl<E: Entity, X: Executor<E>> System<E, X> {
@@ -309,6 +344,50 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 self.held[client].insert(key, entity);
                 Seen::done(&result)
             }
+            Op::SaveAll { client, value } => {
+                let slots: Vec<Key> = self.held[client].keys().copied().collect();
+                self.batch_keys = slots.clone();
+                let mut batch: Vec<E> = self.held[client].values().cloned().collect();
+                for entity in &mut batch {
+                    entity.set_value(value);
+                }
+                let result = self.executor.save_all(client, &mut batch);
+                for (slot, entity) in slots.into_iter().zip(batch) {
+                    self.held[client].insert(slot, entity);
+                }
+                Seen::done(&result)
+            }
+            Op::BulkUpdate {
+                client,
+                ref keys,
+                value,
+            } => Seen::of(&self.executor.bulk_update(client, keys, value), |count| {
+                Seen::Count(*count)
+            }),
+            Op::SoftDelete { client, key } => {
+                let mut entity = held(self, client, key);
+                let result = self.executor.soft_delete(client, &mut entity);
+                self.held[client].insert(key, entity);
+                Seen::done(&result)
+            }
+            Op::RetryByKey { client, key, value } => {
+                let entity = held(self, client, key);
+                let result = self
+                    .executor
+                    .retry_by_key(client, key, entity.parts().2, value);
+                if let Ok(token) = &result {
+                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
+                }
+                Seen::of(&result, |token| Seen::Token(token.clone()))
+            }
+            Op::RetrySave { client, key, value } => {
+                let result = self.executor.retry_save(client, key, value);
+                let seen = Seen::done(&result);
+                if let Ok(entity) = result {
+                    self.held[client].insert(key, entity);
+                }
+                seen
+            }
             Op::Transaction {
                 client,
                 key,
@@ -335,13 +414,21 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 seen
             }
         };
-        self.compare(op_key(op), &model.expect, &seen)
-            .map_err(|reason| {
-                format!(
-                    "{reason}\n      expected {:?}\n      got      {seen:?}",
-                    model.expect
-                )
-            })
+        // What a transaction that rolled back wrote was never stored: its tokens bind
+        // nothing (a later fresh token may take the same value).
+        let committed = self.tokens.clone();
+        let compared = self.compare(op_key(op), &model.expect, &seen);
+        if let Expect::Transaction { outcome, .. } = model.expect {
+            if outcome != Outcome::Committed {
+                self.tokens = committed;
+            }
+        }
+        compared.map_err(|reason| {
+            format!(
+                "{reason}\n      expected {:?}\n      got      {seen:?}",
+                model.expect
+            )
+        })
     }
 
     /// Whether `seen` is what the model expects, binding the tokens it carries.
@@ -351,7 +438,30 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             | (Expect::NotFound, Seen::NotFound)
             | (Expect::Taken, Seen::Taken) => Ok(()),
             (Expect::Refused, Seen::Refused(_)) => Ok(()),
-            (Expect::Token(token), Seen::Token(real)) => self.tokens.bind::<E>(key, *token, real),
+            (Expect::Count(count), Seen::Count(real)) if count == real => Ok(()),
+            (Expect::Batch(conflicts), Seen::Batch(real)) => {
+                if conflicts
+                    .iter()
+                    .map(|(index, _)| index)
+                    .ne(real.iter().map(|(index, _)| index))
+                {
+                    return Err("the batch's conflicted positions are not the model's".into());
+                }
+                for ((index, conflict), (_, seen)) in conflicts.iter().zip(real) {
+                    // The conflict's own row, which the batch error names by position.
+                    let key = self.batch_keys.get(*index).copied().unwrap_or(key);
+                    self.compare(key, &Expect::Conflict(*conflict), seen)
+                        .map_err(|reason| format!("batch position {index}: {reason}"))?;
+                }
+                Ok(())
+            }
+            (expect, Seen::Exhausted(last)) if self.retryable_client_tokens => {
+                // Point 6 looked past: the retried conflict as if returned at once.
+                self.compare(key, expect, last)
+            }
+            (Expect::Token { key, token }, Seen::Token(real)) => {
+                self.tokens.bind::<E>(*key, *token, real)
+            }
             (
                 Expect::Upserted { inserted, token },
                 Seen::Upserted {
@@ -485,7 +595,12 @@ fn op_key(op: &Op) -> Key {
         | Op::UpsertSome { key, .. }
         | Op::UpsertNone { key, .. }
         | Op::ForceIncrement { key, .. }
+        | Op::SoftDelete { key, .. }
+        | Op::RetryByKey { key, .. }
+        | Op::RetrySave { key, .. }
         | Op::Transaction { key, .. } => key,
+        // Each of their rows is bound where it is checked.
+        Op::SaveAll { .. } | Op::BulkUpdate { .. } => 0,
     }
 }
 
@@ -583,6 +698,7 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
         held: vec![BTreeMap::new(); setup.clients],
         tokens: Tokens::new(),
         retryable_client_tokens: run.retryable_client_tokens,
+        batch_keys: Vec::new(),
     });
     let result = runner.run(&strategy, |(initial, ops, seen)| {
         let mut system = system.borrow_mut();
