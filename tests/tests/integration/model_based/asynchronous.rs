@@ -13,10 +13,10 @@ use diesel_async::RunQueryDsl;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::AsyncConnectionSource;
 use diesel_occ::retry::RetryPolicy;
-use diesel_occ::{Error, PoolError, Upserted};
+use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, Upserted};
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
-use super::super::model::{End, Inner, Key, Setup};
+use super::super::model::{End, Inner, Key, Merge, Setup};
 use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
 use super::entities::{Counter, Stamp};
 use super::{AsyncConn as Conn, schema};
@@ -47,6 +47,17 @@ trait Store: Entity {
     fn batch_save(batch: &mut [Self], conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
     fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> impl Future<Output = Result<usize, Error>> + Send;
     fn soft_delete(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn tracked_save(
+        &mut self,
+        conn: &mut Conn,
+        value: i32,
+        merging: bool,
+    ) -> impl Future<Output = Result<Option<Merge>, Error>> + Send;
+    fn track(self) -> Tracked<Self>;
+    fn untrack(tracked: Tracked<Self>) -> Self;
+    fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self;
+    fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
 }
 
 macro_rules! store {
@@ -116,6 +127,44 @@ macro_rules! store {
             async fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
                 self.soft_delete_checked(conn, schema::$table::value.eq(-1)).await
             }
+
+            async fn tracked_save(&mut self, conn: &mut Conn, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
+                let mut tracked = Tracked::new(self.clone());
+                Entity::set_value(tracked.edit(), value);
+                let result = if merging {
+                    tracked.save_merging(conn).await.map(|outcome| {
+                        Some(match outcome {
+                            SaveOutcome::Saved => Merge::Saved,
+                            SaveOutcome::Merged { .. } => Merge::Merged,
+                            SaveOutcome::Overlap(_) => Merge::Overlap,
+                        })
+                    })
+                } else {
+                    TrackedDsl::save_checked(&mut tracked, conn).await.map(|()| None)
+                };
+                *self = tracked.into_inner();
+                result
+            }
+
+            fn track(self) -> Tracked<Self> {
+                Tracked::new(self)
+            }
+
+            fn untrack(tracked: Tracked<Self>) -> Self {
+                tracked.into_inner()
+            }
+
+            fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self {
+                tracked.edit()
+            }
+
+            async fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+                TrackedDsl::save_checked(tracked, conn).await
+            }
+
+            async fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+                TrackedDsl::delete_checked(tracked, conn).await
+            }
         }
     };
 }
@@ -150,19 +199,69 @@ struct Asynchronous<E> {
     entity: PhantomData<E>,
 }
 
+/// What a transaction's closure is given: the entity, or a tracked one.
+trait Passed<E: Store>: Send {
+    fn edit_value(&mut self, value: i32);
+    fn save(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn delete(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    /// `*self = found` (tracked from now).
+    fn replace(&mut self, found: E);
+}
+
+impl<E: Store> Passed<E> for E {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(self, value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        self.checked_save(conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        self.checked_delete(conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found;
+    }
+}
+
+impl<E: Store> Passed<E> for Tracked<E> {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(E::tracked_edit(self), value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        E::tracked_checked_save(self, conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        E::tracked_checked_delete(self, conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found.track();
+    }
+}
+
 /// A step of a transaction's closure; `Err` ends the closure.
-async fn step<E: Store>(conn: &mut Conn, entity: &mut E, step: &Inner, seen: &mut Vec<Seen<E::Token>>) -> Result<(), Error> {
+async fn step<E: Store, P: Passed<E>>(
+    conn: &mut Conn,
+    entity: &mut P,
+    step: &Inner,
+    seen: &mut Vec<Seen<E::Token>>,
+) -> Result<(), Error> {
     let result = match *step {
         Inner::Save { value } | Inner::CatchConflict { value } => {
-            entity.set_value(value);
-            entity.checked_save(conn).await.map(|()| Seen::Done)
+            entity.edit_value(value);
+            entity.save(conn).await.map(|()| Seen::Done)
         }
-        Inner::Delete => entity.checked_delete(conn).await.map(|()| Seen::Done),
+        Inner::Delete => entity.delete(conn).await.map(|()| Seen::Done),
         Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
             E::create(key, value).checked_insert(conn).await.map(Seen::Token)
         }
         Inner::Replace { key } => E::fetch(conn, key).await.map(|found| {
-            *entity = found;
+            entity.replace(found);
             Seen::Done
         }),
         Inner::CatchRefused => diesel::sql_query("SELECT * FROM occ_no_such_table")
@@ -186,6 +285,7 @@ async fn step<E: Store>(conn: &mut Conn, entity: &mut E, step: &Inner, seen: &mu
 impl<E: Store> Executor<E> for Asynchronous<E>
 where
     for<'a> &'a mut E: diesel_occ::Restore,
+    for<'a> &'a mut Tracked<E>: diesel_occ::Restore,
 {
     fn reset(&mut self, rows: &[(Key, i32, E::Token)]) {
         let conn = &mut self.conns[0];
@@ -269,24 +369,48 @@ where
         }))
     }
 
-    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End) -> Seen<E::Token> {
-        let conn = &mut self.conns[client];
-        let runtime = &self.runtime;
-        let mut seen = Vec::new();
-        let called = panic::catch_unwind(AssertUnwindSafe(|| {
-            runtime.block_on(diesel_occ::asynchronous::transaction(conn, &mut *entity, async |conn, entity| {
-                for inner in steps {
-                    step(conn, &mut **entity, inner, &mut seen).await?;
-                }
-                match end {
-                    End::Commit => Ok(()),
-                    End::Fail => Err(runner::rollback()),
-                    End::Panic => panic::panic_any(PlannedPanic),
-                }
-            }))
-        }));
-        runner::outcome(called, seen)
+    fn tracked_save(&mut self, client: usize, entity: &mut E, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
+        self.runtime.block_on(entity.tracked_save(&mut self.conns[client], value, merging))
     }
+
+    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End, tracked: bool) -> Seen<E::Token> {
+        let conn = &mut self.conns[client];
+        if tracked {
+            let mut passed = entity.clone().track();
+            let seen = transaction(&self.runtime, conn, &mut passed, steps, end);
+            *entity = E::untrack(passed);
+            seen
+        } else {
+            transaction(&self.runtime, conn, entity, steps, end)
+        }
+    }
+}
+
+/// `diesel_occ::asynchronous::transaction` with `passed` as its single `&mut` entity.
+fn transaction<E: Store, P: Passed<E>>(
+    runtime: &tokio::runtime::Runtime,
+    conn: &mut Conn,
+    passed: &mut P,
+    steps: &[Inner],
+    end: End,
+) -> Seen<E::Token>
+where
+    for<'a> &'a mut P: diesel_occ::Restore + Send,
+{
+    let mut seen = Vec::new();
+    let called = panic::catch_unwind(AssertUnwindSafe(|| {
+        runtime.block_on(diesel_occ::asynchronous::transaction(conn, &mut *passed, async |conn, passed| {
+            for inner in steps {
+                step(conn, &mut **passed, inner, &mut seen).await?;
+            }
+            match end {
+                End::Commit => Ok(()),
+                End::Fail => Err(runner::rollback()),
+                End::Panic => panic::panic_any(PlannedPanic),
+            }
+        }))
+    }));
+    runner::outcome(called, seen)
 }
 
 /// The database and the executor with `clients` connections to it; `None` when the

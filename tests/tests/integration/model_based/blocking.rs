@@ -11,10 +11,10 @@ use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::retry::RetryPolicy;
-use diesel_occ::{Error, PoolError, Upserted, VersionToken};
+use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, Upserted, VersionToken};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
-use super::super::model::{End, Inner, Key, Ops, Setup};
+use super::super::model::{End, Inner, Key, Merge, Ops, Setup};
 use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
 use super::entities::{Counter, Stamp};
 use super::{Conn, schema};
@@ -38,6 +38,12 @@ trait Store: Entity {
     fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error>;
     fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error>;
     fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn tracked_save(&mut self, conn: &mut Conn, value: i32, merging: bool) -> Result<Option<Merge>, Error>;
+    fn track(self) -> Tracked<Self>;
+    fn untrack(tracked: Tracked<Self>) -> Self;
+    fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self;
+    fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> Result<(), Error>;
+    fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> Result<(), Error>;
 }
 
 macro_rules! store {
@@ -118,6 +124,44 @@ macro_rules! store {
             fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
                 self.soft_delete_checked(conn, schema::$table::value.eq(-1))
             }
+
+            fn tracked_save(&mut self, conn: &mut Conn, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
+                let mut tracked = Tracked::new(self.clone());
+                Entity::set_value(tracked.edit(), value);
+                let result = if merging {
+                    tracked.save_merging(conn).map(|outcome| {
+                        Some(match outcome {
+                            SaveOutcome::Saved => Merge::Saved,
+                            SaveOutcome::Merged { .. } => Merge::Merged,
+                            SaveOutcome::Overlap(_) => Merge::Overlap,
+                        })
+                    })
+                } else {
+                    TrackedDsl::save_checked(&mut tracked, conn).map(|()| None)
+                };
+                *self = tracked.into_inner();
+                result
+            }
+
+            fn track(self) -> Tracked<Self> {
+                Tracked::new(self)
+            }
+
+            fn untrack(tracked: Tracked<Self>) -> Self {
+                tracked.into_inner()
+            }
+
+            fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self {
+                tracked.edit()
+            }
+
+            fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+                TrackedDsl::save_checked(tracked, conn)
+            }
+
+            fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+                TrackedDsl::delete_checked(tracked, conn)
+            }
         }
     };
 }
@@ -159,19 +203,69 @@ impl<E: Store> Blocking<E> {
     }
 }
 
+/// What a transaction's closure is given: the entity, or a tracked one.
+trait Passed<E: Store> {
+    fn edit_value(&mut self, value: i32);
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error>;
+    /// `*self = found` (tracked from now).
+    fn replace(&mut self, found: E);
+}
+
+impl<E: Store> Passed<E> for E {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(self, value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        self.checked_save(conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error> {
+        self.checked_delete(conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found;
+    }
+}
+
+impl<E: Store> Passed<E> for Tracked<E> {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(E::tracked_edit(self), value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        E::tracked_checked_save(self, conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error> {
+        E::tracked_checked_delete(self, conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found.track();
+    }
+}
+
 /// A step of a transaction's closure; `Err` ends the closure.
-fn step<E: Store>(conn: &mut Conn, entity: &mut E, step: &Inner, seen: &mut Vec<Seen<E::Token>>) -> Result<(), Error> {
+fn step<E: Store, P: Passed<E>>(
+    conn: &mut Conn,
+    entity: &mut P,
+    step: &Inner,
+    seen: &mut Vec<Seen<E::Token>>,
+) -> Result<(), Error> {
     let result = match *step {
         Inner::Save { value } | Inner::CatchConflict { value } => {
-            entity.set_value(value);
-            entity.checked_save(conn).map(|()| Seen::Done)
+            entity.edit_value(value);
+            entity.save(conn).map(|()| Seen::Done)
         }
-        Inner::Delete => entity.checked_delete(conn).map(|()| Seen::Done),
+        Inner::Delete => entity.delete(conn).map(|()| Seen::Done),
         Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
             E::create(key, value).checked_insert(conn).map(Seen::Token)
         }
         Inner::Replace { key } => E::fetch(conn, key).map(|found| {
-            *entity = found;
+            entity.replace(found);
             Seen::Done
         }),
         Inner::CatchRefused => diesel::sql_query("SELECT * FROM occ_no_such_table")
@@ -194,6 +288,7 @@ fn step<E: Store>(conn: &mut Conn, entity: &mut E, step: &Inner, seen: &mut Vec<
 impl<E: Store> Executor<E> for Blocking<E>
 where
     for<'a> &'a mut E: diesel_occ::Restore,
+    for<'a> &'a mut Tracked<E>: diesel_occ::Restore,
 {
     fn reset(&mut self, rows: &[(Key, i32, E::Token)]) {
         let conn = &mut self.conns[0];
@@ -274,23 +369,42 @@ where
         })
     }
 
-    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End) -> Seen<E::Token> {
-        let conn = &mut self.conns[client];
-        let mut seen = Vec::new();
-        let called = panic::catch_unwind(AssertUnwindSafe(|| {
-            diesel_occ::transaction(conn, &mut *entity, |conn, entity| {
-                for inner in steps {
-                    step(conn, &mut **entity, inner, &mut seen)?;
-                }
-                match end {
-                    End::Commit => Ok(()),
-                    End::Fail => Err(runner::rollback()),
-                    End::Panic => panic::panic_any(PlannedPanic),
-                }
-            })
-        }));
-        runner::outcome(called, seen)
+    fn tracked_save(&mut self, client: usize, entity: &mut E, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
+        entity.tracked_save(&mut self.conns[client], value, merging)
     }
+
+    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End, tracked: bool) -> Seen<E::Token> {
+        let conn = &mut self.conns[client];
+        if tracked {
+            let mut passed = entity.clone().track();
+            let seen = transaction(conn, &mut passed, steps, end);
+            *entity = E::untrack(passed);
+            seen
+        } else {
+            transaction(conn, entity, steps, end)
+        }
+    }
+}
+
+/// `diesel_occ::transaction` with `passed` as its single `&mut` entity.
+fn transaction<E: Store, P: Passed<E>>(conn: &mut Conn, passed: &mut P, steps: &[Inner], end: End) -> Seen<E::Token>
+where
+    for<'a> &'a mut P: diesel_occ::Restore,
+{
+    let mut seen = Vec::new();
+    let called = panic::catch_unwind(AssertUnwindSafe(|| {
+        diesel_occ::transaction(conn, &mut *passed, |conn, passed| {
+            for inner in steps {
+                step(conn, &mut **passed, inner, &mut seen)?;
+            }
+            match end {
+                End::Commit => Ok(()),
+                End::Fail => Err(runner::rollback()),
+                End::Panic => panic::panic_any(PlannedPanic),
+            }
+        })
+    }));
+    runner::outcome(called, seen)
 }
 
 /// What the runs of `E` model on this backend.

@@ -12,6 +12,7 @@ use super::schema::{counters, stamped_seconds};
 /// An integer-token row (`counters`; `label` stays NULL).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = counters)]
+#[occ(track)]
 pub(super) struct Counter {
     pub(super) id: i32,
     pub(super) value: i32,
@@ -24,6 +25,7 @@ pub(super) struct Counter {
 /// `timestamp(0)`, MariaDB `DATETIME`, SQLite text.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = stamped_seconds)]
+#[occ(track)]
 pub(super) struct Stamp {
     pub(super) id: i32,
     pub(super) value: i32,

@@ -42,7 +42,7 @@ pub(crate) struct Ops(u32);
 
 impl Ops {
     /// The names `OCC_MODEL_OPS` takes, in bit order.
-    pub(crate) const NAMES: [&'static str; 14] = [
+    pub(crate) const NAMES: [&'static str; 15] = [
         "find",
         "save",
         "delete",
@@ -57,6 +57,7 @@ impl Ops {
         "bulk_update",
         "soft_delete",
         "retry",
+        "tracked",
     ];
 
     pub(crate) fn all() -> Ops {
@@ -158,7 +159,25 @@ pub(crate) enum Op {
         key: Key,
         steps: Vec<Inner>,
         end: End,
+        /// The entity is passed as a `&mut Tracked<T>` (saves write what changed).
+        tracked: bool,
     },
+    /// `Tracked::new(e)`, its value edited, then the tracked `save_checked` (which
+    /// writes only what changed) or `save_merging`.
+    TrackedSave {
+        client: usize,
+        key: Key,
+        value: i32,
+        merging: bool,
+    },
+}
+
+/// What `save_merging` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Merge {
+    Saved,
+    Merged,
+    Overlap,
 }
 
 /// A step inside a transaction's closure, on the entity passed in. A step that fails
@@ -221,6 +240,8 @@ pub(crate) enum Expect {
     Batch(Vec<(usize, Conflict)>),
     /// `Ok(n)`: rows written by a bulk update.
     Count(usize),
+    /// `Ok` of `save_merging`.
+    Merge(Merge),
     /// `Err(Error::Conflict)`.
     Conflict(Conflict),
     /// `Err(Error::UniqueViolation)`.
@@ -563,13 +584,65 @@ impl Model {
                     None => Expect::NotFound,
                 }
             }
+            Op::TrackedSave {
+                client,
+                key,
+                value,
+                merging,
+            } => {
+                let mut held = self.held(client, key)?;
+                // The values as read: the entity as held.
+                let original = held.value;
+                held.value = value;
+                let expect = match self.rows.get(&key).copied() {
+                    Some(row) if row.token == held.token => {
+                        held.token = self.next(held.token);
+                        let value = if value != original { value } else { row.value };
+                        self.rows.insert(
+                            key,
+                            Row {
+                                value,
+                                token: held.token,
+                            },
+                        );
+                        if merging {
+                            Expect::Merge(Merge::Saved)
+                        } else {
+                            Expect::Done
+                        }
+                    }
+                    Some(row) if merging => {
+                        let theirs = row.value != original;
+                        let mine = value != original;
+                        if theirs && mine && row.value != value {
+                            Expect::Merge(Merge::Overlap)
+                        } else {
+                            // Rebased on their row; what differs from it is written.
+                            held.value = if mine { value } else { row.value };
+                            held.token = self.next(row.token);
+                            self.rows.insert(
+                                key,
+                                Row {
+                                    value: held.value,
+                                    token: held.token,
+                                },
+                            );
+                            Expect::Merge(Merge::Merged)
+                        }
+                    }
+                    _ => self.conflict(key, Some(held.token), false),
+                };
+                self.held[client].insert(key, held);
+                expect
+            }
             Op::Transaction {
                 client,
                 key,
                 ref steps,
                 end,
+                tracked,
             } => {
-                return self.transaction(client, key, steps, end);
+                return self.transaction(client, key, steps, end, tracked);
             }
         };
         self.expect = expect;
@@ -585,10 +658,13 @@ impl Model {
         key: Key,
         steps: &[Inner],
         end: End,
+        tracked: bool,
     ) -> Result<Model, Invalid> {
         let passed = self.held(client, key)?;
         let mut inside = self.clone();
         let mut entity = passed;
+        // A tracked entity's values as read (or as last saved).
+        let mut original = passed.value;
         let mut seen = Vec::new();
         // A statement error the database does not forgive (PostgreSQL).
         let mut doomed = false;
@@ -608,8 +684,21 @@ impl Model {
                     entity.value = value;
                     if inside.matches(entity.key, entity.token) {
                         let token = inside.next(entity.token);
-                        inside.rows.insert(entity.key, Row { value, token });
+                        let row = inside.rows[&entity.key];
+                        let stored = if !tracked || value != original {
+                            value
+                        } else {
+                            row.value
+                        };
+                        inside.rows.insert(
+                            entity.key,
+                            Row {
+                                value: stored,
+                                token,
+                            },
+                        );
                         entity.token = token;
+                        original = value;
                         Ok(Expect::Done)
                     } else {
                         let conflict = inside.conflict(entity.key, Some(entity.token), false);
@@ -650,6 +739,7 @@ impl Model {
                             value: row.value,
                             token: row.token,
                         };
+                        original = row.value;
                         Ok(Expect::Done)
                     }
                     None => Err(Expect::NotFound),
@@ -871,7 +961,24 @@ impl Model {
                     .prop_map(|(client, value)| Op::SaveAll { client, value })
                     .boxed(),
             );
+            add(
+                "tracked",
+                3,
+                (slot.clone(), value.clone(), any::<bool>())
+                    .prop_map(|((client, key), value, merging)| Op::TrackedSave {
+                        client,
+                        key,
+                        value,
+                        merging,
+                    })
+                    .boxed(),
+            );
             let inner = Inner::strategy(self);
+            let tracked = if ops.has("tracked") {
+                any::<bool>().boxed()
+            } else {
+                Just(false).boxed()
+            };
             add(
                 "transaction",
                 5,
@@ -879,8 +986,15 @@ impl Model {
                     slot,
                     proptest::collection::vec(inner, 0..=3),
                     prop_oneof![2 => Just(End::Commit), 2 => Just(End::Fail), 1 => Just(End::Panic)],
+                    tracked,
                 )
-                    .prop_map(|((client, key), steps, end)| Op::Transaction { client, key, steps, end })
+                    .prop_map(|((client, key), steps, end, tracked)| Op::Transaction {
+                        client,
+                        key,
+                        steps,
+                        end,
+                        tracked,
+                    })
                     .boxed(),
             );
         }
@@ -975,6 +1089,22 @@ impl fmt::Display for Op {
                 write!(f, "c{client}: new(k{key}, {value}).upsert_checked(None)")
             }
             Op::ForceIncrement { client, key } => write!(f, "c{client}: e[k{key}].force_increment"),
+            Op::TrackedSave {
+                client,
+                key,
+                value,
+                merging,
+            } => {
+                let call = if *merging {
+                    "save_merging"
+                } else {
+                    "save_checked"
+                };
+                write!(
+                    f,
+                    "c{client}: t = Tracked::new(e[k{key}]); t.edit().value = {value}; t.{call}"
+                )
+            }
             Op::SaveAll { client, value } => {
                 write!(
                     f,
@@ -1004,8 +1134,16 @@ impl fmt::Display for Op {
                 key,
                 steps,
                 end,
+                tracked,
             } => {
-                write!(f, "c{client}: transaction(&mut e[k{key}], |conn, e| {{ ")?;
+                if *tracked {
+                    write!(
+                        f,
+                        "c{client}: transaction(&mut Tracked::new(e[k{key}]), |conn, e| {{ "
+                    )?;
+                } else {
+                    write!(f, "c{client}: transaction(&mut e[k{key}], |conn, e| {{ ")?;
+                }
                 for step in steps {
                     write!(f, "{step}; ")?;
                 }

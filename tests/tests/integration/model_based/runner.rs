@@ -12,7 +12,9 @@ use diesel_occ::{Error, VersionToken};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::strategy::Sequential;
 
-use super::model::{self, Conflict, Expect, Held, Inner, Key, Model, Op, Ops, Outcome, Setup, Tok};
+use super::model::{
+    self, Conflict, Expect, Held, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
+};
 
 /// An entity of the model's table, as the executors handle it.
 pub(crate) trait Entity: Clone + Debug + Send + Sync + 'static {
@@ -52,6 +54,7 @@ pub(crate) enum Seen<T> {
     /// `Error::Batch`: each conflicted entity's position and conflict.
     Batch(Vec<(usize, Seen<T>)>),
     Count(usize),
+    Merge(Merge),
     /// `Error::RetriesExhausted`, with what the last attempt met.
     Exhausted(Box<Seen<T>>),
     Refused(String),
@@ -192,7 +195,17 @@ pub(crate) trait Executor<E: Entity> {
     ) -> Result<E::Token, Error>;
     /// The retry helper around `find`, `value = value` and `save_checked`.
     fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error>;
-    /// `diesel_occ::transaction` with `entity` as its `&mut` entity, running `steps`
+    /// `Tracked::new(entity)`, its value edited, then the tracked `save_checked`
+    /// (`Ok(None)`) or `save_merging`; `entity` becomes the tracked one's current.
+    fn tracked_save(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        value: i32,
+        merging: bool,
+    ) -> Result<Option<Merge>, Error>;
+    /// `diesel_occ::transaction` with `entity` as its `&mut` entity (or, `tracked`, a
+    /// `&mut Tracked` of it, whose current becomes `entity`), running `steps`
     /// with [`step`] and ending as `end` says; what each step returned, and how the
     /// transaction ended (a panic caught here).
     fn transaction(
@@ -201,6 +214,7 @@ pub(crate) trait Executor<E: Entity> {
         entity: &mut E,
         steps: &[Inner],
         end: model::End,
+        tracked: bool,
     ) -> Seen<E::Token>;
 }
 
@@ -380,6 +394,19 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 }
                 Seen::of(&result, |token| Seen::Token(token.clone()))
             }
+            Op::TrackedSave {
+                client,
+                key,
+                value,
+                merging,
+            } => {
+                let mut entity = held(self, client, key);
+                let result = self
+                    .executor
+                    .tracked_save(client, &mut entity, value, merging);
+                self.held[client].insert(key, entity);
+                Seen::of(&result, |merge| merge.map_or(Seen::Done, Seen::Merge))
+            }
             Op::RetrySave { client, key, value } => {
                 let result = self.executor.retry_save(client, key, value);
                 let seen = Seen::done(&result);
@@ -393,9 +420,12 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 key,
                 ref steps,
                 end,
+                tracked,
             } => {
                 let mut entity = held(self, client, key);
-                let seen = self.executor.transaction(client, &mut entity, steps, end);
+                let seen = self
+                    .executor
+                    .transaction(client, &mut entity, steps, end, tracked);
                 let (new_key, ..) = entity.parts();
                 if matches!(
                     seen,
@@ -439,6 +469,7 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             | (Expect::Taken, Seen::Taken) => Ok(()),
             (Expect::Refused, Seen::Refused(_)) => Ok(()),
             (Expect::Count(count), Seen::Count(real)) if count == real => Ok(()),
+            (Expect::Merge(merge), Seen::Merge(real)) if merge == real => Ok(()),
             (Expect::Batch(conflicts), Seen::Batch(real)) => {
                 if conflicts
                     .iter()
@@ -598,6 +629,7 @@ fn op_key(op: &Op) -> Key {
         | Op::SoftDelete { key, .. }
         | Op::RetryByKey { key, .. }
         | Op::RetrySave { key, .. }
+        | Op::TrackedSave { key, .. }
         | Op::Transaction { key, .. } => key,
         // Each of their rows is bound where it is checked.
         Op::SaveAll { .. } | Op::BulkUpdate { .. } => 0,
