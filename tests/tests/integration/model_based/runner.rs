@@ -649,7 +649,7 @@ fn upserted<T: Clone>(upserted: &diesel_occ::Upserted<T>) -> Seen<T> {
     }
 }
 
-/// How long and from where a run goes: `OCC_MODEL_CASES` (programs per test, 24),
+/// How long and from where a run goes: `OCC_MODEL_CASES` (programs per test, 64),
 /// `OCC_MODEL_STEPS` (the longest program, 16), `OCC_MODEL_SEED` (the generator's
 /// seed, 37), `OCC_MODEL_OPS` (a comma list of operations, all by default) and
 /// `OCC_MODEL_IGNORE=client_token_retry`, which accepts a retryable conflict of a
@@ -675,7 +675,7 @@ impl Run {
             }
         }
         Run {
-            cases: var("OCC_MODEL_CASES", 24),
+            cases: var("OCC_MODEL_CASES", 64),
             steps: var("OCC_MODEL_STEPS", 16),
             seed: var("OCC_MODEL_SEED", 37),
             ops: std::env::var("OCC_MODEL_OPS").map_or(Ops::all(), |list| Ops::parse(&list)),
