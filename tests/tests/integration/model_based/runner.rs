@@ -733,66 +733,144 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
         batch_keys: Vec::new(),
     });
     let result = runner.run(&strategy, |(initial, ops, seen)| {
-        let mut system = system.borrow_mut();
-        let system = &mut *system;
-        let rows: Vec<(Key, i32, E::Token)> = initial
-            .rows
-            .iter()
-            .map(|(&key, row)| {
-                (
-                    key,
-                    row.value,
-                    E::exact(row.token).unwrap_or_else(E::seed_token),
-                )
-            })
-            .collect();
-        system.executor.reset(&rows);
-        system.held = vec![BTreeMap::new(); setup.clients];
-        system.tokens = Tokens::new();
-        for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
-            system
-                .tokens
-                .bind::<E>(*key, row.token, token)
-                .map_err(TestCaseError::fail)?;
+        match execute(&mut system.borrow_mut(), &initial, &ops, seen.as_deref()) {
+            Ok(()) => Ok(()),
+            Err(Verdict::Invalid) => Err(TestCaseError::reject("not runnable")),
+            Err(Verdict::Failed(reason)) => Err(TestCaseError::fail(reason)),
         }
-        if std::env::var_os("OCC_MODEL_VERBOSE").is_some() {
-            eprintln!("program:\n{}", model::program(&initial, &ops));
-        }
-        let mut model = initial;
-        for (index, op) in ops.iter().enumerate() {
-            if let Some(seen) = &seen {
-                seen.fetch_add(1, Ordering::SeqCst);
-            }
-            model = model
-                .apply(op)
-                .map_err(|_| TestCaseError::reject("not runnable"))?;
-            let step = panic::catch_unwind(AssertUnwindSafe(|| {
-                system.apply(&model, op).and_then(|()| system.check(&model))
-            }))
-            .unwrap_or_else(|panic| {
-                Err(format!(
-                    "panicked: {}",
-                    panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
-                        .unwrap_or_default()
-                ))
-            });
-            step.map_err(|reason| {
-                TestCaseError::fail(format!("step {}: {op}\n      {reason}", index + 1))
-            })?;
-        }
-        Ok(())
     });
     match result {
         Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, (initial, ops, _))) => Err(Failure {
-            reason: reason.message().to_owned(),
-            program: model::program(&initial, &ops),
-            steps: ops.len(),
-        }),
+        Err(TestError::Fail(reason, (initial, ops, _))) => {
+            let (initial, ops, reason) = minimize(
+                &mut system.borrow_mut(),
+                initial,
+                ops,
+                reason.message().to_owned(),
+            );
+            Err(Failure {
+                reason,
+                program: model::program(&initial, &ops),
+                steps: ops.len(),
+            })
+        }
         Err(TestError::Abort(reason)) => panic!("the model-based run aborted: {reason}"),
+    }
+}
+
+/// Why a program did not pass.
+enum Verdict {
+    /// The model cannot run it (a shrunk program that lost the step an entity came from).
+    Invalid,
+    Failed(String),
+}
+
+/// Runs one program from its initial rows, checking every step.
+fn execute<E: Entity, X: Executor<E>>(
+    system: &mut System<E, X>,
+    initial: &Model,
+    ops: &[Op],
+    seen: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<(), Verdict> {
+    let rows: Vec<(Key, i32, E::Token)> = initial
+        .rows
+        .iter()
+        .map(|(&key, row)| {
+            (
+                key,
+                row.value,
+                E::exact(row.token).unwrap_or_else(E::seed_token),
+            )
+        })
+        .collect();
+    system.executor.reset(&rows);
+    system.held = vec![BTreeMap::new(); initial.setup.clients];
+    system.tokens = Tokens::new();
+    for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
+        system
+            .tokens
+            .bind::<E>(*key, row.token, token)
+            .map_err(Verdict::Failed)?;
+    }
+    if std::env::var_os("OCC_MODEL_VERBOSE").is_some() {
+        eprintln!("program:\n{}", model::program(initial, ops));
+    }
+    let mut model = initial.clone();
+    for (index, op) in ops.iter().enumerate() {
+        if let Some(seen) = seen {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        model = model.apply(op).map_err(|_| Verdict::Invalid)?;
+        let step = panic::catch_unwind(AssertUnwindSafe(|| {
+            system.apply(&model, op).and_then(|()| system.check(&model))
+        }))
+        .unwrap_or_else(|panic| {
+            Err(format!(
+                "panicked: {}",
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+                    .unwrap_or_default()
+            ))
+        });
+        step.map_err(|reason| {
+            Verdict::Failed(format!("step {}: {op}\n      {reason}", index + 1))
+        })?;
+    }
+    Ok(())
+}
+
+/// Shrinks proptest's shortest program further, as long as it still fails: drops whole
+/// steps, steps of a transaction's closure and rows it starts from (proptest shrinks a
+/// step as one value and keeps a closure's steps that a smaller closure does without).
+fn minimize<E: Entity, X: Executor<E>>(
+    system: &mut System<E, X>,
+    mut initial: Model,
+    mut ops: Vec<Op>,
+    mut reason: String,
+) -> (Model, Vec<Op>, String) {
+    loop {
+        let mut candidates: Vec<(Model, Vec<Op>)> = Vec::new();
+        for index in 0..ops.len() {
+            let mut fewer = ops.clone();
+            fewer.remove(index);
+            candidates.push((initial.clone(), fewer));
+        }
+        for (index, op) in ops.iter().enumerate() {
+            if let Op::Transaction { steps, .. } = op {
+                for inner in 0..steps.len() {
+                    let mut fewer = ops.clone();
+                    if let Op::Transaction { steps, .. } = &mut fewer[index] {
+                        steps.remove(inner);
+                    }
+                    candidates.push((initial.clone(), fewer));
+                }
+            }
+        }
+        for &key in initial.rows.keys() {
+            let present: Vec<Key> = initial
+                .rows
+                .keys()
+                .copied()
+                .filter(|&other| other != key)
+                .collect();
+            candidates.push((Model::new(initial.setup, &present), ops.clone()));
+        }
+        let smaller = candidates.into_iter().find_map(|(start, program)| {
+            match execute(system, &start, &program, None) {
+                Err(Verdict::Failed(why)) => Some((start, program, why)),
+                _ => None,
+            }
+        });
+        match smaller {
+            Some((start, program, why)) => {
+                initial = start;
+                ops = program;
+                reason = why;
+            }
+            None => return (initial, ops, reason),
+        }
     }
 }
 
