@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, Upserted};
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
@@ -36,16 +36,30 @@ trait Store: Entity {
         expected: &Self::Token,
         value: i32,
     ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
-    fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> impl Future<Output = Result<(), Error>> + Send;
-    fn checked_insert(&mut self, conn: &mut Conn) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+    fn by_key_delete(
+        conn: &mut Conn,
+        key: Key,
+        expected: &Self::Token,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+    fn checked_insert(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
     fn checked_upsert(
         &mut self,
         conn: &mut Conn,
         expected: Option<&Self::Token>,
     ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send;
     fn increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
-    fn batch_save(batch: &mut [Self], conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
-    fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> impl Future<Output = Result<usize, Error>> + Send;
+    fn batch_save(
+        batch: &mut [Self],
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+    fn bulk(
+        conn: &mut Conn,
+        keys: &[Key],
+        value: i32,
+    ) -> impl Future<Output = Result<usize, Error>> + Send;
     fn soft_delete(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
     fn tracked_save(
         &mut self,
@@ -56,15 +70,24 @@ trait Store: Entity {
     fn track(self) -> Tracked<Self>;
     fn untrack(tracked: Tracked<Self>) -> Self;
     fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self;
-    fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
-    fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+    fn tracked_checked_save(
+        tracked: &mut Tracked<Self>,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+    fn tracked_checked_delete(
+        tracked: &Tracked<Self>,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
 }
 
 macro_rules! store {
     ($entity:ident, $table:ident) => {
         impl Store for $entity {
             async fn clear(conn: &mut Conn) {
-                diesel::delete(schema::$table::table).execute(conn).await.expect("empty the table");
+                diesel::delete(schema::$table::table)
+                    .execute(conn)
+                    .await
+                    .expect("empty the table");
             }
 
             async fn seed(conn: &mut Conn, rows: &[(Key, i32, Self::Token)]) {
@@ -78,7 +101,11 @@ macro_rules! store {
             }
 
             async fn all(conn: &mut Conn) -> Vec<Self> {
-                schema::$table::table.select(Self::as_select()).load(conn).await.expect("the rows")
+                schema::$table::table
+                    .select(Self::as_select())
+                    .load(conn)
+                    .await
+                    .expect("the rows")
             }
 
             async fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error> {
@@ -93,11 +120,26 @@ macro_rules! store {
                 self.delete_checked(conn).await
             }
 
-            async fn by_key_update(conn: &mut Conn, key: Key, expected: &Self::Token, value: i32) -> Result<Self::Token, Error> {
-                <Self as CheckedDsl<Conn>>::update_by_key(conn, key, expected, schema::$table::value.eq(value)).await
+            async fn by_key_update(
+                conn: &mut Conn,
+                key: Key,
+                expected: &Self::Token,
+                value: i32,
+            ) -> Result<Self::Token, Error> {
+                <Self as CheckedDsl<Conn>>::update_by_key(
+                    conn,
+                    key,
+                    expected,
+                    schema::$table::value.eq(value),
+                )
+                .await
             }
 
-            async fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> Result<(), Error> {
+            async fn by_key_delete(
+                conn: &mut Conn,
+                key: Key,
+                expected: &Self::Token,
+            ) -> Result<(), Error> {
                 <Self as CheckedDsl<Conn>>::delete_by_key(conn, key, expected).await
             }
 
@@ -105,7 +147,11 @@ macro_rules! store {
                 self.insert_checked(conn).await
             }
 
-            async fn checked_upsert(&mut self, conn: &mut Conn, expected: Option<&Self::Token>) -> Result<Upserted<Self::Token>, Error> {
+            async fn checked_upsert(
+                &mut self,
+                conn: &mut Conn,
+                expected: Option<&Self::Token>,
+            ) -> Result<Upserted<Self::Token>, Error> {
                 self.upsert_checked(conn, expected).await
             }
 
@@ -119,16 +165,25 @@ macro_rules! store {
 
             async fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error> {
                 use schema::$table::dsl;
-                Ok(Self::bulk_update(dsl::$table.filter(dsl::id.eq_any(keys)), dsl::value.eq(value))
-                    .execute(conn)
-                    .await?)
+                Ok(Self::bulk_update(
+                    dsl::$table.filter(dsl::id.eq_any(keys)),
+                    dsl::value.eq(value),
+                )
+                .execute(conn)
+                .await?)
             }
 
             async fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
-                self.soft_delete_checked(conn, schema::$table::value.eq(-1)).await
+                self.soft_delete_checked(conn, schema::$table::value.eq(-1))
+                    .await
             }
 
-            async fn tracked_save(&mut self, conn: &mut Conn, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
+            async fn tracked_save(
+                &mut self,
+                conn: &mut Conn,
+                value: i32,
+                merging: bool,
+            ) -> Result<Option<Merge>, Error> {
                 let mut tracked = Tracked::new(self.clone());
                 Entity::set_value(tracked.edit(), value);
                 let result = if merging {
@@ -140,7 +195,9 @@ macro_rules! store {
                         })
                     })
                 } else {
-                    TrackedDsl::save_checked(&mut tracked, conn).await.map(|()| None)
+                    TrackedDsl::save_checked(&mut tracked, conn)
+                        .await
+                        .map(|()| None)
                 };
                 *self = tracked.into_inner();
                 result
@@ -158,11 +215,17 @@ macro_rules! store {
                 tracked.edit()
             }
 
-            async fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+            async fn tracked_checked_save(
+                tracked: &mut Tracked<Self>,
+                conn: &mut Conn,
+            ) -> Result<(), Error> {
                 TrackedDsl::save_checked(tracked, conn).await
             }
 
-            async fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> Result<(), Error> {
+            async fn tracked_checked_delete(
+                tracked: &Tracked<Self>,
+                conn: &mut Conn,
+            ) -> Result<(), Error> {
                 TrackedDsl::delete_checked(tracked, conn).await
             }
         }
@@ -183,13 +246,17 @@ impl AsyncConnectionSource for Borrowed<'_> {
         Self: 'a;
 
     async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        Ok(tokio::sync::MutexGuard::map(self.0.lock().await, |conn| &mut **conn))
+        Ok(tokio::sync::MutexGuard::map(self.0.lock().await, |conn| {
+            &mut **conn
+        }))
     }
 }
 
 /// Three attempts, no backoff: enough to see whether a conflict is retried.
 fn policy() -> RetryPolicy {
-    RetryPolicy::new().max_attempts(3).backoff(Duration::ZERO, Duration::ZERO)
+    RetryPolicy::new()
+        .max_attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO)
 }
 
 /// One connection per client, each call awaited on the executor's runtime.
@@ -257,9 +324,10 @@ async fn step<E: Store, P: Passed<E>>(
             entity.save(conn).await.map(|()| Seen::Done)
         }
         Inner::Delete => entity.delete(conn).await.map(|()| Seen::Done),
-        Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
-            E::create(key, value).checked_insert(conn).await.map(Seen::Token)
-        }
+        Inner::Insert { key, value } | Inner::CatchTaken { key, value } => E::create(key, value)
+            .checked_insert(conn)
+            .await
+            .map(Seen::Token),
         Inner::Replace { key } => E::fetch(conn, key).await.map(|found| {
             entity.replace(found);
             Seen::Done
@@ -277,7 +345,11 @@ async fn step<E: Store, P: Passed<E>>(
         }
         Err(error) => {
             seen.push(Seen::error(&error));
-            if runner::caught(step, &error) { Ok(()) } else { Err(error) }
+            if runner::caught(step, &error) {
+                Ok(())
+            } else {
+                Err(error)
+            }
         }
     }
 }
@@ -307,73 +379,125 @@ where
     }
 
     fn find(&mut self, client: usize, key: Key) -> Result<E, Error> {
-        self.runtime.block_on(E::fetch(&mut self.conns[client], key))
+        self.runtime
+            .block_on(E::fetch(&mut self.conns[client], key))
     }
 
     fn save(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
-        self.runtime.block_on(entity.checked_save(&mut self.conns[client]))
+        self.runtime
+            .block_on(entity.checked_save(&mut self.conns[client]))
     }
 
     fn delete(&mut self, client: usize, entity: &E) -> Result<(), Error> {
-        self.runtime.block_on(entity.checked_delete(&mut self.conns[client]))
+        self.runtime
+            .block_on(entity.checked_delete(&mut self.conns[client]))
     }
 
-    fn update_by_key(&mut self, client: usize, key: Key, expected: &E::Token, value: i32) -> Result<E::Token, Error> {
-        self.runtime.block_on(E::by_key_update(&mut self.conns[client], key, expected, value))
+    fn update_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error> {
+        self.runtime.block_on(E::by_key_update(
+            &mut self.conns[client],
+            key,
+            expected,
+            value,
+        ))
     }
 
     fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error> {
-        self.runtime.block_on(E::by_key_delete(&mut self.conns[client], key, expected))
+        self.runtime
+            .block_on(E::by_key_delete(&mut self.conns[client], key, expected))
     }
 
     fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error> {
-        self.runtime.block_on(entity.checked_insert(&mut self.conns[client]))
+        self.runtime
+            .block_on(entity.checked_insert(&mut self.conns[client]))
     }
 
-    fn upsert(&mut self, client: usize, entity: &mut E, expected: Option<&E::Token>) -> Result<Upserted<E::Token>, Error> {
-        self.runtime.block_on(entity.checked_upsert(&mut self.conns[client], expected))
+    fn upsert(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        expected: Option<&E::Token>,
+    ) -> Result<Upserted<E::Token>, Error> {
+        self.runtime
+            .block_on(entity.checked_upsert(&mut self.conns[client], expected))
     }
 
     fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
-        self.runtime.block_on(entity.increment(&mut self.conns[client]))
+        self.runtime
+            .block_on(entity.increment(&mut self.conns[client]))
     }
 
     fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error> {
-        self.runtime.block_on(E::batch_save(entities, &mut self.conns[client]))
+        self.runtime
+            .block_on(E::batch_save(entities, &mut self.conns[client]))
     }
 
     fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error> {
-        self.runtime.block_on(E::bulk(&mut self.conns[client], keys, value))
+        self.runtime
+            .block_on(E::bulk(&mut self.conns[client], keys, value))
     }
 
     fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
-        self.runtime.block_on(entity.soft_delete(&mut self.conns[client]))
+        self.runtime
+            .block_on(entity.soft_delete(&mut self.conns[client]))
     }
 
-    fn retry_by_key(&mut self, client: usize, key: Key, expected: &E::Token, value: i32) -> Result<E::Token, Error> {
+    fn retry_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error> {
         let source = Borrowed(tokio::sync::Mutex::new(&mut self.conns[client]));
         let policy = policy();
-        self.runtime.block_on(diesel_occ::asynchronous::retry(&source, &policy, async |conn, _| {
-            E::by_key_update(conn, key, expected, value).await
-        }))
+        self.runtime.block_on(diesel_occ::asynchronous::retry(
+            &source,
+            &policy,
+            async |conn, _| E::by_key_update(conn, key, expected, value).await,
+        ))
     }
 
     fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error> {
         let source = Borrowed(tokio::sync::Mutex::new(&mut self.conns[client]));
         let policy = policy();
-        self.runtime.block_on(diesel_occ::asynchronous::retry(&source, &policy, async |conn, _| {
-            let mut entity = E::fetch(conn, key).await?;
-            entity.set_value(value);
-            entity.checked_save(conn).await?;
-            Ok(entity)
-        }))
+        self.runtime.block_on(diesel_occ::asynchronous::retry(
+            &source,
+            &policy,
+            async |conn, _| {
+                let mut entity = E::fetch(conn, key).await?;
+                entity.set_value(value);
+                entity.checked_save(conn).await?;
+                Ok(entity)
+            },
+        ))
     }
 
-    fn tracked_save(&mut self, client: usize, entity: &mut E, value: i32, merging: bool) -> Result<Option<Merge>, Error> {
-        self.runtime.block_on(entity.tracked_save(&mut self.conns[client], value, merging))
+    fn tracked_save(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        value: i32,
+        merging: bool,
+    ) -> Result<Option<Merge>, Error> {
+        self.runtime
+            .block_on(entity.tracked_save(&mut self.conns[client], value, merging))
     }
 
-    fn transaction(&mut self, client: usize, entity: &mut E, steps: &[Inner], end: End, tracked: bool) -> Seen<E::Token> {
+    fn transaction(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        steps: &[Inner],
+        end: End,
+        tracked: bool,
+    ) -> Seen<E::Token> {
         let conn = &mut self.conns[client];
         if tracked {
             let mut passed = entity.clone().track();
@@ -399,16 +523,20 @@ where
 {
     let mut seen = Vec::new();
     let called = panic::catch_unwind(AssertUnwindSafe(|| {
-        runtime.block_on(diesel_occ::asynchronous::transaction(conn, &mut *passed, async |conn, passed| {
-            for inner in steps {
-                step(conn, &mut **passed, inner, &mut seen).await?;
-            }
-            match end {
-                End::Commit => Ok(()),
-                End::Fail => Err(runner::rollback()),
-                End::Panic => panic::panic_any(PlannedPanic),
-            }
-        }))
+        runtime.block_on(diesel_occ::asynchronous::transaction(
+            conn,
+            &mut *passed,
+            async |conn, passed| {
+                for inner in steps {
+                    step(conn, &mut **passed, inner, &mut seen).await?;
+                }
+                match end {
+                    End::Commit => Ok(()),
+                    End::Fail => Err(runner::rollback()),
+                    End::Panic => panic::panic_any(PlannedPanic),
+                }
+            },
+        ))
     }));
     runner::outcome(called, seen)
 }
@@ -417,7 +545,10 @@ where
 /// backend is skipped.
 fn executor<E: Store>(test: &str, clients: usize) -> Option<(AsyncTestDb<Conn>, Asynchronous<E>)> {
     crate::observe::interested_everywhere();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
     let db = runtime.block_on(AsyncTestDb::<Conn>::create(test))?;
     let conns = runtime.block_on(async {
         let mut conns = Vec::new();
@@ -426,7 +557,14 @@ fn executor<E: Store>(test: &str, clients: usize) -> Option<(AsyncTestDb<Conn>, 
         }
         conns
     });
-    Some((db, Asynchronous { runtime, conns, entity: PhantomData }))
+    Some((
+        db,
+        Asynchronous {
+            runtime,
+            conns,
+            entity: PhantomData,
+        },
+    ))
 }
 
 /// What the runs of `E` model on this backend.
@@ -443,7 +581,8 @@ fn setup<E: Entity>(run: Run) -> Setup {
 
 #[test]
 fn integer_tokens_follow_the_model() {
-    let Some((_db, executor)) = executor::<Counter>(concat!(module_path!(), "_", line!()), 3) else {
+    let Some((_db, executor)) = executor::<Counter>(concat!(module_path!(), "_", line!()), 3)
+    else {
         return;
     };
     let run = Run::from_env();

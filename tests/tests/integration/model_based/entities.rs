@@ -38,7 +38,12 @@ impl Entity for Counter {
     const EXACT: bool = true;
 
     fn create(key: Key, value: i32) -> Self {
-        Counter { id: key, value, label: None, version: 0 }
+        Counter {
+            id: key,
+            value,
+            label: None,
+            version: 0,
+        }
     }
 
     fn seed_token() -> i32 {
@@ -46,7 +51,12 @@ impl Entity for Counter {
     }
 
     fn with_token(key: Key, value: i32, token: i32) -> Self {
-        Counter { id: key, value, label: None, version: token }
+        Counter {
+            id: key,
+            value,
+            label: None,
+            version: token,
+        }
     }
 
     fn parts(&self) -> (Key, i32, &i32) {
@@ -67,7 +77,11 @@ impl Entity for Stamp {
     const EXACT: bool = false;
 
     fn create(key: Key, value: i32) -> Self {
-        Stamp { id: key, value, updated_at: NaiveDateTime::default() }
+        Stamp {
+            id: key,
+            value,
+            updated_at: NaiveDateTime::default(),
+        }
     }
 
     fn seed_token() -> NaiveDateTime {
@@ -75,7 +89,11 @@ impl Entity for Stamp {
     }
 
     fn with_token(key: Key, value: i32, token: NaiveDateTime) -> Self {
-        Stamp { id: key, value, updated_at: token }
+        Stamp {
+            id: key,
+            value,
+            updated_at: token,
+        }
     }
 
     fn parts(&self) -> (Key, i32, &NaiveDateTime) {

@@ -205,9 +205,9 @@ pub(crate) trait Executor<E: Entity> {
         merging: bool,
     ) -> Result<Option<Merge>, Error>;
     /// `diesel_occ::transaction` with `entity` as its `&mut` entity (or, `tracked`, a
-    /// `&mut Tracked` of it, whose current becomes `entity`), running `steps`
-    /// with [`step`] and ending as `end` says; what each step returned, and how the
-    /// transaction ended (a panic caught here).
+    /// `&mut Tracked` of it, whose current becomes `entity`), its closure running
+    /// `steps` as a user's code would, then ending as `end` says: what each step
+    /// returned and how the transaction ended (a planned panic caught here).
     fn transaction(
         &mut self,
         client: usize,
