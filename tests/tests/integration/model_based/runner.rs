@@ -455,7 +455,7 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         }
         compared.map_err(|reason| {
             format!(
-                "{reason}\n      expected {:?}\n      got      {seen:?}",
+                "{reason}\n      model    {:?}\n      got      {seen:?}",
                 model.expect
             )
         })
