@@ -207,6 +207,7 @@ pub mod blocking;
 #[cfg_attr(docsrs, doc(cfg(feature = "bypass-guard")))]
 pub mod bypass_guard;
 mod derive_support;
+mod aborted;
 mod dialect;
 mod error;
 pub mod guide;
