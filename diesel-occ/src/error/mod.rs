@@ -16,7 +16,7 @@ pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Oper
 pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
 pub use schema::{SchemaProblem, SchemaProblems};
 pub use unique::UniqueViolation;
-pub(crate) use unique::insert_error;
+pub(crate) use unique::unique_error;
 
 /// Everything a checked operation can fail with.
 ///
@@ -63,8 +63,10 @@ pub enum Error {
     /// range). Nothing was read or written.
     #[error(transparent)]
     InvalidToken(#[from] InvalidToken),
-    /// A checked insert found its key, or another value a unique index covers, taken.
-    /// Nothing was written; never retried.
+    /// A checked insert or upsert found its key, or another value a unique index
+    /// covers, taken. Nothing was written; never retried. It leaves a transaction of
+    /// the caller's usable on every backend (a savepoint on PostgreSQL, where a failed
+    /// statement would abort it): see [`UniqueViolation`].
     #[error(transparent)]
     UniqueViolation(#[from] UniqueViolation),
     /// A checked write matched more than one row: the declared primary key is not unique
