@@ -121,9 +121,14 @@ pub(crate) fn tag_text(tag: u32) -> String {
 
 /// Checks the tags of tagged changes against the rows' labels (`id -> label`): an
 /// acknowledged change whose tag is not in its row was lost, a tag in a row twice was
-/// applied twice. Exact where the counter's sum is not: other unknown writes cannot
-/// hide a change applied twice.
-pub(crate) fn tags(labels: &BTreeMap<i32, String>, acknowledged: &[Write]) -> Vec<String> {
+/// applied twice, and a change whose writer was told its transaction did not commit
+/// (`rolled_back`) must not be in its row at all. Exact where the counter's sum is not:
+/// other unknown writes cannot hide a change applied twice, or applied though refused.
+pub(crate) fn tags(
+    labels: &BTreeMap<i32, String>,
+    acknowledged: &[Write],
+    rolled_back: &[Write],
+) -> Vec<String> {
     let mut violations = Vec::new();
     for (row, label) in labels {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -136,15 +141,27 @@ pub(crate) fn tags(labels: &BTreeMap<i32, String>, acknowledged: &[Write]) -> Ve
             ));
         }
     }
-    for write in acknowledged {
-        let Some(tag) = write.tag else { continue };
+    let holds = |write: &Write, tag: u32| {
         let label = labels.get(&write.row).map_or("", String::as_str);
-        if !label
+        label
             .split(';')
             .any(|t| t == tag_text(tag).trim_end_matches(';'))
-        {
+    };
+    for write in acknowledged {
+        let Some(tag) = write.tag else { continue };
+        if !holds(write, tag) {
             violations.push(format!(
                 "row {}: lost update: acknowledged change {tag:x} is not in it",
+                write.row
+            ));
+        }
+    }
+    for write in rolled_back {
+        let Some(tag) = write.tag else { continue };
+        if holds(write, tag) {
+            violations.push(format!(
+                "row {}: applied though refused: change {tag:x} is in it, its transaction \
+                 reported as not committed",
                 write.row
             ));
         }
@@ -235,18 +252,35 @@ mod tests {
         };
         let labels = BTreeMap::from([(1, "a;b;a;".to_owned())]);
         assert_eq!(
-            tags(&labels, &[tagged(0xa), tagged(0xb)]),
+            tags(&labels, &[tagged(0xa), tagged(0xb)], &[]),
             ["row 1: applied twice: change a is in it 2 times"]
         );
         assert_eq!(
-            tags(&labels, &[tagged(0xc)]),
+            tags(&labels, &[tagged(0xc)], &[]),
             [
                 "row 1: applied twice: change a is in it 2 times",
                 "row 1: lost update: acknowledged change c is not in it"
             ]
         );
         let labels = BTreeMap::from([(1, "a;b;".to_owned())]);
-        assert!(tags(&labels, &[tagged(0xa)]).is_empty());
+        assert!(tags(&labels, &[tagged(0xa)], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_change_whose_transaction_was_reported_rolled_back_must_not_be_in_its_row() {
+        let tagged = |tag| Write {
+            tag: Some(tag),
+            ..w(1, Some(1))
+        };
+        let labels = BTreeMap::from([(1, "a;b;".to_owned())]);
+        assert!(tags(&labels, &[tagged(0xa)], &[tagged(0xc)]).is_empty());
+        assert_eq!(
+            tags(&labels, &[tagged(0xa)], &[tagged(0xb)]),
+            [
+                "row 1: applied though refused: change b is in it, its transaction reported as \
+              not committed"
+            ]
+        );
     }
 
     #[test]

@@ -176,7 +176,7 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Sit
     let (mut violations, needed) =
         counters::counters(&initial, &rows, &tally.acknowledged, &tally.unknown);
     let labels = counter::labels(&mut conn).expect("read the labels");
-    violations.extend(counters::tags(&labels, &tally.acknowledged));
+    violations.extend(counters::tags(&labels, &tally.acknowledged, &[]));
     Report {
         backend: site.backend,
         path: name,
