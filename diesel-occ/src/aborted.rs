@@ -28,4 +28,3 @@ pub(crate) fn leave_transaction(status: &mut TransactionManagerStatus) -> QueryR
         TransactionManagerStatus::InError => Err(DieselError::BrokenTransactionManager),
     }
 }
-

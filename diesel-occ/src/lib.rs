@@ -198,6 +198,7 @@
     )
 )]
 
+mod aborted;
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod asynchronous;
@@ -207,7 +208,6 @@ pub mod blocking;
 #[cfg_attr(docsrs, doc(cfg(feature = "bypass-guard")))]
 pub mod bypass_guard;
 mod derive_support;
-mod aborted;
 mod dialect;
 mod error;
 pub mod guide;

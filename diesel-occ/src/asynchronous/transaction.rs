@@ -133,13 +133,18 @@ pub(crate) async fn commit<Conn: AsyncConnection>(conn: &mut Conn) -> Result<(),
     };
     if let Err(aborted) = conn.batch_execute(probe).await {
         // A failed COMMIT has ended the transaction already: the rollback finds none.
-        if Conn::TransactionManager::rollback_transaction(conn).await.is_err() {
+        if Conn::TransactionManager::rollback_transaction(conn)
+            .await
+            .is_err()
+        {
             Conn::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
         }
         return Err(aborted);
     }
     if outermost {
-        leave_transaction(Conn::TransactionManager::transaction_manager_status_mut(conn))
+        leave_transaction(Conn::TransactionManager::transaction_manager_status_mut(
+            conn,
+        ))
     } else {
         Conn::TransactionManager::commit_transaction(conn).await
     }

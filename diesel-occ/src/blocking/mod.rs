@@ -37,10 +37,10 @@ mod transaction;
 
 pub use batch::BatchDsl;
 pub use insert::InsertDsl;
-#[doc(hidden)]
-pub use insert::{OnConflictReturning, UpsertBackend};
 #[cfg(feature = "async")]
 pub(crate) use insert::{InsertIfAbsentOf, UpsertUpdate, insert_if_absent, upsert_update};
+#[doc(hidden)]
+pub use insert::{OnConflictReturning, UpsertBackend};
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
 pub(crate) use batch::fresh_tokens;

@@ -140,8 +140,7 @@ pub(crate) fn recoverable<Conn, R>(
 where
     Conn: Connection,
 {
-    if Dialect::errors_abort_transactions::<Conn::Backend>() && depth(conn).is_some_and(|d| d > 0)
-    {
+    if Dialect::errors_abort_transactions::<Conn::Backend>() && depth(conn).is_some_and(|d| d > 0) {
         conn.transaction(write)
     } else {
         write(conn)

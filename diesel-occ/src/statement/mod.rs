@@ -29,9 +29,9 @@ pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+mod insert_if_absent;
 mod null_safe_eq;
 mod text_limit;
-mod insert_if_absent;
 mod token_eq;
 
 #[doc(hidden)]
@@ -42,11 +42,11 @@ pub use bulk::AdvancedTimestamp;
 pub use bulk::{AdvanceToken, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
+#[doc(hidden)]
+pub use insert_if_absent::InsertIfAbsent;
 pub use null_safe_eq::NullSafeEq;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
-#[doc(hidden)]
-pub use insert_if_absent::InsertIfAbsent;
 
 /// The token assignment of an entity whose token the database generates: there is
 /// none, and writes that need one (force increment, soft delete, bulk update) do not
@@ -84,7 +84,10 @@ pub struct NotAssigned;
 ///     T::TokenAssignment: AssignedToken<T::Table>,
 /// {
 /// }
+///
+/// # fn main() {
 /// assigned::<Stock>();
+/// # }
 /// ```
 #[diagnostic::on_unimplemented(
     message = "the database generates this entity's token: a checked insert cannot write it",

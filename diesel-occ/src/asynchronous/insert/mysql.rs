@@ -39,13 +39,14 @@ where
         }
         let key = row.key();
         // Twice at most, as the blocking upsert does.
-        for attempt in 1..=2 {
+        let mut inserted_again = false;
+        loop {
             let insert = diesel::insert_into(T::Table::default()).values(row.clone());
             let taken = match ExecuteDsl::execute(insert, conn).await {
                 Ok(_) => return Ok(Some(row.token().clone())),
                 Err(error) => unique_error(error, T::sql_table_name(), Some(T::entity_key(&key))),
             };
-            if !matches!(taken, Error::UniqueViolation(_)) || attempt == 2 {
+            if !matches!(taken, Error::UniqueViolation(_)) || inserted_again {
                 return Err(taken);
             }
             // Locking: inside a REPEATABLE READ transaction a plain read sees the
@@ -57,7 +58,7 @@ where
             if current.is_some() {
                 return Ok(None);
             }
+            inserted_again = true;
         }
-        unreachable!("the second attempt returns")
     }
 }
