@@ -68,6 +68,7 @@ use crate::versioned::VersionedParts;
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel::connection::SimpleConnection;
 /// use diesel_occ::schema_check::{SchemaCheck, SchemaProblem};
 ///
 /// diesel::table! {
@@ -408,13 +409,7 @@ fn unique_key_ddl(
         .chain(["key"])
         .collect::<Vec<_>>()
         .join("_");
-    if index.len() > 63 {
-        let mut end = 63;
-        while !index.is_char_boundary(end) {
-            end -= 1;
-        }
-        index.truncate(end);
-    }
+    index.truncate(index.floor_char_boundary(63));
     match dialect {
         // SQLite puts an index in its table's schema, named on the index.
         Dialect::Sqlite => format!(
