@@ -23,7 +23,7 @@
 //! | write a hot row | `blocking::Combiner` (feature `combine`), [`RetryPolicy::escalate_hot_rows`](retry::RetryPolicy::escalate_hot_rows), [`guide::tuning`] |
 //! | use diesel-async | `asynchronous` (feature `async`), [`guide::asynchronous`] |
 //! | handle errors | [`Error`], [`ConcurrencyConflict`], [`ConflictState`] |
-//! | check the token columns at start-up | [`schema_check::SchemaCheck`] |
+//! | check the token columns and keys at start-up | [`schema_check::SchemaCheck`] |
 //! | writers that bypass diesel-occ | [`Versioned::bulk_update`], `bypass_guard` (feature `bypass-guard`) |
 //! | PostgreSQL's `xmin` as the token | `xmin` (feature `postgres`) |
 //! | standbys and several hosts | `blocking::retry_with_standby` (feature `standby`), `multi_host` (feature `multi-host`) |

@@ -14,7 +14,7 @@ pub use crate::token::{InvalidToken, InvalidTokenReason};
 pub use batch::BatchConflict;
 pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
 pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
-pub use schema::{SchemaProblem, SchemaProblems};
+pub use schema::{SchemaProblem, SchemaProblems, TokenColumnProblem, UnenforcedKey};
 pub use unique::UniqueViolation;
 pub(crate) use unique::unique_error;
 
@@ -70,7 +70,8 @@ pub enum Error {
     #[error(transparent)]
     UniqueViolation(#[from] UniqueViolation),
     /// A checked write matched more than one row: the declared primary key is not unique
-    /// in the database.
+    /// in the database. [`SchemaCheck`](crate::schema_check::SchemaCheck) reports such a
+    /// key at start-up.
     #[error("{affected} rows of {table} matched key {key}; the primary key is not unique")]
     KeyNotUnique {
         /// The table written to.
@@ -102,7 +103,8 @@ pub enum Error {
     Batch(#[from] crate::error::BatchConflict),
     /// A [`SchemaCheck`](crate::schema_check::SchemaCheck) found token columns that cannot
     /// hold their entities' tokens (missing, of another kind, or keeping fewer
-    /// fractional digits than declared). Nothing was written.
+    /// fractional digits than declared), or keys the database does not keep unique (no
+    /// PRIMARY KEY or UNIQUE index on exactly the key columns). Nothing was written.
     #[error(transparent)]
     Schema(#[from] SchemaProblems),
     /// A change handed to a [`Combiner`](crate::blocking::Combiner) (blocking or async)

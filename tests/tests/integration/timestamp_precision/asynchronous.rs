@@ -266,12 +266,15 @@ async fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
     assert_eq!(
-        (problems[0].table, problems[0].column),
+        (problem.table, problem.column),
         ("stamps", "updated_at")
     );
-    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
-    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
     assert!(
         error.to_string().contains("stamps.updated_at"),
         "the message names the column: {error}"

@@ -252,6 +252,9 @@ fn the_start_up_check_reads_the_columns() {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
-    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
-    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
 }
