@@ -218,6 +218,10 @@ pub enum PoolErrorKind {
 
 /// A retry helper gave up. Nothing of the failed attempts was written.
 ///
+/// Its [`source`](std::error::Error::source) is the last attempt's error itself, a
+/// [`diesel_occ::Error`](Error), so a chain walked with `downcast_ref::<Error>()` (as
+/// anyhow's and eyre's `chain()` are) finds it.
+///
 /// ```
 /// use diesel_occ::blocking;
 /// use diesel_occ::retry::RetryPolicy;
@@ -240,13 +244,26 @@ pub enum PoolErrorKind {
 /// assert_eq!(exhausted.to_string(), "gave up after 2 attempts");
 /// # }
 /// ```
-#[derive(Debug, thiserror::Error)]
-#[error("{}", self.describe())]
+#[derive(Debug)]
 pub struct RetriesExhausted {
     attempts: u32,
     deadline_reached: bool,
-    #[source]
+    // Boxed: `Error` holds a `RetriesExhausted`.
     last: Box<Error>,
+}
+
+impl fmt::Display for RetriesExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Written out rather than derived: thiserror's `#[source]` on the `Box<Error>` would
+/// give the box as the source, which a downcast to `Error` does not find.
+impl std::error::Error for RetriesExhausted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.last)
+    }
 }
 
 impl RetriesExhausted {
@@ -326,11 +343,19 @@ mod tests {
         let first: &(dyn StdError + 'static) = &error;
         let chain: Vec<_> = std::iter::successors(Some(first), |e| (*e).source()).collect();
         let ours: Vec<&Error> = chain.iter().filter_map(|e| e.downcast_ref()).collect();
-        assert_eq!(ours.len(), 2, "the exhaustion and the last error: {chain:?}");
+        assert_eq!(
+            ours.len(),
+            2,
+            "the exhaustion and the last error: {chain:?}"
+        );
         assert!(matches!(ours[0], Error::RetriesExhausted(_)), "{ours:?}");
         assert!(ours[1].is_transient(), "{ours:?}");
         assert!(
-            chain.last().unwrap().downcast_ref::<diesel::result::Error>().is_some(),
+            chain
+                .last()
+                .unwrap()
+                .downcast_ref::<diesel::result::Error>()
+                .is_some(),
             "the chain goes on to Diesel's error: {chain:?}"
         );
     }
