@@ -273,7 +273,9 @@ pub mod __private {
         CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked, Skippable,
         TokenEq, ValuesColumns, WrittenColumn,
     };
-    pub use crate::token::{CheckValues, InvalidToken, TimestampText, TokenValue, no_client_token};
+    pub use crate::token::{
+        CheckValues, InvalidToken, TimestampText, TokenValue, check_text_forms, no_client_token,
+    };
     pub use crate::versioned::{KeyGuarded, VersionedParts};
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;

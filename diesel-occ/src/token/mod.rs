@@ -312,5 +312,7 @@ integer_token!(i16 => SmallInt, i32 => Integer, i64 => BigInt);
 mod tests;
 
 pub use text_forms::TimestampText;
+#[doc(hidden)]
+pub use text_forms::check_text_forms;
 #[cfg(any(feature = "chrono", feature = "time"))]
 pub(crate) use timestamp::{clock_at, step_micros};
