@@ -238,10 +238,6 @@ where
 /// one kept: make the outermost transaction this one. Without it, after any rollback,
 /// discard the entities and read them again.
 ///
-/// Inside an enclosing transaction this one is a savepoint, and a later rollback of
-/// the enclosing one restores nothing: make the outermost transaction this one.
-/// Without it, after any rollback, discard the entities and read them again.
-///
 /// A panic inside `f` rolls the transaction back and restores the tokens before it
 /// resumes in the caller (whoever polls the future: `catch_unwind` around it, or the
 /// `JoinError` of a spawned task), as the blocking `transaction` does: the connection
