@@ -63,6 +63,14 @@ macro_rules! tables {
         }
 
         diesel::table! {
+            stamped_seconds (id) {
+                id -> Integer,
+                value -> Integer,
+                updated_at -> Timestamp,
+            }
+        }
+
+        diesel::table! {
             shelf_items (id) {
                 id -> Integer,
                 label -> Nullable<Text>,

@@ -229,6 +229,7 @@ mod example_apps;
 mod force_increment;
 mod key_uniqueness;
 mod killed_sessions;
+mod model_based;
 mod module_graph;
 mod observability;
 mod properties;

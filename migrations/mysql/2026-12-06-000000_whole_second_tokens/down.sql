@@ -1,0 +1,1 @@
+DROP TABLE stamped_seconds;

@@ -1,0 +1,585 @@
+//! The model-based test on blocking connections: the executor (one connection per
+//! client), the runs for both token kinds, and the sabotage twin.
+
+use std::cell::{RefCell, RefMut};
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_occ::blocking::ConnectionSource;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, Upserted, VersionToken};
+use diesel_occ_tests::{Backend, TestConnection, TestDb};
+
+use super::super::model::{End, Inner, Key, Merge, Ops, Setup};
+use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
+use super::entities::{Counter, Stamp};
+use super::{Conn, schema};
+
+/// The writes of one entity type on `Conn`, as the executor calls them.
+trait Store: Entity {
+    fn clear(conn: &mut Conn);
+    fn seed(conn: &mut Conn, rows: &[(Key, i32, Self::Token)]);
+    fn all(conn: &mut Conn) -> Vec<Self>;
+    fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error>;
+    fn checked_save(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    /// The sabotage twin of `checked_save`: the same write without the token in its
+    /// predicate.
+    fn blind_save(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn checked_delete(&self, conn: &mut Conn) -> Result<(), Error>;
+    fn by_key_update(
+        conn: &mut Conn,
+        key: Key,
+        expected: &Self::Token,
+        value: i32,
+    ) -> Result<Self::Token, Error>;
+    fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> Result<(), Error>;
+    fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>;
+    fn checked_upsert(
+        &mut self,
+        conn: &mut Conn,
+        expected: Option<&Self::Token>,
+    ) -> Result<Upserted<Self::Token>, Error>;
+    fn increment(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error>;
+    fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error>;
+    fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn tracked_save(
+        &mut self,
+        conn: &mut Conn,
+        value: i32,
+        merging: bool,
+    ) -> Result<Option<Merge>, Error>;
+    fn track(self) -> Tracked<Self>;
+    fn untrack(tracked: Tracked<Self>) -> Self;
+    fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self;
+    fn tracked_checked_save(tracked: &mut Tracked<Self>, conn: &mut Conn) -> Result<(), Error>;
+    fn tracked_checked_delete(tracked: &Tracked<Self>, conn: &mut Conn) -> Result<(), Error>;
+}
+
+macro_rules! store {
+    ($entity:ident, $table:ident, $token:ident) => {
+        impl Store for $entity {
+            fn clear(conn: &mut Conn) {
+                diesel::delete(schema::$table::table)
+                    .execute(conn)
+                    .expect("empty the table");
+            }
+
+            fn seed(conn: &mut Conn, rows: &[(Key, i32, Self::Token)]) {
+                for (key, value, token) in rows {
+                    diesel::insert_into(schema::$table::table)
+                        .values(Self::with_token(*key, *value, token.clone()))
+                        .execute(conn)
+                        .expect("seed a row");
+                }
+            }
+
+            fn all(conn: &mut Conn) -> Vec<Self> {
+                schema::$table::table
+                    .select(Self::as_select())
+                    .load(conn)
+                    .expect("the rows")
+            }
+
+            fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error> {
+                <Self as CheckedDsl<Conn>>::find(conn, key)
+            }
+
+            fn checked_save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.save_checked(conn)
+            }
+
+            fn blind_save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                use schema::$table::dsl;
+                let fresh = self.token().next_token_at(0);
+                let written = diesel::update(dsl::$table.find(self.id))
+                    .set((dsl::value.eq(self.value), dsl::$token.eq(&fresh)))
+                    .execute(conn)?;
+                if written == 0 {
+                    return self.save_checked(conn); // the row is gone: its conflict
+                }
+                self.set_token(fresh);
+                Ok(())
+            }
+
+            fn checked_delete(&self, conn: &mut Conn) -> Result<(), Error> {
+                self.delete_checked(conn)
+            }
+
+            fn by_key_update(
+                conn: &mut Conn,
+                key: Key,
+                expected: &Self::Token,
+                value: i32,
+            ) -> Result<Self::Token, Error> {
+                <Self as CheckedDsl<Conn>>::update_by_key(
+                    conn,
+                    key,
+                    expected,
+                    schema::$table::value.eq(value),
+                )
+            }
+
+            fn by_key_delete(
+                conn: &mut Conn,
+                key: Key,
+                expected: &Self::Token,
+            ) -> Result<(), Error> {
+                <Self as CheckedDsl<Conn>>::delete_by_key(conn, key, expected)
+            }
+
+            fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {
+                self.insert_checked(conn)
+            }
+
+            fn checked_upsert(
+                &mut self,
+                conn: &mut Conn,
+                expected: Option<&Self::Token>,
+            ) -> Result<Upserted<Self::Token>, Error> {
+                self.upsert_checked(conn, expected)
+            }
+
+            fn increment(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.force_increment(conn)
+            }
+
+            fn batch_save(batch: &mut [Self], conn: &mut Conn) -> Result<(), Error> {
+                batch.save_all_checked(conn)
+            }
+
+            fn bulk(conn: &mut Conn, keys: &[Key], value: i32) -> Result<usize, Error> {
+                use schema::$table::dsl;
+                Ok(Self::bulk_update(
+                    dsl::$table.filter(dsl::id.eq_any(keys)),
+                    dsl::value.eq(value),
+                )
+                .execute(conn)?)
+            }
+
+            fn soft_delete(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                self.soft_delete_checked(conn, schema::$table::value.eq(-1))
+            }
+
+            fn tracked_save(
+                &mut self,
+                conn: &mut Conn,
+                value: i32,
+                merging: bool,
+            ) -> Result<Option<Merge>, Error> {
+                let mut tracked = Tracked::new(self.clone());
+                Entity::set_value(tracked.edit(), value);
+                let result = if merging {
+                    tracked.save_merging(conn).map(|outcome| {
+                        Some(match outcome {
+                            SaveOutcome::Saved => Merge::Saved,
+                            SaveOutcome::Merged { .. } => Merge::Merged,
+                            SaveOutcome::Overlap(_) => Merge::Overlap,
+                        })
+                    })
+                } else {
+                    TrackedDsl::save_checked(&mut tracked, conn).map(|()| None)
+                };
+                *self = tracked.into_inner();
+                result
+            }
+
+            fn track(self) -> Tracked<Self> {
+                Tracked::new(self)
+            }
+
+            fn untrack(tracked: Tracked<Self>) -> Self {
+                tracked.into_inner()
+            }
+
+            fn tracked_edit(tracked: &mut Tracked<Self>) -> &mut Self {
+                tracked.edit()
+            }
+
+            fn tracked_checked_save(
+                tracked: &mut Tracked<Self>,
+                conn: &mut Conn,
+            ) -> Result<(), Error> {
+                TrackedDsl::save_checked(tracked, conn)
+            }
+
+            fn tracked_checked_delete(
+                tracked: &Tracked<Self>,
+                conn: &mut Conn,
+            ) -> Result<(), Error> {
+                TrackedDsl::delete_checked(tracked, conn)
+            }
+        }
+    };
+}
+
+store!(Counter, counters, version);
+store!(Stamp, stamped_seconds, updated_at);
+
+/// A client's connection as the retry helper's source: every attempt gets it.
+struct Borrowed<'c>(RefCell<&'c mut Conn>);
+
+impl ConnectionSource for Borrowed<'_> {
+    type Connection = Conn;
+    type Pooled<'a>
+        = RefMut<'a, Conn>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<RefMut<'_, Conn>, PoolError> {
+        Ok(RefMut::map(self.0.borrow_mut(), |conn| &mut **conn))
+    }
+}
+
+/// Three attempts, no backoff: enough to see whether a conflict is retried.
+fn policy() -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO)
+}
+
+/// One connection per client.
+struct Blocking<E> {
+    conns: Vec<Conn>,
+    /// Saves go through [`Store::blind_save`].
+    sabotage: bool,
+    entity: PhantomData<E>,
+}
+
+impl<E: Store> Blocking<E> {
+    fn new(db: &TestDb<Conn>, clients: usize, sabotage: bool) -> Self {
+        Blocking {
+            conns: (0..clients).map(|_| db.conn()).collect(),
+            sabotage,
+            entity: PhantomData,
+        }
+    }
+}
+
+/// What a transaction's closure is given: the entity, or a tracked one.
+trait Passed<E: Store> {
+    fn edit_value(&mut self, value: i32);
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error>;
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error>;
+    /// `*self = found` (tracked from now).
+    fn replace(&mut self, found: E);
+}
+
+impl<E: Store> Passed<E> for E {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(self, value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        self.checked_save(conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error> {
+        self.checked_delete(conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found;
+    }
+}
+
+impl<E: Store> Passed<E> for Tracked<E> {
+    fn edit_value(&mut self, value: i32) {
+        Entity::set_value(E::tracked_edit(self), value);
+    }
+
+    fn save(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        E::tracked_checked_save(self, conn)
+    }
+
+    fn delete(&self, conn: &mut Conn) -> Result<(), Error> {
+        E::tracked_checked_delete(self, conn)
+    }
+
+    fn replace(&mut self, found: E) {
+        *self = found.track();
+    }
+}
+
+/// A step of a transaction's closure; `Err` ends the closure.
+fn step<E: Store, P: Passed<E>>(
+    conn: &mut Conn,
+    entity: &mut P,
+    step: &Inner,
+    seen: &mut Vec<Seen<E::Token>>,
+) -> Result<(), Error> {
+    let result = match *step {
+        Inner::Save { value } | Inner::CatchConflict { value } => {
+            entity.edit_value(value);
+            entity.save(conn).map(|()| Seen::Done)
+        }
+        Inner::Delete => entity.delete(conn).map(|()| Seen::Done),
+        Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
+            E::create(key, value).checked_insert(conn).map(Seen::Token)
+        }
+        Inner::Replace { key } => E::fetch(conn, key).map(|found| {
+            entity.replace(found);
+            Seen::Done
+        }),
+        Inner::CatchRefused => diesel::sql_query("SELECT * FROM occ_no_such_table")
+            .execute(conn)
+            .map(|_| Seen::Done)
+            .map_err(Error::from),
+    };
+    match result {
+        Ok(done) => {
+            seen.push(done);
+            Ok(())
+        }
+        Err(error) => {
+            seen.push(Seen::error(&error));
+            if runner::caught(step, &error) {
+                Ok(())
+            } else {
+                Err(error)
+            }
+        }
+    }
+}
+
+impl<E: Store> Executor<E> for Blocking<E>
+where
+    for<'a> &'a mut E: diesel_occ::Restore,
+    for<'a> &'a mut Tracked<E>: diesel_occ::Restore,
+{
+    fn reset(&mut self, rows: &[(Key, i32, E::Token)]) {
+        let conn = &mut self.conns[0];
+        E::clear(conn);
+        E::seed(conn, rows);
+    }
+
+    fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)> {
+        E::all(&mut self.conns[0])
+            .into_iter()
+            .map(|row| {
+                let (key, value, token) = row.parts();
+                (key, (value, token.clone()))
+            })
+            .collect()
+    }
+
+    fn find(&mut self, client: usize, key: Key) -> Result<E, Error> {
+        E::fetch(&mut self.conns[client], key)
+    }
+
+    fn save(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        if self.sabotage {
+            entity.blind_save(&mut self.conns[client])
+        } else {
+            entity.checked_save(&mut self.conns[client])
+        }
+    }
+
+    fn delete(&mut self, client: usize, entity: &E) -> Result<(), Error> {
+        entity.checked_delete(&mut self.conns[client])
+    }
+
+    fn update_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error> {
+        E::by_key_update(&mut self.conns[client], key, expected, value)
+    }
+
+    fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error> {
+        E::by_key_delete(&mut self.conns[client], key, expected)
+    }
+
+    fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error> {
+        entity.checked_insert(&mut self.conns[client])
+    }
+
+    fn upsert(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        expected: Option<&E::Token>,
+    ) -> Result<Upserted<E::Token>, Error> {
+        entity.checked_upsert(&mut self.conns[client], expected)
+    }
+
+    fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        entity.increment(&mut self.conns[client])
+    }
+
+    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error> {
+        E::batch_save(entities, &mut self.conns[client])
+    }
+
+    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error> {
+        E::bulk(&mut self.conns[client], keys, value)
+    }
+
+    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error> {
+        entity.soft_delete(&mut self.conns[client])
+    }
+
+    fn retry_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error> {
+        let source = Borrowed(RefCell::new(&mut self.conns[client]));
+        diesel_occ::blocking::retry(&source, &policy(), |conn, _| {
+            E::by_key_update(conn, key, expected, value)
+        })
+    }
+
+    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error> {
+        let source = Borrowed(RefCell::new(&mut self.conns[client]));
+        diesel_occ::blocking::retry(&source, &policy(), |conn, _| {
+            let mut entity = E::fetch(conn, key)?;
+            entity.set_value(value);
+            entity.checked_save(conn)?;
+            Ok(entity)
+        })
+    }
+
+    fn tracked_save(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        value: i32,
+        merging: bool,
+    ) -> Result<Option<Merge>, Error> {
+        entity.tracked_save(&mut self.conns[client], value, merging)
+    }
+
+    fn transaction(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        steps: &[Inner],
+        end: End,
+        tracked: bool,
+    ) -> Seen<E::Token> {
+        let conn = &mut self.conns[client];
+        if tracked {
+            let mut passed = entity.clone().track();
+            let seen = transaction(conn, &mut passed, steps, end);
+            *entity = E::untrack(passed);
+            seen
+        } else {
+            transaction(conn, entity, steps, end)
+        }
+    }
+}
+
+/// `diesel_occ::transaction` with `passed` as its single `&mut` entity.
+fn transaction<E: Store, P: Passed<E>>(
+    conn: &mut Conn,
+    passed: &mut P,
+    steps: &[Inner],
+    end: End,
+) -> Seen<E::Token>
+where
+    for<'a> &'a mut P: diesel_occ::Restore,
+{
+    let mut seen = Vec::new();
+    let called = panic::catch_unwind(AssertUnwindSafe(|| {
+        diesel_occ::transaction(conn, &mut *passed, |conn, passed| {
+            for inner in steps {
+                step(conn, &mut **passed, inner, &mut seen)?;
+            }
+            match end {
+                End::Commit => Ok(()),
+                End::Fail => Err(runner::rollback()),
+                End::Panic => panic::panic_any(PlannedPanic),
+            }
+        })
+    }));
+    runner::outcome(called, seen)
+}
+
+/// What the runs of `E` model on this backend.
+fn setup<E: Entity>(ops: Ops) -> Setup {
+    Setup {
+        exact: E::EXACT,
+        reinsert: E::EXACT,
+        dooms: <Conn as TestConnection>::BACKEND == Backend::Postgres,
+        keys: if E::EXACT { 3 } else { 5 },
+        clients: 3,
+        ops,
+    }
+}
+
+#[test]
+fn integer_tokens_follow_the_model() {
+    let db = test_db!();
+    let run = Run::from_env();
+    runner::assert_model::<Counter, _>(
+        module_path!(),
+        Blocking::new(&db, 3, false),
+        setup::<Counter>(run.ops),
+        run,
+    );
+}
+
+#[test]
+fn whole_second_timestamp_tokens_follow_the_model() {
+    let db = test_db!();
+    let run = Run::from_env();
+    runner::assert_model::<Stamp, _>(
+        module_path!(),
+        Blocking::new(&db, 3, false),
+        setup::<Stamp>(run.ops),
+        run,
+    );
+}
+
+/// The twin: saves without the token check. The same seed and operations pass with the
+/// checked save and fail with the blind one, and the shrunk program shows it. Exact
+/// integer tokens and no clock: the same program every run. The operations are those
+/// that meet the contract on the main this was written on, and a retryable conflict on
+/// a client's token (issue 37 point 6) is accepted, so that only the twin can fail.
+#[test]
+fn the_model_catches_a_save_without_its_token_check() {
+    let db = test_db!();
+    let run = Run {
+        cases: 16,
+        steps: 12,
+        seed: 37,
+        ops: Ops::parse("find,save,delete,update_by_key,insert"),
+        retryable_client_tokens: true,
+    };
+    let setup = setup::<Counter>(run.ops);
+    if let Err(failure) = runner::check::<Counter, _>(Blocking::new(&db, 3, false), setup, run) {
+        panic!("the plain run must pass: {failure:?}");
+    }
+    match runner::check::<Counter, _>(Blocking::new(&db, 3, true), setup, run) {
+        Ok(()) => panic!("the model did not catch a save without its token check"),
+        Err(failure) => {
+            eprintln!(
+                "{}: the twin is caught; shortest program ({} steps):\n{}  failed at {}",
+                module_path!(),
+                failure.steps,
+                failure.program,
+                failure.reason
+            );
+            assert!(
+                failure.reason.contains("save_checked"),
+                "the failing step is a save: {}",
+                failure.reason
+            );
+            assert!(
+                failure.steps <= 4,
+                "shrunk to a few steps: {}",
+                failure.program
+            );
+        }
+    }
+}

@@ -1,0 +1,891 @@
+//! What the blocking and async executors share: the entity and executor traits, what a
+//! call returned (`Seen`), the binding of model tokens to real ones, the checks after
+//! every step, and the proptest run with its seed, cases and shrinking. Compiled once.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+use std::sync::atomic::Ordering;
+
+use diesel_occ::{Error, VersionToken};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest_state_machine::strategy::Sequential;
+
+use super::model::{
+    self, Conflict, Expect, Held, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
+};
+
+/// An entity of the model's table, as the executors handle it.
+pub(crate) trait Entity: Clone + Debug + Send + Sync + 'static {
+    /// The token type.
+    type Token: VersionToken + Clone + PartialEq + Debug + Send + Sync;
+    /// Whether the model predicts its tokens exactly (integers).
+    const EXACT: bool;
+
+    /// A new entity; its token is a placeholder the insert replaces.
+    fn create(key: Key, value: i32) -> Self;
+    /// A token for the rows seeded before a program: what the column stores exactly.
+    fn seed_token() -> Self::Token;
+    fn with_token(key: Key, value: i32, token: Self::Token) -> Self;
+    fn parts(&self) -> (Key, i32, &Self::Token);
+    fn set_value(&mut self, value: i32);
+    /// The token an exact model token stands for.
+    fn exact(token: Tok) -> Option<Self::Token>;
+}
+
+/// What a call returned, its tokens the real ones.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Seen<T> {
+    Done,
+    Token(T),
+    Upserted {
+        inserted: bool,
+        token: T,
+    },
+    NotFound,
+    Conflict {
+        expected: Option<T>,
+        current: Option<T>,
+        deleted: bool,
+        retryable: bool,
+    },
+    Taken,
+    /// `Error::Batch`: each conflicted entity's position and conflict.
+    Batch(Vec<(usize, Seen<T>)>),
+    Count(usize),
+    Merge(Merge),
+    /// `Error::RetriesExhausted`, with what the last attempt met.
+    Exhausted(Box<Seen<T>>),
+    Refused(String),
+    Other(String),
+    Transaction {
+        steps: Vec<Seen<T>>,
+        outcome: Outcome,
+    },
+}
+
+impl<T: VersionToken> Seen<T> {
+    /// A call's result.
+    pub(crate) fn of<R>(result: &Result<R, Error>, ok: impl FnOnce(&R) -> Seen<T>) -> Seen<T> {
+        match result {
+            Ok(value) => ok(value),
+            Err(error) => Seen::error(error),
+        }
+    }
+
+    /// A call's error.
+    pub(crate) fn error(error: &Error) -> Seen<T> {
+        match error {
+            Error::Conflict(conflict) => Seen::Conflict {
+                expected: conflict.expected::<T>(),
+                current: conflict.current::<T>(),
+                deleted: conflict.is_deleted(),
+                retryable: conflict.is_retryable(),
+            },
+            Error::NotFound(_) => Seen::NotFound,
+            Error::Batch(batch) => Seen::Batch(
+                batch
+                    .conflicts()
+                    .iter()
+                    .map(|(index, conflict)| {
+                        (*index, Seen::error(&Error::Conflict(conflict.clone())))
+                    })
+                    .collect(),
+            ),
+            Error::RetriesExhausted(exhausted) => {
+                Seen::Exhausted(Box::new(Seen::error(exhausted.last_error())))
+            }
+            Error::UniqueViolation(_) => Seen::Taken,
+            Error::Database(error) => Seen::Refused(error.to_string()),
+            other => Seen::Other(format!("{other:?}")),
+        }
+    }
+
+    /// `Done` for any `Ok`.
+    pub(crate) fn done<R>(result: &Result<R, Error>) -> Seen<T> {
+        Seen::of(result, |_| Seen::Done)
+    }
+}
+
+/// Which real token each model token stands for. An exact token must be the value the
+/// model predicts; a serial is bound to the first value seen for it, and a row's
+/// distinct tokens must be distinct values (a fresh token differs from every earlier
+/// one of the row at the column's precision).
+#[derive(Clone, Debug)]
+pub(crate) struct Tokens<T> {
+    bound: BTreeMap<Tok, (Key, T)>,
+}
+
+impl<T: Clone + PartialEq + Debug> Tokens<T> {
+    fn new() -> Tokens<T> {
+        Tokens {
+            bound: BTreeMap::new(),
+        }
+    }
+
+    fn bind<E: Entity<Token = T>>(&mut self, key: Key, token: Tok, real: &T) -> Result<(), String> {
+        if let Some(exact) = E::exact(token) {
+            return if &exact == real {
+                Ok(())
+            } else {
+                Err(format!("token {real:?} where the model predicts {exact:?}"))
+            };
+        }
+        match self.bound.get(&token) {
+            Some((_, bound)) if bound == real => Ok(()),
+            Some((_, bound)) => Err(format!(
+                "token {real:?} where the model's token was seen as {bound:?}"
+            )),
+            None => {
+                if let Some((other, _)) = self
+                    .bound
+                    .iter()
+                    .find(|(other, (k, value))| **other != token && *k == key && value == real)
+                {
+                    return Err(format!(
+                        "k{key}: a fresh token {real:?} equal to an earlier token of the row (model #{other})"
+                    ));
+                }
+                self.bound.insert(token, (key, real.clone()));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One client's connection and the database, as a flavour drives them.
+pub(crate) trait Executor<E: Entity> {
+    /// Empties the table, then writes `rows` with plain Diesel inserts.
+    fn reset(&mut self, rows: &[(Key, i32, E::Token)]);
+    /// The table's rows.
+    fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)>;
+    fn find(&mut self, client: usize, key: Key) -> Result<E, Error>;
+    fn save(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
+    fn delete(&mut self, client: usize, entity: &E) -> Result<(), Error>;
+    fn update_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error>;
+    fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error>;
+    fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error>;
+    fn upsert(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        expected: Option<&E::Token>,
+    ) -> Result<diesel_occ::Upserted<E::Token>, Error>;
+    fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
+    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error>;
+    /// `bulk_update` of the rows with `keys`: `value = value`.
+    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error>;
+    /// `soft_delete_checked` with the marker `value = -1`.
+    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
+    /// `update_by_key` inside the retry helper (no backoff, 3 attempts), on the
+    /// client's connection.
+    fn retry_by_key(
+        &mut self,
+        client: usize,
+        key: Key,
+        expected: &E::Token,
+        value: i32,
+    ) -> Result<E::Token, Error>;
+    /// The retry helper around `find`, `value = value` and `save_checked`.
+    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error>;
+    /// `Tracked::new(entity)`, its value edited, then the tracked `save_checked`
+    /// (`Ok(None)`) or `save_merging`; `entity` becomes the tracked one's current.
+    fn tracked_save(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        value: i32,
+        merging: bool,
+    ) -> Result<Option<Merge>, Error>;
+    /// `diesel_occ::transaction` with `entity` as its `&mut` entity (or, `tracked`, a
+    /// `&mut Tracked` of it, whose current becomes `entity`), its closure running
+    /// `steps` as a user's code would, then ending as `end` says: what each step
+    /// returned and how the transaction ended (a planned panic caught here).
+    fn transaction(
+        &mut self,
+        client: usize,
+        entity: &mut E,
+        steps: &[Inner],
+        end: model::End,
+        tracked: bool,
+    ) -> Seen<E::Token>;
+}
+
+/// A panic the program asks for (`End::Panic`): not printed.
+#[derive(Debug)]
+pub(crate) struct PlannedPanic;
+
+/// Whether a step of a transaction's closure catches `error` and carries on, as a
+/// user's code would; any other error ends the closure (`?`).
+pub(crate) fn caught(step: &Inner, error: &Error) -> bool {
+    match step {
+        Inner::CatchConflict { .. } => matches!(error, Error::Conflict(_)),
+        Inner::CatchTaken { .. } => matches!(error, Error::UniqueViolation(_)),
+        Inner::CatchRefused => true,
+        _ => false,
+    }
+}
+
+/// The error a closure returns to roll back.
+pub(crate) fn rollback() -> Error {
+    Error::from(diesel::result::Error::RollbackTransaction)
+}
+
+/// Hides the default panic message of [`PlannedPanic`]s; other panics print as
+/// before.
+pub(crate) fn quiet_planned_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<PlannedPanic>().is_none() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// The outcome of a transaction call, and its panic caught.
+pub(crate) fn outcome<T: VersionToken>(
+    called: std::thread::Result<Result<(), Error>>,
+    steps: Vec<Seen<T>>,
+) -> Seen<T> {
+    let outcome = match called {
+        Ok(Ok(())) => Outcome::Committed,
+        Ok(Err(_)) => Outcome::RolledBack,
+        Err(panic) if panic.downcast_ref::<PlannedPanic>().is_some() => Outcome::Panicked,
+        Err(panic) => panic::resume_unwind(panic),
+    };
+    Seen::Transaction { steps, outcome }
+}
+
+/// The system under test: the executor, the entities each client holds, and the
+/// tokens seen.
+struct System<E: Entity, X> {
+    executor: X,
+    held: Vec<BTreeMap<Key, E>>,
+    tokens: Tokens<E::Token>,
+    /// Whether a client-token conflict may be retryable (`OCC_MODEL_IGNORE`).
+    retryable_client_tokens: bool,
+    /// The keys of the last batch, by position.
+    batch_keys: Vec<Key>,
+}
+
+impl<E: Entity, X: Executor<E>> System<E, X> {
+    /// Runs `op` as the model just did (`model.expect` says what it must return).
+    fn apply(&mut self, model: &Model, op: &Op) -> Result<(), String> {
+        let held = |system: &Self, client: usize, key: Key| -> E {
+            system.held[client]
+                .get(&key)
+                .cloned()
+                .expect("the model holds it too")
+        };
+        let seen: Seen<E::Token> = match *op {
+            Op::Find { client, key } => {
+                let result = self.executor.find(client, key);
+                let seen = Seen::done(&result);
+                if let Ok(entity) = result {
+                    self.held[client].insert(key, entity);
+                }
+                seen
+            }
+            Op::Save { client, key, value } => {
+                let mut entity = held(self, client, key);
+                entity.set_value(value);
+                let result = self.executor.save(client, &mut entity);
+                self.held[client].insert(key, entity);
+                Seen::done(&result)
+            }
+            Op::Delete { client, key } => {
+                let entity = held(self, client, key);
+                Seen::done(&self.executor.delete(client, &entity))
+            }
+            Op::UpdateByKey { client, key, value } => {
+                let entity = held(self, client, key);
+                let result = self
+                    .executor
+                    .update_by_key(client, key, entity.parts().2, value);
+                if let Ok(token) = &result {
+                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
+                }
+                Seen::of(&result, |token| Seen::Token(token.clone()))
+            }
+            Op::DeleteByKey { client, key } => {
+                let entity = held(self, client, key);
+                Seen::done(&self.executor.delete_by_key(client, key, entity.parts().2))
+            }
+            Op::Insert { client, key, value } => {
+                let mut entity = E::create(key, value);
+                let placeholder = entity.clone();
+                let result = self.executor.insert(client, &mut entity);
+                match &result {
+                    Ok(_) => {
+                        self.held[client].insert(key, entity);
+                    }
+                    Err(_) if entity.parts() != placeholder.parts() => {
+                        return Err(format!("a failed insert changed its entity: {entity:?}"));
+                    }
+                    Err(_) => {}
+                }
+                Seen::of(&result, |token| Seen::Token(token.clone()))
+            }
+            Op::UpsertSome { client, key, value } => {
+                let mut entity = held(self, client, key);
+                entity.set_value(value);
+                let expected = entity.parts().2.clone();
+                let result = self.executor.upsert(client, &mut entity, Some(&expected));
+                self.held[client].insert(key, entity);
+                Seen::of(&result, upserted)
+            }
+            Op::UpsertNone { client, key, value } => {
+                let mut entity = E::create(key, value);
+                let result = self.executor.upsert(client, &mut entity, None);
+                if result.is_ok() {
+                    self.held[client].insert(key, entity);
+                }
+                Seen::of(&result, upserted)
+            }
+            Op::ForceIncrement { client, key } => {
+                let mut entity = held(self, client, key);
+                let result = self.executor.force_increment(client, &mut entity);
+                self.held[client].insert(key, entity);
+                Seen::done(&result)
+            }
+            Op::SaveAll { client, value } => {
+                let slots: Vec<Key> = self.held[client].keys().copied().collect();
+                self.batch_keys = slots.clone();
+                let mut batch: Vec<E> = self.held[client].values().cloned().collect();
+                for entity in &mut batch {
+                    entity.set_value(value);
+                }
+                let result = self.executor.save_all(client, &mut batch);
+                for (slot, entity) in slots.into_iter().zip(batch) {
+                    self.held[client].insert(slot, entity);
+                }
+                Seen::done(&result)
+            }
+            Op::BulkUpdate {
+                client,
+                ref keys,
+                value,
+            } => Seen::of(&self.executor.bulk_update(client, keys, value), |count| {
+                Seen::Count(*count)
+            }),
+            Op::SoftDelete { client, key } => {
+                let mut entity = held(self, client, key);
+                let result = self.executor.soft_delete(client, &mut entity);
+                self.held[client].insert(key, entity);
+                Seen::done(&result)
+            }
+            Op::RetryByKey { client, key, value } => {
+                let entity = held(self, client, key);
+                let result = self
+                    .executor
+                    .retry_by_key(client, key, entity.parts().2, value);
+                if let Ok(token) = &result {
+                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
+                }
+                Seen::of(&result, |token| Seen::Token(token.clone()))
+            }
+            Op::TrackedSave {
+                client,
+                key,
+                value,
+                merging,
+            } => {
+                let mut entity = held(self, client, key);
+                let result = self
+                    .executor
+                    .tracked_save(client, &mut entity, value, merging);
+                self.held[client].insert(key, entity);
+                Seen::of(&result, |merge| merge.map_or(Seen::Done, Seen::Merge))
+            }
+            Op::RetrySave { client, key, value } => {
+                let result = self.executor.retry_save(client, key, value);
+                let seen = Seen::done(&result);
+                if let Ok(entity) = result {
+                    self.held[client].insert(key, entity);
+                }
+                seen
+            }
+            Op::Transaction {
+                client,
+                key,
+                ref steps,
+                end,
+                tracked,
+            } => {
+                let mut entity = held(self, client, key);
+                let seen = self
+                    .executor
+                    .transaction(client, &mut entity, steps, end, tracked);
+                let (new_key, ..) = entity.parts();
+                if matches!(
+                    seen,
+                    Seen::Transaction {
+                        outcome: Outcome::Committed,
+                        ..
+                    }
+                ) || new_key == key
+                {
+                    self.held[client].remove(&key);
+                    self.held[client].insert(new_key, entity);
+                } else {
+                    // The model holds it in the slot it was passed from: compare there.
+                    self.held[client].insert(key, entity);
+                }
+                seen
+            }
+        };
+        // What a transaction that rolled back wrote was never stored: its tokens bind
+        // nothing (a later fresh token may take the same value).
+        let committed = self.tokens.clone();
+        let compared = self.compare(op_key(op), &model.expect, &seen);
+        if let Expect::Transaction { outcome, .. } = model.expect {
+            if outcome != Outcome::Committed {
+                self.tokens = committed;
+            }
+        }
+        compared.map_err(|reason| {
+            format!(
+                "{reason}\n      expected {:?}\n      got      {seen:?}",
+                model.expect
+            )
+        })
+    }
+
+    /// Whether `seen` is what the model expects, binding the tokens it carries.
+    fn compare(&mut self, key: Key, expect: &Expect, seen: &Seen<E::Token>) -> Result<(), String> {
+        match (expect, seen) {
+            (Expect::Done, Seen::Done)
+            | (Expect::NotFound, Seen::NotFound)
+            | (Expect::Taken, Seen::Taken) => Ok(()),
+            (Expect::Refused, Seen::Refused(_)) => Ok(()),
+            (Expect::Count(count), Seen::Count(real)) if count == real => Ok(()),
+            (Expect::Merge(merge), Seen::Merge(real)) if merge == real => Ok(()),
+            (Expect::Batch(conflicts), Seen::Batch(real)) => {
+                if conflicts
+                    .iter()
+                    .map(|(index, _)| index)
+                    .ne(real.iter().map(|(index, _)| index))
+                {
+                    return Err("the batch's conflicted positions are not the model's".into());
+                }
+                for ((index, conflict), (_, seen)) in conflicts.iter().zip(real) {
+                    // The conflict's own row, which the batch error names by position.
+                    let key = self.batch_keys.get(*index).copied().unwrap_or(key);
+                    self.compare(key, &Expect::Conflict(*conflict), seen)
+                        .map_err(|reason| format!("batch position {index}: {reason}"))?;
+                }
+                Ok(())
+            }
+            (expect, Seen::Exhausted(last)) if self.retryable_client_tokens => {
+                // Point 6 looked past: the retried conflict as if returned at once.
+                self.compare(key, expect, last)
+            }
+            (Expect::Token { key, token }, Seen::Token(real)) => {
+                self.tokens.bind::<E>(*key, *token, real)
+            }
+            (
+                Expect::Upserted { inserted, token },
+                Seen::Upserted {
+                    inserted: was,
+                    token: real,
+                },
+            ) if inserted == was => self.tokens.bind::<E>(key, *token, real),
+            (
+                Expect::Conflict(Conflict {
+                    expected,
+                    current,
+                    client_token,
+                }),
+                Seen::Conflict {
+                    expected: real_expected,
+                    current: real_current,
+                    deleted,
+                    retryable,
+                },
+            ) => {
+                if *deleted != current.is_none() {
+                    return Err("the conflict's state (stale or deleted) is not the model's".into());
+                }
+                if *retryable == *client_token && !(*client_token && self.retryable_client_tokens) {
+                    return Err(if *client_token {
+                        "a conflict on a client's token is retryable (contract 4)".into()
+                    } else {
+                        "a conflict of a checked write is not retryable".into()
+                    });
+                }
+                if let (Some(token), Some(real)) = (expected, real_expected) {
+                    self.tokens.bind::<E>(key, *token, real)?;
+                }
+                match (current, real_current) {
+                    (Some(token), Some(real)) => self.tokens.bind::<E>(key, *token, real),
+                    (None, None) => Ok(()),
+                    _ => Err("the conflict's current token".into()),
+                }
+            }
+            (
+                Expect::Transaction { steps, outcome },
+                Seen::Transaction {
+                    steps: real_steps,
+                    outcome: real,
+                },
+            ) => {
+                if steps.len() != real_steps.len() {
+                    return Err(format!(
+                        "the closure ran {} steps, the model {}",
+                        real_steps.len(),
+                        steps.len()
+                    ));
+                }
+                for (index, (expect, seen)) in steps.iter().zip(real_steps).enumerate() {
+                    self.compare(key, expect, seen)
+                        .map_err(|reason| format!("closure step {}: {reason}", index + 1))?;
+                }
+                if outcome != real {
+                    return Err(format!(
+                        "the transaction ended {real:?}, the model says {outcome:?}"
+                    ));
+                }
+                Ok(())
+            }
+            _ => Err("another outcome".into()),
+        }
+    }
+
+    /// The checks after every step: the rows are the model's (values and tokens), and
+    /// every entity a client holds is the model's (row, value, token), so each holds
+    /// the row's token or its next checked write is a conflict.
+    fn check(&mut self, model: &Model) -> Result<(), String> {
+        let rows = self.executor.rows();
+        let keys: Vec<Key> = rows.keys().chain(model.rows.keys()).copied().collect();
+        for key in keys {
+            match (model.rows.get(&key), rows.get(&key)) {
+                (Some(row), Some((value, token))) => {
+                    if row.value != *value {
+                        return Err(format!(
+                            "row k{key} holds value {value}, the model {}",
+                            row.value
+                        ));
+                    }
+                    self.tokens
+                        .bind::<E>(key, row.token, token)
+                        .map_err(|reason| format!("row k{key}: {reason}"))?;
+                }
+                (Some(row), None) => {
+                    return Err(format!("row k{key} is gone, the model holds {row:?}"));
+                }
+                (None, Some(row)) => {
+                    return Err(format!("row k{key} exists ({row:?}), the model has none"));
+                }
+                (None, None) => {}
+            }
+        }
+        for (client, held) in model.held.iter().enumerate() {
+            for (slot, expect) in held {
+                let Some(entity) = self.held[client].get(slot) else {
+                    return Err(format!("c{client} holds no entity for k{slot}"));
+                };
+                let (key, value, token) = entity.parts();
+                let Held {
+                    key: model_key,
+                    value: model_value,
+                    token: model_token,
+                } = *expect;
+                if (key, value) != (model_key, model_value) {
+                    return Err(format!(
+                        "c{client}'s entity e[k{slot}] is row k{key} value {value}, the model's row k{model_key} value {model_value}"
+                    ));
+                }
+                let token = token.clone();
+                self.tokens
+                    .bind::<E>(key, model_token, &token)
+                    .map_err(|reason| format!("c{client}'s entity e[k{slot}]: {reason}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn op_key(op: &Op) -> Key {
+    match *op {
+        Op::Find { key, .. }
+        | Op::Save { key, .. }
+        | Op::Delete { key, .. }
+        | Op::UpdateByKey { key, .. }
+        | Op::DeleteByKey { key, .. }
+        | Op::Insert { key, .. }
+        | Op::UpsertSome { key, .. }
+        | Op::UpsertNone { key, .. }
+        | Op::ForceIncrement { key, .. }
+        | Op::SoftDelete { key, .. }
+        | Op::RetryByKey { key, .. }
+        | Op::RetrySave { key, .. }
+        | Op::TrackedSave { key, .. }
+        | Op::Transaction { key, .. } => key,
+        // Each of their rows is bound where it is checked.
+        Op::SaveAll { .. } | Op::BulkUpdate { .. } => 0,
+    }
+}
+
+fn upserted<T: Clone>(upserted: &diesel_occ::Upserted<T>) -> Seen<T> {
+    match upserted {
+        diesel_occ::Upserted::Inserted(token) => Seen::Upserted {
+            inserted: true,
+            token: token.clone(),
+        },
+        diesel_occ::Upserted::Updated(token) => Seen::Upserted {
+            inserted: false,
+            token: token.clone(),
+        },
+    }
+}
+
+/// How long and from where a run goes: `OCC_MODEL_CASES` (programs per test, 64),
+/// `OCC_MODEL_STEPS` (the longest program, 16), `OCC_MODEL_SEED` (the generator's
+/// seed, 37), `OCC_MODEL_OPS` (a comma list of operations, all by default) and
+/// `OCC_MODEL_IGNORE=client_token_retry`, which accepts a retryable conflict of a
+/// write that took the client's token (issue 37 point 6), to look past it at others.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    pub(crate) cases: u32,
+    pub(crate) steps: usize,
+    pub(crate) seed: u64,
+    pub(crate) ops: Ops,
+    pub(crate) retryable_client_tokens: bool,
+}
+
+impl Run {
+    pub(crate) fn from_env() -> Run {
+        fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
+            match std::env::var(name) {
+                Ok(text) => text
+                    .trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name}: cannot read {text:?}")),
+                Err(_) => default,
+            }
+        }
+        Run {
+            cases: var("OCC_MODEL_CASES", 64),
+            steps: var("OCC_MODEL_STEPS", 16),
+            seed: var("OCC_MODEL_SEED", 37),
+            ops: std::env::var("OCC_MODEL_OPS").map_or(Ops::all(), |list| Ops::parse(&list)),
+            retryable_client_tokens: match std::env::var("OCC_MODEL_IGNORE").as_deref() {
+                Err(_) | Ok("") => false,
+                Ok("client_token_retry") => true,
+                Ok(other) => {
+                    panic!("OCC_MODEL_IGNORE: unknown {other:?}, expected client_token_retry")
+                }
+            },
+        }
+    }
+}
+
+/// A failed run: why, and the shrunk program.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) reason: String,
+    pub(crate) program: String,
+    pub(crate) steps: usize,
+}
+
+/// Runs `run.cases` programs on `executor` from `run.seed`, each step checked against
+/// the model; on a failure, proptest shrinks the program and this returns the
+/// shortest it found.
+pub(crate) fn check<E: Entity, X: Executor<E>>(
+    executor: X,
+    setup: Setup,
+    run: Run,
+) -> Result<(), Failure> {
+    quiet_planned_panics();
+    let mut seed = [0_u8; 32];
+    seed[..8].copy_from_slice(&run.seed.to_le_bytes());
+    let config = Config {
+        cases: run.cases,
+        failure_persistence: None,
+        // Shrinking re-runs programs; each is short, so let it go to the end.
+        max_shrink_iters: 4096,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    let strategy = Sequential::new(
+        (1..=run.steps).into(),
+        move || Model::strategy(setup),
+        |model: &Model, op: &Op| model.clone().apply(op).is_ok(),
+        Model::transitions,
+        |model: Model, op: &Op| model.apply(op).expect("generated transitions are valid"),
+    );
+    let system = std::cell::RefCell::new(System {
+        executor,
+        held: vec![BTreeMap::new(); setup.clients],
+        tokens: Tokens::new(),
+        retryable_client_tokens: run.retryable_client_tokens,
+        batch_keys: Vec::new(),
+    });
+    let result = runner.run(&strategy, |(initial, ops, seen)| {
+        match execute(&mut system.borrow_mut(), &initial, &ops, seen.as_deref()) {
+            Ok(()) => Ok(()),
+            Err(Verdict::Invalid) => Err(TestCaseError::reject("not runnable")),
+            Err(Verdict::Failed(reason)) => Err(TestCaseError::fail(reason)),
+        }
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, (initial, ops, _))) => {
+            let (initial, ops, reason) = minimize(
+                &mut system.borrow_mut(),
+                initial,
+                ops,
+                reason.message().to_owned(),
+            );
+            Err(Failure {
+                reason,
+                program: model::program(&initial, &ops),
+                steps: ops.len(),
+            })
+        }
+        Err(TestError::Abort(reason)) => panic!("the model-based run aborted: {reason}"),
+    }
+}
+
+/// Why a program did not pass.
+enum Verdict {
+    /// The model cannot run it (a shrunk program that lost the step an entity came from).
+    Invalid,
+    Failed(String),
+}
+
+/// Runs one program from its initial rows, checking every step.
+fn execute<E: Entity, X: Executor<E>>(
+    system: &mut System<E, X>,
+    initial: &Model,
+    ops: &[Op],
+    seen: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<(), Verdict> {
+    let rows: Vec<(Key, i32, E::Token)> = initial
+        .rows
+        .iter()
+        .map(|(&key, row)| {
+            (
+                key,
+                row.value,
+                E::exact(row.token).unwrap_or_else(E::seed_token),
+            )
+        })
+        .collect();
+    system.executor.reset(&rows);
+    system.held = vec![BTreeMap::new(); initial.setup.clients];
+    system.tokens = Tokens::new();
+    for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
+        system
+            .tokens
+            .bind::<E>(*key, row.token, token)
+            .map_err(Verdict::Failed)?;
+    }
+    if std::env::var_os("OCC_MODEL_VERBOSE").is_some() {
+        eprintln!("program:\n{}", model::program(initial, ops));
+    }
+    let mut model = initial.clone();
+    for (index, op) in ops.iter().enumerate() {
+        if let Some(seen) = seen {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        model = model.apply(op).map_err(|_| Verdict::Invalid)?;
+        let step = panic::catch_unwind(AssertUnwindSafe(|| {
+            system.apply(&model, op).and_then(|()| system.check(&model))
+        }))
+        .unwrap_or_else(|panic| {
+            Err(format!(
+                "panicked: {}",
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+                    .unwrap_or_default()
+            ))
+        });
+        step.map_err(|reason| {
+            Verdict::Failed(format!("step {}: {op}\n      {reason}", index + 1))
+        })?;
+    }
+    Ok(())
+}
+
+/// Shrinks proptest's shortest program further, as long as it still fails: drops whole
+/// steps, steps of a transaction's closure and rows it starts from (proptest shrinks a
+/// step as one value and keeps a closure's steps that a smaller closure does without).
+fn minimize<E: Entity, X: Executor<E>>(
+    system: &mut System<E, X>,
+    mut initial: Model,
+    mut ops: Vec<Op>,
+    mut reason: String,
+) -> (Model, Vec<Op>, String) {
+    loop {
+        let mut candidates: Vec<(Model, Vec<Op>)> = Vec::new();
+        for index in 0..ops.len() {
+            let mut fewer = ops.clone();
+            fewer.remove(index);
+            candidates.push((initial.clone(), fewer));
+        }
+        for (index, op) in ops.iter().enumerate() {
+            if let Op::Transaction { steps, .. } = op {
+                for inner in 0..steps.len() {
+                    let mut fewer = ops.clone();
+                    if let Op::Transaction { steps, .. } = &mut fewer[index] {
+                        steps.remove(inner);
+                    }
+                    candidates.push((initial.clone(), fewer));
+                }
+            }
+        }
+        for &key in initial.rows.keys() {
+            let present: Vec<Key> = initial
+                .rows
+                .keys()
+                .copied()
+                .filter(|&other| other != key)
+                .collect();
+            candidates.push((Model::new(initial.setup, &present), ops.clone()));
+        }
+        let smaller = candidates.into_iter().find_map(|(start, program)| {
+            match execute(system, &start, &program, None) {
+                Err(Verdict::Failed(why)) => Some((start, program, why)),
+                _ => None,
+            }
+        });
+        match smaller {
+            Some((start, program, why)) => {
+                initial = start;
+                ops = program;
+                reason = why;
+            }
+            None => return (initial, ops, reason),
+        }
+    }
+}
+
+/// [`check`], failing the test with the shrunk program.
+pub(crate) fn assert_model<E: Entity, X: Executor<E>>(
+    name: &str,
+    executor: X,
+    setup: Setup,
+    run: Run,
+) {
+    if let Err(failure) = check(executor, setup, run) {
+        panic!(
+            "{name}: the write API parted from the model (OCC_MODEL_SEED={} OCC_MODEL_CASES={}).\n\
+             Shortest failing program ({} steps):\n{}  failed at {}",
+            run.seed, run.cases, failure.steps, failure.program, failure.reason
+        );
+    }
+}
