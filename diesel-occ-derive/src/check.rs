@@ -13,8 +13,8 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Entity, Field};
 use crate::expand::{
-    block_header, bound, column_checks, key_columns, key_filter, key_shape,
-    refuse_diesel_changeset, sql_names, tracked_fields,
+    block_header, column_checks, key_columns, key_filter, key_shape, refuse_diesel_changeset,
+    sql_names, tracked_fields,
 };
 
 pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
@@ -252,19 +252,20 @@ pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
 }
 
 /// `c1 IS NOT DISTINCT FROM values.c1 AND ...`: its type and its expression over a
-/// `values` binding.
+/// `values` binding. On SQLite a timestamp value also matches its other text forms.
 fn check_filter(entity: &Entity<'_>, checks: &[&Field<'_>]) -> (TokenStream, TokenStream) {
     let private = quote!(__occ);
     let dsl = quote!(#private::diesel::dsl);
     let table = &entity.table;
+    // NULL-safe, and on SQLite matching every text form of a timestamp value.
     let mut parts = checks.iter().map(|f| {
         let (ident, col, ty) = (f.ident, &f.column, f.ty);
-        let bound = bound(table, col, ty);
         (
-            quote_spanned!(ty.span()=> #private::NullSafeEq<#table::#col, #bound>),
-            quote_spanned!(ty.span()=> #private::NullSafeEq::new(
+            quote_spanned!(ty.span()=> #private::TokenEq<#table::#col, #ty>),
+            quote_spanned!(ty.span()=> #private::TokenEq::null_safe(
                 #table::#col,
-                <#bound>::new(::std::clone::Clone::clone(&values.#ident)),
+                ::std::clone::Clone::clone(&values.#ident),
+                #private::check_text_forms::<#ty>,
             )),
         )
     });

@@ -70,6 +70,15 @@ impl Dialect {
     }
 
     /// The dialect of the Diesel backend whose type has this path.
+    /// True on a backend where any error inside a transaction aborts it (PostgreSQL):
+    /// every later statement fails, and `COMMIT` answers `ROLLBACK` without an error.
+    /// There the library's own recoverable errors run in a savepoint, and its commits
+    /// check that the transaction was not aborted (`aborted::COMMIT_UNLESS_ABORTED`).
+    pub(crate) fn errors_abort_transactions<DB>() -> bool {
+        // By name: a `Connection`'s backend is not known to be `'static` in its bounds.
+        Self::by_name(std::any::type_name::<DB>()) == Some(Dialect::Postgres)
+    }
+
     pub(crate) fn by_name(type_name: &str) -> Option<Dialect> {
         match type_name {
             "diesel::pg::backend::Pg" => Some(Dialect::Postgres),

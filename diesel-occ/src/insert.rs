@@ -46,10 +46,9 @@ impl<Tok> Upserted<Tok> {
     }
 }
 
-/// The tokens of an upsert: the initial one it inserts with, and the fresh one it
-/// updates with, which must differ so the token read back says which happened (an
-/// integer counter expected at 0 would otherwise update to 1, the initial token: it
-/// skips to 2; a timestamp could meet the initial one at the same instant).
+/// The tokens of an upsert: the initial one it inserts with when it expects no row, at
+/// the token's declared precision (so it is what the column stores), and the fresh one
+/// it updates with when it expects a token.
 pub(crate) struct UpsertTokens<Tok> {
     pub(crate) initial: Tok,
     pub(crate) fresh: Tok,
@@ -57,38 +56,40 @@ pub(crate) struct UpsertTokens<Tok> {
 
 impl<Tok: VersionToken> UpsertTokens<Tok> {
     pub(crate) fn draw(expected: Option<&Tok>, precision: u8) -> Result<Self, InvalidToken> {
-        let initial = Tok::initial();
+        let initial = Tok::initial_at(precision);
         let fresh = match expected {
             Some(expected) => {
                 expected.validate()?;
-                let fresh = expected.try_next_token_at(precision)?;
-                if fresh == initial {
-                    fresh.try_next_token_at(precision)?
-                } else {
-                    fresh
-                }
+                expected.try_next_token_at(precision)?
             }
-            // Not written: the statement does nothing when the key is taken.
+            // Not written: a row that exists is left alone.
             None => initial.clone(),
         };
         Ok(UpsertTokens { initial, fresh })
     }
 
-    /// The outcome, from the token the statement read back (`None`: it left the row
-    /// alone).
-    pub(crate) fn outcome(&self, returned: Option<Tok>) -> Option<Upserted<Tok>> {
-        match returned {
-            Some(token) if token == self.initial => Some(Upserted::Inserted(token)),
-            Some(token) => Some(Upserted::Updated(token)),
-            None => None,
-        }
+    /// The token the caller's expectation is compared with: the expected one, or, when
+    /// no row was expected, the initial one (any row is newer than that).
+    pub(crate) fn against<'a>(&'a self, expected: Option<&'a Tok>) -> &'a Tok {
+        expected.unwrap_or(&self.initial)
     }
 }
 
-/// The conflict of an upsert that left the row alone: the classification of that
-/// zero-row write against `expected`, or against the initial token when the caller
-/// expected no row. Then any row is newer than what the caller knows, even one that
-/// holds the initial token, which the classification calls unmatched: it is stale.
+/// What an upsert that wrote did, from what it expected: the insert of a free key when
+/// it expected no row, else the update of a row holding the expected token.
+pub(crate) fn upserted<Tok>(expected_a_row: bool, token: Tok) -> Upserted<Tok> {
+    if expected_a_row {
+        Upserted::Updated(token)
+    } else {
+        Upserted::Inserted(token)
+    }
+}
+
+/// The conflict of an upsert that left the row alone, a client-token conflict:
+/// re-running the same call meets the same row. The classification of that zero-row
+/// write against `expected`, or against the initial token when the caller expected no
+/// row; then any row is newer than what the caller knows, even one that holds the
+/// initial token, which the classification calls unmatched: it is stale.
 pub(crate) fn upsert_conflict<T: Versioned>(
     expected: Option<&T::Token>,
     classified: Error,
@@ -100,7 +101,7 @@ pub(crate) fn upsert_conflict<T: Versioned>(
             ConcurrencyConflict::new(
                 conflict.table(),
                 conflict.key().clone(),
-                Operation::Upsert,
+                Operation::ClientToken,
                 current.clone(),
                 ConflictState::Stale { current },
             )

@@ -23,7 +23,7 @@
 //! | write a hot row | `blocking::Combiner` (feature `combine`), [`RetryPolicy::escalate_hot_rows`](retry::RetryPolicy::escalate_hot_rows), [`guide::tuning`] |
 //! | use diesel-async | `asynchronous` (feature `async`), [`guide::asynchronous`] |
 //! | handle errors | [`Error`], [`ConcurrencyConflict`], [`ConflictState`] |
-//! | check the token columns at start-up | [`schema_check::SchemaCheck`] |
+//! | check the token columns and keys at start-up | [`schema_check::SchemaCheck`] |
 //! | writers that bypass diesel-occ | [`Versioned::bulk_update`], `bypass_guard` (feature `bypass-guard`) |
 //! | PostgreSQL's `xmin` as the token | `xmin` (feature `postgres`) |
 //! | standbys and several hosts | `blocking::retry_with_standby` (feature `standby`), `multi_host` (feature `multi-host`) |
@@ -198,6 +198,7 @@
     )
 )]
 
+mod aborted;
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod asynchronous;
@@ -272,7 +273,9 @@ pub mod __private {
         CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked, Skippable,
         TokenEq, ValuesColumns, WrittenColumn,
     };
-    pub use crate::token::{CheckValues, InvalidToken, TimestampText, TokenValue, no_client_token};
+    pub use crate::token::{
+        CheckValues, InvalidToken, TimestampText, TokenValue, check_text_forms, no_client_token,
+    };
     pub use crate::versioned::{KeyGuarded, VersionedParts};
     pub use crate::{Fields, TokenKind, Tracking, VersionToken, Versioned};
     pub use diesel;

@@ -37,9 +37,8 @@ pub(crate) fn conflict<T: Versioned>(
     current: Option<T::Token>,
 ) -> ConcurrencyConflict {
     let state = match current {
-        Some(current) if current == *expected && operation != Operation::ClientToken => {
-            ConflictState::Unmatched
-        }
+        // A client's token checked against a loaded row never gets here equal.
+        Some(current) if current == *expected => ConflictState::Unmatched,
         Some(current) => ConflictState::Stale {
             current: current.to_value(),
         },

@@ -33,26 +33,40 @@ use crate::versioned::Versioned;
 /// # }
 /// ```
 pub trait Restore {
-    /// What [`checkpoint`](Self::checkpoint) records: the tokens.
+    /// What [`checkpoint`](Self::checkpoint) records: the tokens, and for a single
+    /// entity the entity itself, to give back if the closure replaced it.
     type Checkpoint: Send;
 
-    /// Records the tokens held now.
+    /// Records the tokens (and single entities) held now.
     fn checkpoint(&self) -> Self::Checkpoint;
 
     /// Gives back the tokens recorded by [`checkpoint`](Self::checkpoint).
     fn restore(&mut self, checkpoint: Self::Checkpoint);
 }
 
-impl<T: Versioned> Restore for &mut T {
-    type Checkpoint = T::Token;
+/// Restored by identity: an entity of the row it held gets back its token as read
+/// (its edits stay); an entity the closure replaced with another row's, which was read
+/// or written inside the rolled-back transaction, is replaced by the entity as it was
+/// passed in. It never keeps one row's token on another row's entity.
+impl<T: Versioned + Clone + Send> Restore for &mut T {
+    type Checkpoint = T;
 
-    fn checkpoint(&self) -> T::Token {
-        self.token().clone()
+    fn checkpoint(&self) -> T {
+        (**self).clone()
     }
 
-    fn restore(&mut self, checkpoint: T::Token) {
-        self.set_token(checkpoint);
+    fn restore(&mut self, checkpoint: T) {
+        if same_row(&**self, &checkpoint) {
+            self.set_token(checkpoint.token().clone());
+        } else {
+            **self = checkpoint;
+        }
     }
+}
+
+/// True when `a` and `b` are entities of one row.
+fn same_row<T: Versioned>(a: &T, b: &T) -> bool {
+    T::key_values(&a.key()) == T::key_values(&b.key())
 }
 
 /// The tokens of a collection as read, each with the key of its row: a collection is
@@ -126,16 +140,23 @@ impl<T: Versioned> Restore for &mut Vec<T> {
 
 /// A tracked entity gets back its values as read, not only its token: a rolled-back
 /// tracked save made the saved values its values as read, and the next tracked save
-/// would otherwise leave out the fields it wrote. The edits are kept.
+/// would otherwise leave out the fields it wrote. The edits are kept. Restored by
+/// identity, as a single entity is: a tracked entity the closure replaced with another
+/// row's is replaced by the one passed in.
 impl<T: Tracking + Clone + Send> Restore for &mut Tracked<T> {
-    type Checkpoint = T;
+    type Checkpoint = Tracked<T>;
 
-    fn checkpoint(&self) -> T {
-        self.original().clone()
+    fn checkpoint(&self) -> Tracked<T> {
+        (**self).clone()
     }
 
-    fn restore(&mut self, checkpoint: T) {
-        self.restore_original(checkpoint);
+    fn restore(&mut self, checkpoint: Tracked<T>) {
+        if same_row(self.original(), checkpoint.original()) {
+            let original = checkpoint.original().clone();
+            self.restore_original(original);
+        } else {
+            **self = checkpoint;
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! [`SchemaCheck`]: a start-up check that every versioned entity's token column can
-//! hold the tokens the entity writes.
+//! [`SchemaCheck`]: a start-up check that every versioned entity's table can hold what
+//! the entity writes: a token column that keeps its tokens, and a key the database keeps
+//! unique.
 //!
 //! Diesel's `table!` says a column is a `Timestamp`, not how many fractional digits of a
 //! second the database keeps, and a token written to a column that rounds it may come
@@ -8,9 +9,18 @@
 //! `pragma_table_info`) and reports every column that is missing, of the wrong kind,
 //! coarser than the precision the entity declares with
 //! `#[occ(version, precision = N)]`, or set to the current time by the database on every
-//! UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`). Tables and columns are looked
-//! up by the SQL names `table!` declares: a `#[sql_name = "..."]` and a schema
-//! (`app.stock`) are honoured.
+//! UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`).
+//!
+//! Nor does `table!` say whether the database keeps its primary key unique. The check
+//! reads each table's unique indexes (`pg_index` on PostgreSQL,
+//! `information_schema.STATISTICS` on MySQL/MariaDB, SQLite's `pragma_index_list` and
+//! `pragma_index_info`, and SQLite's `INTEGER PRIMARY KEY`, the rowid) and reports every
+//! entity whose key columns no PRIMARY KEY or UNIQUE index covers exactly.
+//!
+//! Tables and columns are looked up by the SQL names `table!` declares: a
+//! `#[sql_name = "..."]` and a schema (`app.stock`) are honoured.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use diesel::QueryableByName;
 use diesel::backend::Backend;
@@ -19,7 +29,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::sql_types::{BigInt, Nullable, Text};
 
-pub use crate::error::{SchemaProblem, SchemaProblems};
+pub use crate::error::{SchemaProblem, SchemaProblems, TokenColumnProblem, UnenforcedKey};
 pub use crate::sql_name::SqlTable;
 
 use crate::dialect::Dialect;
@@ -28,22 +38,38 @@ use crate::token::{TokenKind, VersionToken};
 use crate::versioned::Versioned;
 use crate::versioned::VersionedParts;
 
-/// The token columns of a set of entities, checked against the database.
+/// The tables of a set of entities, checked against the database: each token column
+/// holds its entity's tokens, and each key is one the database keeps unique.
 ///
 /// Call it once at start-up, after the migrations: [`run`](Self::run) on a blocking
 /// connection, `run_async` (feature `async`) on an async one. It returns
-/// [`Error::Schema`] listing every token column that cannot hold its entity's tokens:
-/// a missing column, a column of another kind (a `VARCHAR` for a timestamp, an `INT` for
-/// an `i64`), a timestamp column that keeps fewer fractional digits than the entity's
-/// `#[occ(version, precision = N)]` declares, or one the database sets to the current
-/// time on every UPDATE (MySQL/MariaDB's `ON UPDATE CURRENT_TIMESTAMP`: a write at a
-/// "now" behind a token that ran ahead of the clock puts back a token a stale entity
-/// may hold, whose save then wins). Database-generated tokens
-/// (`#[occ(version, generated)]`) are not checked.
+/// [`Error::Schema`] listing every problem it finds, each a [`SchemaProblem`]:
+///
+/// - [`SchemaProblem::TokenColumn`], a token column that cannot hold its entity's
+///   tokens: a missing column, a column of another kind (a `VARCHAR` for a timestamp,
+///   an `INT` for an `i64`), a timestamp column that keeps fewer fractional digits than
+///   the entity's `#[occ(version, precision = N)]` declares, or one the database sets
+///   to the current time on every UPDATE (MySQL/MariaDB's `ON UPDATE
+///   CURRENT_TIMESTAMP`: a write at a "now" behind a token that ran ahead of the clock
+///   puts back a token a stale entity may hold, whose save then wins).
+///   Database-generated tokens (`#[occ(version, generated)]`) are not checked.
+/// - [`SchemaProblem::UnenforcedKey`], a key the database does not keep unique: no
+///   PRIMARY KEY, UNIQUE constraint or unique index of the table is on exactly the
+///   entity's key columns (in any order). A unique index on more columns than the key,
+///   a partial one (`WHERE ...`), one on an expression or a column prefix
+///   (MySQL's `name(10)`), and on PostgreSQL a deferrable or invalid one do not count.
+///   The checked writes rely on the key: on MySQL/MariaDB, a checked insert or
+///   `upsert_checked` on a key without one inserts a second row with the same key
+///   where it should find the key taken, and later checked writes then match several
+///   rows; on PostgreSQL and SQLite the upsert's `ON CONFLICT (key)` fails with a
+///   database error. The problem's message carries the DDL that adds the index
+///   ([`UnenforcedKey::fix`]). Every entity's key is checked, generated token or not;
+///   a missing table is reported once, by its token column.
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
-/// use diesel_occ::schema_check::SchemaCheck;
+/// use diesel::connection::SimpleConnection;
+/// use diesel_occ::schema_check::{SchemaCheck, SchemaProblem};
 ///
 /// diesel::table! {
 ///     events (id) {
@@ -62,22 +88,36 @@ use crate::versioned::VersionedParts;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut conn = connection();
-/// // Stock's integer token lives in an INTEGER column: nothing to report.
+/// // Stock's integer token lives in an INTEGER column, its key is the primary key:
+/// // nothing to report.
 /// SchemaCheck::new().entity::<Stock>().run(&mut conn)?;
 ///
 /// // The events table does not exist here: reported, with every other problem.
 /// let error = SchemaCheck::new().entity::<Stock>().entity::<Event>().run(&mut conn).unwrap_err();
 /// let problems = error.as_schema_problems().unwrap();
 /// assert_eq!(problems.len(), 1);
-/// assert_eq!(problems[0].table, "events");
-/// assert_eq!(problems[0].column, "updated_at");
-/// assert_eq!(problems[0].found, None);
+/// let SchemaProblem::TokenColumn(problem) = &problems[0] else { panic!("{error}") };
+/// assert_eq!(problem.table, "events");
+/// assert_eq!(problem.column, "updated_at");
+/// assert_eq!(problem.found, None);
+///
+/// // Created without a key the database keeps unique: the message says how to add one.
+/// conn.batch_execute("CREATE TABLE events (id INTEGER NOT NULL, updated_at TIMESTAMP NOT NULL)")?;
+/// let error = SchemaCheck::new().entity::<Event>().run(&mut conn).unwrap_err();
+/// let problems = error.as_schema_problems().unwrap();
+/// let SchemaProblem::UnenforcedKey(key) = &problems[0] else { panic!("{error}") };
+/// assert_eq!((key.table, key.columns), ("events", &["id"][..]));
+/// assert_eq!(key.fix, r#"CREATE UNIQUE INDEX "events_id_key" ON "events" ("id")"#);
+///
+/// conn.batch_execute(&key.fix)?;
+/// SchemaCheck::new().entity::<Event>().run(&mut conn)?;
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct SchemaCheck {
-    expected: Vec<Expected>,
+    tokens: Vec<Expected>,
+    keys: Vec<ExpectedKey>,
 }
 
 /// What one entity needs of its token column.
@@ -90,24 +130,34 @@ struct Expected {
     precision: u8,
 }
 
+/// A key the database must keep unique: the key columns of one or more entities of a
+/// table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ExpectedKey {
+    schema: Option<&'static str>,
+    table: &'static str,
+    columns: &'static [&'static str],
+}
+
 impl SchemaCheck {
     /// A check of no entity yet.
     pub fn new() -> Self {
         SchemaCheck::default()
     }
 
-    /// Adds an entity: its table and token column (by the SQL names `table!` declares),
-    /// token kind and declared precision.
+    /// Adds an entity: its table, key columns and token column (by the SQL names
+    /// `table!` declares), token kind and declared precision. Entities that share a
+    /// table and key have their key checked once.
     pub fn entity<T>(mut self) -> Self
     where
         T: VersionedParts,
         T::Table: SqlTable + 'static,
         T::TokenColumn: diesel::Column,
     {
+        let (schema, table) = crate::sql_name::of::<T::Table>()
+            .map_or((None, T::TABLE_NAME), |name| (name.schema, name.table));
         if !T::GENERATED_TOKEN {
-            let (schema, table) = crate::sql_name::of::<T::Table>()
-                .map_or((None, T::TABLE_NAME), |name| (name.schema, name.table));
-            self.expected.push(Expected {
+            self.tokens.push(Expected {
                 schema,
                 table,
                 column: <T::TokenColumn as diesel::Column>::NAME,
@@ -115,55 +165,85 @@ impl SchemaCheck {
                 precision: <T as Versioned>::TOKEN_PRECISION,
             });
         }
+        let key = ExpectedKey {
+            schema,
+            table,
+            columns: T::KEY_COLUMNS,
+        };
+        if !key.columns.is_empty() && !self.keys.iter().any(|known| known.same_key(&key)) {
+            self.keys.push(key);
+        }
         self
     }
 
-    /// Reads each token column's type on a blocking connection and reports every
-    /// problem at once, as [`Error::Schema`]. One query per entity.
+    /// Reads each token column's type and each table's unique indexes on a blocking
+    /// connection and reports every problem at once, as [`Error::Schema`]. One query
+    /// per token column and one per table.
     pub fn run<Conn>(&self, conn: &mut Conn) -> Result<(), Error>
     where
         Conn: Connection,
         Conn::Backend: SchemaBackend,
-        for<'a> BoxedSqlQuery<'a, Conn::Backend, SqlQuery>: LoadQuery<'a, Conn, ColumnRow>,
+        for<'a> BoxedSqlQuery<'a, Conn::Backend, SqlQuery>:
+            LoadQuery<'a, Conn, ColumnRow> + LoadQuery<'a, Conn, KeyIndexRow>,
     {
-        let mut found = Vec::with_capacity(self.expected.len());
-        for expected in &self.expected {
-            let rows: Vec<ColumnRow> = column_query::<Conn::Backend>(expected).load(conn)?;
-            found.push(rows.into_iter().next());
+        let mut columns = Vec::with_capacity(self.tokens.len());
+        for query in self.column_queries::<Conn::Backend>() {
+            let rows: Vec<ColumnRow> = query.load(conn)?;
+            columns.push(rows.into_iter().next());
         }
-        self.judge(<Conn::Backend as SchemaBackend>::DIALECT, found)
+        let mut keys = Vec::with_capacity(self.keys.len());
+        for query in self.key_queries::<Conn::Backend>() {
+            keys.push(query.load(conn)?);
+        }
+        self.judge(<Conn::Backend as SchemaBackend>::DIALECT, columns, keys)
     }
 
-    /// The expectations, for the async twin.
-    #[cfg(feature = "async")]
-    pub(crate) fn queries<DB: SchemaBackend>(
+    /// The query of each token column, in order.
+    pub(crate) fn column_queries<DB: SchemaBackend>(
         &self,
     ) -> impl Iterator<Item = BoxedSqlQuery<'static, DB, SqlQuery>> + '_ {
-        self.expected.iter().map(column_query::<DB>)
+        self.tokens
+            .iter()
+            .map(|expected| DB::column_query(expected.schema, expected.table, expected.column))
     }
 
-    /// Compares what each column is with what its entity needs.
+    /// The query of each key's table, in order.
+    pub(crate) fn key_queries<DB: SchemaBackend>(
+        &self,
+    ) -> impl Iterator<Item = BoxedSqlQuery<'static, DB, SqlQuery>> + '_ {
+        self.keys
+            .iter()
+            .map(|key| DB::key_query(key.schema, key.table))
+    }
+
+    /// Compares what each token column is with what its entity needs, and each table's
+    /// unique indexes with its entities' keys. `columns` and `keys` hold the rows of
+    /// [`column_queries`](Self::column_queries) and [`key_queries`](Self::key_queries).
     pub(crate) fn judge(
         &self,
         dialect: Dialect,
-        found: Vec<Option<ColumnRow>>,
+        columns: Vec<Option<ColumnRow>>,
+        keys: Vec<Vec<KeyIndexRow>>,
     ) -> Result<(), Error> {
-        let problems: Vec<SchemaProblem> = self
-            .expected
+        let token_problems = self
+            .tokens
             .iter()
-            .zip(found)
+            .zip(columns)
             .filter_map(|(expected, row)| expected.problem(dialect, row))
-            .collect();
+            .map(SchemaProblem::from);
+        let key_problems = self
+            .keys
+            .iter()
+            .zip(keys)
+            .filter_map(|(key, rows)| key.problem(dialect, rows))
+            .map(SchemaProblem::from);
+        let problems: Vec<SchemaProblem> = token_problems.chain(key_problems).collect();
         if problems.is_empty() {
             Ok(())
         } else {
             Err(Error::Schema(SchemaProblems::new(problems)))
         }
     }
-}
-
-fn column_query<DB: SchemaBackend>(expected: &Expected) -> BoxedSqlQuery<'static, DB, SqlQuery> {
-    DB::column_query(expected.schema, expected.table, expected.column)
 }
 
 /// The column query with its three binds, table, column and schema (the bind impls of
@@ -185,11 +265,27 @@ macro_rules! column_query {
     };
 }
 
+/// The key query with its two binds, table and schema.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+macro_rules! key_query {
+    ($sql:expr) => {
+        fn key_query(
+            schema: Option<&'static str>,
+            table: &'static str,
+        ) -> BoxedSqlQuery<'static, Self, SqlQuery> {
+            diesel::sql_query($sql)
+                .into_boxed()
+                .bind::<Text, _>(table)
+                .bind::<Nullable<Text>, _>(schema)
+        }
+    };
+}
+
 impl Expected {
-    fn problem(&self, dialect: Dialect, row: Option<ColumnRow>) -> Option<SchemaProblem> {
+    fn problem(&self, dialect: Dialect, row: Option<ColumnRow>) -> Option<TokenColumnProblem> {
         let needed_precision = (self.kind == TokenKind::Timestamp).then_some(self.precision);
         let problem = |found: Option<String>, found_precision: Option<u8>, set_to_now_on_update| {
-            SchemaProblem {
+            TokenColumnProblem {
                 schema: self.schema,
                 table: self.table,
                 column: self.column,
@@ -218,6 +314,114 @@ impl Expected {
         };
         (!fits || !precise_enough || set_to_now_on_update)
             .then(|| problem(Some(row.data_type), found_precision, set_to_now_on_update))
+    }
+}
+
+impl ExpectedKey {
+    /// The same table and the same set of key columns.
+    fn same_key(&self, other: &ExpectedKey) -> bool {
+        let set = |columns: &[&'static str]| columns.iter().copied().collect::<BTreeSet<_>>();
+        (self.schema, self.table) == (other.schema, other.table)
+            && set(self.columns) == set(other.columns)
+    }
+
+    /// The problem, if no unique index in `rows` (the table's, from the key query) is
+    /// on exactly the key columns. A table the query did not find (no rows) is none:
+    /// its token column reports it.
+    fn problem(&self, dialect: Dialect, rows: Vec<KeyIndexRow>) -> Option<UnenforcedKey> {
+        if rows.is_empty() {
+            return None;
+        }
+        // MySQL/MariaDB and SQLite compare column names without case.
+        let name = |column: &str| match dialect {
+            Dialect::Postgres => column.to_owned(),
+            Dialect::Mysql | Dialect::Sqlite => column.to_ascii_lowercase(),
+        };
+        let mut has_primary_key = false;
+        // Each index's columns; `None` once a part of it is not a plain column.
+        let mut indexes: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+        for row in rows {
+            let Some(index) = row.index_name else {
+                continue;
+            };
+            has_primary_key |= row.is_primary != 0;
+            let columns = indexes
+                .entry(index)
+                .or_insert_with(|| Some(BTreeSet::new()));
+            match (row.column_name, columns.as_mut()) {
+                (Some(column), Some(columns)) => {
+                    columns.insert(name(&column));
+                }
+                _ => *columns = None,
+            }
+        }
+        let key: BTreeSet<String> = self.columns.iter().map(|column| name(column)).collect();
+        let covered = indexes.values().flatten().any(|columns| *columns == key);
+        (!covered).then(|| UnenforcedKey {
+            schema: self.schema,
+            table: self.table,
+            columns: self.columns,
+            fix: unique_key_ddl(
+                dialect,
+                self.schema,
+                self.table,
+                self.columns,
+                has_primary_key,
+            ),
+        })
+    }
+}
+
+/// The DDL that makes `columns` of `schema.table` unique: the primary key where the
+/// table has none and the database can add one, a unique index otherwise. Names are
+/// quoted, as Diesel quotes them.
+fn unique_key_ddl(
+    dialect: Dialect,
+    schema: Option<&str>,
+    table: &str,
+    columns: &[&str],
+    has_primary_key: bool,
+) -> String {
+    let quote = |name: &str| match dialect {
+        Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
+        Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", name.replace('"', "\"\"")),
+    };
+    let qualified = |name: &str| match schema {
+        Some(schema) => format!("{}.{}", quote(schema), quote(name)),
+        None => quote(name),
+    };
+    let column_list = columns
+        .iter()
+        .map(|column| quote(column))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // SQLite cannot add a primary key to a table.
+    if !has_primary_key && dialect != Dialect::Sqlite {
+        return format!(
+            "ALTER TABLE {} ADD PRIMARY KEY ({column_list})",
+            qualified(table)
+        );
+    }
+    // `t_a_b_key`, as PostgreSQL names a UNIQUE constraint, within the 63 bytes of a
+    // PostgreSQL name (MySQL/MariaDB allow 64).
+    let mut index = std::iter::once(table)
+        .chain(columns.iter().copied())
+        .chain(["key"])
+        .collect::<Vec<_>>()
+        .join("_");
+    index.truncate(index.floor_char_boundary(63));
+    match dialect {
+        // SQLite puts an index in its table's schema, named on the index.
+        Dialect::Sqlite => format!(
+            "CREATE UNIQUE INDEX {} ON {} ({column_list})",
+            qualified(&index),
+            quote(table)
+        ),
+        Dialect::Postgres | Dialect::Mysql => format!(
+            "CREATE UNIQUE INDEX {} ON {} ({column_list})",
+            quote(&index),
+            qualified(table)
+        ),
     }
 }
 
@@ -275,8 +479,26 @@ pub struct ColumnRow {
     set_to_now_on_update: i64,
 }
 
-/// A backend [`SchemaCheck`] can read column types on: PostgreSQL, MySQL/MariaDB and
-/// SQLite, with the matching crate feature.
+/// One row of the per-backend key query: a column of a unique index of the table.
+/// The table has no such row when it does not exist; a row without an index name only
+/// says that it exists.
+#[derive(Debug, QueryableByName)]
+#[doc(hidden)]
+pub struct KeyIndexRow {
+    /// The unique index (PRIMARY KEY, UNIQUE constraint or unique index).
+    #[diesel(sql_type = Nullable<Text>)]
+    index_name: Option<String>,
+    /// Non-zero for the table's primary key.
+    #[diesel(sql_type = BigInt)]
+    is_primary: i64,
+    /// The indexed column, or `None` for a part of the index that is not a whole
+    /// column (an expression, a prefix): such an index does not count.
+    #[diesel(sql_type = Nullable<Text>)]
+    column_name: Option<String>,
+}
+
+/// A backend [`SchemaCheck`] can read column types and unique indexes on: PostgreSQL,
+/// MySQL/MariaDB and SQLite, with the matching crate feature.
 #[doc(hidden)]
 pub trait SchemaBackend: Backend + sealed::Sealed + 'static {
     /// How the backend names its types.
@@ -290,6 +512,15 @@ pub trait SchemaBackend: Backend + sealed::Sealed + 'static {
         schema: Option<&'static str>,
         table: &'static str,
         column: &'static str,
+    ) -> BoxedSqlQuery<'static, Self, SqlQuery>;
+    /// `index_name, is_primary, column_name` of every column of every unique index of
+    /// `schema.table` that is neither partial nor deferred, one row without an index
+    /// name when the table exists but has none, no row when it does not exist (see
+    /// [`KeyIndexRow`]).
+    #[doc(hidden)]
+    fn key_query(
+        schema: Option<&'static str>,
+        table: &'static str,
     ) -> BoxedSqlQuery<'static, Self, SqlQuery>;
 }
 
@@ -314,6 +545,23 @@ impl SchemaBackend for diesel::pg::Pg {
               OR ($3 IS NULL AND c.table_schema = ANY (current_schemas(false)))) \
          ORDER BY array_position(current_schemas(false), c.table_schema::name) LIMIT 1"
     );
+    // The table as its (quoted) name resolves; the key columns of each unique index
+    // that `ON CONFLICT` can use: valid, not deferrable, not partial. An expression's
+    // part (attnum 0) has no attribute, so its column is NULL.
+    key_query!(
+        "SELECT ic.relname::text AS index_name, \
+         COALESCE(i.indisprimary, false)::int::bigint AS is_primary, \
+         a.attname::text AS column_name \
+         FROM pg_class t \
+         LEFT JOIN pg_index i ON i.indrelid = t.oid AND i.indisunique AND i.indimmediate \
+              AND i.indisvalid AND i.indpred IS NULL \
+         LEFT JOIN pg_class ic ON ic.oid = i.indexrelid \
+         LEFT JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+              ON k.ord <= i.indnkeyatts \
+         LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+              AND k.attnum > 0 \
+         WHERE t.oid = to_regclass(COALESCE(quote_ident($2) || '.', '') || quote_ident($1))"
+    );
 }
 
 #[cfg(feature = "mysql")]
@@ -328,6 +576,17 @@ impl SchemaBackend for diesel::mysql::Mysql {
          FROM information_schema.COLUMNS \
          WHERE TABLE_NAME = ? AND COLUMN_NAME = ? AND TABLE_SCHEMA = COALESCE(?, DATABASE())"
     );
+    // A column prefix (`SUB_PART`) or an expression (MySQL 8's functional key parts,
+    // whose COLUMN_NAME is NULL) gives a NULL column.
+    key_query!(
+        "SELECT CAST(s.INDEX_NAME AS CHAR) AS index_name, \
+         CAST(COALESCE(s.INDEX_NAME = 'PRIMARY', 0) AS SIGNED) AS is_primary, \
+         CAST(CASE WHEN s.SUB_PART IS NULL THEN s.COLUMN_NAME END AS CHAR) AS column_name \
+         FROM information_schema.TABLES t \
+         LEFT JOIN information_schema.STATISTICS s ON s.TABLE_SCHEMA = t.TABLE_SCHEMA \
+              AND s.TABLE_NAME = t.TABLE_NAME AND s.NON_UNIQUE = 0 \
+         WHERE t.TABLE_NAME = ? AND t.TABLE_SCHEMA = COALESCE(?, DATABASE())"
+    );
 }
 
 #[cfg(feature = "sqlite")]
@@ -339,6 +598,21 @@ impl SchemaBackend for diesel::sqlite::Sqlite {
         "SELECT type AS data_type, CAST(NULL AS INTEGER) AS datetime_precision, \
          0 AS set_to_now_on_update \
          FROM pragma_table_info(?1, ?3) WHERE name = ?2"
+    );
+    // The unique indexes that are not partial (an expression's column has no name);
+    // then the rowid alias: a primary key without an index of its own (origin `pk`) is
+    // the table's INTEGER PRIMARY KEY; then a row that says the table exists.
+    key_query!(
+        "SELECT il.name AS index_name, CAST(il.origin = 'pk' AS INTEGER) AS is_primary, \
+         ii.name AS column_name \
+         FROM pragma_index_list(?1, ?2) AS il, pragma_index_info(il.name, ?2) AS ii \
+         WHERE il.\"unique\" AND NOT il.partial \
+         UNION ALL \
+         SELECT 'INTEGER PRIMARY KEY', 1, ti.name FROM pragma_table_info(?1, ?2) AS ti \
+         WHERE ti.pk > 0 \
+         AND NOT EXISTS (SELECT 1 FROM pragma_index_list(?1, ?2) WHERE origin = 'pk') \
+         UNION ALL \
+         SELECT NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM pragma_table_info(?1, ?2))"
     );
 }
 
@@ -443,5 +717,129 @@ mod tests {
             missing.to_string(),
             "t.c does not exist, the token needs a 64-bit integer"
         );
+    }
+
+    fn key(columns: &'static [&'static str]) -> ExpectedKey {
+        ExpectedKey {
+            schema: None,
+            table: "t",
+            columns,
+        }
+    }
+
+    /// Rows of the key query: `(index, primary, column)`.
+    fn indexes(rows: &[(Option<&str>, bool, Option<&str>)]) -> Vec<KeyIndexRow> {
+        rows.iter()
+            .map(|&(index, primary, column)| KeyIndexRow {
+                index_name: index.map(str::to_owned),
+                is_primary: i64::from(primary),
+                column_name: column.map(str::to_owned),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_key_is_covered_only_by_a_unique_index_on_exactly_its_columns() {
+        let composite = key(&["order_id", "line_no"]);
+        let covering = indexes(&[
+            (Some("t_pkey"), true, Some("id")),
+            (Some("t_lines"), false, Some("line_no")),
+            (Some("t_lines"), false, Some("order_id")),
+        ]);
+        assert_eq!(composite.problem(Dialect::Postgres, covering), None);
+
+        let superset = indexes(&[
+            (Some("wide"), false, Some("order_id")),
+            (Some("wide"), false, Some("line_no")),
+            (Some("wide"), false, Some("quantity")),
+        ]);
+        let problem = composite.problem(Dialect::Postgres, superset).unwrap();
+        assert_eq!(problem.columns, ["order_id", "line_no"]);
+        assert_eq!(
+            problem.fix,
+            r#"ALTER TABLE "t" ADD PRIMARY KEY ("order_id", "line_no")"#
+        );
+
+        // An index with an expression or a prefix among its parts does not count.
+        let single = key(&["id"]);
+        let expression = indexes(&[(Some("e"), false, Some("id")), (Some("e"), false, None)]);
+        assert!(single.problem(Dialect::Mysql, expression).is_some());
+        let prefix = indexes(&[(Some("p"), false, None)]);
+        assert!(single.problem(Dialect::Mysql, prefix).is_some());
+    }
+
+    #[test]
+    fn a_missing_table_is_left_to_its_token_column_and_an_empty_one_is_reported() {
+        let single = key(&["id"]);
+        assert_eq!(single.problem(Dialect::Postgres, Vec::new()), None);
+        let no_index = indexes(&[(None, false, None)]);
+        assert!(single.problem(Dialect::Postgres, no_index).is_some());
+    }
+
+    #[test]
+    fn column_names_compare_without_case_where_the_database_does() {
+        let single = key(&["Id"]);
+        let lower = || indexes(&[(Some("PRIMARY"), true, Some("id"))]);
+        assert_eq!(single.problem(Dialect::Mysql, lower()), None);
+        assert_eq!(single.problem(Dialect::Sqlite, lower()), None);
+        assert!(single.problem(Dialect::Postgres, lower()).is_some());
+    }
+
+    #[test]
+    fn the_fix_adds_a_primary_key_where_it_can_and_a_unique_index_otherwise() {
+        let ddl = |dialect, schema, primary| {
+            unique_key_ddl(dialect, schema, "items", &["sku", "bin"], primary)
+        };
+        assert_eq!(
+            ddl(Dialect::Mysql, None, false),
+            "ALTER TABLE `items` ADD PRIMARY KEY (`sku`, `bin`)"
+        );
+        assert_eq!(
+            ddl(Dialect::Postgres, Some("app"), true),
+            r#"CREATE UNIQUE INDEX "items_sku_bin_key" ON "app"."items" ("sku", "bin")"#
+        );
+        assert_eq!(
+            ddl(Dialect::Mysql, Some("app"), true),
+            "CREATE UNIQUE INDEX `items_sku_bin_key` ON `app`.`items` (`sku`, `bin`)"
+        );
+        // SQLite cannot add a primary key, and names the schema on the index.
+        assert_eq!(
+            ddl(Dialect::Sqlite, Some("app"), false),
+            r#"CREATE UNIQUE INDEX "app"."items_sku_bin_key" ON "items" ("sku", "bin")"#
+        );
+        // Quotes in a name are doubled; a long index name is cut to 63 bytes.
+        assert_eq!(
+            unique_key_ddl(Dialect::Postgres, None, "a\"b", &["c"], false),
+            r#"ALTER TABLE "a""b" ADD PRIMARY KEY ("c")"#
+        );
+        let long = "x".repeat(70);
+        let fix = unique_key_ddl(Dialect::Postgres, None, &long, &["c"], true);
+        assert!(fix.contains(&format!("\"{}\" ON", "x".repeat(63))), "{fix}");
+    }
+
+    #[test]
+    fn the_message_names_the_key_and_the_fix() {
+        let problem = key(&["order_id", "line_no"])
+            .problem(Dialect::Sqlite, indexes(&[(None, false, None)]))
+            .unwrap();
+        assert_eq!(
+            SchemaProblem::from(problem).to_string(),
+            "t key (order_id, line_no) has no PRIMARY KEY or UNIQUE index on exactly its \
+             columns, so the database does not keep it unique, which checked inserts and \
+             upserts need; add one: CREATE UNIQUE INDEX \"t_order_id_line_no_key\" ON \"t\" \
+             (\"order_id\", \"line_no\")"
+        );
+    }
+
+    #[test]
+    fn entities_sharing_a_table_and_key_check_it_once() {
+        let mut check = SchemaCheck::new();
+        for columns in [&["a", "b"][..], &["b", "a"], &["a"]] {
+            let key = key(columns);
+            if !check.keys.iter().any(|known| known.same_key(&key)) {
+                check.keys.push(key);
+            }
+        }
+        assert_eq!(check.keys.len(), 2);
     }
 }

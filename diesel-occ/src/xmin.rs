@@ -59,6 +59,11 @@
 //! token back is implemented for PostgreSQL connections only. Let the application
 //! assign the token there (an integer or UUID `#[occ(version)]`), and install the
 //! bypass guard (feature `bypass-guard`) to cover other writers.
+//!
+//! A generated token exists only once the database has written the row, so the checked
+//! inserts and upserts (`insert_checked`, `upsert_checked`) do not compile for such an
+//! entity ([`AssignedToken`](crate::statement::AssignedToken)): insert the row with
+//! Diesel's `insert_into`, then read it, token and all, with `find`.
 
 use std::io::Write;
 

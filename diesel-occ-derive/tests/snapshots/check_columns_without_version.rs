@@ -45,23 +45,19 @@ const _: () = {
     fn __occ_check_filter(
         values: &Shelf,
     ) -> __occ::diesel::dsl::And<
-        __occ::NullSafeEq<shelves::label, __occ::Bound<shelves::label, Option<String>>>,
-        __occ::NullSafeEq<shelves::qty, __occ::Bound<shelves::qty, i32>>,
+        __occ::TokenEq<shelves::label, Option<String>>,
+        __occ::TokenEq<shelves::qty, i32>,
     > {
-        __occ::NullSafeEq::new(
+        __occ::TokenEq::null_safe(
                 shelves::label,
-                <__occ::Bound<
-                    shelves::label,
-                    Option<String>,
-                >>::new(::std::clone::Clone::clone(&values.label)),
+                ::std::clone::Clone::clone(&values.label),
+                __occ::check_text_forms::<Option<String>>,
             )
             .and(
-                __occ::NullSafeEq::new(
+                __occ::TokenEq::null_safe(
                     shelves::qty,
-                    <__occ::Bound<
-                        shelves::qty,
-                        i32,
-                    >>::new(::std::clone::Clone::clone(&values.qty)),
+                    ::std::clone::Clone::clone(&values.qty),
+                    __occ::check_text_forms::<i32>,
                 ),
             )
     }
@@ -71,11 +67,8 @@ const _: () = {
             __occ::diesel::dsl::Eq<shelves::id, __occ::Bound<shelves::id, i32>>,
         >,
         __occ::diesel::dsl::And<
-            __occ::NullSafeEq<
-                shelves::label,
-                __occ::Bound<shelves::label, Option<String>>,
-            >,
-            __occ::NullSafeEq<shelves::qty, __occ::Bound<shelves::qty, i32>>,
+            __occ::TokenEq<shelves::label, Option<String>>,
+            __occ::TokenEq<shelves::qty, i32>,
         >,
     >;
     /// The row with `values`' key, if it still holds `values`' check columns.

@@ -3,18 +3,23 @@
 
 use std::future::Future;
 
-use diesel::query_builder::{AsChangeset, InsertStatement};
+use diesel::associations::HasTable;
+use diesel::query_builder::{AsChangeset, InsertStatement, IntoUpdateTarget};
+use diesel::query_dsl::methods::FilterDsl;
 use diesel::{Insertable, OptionalExtension, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 
+use super::transaction::Recoverable;
 use super::{classify, usable};
-use crate::blocking::{OnConflictReturning, OneStatementUpsert, one_statement_upsert};
-use crate::error::{Error, Operation, insert_error};
-use crate::insert::{UpsertTokens, Upserted, upsert_conflict};
-use crate::statement::CurrentToken;
+use crate::blocking::{
+    InsertIfAbsentOf, OnConflictReturning, UpsertUpdate, insert_if_absent, upsert_update,
+};
+use crate::error::{Error, Operation, unique_error};
+use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
+use crate::statement::{AssignedToken, CurrentToken};
 use crate::token::VersionToken;
-use crate::versioned::VersionedParts;
+use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on an async Diesel connection: the twin of
@@ -48,10 +53,11 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
     where
         Self: Clone + Send + Insertable<Self::Table>,
         Self::Table: Table + Default,
+        Self::TokenAssignment: AssignedToken<Self::Table>,
         InsertStatement<Self::Table, <Self as Insertable<Self::Table>>::Values>:
             ExecuteDsl<Conn> + Send,
     {
-        let initial = Self::Token::initial();
+        let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
         let mut row = self.clone();
         row.set_token(initial.clone());
         let statement = diesel::insert_into(Self::Table::default()).values(row);
@@ -59,9 +65,11 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         observe::in_write_span_async(span, async move {
             usable(conn)?;
             let key = self.key();
-            ExecuteDsl::execute(statement, conn).await.map_err(|e| {
-                insert_error(e, Self::sql_table_name(), Some(Self::entity_key(&key)))
-            })?;
+            let mut recoverable = Recoverable::begin(conn).await?;
+            let inserted = ExecuteDsl::execute(statement, recoverable.conn())
+                .await
+                .map_err(|e| unique_error(e, Self::sql_table_name(), Some(Self::entity_key(&key))));
+            recoverable.end(inserted).await?;
             outcome::trace_written_key::<Self>(&key, Operation::Insert);
             self.set_token(initial.clone());
             Ok(initial)
@@ -83,22 +91,26 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
             <(New, Self::TokenAssignment) as Insertable<Self::Table>>::Values,
         >: ExecuteDsl<Conn> + Send,
     {
-        let initial = Self::Token::initial();
+        let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
         let row = (new, Self::token_assignment(&initial));
         let statement = diesel::insert_into(Self::Table::default()).values(row);
         let span =
             observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
         observe::in_write_span_async(span, async move {
             usable(conn)?;
-            ExecuteDsl::execute(statement, conn)
+            let mut recoverable = Recoverable::begin(conn).await?;
+            let inserted = ExecuteDsl::execute(statement, recoverable.conn())
                 .await
-                .map_err(|e| insert_error(e, Self::sql_table_name(), None))?;
+                .map_err(|e| unique_error(e, Self::sql_table_name(), None));
+            recoverable.end(inserted).await?;
             Ok(initial)
         })
     }
 
-    /// Inserts the entity if no row has its key, else updates the row only if it holds
-    /// `expected`. See [`crate::InsertDsl::upsert_checked`].
+    /// Writes the entity as the client expects the row to be: `None`, no row (insert
+    /// it); `Some(token)`, the row holding `token` (update it, never insert). See
+    /// [`crate::InsertDsl::upsert_checked`] for the outcomes, the statements and what
+    /// happens to the caller's transaction on each backend.
     fn upsert_checked(
         &mut self,
         conn: &mut Conn,
@@ -106,6 +118,7 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
     ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send
     where
         Self: Clone + Send,
+        Self::TokenAssignment: AssignedToken<Self::Table>,
         Conn::Backend: AsyncUpsertBackend<Self, Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
         Self::TokenQuery: Send + 'static,
@@ -119,23 +132,24 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
             let mut row = self.clone();
             row.set_token(tokens.initial.clone());
             let key = self.key();
+            let mut recoverable = Recoverable::begin(conn).await?;
             let returned = <Conn::Backend as AsyncUpsertBackend<Self, Conn>>::upsert(
-                conn,
+                recoverable.conn(),
                 row,
                 expected.clone(),
                 tokens.fresh.clone(),
             )
-            .await?;
-            match tokens.outcome(returned) {
-                Some(upserted) => {
+            .await;
+            match recoverable.end(returned).await? {
+                Some(token) => {
                     outcome::trace_written_key::<Self>(&key, Operation::Upsert);
-                    self.set_token(upserted.token().clone());
-                    Ok(upserted)
+                    self.set_token(token.clone());
+                    Ok(upserted(expected.is_some(), token))
                 }
                 None => {
-                    let against = expected.clone().unwrap_or_else(|| tokens.initial.clone());
+                    let against = tokens.against(expected.as_ref()).clone();
                     let classified =
-                        classify::<Self, Conn>(key, &against, Operation::Upsert, conn).await;
+                        classify::<Self, Conn>(key, &against, Operation::ClientToken, conn).await;
                     Err(upsert_conflict::<Self>(expected.as_ref(), classified))
                 }
             }
@@ -149,9 +163,9 @@ impl<T: VersionedParts, Conn: AsyncConnection> InsertDsl<Conn> for T {}
 /// blocking `UpsertBackend`. Not public API.
 #[doc(hidden)]
 pub trait AsyncUpsertBackend<T: VersionedParts, Conn> {
-    /// Inserts `row` (which holds the initial token), or updates the row with its key
-    /// holding `expected` with `row`'s columns and `fresh`; the token the row holds
-    /// after, or `None` when it was left alone.
+    /// With `expected`, updates the row with `row`'s key holding it with `row`'s columns
+    /// and `fresh`; without, inserts `row` (which holds the initial token) if its key
+    /// is free. The token the row holds after, or `None` when it was left alone.
     fn upsert(
         conn: &mut Conn,
         row: T,
@@ -160,29 +174,56 @@ pub trait AsyncUpsertBackend<T: VersionedParts, Conn> {
     ) -> impl Future<Output = Result<Option<T::Token>, Error>> + Send;
 }
 
+/// The update of an upsert that expects `expected`, run: the fresh token when it wrote
+/// the row. The twin of the blocking `update_holding`.
+async fn update_holding<T, Conn>(
+    conn: &mut Conn,
+    row: T,
+    expected: T::Token,
+    fresh: T::Token,
+) -> Result<Option<T::Token>, Error>
+where
+    T: VersionedParts,
+    Conn: AsyncConnection,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    UpsertUpdate<T>: ExecuteDsl<Conn> + Send,
+{
+    let key = row.key();
+    let update = upsert_update(&row, &expected, &fresh);
+    let affected = ExecuteDsl::execute(update, conn)
+        .await
+        .map_err(|e| unique_error(e, T::sql_table_name(), Some(T::entity_key(&key))))?;
+    Ok(outcome::written_key::<T>(&key, affected)?.then_some(fresh))
+}
+
 impl<DB, T, Conn> AsyncUpsertBackend<T, Conn> for DB
 where
     DB: OnConflictReturning,
-    T: VersionedParts + Insertable<T::Table>,
+    T: VersionedParts + Insertable<T::Table> + Send,
     T::Table: Table + Default,
-    T::Changes: AsChangeset,
     Conn: AsyncConnection,
-    OneStatementUpsert<T>: LoadQuery<'static, Conn, T::Token> + Send + 'static,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    UpsertUpdate<T>: ExecuteDsl<Conn> + Send,
+    InsertIfAbsentOf<T>: LoadQuery<'static, Conn, T::Token> + Send + 'static,
 {
-    fn upsert(
+    async fn upsert(
         conn: &mut Conn,
         row: T,
         expected: Option<T::Token>,
         fresh: T::Token,
-    ) -> impl Future<Output = Result<Option<T::Token>, Error>> + Send {
-        let key = T::entity_key(&row.key());
-        let statement = one_statement_upsert(row, expected.as_ref(), &fresh);
-        async move {
-            RunQueryDsl::get_result::<T::Token>(statement, conn)
-                .await
-                .optional()
-                .map_err(|e| insert_error(e, T::sql_table_name(), Some(key)))
+    ) -> Result<Option<T::Token>, Error> {
+        if let Some(expected) = expected {
+            return update_holding(conn, row, expected, fresh).await;
         }
+        let key = T::entity_key(&row.key());
+        RunQueryDsl::get_result::<T::Token>(insert_if_absent(row), conn)
+            .await
+            .optional()
+            .map_err(|e| unique_error(e, T::sql_table_name(), Some(key)))
     }
 }
 

@@ -285,7 +285,8 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             let (statement, fresh) = prepared?;
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
-            settle::<Self, Conn>(conn, key, &expected, Operation::Update, affected).await?;
+            let operations = (Operation::Update, Operation::ClientToken);
+            settle_as::<Self, Conn>(conn, key, &expected, operations, affected).await?;
             Ok(fresh)
         })
     }
@@ -314,7 +315,8 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
             let statement = prepared?;
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
-            settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
+            let operations = (Operation::Delete, Operation::ClientToken);
+            settle_as::<Self, Conn>(conn, key, &expected, operations, affected).await
         })
     }
 
@@ -487,11 +489,30 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
+    settle_as::<T, Conn>(conn, key, expected, (operation, operation), affected).await
+}
+
+/// [`settle`], reported as `(written, conflict)`: the operation of its event when it
+/// wrote, and of its conflict when it did not ([`Operation::ClientToken`] for a write
+/// that compared a token the caller passed in). The twin of the blocking one.
+pub(crate) async fn settle_as<T, Conn>(
+    conn: &mut Conn,
+    key: T::Key,
+    expected: &T::Token,
+    (written, conflict): (Operation, Operation),
+    affected: usize,
+) -> Result<(), Error>
+where
+    T: Versioned,
+    Conn: AsyncConnection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
     if outcome::written_key::<T>(&key, affected)? {
-        outcome::trace_written_key::<T>(&key, operation);
+        outcome::trace_written_key::<T>(&key, written);
         Ok(())
     } else {
-        Err(classify::<T, Conn>(key, expected, operation, conn).await)
+        Err(classify::<T, Conn>(key, expected, conflict, conn).await)
     }
 }
 

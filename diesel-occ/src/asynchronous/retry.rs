@@ -531,7 +531,7 @@ where
     C: AsyncConnection,
 {
     match result {
-        Ok(value) => match C::TransactionManager::commit_transaction(conn).await {
+        Ok(value) => match super::transaction::commit(conn).await {
             Ok(()) => (Ok(value), true),
             Err(error) => (Err(error.into()), false),
         },

@@ -1,5 +1,5 @@
-//! [`SchemaCheck::run_async`]: the start-up check of token columns on an async
-//! connection, the twin of [`SchemaCheck::run`].
+//! [`SchemaCheck::run_async`]: the start-up check of token columns and keys on an
+//! async connection, the twin of [`SchemaCheck::run`].
 
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel_async::AsyncConnection;
@@ -7,11 +7,12 @@ use diesel_async::RunQueryDsl;
 use diesel_async::methods::LoadQuery;
 
 use crate::error::Error;
-use crate::schema_check::{ColumnRow, SchemaBackend, SchemaCheck};
+use crate::schema_check::{ColumnRow, KeyIndexRow, SchemaBackend, SchemaCheck};
 
 impl SchemaCheck {
     /// [`run`](Self::run) on an async connection: reads each token column's type and
-    /// reports every problem at once, as [`Error::Schema`]. One query per entity.
+    /// each table's unique indexes and reports every problem at once, as
+    /// [`Error::Schema`]. One query per token column and one per table.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -29,13 +30,18 @@ impl SchemaCheck {
     where
         Conn: AsyncConnection,
         Conn::Backend: SchemaBackend,
-        BoxedSqlQuery<'static, Conn::Backend, SqlQuery>: LoadQuery<'static, Conn, ColumnRow>,
+        BoxedSqlQuery<'static, Conn::Backend, SqlQuery>:
+            LoadQuery<'static, Conn, ColumnRow> + LoadQuery<'static, Conn, KeyIndexRow>,
     {
-        let mut found = Vec::new();
-        for query in self.queries::<Conn::Backend>() {
+        let mut columns = Vec::new();
+        for query in self.column_queries::<Conn::Backend>() {
             let rows: Vec<ColumnRow> = query.load(conn).await?;
-            found.push(rows.into_iter().next());
+            columns.push(rows.into_iter().next());
         }
-        self.judge(<Conn::Backend as SchemaBackend>::DIALECT, found)
+        let mut keys = Vec::new();
+        for query in self.key_queries::<Conn::Backend>() {
+            keys.push(query.load(conn).await?);
+        }
+        self.judge(<Conn::Backend as SchemaBackend>::DIALECT, columns, keys)
     }
 }

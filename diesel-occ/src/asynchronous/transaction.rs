@@ -11,6 +11,8 @@ use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, TransactionManager};
 
 use super::usable;
+use crate::aborted::{ABORTED_PROBE, COMMIT_UNLESS_ABORTED, leave_transaction};
+use crate::dialect::Dialect;
 use crate::restore::{Restore, Restoring};
 
 /// A transaction this library opened on a caller's connection.
@@ -52,9 +54,19 @@ impl<'c, Conn: AsyncConnection> OpenTransaction<'c, Conn> {
         self.conn
     }
 
+    /// Commits, or fails, rolling back, when the database aborted the transaction (an
+    /// error the closure caught, on PostgreSQL): see [`commit`].
     pub(crate) async fn commit(&mut self) -> Result<(), DieselError> {
-        let outcome = Conn::TransactionManager::commit_transaction(self.conn).await;
+        let outcome = commit(self.conn).await;
         // Ended either way: a failed commit is rolled back or marked by diesel-async.
+        self.open = false;
+        outcome
+    }
+
+    /// Commits a transaction no error can have aborted unseen (its one statement
+    /// succeeded): the savepoint of [`Recoverable`].
+    async fn release(&mut self) -> Result<(), DieselError> {
+        let outcome = Conn::TransactionManager::commit_transaction(self.conn).await;
         self.open = false;
         outcome
     }
@@ -103,6 +115,84 @@ impl<Conn: AsyncConnection> Drop for OpenTransaction<'_, Conn> {
     }
 }
 
+/// Commits the innermost transaction the library opened on `conn`, or fails, rolling
+/// it back, when the database aborted it: on PostgreSQL a `COMMIT` of an aborted
+/// transaction answers `ROLLBACK` without an error, so the outermost one commits with
+/// `aborted::COMMIT_UNLESS_ABORTED` (one round trip, as before) and a savepoint is
+/// released after `aborted::ABORTED_PROBE`. The twin of the blocking `commit`.
+pub(crate) async fn commit<Conn: AsyncConnection>(conn: &mut Conn) -> Result<(), DieselError> {
+    if !Dialect::errors_abort_transactions::<Conn::Backend>() {
+        return Conn::TransactionManager::commit_transaction(conn).await;
+    }
+    let depth = Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth();
+    let outermost = matches!(depth, Ok(Some(depth)) if depth.get() == 1);
+    let probe = if outermost {
+        COMMIT_UNLESS_ABORTED
+    } else {
+        ABORTED_PROBE
+    };
+    if let Err(aborted) = conn.batch_execute(probe).await {
+        // A failed COMMIT has ended the transaction already: the rollback finds none.
+        if Conn::TransactionManager::rollback_transaction(conn)
+            .await
+            .is_err()
+        {
+            Conn::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+        }
+        return Err(aborted);
+    }
+    if outermost {
+        leave_transaction(Conn::TransactionManager::transaction_manager_status_mut(
+            conn,
+        ))
+    } else {
+        Conn::TransactionManager::commit_transaction(conn).await
+    }
+}
+
+/// A write whose error may be an outcome the caller matches on and carries on from (a
+/// taken key), run so that its failure leaves the caller's transaction usable: in a
+/// savepoint when a transaction is open on a backend where errors abort transactions
+/// (PostgreSQL), else as it is. The twin of the blocking `recoverable`.
+pub(crate) enum Recoverable<'c, Conn: AsyncConnection> {
+    /// No transaction, or one that a failed statement does not abort.
+    Plain(&'c mut Conn),
+    /// The savepoint around the write.
+    Savepoint(OpenTransaction<'c, Conn>),
+}
+
+impl<'c, Conn: AsyncConnection> Recoverable<'c, Conn> {
+    pub(crate) async fn begin(conn: &'c mut Conn) -> Result<Self, DieselError> {
+        let in_transaction = matches!(
+            Conn::TransactionManager::transaction_manager_status_mut(conn).transaction_depth(),
+            Ok(Some(_))
+        );
+        if in_transaction && Dialect::errors_abort_transactions::<Conn::Backend>() {
+            Ok(Recoverable::Savepoint(OpenTransaction::begin(conn).await?))
+        } else {
+            Ok(Recoverable::Plain(conn))
+        }
+    }
+
+    pub(crate) fn conn(&mut self) -> &mut Conn {
+        match self {
+            Recoverable::Plain(conn) => conn,
+            Recoverable::Savepoint(open) => open.conn(),
+        }
+    }
+
+    /// Releases the savepoint after `result` succeeded, or rolls back to it.
+    pub(crate) async fn end<R>(self, result: Result<R, crate::Error>) -> Result<R, crate::Error> {
+        if let Recoverable::Savepoint(mut open) = self {
+            match &result {
+                Ok(_) => open.release().await?,
+                Err(_) => open.rollback().await?,
+            }
+        }
+        result
+    }
+}
+
 /// The closure of an async [`transaction`]: an async closure taking the connection and
 /// the entities, whose future is `Send`. Implemented for every such closure; you never
 /// name it.
@@ -131,9 +221,22 @@ where
 /// conflicts unless the row is still exactly as they read it.**
 ///
 /// The returned future is `Send`, so it runs inside `tokio::spawn` (an axum handler)
-/// whatever the closure borrows. A `transaction` inside another's closure, on the
-/// connection it is given, is a savepoint: it rolls back alone, restoring only its own
-/// entities.
+/// whatever the closure borrows.
+///
+/// **A transaction the database rolled back is never `Ok`**, as with the blocking
+/// `transaction`: on PostgreSQL, where any failed statement aborts the transaction and
+/// a `COMMIT` then answers `ROLLBACK` without an error, a closure that caught such an
+/// error and returned `Ok` gets the error that reports the abort, and the entities get
+/// their tokens back. MySQL, MariaDB and SQLite roll back only the failed statement.
+/// The library's own outcomes to match on (a conflict, [`Error::UniqueViolation`](crate::Error::UniqueViolation))
+/// never abort the transaction: the checked inserts and upserts run in a savepoint on
+/// PostgreSQL inside a transaction.
+///
+/// Inside an enclosing transaction (a `transaction` inside another's closure, on the
+/// connection it is given) this one is a savepoint: it rolls back alone, restoring only
+/// its own entities, and a later rollback of the enclosing one restores nothing this
+/// one kept: make the outermost transaction this one. Without it, after any rollback,
+/// discard the entities and read them again.
 ///
 /// A panic inside `f` rolls the transaction back and restores the tokens before it
 /// resumes in the caller (whoever polls the future: `catch_unwind` around it, or the

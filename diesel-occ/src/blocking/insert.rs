@@ -1,17 +1,19 @@
 //! [`InsertDsl`]: checked inserts and the checked upsert on a blocking connection.
 
+use diesel::associations::HasTable;
 use diesel::connection::Connection;
-use diesel::query_builder::{AsChangeset, InsertStatement};
-use diesel::query_dsl::methods::ExecuteDsl;
+use diesel::query_builder::{AsChangeset, InsertStatement, IntoUpdateTarget};
+use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Insertable, OptionalExtension, Table};
 
+use super::transaction::recoverable;
 use crate::blocking::classify;
-use crate::error::{Error, Operation, insert_error};
-use crate::insert::{UpsertTokens, Upserted, upsert_conflict};
-use crate::statement::{ConditionalUpsert, CurrentToken, OnTaken, TokenEq};
+use crate::error::{Error, Operation, unique_error};
+use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
+use crate::statement::{AssignedToken, CachedUpdate, CurrentToken, InsertIfAbsent};
 use crate::token::VersionToken;
-use crate::versioned::{TokenIs, VersionedParts};
+use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on a blocking Diesel connection: a new row
@@ -39,39 +41,43 @@ use crate::{observe, outcome};
 /// // A second PUT with the same `If-Match` is a conflict naming the current token.
 /// let conflict = stock.upsert_checked(&mut conn, Some(&1)).unwrap_err();
 /// assert_eq!(conflict.as_conflict().unwrap().current::<i32>(), Some(2));
+///
+/// // A PUT with `If-Match` for a row deleted since is a conflict, never an insert.
+/// Stock::delete_by_key(&mut conn, 7, &2)?;
+/// assert!(stock.upsert_checked(&mut conn, Some(&2)).unwrap_err().as_conflict().unwrap().is_deleted());
 /// # Ok(())
 /// # }
 /// ```
 pub trait InsertDsl<Conn: Connection>: VersionedParts {
     /// Inserts the entity as a new row with the initial token of its kind (1 for a
-    /// counter, a random UUID, the clock for a timestamp), whatever its token field
-    /// held, and returns that token. On success the entity holds it.
+    /// counter, a random UUID, the clock at the token's declared precision for a
+    /// timestamp, so the column stores it exactly), whatever its token field held, and
+    /// returns that token. On success the entity holds it.
     ///
     /// The entity derives Diesel's `Insertable` (and `Clone`: the row is inserted from
     /// a copy, so a failed insert leaves the entity as it was). A row with the same key,
     /// or another value a unique index covers, is an [`Error::UniqueViolation`], never
-    /// retried.
+    /// retried, which leaves a transaction of the caller's usable on every backend (on
+    /// PostgreSQL the INSERT runs in a savepoint when a Diesel transaction is open: two
+    /// more round trips there). An entity whose token the database generates does not
+    /// compile here ([`AssignedToken`]).
     fn insert_checked(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>
     where
         Self: Clone + Insertable<Self::Table>,
         Self::Table: Table + Default,
+        Self::TokenAssignment: AssignedToken<Self::Table>,
         InsertStatement<Self::Table, <Self as Insertable<Self::Table>>::Values>: ExecuteDsl<Conn>,
     {
         let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked");
         observe::in_write_span(span, || {
-            let initial = Self::Token::initial();
+            let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
             let mut row = self.clone();
             row.set_token(initial.clone());
-            ExecuteDsl::execute(
-                diesel::insert_into(Self::Table::default()).values(row),
-                conn,
-            )
-            .map_err(|e| {
-                insert_error(
-                    e,
-                    Self::sql_table_name(),
-                    Some(Self::entity_key(&self.key())),
-                )
+            let key = Self::entity_key(&self.key());
+            recoverable(conn, |conn| {
+                let insert = diesel::insert_into(Self::Table::default()).values(row);
+                ExecuteDsl::execute(insert, conn)
+                    .map_err(|e| unique_error(e, Self::sql_table_name(), Some(key)))
             })?;
             outcome::trace_written::<Self>(self, Operation::Insert);
             self.set_token(initial.clone());
@@ -83,7 +89,8 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
     /// form of a create request), adding the initial token, and returns that token.
     ///
     /// `INSERT INTO t (<new's columns>, token) VALUES (..., <initial>)`. A taken key
-    /// or unique value is an [`Error::UniqueViolation`].
+    /// or unique value is an [`Error::UniqueViolation`], which leaves a transaction of
+    /// the caller's usable, as [`insert_checked`](Self::insert_checked)'s does.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -117,36 +124,49 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
         let span =
             observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
         observe::in_write_span(span, || {
-            let initial = Self::Token::initial();
+            let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
             let row = (new, Self::token_assignment(&initial));
-            ExecuteDsl::execute(
-                diesel::insert_into(Self::Table::default()).values(row),
-                conn,
-            )
-            .map_err(|e| insert_error(e, Self::sql_table_name(), None))?;
+            recoverable(conn, |conn| {
+                let insert = diesel::insert_into(Self::Table::default()).values(row);
+                ExecuteDsl::execute(insert, conn)
+                    .map_err(|e| unique_error(e, Self::sql_table_name(), None))
+            })?;
             Ok(initial)
         })
     }
 
-    /// Inserts the entity if no row has its key; otherwise updates the row with every
-    /// column a checked save writes, only if it holds `expected` (the client's
-    /// `If-Match`; `None`: the client expects no row). Returns what it did and the
-    /// token the row holds now, which the entity takes.
+    /// Writes the entity as the client expects the row to be: `None`, no row (create
+    /// it); `Some(token)`, the row holding `token` (the client's `If-Match`: update it
+    /// with every column a checked save writes). Returns what it did and the token the
+    /// row holds now, which the entity takes.
     ///
-    /// When the row holds another token, or exists although `None` was expected, it is
-    /// left alone and the result is [`Error::Conflict`] with its current token
-    /// ([`Operation::Upsert`](crate::Operation::Upsert)); the entity is unchanged.
+    /// - `None`: a free key is inserted with the initial token
+    ///   ([`Upserted::Inserted`]); an existing row is left alone and the result is
+    ///   [`Error::Conflict`] holding its current token; another unique value taken is
+    ///   [`Error::UniqueViolation`].
+    /// - `Some(expected)`: the checked `UPDATE ... WHERE <key> AND token = <expected>`,
+    ///   never an insert ([`Upserted::Updated`]). A row holding another token is a
+    ///   [`Error::Conflict`] with its current token, and a row deleted since the client
+    ///   read it a [`Deleted`](crate::ConflictState::Deleted) conflict: an acknowledged
+    ///   delete is never undone by a writer that read the row before it.
     ///
-    /// One statement on PostgreSQL and SQLite:
-    /// `INSERT ... ON CONFLICT (<key>) DO UPDATE SET ..., token = <fresh> WHERE token =
-    /// <expected> RETURNING token` (`DO NOTHING` for `None`). MySQL and MariaDB have no
-    /// conditional upsert (`ON DUPLICATE KEY UPDATE` takes no `WHERE` and does not say
-    /// which branch ran), so there it is an `INSERT` and, on a duplicate key, the
-    /// checked `UPDATE ... WHERE <key> AND token = <expected>`: each statement is
-    /// atomic, and a row deleted between them is inserted again (once).
+    /// Its conflicts are client-token conflicts
+    /// ([`Operation::ClientToken`](crate::Operation::ClientToken)): calling it again with
+    /// the same expectation meets the same row, so the retry helpers do not retry them.
+    /// The entity is unchanged on any error.
     ///
-    /// The inserted row gets the initial token and the updated row a fresh one, drawn
-    /// so the two differ, so the token read back says which happened.
+    /// The statements: with `None`, one `INSERT ... ON CONFLICT (<key>) DO NOTHING
+    /// RETURNING token` on PostgreSQL and SQLite; on MySQL and MariaDB, which have no
+    /// conditional insert that says what it did, the `INSERT` and, on a duplicate key, a
+    /// locking read of the row's token (the latest row even inside a `REPEATABLE READ`
+    /// transaction). A conflict costs one more read.
+    ///
+    /// **The caller's transaction**: a conflict and [`Error::UniqueViolation`] leave it
+    /// usable on every backend. On PostgreSQL, where a failed statement aborts the
+    /// transaction, the statement runs in a savepoint when a Diesel transaction is open
+    /// (two more round trips there); MySQL, MariaDB and SQLite roll back only the
+    /// failed statement. The key must be unique in the database (a primary key or a
+    /// unique index: [`SchemaCheck`](crate::schema_check::SchemaCheck) checks it).
     fn upsert_checked(
         &mut self,
         conn: &mut Conn,
@@ -154,6 +174,7 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
     ) -> Result<Upserted<Self::Token>, Error>
     where
         Self: Clone,
+        Self::TokenAssignment: AssignedToken<Self::Table>,
         Conn::Backend: UpsertBackend<Self, Conn>,
         CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
     {
@@ -163,22 +184,24 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
             let mut row = self.clone();
             row.set_token(tokens.initial.clone());
             let key = self.key();
-            let returned = <Conn::Backend as UpsertBackend<Self, Conn>>::upsert(
-                conn,
-                row,
-                expected,
-                &tokens.fresh,
-            )?;
-            match tokens.outcome(returned) {
-                Some(upserted) => {
+            let returned = recoverable(conn, |conn| {
+                <Conn::Backend as UpsertBackend<Self, Conn>>::upsert(
+                    conn,
+                    row,
+                    expected,
+                    &tokens.fresh,
+                )
+            })?;
+            match returned {
+                Some(token) => {
                     outcome::trace_written_key::<Self>(&key, Operation::Upsert);
-                    self.set_token(upserted.token().clone());
-                    Ok(upserted)
+                    self.set_token(token.clone());
+                    Ok(upserted(expected.is_some(), token))
                 }
                 None => {
-                    let expected_or_initial = expected.unwrap_or(&tokens.initial);
+                    let against = tokens.against(expected);
                     let classified =
-                        classify::<Self, Conn>(&key, expected_or_initial, Operation::Upsert, conn);
+                        classify::<Self, Conn>(&key, against, Operation::ClientToken, conn);
                     Err(upsert_conflict::<Self>(expected, classified))
                 }
             }
@@ -192,8 +215,9 @@ impl<T: VersionedParts, Conn: Connection> InsertDsl<Conn> for T {}
 /// the token the row holds after them (`None`: the row was left alone). Not public API.
 #[doc(hidden)]
 pub trait UpsertBackend<T: VersionedParts, Conn> {
-    /// Inserts `row` (which holds the initial token), or updates the row with `key`
-    /// holding `expected` with `row`'s columns and `fresh`.
+    /// With `expected`, updates the row with `row`'s key holding it with `row`'s columns
+    /// and `fresh`; without, inserts `row` (which holds the initial token) if its key
+    /// is free.
     fn upsert(
         conn: &mut Conn,
         row: T,
@@ -202,7 +226,7 @@ pub trait UpsertBackend<T: VersionedParts, Conn> {
     ) -> Result<Option<T::Token>, Error>;
 }
 
-/// PostgreSQL and SQLite: one `INSERT ... ON CONFLICT ... RETURNING`.
+/// PostgreSQL and SQLite: `INSERT ... ON CONFLICT (<key>) DO NOTHING RETURNING token`.
 #[doc(hidden)]
 pub trait OnConflictReturning {}
 
@@ -211,49 +235,74 @@ impl OnConflictReturning for diesel::pg::Pg {}
 #[cfg(feature = "sqlite")]
 impl OnConflictReturning for diesel::sqlite::Sqlite {}
 
-/// The one-statement upsert: the statement for `row`, given the caller's expectation.
-pub(crate) type OneStatementUpsert<T> = ConditionalUpsert<
+/// The insert of an upsert that expects no row, on PostgreSQL and SQLite.
+pub(crate) type InsertIfAbsentOf<T> = InsertIfAbsent<
     InsertStatement<
         <T as crate::Versioned>::Table,
         <T as Insertable<<T as crate::Versioned>::Table>>::Values,
     >,
-    <<T as VersionedParts>::Changes as AsChangeset>::Changeset,
-    TokenIs<T>,
     <T as VersionedParts>::TokenColumn,
 >;
 
-pub(crate) fn one_statement_upsert<T>(
-    row: T,
-    expected: Option<&T::Token>,
-    fresh: &T::Token,
-) -> OneStatementUpsert<T>
+pub(crate) fn insert_if_absent<T>(row: T) -> InsertIfAbsentOf<T>
 where
     T: VersionedParts + Insertable<T::Table>,
     T::Table: Table + Default,
-    T::Changes: AsChangeset,
 {
-    let action = match expected {
-        None => OnTaken::Nothing,
-        Some(expected) => OnTaken::Update(
-            row.changes(fresh).as_changeset(),
-            TokenEq::new(
-                T::TokenColumn::default(),
-                expected.clone(),
-                T::token_text_forms,
-            ),
-        ),
-    };
-    let insert = diesel::insert_into(T::Table::default()).values(row);
-    ConditionalUpsert::new(insert, T::KEY_COLUMNS, action, T::TokenColumn::default())
+    InsertIfAbsent::new(
+        diesel::insert_into(T::Table::default()).values(row),
+        T::KEY_COLUMNS,
+    )
+}
+
+/// The update of an upsert that expects a token: every column a checked save writes,
+/// on the row with the key if it holds `expected`.
+pub(crate) type UpsertUpdate<T> = CachedUpdate<KeyGuarded<T>, <T as VersionedParts>::Changes>;
+
+/// The update of an upsert that expects `expected` (its text varies with the entity's
+/// skipped `None` fields: bounded in the statement cache).
+pub(crate) fn upsert_update<T>(row: &T, expected: &T::Token, fresh: &T::Token) -> UpsertUpdate<T>
+where
+    T: VersionedParts,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+{
+    CachedUpdate::new(key_guarded::<T>(row.key(), expected), row.changes(fresh)).bounded()
+}
+
+/// [`upsert_update`], run: the fresh token when it wrote the row.
+fn update_holding<T, Conn>(
+    conn: &mut Conn,
+    row: &T,
+    expected: &T::Token,
+    fresh: &T::Token,
+) -> Result<Option<T::Token>, Error>
+where
+    T: VersionedParts,
+    Conn: Connection,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    UpsertUpdate<T>: ExecuteDsl<Conn>,
+{
+    let key = row.key();
+    let affected = ExecuteDsl::execute(upsert_update(row, expected, fresh), conn)
+        .map_err(|e| unique_error(e, T::sql_table_name(), Some(T::entity_key(&key))))?;
+    Ok(outcome::written_key::<T>(&key, affected)?.then(|| fresh.clone()))
 }
 
 impl<DB, T, Conn> UpsertBackend<T, Conn> for DB
 where
     DB: OnConflictReturning,
+    Conn: Connection,
     T: VersionedParts + Insertable<T::Table>,
     T::Table: Table + Default,
-    T::Changes: AsChangeset,
-    OneStatementUpsert<T>: LoadQuery<'static, Conn, T::Token>,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    UpsertUpdate<T>: ExecuteDsl<Conn>,
+    InsertIfAbsentOf<T>: LoadQuery<'static, Conn, T::Token>,
 {
     fn upsert(
         conn: &mut Conn,
@@ -261,11 +310,14 @@ where
         expected: Option<&T::Token>,
         fresh: &T::Token,
     ) -> Result<Option<T::Token>, Error> {
-        let key = row.key();
-        one_statement_upsert(row, expected, fresh)
+        if let Some(expected) = expected {
+            return update_holding(conn, &row, expected, fresh);
+        }
+        let key = T::entity_key(&row.key());
+        insert_if_absent(row)
             .get_result::<T::Token>(conn)
             .optional()
-            .map_err(|e| insert_error(e, T::sql_table_name(), Some(T::entity_key(&key))))
+            .map_err(|e| unique_error(e, T::sql_table_name(), Some(key)))
     }
 }
 

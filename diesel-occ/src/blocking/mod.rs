@@ -37,10 +37,10 @@ mod transaction;
 
 pub use batch::BatchDsl;
 pub use insert::InsertDsl;
+#[cfg(feature = "async")]
+pub(crate) use insert::{InsertIfAbsentOf, UpsertUpdate, insert_if_absent, upsert_update};
 #[doc(hidden)]
 pub use insert::{OnConflictReturning, UpsertBackend};
-#[cfg(feature = "async")]
-pub(crate) use insert::{OneStatementUpsert, one_statement_upsert};
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
 pub(crate) use batch::fresh_tokens;
@@ -254,7 +254,8 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
             let statement =
                 CachedUpdate::new(target, (changes, Self::token_assignment(&fresh))).bounded();
             let affected = ExecuteDsl::execute(statement, conn)?;
-            settle::<Self, Conn>(conn, &key, expected, Operation::Update, affected)?;
+            let operations = (Operation::Update, Operation::ClientToken);
+            settle_as::<Self, Conn>(conn, &key, expected, operations, affected)?;
             Ok(fresh)
         })
     }
@@ -289,7 +290,8 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
             expected.validate()?;
             let statement = diesel::delete(key_guarded::<Self>(key.clone(), expected));
             let affected = ExecuteDsl::execute(statement, conn)?;
-            settle::<Self, Conn>(conn, &key, expected, Operation::Delete, affected)
+            let operations = (Operation::Delete, Operation::ClientToken);
+            settle_as::<Self, Conn>(conn, &key, expected, operations, affected)
         })
     }
 
@@ -482,11 +484,31 @@ where
     Conn: Connection,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
+    settle_as::<T, Conn>(conn, key, expected, (operation, operation), affected)
+}
+
+/// [`settle`], reported as `(written, conflict)`: the operation of its event when it
+/// wrote, and of its conflict when it did not. A write that compared a token the caller
+/// passed in (a client's `If-Match`) reports its conflict as
+/// [`Operation::ClientToken`]: re-running the same call cannot resolve it, so the retry
+/// helpers return it at once and do not count the row as hot.
+pub(crate) fn settle_as<T, Conn>(
+    conn: &mut Conn,
+    key: &T::Key,
+    expected: &T::Token,
+    (written, conflict): (Operation, Operation),
+    affected: usize,
+) -> Result<(), Error>
+where
+    T: Versioned,
+    Conn: Connection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
     if outcome::written_key::<T>(key, affected)? {
-        outcome::trace_written_key::<T>(key, operation);
+        outcome::trace_written_key::<T>(key, written);
         Ok(())
     } else {
-        Err(classify::<T, Conn>(key, expected, operation, conn))
+        Err(classify::<T, Conn>(key, expected, conflict, conn))
     }
 }
 

@@ -363,7 +363,7 @@ where
     C: Connection,
 {
     match result {
-        Ok(value) => match C::TransactionManager::commit_transaction(conn) {
+        Ok(value) => match super::transaction::commit(conn) {
             Ok(()) => (Ok(value), true),
             Err(error) => (Err(error.into()), false),
         },

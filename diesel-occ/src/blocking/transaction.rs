@@ -4,7 +4,11 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use diesel::connection::{Connection, TransactionManager};
+use diesel::result::{Error as DieselError, QueryResult};
 
+use crate::aborted::{ABORTED_PROBE, COMMIT_UNLESS_ABORTED, leave_transaction};
+use crate::dialect::Dialect;
+use crate::error::Error;
 use crate::restore::{Restore, Restoring};
 
 /// Runs `f` in a transaction and, unless it commits, gives every entity in `entities`
@@ -27,6 +31,17 @@ use crate::restore::{Restore, Restoring};
 /// ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked)) and
 /// [`CheckedDsl::force_increment`](crate::CheckedDsl::force_increment) inside it
 /// are covered like single saves.
+///
+/// **A transaction the database rolled back is never `Ok`.** On PostgreSQL any failed
+/// statement aborts the transaction, and a `COMMIT` then answers `ROLLBACK` without an
+/// error: when `f` catches such an error and returns `Ok`, this returns the error that
+/// reports the abort ("current transaction is aborted"), converted to `Err`, and
+/// restores the entities, in the same round trip as the commit. MySQL, MariaDB and
+/// SQLite roll back only the failed statement, and the transaction commits. The
+/// library's own outcomes to match on, a conflict and a taken key
+/// ([`Error::UniqueViolation`]), never abort it on any backend: the checked inserts and
+/// upserts run in a savepoint on PostgreSQL inside a transaction, so "insert, or carry
+/// on if the key is taken" commits the closure's other writes.
 ///
 /// Inside an enclosing transaction this one is a savepoint, and a later rollback of
 /// the enclosing one restores nothing: make the outermost transaction this one.
@@ -65,22 +80,70 @@ where
 {
     let mut restoring = Restoring::new(entities);
     let outer = depth(conn);
+    Conn::TransactionManager::begin_transaction(conn)?;
     // Diesel's `transaction` does not end its transaction when the closure panics.
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        conn.transaction(|conn| f(conn, &mut restoring.entities))
-    }));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(conn, &mut restoring.entities)));
     match outcome {
-        Ok(outcome) => {
-            if outcome.is_ok() {
-                restoring.keep();
-            }
-            outcome
+        Ok(Ok(value)) => {
+            commit(conn)?;
+            restoring.keep();
+            Ok(value)
         }
+        Ok(Err(error)) => match Conn::TransactionManager::rollback_transaction(conn) {
+            // Broken already: the closure's error says more.
+            Ok(()) | Err(DieselError::BrokenTransactionManager) => Err(error),
+            Err(rollback) => Err(rollback.into()),
+        },
         Err(panic) => {
             end_abandoned(conn, outer);
             // Unwinding drops `restoring`, which gives the entities their tokens back.
             panic::resume_unwind(panic)
         }
+    }
+}
+
+/// Commits the innermost transaction the library opened on `conn`, or fails, rolling it
+/// back, when the database aborted it: see [`COMMIT_UNLESS_ABORTED`].
+pub(crate) fn commit<Conn: Connection>(conn: &mut Conn) -> QueryResult<()> {
+    if Dialect::errors_abort_transactions::<Conn::Backend>() {
+        let probe = match depth(conn) {
+            Some(1) => COMMIT_UNLESS_ABORTED,
+            _ => ABORTED_PROBE,
+        };
+        if let Err(aborted) = conn.batch_execute(probe) {
+            // A failed COMMIT has ended the transaction already: nothing to roll back.
+            if depth(conn).is_some_and(|depth| depth > 0)
+                && Conn::TransactionManager::rollback_transaction(conn).is_err()
+            {
+                Conn::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+            }
+            return Err(aborted);
+        }
+        if probe == COMMIT_UNLESS_ABORTED {
+            // Diesel's `PgConnection` learns from libpq that the transaction ended.
+            return leave_transaction(Conn::TransactionManager::transaction_manager_status_mut(
+                conn,
+            ));
+        }
+    }
+    Conn::TransactionManager::commit_transaction(conn)
+}
+
+/// Runs `write`, whose error may be an outcome the caller matches on and carries on
+/// from (a taken key), so that its failure leaves the caller's transaction usable: in
+/// a savepoint when a transaction is open on a backend where errors abort transactions.
+/// Outside a transaction, or elsewhere, it runs as it is.
+pub(crate) fn recoverable<Conn, R>(
+    conn: &mut Conn,
+    write: impl FnOnce(&mut Conn) -> Result<R, Error>,
+) -> Result<R, Error>
+where
+    Conn: Connection,
+{
+    if Dialect::errors_abort_transactions::<Conn::Backend>() && depth(conn).is_some_and(|d| d > 0) {
+        conn.transaction(write)
+    } else {
+        write(conn)
     }
 }
 

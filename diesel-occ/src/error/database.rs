@@ -218,6 +218,10 @@ pub enum PoolErrorKind {
 
 /// A retry helper gave up. Nothing of the failed attempts was written.
 ///
+/// Its [`source`](std::error::Error::source) is the last attempt's error itself, a
+/// [`diesel_occ::Error`](Error), so a chain walked with `downcast_ref::<Error>()` (as
+/// anyhow's and eyre's `chain()` are) finds it.
+///
 /// ```
 /// use diesel_occ::blocking;
 /// use diesel_occ::retry::RetryPolicy;
@@ -240,13 +244,26 @@ pub enum PoolErrorKind {
 /// assert_eq!(exhausted.to_string(), "gave up after 2 attempts");
 /// # }
 /// ```
-#[derive(Debug, thiserror::Error)]
-#[error("{}", self.describe())]
+#[derive(Debug)]
 pub struct RetriesExhausted {
     attempts: u32,
     deadline_reached: bool,
-    #[source]
+    // Boxed: `Error` holds a `RetriesExhausted`.
     last: Box<Error>,
+}
+
+impl fmt::Display for RetriesExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Written out rather than derived: thiserror's `#[source]` on the `Box<Error>` would
+/// give the box as the source, which a downcast to `Error` does not find.
+impl std::error::Error for RetriesExhausted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.last)
+    }
 }
 
 impl RetriesExhausted {
@@ -293,5 +310,53 @@ impl RetriesExhausted {
     /// The conflict the last attempt met, when it was one.
     pub fn last_conflict(&self) -> Option<&ConcurrencyConflict> {
         self.last.as_conflict()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as StdError;
+
+    use super::{Error, RetriesExhausted};
+
+    /// A transient error, as the last attempt of a retry loop meets it.
+    fn locked() -> Error {
+        diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::Unknown,
+            Box::new(String::from("database is locked")),
+        )
+        .into()
+    }
+
+    /// anyhow's and eyre's `chain()` walk `source()` and downcast each link by type: the
+    /// last attempt's error is found as a `diesel_occ::Error`, not hidden in a `Box`.
+    #[test]
+    fn the_source_of_exhaustion_is_the_last_error_itself() {
+        let exhausted = RetriesExhausted::new(3, false, locked());
+        let source = exhausted.source().expect("the last error is the source");
+        let last = source
+            .downcast_ref::<Error>()
+            .unwrap_or_else(|| panic!("the source is not a diesel_occ::Error: {source:?}"));
+        assert!(last.is_transient(), "{last:?}");
+
+        let error = Error::from(exhausted);
+        let first: &(dyn StdError + 'static) = &error;
+        let chain: Vec<_> = std::iter::successors(Some(first), |e| (*e).source()).collect();
+        let ours: Vec<&Error> = chain.iter().filter_map(|e| e.downcast_ref()).collect();
+        assert_eq!(
+            ours.len(),
+            2,
+            "the exhaustion and the last error: {chain:?}"
+        );
+        assert!(matches!(ours[0], Error::RetriesExhausted(_)), "{ours:?}");
+        assert!(ours[1].is_transient(), "{ours:?}");
+        assert!(
+            chain
+                .last()
+                .unwrap()
+                .downcast_ref::<diesel::result::Error>()
+                .is_some(),
+            "the chain goes on to Diesel's error: {chain:?}"
+        );
     }
 }

@@ -14,9 +14,9 @@ pub use crate::token::{InvalidToken, InvalidTokenReason};
 pub use batch::BatchConflict;
 pub use conflict::{ConcurrencyConflict, ConflictState, EntityKey, NotFound, Operation};
 pub use database::{DatabaseError, PoolError, PoolErrorKind, RetriesExhausted, TransientKind};
-pub use schema::{SchemaProblem, SchemaProblems};
+pub use schema::{SchemaProblem, SchemaProblems, TokenColumnProblem, UnenforcedKey};
 pub use unique::UniqueViolation;
-pub(crate) use unique::insert_error;
+pub(crate) use unique::unique_error;
 
 /// Everything a checked operation can fail with.
 ///
@@ -63,12 +63,15 @@ pub enum Error {
     /// range). Nothing was read or written.
     #[error(transparent)]
     InvalidToken(#[from] InvalidToken),
-    /// A checked insert found its key, or another value a unique index covers, taken.
-    /// Nothing was written; never retried.
+    /// A checked insert or upsert found its key, or another value a unique index
+    /// covers, taken. Nothing was written; never retried. It leaves a transaction of
+    /// the caller's usable on every backend (a savepoint on PostgreSQL, where a failed
+    /// statement would abort it): see [`UniqueViolation`].
     #[error(transparent)]
     UniqueViolation(#[from] UniqueViolation),
     /// A checked write matched more than one row: the declared primary key is not unique
-    /// in the database.
+    /// in the database. [`SchemaCheck`](crate::schema_check::SchemaCheck) reports such a
+    /// key at start-up.
     #[error("{affected} rows of {table} matched key {key}; the primary key is not unique")]
     KeyNotUnique {
         /// The table written to.
@@ -100,7 +103,8 @@ pub enum Error {
     Batch(#[from] crate::error::BatchConflict),
     /// A [`SchemaCheck`](crate::schema_check::SchemaCheck) found token columns that cannot
     /// hold their entities' tokens (missing, of another kind, or keeping fewer
-    /// fractional digits than declared). Nothing was written.
+    /// fractional digits than declared), or keys the database does not keep unique (no
+    /// PRIMARY KEY or UNIQUE index on exactly the key columns). Nothing was written.
     #[error(transparent)]
     Schema(#[from] SchemaProblems),
     /// A change handed to a [`Combiner`](crate::blocking::Combiner) (blocking or async)

@@ -1,15 +1,16 @@
 //! [`SchemaProblems`]: what [`SchemaCheck`](crate::schema_check::SchemaCheck) found
-//! wrong with the token columns, carried by [`Error::Schema`](super::Error::Schema).
+//! wrong with the tables of the entities it checked, carried by
+//! [`Error::Schema`](super::Error::Schema).
 
 use std::fmt;
 
 use crate::token::TokenKind;
 
-/// Every token column [`SchemaCheck`](crate::schema_check::SchemaCheck) found wanting,
-/// carried by [`Error::Schema`](super::Error::Schema).
+/// Every problem [`SchemaCheck`](crate::schema_check::SchemaCheck) found, carried by
+/// [`Error::Schema`](super::Error::Schema).
 ///
 /// Its `Display` names each table and column, what the database has and what the
-/// token needs.
+/// entity needs; for a key the database does not keep unique, the DDL that adds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaProblems {
     problems: Vec<SchemaProblem>,
@@ -31,7 +32,7 @@ impl std::ops::Deref for SchemaProblems {
 
 impl fmt::Display for SchemaProblems {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "token columns that cannot hold their tokens: ")?;
+        write!(f, "tables that do not fit their versioned entities: ")?;
         for (i, problem) in self.problems.iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
@@ -44,10 +45,77 @@ impl fmt::Display for SchemaProblems {
 
 impl std::error::Error for SchemaProblems {}
 
+/// One problem [`SchemaCheck`](crate::schema_check::SchemaCheck) found with an
+/// entity's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaProblem {
+    /// The token column cannot hold the entity's tokens.
+    TokenColumn(TokenColumnProblem),
+    /// The database does not keep the entity's key unique: no PRIMARY KEY or UNIQUE
+    /// index covers exactly its key columns.
+    UnenforcedKey(UnenforcedKey),
+}
+
+impl SchemaProblem {
+    /// The table's schema, when `table!` names one.
+    pub fn schema(&self) -> Option<&'static str> {
+        match self {
+            SchemaProblem::TokenColumn(problem) => problem.schema,
+            SchemaProblem::UnenforcedKey(problem) => problem.schema,
+        }
+    }
+
+    /// The entity's table, by its SQL name.
+    pub fn table(&self) -> &'static str {
+        match self {
+            SchemaProblem::TokenColumn(problem) => problem.table,
+            SchemaProblem::UnenforcedKey(problem) => problem.table,
+        }
+    }
+
+    /// The token column's problem, when this is one.
+    pub fn as_token_column(&self) -> Option<&TokenColumnProblem> {
+        match self {
+            SchemaProblem::TokenColumn(problem) => Some(problem),
+            SchemaProblem::UnenforcedKey(_) => None,
+        }
+    }
+
+    /// The key the database does not keep unique, when this is one.
+    pub fn as_unenforced_key(&self) -> Option<&UnenforcedKey> {
+        match self {
+            SchemaProblem::UnenforcedKey(problem) => Some(problem),
+            SchemaProblem::TokenColumn(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchemaProblem::TokenColumn(problem) => problem.fmt(f),
+            SchemaProblem::UnenforcedKey(problem) => problem.fmt(f),
+        }
+    }
+}
+
+impl From<TokenColumnProblem> for SchemaProblem {
+    fn from(problem: TokenColumnProblem) -> Self {
+        SchemaProblem::TokenColumn(problem)
+    }
+}
+
+impl From<UnenforcedKey> for SchemaProblem {
+    fn from(problem: UnenforcedKey) -> Self {
+        SchemaProblem::UnenforcedKey(problem)
+    }
+}
+
 /// One token column that cannot hold its entity's tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct SchemaProblem {
+pub struct TokenColumnProblem {
     /// The table's schema, when `table!` names one.
     pub schema: Option<&'static str>,
     /// The entity's table, by its SQL name.
@@ -70,7 +138,7 @@ pub struct SchemaProblem {
     pub needed_precision: Option<u8>,
 }
 
-impl fmt::Display for SchemaProblem {
+impl fmt::Display for TokenColumnProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(schema) = self.schema {
             write!(f, "{schema}.")?;
@@ -97,5 +165,49 @@ impl fmt::Display for SchemaProblem {
         }
 
         Ok(())
+    }
+}
+
+/// An entity's key that the database does not keep unique: no PRIMARY KEY or UNIQUE
+/// index (or constraint) of its table is on exactly the key columns.
+///
+/// A checked insert or upsert relies on the key being unique: without such an index
+/// MySQL/MariaDB insert a second row with the same key where the entity expects a
+/// taken key or an update, and PostgreSQL and SQLite refuse the upsert's
+/// `ON CONFLICT (key)` with an untyped error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnenforcedKey {
+    /// The table's schema, when `table!` names one.
+    pub schema: Option<&'static str>,
+    /// The entity's table, by its SQL name.
+    pub table: &'static str,
+    /// The entity's key columns, by their SQL names, in key order.
+    pub columns: &'static [&'static str],
+    /// The DDL that makes the key unique, in the database's dialect: `ALTER TABLE t
+    /// ADD PRIMARY KEY (..)` for a table without a primary key on PostgreSQL and
+    /// MySQL/MariaDB, `CREATE UNIQUE INDEX t_.._key ON t (..)` otherwise. It fails
+    /// while the table holds duplicate keys: remove them first.
+    pub fix: String,
+}
+
+impl fmt::Display for UnenforcedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(schema) = self.schema {
+            write!(f, "{schema}.")?;
+        }
+        write!(f, "{} key (", self.table)?;
+        for (i, column) in self.columns.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(column)?;
+        }
+        write!(
+            f,
+            ") has no PRIMARY KEY or UNIQUE index on exactly its columns, so the database \
+             does not keep it unique, which checked inserts and upserts need; add one: {}",
+            self.fix
+        )
     }
 }

@@ -4,10 +4,17 @@ use std::fmt;
 
 use super::EntityKey;
 
-/// A checked insert ([`insert_checked`](crate::InsertDsl::insert_checked), or the insert
-/// of an upsert) met a unique constraint: a row with its key, or with another value a
-/// unique index covers, exists. Nothing was written. Never retried: inserting again
-/// meets the same row.
+/// A checked insert ([`insert_checked`](crate::InsertDsl::insert_checked),
+/// [`insert_checked_from`](crate::InsertDsl::insert_checked_from)) or upsert
+/// ([`upsert_checked`](crate::InsertDsl::upsert_checked)) met a unique constraint: a row
+/// with its key, or with another value a unique index covers, exists. Nothing was
+/// written. Never retried: inserting again meets the same row.
+///
+/// It is an outcome to match on ("insert, or carry on if it exists"), so it leaves a
+/// transaction of the caller's usable on every backend: on PostgreSQL, where a failed
+/// statement aborts the transaction, the checked inserts and upserts run in a savepoint
+/// when a Diesel transaction is open; MySQL, MariaDB and SQLite roll back only the
+/// failed statement.
 ///
 /// `Display` names the table and, when the insert had one, the key; the constraint's
 /// name (which only PostgreSQL reports) is available through
@@ -84,9 +91,9 @@ impl fmt::Display for UniqueViolation {
     }
 }
 
-/// The insert's error: a unique violation becomes [`UniqueViolation`], anything else
-/// the database error it is.
-pub(crate) fn insert_error(
+/// A checked insert's or upsert's error: a unique violation becomes
+/// [`UniqueViolation`], anything else the database error it is.
+pub(crate) fn unique_error(
     error: diesel::result::Error,
     table: &'static str,
     key: Option<EntityKey>,

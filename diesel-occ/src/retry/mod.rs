@@ -20,6 +20,12 @@
 //!   it. `?` works on Diesel's own errors, which convert into [`Error`].
 //! - When the policy gives up, the result is [`Error::RetriesExhausted`] with the
 //!   number of attempts and the last error.
+//! - A conflict of a write that takes the token as an argument (`update_by_key`,
+//!   `delete_by_key`, `upsert_checked`: a client's `If-Match`) is a client-token
+//!   conflict ([`Operation::ClientToken`](crate::Operation::ClientToken)): running the
+//!   same call again meets the same row, so it ends the loop at once and does not count
+//!   the row as hot. Read the entity in the attempt and save it with `save_checked` for
+//!   a write that a re-read can fix.
 //!
 //! ```
 //! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -94,6 +100,12 @@
 //!   `Err`: such an attempt is all-or-nothing even without a transaction of the
 //!   closure's, and a hot row it reads stays locked to the end, also when the closure
 //!   opens a transaction of its own.
+//! - A transaction the database rolled back is never `Ok`: on PostgreSQL a failed
+//!   statement the closure caught aborts the transaction, and the helper's commit then
+//!   reports the abort as the attempt's error (the error is not retryable) instead of
+//!   the `ROLLBACK` PostgreSQL answers to `COMMIT`; MySQL, MariaDB and SQLite roll back
+//!   only the failed statement, and the attempt commits. The library's own outcomes to
+//!   match on (a conflict, a taken key) leave the transaction usable on every backend.
 //! - The helper ends only transactions it began. When a connection comes out of the
 //!   source already inside a transaction (a test transaction, a `BEGIN; SET LOCAL ...`
 //!   for row-level security), the helper's transaction is a savepoint, which it

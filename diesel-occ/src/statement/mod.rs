@@ -29,10 +29,10 @@ pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+mod insert_if_absent;
 mod null_safe_eq;
 mod text_limit;
 mod token_eq;
-mod upsert;
 
 #[doc(hidden)]
 pub use batch::{Skippable, ValuesColumns, WrittenColumn};
@@ -42,11 +42,11 @@ pub use bulk::AdvancedTimestamp;
 pub use bulk::{AdvanceToken, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
+#[doc(hidden)]
+pub use insert_if_absent::InsertIfAbsent;
 pub use null_safe_eq::NullSafeEq;
 pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
 pub use token_eq::TokenEq;
-#[doc(hidden)]
-pub use upsert::{ConditionalUpsert, OnTaken};
 
 /// The token assignment of an entity whose token the database generates: there is
 /// none, and writes that need one (force increment, soft delete, bulk update) do not
@@ -63,6 +63,39 @@ pub use upsert::{ConditionalUpsert, OnTaken};
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAssigned;
+
+/// The token assignment of an entity whose token the application assigns, which a
+/// checked insert or upsert writes: every entity's but one with a database-generated
+/// token (`#[occ(version, generated)]`, PostgreSQL's `xmin`), whose assignment is
+/// [`NotAssigned`]. Such a row's token exists only once the database has written it,
+/// so `insert_checked` and `upsert_checked` do not compile for it: insert the row with
+/// Diesel's `insert_into`, then read it, token and all, with `find`.
+///
+/// Implemented for every assignment Diesel can insert into `Table`; apps need not
+/// concern themselves with this trait.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_occ::statement::AssignedToken;
+/// use diesel_occ::versioned::VersionedParts;
+///
+/// fn assigned<T: VersionedParts>()
+/// where
+///     T::TokenAssignment: AssignedToken<T::Table>,
+/// {
+/// }
+///
+/// # fn main() {
+/// assigned::<Stock>();
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the database generates this entity's token: a checked insert cannot write it",
+    note = "insert the row with Diesel's `insert_into`, then read it and its token with `find`"
+)]
+pub trait AssignedToken<Table> {}
+
+impl<Table, Assignment: diesel::Insertable<Table>> AssignedToken<Table> for Assignment {}
 
 /// The full save of an entity without a version column (`#[occ(check)]` fields): there
 /// is none. Such an entity checks the values of its check columns as they were read,

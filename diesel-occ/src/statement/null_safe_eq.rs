@@ -14,8 +14,10 @@ use crate::dialect::Dialect;
 /// SQLite. A plain `=` is never true when a side is NULL, so a check column that was
 /// NULL when read would make every checked write conflict.
 ///
-/// `#[derive(Versioned)]` builds one per check column of a versionless entity; a
-/// non-null column takes the same path.
+/// `#[derive(Versioned)]` compares each check column of a versionless entity this way
+/// (a non-null column too), through a predicate that writes this operator and, on
+/// SQLite, also matches the other text forms of a timestamp value, as a timestamp
+/// token's predicate does.
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -79,7 +81,7 @@ impl<L: QueryId, R: QueryId> QueryId for NullSafeEq<L, R> {
 }
 
 /// The operator on `DB`; the SQL standard's where the backend is not one of ours.
-fn operator<DB: 'static>() -> &'static str {
+pub(super) fn operator<DB: 'static>() -> &'static str {
     match Dialect::of::<DB>() {
         Some(Dialect::Mysql) => " <=> ",
         Some(Dialect::Sqlite) => " IS ",

@@ -1,6 +1,8 @@
-//! [`TokenEq`]: the `token = <original>` predicate of every guarded write.
+//! [`TokenEq`]: the `token = <original>` predicate of every guarded write, and the
+//! `column IS NOT DISTINCT FROM <as read>` of a check column (`#[occ(check)]`).
 //!
-//! On PostgreSQL and MySQL it is exactly Diesel's `column.eq(value)`. SQLite stores a
+//! On PostgreSQL and MySQL it is exactly Diesel's `column.eq(value)` (for a check
+//! column, [`NullSafeEq`](super::NullSafeEq)'s comparison). SQLite stores a
 //! timestamp as text, and other tools write the same token in other forms
 //! (`2024-01-02T03:04:05`, `...05.500`, `...05Z`, `...07:04:05+04:00`) that Diesel reads
 //! as the same token: comparing with the one form Diesel writes would make such a row
@@ -10,6 +12,7 @@
 //! (compared as text, since an offset is a whole number of minutes and never changes it)
 //! are the token's: the instant for `DateTime<Utc>`, the clock time written for
 //! `NaiveDateTime` (Diesel ignores the offset there). It never matches another token.
+//! A check column holding a timestamp is compared the same way.
 
 use std::sync::OnceLock;
 
@@ -20,10 +23,12 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{Bool, HasSqlType, Text};
 use diesel::{QueryResult, SelectableExpression};
 
+use super::null_safe_eq;
 use crate::dialect::Dialect;
 use crate::token::TimestampText;
 
-/// `column = token`, matching every text form of a timestamp token on SQLite.
+/// `column = token`, matching every text form of a timestamp token on SQLite; or, for
+/// a check column, `column IS NOT DISTINCT FROM value` with the same text forms.
 /// Built by `#[derive(Versioned)]`; not public API.
 #[doc(hidden)]
 #[derive(Debug, Clone)]
@@ -34,6 +39,8 @@ pub struct TokenEq<Col, T> {
     /// SQLite; never on the other backends.
     forms: OnceLock<Option<TimestampText>>,
     forms_of: fn(&T) -> Option<TimestampText>,
+    /// Whether the comparison is NULL-safe, as a check column's, instead of `=`.
+    null_safe: bool,
 }
 
 impl<Col, T> TokenEq<Col, T> {
@@ -47,6 +54,18 @@ impl<Col, T> TokenEq<Col, T> {
             token,
             forms: OnceLock::new(),
             forms_of,
+            null_safe: false,
+        }
+    }
+
+    /// The predicate of a check column: `column IS NOT DISTINCT FROM value` (written as
+    /// [`NullSafeEq`](super::NullSafeEq) writes it, so NULL matches NULL), and on SQLite
+    /// also every text form of a timestamp value; `forms_of` gives them (the derive
+    /// passes `__private::check_text_forms`).
+    pub fn null_safe(column: Col, value: T, forms_of: fn(&T) -> Option<TimestampText>) -> Self {
+        TokenEq {
+            null_safe: true,
+            ..TokenEq::new(column, value, forms_of)
         }
     }
 }
@@ -63,7 +82,8 @@ impl<Col, T> ValidGrouping<()> for TokenEq<Col, T> {
     type IsAggregate = is_aggregate::Never;
 }
 
-/// No static id: on SQLite the text depends on the token's kind.
+/// No static id: on SQLite the text depends on the token's kind (and on whether a
+/// check column's value is NULL).
 impl<Col, T> QueryId for TokenEq<Col, T> {
     type QueryId = ();
     const HAS_STATIC_QUERY_ID: bool = false;
@@ -90,16 +110,29 @@ where
         } else {
             None
         };
+        let operator = if self.null_safe {
+            null_safe_eq::operator::<DB>()
+        } else {
+            " = "
+        };
         let Some(text) = text else {
+            // A check column's comparison in parentheses, as `NullSafeEq` writes it.
+            if self.null_safe {
+                out.push_sql("(");
+            }
             self.column.walk_ast(out.reborrow())?;
-            out.push_sql(" = ");
-            return out.push_bind_param::<Col::SqlType, T>(&self.token);
+            out.push_sql(operator);
+            out.push_bind_param::<Col::SqlType, T>(&self.token)?;
+            if self.null_safe {
+                out.push_sql(")");
+            }
+            return Ok(());
         };
         // `v` the text; `n` the length of its date, hours and minutes, with seconds when
         // it has them; `rest` what follows (fraction and zone); `zone` the `Z` or offset.
         out.push_sql("(");
         self.column.walk_ast(out.reborrow())?;
-        out.push_sql(" = ");
+        out.push_sql(operator);
         out.push_bind_param::<Col::SqlType, T>(&self.token)?;
         out.push_sql(
             " OR EXISTS (SELECT 1 FROM (SELECT v, n, substr(v, n + 1) AS rest, \
@@ -138,12 +171,23 @@ mod tests {
 
     use super::TokenEq;
     use crate::VersionToken;
+    use crate::token::check_text_forms;
 
     diesel::table! {
         texts (id) {
             id -> Integer,
             naive -> Timestamp,
             utc -> TimestamptzSqlite,
+        }
+    }
+
+    diesel::table! {
+        /// The same texts in nullable columns, as check columns may be, and a NULL row.
+        checks (id) {
+            id -> Integer,
+            naive -> Nullable<Timestamp>,
+            utc -> Nullable<TimestamptzSqlite>,
+            label -> Nullable<Text>,
         }
     }
 
@@ -223,5 +267,109 @@ mod tests {
                 "DateTime<Utc> {utc} read from {text:?}"
             );
         }
+    }
+
+    /// Which row ids the check predicate for `value` matches on `column`.
+    macro_rules! checked {
+        ($conn:expr, $column:expr, $value:expr) => {
+            checks::table
+                .select(checks::id)
+                .filter(TokenEq::null_safe($column, $value, check_text_forms))
+                .order(checks::id)
+                .load::<i32>($conn)
+                .unwrap()
+        };
+    }
+
+    /// A check column (`#[occ(check)]`) of a timestamp type matches its value as a token
+    /// does, in every text form, and NULL matches NULL only; a text is compared as is.
+    #[test]
+    fn a_check_value_matches_the_texts_diesel_reads_as_it_and_null_only_null() {
+        let mut conn = SqliteConnection::establish(":memory:").unwrap();
+        diesel::sql_query(
+            "CREATE TABLE checks (id INTEGER PRIMARY KEY, naive TEXT, utc TEXT, label TEXT)",
+        )
+        .execute(&mut conn)
+        .unwrap();
+        for (id, text) in TEXTS.iter().enumerate() {
+            diesel::sql_query(format!(
+                "INSERT INTO checks VALUES ({id}, '{text}', '{text}', '{text}')"
+            ))
+            .execute(&mut conn)
+            .unwrap();
+        }
+        let null = TEXTS.len();
+        diesel::sql_query(format!(
+            "INSERT INTO checks VALUES ({null}, NULL, NULL, NULL)"
+        ))
+        .execute(&mut conn)
+        .unwrap();
+        type Row = (
+            i32,
+            Option<NaiveDateTime>,
+            Option<DateTime<Utc>>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = checks::table
+            .select((checks::id, checks::naive, checks::utc, checks::label))
+            .order(checks::id)
+            .load(&mut conn)
+            .unwrap();
+        for (id, naive, utc, label) in &rows {
+            let same = |pick: &dyn Fn(&Row) -> bool| -> Vec<i32> {
+                rows.iter()
+                    .filter(|row| pick(row))
+                    .map(|row| row.0)
+                    .collect()
+            };
+            assert_eq!(
+                checked!(&mut conn, checks::naive, *naive),
+                same(&|row| row.1 == *naive),
+                "Option<NaiveDateTime> {naive:?} read from row {id}"
+            );
+            assert_eq!(
+                checked!(&mut conn, checks::utc, *utc),
+                same(&|row| row.2 == *utc),
+                "Option<DateTime<Utc>> {utc:?} read from row {id}"
+            );
+            assert_eq!(
+                checked!(&mut conn, checks::label, label.clone()),
+                vec![*id],
+                "a text matches itself only: {label:?}"
+            );
+        }
+    }
+
+    /// On PostgreSQL and MySQL a check column's comparison is the NULL-safe operator
+    /// alone, whatever the value.
+    #[test]
+    fn elsewhere_a_check_value_is_compared_null_safely_and_nothing_more() {
+        let naive = "2024-01-02T03:04:05.5".parse::<NaiveDateTime>().unwrap();
+        let predicate = || TokenEq::null_safe(checks::naive, Some(naive), check_text_forms);
+        let pg = diesel::debug_query::<diesel::pg::Pg, _>(&predicate()).to_string();
+        let mysql = diesel::debug_query::<diesel::mysql::Mysql, _>(&predicate()).to_string();
+        assert!(
+            pg.starts_with(r#"("checks"."naive" IS NOT DISTINCT FROM $1) -- binds: [Some("#),
+            "{pg}"
+        );
+        assert!(
+            mysql.starts_with("(`checks`.`naive` <=> ?) -- binds: [Some("),
+            "{mysql}"
+        );
+        let sqlite = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&predicate()).to_string();
+        assert!(
+            sqlite.starts_with("(`checks`.`naive` IS ? OR EXISTS"),
+            "{sqlite}"
+        );
+        let label = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&TokenEq::null_safe(
+            checks::label,
+            Some(String::from("2024-01-02 03:04:05")),
+            check_text_forms,
+        ))
+        .to_string();
+        assert!(
+            label.starts_with("(`checks`.`label` IS ?) -- binds"),
+            "{label}"
+        );
     }
 }

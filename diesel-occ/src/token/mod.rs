@@ -59,6 +59,25 @@ pub trait VersionToken: Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// A token for a new row.
     fn initial() -> Self;
 
+    /// A token for a new row in a column that stores `precision` fractional digits of a
+    /// second (0 to 6; larger values count as 6): what the checked inserts and upserts
+    /// write, so the token they return is the one the row holds. Only timestamps use
+    /// the precision: the clock, rounded down to a multiple of `10^-precision` seconds;
+    /// the other kinds give [`initial`](Self::initial).
+    ///
+    /// ```
+    /// use chrono::{NaiveDateTime, Timelike};
+    /// use diesel_occ::VersionToken;
+    ///
+    /// // A whole-second column (`timestamp(0)`, `DATETIME`) stores it exactly.
+    /// assert_eq!(NaiveDateTime::initial_at(0).nanosecond(), 0);
+    /// assert_eq!(i32::initial_at(0), 1);
+    /// ```
+    fn initial_at(precision: u8) -> Self {
+        let _ = precision;
+        Self::initial()
+    }
+
     /// A fresh token that differs from `self` at every precision the database may store:
     /// for timestamps, [`next_token_at(0)`](Self::next_token_at), whole seconds.
     fn next_token(&self) -> Self;
@@ -293,5 +312,7 @@ integer_token!(i16 => SmallInt, i32 => Integer, i64 => BigInt);
 mod tests;
 
 pub use text_forms::TimestampText;
+#[doc(hidden)]
+pub use text_forms::check_text_forms;
 #[cfg(any(feature = "chrono", feature = "time"))]
 pub(crate) use timestamp::{clock_at, step_micros};

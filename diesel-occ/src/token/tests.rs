@@ -180,3 +180,26 @@ fn values_only_convert_to_their_own_kind() {
     assert_eq!(Uuid::from_value(&TokenValue::Integer(1)), None);
     assert_eq!(i32::from_value(&7_i32.to_value()), Some(7));
 }
+
+/// A check column's value has a timestamp token's text forms when it is one of the token
+/// types or a `Some` of one, and none otherwise.
+#[test]
+fn check_values_have_text_forms_when_they_are_timestamps() {
+    let naive = NaiveDateTime::parse_from_str("2024-01-02T03:04:05.250000", NAIVE_FORMAT).unwrap();
+    let utc = naive.and_utc();
+    let primitive = time::macros::datetime!(2024-01-02 03:04:05.25);
+    let offset = primitive.assume_utc();
+    assert_eq!(check_text_forms(&naive), naive.text_forms());
+    assert_eq!(check_text_forms(&Some(naive)), naive.text_forms());
+    assert_eq!(check_text_forms(&utc), utc.text_forms());
+    assert_eq!(check_text_forms(&Some(utc)), utc.text_forms());
+    assert_eq!(check_text_forms(&primitive), primitive.text_forms());
+    assert_eq!(check_text_forms(&Some(offset)), offset.text_forms());
+    assert!(check_text_forms(&naive).is_some_and(|forms| !forms.applies_offset));
+    assert!(check_text_forms(&utc).is_some_and(|forms| forms.applies_offset));
+    assert_eq!(check_text_forms(&None::<NaiveDateTime>), None);
+    assert_eq!(check_text_forms(&None::<time::OffsetDateTime>), None);
+    assert_eq!(check_text_forms(&String::from("2024-01-02 03:04:05")), None);
+    assert_eq!(check_text_forms(&Some(3_i32)), None);
+    assert_eq!(check_text_forms(&3_i64), None);
+}

@@ -38,3 +38,32 @@ impl TimestampText {
         }
     }
 }
+
+/// The texts a check column's value (`#[occ(check)]`) matches on SQLite, as for a token
+/// ([`VersionToken::text_forms`](super::VersionToken::text_forms)): `Some` for a timestamp
+/// a token can be (chrono's `NaiveDateTime` and `DateTime<Utc>`, time's
+/// `PrimitiveDateTime` and `OffsetDateTime`, with their features) or a `Some` of one,
+/// `None` for any other value, which is compared as it is. The derive names the field's
+/// type, which is no generic parameter, so the type alone decides. Not public API.
+#[doc(hidden)]
+pub fn check_text_forms<T: 'static>(value: &T) -> Option<TimestampText> {
+    #[allow(unused_variables)]
+    let value: &dyn std::any::Any = value;
+    /// Returns the forms of `value` when it is one of `$ty` or an `Option` of one.
+    #[allow(unused_macros)]
+    macro_rules! forms_of {
+        ($($ty:ty),*) => {$(
+            if let Some(t) = value.downcast_ref::<$ty>() {
+                return super::VersionToken::text_forms(t);
+            }
+            if let Some(t) = value.downcast_ref::<Option<$ty>>() {
+                return t.as_ref().and_then(super::VersionToken::text_forms);
+            }
+        )*};
+    }
+    #[cfg(feature = "chrono")]
+    forms_of!(chrono::NaiveDateTime, chrono::DateTime<chrono::Utc>);
+    #[cfg(feature = "time")]
+    forms_of!(time::PrimitiveDateTime, time::OffsetDateTime);
+    None
+}

@@ -114,6 +114,10 @@ macro_rules! timestamp_token {
                 initial_timestamp()
             }
 
+            fn initial_at(precision: u8) -> Self {
+                $crate::token::timestamp::clock_at(precision)
+            }
+
             fn next_token(&self) -> Self {
                 self.next_token_at(0)
             }

@@ -1,18 +1,20 @@
-//! MySQL and MariaDB have no conditional upsert: the `INSERT`, then on a duplicate key
-//! the checked `UPDATE`.
+//! MySQL and MariaDB have no conditional insert that says what it did: the `INSERT`,
+//! then on a duplicate key a locking read of the row's token.
 
+use diesel::associations::HasTable;
 use diesel::connection::Connection;
 use diesel::query_builder::{AsChangeset, InsertStatement, IntoUpdateTarget};
 use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Insertable, OptionalExtension, Table};
 
-use super::UpsertBackend;
-use crate::error::{Error, insert_error};
-use crate::statement::{CachedUpdate, CurrentToken};
-use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
+use super::{UpsertBackend, UpsertUpdate, update_holding};
+use crate::error::{Error, unique_error};
+use crate::statement::CurrentToken;
+use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
 
-/// MySQL and MariaDB: the `INSERT`, and on a duplicate key the checked `UPDATE`.
+/// MySQL and MariaDB: the checked `UPDATE` when a token is expected; else the `INSERT`
+/// and, on a duplicate key, a locking read of the row's token.
 impl<T, Conn> UpsertBackend<T, Conn> for diesel::mysql::Mysql
 where
     T: VersionedParts + Insertable<T::Table> + Clone,
@@ -21,8 +23,8 @@ where
     InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn>,
     T::FindQuery: FilterDsl<TokenIs<T>>,
     KeyGuarded<T>: IntoUpdateTarget + Clone,
-    T::Changes: AsChangeset<Target = <KeyGuarded<T> as diesel::associations::HasTable>::Table>,
-    CachedUpdate<KeyGuarded<T>, T::Changes>: ExecuteDsl<Conn>,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    UpsertUpdate<T>: ExecuteDsl<Conn>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
 {
     fn upsert(
@@ -31,42 +33,32 @@ where
         expected: Option<&T::Token>,
         fresh: &T::Token,
     ) -> Result<Option<T::Token>, Error> {
+        if let Some(expected) = expected {
+            return update_holding(conn, &row, expected, fresh);
+        }
         let key = row.key();
-        // Twice at most: a row deleted between the duplicate key and the UPDATE is
+        // Twice at most: a row deleted between the duplicate key and the read is
         // inserted again; a duplicate key with no row of this key is another unique
         // value's, returned as such.
-        for _ in 0..2 {
-            let taken = match ExecuteDsl::execute(
-                diesel::insert_into(T::Table::default()).values(row.clone()),
-                conn,
-            ) {
+        let mut inserted_again = false;
+        loop {
+            let insert = diesel::insert_into(T::Table::default()).values(row.clone());
+            let taken = match ExecuteDsl::execute(insert, conn) {
                 Ok(_) => return Ok(Some(row.token().clone())),
-                Err(error) => insert_error(error, T::sql_table_name(), Some(T::entity_key(&key))),
+                Err(error) => unique_error(error, T::sql_table_name(), Some(T::entity_key(&key))),
             };
-            if !matches!(taken, Error::UniqueViolation(_)) {
+            if !matches!(taken, Error::UniqueViolation(_)) || inserted_again {
                 return Err(taken);
             }
-            // The checked UPDATE first: on success, no read.
-            if let Some(expected) = expected {
-                let update =
-                    CachedUpdate::new(key_guarded::<T>(key.clone(), expected), row.changes(fresh))
-                        .bounded();
-                if ExecuteDsl::execute(update, conn)? > 0 {
-                    return Ok(Some(fresh.clone()));
-                }
-            }
-            let current = CurrentToken::new(T::token_query(key.clone()), false)
+            // Locking: inside a REPEATABLE READ transaction a plain read sees the
+            // snapshot, which may predate the row the INSERT met.
+            let current = CurrentToken::new(T::token_query(key.clone()), true)
                 .get_result::<T::Token>(conn)
                 .optional()?;
-            match (current, expected) {
-                // A row holding another token, or any row when none was expected.
-                (Some(_), _) => return Ok(None),
-                // Deleted since the duplicate key: insert again.
-                (None, Some(_)) => continue,
-                // No row of this key: the duplicate was another unique value's.
-                (None, None) => return Err(taken),
+            if current.is_some() {
+                return Ok(None);
             }
+            inserted_again = true;
         }
-        Ok(None)
     }
 }

@@ -27,8 +27,10 @@
 //!   writes without the token predicate, plus two writers that both write one row
 //!   blindly from one read.
 //! - on the `counters` test table (`workload/runner.rs`): `save_checked`,
-//!   `save_checked_where`, `update_by_key`, `upsert`, `delete_checked`, `delete_by_key` (each
-//!   with a re-insert), `tracked`, `save_merging`, `save_all_checked`, `bulk_update`,
+//!   `save_checked_where`, `update_by_key`, `upsert` (with two faults: a taken key, or
+//!   the caller's own failed statement, caught inside `diesel_occ::transaction`, and a
+//!   row deleted since it was read upserted from its stale token), `delete_checked`,
+//!   `delete_by_key` (each with a re-insert), `tracked`, `save_merging`, `save_all_checked`, `bulk_update`,
 //!   `force_increment`, `soft_delete_checked`, `transaction` (rollbacks and caught
 //!   panics, then the same entities again), `bypass_guard` (hand-written writes under
 //!   the guard's trigger), `timestamp_now` (a writer that sets a timestamp token to
@@ -47,10 +49,11 @@
 //!   one write in eight dropped after 0 to 3 pending polls, and `async_combiner`
 //!   (`asynchronous::Combiner`). Each acknowledged change adds 1 to a row's
 //!   counter and is recorded with the token it was read at (the combiners' changes
-//!   also leave a tag in the row); `check/counters.rs` fails a row below its
+//!   and the upsert path's caught-error transactions also leave a tag in the row); `check/counters.rs` fails a row below its
 //!   acknowledged changes (lost update), above them plus its unknown-outcome ones
-//!   (applied twice), with two acknowledged writes from one token, or with a tag
-//!   missing or twice. Besides the
+//!   (applied twice), with two acknowledged writes from one token, with a tag
+//!   missing or twice (or there though its transaction was reported not committed), or
+//!   present at the end though its delete was acknowledged (resurrected). Besides the
 //!   workers, two racers read one row and write it one after the other every round,
 //!   so each twin loses a change every round, not by luck. The combiners' twins apply
 //!   a change twice and count it once (the defect of re-running a write whose outcome

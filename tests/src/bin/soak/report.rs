@@ -48,9 +48,10 @@ impl Report {
         println!(
             "{name}: {:.1}s, {} workers: {} operations, {} acknowledged writes, {} conflicts, \
              {} retries, {} retries exhausted, {} faults injected ({fault_kind}), {} \
-             rollbacks, {} panics and {} dropped futures injected, {} errors from faults, {} writes with \
-             unknown outcome ({} of them needed to explain the rows), {} hostile tokens \
-             refused, {} fenced completions, {} violations",
+             rollbacks, {} panics, {} errors caught inside transactions, {} stale upserts \
+             of deleted rows and {} dropped futures injected, {} errors from faults, {} \
+             writes with unknown outcome ({} of them needed to explain the rows), {} \
+             hostile tokens refused, {} fenced completions, {} violations",
             elapsed.as_secs_f64(),
             args.workers,
             get(&c.operations),
@@ -61,6 +62,8 @@ impl Report {
             get(&c.faults),
             get(&c.rollbacks),
             get(&c.panics),
+            get(&c.caught),
+            get(&c.stale_upserts),
             get(&c.dropped),
             get(&c.errors),
             get(&c.unknown_outcome),
@@ -73,11 +76,14 @@ impl Report {
             println!("  VIOLATION {violation}");
         }
         // The RELIABILITY.md table's row: path, backend, flavour, acknowledged writes,
-        // unknown outcomes, faults injected, violations, lost updates.
+        // unknown outcomes, faults injected, violations, the twin's column (lost updates,
+        // changes applied twice or though refused, resurrected rows).
         let mut faults = format!("{} {fault_kind}", get(&c.faults));
         for (n, what) in [
             (get(&c.rollbacks), "rollbacks"),
             (get(&c.panics), "panics"),
+            (get(&c.caught), "errors caught inside transactions"),
+            (get(&c.stale_upserts), "stale upserts of deleted rows"),
             (get(&c.dropped), "futures dropped"),
         ] {
             if n > 0 {
@@ -96,11 +102,14 @@ impl Report {
             get(&c.acknowledged),
             get(&c.unknown_outcome),
             self.violations.len(),
-            self.count("lost update:") + self.count("applied twice:"),
+            self.count("lost update:")
+                + self.count("applied twice:")
+                + self.count("applied though refused:")
+                + self.count("resurrected:"),
         );
     }
 
-    /// The violations of one kind (`lost update:`, `applied twice:`).
+    /// The violations of one kind (`lost update:`, `applied twice:`, `resurrected:`, ...).
     fn count(&self, kind: &str) -> usize {
         self.violations.iter().filter(|v| v.contains(kind)).count()
     }
@@ -116,18 +125,18 @@ impl Report {
         );
         shortfalls.extend(self.shortfalls.iter().cloned());
         if !self.violations.is_empty() {
-            let twice = self.count("applied twice:");
+            let mut kinds = format!("{} lost updates", self.count("lost update:"));
+            for kind in ["applied twice", "applied though refused", "resurrected"] {
+                let n = self.count(&format!("{kind}:"));
+                if n > 0 {
+                    kinds += &format!(", {n} {kind}");
+                }
+            }
             let line = format!(
-                "soak: {}: {}: FAILED: {} violations ({} lost updates{})",
+                "soak: {}: {}: FAILED: {} violations ({kinds})",
                 self.backend,
                 self.path,
                 self.violations.len(),
-                self.count("lost update:"),
-                if twice > 0 {
-                    format!(", {twice} applied twice")
-                } else {
-                    String::new()
-                },
             );
             (Verdict::Violations, line)
         } else if !shortfalls.is_empty() {

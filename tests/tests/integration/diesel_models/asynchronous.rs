@@ -120,7 +120,7 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     assert_eq!(stored(&mut conn, 1).await, row);
 
     let conflict = expect_conflict(counter(1, 0).upsert_checked(&mut conn, Some(&1)).await);
-    assert_eq!(conflict.operation(), Operation::Upsert);
+    assert_eq!(conflict.operation(), Operation::ClientToken);
     assert_eq!(conflict.current::<i32>(), Some(2));
     let conflict = expect_conflict(counter(1, 0).upsert_checked(&mut conn, None).await);
     assert_eq!(
@@ -169,4 +169,102 @@ async fn concurrent_upserts_of_one_key_insert_once_and_lose_nothing() {
         assert_eq!(loss.as_conflict().and_then(|c| c.current::<i32>()), Some(2));
     }
     assert_eq!(stored(&mut db.conn().await, 1).await, updated[0].1);
+}
+
+/// An acknowledged delete is never undone by a writer that read the row before it.
+#[tokio::test]
+async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    let mut stale = counter(1, 5);
+    let read = stale.insert_checked(&mut conn).await.expect("insert");
+    Counter::delete_by_key(&mut conn, 1, &read).await.expect("the acknowledged delete");
+
+    stale.value = 6;
+    let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&read)).await);
+    assert!(conflict.is_deleted(), "{conflict:?}");
+    assert!(!conflict.is_retryable(), "a client-token conflict is not retried");
+    assert_eq!(stale.version, read, "untouched");
+    assert!(Counter::find(&mut conn, 1).await.unwrap_err().is_not_found(), "still deleted");
+}
+
+diesel::table! {
+    /// A table with a unique value besides its key.
+    coded (id) {
+        id -> Integer,
+        code -> Text,
+        version -> Integer,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, diesel::Queryable, diesel::Selectable, diesel::Insertable, Versioned)]
+#[diesel(table_name = coded)]
+struct Coded {
+    id: i32,
+    code: String,
+    #[occ(version)]
+    version: i32,
+}
+
+/// Another unique value taken is a typed unique violation, from the insert of an
+/// upsert that expects no row and from the update of one that expects a token.
+#[tokio::test]
+async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    diesel::sql_query(
+        "CREATE TABLE coded (id INTEGER PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, \
+         version INTEGER NOT NULL)",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("table");
+    let coded = |id, code: &str| Coded { id, code: code.into(), version: 0 };
+    coded(1, "a").insert_checked(&mut conn).await.expect("insert");
+    let mut second = coded(2, "b");
+    second.insert_checked(&mut conn).await.expect("insert");
+
+    match coded(3, "a").upsert_checked(&mut conn, None).await {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    second.code = "a".into();
+    match second.upsert_checked(&mut conn, Some(&1)).await {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert_eq!(second.version, 1, "untouched");
+    assert_eq!(Coded::find(&mut conn, 2).await.expect("read").code, "b");
+}
+
+/// A client-token conflict is returned after one attempt by the async retry helper.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_token_conflicts_are_not_retried_nor_hot() {
+    use diesel_occ::retry::{HotRows, RetryPolicy};
+    use std::time::Duration;
+
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    let mut row = counter(1, 5);
+    row.insert_checked(&mut conn).await.expect("insert");
+    row.save_checked(&mut conn).await.expect("the row moves to version 2");
+    let memory = HotRows::new();
+    let policy = RetryPolicy::new()
+        .max_attempts(5)
+        .backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
+    let pool = crate::pools::warm_pool(&db, 1).await;
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let attempts = &attempts;
+    let outcome = diesel_occ::asynchronous::retry(&pool, &policy, async |conn, _| {
+        attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let patch = CounterPatch { value: Some(0), label: None };
+        Counter::update_by_key(conn, 1, &1, &patch).await
+    })
+    .await;
+    let conflict = expect_conflict(outcome);
+    assert_eq!(conflict.operation(), Operation::ClientToken);
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 1, "not retried");
+    assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
+    assert_eq!(stored(&mut conn, 1).await, row, "nothing written");
 }

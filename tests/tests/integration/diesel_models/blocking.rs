@@ -179,7 +179,7 @@ fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     // A stale token: a conflict with the current one, nothing written.
     let mut stale = counter(1, 0);
     let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&1)));
-    assert_eq!(conflict.operation(), Operation::Upsert);
+    assert_eq!(conflict.operation(), Operation::ClientToken);
     assert_eq!(
         (conflict.expected::<i32>(), conflict.current::<i32>()),
         (Some(1), Some(2))
@@ -199,7 +199,7 @@ fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
 }
 
 #[test]
-fn an_update_that_would_store_the_initial_token_skips_past_it() {
+fn an_upsert_expecting_a_token_updates_to_the_next_one() {
     let db = test_db!();
     let mut conn = db.conn();
     diesel::insert_into(counters::table)
@@ -207,8 +207,141 @@ fn an_update_that_would_store_the_initial_token_skips_past_it() {
         .execute(&mut conn)
         .expect("a row at version 0");
     let mut row = counter(1, 2);
-    assert_eq!(row.upsert_checked(&mut conn, Some(&0)).expect("upsert"), Upserted::Updated(2));
-    assert_eq!(stored(&mut conn, 1).version, 2);
+    assert_eq!(row.upsert_checked(&mut conn, Some(&0)).expect("upsert"), Upserted::Updated(1));
+    assert_eq!(stored(&mut conn, 1), row);
+}
+
+/// An acknowledged delete is never undone by a writer that read the row before it: an
+/// upsert that states the token it read gets a `Deleted` conflict and inserts nothing.
+#[test]
+fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    let mut stale = counter(1, 5);
+    let read = stale.insert_checked(&mut conn).expect("insert");
+    Counter::delete_by_key(&mut conn, 1, &read).expect("the acknowledged delete");
+
+    stale.value = 6;
+    let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&read)));
+    assert!(conflict.is_deleted(), "{conflict:?}");
+    assert!(!conflict.is_retryable(), "a client-token conflict is not retried");
+    assert_eq!(stale.version, read, "untouched");
+    assert!(Counter::find(&mut conn, 1).unwrap_err().is_not_found(), "still deleted");
+}
+
+diesel::table! {
+    /// A table with a unique value besides its key.
+    coded (id) {
+        id -> Integer,
+        code -> Text,
+        version -> Integer,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = coded)]
+struct Coded {
+    id: i32,
+    code: String,
+    #[occ(version)]
+    version: i32,
+}
+
+fn coded(id: i32, code: &str) -> Coded {
+    Coded { id, code: code.into(), version: 0 }
+}
+
+/// Another unique value taken is a typed unique violation, from the insert of an
+/// upsert that expects no row and from the update of one that expects a token.
+#[test]
+fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::sql_query(
+        "CREATE TABLE coded (id INTEGER PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, \
+         version INTEGER NOT NULL)",
+    )
+    .execute(&mut conn)
+    .expect("table");
+    coded(1, "a").insert_checked(&mut conn).expect("insert");
+    let mut second = coded(2, "b");
+    second.insert_checked(&mut conn).expect("insert");
+
+    match coded(3, "a").upsert_checked(&mut conn, None) {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    second.code = "a".into();
+    match second.upsert_checked(&mut conn, Some(&1)) {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert_eq!(second.version, 1, "untouched");
+    assert_eq!(Coded::find(&mut conn, 2).expect("read").code, "b");
+}
+
+/// Inside a transaction whose snapshot predates the row (MySQL's default REPEATABLE
+/// READ), an upsert expecting no row meets the latest row: a conflict, not a unique
+/// violation. PostgreSQL's default READ COMMITTED sees it too; SQLite has one writer.
+#[test]
+fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
+    use diesel_occ_tests::{Backend, TestConnection};
+    if Conn::BACKEND == Backend::Sqlite {
+        return;
+    }
+    let db = test_db!();
+    let (mut a, mut b) = (db.conn(), db.conn());
+    let outcome = a.transaction::<_, Error, _>(|a| {
+        assert!(Counter::find(a, 1).unwrap_err().is_not_found(), "the snapshot: no row");
+        counter(1, 5).insert_checked(&mut b).expect("another writer's row");
+        Ok(counter(1, 6).upsert_checked(a, None))
+    });
+    let conflict = expect_conflict(outcome.expect("the transaction commits"));
+    assert_eq!(conflict.current::<i32>(), Some(1));
+    assert_eq!(stored(&mut b, 1).value, 5);
+}
+
+/// A conflict of a write that takes the token as an argument cannot be resolved by
+/// running the same call again: the retry helper returns it after one attempt, as a
+/// client-token conflict, and does not count the row as hot.
+#[test]
+fn client_token_conflicts_are_not_retried_nor_hot() {
+    use diesel_occ::retry::{HotRows, RetryPolicy};
+    use std::time::Duration;
+
+    let db = test_db!();
+    let mut conn = db.conn();
+    let mut row = counter(1, 5);
+    row.insert_checked(&mut conn).expect("insert");
+    row.save_checked(&mut conn).expect("the row moves to version 2");
+    let pool = diesel::r2d2::Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("r2d2 pool");
+    let memory = HotRows::new();
+    let policy = RetryPolicy::new()
+        .max_attempts(5)
+        .backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
+    let patch = CounterPatch { value: Some(0), label: None };
+    type Write = fn(&mut Conn, &CounterPatch) -> Result<(), Error>;
+    let writes: [(&str, Write); 3] = [
+        ("update_by_key", |conn, patch| Counter::update_by_key(conn, 1, &1, patch).map(drop)),
+        ("delete_by_key", |conn, _| Counter::delete_by_key(conn, 1, &1)),
+        ("upsert_checked", |conn, _| counter(1, 0).upsert_checked(conn, Some(&1)).map(drop)),
+    ];
+    for (name, write) in writes {
+        let mut attempts = 0;
+        let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, _| {
+            attempts += 1;
+            write(conn, &patch)
+        });
+        let conflict = expect_conflict(outcome);
+        assert_eq!(conflict.operation(), Operation::ClientToken, "{name}");
+        assert_eq!(attempts, 1, "{name} is not retried");
+    }
+    assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
+    assert_eq!(stored(&mut conn, 1), row, "nothing written");
 }
 
 #[test]

@@ -101,12 +101,15 @@ pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
     assert_eq!(
-        (problems[0].schema, problems[0].table, problems[0].column),
+        (problem.schema, problem.table, problem.column),
         (None, "occ_named_bad", "row_version"),
         "{error}"
     );
-    assert!(problems[0].found.is_some(), "the column exists: {error}");
+    assert!(problem.found.is_some(), "the column exists: {error}");
 }
 
 on_every_backend!(blocking, asynchronous);

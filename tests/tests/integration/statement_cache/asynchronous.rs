@@ -47,6 +47,32 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
 }
 
 #[tokio::test]
+async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    create_wide_row(&mut conn).await;
+    let statements = StatementCounter::install_async(&mut conn);
+    let open = conn.open_statements().await;
+    let server = conn.server_prepared().await;
+    let mut row = Wide::find(&mut conn, 1).await.expect("row");
+    // Every 16th pattern: 256 texts of each statement, far beyond the bound.
+    for pattern in (0..PATTERNS).step_by(16) {
+        row.id = 2 + pattern as i32;
+        row.set(values(pattern, pattern as i32));
+        let inserted = row.upsert_checked(&mut conn, None).await.expect("create");
+        let put = row.upsert_checked(&mut conn, Some(inserted.token())).await.expect("put");
+        assert!(!put.is_inserted());
+    }
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    assert_bounded(
+        "upserts",
+        statements.take_cached().len(),
+        (open, after.0),
+        (server, after.1),
+    );
+}
+
+#[tokio::test]
 async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     let db = async_test_db!();
     let mut conn = db.conn().await;

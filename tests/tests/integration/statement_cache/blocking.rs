@@ -48,6 +48,33 @@ fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
 }
 
 #[test]
+fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    create_wide_row(&mut conn);
+    let statements = StatementCounter::install(&mut conn);
+    let open = conn.open_statements();
+    let server = conn.server_prepared();
+    let mut row = Wide::find(&mut conn, 1).expect("row");
+    // Every 16th pattern: 256 texts of each statement, far beyond the bound.
+    for pattern in (0..PATTERNS).step_by(16) {
+        // A new row of the `None` pattern (the insert's text varies), then a PUT of
+        // the same pattern on it (the update's text varies).
+        row.id = 2 + pattern as i32;
+        row.set(values(pattern, pattern as i32));
+        let inserted = row.upsert_checked(&mut conn, None).expect("create");
+        let put = row.upsert_checked(&mut conn, Some(inserted.token())).expect("put");
+        assert!(!put.is_inserted());
+    }
+    assert_bounded(
+        "upserts",
+        statements.take_cached().len(),
+        (open, conn.open_statements()),
+        (server, conn.server_prepared()),
+    );
+}
+
+#[test]
 fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     let db = test_db!();
     let mut conn = db.conn();

@@ -16,8 +16,10 @@ pub(crate) const COLUMNS: usize = 12;
 /// How many saves each test runs: every pattern once.
 pub(crate) const PATTERNS: u32 = 1 << COLUMNS;
 /// Prepared statements one connection may keep after every pattern: the full save, the
-/// find and the token query, with room to spare. Without the bound it is thousands.
-pub(crate) const BOUND: i64 = 16;
+/// find, the token query and the first 8 texts of each statement whose text varies (an
+/// upsert has two: its insert and its update), with room to spare. Without the bound it
+/// is thousands.
+pub(crate) const BOUND: i64 = 24;
 
 diesel::table! {
     stmt_wide (id) {
@@ -99,11 +101,13 @@ pub(crate) fn condition(pattern: u32) -> diesel::expression::SqlLiteral<diesel::
 }
 
 /// One row of `stmt_wide`, tracked.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, diesel_occ::Versioned)]
+#[derive(
+    Debug, Clone, PartialEq, Queryable, Selectable, diesel::Insertable, diesel_occ::Versioned,
+)]
 #[diesel(table_name = stmt_wide)]
 #[occ(track)]
 pub(crate) struct Wide {
-    id: i32,
+    pub(crate) id: i32,
     c0: Option<i32>,
     c1: Option<i32>,
     c2: Option<i32>,

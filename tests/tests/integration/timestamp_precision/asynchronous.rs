@@ -62,6 +62,31 @@ fn declared_step() -> TimeDelta {
     TimeDelta::microseconds(10_i64.pow(6 - u32::from(DIGITS)))
 }
 
+/// The default precision (whole seconds) on every column: a checked insert and an
+/// upsert return, and leave in the entity, the token the row stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
+    let db = async_test_db!();
+    let (mut a, _, _) = setup(&db).await;
+    async fn stored(conn: &mut Conn, id: i32) -> NaiveDateTime {
+        Stamp::find(conn, id).await.expect("the row").updated_at
+    }
+
+    let mut inserted = Stamp { id: 2, value: 0, updated_at: NaiveDateTime::MIN };
+    let token = inserted.insert_checked(&mut a).await.expect("insert");
+    assert_eq!(token, stored(&mut a, 2).await);
+    assert_eq!(inserted.updated_at, token);
+    inserted.value = 1;
+    inserted.save_checked(&mut a).await.expect("the first token matches the row");
+
+    let mut upserted = Stamp { id: 3, value: 0, updated_at: NaiveDateTime::MIN };
+    let outcome = upserted.upsert_checked(&mut a, None).await.expect("upsert into a free key");
+    assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3).await));
+    let outcome =
+        upserted.upsert_checked(&mut a, Some(outcome.token())).await.expect("upsert");
+    assert_eq!(outcome, diesel_occ::Upserted::Updated(stored(&mut a, 3).await));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let db = async_test_db!();
@@ -241,12 +266,15 @@ async fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
     assert_eq!(
-        (problems[0].table, problems[0].column),
+        (problem.table, problem.column),
         ("stamps", "updated_at")
     );
-    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
-    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
     assert!(
         error.to_string().contains("stamps.updated_at"),
         "the message names the column: {error}"

@@ -86,6 +86,28 @@ fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     assert_eq!(Stamp::find(&mut b, 1).unwrap(), first);
 }
 
+/// The default precision (whole seconds) on every column: a checked insert and an
+/// upsert return, and leave in the entity, the token the row stores, so the first ETag
+/// matches and the entity's next save succeeds.
+#[test]
+fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
+    let db = test_db!();
+    let (mut a, _, _) = setup(&db);
+    let stored = |conn: &mut Conn, id| Stamp::find(conn, id).expect("the row").updated_at;
+
+    let mut inserted = Stamp { id: 2, value: 0, updated_at: NaiveDateTime::MIN };
+    let token = inserted.insert_checked(&mut a).expect("insert");
+    assert_eq!((token, inserted.updated_at), (stored(&mut a, 2), stored(&mut a, 2)));
+    inserted.value = 1;
+    inserted.save_checked(&mut a).expect("the first token matches the row");
+
+    let mut upserted = Stamp { id: 3, value: 0, updated_at: NaiveDateTime::MIN };
+    let outcome = upserted.upsert_checked(&mut a, None).expect("upsert into a free key");
+    assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3)));
+    let outcome = upserted.upsert_checked(&mut a, Some(outcome.token())).expect("upsert");
+    assert_eq!(outcome, diesel_occ::Upserted::Updated(stored(&mut a, 3)));
+}
+
 #[test]
 fn a_declared_precision_advances_the_token_in_its_own_steps() {
     let db = test_db!();
@@ -213,12 +235,15 @@ fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
     assert_eq!(
-        (problems[0].table, problems[0].column),
+        (problem.table, problem.column),
         ("stamps", "updated_at")
     );
-    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
-    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
     assert!(
         error.to_string().contains("stamps.updated_at"),
         "the message names the column: {error}"

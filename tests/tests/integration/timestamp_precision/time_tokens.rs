@@ -88,6 +88,25 @@ fn setup(db: &diesel_occ_tests::TestDb<Conn>, seed: PrimitiveDateTime) -> (Conn,
     (a, b)
 }
 
+/// The default precision (whole seconds): a checked insert and an upsert of a `time`
+/// token return, and leave in the entity, the token the row stores.
+#[test]
+fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
+    let db = test_db!();
+    let (mut a, _) = setup(&db, ahead_of_clock());
+    let stored = |conn: &mut Conn, id| Stamp::find(conn, id).expect("the row").updated_at;
+
+    let mut inserted = Stamp { id: 2, value: 0, updated_at: PrimitiveDateTime::MIN };
+    let token = inserted.insert_checked(&mut a).expect("insert");
+    assert_eq!((token, inserted.updated_at), (stored(&mut a, 2), stored(&mut a, 2)));
+    inserted.value = 1;
+    inserted.save_checked(&mut a).expect("the first token matches the row");
+
+    let mut upserted = Stamp { id: 3, value: 0, updated_at: PrimitiveDateTime::MIN };
+    let outcome = upserted.upsert_checked(&mut a, None).expect("upsert into a free key");
+    assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3)));
+}
+
 #[test]
 fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let db = test_db!();
@@ -233,6 +252,9 @@ fn the_start_up_check_reads_the_columns() {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
-    assert_eq!(problems[0].needed_precision, Some(6), "{error}");
-    assert_eq!(problems[0].found_precision, Some(DIGITS), "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
 }

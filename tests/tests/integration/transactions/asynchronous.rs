@@ -14,7 +14,8 @@ use diesel_occ::{ConflictState, Error, UuidToken};
 use diesel_occ_tests::wait;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend, wait_until_async};
 
-use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, rollback};
+use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter, rollback};
+use diesel_occ::Tracked;
 use super::{AsyncConn as Conn, schema};
 
 async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
@@ -648,4 +649,146 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         let row = Counter::find(&mut check, id).await.expect("row");
         assert_eq!((row.value, row.version), (0, 1), "row {id}");
     }
+}
+
+/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
+/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
+/// so it commits the closure's other write, and the entity holds the committed token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    for row in [counter(1, 1), counter(2, 1)] {
+        diesel::insert_into(schema::counters::table)
+            .values(row)
+            .execute(&mut conn)
+            .await
+            .expect("seed");
+    }
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.save_checked(conn).await?;
+        let mut taken = counter(2, 0);
+        match taken.insert_checked(conn).await {
+            Err(Error::UniqueViolation(_)) => {}
+            other => panic!("expected a taken key, got {other:?}"),
+        }
+        match taken.upsert_checked(conn, None).await {
+            Err(Error::Conflict(_)) => {}
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        Ok::<_, Error>(())
+    })
+    .await
+    .expect("the transaction commits");
+    assert_eq!(Counter::find(&mut conn, 1).await.expect("read"), mine);
+}
+
+/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
+/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
+/// MySQL and SQLite only the statement failed and the transaction commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caught_database_error_is_never_reported_committed() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let outcome =
+        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+            mine.save_checked(conn).await?;
+            let failed = diesel::sql_query("SELECT no_such_column FROM counters")
+                .execute(conn)
+                .await;
+            assert!(failed.is_err(), "the statement fails");
+            Ok::<_, Error>(())
+        })
+        .await;
+    let row = Counter::find(&mut conn, 1).await.expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(outcome.is_err(), "an aborted transaction is not Ok: {outcome:?}");
+        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the transaction commits");
+        assert_eq!(row.value, 5);
+    }
+    assert_eq!(mine.version, row.version, "the entity holds the row's token");
+    mine.value = 6;
+    mine.save_checked(&mut conn).await.expect("the entity saves on the usable connection");
+
+    // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
+    // error too, and the caller's transaction is usable after it.
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    let before = mine.clone();
+    let before = &before;
+    let mine = &mut mine;
+    let outer = conn
+        .transaction(async |conn| {
+            let inner =
+                diesel_occ::asynchronous::transaction(conn, &mut *mine, async |conn, mine| {
+                    mine.value = 7;
+                    mine.save_checked(conn).await?;
+                    let _ = diesel::sql_query("SELECT no_such_column FROM counters")
+                        .execute(conn)
+                        .await;
+                    Ok::<_, Error>(())
+                })
+                .await;
+            let aborted = inner.is_err();
+            let kept = if aborted { 0 } else { 1 };
+            assert_eq!(mine.version, before.version + kept, "given back unless committed");
+            Counter::find(conn, 1).await?;
+            Ok::<_, Error>(aborted)
+        })
+        .await
+        .expect("the caller's transaction is usable and commits");
+    assert_eq!(outer, Conn::BACKEND == Backend::Postgres);
+}
+
+/// A single entity the closure replaced with another row's entity, then rolled back:
+/// it gets back the entity passed in, never the other row with the first row's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
+    let db = async_test_db!();
+    let mut conn = db.conn().await;
+    for row in [counter(1, 2), counter(2, 1)] {
+        diesel::insert_into(schema::counters::table)
+            .values(row)
+            .execute(&mut conn)
+            .await
+            .expect("seed");
+    }
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    let passed_in = mine.clone();
+    let outcome =
+        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
+            **mine = Counter::find(conn, 2).await?;
+            mine.value = 7;
+            mine.save_checked(conn).await?;
+            Err::<(), _>(rollback())
+        })
+        .await;
+    assert!(outcome.is_err());
+    assert_eq!(mine, passed_in, "the entity as passed in");
+
+    let mut theirs = Counter::find(&mut conn, 2).await.expect("read");
+    theirs.value = 3;
+    theirs.save_checked(&mut conn).await.expect("their save");
+    mine.value = 8;
+    mine.save_checked(&mut conn).await.expect("row 1 is as read");
+    assert_eq!(Counter::find(&mut conn, 2).await.expect("read"), theirs, "row 2 is theirs");
+
+    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
+    let passed_in = tracked.clone();
+    let outcome =
+        diesel_occ::asynchronous::transaction(&mut conn, &mut tracked, async |conn, tracked| {
+            **tracked = Tracked::new(Counter::find(conn, 2).await?);
+            tracked.edit().value = 9;
+            tracked.save_checked(conn).await?;
+            Err::<(), _>(rollback())
+        })
+        .await;
+    assert!(outcome.is_err());
+    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
 }

@@ -7,7 +7,8 @@ use diesel_occ::prelude::*;
 use diesel_occ::{ConflictState, Error, UuidToken};
 use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
-use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, rollback};
+use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter, rollback};
+use diesel_occ::Tracked;
 use super::{Conn, schema};
 
 fn seed_counters(conn: &mut Conn, ids: &[i32]) {
@@ -493,4 +494,135 @@ fn skipped_write_is_unmatched_not_stale() {
         assert!(!error.is_retryable());
         assert_eq!(mine.version, 1);
     }
+}
+
+/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
+/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
+/// so it commits the closure's other write, and the entity holds the committed token.
+#[test]
+fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::counters::table)
+        .values([counter(1, 1), counter(2, 1)])
+        .execute(&mut conn)
+        .expect("seed");
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        let mut taken = counter(2, 0);
+        match taken.insert_checked(conn) {
+            Err(Error::UniqueViolation(_)) => {}
+            other => panic!("expected a taken key, got {other:?}"),
+        }
+        match taken.upsert_checked(conn, None) {
+            Err(Error::Conflict(_)) => {}
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        Ok::<_, Error>(())
+    })
+    .expect("the transaction commits");
+    assert_eq!(Counter::find(&mut conn, 1).expect("read"), mine);
+}
+
+/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
+/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
+/// MySQL and SQLite only the statement failed and the transaction commits. Either way
+/// `Ok` means committed, and the entity holds the row's token.
+#[test]
+fn a_caught_database_error_is_never_reported_committed() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
+        assert!(failed.is_err(), "the statement fails");
+        Ok::<_, Error>(())
+    });
+    let row = Counter::find(&mut conn, 1).expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(outcome.is_err(), "an aborted transaction is not Ok: {outcome:?}");
+        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the transaction commits");
+        assert_eq!(row.value, 5);
+    }
+    assert_eq!(mine.version, row.version, "the entity holds the row's token");
+    mine.value = 6;
+    mine.save_checked(&mut conn).expect("the entity saves on the usable connection");
+}
+
+/// The same through the retry helper's transactional attempt (an escalated one).
+#[test]
+fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() {
+    let db = test_db!();
+    seed_counters(&mut db.conn(), &[1]);
+    let pool = diesel::r2d2::Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("r2d2 pool");
+    let policy = diesel_occ::retry::RetryPolicy::new().escalate_after(0);
+    let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, attempt| {
+        let mut row: Counter = attempt.find(conn, 1)?;
+        row.value = 5;
+        row.save_checked(conn)?;
+        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
+        assert!(failed.is_err(), "the statement fails");
+        Ok(())
+    });
+    let row = Counter::find(&mut db.conn(), 1).expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(outcome.is_err(), "an aborted attempt is not Ok: {outcome:?}");
+        assert_eq!(row.value, 0, "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the attempt commits");
+        assert_eq!(row.value, 5);
+    }
+}
+
+/// A single entity the closure replaced with another row's entity, then rolled back:
+/// it gets back the entity passed in, never the other row with the first row's token
+/// (which the other row reaches later, letting a stale save through).
+#[test]
+fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::counters::table)
+        .values([counter(1, 2), counter(2, 1)])
+        .execute(&mut conn)
+        .expect("seed");
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    let passed_in = mine.clone();
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        **mine = Counter::find(conn, 2)?;
+        mine.value = 7;
+        mine.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    assert_eq!(mine, passed_in, "the entity as passed in");
+
+    // Another writer moves row 2 to version 2, the token row 1 held.
+    let mut theirs = Counter::find(&mut conn, 2).expect("read");
+    theirs.value = 3;
+    theirs.save_checked(&mut conn).expect("their save");
+    mine.value = 8;
+    mine.save_checked(&mut conn).expect("row 1 is as read");
+    assert_eq!(Counter::find(&mut conn, 2).expect("read"), theirs, "row 2 is theirs");
+
+    // The same for a tracked entity.
+    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).expect("read"));
+    let passed_in = tracked.clone();
+    let outcome = diesel_occ::transaction(&mut conn, &mut tracked, |conn, tracked| {
+        **tracked = Tracked::new(Counter::find(conn, 2)?);
+        tracked.edit().value = 9;
+        tracked.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
 }

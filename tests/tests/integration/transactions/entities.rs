@@ -9,6 +9,7 @@ use super::schema;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::counters)]
+#[occ(track)]
 pub(super) struct Counter {
     pub(super) id: i32,
     pub(super) value: i32,
@@ -55,4 +56,14 @@ pub(super) struct Stamped {
 
 pub(super) fn rollback() -> Error {
     DieselError::RollbackTransaction.into()
+}
+
+/// Seeds counters `(id, version)` with value 0.
+pub(super) fn counter(id: i32, version: i32) -> Counter {
+    Counter {
+        id,
+        value: 0,
+        label: None,
+        version,
+    }
 }

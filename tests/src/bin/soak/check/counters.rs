@@ -18,6 +18,9 @@ pub(crate) struct Write {
     /// The change's own mark, which the combiners' changes append to the row's label
     /// (`tags`).
     pub(crate) tag: Option<u32>,
+    /// The write deleted the row for good (the `upsert` path's deleted rows): once it
+    /// is acknowledged, the row must be absent at the end.
+    pub(crate) deletes: bool,
 }
 
 /// Checks the rows (`id -> value` at the end) against their seeded values and the
@@ -26,7 +29,11 @@ pub(crate) struct Write {
 ///
 /// A row below `initial + acknowledged` lost an acknowledged change; a row above
 /// `initial + acknowledged + unknown` took a change twice. Two acknowledged writes
-/// from one token of one row are a lost update even when the sum hides it.
+/// from one token of one row are a lost update even when the sum hides it. A row whose
+/// delete was acknowledged (a write that `deletes`) and that is there at the end was
+/// resurrected: an acknowledged delete undone. A row may be missing only when a write
+/// deleted it (acknowledged or unknown), and a row that was not seeded may be there only
+/// when a write names it.
 pub(crate) fn counters(
     initial: &BTreeMap<i32, i32>,
     rows: &BTreeMap<i32, i32>,
@@ -42,11 +49,30 @@ pub(crate) fn counters(
             .sum()
     };
     let mut needed = 0;
+    let all = || acknowledged.iter().chain(unknown);
+    let deleted: BTreeMap<i32, Option<i32>> = acknowledged
+        .iter()
+        .filter(|w| w.deletes)
+        .map(|w| (w.row, w.from))
+        .collect();
+    let resurrected = |row: i32, value: i32| {
+        let delete = match deleted[&row] {
+            Some(token) => format!("its delete from token {token}"),
+            None => "its delete".to_owned(),
+        };
+        format!("row {row}: resurrected: {delete} was acknowledged, yet it holds {value}")
+    };
     for (&row, &start) in initial {
         let Some(&value) = rows.get(&row) else {
-            violations.push(format!("row {row}: vanished"));
+            if !all().any(|w| w.row == row && w.deletes) {
+                violations.push(format!("row {row}: vanished"));
+            }
             continue;
         };
+        if deleted.contains_key(&row) {
+            violations.push(resurrected(row, value));
+            continue;
+        }
         let low = i64::from(start) + sum(acknowledged, row);
         let high = low + sum(unknown, row);
         let value = i64::from(value);
@@ -65,11 +91,17 @@ pub(crate) fn counters(
             needed += (value - low) as u64;
         }
     }
-    for row in rows.keys().filter(|row| !initial.contains_key(row)) {
-        violations.push(format!("row {row}: a row no write produced"));
+    for (&row, &value) in rows.iter().filter(|(row, _)| !initial.contains_key(row)) {
+        if deleted.contains_key(&row) {
+            violations.push(resurrected(row, value));
+        } else if !all().any(|w| w.row == row) {
+            violations.push(format!("row {row}: a row no write produced"));
+        }
     }
     let mut from: BTreeMap<(i32, i32), usize> = BTreeMap::new();
-    for write in acknowledged {
+    // A resurrected row's writes from its deleted token are reported once, above.
+    let reported = |row: &i32| deleted.contains_key(row) && rows.contains_key(row);
+    for write in acknowledged.iter().filter(|w| !reported(&w.row)) {
         if let Some(token) = write.from {
             *from.entry((write.row, token)).or_default() += 1;
         }
@@ -89,9 +121,14 @@ pub(crate) fn tag_text(tag: u32) -> String {
 
 /// Checks the tags of tagged changes against the rows' labels (`id -> label`): an
 /// acknowledged change whose tag is not in its row was lost, a tag in a row twice was
-/// applied twice. Exact where the counter's sum is not: other unknown writes cannot
-/// hide a change applied twice.
-pub(crate) fn tags(labels: &BTreeMap<i32, String>, acknowledged: &[Write]) -> Vec<String> {
+/// applied twice, and a change whose writer was told its transaction did not commit
+/// (`rolled_back`) must not be in its row at all. Exact where the counter's sum is not:
+/// other unknown writes cannot hide a change applied twice, or applied though refused.
+pub(crate) fn tags(
+    labels: &BTreeMap<i32, String>,
+    acknowledged: &[Write],
+    rolled_back: &[Write],
+) -> Vec<String> {
     let mut violations = Vec::new();
     for (row, label) in labels {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -104,15 +141,27 @@ pub(crate) fn tags(labels: &BTreeMap<i32, String>, acknowledged: &[Write]) -> Ve
             ));
         }
     }
-    for write in acknowledged {
-        let Some(tag) = write.tag else { continue };
+    let holds = |write: &Write, tag: u32| {
         let label = labels.get(&write.row).map_or("", String::as_str);
-        if !label
+        label
             .split(';')
             .any(|t| t == tag_text(tag).trim_end_matches(';'))
-        {
+    };
+    for write in acknowledged {
+        let Some(tag) = write.tag else { continue };
+        if !holds(write, tag) {
             violations.push(format!(
                 "row {}: lost update: acknowledged change {tag:x} is not in it",
+                write.row
+            ));
+        }
+    }
+    for write in rolled_back {
+        let Some(tag) = write.tag else { continue };
+        if holds(write, tag) {
+            violations.push(format!(
+                "row {}: applied though refused: change {tag:x} is in it, its transaction \
+                 reported as not committed",
                 write.row
             ));
         }
@@ -130,6 +179,16 @@ mod tests {
             from,
             increment: 1,
             tag: None,
+            deletes: false,
+        }
+    }
+
+    /// A delete of `row` from token `from`, for good.
+    fn delete(row: i32, from: i32) -> Write {
+        Write {
+            increment: 0,
+            deletes: true,
+            ..w(row, Some(from))
         }
     }
 
@@ -175,6 +234,7 @@ mod tests {
                 from: Some(1),
                 increment: 0,
                 tag: None,
+                deletes: false,
             },
         ];
         let (violations, _) = check(1, &acked, &[]);
@@ -192,18 +252,35 @@ mod tests {
         };
         let labels = BTreeMap::from([(1, "a;b;a;".to_owned())]);
         assert_eq!(
-            tags(&labels, &[tagged(0xa), tagged(0xb)]),
+            tags(&labels, &[tagged(0xa), tagged(0xb)], &[]),
             ["row 1: applied twice: change a is in it 2 times"]
         );
         assert_eq!(
-            tags(&labels, &[tagged(0xc)]),
+            tags(&labels, &[tagged(0xc)], &[]),
             [
                 "row 1: applied twice: change a is in it 2 times",
                 "row 1: lost update: acknowledged change c is not in it"
             ]
         );
         let labels = BTreeMap::from([(1, "a;b;".to_owned())]);
-        assert!(tags(&labels, &[tagged(0xa)]).is_empty());
+        assert!(tags(&labels, &[tagged(0xa)], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_change_whose_transaction_was_reported_rolled_back_must_not_be_in_its_row() {
+        let tagged = |tag| Write {
+            tag: Some(tag),
+            ..w(1, Some(1))
+        };
+        let labels = BTreeMap::from([(1, "a;b;".to_owned())]);
+        assert!(tags(&labels, &[tagged(0xa)], &[tagged(0xc)]).is_empty());
+        assert_eq!(
+            tags(&labels, &[tagged(0xa)], &[tagged(0xb)]),
+            [
+                "row 1: applied though refused: change b is in it, its transaction reported as \
+              not committed"
+            ]
+        );
     }
 
     #[test]
@@ -213,6 +290,68 @@ mod tests {
         assert_eq!(
             violations,
             ["row 1: vanished", "row 2: a row no write produced"]
+        );
+    }
+
+    #[test]
+    fn a_row_whose_delete_was_acknowledged_and_that_is_there_was_resurrected() {
+        // A row made in the run (7), read at token 1, deleted from it (acknowledged),
+        // then upserted from the stale token 1: that upsert must not bring it back.
+        let initial = BTreeMap::from([(1, 0)]);
+        let made = Write {
+            increment: 0,
+            ..w(7, None)
+        };
+        let acked = [made, delete(7, 1)];
+        let gone = BTreeMap::from([(1, 0)]);
+        assert_eq!(counters(&initial, &gone, &acked, &[]), (vec![], 0));
+        let back = BTreeMap::from([(1, 0), (7, 1)]);
+        let expected =
+            ["row 7: resurrected: its delete from token 1 was acknowledged, yet it holds 1"];
+        assert_eq!(counters(&initial, &back, &acked, &[]).0, expected);
+        // Acknowledged as well, the stale upsert is the same violation, reported once.
+        let upserted = [made, delete(7, 1), w(7, Some(1))];
+        assert_eq!(counters(&initial, &back, &upserted, &[]).0, expected);
+        // Whatever the upsert was told: its outcome unknown, the row still must not be.
+        assert_eq!(
+            counters(&initial, &back, &acked, &[w(7, Some(1))]).0,
+            expected
+        );
+    }
+
+    #[test]
+    fn a_seeded_row_whose_delete_was_acknowledged_is_not_vanished_and_must_stay_gone() {
+        let initial = BTreeMap::from([(1, 0), (2, 0)]);
+        let acked = [delete(2, 1)];
+        let rows = BTreeMap::from([(1, 0)]);
+        assert_eq!(counters(&initial, &rows, &acked, &[]), (vec![], 0));
+        let rows = BTreeMap::from([(1, 0), (2, 0)]);
+        assert_eq!(
+            counters(&initial, &rows, &acked, &[]).0,
+            ["row 2: resurrected: its delete from token 1 was acknowledged, yet it holds 0"]
+        );
+    }
+
+    #[test]
+    fn a_row_whose_delete_is_unknown_may_be_there_or_not() {
+        let initial = BTreeMap::from([(1, 0)]);
+        let made = Write {
+            increment: 0,
+            ..w(7, None)
+        };
+        for rows in [BTreeMap::from([(1, 0)]), BTreeMap::from([(1, 0), (7, 0)])] {
+            assert_eq!(
+                counters(&initial, &rows, &[made], &[delete(7, 1)]),
+                (vec![], 0)
+            );
+        }
+        // Made, never deleted: there, named by its write.
+        let rows = BTreeMap::from([(1, 0), (7, 0)]);
+        assert_eq!(counters(&initial, &rows, &[made], &[]), (vec![], 0));
+        // A delete of a seeded row whose outcome is unknown may have happened.
+        assert_eq!(
+            counters(&initial, &BTreeMap::new(), &[], &[delete(1, 1)]),
+            (vec![], 0)
         );
     }
 }

@@ -47,6 +47,7 @@ impl Path for BulkUpdate {
                     from: None,
                     increment: 1,
                     tag: None,
+                    deletes: false,
                 };
                 Outcome::of(written.map(drop).map_err(Error::from), vec![change])
             }

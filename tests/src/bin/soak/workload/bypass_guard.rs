@@ -65,6 +65,7 @@ impl Path for Bypass {
                     from: None,
                     increment: 1,
                     tag: None,
+                    deletes: false,
                 };
                 Outcome::of(written.map(drop).map_err(Error::from), vec![change])
             }

@@ -60,6 +60,7 @@ impl Path for Combiner {
             from: None,
             increment: 1,
             tag: Some(tag),
+            deletes: false,
         };
         let apply = || {
             self.rows.apply(&source, &policy(), row, move |c| {

@@ -133,6 +133,7 @@ pub(super) fn change(counter: &Counter, from: i32, increment: i32) -> Write {
         from: Some(from),
         increment,
         tag: None,
+        deletes: false,
     }
 }
 

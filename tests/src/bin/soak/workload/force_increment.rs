@@ -38,6 +38,7 @@ impl Path for ForceIncrement {
                 from: None,
                 increment: 1,
                 tag: None,
+                deletes: false,
             },
         ];
         let written = conn.transaction(|conn| {

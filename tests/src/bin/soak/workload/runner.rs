@@ -73,6 +73,10 @@ pub(super) enum Outcome {
     /// Refused with a typed error (a conflict, a false predicate, a rollback):
     /// nothing was written.
     Refused,
+    /// Refused by a transaction that reported it did not commit (an error from its
+    /// `COMMIT`, or the helper's report of one the database aborted): these changes
+    /// must not be in the rows (the check looks for their tags).
+    RolledBack(Vec<Write>),
     /// An error after the write may have reached the server: each change happened
     /// once or not at all.
     Unknown(Vec<Write>),
@@ -113,6 +117,7 @@ pub(super) struct Ctx<'a> {
 struct Tally {
     acknowledged: Vec<Write>,
     unknown: Vec<Write>,
+    rolled_back: Vec<Write>,
 }
 
 impl Tally {
@@ -128,6 +133,11 @@ impl Tally {
                 bump(&counters.conflicts);
                 true
             }
+            Outcome::RolledBack(writes) => {
+                bump(&counters.conflicts);
+                self.rolled_back.extend(writes);
+                true
+            }
             Outcome::Unknown(writes) => {
                 bump(&counters.unknown_outcome);
                 self.unknown.extend(writes);
@@ -139,6 +149,7 @@ impl Tally {
     fn merge(&mut self, other: Tally) {
         self.acknowledged.extend(other.acknowledged);
         self.unknown.extend(other.unknown);
+        self.rolled_back.extend(other.rolled_back);
     }
 }
 
@@ -176,7 +187,11 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Sit
     let (mut violations, needed) =
         counters::counters(&initial, &rows, &tally.acknowledged, &tally.unknown);
     let labels = counter::labels(&mut conn).expect("read the labels");
-    violations.extend(counters::tags(&labels, &tally.acknowledged));
+    violations.extend(counters::tags(
+        &labels,
+        &tally.acknowledged,
+        &tally.rolled_back,
+    ));
     Report {
         backend: site.backend,
         path: name,

@@ -120,6 +120,7 @@ impl Path for TimestampNow {
                     from: None,
                     increment: 1,
                     tag: None,
+                    deletes: false,
                 };
                 Outcome::of(written.map(drop).map_err(Error::from), vec![change])
             }
@@ -129,6 +130,7 @@ impl Path for TimestampNow {
                     from: None,
                     increment: 1,
                     tag: None,
+                    deletes: false,
                 };
                 row.value += 1;
                 Outcome::of(row.save_checked(conn), vec![change])

@@ -29,6 +29,7 @@ pub(super) fn change(row: &Tracked<Versionless>) -> Write {
         from: Some(row.original().value),
         increment: 1,
         tag: None,
+        deletes: false,
     }
 }
 

@@ -52,6 +52,11 @@ impl Changes {
         self.0.push(write);
     }
 
+    /// The changes recorded so far, for an outcome the write makes itself.
+    pub(in super::super) fn take(&mut self) -> Vec<Write> {
+        mem::take(&mut self.0)
+    }
+
     /// The outcome of the write that returned `result`, as [`Outcome::of`].
     pub(in super::super) fn outcome(&mut self, result: Result<(), Error>) -> Outcome {
         Outcome::of(result, mem::take(&mut self.0))

@@ -47,6 +47,7 @@ impl AsyncPath for BulkUpdate {
                     from: None,
                     increment: 1,
                     tag: None,
+                    deletes: false,
                 });
                 let target = counters::table.filter(counters::id.eq(row));
                 let plus_one = counters::value.eq(counters::value + 1);

@@ -41,6 +41,7 @@ impl Path for Combined {
             from: None,
             increment: 1,
             tag: Some(tag),
+            deletes: false,
         };
         let applied = s.runtime.block_on(async {
             let apply = || {

@@ -43,6 +43,7 @@ impl AsyncPath for ForceIncrement {
             from: None,
             increment: 1,
             tag: None,
+            deletes: false,
         });
         let sabotage = ctx.sabotage;
         let written = conn

@@ -117,5 +117,6 @@ fn plus_one(row: &Counter) -> Write {
         from: None,
         increment: 1,
         tag: None,
+        deletes: false,
     }
 }

@@ -1,0 +1,230 @@
+//! The key check on a blocking connection.
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel_occ::Error;
+use diesel_occ::prelude::*;
+use diesel_occ::schema_check::SchemaCheck;
+use diesel_occ_tests::{Backend, TestConnection};
+
+use super::super::{
+    GeneratedItem, ITEMS, LINES, LINES_KEYED_ELSEWHERE, LooseItem, LooseLine, SchemaLooseKey,
+    assert_no_values_or_queries, assert_unenforced, expected_fix, item, line, loose_items,
+    loose_lines, schema_table,
+};
+use super::Conn;
+
+/// How many rows of `loose_items` have key `id`.
+fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
+    loose_items::table
+        .filter(loose_items::id.eq(id))
+        .count()
+        .get_result(conn)
+        .expect("count")
+}
+
+#[test]
+fn a_key_without_a_unique_index_is_reported_with_its_fix() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(ITEMS).expect("table");
+    let key = assert_unenforced(
+        SchemaCheck::new().entity::<LooseItem>().run(&mut conn),
+        "loose_items",
+        &["id"],
+    );
+    assert_eq!(
+        key.fix,
+        expected_fix(Conn::BACKEND, "loose_items", &["id"], false)
+    );
+    // A token the database assigns does not exempt the key; two entities of one key
+    // report it once.
+    assert_unenforced(
+        SchemaCheck::new().entity::<GeneratedItem>().run(&mut conn),
+        "loose_items",
+        &["id"],
+    );
+    assert_unenforced(
+        SchemaCheck::new()
+            .entity::<LooseItem>()
+            .entity::<GeneratedItem>()
+            .run(&mut conn),
+        "loose_items",
+        &["id"],
+    );
+
+    // Why: the database takes the key twice.
+    let mut first = item(1);
+    let mut second = item(1);
+    first.insert_checked(&mut conn).expect("the first insert");
+    second
+        .insert_checked(&mut conn)
+        .expect("a second row with the same key");
+    assert_eq!(items_with_key(&mut conn, 1), 2);
+
+    // The fix runs once the duplicate is gone; then the check passes and the key is
+    // taken.
+    diesel::delete(loose_items::table)
+        .execute(&mut conn)
+        .expect("delete");
+    conn.batch_execute(&key.fix).expect("the fix runs");
+    SchemaCheck::new()
+        .entity::<LooseItem>()
+        .entity::<GeneratedItem>()
+        .run(&mut conn)
+        .expect("the key is kept unique");
+    first.insert_checked(&mut conn).expect("the first insert");
+    match second.insert_checked(&mut conn) {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected the key taken, got {other:?}"),
+    }
+    assert_eq!(items_with_key(&mut conn, 1), 1);
+}
+
+#[test]
+fn a_unique_index_on_exactly_the_key_passes() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(ITEMS).expect("table");
+    conn.batch_execute("CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)")
+        .expect("index");
+    SchemaCheck::new()
+        .entity::<LooseItem>()
+        .run(&mut conn)
+        .expect("a unique index on the key");
+}
+
+#[test]
+fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(LINES).expect("table");
+    conn.batch_execute("CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)")
+        .expect("index");
+    SchemaCheck::new()
+        .entity::<LooseLine>()
+        .run(&mut conn)
+        .expect("the key's columns in another order");
+}
+
+#[test]
+fn a_unique_index_on_more_columns_than_the_key_is_reported() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(LINES).expect("table");
+    conn.batch_execute(
+        "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines (order_id, line_no, quantity); \
+         CREATE INDEX loose_lines_plain ON loose_lines (order_id, line_no)",
+    )
+    .expect("indexes");
+    let columns = ["order_id", "line_no"];
+    let key = assert_unenforced(
+        SchemaCheck::new().entity::<LooseLine>().run(&mut conn),
+        "loose_lines",
+        &columns,
+    );
+    assert_eq!(
+        key.fix,
+        expected_fix(Conn::BACKEND, "loose_lines", &columns, false)
+    );
+
+    // Why: the wider index lets the key in twice.
+    line(1, 1).insert_checked(&mut conn).expect("the first insert");
+    let mut again = line(1, 1);
+    again.quantity = 2;
+    again
+        .insert_checked(&mut conn)
+        .expect("a second row with the same key");
+    diesel::delete(loose_lines::table)
+        .execute(&mut conn)
+        .expect("delete");
+    conn.batch_execute(&key.fix).expect("the fix runs");
+    SchemaCheck::new()
+        .entity::<LooseLine>()
+        .run(&mut conn)
+        .expect("the key is kept unique");
+}
+
+#[test]
+fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(LINES_KEYED_ELSEWHERE).expect("table");
+    let columns = ["order_id", "line_no"];
+    let key = assert_unenforced(
+        SchemaCheck::new().entity::<LooseLine>().run(&mut conn),
+        "loose_lines",
+        &columns,
+    );
+    assert_eq!(
+        key.fix,
+        expected_fix(Conn::BACKEND, "loose_lines", &columns, true)
+    );
+    conn.batch_execute(&key.fix).expect("the fix runs");
+    SchemaCheck::new()
+        .entity::<LooseLine>()
+        .run(&mut conn)
+        .expect("the key is kept unique");
+}
+
+#[test]
+fn a_partial_unique_index_does_not_count() {
+    if Conn::BACKEND == Backend::Mysql {
+        // MySQL and MariaDB have no partial indexes.
+        return;
+    }
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(ITEMS).expect("table");
+    conn.batch_execute("CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0")
+        .expect("index");
+    assert_unenforced(
+        SchemaCheck::new().entity::<LooseItem>().run(&mut conn),
+        "loose_items",
+        &["id"],
+    );
+}
+
+#[test]
+fn a_key_in_a_schema_is_looked_up_there() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(&schema_table(Conn::BACKEND))
+        .expect("schema and table");
+    let key = assert_unenforced(
+        SchemaCheck::new().entity::<SchemaLooseKey>().run(&mut conn),
+        "occ_loose_keys",
+        &["id"],
+    );
+    assert_eq!(key.schema, Some("occ_app"));
+    let fix = match Conn::BACKEND {
+        Backend::Postgres => r#"ALTER TABLE "occ_app"."occ_loose_keys" ADD PRIMARY KEY ("id")"#,
+        Backend::Mysql => "ALTER TABLE `occ_app`.`occ_loose_keys` ADD PRIMARY KEY (`id`)",
+        Backend::Sqlite => {
+            r#"CREATE UNIQUE INDEX "occ_app"."occ_loose_keys_id_key" ON "occ_loose_keys" ("id")"#
+        }
+    };
+    assert_eq!(key.fix, fix);
+    // The schema is the test's own on PostgreSQL and SQLite, shared on MariaDB.
+    if Conn::BACKEND != Backend::Mysql {
+        conn.batch_execute(&key.fix).expect("the fix runs");
+        SchemaCheck::new()
+            .entity::<SchemaLooseKey>()
+            .run(&mut conn)
+            .expect("the key is kept unique");
+    }
+}
+
+#[test]
+fn the_error_shows_neither_values_nor_the_catalog_queries() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    conn.batch_execute(ITEMS).expect("table");
+    item(1).insert_checked(&mut conn).expect("insert");
+    item(1).insert_checked(&mut conn).expect("insert");
+    let error = SchemaCheck::new()
+        .entity::<LooseItem>()
+        .run(&mut conn)
+        .expect_err("the key is not kept unique");
+    assert_no_values_or_queries(&error);
+}
