@@ -175,8 +175,8 @@ pub trait AsyncUpsertBackend<T: VersionedParts, Conn> {
 }
 
 /// The update of an upsert that expects `expected`, run: the fresh token when it wrote
-/// the row. The twin of the blocking `update_holding`.
-async fn update_holding<T, Conn>(
+/// the row. The twin of the blocking `run_upsert_update`.
+async fn run_upsert_update<T, Conn>(
     conn: &mut Conn,
     row: T,
     expected: T::Token,
@@ -217,7 +217,7 @@ where
         fresh: T::Token,
     ) -> Result<Option<T::Token>, Error> {
         if let Some(expected) = expected {
-            return update_holding(conn, row, expected, fresh).await;
+            return run_upsert_update(conn, row, expected, fresh).await;
         }
         let key = T::entity_key(&row.key());
         RunQueryDsl::get_result::<T::Token>(insert_if_absent(row), conn)

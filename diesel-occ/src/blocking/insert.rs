@@ -272,7 +272,7 @@ where
 }
 
 /// [`upsert_update`], run: the fresh token when it wrote the row.
-fn update_holding<T, Conn>(
+fn run_upsert_update<T, Conn>(
     conn: &mut Conn,
     row: &T,
     expected: &T::Token,
@@ -311,7 +311,7 @@ where
         fresh: &T::Token,
     ) -> Result<Option<T::Token>, Error> {
         if let Some(expected) = expected {
-            return update_holding(conn, &row, expected, fresh);
+            return run_upsert_update(conn, &row, expected, fresh);
         }
         let key = T::entity_key(&row.key());
         insert_if_absent(row)

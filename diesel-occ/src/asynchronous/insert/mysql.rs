@@ -9,7 +9,7 @@ use diesel::{Insertable, OptionalExtension, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 
-use super::{AsyncUpsertBackend, update_holding};
+use super::{AsyncUpsertBackend, run_upsert_update};
 use crate::blocking::UpsertUpdate;
 use crate::error::{Error, unique_error};
 use crate::statement::CurrentToken;
@@ -35,7 +35,7 @@ where
         fresh: T::Token,
     ) -> Result<Option<T::Token>, Error> {
         if let Some(expected) = expected {
-            return update_holding(conn, row, expected, fresh).await;
+            return run_upsert_update(conn, row, expected, fresh).await;
         }
         let key = row.key();
         // Twice at most, as the blocking upsert does.

@@ -8,7 +8,7 @@ use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Insertable, OptionalExtension, Table};
 
-use super::{UpsertBackend, UpsertUpdate, update_holding};
+use super::{UpsertBackend, UpsertUpdate, run_upsert_update};
 use crate::error::{Error, unique_error};
 use crate::statement::CurrentToken;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
@@ -34,7 +34,7 @@ where
         fresh: &T::Token,
     ) -> Result<Option<T::Token>, Error> {
         if let Some(expected) = expected {
-            return update_holding(conn, &row, expected, fresh);
+            return run_upsert_update(conn, &row, expected, fresh);
         }
         let key = row.key();
         // Twice at most: a row deleted between the duplicate key and the read is

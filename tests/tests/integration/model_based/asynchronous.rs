@@ -1,4 +1,4 @@
-//! The model-based test on async connections (diesel-async; SQLite through
+//! The model-based (state-machine) test on async connections (diesel-async; SQLite through
 //! `SyncConnectionWrapper`): the same model, programs and checks as the blocking
 //! flavour, run by an executor that awaits each call on a runtime of its own.
 

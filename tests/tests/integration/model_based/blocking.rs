@@ -1,4 +1,4 @@
-//! The model-based test on blocking connections: the executor (one connection per
+//! The model-based (state-machine) test on blocking connections: the executor (one connection per
 //! client), the runs for both token kinds, and the sabotage twin.
 
 use std::cell::{RefCell, RefMut};
