@@ -92,7 +92,9 @@ where
     let outcome = write_all(&*batch, open.conn()).await;
     let fresh = match outcome {
         Ok(fresh) => {
-            open.commit().await?;
+            // Every statement's error ended the batch above: nothing caught can have
+            // aborted the transaction, so the plain COMMIT needs no probe.
+            open.release().await?;
             fresh
         }
         Err(error) => {

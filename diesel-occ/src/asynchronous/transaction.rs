@@ -63,9 +63,10 @@ impl<'c, Conn: AsyncConnection> OpenTransaction<'c, Conn> {
         outcome
     }
 
-    /// Commits a transaction no error can have aborted unseen (its one statement
-    /// succeeded): the savepoint of [`Recoverable`].
-    async fn release(&mut self) -> Result<(), DieselError> {
+    /// Commits a transaction no error can have aborted unseen, because every statement
+    /// in it succeeded or its error was returned: the savepoint of [`Recoverable`], a
+    /// batch. One `COMMIT`, as the blocking batch's `Connection::transaction` sends.
+    pub(crate) async fn release(&mut self) -> Result<(), DieselError> {
         let outcome = Conn::TransactionManager::commit_transaction(self.conn).await;
         self.open = false;
         outcome
