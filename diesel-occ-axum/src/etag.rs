@@ -137,20 +137,33 @@ impl ETag {
     }
 
     /// The token this tag names: `None` when it is weak (a weak tag names no exact
-    /// version) or its opaque-tag is not a valid `T`.
+    /// version), or when its opaque-tag is not, octet for octet, the tag of a `T`.
+    ///
+    /// Strong comparison is character by character (RFC 9110, section 8.8.3.2), so
+    /// `"01"` names no token even though it reads as the number 1: the server never
+    /// issued it.
     ///
     /// ```
-    /// use diesel_occ_axum::ETag;
+    /// use diesel_occ_axum::{ETag, IfMatch};
     ///
     /// assert_eq!(ETag::from_token(&9_i64).to_token::<i64>(), Some(9));
     /// assert_eq!(ETag::from_token(&9_i64).into_weak().to_token::<i64>(), None);
+    /// let sent = IfMatch::from_header_lines([&b"\"09\""[..]]).unwrap();
+    /// assert_eq!(sent.tags()[0].to_token::<i64>(), None);
     /// ```
     pub fn to_token<T: VersionToken>(&self) -> Option<T> {
         if self.weak {
             return None;
         }
+        self.opaque_token()
+    }
+
+    /// The `T` whose tag has this opaque-tag exactly, weak or not.
+    pub(crate) fn opaque_token<T: VersionToken>(&self) -> Option<T> {
         let text = std::str::from_utf8(&self.opaque).ok()?;
-        T::decode(text).ok()
+        let token = T::decode(text).ok()?;
+        // `decode` is lenient ("01", "+1", upper-case hex); only the issued form names it.
+        (ETag::from_token(&token).opaque == self.opaque).then_some(token)
     }
 
     /// The tag as a header value.

@@ -10,24 +10,34 @@
 //! |---|---|---|---|
 //! | a write without `If-Match` (or with `*` under [`Settings::require_tag`](crate::Settings::require_tag)) | 428 Precondition Required | `precondition_required` | [`IfMatch`](crate::IfMatch) extraction |
 //! | `If-Match` / `If-None-Match` not `*` nor a list of entity-tags | 400 Bad Request | `malformed_if_match`, `malformed_if_none_match` | extraction |
-//! | the resource's version is not among the `If-Match` tags (a stale tag, a weak one, one naming no token): checked before the write, or by the write's own predicate ([`ConflictState::Stale`] under a tagged `If-Match`, a [`find_checked`](diesel_occ::CheckedDsl::find_checked) conflict) | 412 Precondition Failed, with the current `ETag` | `precondition_failed` | [`IfMatch::check`](crate::IfMatch::check), [`IfMatch::problem`](crate::IfMatch::problem), `From<Error>` |
-//! | `If-Match: *` and the resource does not exist | 412 Precondition Failed | `precondition_failed` | [`IfMatch::problem`](crate::IfMatch::problem) |
-//! | `If-None-Match` matches on `GET`/`HEAD` | 304 Not Modified, with the `ETag` | (no body) | [`IfNoneMatch::respond`](crate::IfNoneMatch::respond) |
-//! | a write's conflict that no client precondition explains ([`Error::Conflict`] of a write, [`Error::RetriesExhausted`] after conflicts, [`Error::Batch`]) | 409 Conflict | `conflict` | `From<Error>` |
+//! | the resource's version is not among the `If-Match` tags (a stale tag, a weak one, one naming no token): checked before the write, or by the write's own predicate (a [`ConflictState::Stale`] conflict of any checked write, `update_by_key`, `delete_by_key`, `upsert_checked`, `save_checked`, `soft_delete_checked`, ...) | 412 Precondition Failed, with the current `ETag` | `precondition_failed` | [`IfMatch::check`](crate::IfMatch::check), [`IfMatch::problem`](crate::IfMatch::problem), `From<Error>` (so `?`) |
+//! | `If-Match: *` and the resource does not exist; `If-None-Match: *` and it does (a taken key under it) | 412 Precondition Failed | `precondition_failed` | [`IfMatch::problem`](crate::IfMatch::problem), [`Preconditions`](crate::Preconditions) |
+//! | `If-None-Match` matches on `GET`/`HEAD` | 304 Not Modified, with the `ETag` and the cache headers of the 200 | (no body) | [`IfNoneMatch::respond`](crate::IfNoneMatch::respond), [`Preconditions`](crate::Preconditions) |
+//! | `If-None-Match` matches on any other method | 412 Precondition Failed | `precondition_failed` | [`IfNoneMatch::respond`](crate::IfNoneMatch::respond), [`Preconditions`](crate::Preconditions) |
+//! | a write's conflict that no client precondition explains ([`ConflictState::Unmatched`], [`Error::RetriesExhausted`] after conflicts, [`Error::Batch`]) | 409 Conflict | `conflict` | `From<Error>` |
+//! | a taken key ([`Error::UniqueViolation`] from `insert_checked` / `upsert_checked`) | 409 Conflict | `already_exists` | `From<Error>` |
 //! | [`Error::NotFound`], a conflict whose row was deleted | 404 Not Found | `not_found` | `From<Error>` |
 //! | [`Error::InvalidToken`] (a token from a body or form field that is not a token) | 400 Bad Request | `invalid_token` | `From<Error>` |
-//! | a transient database error ([`Error::is_transient`]), [`Error::RetriesExhausted`] after one, [`Error::Pool`] | 503 Service Unavailable | `unavailable` | `From<Error>` |
+//! | a transient database error ([`Error::is_transient`]), [`Error::RetriesExhausted`] after one, [`Error::Pool`], a pool's own error (features `deadpool`, `bb8`, `r2d2`) | 503 Service Unavailable, with `Retry-After` | `unavailable` | `From<Error>`, `From` the pool errors |
 //! | anything else (a database failure, a non-unique key, a schema problem) | 500 Internal Server Error | `internal` | `From<Error>` |
+//!
+//! A stale conflict is 412 whichever write met it: every write behind
+//! [`IfMatch`](crate::IfMatch) is conditional, and when its row moved on between the
+//! check and the write, the client's tag no longer names the current version. A
+//! handler that writes without any precondition should run in the retry helper, whose
+//! exhausted retries are 409.
 //!
 //! A body never holds SQL, table names, key values or driver text: its `detail` is one
 //! of this crate's fixed sentences, and the error itself goes to the log (`tracing`,
-//! target `diesel_occ_axum`: WARN for 503, ERROR for 500).
+//! target `diesel_occ_axum`: DEBUG for 409 and 412 (the conflict itself is traced by
+//! diesel-occ), WARN for 503, ERROR for 500).
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use axum_core::response::{IntoResponse, Response};
-use diesel_occ::{ConflictState, Error, Operation};
-use http::header::{CONTENT_TYPE, ETAG, IF_MATCH};
+use diesel_occ::{ConflictState, Error};
+use http::header::{CONTENT_TYPE, ETAG, IF_MATCH, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::etag::ETag;
@@ -54,7 +64,12 @@ pub struct Problem {
     code: Cow<'static, str>,
     detail: Cow<'static, str>,
     etag: Option<ETag>,
+    retry_after: Option<Duration>,
 }
+
+/// How long [`Problem::unavailable`] asks a client to wait: a pool timeout or a busy
+/// database usually clears within that.
+const RETRY_AFTER_SECONDS: u64 = 1;
 
 impl Problem {
     /// A problem of the service's own: its status, a `code` for programs and a
@@ -77,6 +92,7 @@ impl Problem {
             code: code.into(),
             detail: detail.into(),
             etag: None,
+            retry_after: None,
         }
     }
 
@@ -158,6 +174,17 @@ impl Problem {
         )
     }
 
+    /// 304 Not Modified with the current ETag: a `GET` whose client holds the current
+    /// version. Rendered without a body (RFC 9110, section 15.4.5), so not a problem
+    /// document; made by [`Preconditions::check`](crate::Preconditions::check) so that
+    /// `?` answers it.
+    pub(crate) fn not_modified(current: ETag) -> Problem {
+        Problem {
+            etag: Some(current),
+            ..Problem::new(StatusCode::NOT_MODIFIED, "not_modified", "")
+        }
+    }
+
     /// 404: no such resource.
     ///
     /// ```
@@ -167,16 +194,42 @@ impl Problem {
         Problem::new(StatusCode::NOT_FOUND, "not_found", "No such resource.")
     }
 
-    /// 503: the database is busy or unreachable; worth retrying shortly.
+    /// 503: the database is busy or unreachable; worth retrying shortly. The response
+    /// carries `Retry-After: 1` (RFC 9110, section 10.2.3).
     ///
     /// ```
-    /// assert_eq!(diesel_occ_axum::Problem::unavailable().status(), 503);
+    /// use std::time::Duration;
+    /// use axum::response::IntoResponse;
+    ///
+    /// let busy = diesel_occ_axum::Problem::unavailable();
+    /// assert_eq!(busy.retry_after(), Some(Duration::from_secs(1)));
+    /// assert_eq!(busy.into_response().headers()["retry-after"], "1");
     /// ```
     pub fn unavailable() -> Problem {
+        Problem {
+            retry_after: Some(Duration::from_secs(RETRY_AFTER_SECONDS)),
+            ..Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "The service is busy. Retry shortly.",
+            )
+        }
+    }
+
+    /// 409: the key of a create is taken (a unique violation of `insert_checked` or
+    /// `upsert_checked`). Under `If-None-Match: *` the same outcome is a failed
+    /// precondition: [`Preconditions`](crate::Preconditions) answers 412.
+    ///
+    /// ```
+    /// let taken = diesel_occ_axum::Problem::already_exists();
+    /// assert_eq!((taken.status().as_u16(), taken.code()), (409, "already_exists"));
+    /// ```
+    pub fn already_exists() -> Problem {
         Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "The service is busy. Retry shortly.",
+            StatusCode::CONFLICT,
+            "already_exists",
+            "A resource with this key exists already; nothing was written. GET it, or \
+             create under another key.",
         )
     }
 
@@ -228,10 +281,26 @@ impl Problem {
     pub fn etag(&self) -> Option<&ETag> {
         self.etag.as_ref()
     }
+
+    /// The `Retry-After` the response carries (a 503).
+    ///
+    /// ```
+    /// assert_eq!(diesel_occ_axum::Problem::conflict().retry_after(), None);
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
 }
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
+        if self.status == StatusCode::NOT_MODIFIED {
+            let mut response = self.status.into_response();
+            if let Some(etag) = &self.etag {
+                response.headers_mut().insert(ETAG, etag.to_header_value());
+            }
+            return response;
+        }
         let body = serde_json::json!({
             "type": "about:blank",
             "title": self.status.canonical_reason().unwrap_or("Error"),
@@ -248,6 +317,9 @@ impl IntoResponse for Problem {
         if let Some(etag) = &self.etag {
             headers.insert(ETAG, etag.to_header_value());
         }
+        if let Some(after) = self.retry_after {
+            headers.insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));
+        }
         response
     }
 }
@@ -256,16 +328,15 @@ impl From<Error> for Problem {
     /// Maps an error as the [table](crate::problem#status-codes) says, and logs those
     /// that become 500 or 503.
     fn from(error: Error) -> Problem {
-        match &error {
+        let problem = match &error {
             Error::Conflict(conflict) => match conflict.state() {
                 ConflictState::Deleted => Problem::not_found(),
-                ConflictState::Stale { current }
-                    if conflict.operation() == Operation::ClientToken =>
-                {
+                ConflictState::Stale { current } => {
                     Problem::precondition_failed(Some(ETag::from_value(current)))
                 }
                 _ => Problem::conflict(),
             },
+            Error::UniqueViolation(_) => Problem::already_exists(),
             Error::NotFound(_) => Problem::not_found(),
             Error::InvalidToken(_) => Problem::new(
                 StatusCode::BAD_REQUEST,
@@ -288,7 +359,11 @@ impl From<Error> for Problem {
                 tracing::error!(target: "diesel_occ_axum", error = %error, "answered 500");
                 Problem::internal()
             }
+        };
+        if problem.status.is_client_error() {
+            tracing::debug!(target: "diesel_occ_axum", error = %error, status = problem.status.as_u16(), "answered");
         }
+        problem
     }
 }
 

@@ -66,13 +66,22 @@ fn every_error_maps_as_the_table_says() {
             conflict(Operation::ClientToken, stale()),
             (412, "precondition_failed", two.clone()),
         ),
+        // Whichever write met it: the client's tag is no longer the current version.
         (
             conflict(Operation::Update, stale()),
-            (409, "conflict", None),
+            (412, "precondition_failed", two.clone()),
         ),
         (
             conflict(Operation::Delete, stale()),
-            (409, "conflict", None),
+            (412, "precondition_failed", two.clone()),
+        ),
+        (
+            conflict(Operation::SoftDelete, stale()),
+            (412, "precondition_failed", two.clone()),
+        ),
+        (
+            conflict(Operation::Upsert, stale()),
+            (412, "precondition_failed", two.clone()),
         ),
         (
             conflict(Operation::Update, ConflictState::Unmatched),

@@ -252,6 +252,42 @@ impl fmt::Display for TokenValue {
     }
 }
 
+impl TokenValue {
+    /// The instant a timestamp token names, for HTTP's `Last-Modified`; `None` for the
+    /// other kinds. A timestamp without time zone is read as UTC, the clock the library
+    /// draws it from.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use diesel_occ::VersionToken;
+    ///
+    /// # #[cfg(feature = "chrono")] {
+    /// let token = chrono::DateTime::from_timestamp(86_400, 500_000_000).unwrap().naive_utc();
+    /// let at = SystemTime::UNIX_EPOCH + Duration::new(86_400, 500_000_000);
+    /// assert_eq!(token.to_value().to_system_time(), Some(at));
+    /// # }
+    /// assert_eq!(7_i32.to_value().to_system_time(), None);
+    /// ```
+    pub fn to_system_time(&self) -> Option<std::time::SystemTime> {
+        let (seconds, nanos): (i64, u32) = match self {
+            #[cfg(feature = "chrono")]
+            TokenValue::Timestamp(t) => (t.and_utc().timestamp(), t.and_utc().timestamp_subsec_nanos()),
+            #[cfg(feature = "chrono")]
+            TokenValue::TimestampUtc(t) => (t.timestamp(), t.timestamp_subsec_nanos()),
+            #[cfg(feature = "time")]
+            TokenValue::PrimitiveDateTime(t) => {
+                let t = t.assume_utc();
+                (t.unix_timestamp(), t.nanosecond())
+            }
+            #[cfg(feature = "time")]
+            TokenValue::OffsetDateTime(t) => (t.unix_timestamp(), t.nanosecond()),
+            _ => return None,
+        };
+        let since_epoch = std::time::Duration::new(u64::try_from(seconds).ok()?, nanos);
+        std::time::SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+    }
+}
+
 /// Common checks on client text before it is parsed.
 fn checked_text(text: &str) -> Result<&str, InvalidToken> {
     if text.len() > MAX_ENCODED_LEN {
