@@ -235,10 +235,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
 impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
     type Rejection = Problem;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        _: &S,
-    ) -> Result<Option<Self>, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, Self::Rejection> {
         IfMatch::from_parts(parts)
     }
 }

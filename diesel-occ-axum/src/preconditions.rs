@@ -139,8 +139,7 @@ impl Preconditions {
                     _ => failed(),
                 });
             }
-        } else if let (true, Some(since), Some(modified)) =
-            (read, self.if_modified_since, modified)
+        } else if let (true, Some(since), Some(modified)) = (read, self.if_modified_since, modified)
         {
             if whole_second(modified) <= since {
                 let etag = current.map(|c| c.etag().clone());

@@ -5,9 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum_core::response::{IntoResponse, IntoResponseParts, Response, ResponseParts};
 use diesel_occ::VersionToken;
-use http::header::{
-    CACHE_CONTROL, CONTENT_LOCATION, DATE, ETAG, EXPIRES, LAST_MODIFIED, VARY,
-};
+use http::header::{CACHE_CONTROL, CONTENT_LOCATION, DATE, ETAG, EXPIRES, LAST_MODIFIED, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use crate::etag::ETag;
@@ -166,6 +164,13 @@ impl IntoResponseParts for Validators {
             headers.insert(LAST_MODIFIED, http_date(at));
         }
         Ok(res)
+    }
+}
+
+/// A response of its own: 200 with the headers and no body (a write's answer).
+impl IntoResponse for Validators {
+    fn into_response(self) -> Response {
+        (self, ()).into_response()
     }
 }
 

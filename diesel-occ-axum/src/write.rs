@@ -107,7 +107,8 @@ mod asynchronous {
     /// closure; you never implement or name it (`AsyncFnOnce` alone cannot say that the
     /// future is `Send`).
     pub trait AsyncWriteFn<C, T, R>:
-        AsyncFnOnce(C, Option<T>) -> R + FnOnce(C, Option<T>) -> <Self as AsyncWriteFn<C, T, R>>::Fut
+        AsyncFnOnce(C, Option<T>) -> R
+        + FnOnce(C, Option<T>) -> <Self as AsyncWriteFn<C, T, R>>::Fut
     {
         /// The closure's future.
         type Fut: Future<Output = R>;

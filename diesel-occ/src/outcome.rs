@@ -2,7 +2,7 @@
 //! turning a zero-row write into a classified conflict, checking a client's token, and
 //! reporting all of it (through [`observe`]).
 
-use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, NotFound, Operation};
+use crate::error::{ConcurrencyConflict, ConflictState, Error, NotFound, Operation};
 use crate::observe;
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
@@ -66,10 +66,7 @@ pub(crate) fn check_client_token<T: Versioned>(row: T, expected: &T::Token) -> R
 }
 
 pub(crate) fn not_found<T: Versioned>(key: &T::Key) -> Error {
-    Error::NotFound(NotFound {
-        table: T::sql_table_name(),
-        key: EntityKey::new(T::KEY_COLUMNS, T::key_values(key)),
-    })
+    Error::NotFound(NotFound::of::<T>(key))
 }
 
 pub(crate) fn trace_written<T: Versioned>(entity: &T, operation: Operation) {

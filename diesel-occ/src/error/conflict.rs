@@ -232,3 +232,23 @@ pub struct NotFound {
     /// The key searched for.
     pub key: EntityKey,
 }
+
+impl NotFound {
+    /// No row of `T` with this key: what `find` returns, for code that learns it
+    /// otherwise (a closure handed `None` for a row that does not exist).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+    /// use diesel_occ::{Error, NotFound};
+    ///
+    /// let missing = Error::from(NotFound::of::<Stock>(&7));
+    /// assert!(missing.is_not_found());
+    /// assert_eq!(missing.to_string(), "no row in stock with key id = 7");
+    /// ```
+    pub fn of<T: crate::Versioned>(key: &T::Key) -> NotFound {
+        NotFound {
+            table: T::sql_table_name(),
+            key: EntityKey::new(T::KEY_COLUMNS, T::key_values(key)),
+        }
+    }
+}

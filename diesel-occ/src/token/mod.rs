@@ -271,7 +271,10 @@ impl TokenValue {
     pub fn to_system_time(&self) -> Option<std::time::SystemTime> {
         let (seconds, nanos): (i64, u32) = match self {
             #[cfg(feature = "chrono")]
-            TokenValue::Timestamp(t) => (t.and_utc().timestamp(), t.and_utc().timestamp_subsec_nanos()),
+            TokenValue::Timestamp(t) => (
+                t.and_utc().timestamp(),
+                t.and_utc().timestamp_subsec_nanos(),
+            ),
             #[cfg(feature = "chrono")]
             TokenValue::TimestampUtc(t) => (t.timestamp(), t.timestamp_subsec_nanos()),
             #[cfg(feature = "time")]

@@ -227,6 +227,7 @@ mod diesel_models;
 mod escalation;
 mod example_apps;
 mod force_increment;
+mod http_handlers;
 mod key_uniqueness;
 mod killed_sessions;
 mod model_based;

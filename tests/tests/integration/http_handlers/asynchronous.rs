@@ -1,0 +1,311 @@
+//! The routes on diesel-async connections from a deadpool pool, as an axum service
+//! usually holds them.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_LOCATION, VARY};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Extension, Json, Router};
+use diesel::prelude::*;
+use diesel_async::SimpleAsyncConnection;
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_occ::Error;
+use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Preconditions, Problem, Settings, Validators};
+use diesel_occ_tests::AsyncTestDb;
+
+use super::super::{Account, AccountPatch, SEED, Stamp};
+use super::AsyncConn as Conn;
+use diesel_occ_tests::schema::pg::accounts;
+
+type Db = AsyncTestDb<Conn>;
+
+/// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
+async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
+    let (db, pool) = seeded(test, 4).await?;
+    let app = Router::new()
+        .route("/accounts", post(create))
+        .route(
+            "/accounts/{id}",
+            get(show).put(replace).patch(patch).delete(remove),
+        )
+        .route("/create/{id}", put(create_if_absent))
+        .route("/by-key/{id}", put(put_by_key).delete(delete_by_key))
+        .route("/soft/{id}", axum::routing::delete(soft_delete))
+        .route("/upsert/{id}", put(upsert))
+        .route("/insert/{id}", put(insert_if_none_match))
+        .route("/respond/{id}", put(respond_to_a_put))
+        .route("/optional", get(optional))
+        .route("/stamps/{id}", get(show_stamp).put(replace_stamp))
+        .with_state(pool)
+        .layer(Extension(settings));
+    Some((db, app))
+}
+
+/// A router whose pool's only connection is taken (held with the database): `GET /busy`
+/// checks one out.
+async fn busy(test: &str) -> Option<((Db, Object<Conn>), Router)> {
+    let (db, pool) = seeded(test, 1).await?;
+    let held = pool.get().await.expect("the only connection");
+    let app = Router::new().route("/busy", get(checkout)).with_state(pool);
+    Some(((db, held), app))
+}
+
+/// A fresh database holding the seed, and a pool of `size` connections to it that waits
+/// 100 ms for a free one.
+async fn seeded(test: &str, size: usize) -> Option<(Db, Pool<Conn>)> {
+    crate::observe::interested_everywhere();
+    let db = Db::create(test).await?;
+    db.conn().await.batch_execute(SEED).await.expect("seed");
+    let manager = AsyncDieselConnectionManager::<Conn>::new(db.url());
+    let pool = Pool::builder(manager)
+        .max_size(size)
+        .wait_timeout(Some(Duration::from_millis(100)))
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .expect("a pool");
+    Some((db, pool))
+}
+
+async fn checkout(State(pool): State<Pool<Conn>>) -> Result<(), Problem> {
+    let _conn = pool.get().await?;
+    Ok(())
+}
+
+fn json(account: &Account) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "id": account.id, "balance": account.balance }))
+}
+
+/// The representation's validators and the cache headers its 200 and 304 share.
+fn validators(account: &Account) -> Validators {
+    Validators::of(&account.version)
+        .header(CACHE_CONTROL, HeaderValue::from_static("private, max-age=0"))
+        .header(VARY, HeaderValue::from_static("accept"))
+        .header(CONTENT_LOCATION, HeaderValue::from_str(&format!("/accounts/{}", account.id)).unwrap())
+}
+
+async fn show(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+) -> Result<Response, Problem> {
+    let account = Account::find(&mut pool.get().await?, id).await?;
+    Ok(preconditions.respond(validators(&account), || json(&account)))
+}
+
+/// The row, read as the retry helper's attempt reads it.
+async fn read(conn: &mut Conn, attempt: diesel_occ::retry::Attempt, id: i32) -> Result<Account, Error> {
+    attempt.find::<Account>(conn, id).await
+}
+
+async fn replace(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+    Json(balance): Json<i32>,
+) -> Result<ETag, Problem> {
+    let policy = RetryPolicy::new();
+    let version = preconditions
+        .write_async(
+            &pool,
+            &policy,
+            async |conn, attempt| read(conn, attempt, id).await,
+            async |conn, current: Option<Account>| {
+                let mut account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+                account.balance = balance;
+                account.save_checked(conn).await?;
+                Ok(account.version)
+            },
+        )
+        .await?;
+    Ok(ETag::from_token(&version))
+}
+
+async fn patch(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+    Json(form): Json<AccountPatch>,
+) -> Result<ETag, Problem> {
+    let policy = RetryPolicy::new();
+    let version = preconditions
+        .write_async(
+            &pool,
+            &policy,
+            async |conn, attempt| read(conn, attempt, id).await,
+            async |conn, current: Option<Account>| {
+                let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+                Account::update_by_key(conn, id, &account.version, form.clone()).await
+            },
+        )
+        .await?;
+    Ok(ETag::from_token(&version))
+}
+
+async fn remove(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+) -> Result<StatusCode, Problem> {
+    preconditions
+        .write_async(
+            &pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| read(conn, attempt, id).await,
+            async |conn, current: Option<Account>| match current {
+                Some(account) => account.delete_checked(conn).await,
+                None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
+            },
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn create_if_absent(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+    Json(balance): Json<i32>,
+) -> Result<(StatusCode, ETag), Problem> {
+    let version = preconditions
+        .write_async(
+            &pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| read(conn, attempt, id).await,
+            async |conn, current: Option<Account>| match current {
+                // `If-None-Match: *` let it through only when absent; a PUT without it
+                // replaces.
+                Some(mut account) => {
+                    account.balance = balance;
+                    account.save_checked(conn).await?;
+                    Ok(account.version)
+                }
+                None => Account::new(id, balance).insert_checked(conn).await,
+            },
+        )
+        .await?;
+    Ok((StatusCode::CREATED, ETag::from_token(&version)))
+}
+
+/// The client's one tag, as `update_by_key` and `delete_by_key` take it.
+fn token(if_match: &IfMatch) -> Result<i32, Problem> {
+    if_match.token().ok_or_else(|| Problem::precondition_failed(None))
+}
+
+async fn put_by_key(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_match: IfMatch,
+    Json(balance): Json<i32>,
+) -> Result<ETag, Problem> {
+    let mut conn = pool.get().await?;
+    let change = accounts::balance.eq(balance);
+    let version = Account::update_by_key(&mut conn, id, &token(&if_match)?, change).await?;
+    Ok(ETag::from_token(&version))
+}
+
+async fn delete_by_key(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_match: IfMatch,
+) -> Result<StatusCode, Problem> {
+    Account::delete_by_key(&mut pool.get().await?, id, &token(&if_match)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn soft_delete(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_match: IfMatch,
+) -> Result<StatusCode, Problem> {
+    let mut conn = pool.get().await?;
+    let mut account = Account::find(&mut conn, id).await?;
+    account.version = token(&if_match)?;
+    account.soft_delete_checked(&mut conn, accounts::deleted.eq(true)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn upsert(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_match: IfMatch,
+    Json(balance): Json<i32>,
+) -> Result<ETag, Problem> {
+    let mut account = Account::new(id, balance);
+    let expected = token(&if_match)?;
+    let upserted = account.upsert_checked(&mut pool.get().await?, Some(&expected)).await?;
+    Ok(ETag::from_token(upserted.token()))
+}
+
+async fn create(
+    State(pool): State<Pool<Conn>>,
+    Json((id, balance)): Json<(i32, i32)>,
+) -> Result<(StatusCode, ETag), Problem> {
+    let version = Account::new(id, balance).insert_checked(&mut pool.get().await?).await?;
+    Ok((StatusCode::CREATED, ETag::from_token(&version)))
+}
+
+async fn insert_if_none_match(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_none_match: IfNoneMatch,
+    Json(balance): Json<i32>,
+) -> Result<(StatusCode, ETag), Problem> {
+    let mut conn = pool.get().await?;
+    let version = Account::new(id, balance)
+        .insert_checked(&mut conn)
+        .await
+        .map_err(|error| if_none_match.problem(error))?;
+    Ok((StatusCode::CREATED, ETag::from_token(&version)))
+}
+
+async fn respond_to_a_put(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    if_none_match: IfNoneMatch,
+) -> Result<Response, Problem> {
+    let account = Account::find(&mut pool.get().await?, id).await?;
+    Ok(if_none_match.respond(ETag::from_token(&account.version), || "written"))
+}
+
+async fn optional(if_match: Option<IfMatch>) -> &'static str {
+    if if_match.is_some() { "present" } else { "absent" }
+}
+
+async fn show_stamp(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+) -> Result<Response, Problem> {
+    let stamp = Stamp::find(&mut pool.get().await?, id).await?;
+    Ok(preconditions.respond(Validators::of(&stamp.updated_at), || stamp.value.to_string()))
+}
+
+async fn replace_stamp(
+    State(pool): State<Pool<Conn>>,
+    Path(id): Path<i32>,
+    preconditions: Preconditions,
+    Json(value): Json<i32>,
+) -> Result<Response, Problem> {
+    let stamp = preconditions
+        .write_async(
+            &pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| attempt.find::<Stamp>(conn, id).await,
+            async |conn, current: Option<Stamp>| {
+                let mut stamp = current.ok_or_else(|| diesel_occ::NotFound::of::<Stamp>(&id))?;
+                stamp.value = value;
+                stamp.save_checked(conn).await?;
+                Ok(stamp)
+            },
+        )
+        .await?;
+    Ok(Validators::of(&stamp.updated_at).into_response())
+}
+
+http_scenarios!(app, busy);
