@@ -12,17 +12,12 @@
 //! | [`Problem`] | `application/problem+json` responses, `From<diesel_occ::Error>` and the pool errors; the [status table](problem#status-codes) |
 //! | [`Settings`] | whether `If-Match: *` is accepted, and weak tags behind a compressing proxy |
 //! | [`parse`] | the header grammar, on its own (the fuzz target's entry) |
-//!
-//! # Conformance
-//!
-//! The RFC requirements this crate implements, and the tests that check them, are in
-//! the [`conformance`] module.
 #![forbid(unsafe_code)]
 
-pub mod conformance;
 mod etag;
 mod extract;
 pub mod parse;
+#[cfg(any(feature = "deadpool", feature = "bb8", feature = "r2d2"))]
 mod pool;
 mod preconditions;
 pub mod problem;

@@ -233,3 +233,6 @@ fn date(parts: &Parts, name: HeaderName) -> Option<SystemTime> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use axum_core::response::{IntoResponse, Response};
 use diesel_occ::{ConflictState, Error};
-use http::header::{CONTENT_TYPE, ETAG, IF_MATCH, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_MATCH, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::etag::ETag;
@@ -316,6 +316,10 @@ impl IntoResponse for Problem {
         );
         if let Some(etag) = &self.etag {
             headers.insert(ETAG, etag.to_header_value());
+        }
+        if self.status == StatusCode::PRECONDITION_REQUIRED {
+            // RFC 6585, section 3: a 428 must not be stored by a cache.
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
         if let Some(after) = self.retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from(after.as_secs()));

@@ -223,3 +223,31 @@ async fn the_body_is_problem_json_without_internals() {
         assert!(!text.contains(leak), "{leak:?} in {text}");
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_problem_document_has_the_members_rfc_9457_defines() {
+    for problem in [
+        Problem::precondition_failed(Some(ETag::from_token(&2_i32))),
+        Problem::precondition_required(),
+        Problem::already_exists(),
+        Problem::unavailable(),
+    ] {
+        let status = problem.status();
+        let response = problem.into_response();
+        assert_eq!(response.status(), status);
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json"
+        );
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["type"], "about:blank");
+        // With `about:blank`, the title is the status's reason phrase (section 4.2.1).
+        assert_eq!(json["title"], status.canonical_reason().unwrap());
+        // The status member is the response's (section 3.1.3).
+        assert_eq!(json["status"], status.as_u16());
+        assert!(json["detail"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+}

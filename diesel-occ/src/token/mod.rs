@@ -269,25 +269,30 @@ impl TokenValue {
     /// assert_eq!(7_i32.to_value().to_system_time(), None);
     /// ```
     pub fn to_system_time(&self) -> Option<std::time::SystemTime> {
-        let (seconds, nanos): (i64, u32) = match self {
+        let (seconds, nanos) = self.unix_time()?;
+        let since_epoch = std::time::Duration::new(u64::try_from(seconds).ok()?, nanos);
+        std::time::SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+    }
+
+    /// Seconds since 1970 and the nanoseconds past them, for a timestamp token.
+    fn unix_time(&self) -> Option<(i64, u32)> {
+        match self {
             #[cfg(feature = "chrono")]
-            TokenValue::Timestamp(t) => (
-                t.and_utc().timestamp(),
-                t.and_utc().timestamp_subsec_nanos(),
-            ),
+            TokenValue::Timestamp(t) => {
+                let t = t.and_utc();
+                Some((t.timestamp(), t.timestamp_subsec_nanos()))
+            }
             #[cfg(feature = "chrono")]
-            TokenValue::TimestampUtc(t) => (t.timestamp(), t.timestamp_subsec_nanos()),
+            TokenValue::TimestampUtc(t) => Some((t.timestamp(), t.timestamp_subsec_nanos())),
             #[cfg(feature = "time")]
             TokenValue::PrimitiveDateTime(t) => {
                 let t = t.assume_utc();
-                (t.unix_timestamp(), t.nanosecond())
+                Some((t.unix_timestamp(), t.nanosecond()))
             }
             #[cfg(feature = "time")]
-            TokenValue::OffsetDateTime(t) => (t.unix_timestamp(), t.nanosecond()),
-            _ => return None,
-        };
-        let since_epoch = std::time::Duration::new(u64::try_from(seconds).ok()?, nanos);
-        std::time::SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+            TokenValue::OffsetDateTime(t) => Some((t.unix_timestamp(), t.nanosecond())),
+            _ => None,
+        }
     }
 }
 
