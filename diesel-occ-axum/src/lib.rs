@@ -1,4 +1,18 @@
-#![doc = include_str!("../README.md")]
+//! [diesel-occ](https://docs.rs/diesel-occ)'s version tokens on the wire as ETags, in
+//! [axum](https://docs.rs/axum), with RFC 9110's conditional requests and RFC 9457's
+//! problem documents: a stale writer gets 412 with the current ETag, never a lost update.
+//!
+//! A handler takes [`Preconditions`] (every conditional header) and runs its write with
+//! [`Preconditions::write`] (blocking) or `write_async` (feature `async`): the read, the
+//! evaluation of the headers against the row's token and the checked write, in one call
+//! inside diesel-occ's retry helper. `?` maps every outcome to its status through
+//! [`Problem`]. A `GET` answers with [`Preconditions::respond`] or
+//! [`IfNoneMatch::respond`] and [`Validators`].
+//!
+//! The README (on crates.io and in the repository) has the install line, the features,
+//! a whole resource (compiled and driven by `tests/readme.rs`), and the conformance table:
+//! each requirement of RFC 9110, RFC 6585 and RFC 9457 on conditional requests and
+//! problem details, the status this crate gives, and the test that checks it.
 //!
 //! # Where to find things
 //!

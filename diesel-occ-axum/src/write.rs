@@ -43,7 +43,7 @@ impl Preconditions {
     ///     &policy,
     ///     |conn, attempt| attempt.find::<Job>(conn, 1),
     ///     |conn, job| {
-    ///         let mut job = job.ok_or_else(|| diesel_occ::Error::from(diesel::result::Error::NotFound))?;
+    ///         let mut job = job.ok_or_else(|| diesel_occ::NotFound::of::<Job>(&1))?;
     ///         job.status = "running".into();
     ///         job.save_checked(conn)?;
     ///         Ok(job.version)
