@@ -3,38 +3,36 @@
 //!
 //! | request | success | failures |
 //! |---|---|---|
-//! | `POST /articles` `{"title","body"}` | 201, `Location`, `ETag` | 422 |
-//! | `GET`/`HEAD /articles/{id}` (+ `If-None-Match`) | 200 with `ETag`; 304 when it matches (weak comparison, `*`) | 404, 400 |
+//! | `POST /articles` `{"title","body"}` | 201, `Location`, `ETag` | 400, 415, 422 |
+//! | `GET`/`HEAD /articles/{id}` (+ `If-None-Match`, `If-Match`) | 200 with `ETag`; 304 when it matches (weak comparison, `*`) | 404, 400, 412 |
 //! | `PUT /articles/{id}` `{"title","body"}` + `If-Match` | 200, new `ETag` | 428, 400, 412 + current `ETag`, 404, 409, 422 |
 //! | `PATCH /articles/{id}` `{"title"?,"body"?}` + `If-Match` | 200, new `ETag` | same |
 //! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412 + current `ETag`, 404, 409 |
 //! | `GET /metrics` | 200, diesel-occ's counters and histograms for Prometheus | |
 //!
-//! The statuses are diesel-occ-axum's (its `problem` module has the table). A `PUT` or
-//! `DELETE` whose `If-Match` is one ETag is one conditional statement
-//! ([`update_by_key`](CheckedDsl::update_by_key),
-//! [`delete_by_key`](CheckedDsl::delete_by_key)): the write itself checks the token.
-//! `PATCH`, `*` and lists read the row, check the header against its token and write
-//! with that token, inside [`asynchronous::retry`]: a write that commits in between is
-//! retried, so the check and the write see one version (a tag that went stale meanwhile
-//! is 412 on the re-read; `*` retries until the policy gives up: 409).
+//! The statuses are diesel-occ-axum's (its README has the conformance table). Every
+//! write is one call of [`Preconditions::write_async`]: it reads the article, evaluates
+//! `If-Match` (a tag, a list or `*`) against its token, and writes with that token,
+//! inside the retry helper, so the check and the write see one version: a write that
+//! commits in between is retried, and the re-read answers 412 to a tag that went stale
+//! (`*` retries until the policy gives up: 409). A create is `insert_checked`; a `PATCH`
+//! is `update_by_key` with a `ChangesetColumns` form, so it sets only the fields sent.
 
 pub mod client;
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_TYPE, LOCATION};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
-use diesel_async::pooled_connection::deadpool::Object;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::retry::RetryPolicy;
-use diesel_occ::{UuidToken, VersionToken, asynchronous};
-use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Problem};
+use diesel_occ::retry::{Attempt, RetryPolicy};
+use diesel_occ::{ChangesetColumns, NotFound, UuidToken, VersionToken};
+use diesel_occ_axum::{Preconditions, Problem, Validators};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{AsyncConn, AsyncPool};
@@ -102,6 +100,7 @@ pub struct ArticleJson {
     pub body: String,
 }
 
+/// The body of a `POST` or `PUT`: the whole article.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Replacement {
@@ -109,11 +108,26 @@ struct Replacement {
     body: String,
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of a `PATCH`: the fields to set; absent ones are left alone.
+#[derive(Debug, Clone, Deserialize, AsChangeset, ChangesetColumns)]
+#[diesel(table_name = articles)]
 #[serde(deny_unknown_fields)]
-struct Patch {
+struct ArticlePatch {
     title: Option<String>,
     body: Option<String>,
+}
+
+/// A valid body, or 422.
+trait Valid: Sized {
+    fn is_valid(&self) -> bool;
+
+    fn valid(self) -> Result<Self, Problem> {
+        if self.is_valid() {
+            Ok(self)
+        } else {
+            Err(invalid_body())
+        }
+    }
 }
 
 fn valid_title(title: &str) -> bool {
@@ -122,6 +136,18 @@ fn valid_title(title: &str) -> bool {
 
 fn valid_body(body: &str) -> bool {
     body.len() <= MAX_BODY
+}
+
+impl Valid for Replacement {
+    fn is_valid(&self) -> bool {
+        valid_title(&self.title) && valid_body(&self.body)
+    }
+}
+
+impl Valid for ArticlePatch {
+    fn is_valid(&self) -> bool {
+        self.title.as_deref().is_none_or(valid_title) && self.body.as_deref().is_none_or(valid_body)
+    }
 }
 
 fn invalid_body() -> Problem {
@@ -133,90 +159,69 @@ fn invalid_body() -> Problem {
     )
 }
 
-fn replacement(body: &Bytes) -> Result<Replacement, Problem> {
-    serde_json::from_slice::<Replacement>(body)
-        .ok()
-        .filter(|new| valid_title(&new.title) && valid_body(&new.body))
-        .ok_or_else(invalid_body)
+/// A JSON body whose rejection is a problem document: 415 without
+/// `Content-Type: application/json`, 400 when it is not JSON, 422 when it is JSON of
+/// another shape or fails validation.
+#[derive(Debug)]
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Valid> FromRequest<S> for Body<T> {
+    type Rejection = Problem;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Problem> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(Body(value.valid()?)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the body as JSON, with Content-Type: application/json.",
+            )),
+            Err(JsonRejection::JsonSyntaxError(_)) => Err(Problem::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_body",
+                "The body is not JSON.",
+            )),
+            Err(_) => Err(invalid_body()),
+        }
+    }
 }
 
-fn patch_of(body: &Bytes) -> Result<Patch, Problem> {
-    serde_json::from_slice::<Patch>(body)
-        .ok()
-        .filter(|p| {
-            p.title.as_deref().is_none_or(valid_title) && p.body.as_deref().is_none_or(valid_body)
-        })
-        .ok_or_else(invalid_body)
+/// The article and its validators, as `GET` and every write answer them.
+fn representation(status: StatusCode, article: Article) -> Response {
+    let validators = Validators::of(&article.version);
+    (status, validators, Json(json(article))).into_response()
 }
 
-async fn connection(state: &AppState) -> Result<Object<AsyncConn>, Problem> {
-    state.pool.get().await.map_err(|error| {
-        tracing::warn!(%error, "no database connection");
-        Problem::unavailable()
-    })
-}
-
-fn with_etag(status: StatusCode, article: Article) -> Response {
-    let json = ArticleJson {
+fn json(article: Article) -> ArticleJson {
+    ArticleJson {
         id: article.id,
         title: article.title,
         body: article.body,
-    };
-    (status, ETag::from_token(&article.version), Json(json)).into_response()
+    }
 }
 
-/// What [`read_check_write`] does once the header matched.
-#[derive(Clone, Copy)]
-enum Write<'a> {
-    /// Edits the article, then saves it checked.
-    Edit(&'a (dyn Fn(&mut Article) + Sync)),
-    /// Deletes it, checked.
-    Delete,
-}
-
-/// Reads the article, checks `If-Match` against its token (412 with its ETag), and
-/// writes with that token; a write that lands in between is retried with a fresh read.
-async fn read_check_write(
-    state: &AppState,
+/// The article as the retry helper's attempt reads it (locking on an escalated one).
+async fn find(
+    conn: &mut AsyncConn,
+    attempt: Attempt,
     id: &str,
-    if_match: &IfMatch,
-    write: Write<'_>,
-) -> Result<Article, Problem> {
-    let policy = RetryPolicy::new();
-    let outcome = asynchronous::retry(&state.pool, &policy, async |conn, attempt| {
-        let mut article: Article = attempt.find(conn, id.to_owned()).await?;
-        if let Err(failed) = if_match.check(&article.version) {
-            return Ok(Err(failed));
-        }
-        match write {
-            Write::Edit(edit) => {
-                edit(&mut article);
-                article.save_checked(conn).await?;
-            }
-            Write::Delete => article.delete_checked(conn).await?,
-        }
-        Ok(Ok(article))
-    })
-    .await;
-    outcome.map_err(|error| if_match.problem(error))?
+) -> Result<Article, diesel_occ::Error> {
+    attempt.find::<Article>(conn, id.to_owned()).await
 }
 
-async fn create(State(state): State<AppState>, body: Bytes) -> Result<Response, Problem> {
-    let new = replacement(&body)?;
-    let article = Article {
+async fn create(
+    State(state): State<AppState>,
+    Body(new): Body<Replacement>,
+) -> Result<Response, Problem> {
+    let mut article = Article {
         id: uuid::Uuid::new_v4().hyphenated().to_string(),
         title: new.title,
         body: new.body,
         version: UuidToken::initial(),
     };
-    let mut conn = connection(&state).await?;
-    diesel::insert_into(articles::table)
-        .values(&article)
-        .execute(&mut conn)
-        .await
-        .map_err(diesel_occ::Error::from)?;
+    article.insert_checked(&mut state.pool.get().await?).await?;
     let location = format!("/articles/{}", article.id);
-    let mut response = with_etag(StatusCode::CREATED, article);
+    let mut response = representation(StatusCode::CREATED, article);
     if let Ok(location) = location.parse() {
         response.headers_mut().insert(LOCATION, location);
     }
@@ -226,78 +231,81 @@ async fn create(State(state): State<AppState>, body: Bytes) -> Result<Response, 
 async fn read(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    if_none_match: IfNoneMatch,
+    preconditions: Preconditions,
 ) -> Result<Response, Problem> {
-    let mut conn = connection(&state).await?;
-    let article = Article::find(&mut conn, id).await?;
-    let etag = ETag::from_token(&article.version);
-    Ok(if_none_match.respond(etag, || with_etag(StatusCode::OK, article)))
+    let article = Article::find(&mut state.pool.get().await?, id).await?;
+    let validators = Validators::of(&article.version);
+    Ok(preconditions.respond(validators, || Json(json(article))))
 }
 
 async fn replace(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    if_match: IfMatch,
-    body: Bytes,
+    preconditions: Preconditions,
+    Body(new): Body<Replacement>,
 ) -> Result<Response, Problem> {
-    let new = replacement(&body)?;
-    let Some(token) = if_match.token::<UuidToken>() else {
-        let edit = |article: &mut Article| {
-            article.title.clone_from(&new.title);
-            article.body.clone_from(&new.body);
-        };
-        let article = read_check_write(&state, &id, &if_match, Write::Edit(&edit)).await?;
-        return Ok(with_etag(StatusCode::OK, article));
-    };
-    let mut conn = connection(&state).await?;
-    let changes = (articles::title.eq(&new.title), articles::body.eq(&new.body));
-    let version = Article::update_by_key(&mut conn, id.clone(), &token, changes)
-        .await
-        .map_err(|error| if_match.problem(error))?;
-    let (title, body) = (new.title, new.body);
-    Ok(with_etag(
-        StatusCode::OK,
-        Article {
-            id,
-            title,
-            body,
-            version,
-        },
-    ))
+    let article = preconditions
+        .write_async(
+            &state.pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| find(conn, attempt, &id).await,
+            async |conn, current: Option<Article>| {
+                let mut article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
+                article.title.clone_from(&new.title);
+                article.body.clone_from(&new.body);
+                article.save_checked(conn).await?;
+                Ok(article)
+            },
+        )
+        .await?;
+    Ok(representation(StatusCode::OK, article))
 }
 
 async fn patch(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    if_match: IfMatch,
-    body: Bytes,
+    preconditions: Preconditions,
+    Body(form): Body<ArticlePatch>,
 ) -> Result<Response, Problem> {
-    let patch = patch_of(&body)?;
-    let edit = |article: &mut Article| {
-        if let Some(title) = &patch.title {
-            article.title.clone_from(title);
-        }
-        if let Some(body) = &patch.body {
-            article.body.clone_from(body);
-        }
-    };
-    let article = read_check_write(&state, &id, &if_match, Write::Edit(&edit)).await?;
-    Ok(with_etag(StatusCode::OK, article))
+    let article = preconditions
+        .write_async(
+            &state.pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| find(conn, attempt, &id).await,
+            async |conn, current: Option<Article>| {
+                let mut article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
+                let key = article.id.clone();
+                article.version =
+                    Article::update_by_key(conn, key, &article.version, form.clone()).await?;
+                if let Some(title) = &form.title {
+                    article.title.clone_from(title);
+                }
+                if let Some(body) = &form.body {
+                    article.body.clone_from(body);
+                }
+                Ok(article)
+            },
+        )
+        .await?;
+    Ok(representation(StatusCode::OK, article))
 }
 
 async fn remove(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    if_match: IfMatch,
+    preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
-    let Some(token) = if_match.token::<UuidToken>() else {
-        read_check_write(&state, &id, &if_match, Write::Delete).await?;
-        return Ok(StatusCode::NO_CONTENT);
-    };
-    let mut conn = connection(&state).await?;
-    Article::delete_by_key(&mut conn, id, &token)
-        .await
-        .map_err(|error| if_match.problem(error))?;
+    preconditions
+        .write_async(
+            &state.pool,
+            &RetryPolicy::new(),
+            async |conn, attempt| find(conn, attempt, &id).await,
+            async |conn, current: Option<Article>| {
+                let article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
+                article.delete_checked(conn).await
+            },
+        )
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
