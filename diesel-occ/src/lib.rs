@@ -175,6 +175,7 @@
 //! | `multi-host` | `multi_host::MultiHost`: one connection source over several nodes | none |
 //! | `bypass-guard` | `bypass_guard::BypassGuard`: trigger DDL that advances the token on writes that bypass diesel-occ | none |
 //! | `metrics` | the counters and histograms listed in [`observe`], through the `metrics` facade | `metrics` |
+//! | `serde` | `serde_token`: tokens in JSON bodies and form fields as their client form, validated as an `If-Match` token is; `Serialize`/`Deserialize` for [`UuidToken`] | `serde` (no derive) |
 //! | `testing` | `testing::Race`: a race harness for your own tests | none |
 //!
 //! The backend features add items, never change what a write does: the SQL of every
@@ -220,6 +221,9 @@ mod outcome;
 mod restore;
 pub mod retry;
 pub mod schema_check;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod serde_token;
 mod sql_name;
 pub mod statement;
 #[cfg(test)]

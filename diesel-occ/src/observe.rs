@@ -17,18 +17,33 @@
 //! | `diesel_occ.retry` | INFO | call of a retry helper | `diesel_occ.retry.attempts` when it ends, `otel.name` (`diesel_occ retry`); on failure `error.type` and `otel.status_code` = `ERROR` |
 //! | `occ.attempt` | DEBUG | attempt of a retry helper, inside its `diesel_occ.retry` | `attempt` (from 1), `escalated` |
 //!
-//! - `db.system.name` is `postgresql`, `mysql` (MariaDB too: the backend type cannot
-//!   tell them apart) or `sqlite`, and `other_sql` for a backend diesel-occ has no SQL
-//!   for.
+//! - `db.system.name` is `postgresql`, `mysql` or `mariadb` (Diesel's `Mysql` backend
+//!   serves both servers; it is `mariadb` once the application says so with
+//!   [`report_mariadb`]`(true)`), `sqlite`, and `other_sql` for a backend diesel-occ has
+//!   no SQL for.
 //! - `db.collection.name` is the table's SQL name.
-//! - `db.operation.name` is the checked write's name as you call it: `save_checked`,
-//!   `save_checked_where`, `delete_checked`, `update_by_key`, `delete_by_key`,
-//!   `force_increment`, `soft_delete_checked`, `save_all_checked` (a batch: one span
-//!   for the whole batch), `save_merging` (a tracked save that merges; its saves are
-//!   `save_checked` spans inside it). Not the SQL verb: `save_checked` and
-//!   `soft_delete_checked` are both an `UPDATE`, and what a trace reader needs is which
-//!   of them ran. OpenTelemetry asks for the name the application gives an operation
-//!   where it has one; these names are few, so they are fit for aggregation.
+//! - `db.operation.name` is the checked write's name as you call it, the one
+//!   vocabulary of the spans and the metrics:
+//!
+//!   | `db.operation.name` | the write |
+//!   |---|---|
+//!   | `save_checked` | [`CheckedDsl::save_checked`](crate::CheckedDsl::save_checked), and a tracked entity's |
+//!   | `save_checked_where` | [`CheckedDsl::save_checked_where`](crate::CheckedDsl::save_checked_where) |
+//!   | `delete_checked` | [`CheckedDsl::delete_checked`](crate::CheckedDsl::delete_checked), and a tracked entity's |
+//!   | `update_by_key` | [`CheckedDsl::update_by_key`](crate::CheckedDsl::update_by_key) |
+//!   | `delete_by_key` | [`CheckedDsl::delete_by_key`](crate::CheckedDsl::delete_by_key) |
+//!   | `force_increment` | [`CheckedDsl::force_increment`](crate::CheckedDsl::force_increment) |
+//!   | `soft_delete_checked` | [`CheckedDsl::soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) |
+//!   | `insert_checked` | [`InsertDsl::insert_checked`](crate::InsertDsl::insert_checked) |
+//!   | `insert_checked_from` | [`InsertDsl::insert_checked_from`](crate::InsertDsl::insert_checked_from) |
+//!   | `upsert_checked` | [`InsertDsl::upsert_checked`](crate::InsertDsl::upsert_checked) |
+//!   | `save_all_checked` | [`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked): one span for the whole batch |
+//!   | `save_merging` | [`TrackedDsl::save_merging`](crate::TrackedDsl::save_merging): its saves are `save_checked` spans inside it |
+//!
+//!   Not the SQL verb: `save_checked` and `soft_delete_checked` are both an `UPDATE`,
+//!   and what a trace reader needs is which of them ran. OpenTelemetry asks for the
+//!   name the application gives an operation where it has one; these names are few,
+//!   so they are fit for aggregation.
 //! - `error.type` is `conflict` (a [`ConcurrencyConflict`] or a batch's
 //!   [`BatchConflict`](crate::BatchConflict)), `not_found`, `invalid_token`,
 //!   `key_not_unique`, `database`, `pool`, `retries_exhausted`, `schema` or
@@ -54,7 +69,8 @@
 //! | `occ retries exhausted` | WARN | `db.collection.name`, `diesel_occ.key`, `diesel_occ.retry.attempts`, `diesel_occ.outcome`, `diesel_occ.deadline_reached` |
 //!
 //! `diesel_occ.operation` is the statement's kind as a conflict names it
-//! ([`Operation`]: `update`, `delete`, `client_token`, ...). Tokens are recorded as they
+//! ([`Operation`]: `update`, `delete`, `client_token`, ...), a detail of the conflict
+//! inside the write's span, whose `db.operation.name` names the method. Tokens are recorded as they
 //! are: a version number, a UUID or a timestamp says nothing about anyone.
 //!
 //! **Key values are personal data more often than not** (a user id, an e-mail address
@@ -65,16 +81,23 @@
 //!
 //! | name | kind | unit | labels | counts |
 //! |---|---|---|---|---|
-//! | [`CONFLICTS`] | counter | | `table`, `operation` | every [`ConcurrencyConflict`], each entity's in a batch |
-//! | [`RETRIES`] | counter | | `table` | every retry a helper schedules |
-//! | [`RETRIES_EXHAUSTED`] | counter | | `table` | every time a helper gives up |
-//! | [`HOT_ROW_LOCKS`] | counter | | `table` | every read of a hot row that locked it |
+//! | [`OPERATION_DURATION`] (`db.client.operation.duration`) | histogram | `s` | `db.system.name`, `db.collection.name`, `db.operation.name`; `error.type` on failure | seconds each checked write took: one value per `diesel_occ.write` span, with its attributes |
+//! | [`CONFLICTS`] | counter | | `db.system.name`, `db.collection.name`, `db.operation.name` | every [`ConcurrencyConflict`] a checked write or `find_checked` returns, each entity's in a batch |
+//! | [`RETRIES`] | counter | | `db.collection.name` | every retry a helper schedules |
+//! | [`RETRIES_EXHAUSTED`] | counter | | `db.collection.name` | every time a helper gives up |
+//! | [`HOT_ROW_LOCKS`] | counter | | `db.collection.name` | every read of a hot row that locked it |
 //! | [`ATTEMPTS`] | histogram | count | `outcome` | attempts per call of a retry helper |
 //! | [`RETRY_DURATION`] | histogram | `s` | `outcome` | seconds a call of a retry helper took, from its start to its result |
 //!
-//! `table` is the SQL name of the table the conflict or error names (a batch's: that of
-//! its entities), `unknown` for an error that names none (a deadlock). `outcome` is
-//! `success`, `exhausted` (the helper gave up) or `error` (an error it does not retry).
+//! The labels are the spans' attributes, under the same names and with the same
+//! values: a dashboard groups the duration of writes and their conflicts by the
+//! `db.operation.name` a trace shows. `db.operation.name` of a conflict is the method
+//! that returned it (`find_checked` for a client token found stale on reading); a
+//! `save_merging` counts no conflict of its own, its `save_checked` spans do.
+//! `db.collection.name` of a retry is the table the conflict or error names (a
+//! batch's: that of its entities), `unknown` for an error that names none (a
+//! deadlock). `outcome` is `success`, `exhausted` (the helper gave up) or `error` (an
+//! error it does not retry).
 //!
 //! The names carry no unit suffix: each exporter adds its own. With
 //! `metrics-exporter-prometheus` the dots become underscores (`diesel_occ_conflicts`,
@@ -85,7 +108,7 @@
 //! and units.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::Span;
 use tracing::field::{DebugValue, DisplayValue, Empty};
@@ -93,13 +116,18 @@ use tracing::field::{DebugValue, DisplayValue, Empty};
 use crate::dialect::Dialect;
 use crate::error::{ConcurrencyConflict, ConflictState, EntityKey, Error, Operation};
 
-/// Counter: concurrency conflicts, labelled `table` and `operation`.
+/// Histogram: seconds each checked write took, labelled as its span is
+/// (`db.system.name`, `db.collection.name`, `db.operation.name`, and `error.type`
+/// when it failed): OpenTelemetry's database client metric.
+pub const OPERATION_DURATION: &str = "db.client.operation.duration";
+/// Counter: concurrency conflicts, labelled `db.system.name`, `db.collection.name`
+/// and `db.operation.name` (the checked write's or `find_checked`'s name).
 pub const CONFLICTS: &str = "diesel_occ.conflicts";
-/// Counter: retries scheduled by the retry helpers, labelled `table`.
+/// Counter: retries scheduled by the retry helpers, labelled `db.collection.name`.
 pub const RETRIES: &str = "diesel_occ.retries";
-/// Counter: retry helpers that gave up, labelled `table`.
+/// Counter: retry helpers that gave up, labelled `db.collection.name`.
 pub const RETRIES_EXHAUSTED: &str = "diesel_occ.retries_exhausted";
-/// Counter: reads of a hot row that locked it, labelled `table`.
+/// Counter: reads of a hot row that locked it, labelled `db.collection.name`.
 pub const HOT_ROW_LOCKS: &str = "diesel_occ.hot_row_locks";
 /// Histogram: attempts per call of a retry helper, labelled `outcome`.
 pub const ATTEMPTS: &str = "diesel_occ.attempts";
@@ -116,11 +144,25 @@ pub const RETRIES_EXHAUSTED_TOTAL: &str = RETRIES_EXHAUSTED;
 /// [`HOT_ROW_LOCKS`] under its former constant name.
 pub const HOT_ROW_LOCKS_TOTAL: &str = HOT_ROW_LOCKS;
 
-/// The `table` label for an error that names no table.
+/// The `db.collection.name` label for an error that names no table.
 const UNKNOWN_TABLE: &str = "unknown";
+
+/// The attribute names the spans and the metrics share (OpenTelemetry's).
+#[cfg(feature = "metrics")]
+const SYSTEM: &str = "db.system.name";
+#[cfg(feature = "metrics")]
+const COLLECTION: &str = "db.collection.name";
+#[cfg(feature = "metrics")]
+const OPERATION: &str = "db.operation.name";
+#[cfg(feature = "metrics")]
+const ERROR_TYPE: &str = "error.type";
 
 /// Whether events carry key values; off until the application says otherwise.
 static KEY_VALUES: AtomicBool = AtomicBool::new(false);
+
+/// Whether Diesel's `Mysql` backend is reported as MariaDB; off until the application
+/// says otherwise.
+static MARIADB: AtomicBool = AtomicBool::new(false);
 
 /// Whether the events name the rows they are about by their key values
 /// (`diesel_occ.key`, such as `(id=42)`): off by default, since a key is often
@@ -147,6 +189,38 @@ pub fn records_key_values() -> bool {
     KEY_VALUES.load(Ordering::Relaxed)
 }
 
+/// Whether the spans and metrics of writes through Diesel's `Mysql` backend say
+/// `db.system.name = mariadb` (on) or `mysql` (off, the default), as OpenTelemetry
+/// names the two servers apart. One setting for the whole process.
+///
+/// Diesel has one backend type for both servers, so the type cannot tell them apart,
+/// and a connection can only by asking the server (`SELECT VERSION()` holds `MariaDB`
+/// on MariaDB). diesel-occ does not ask it: that would be a round trip per pooled
+/// connection, or state kept beside each one, for a name that is the same for every
+/// connection of a deployment. The application knows which server it runs against
+/// (its configuration, or one `SELECT VERSION()` at startup) and says so once.
+///
+/// ```
+/// // At startup, after reading the server's version (or from configuration):
+/// let version = "11.4.4-MariaDB-ubu2404"; // SELECT VERSION()
+/// diesel_occ::observe::report_mariadb(version.contains("MariaDB"));
+/// assert!(diesel_occ::observe::reports_mariadb());
+/// # diesel_occ::observe::report_mariadb(false);
+/// ```
+pub fn report_mariadb(on: bool) {
+    MARIADB.store(on, Ordering::Relaxed);
+}
+
+/// Whether writes through Diesel's `Mysql` backend are reported as MariaDB (see
+/// [`report_mariadb`]).
+///
+/// ```
+/// assert!(!diesel_occ::observe::reports_mariadb()); // the default
+/// ```
+pub fn reports_mariadb() -> bool {
+    MARIADB.load(Ordering::Relaxed)
+}
+
 /// A key for the `diesel_occ.key` field: `None` (no field) unless key values are on.
 fn key_field<K: std::fmt::Display + ?Sized>(key: &K) -> Option<DisplayValue<&K>> {
     records_key_values().then(|| tracing::field::display(key))
@@ -167,6 +241,11 @@ fn debug_key_field(key: &dyn std::fmt::Debug) -> Option<DebugValue<&dyn std::fmt
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub fn describe_metrics() {
+    metrics::describe_histogram!(
+        OPERATION_DURATION,
+        metrics::Unit::Seconds,
+        "Duration of a checked write, from its first statement to its result"
+    );
     metrics::describe_counter!(
         CONFLICTS,
         metrics::Unit::Count,
@@ -204,48 +283,155 @@ pub fn describe_metrics() {
 fn system_name<B: ?Sized>() -> &'static str {
     match Dialect::by_name(std::any::type_name::<B>()) {
         Some(Dialect::Postgres) => "postgresql",
+        Some(Dialect::Mysql) if reports_mariadb() => "mariadb",
         Some(Dialect::Mysql) => "mysql",
         Some(Dialect::Sqlite) => "sqlite",
         None => "other_sql",
     }
 }
 
+/// One checked write's span, and the attributes its metrics carry.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) struct WriteSpan {
+    span: Span,
+    system: &'static str,
+    table: &'static str,
+    operation: &'static str,
+    /// Whether the write's own conflicts are counted here: not for a write made of
+    /// other checked writes (`save_merging`), whose spans count them.
+    counts_conflicts: bool,
+}
+
+impl WriteSpan {
+    /// This span is around other checked writes, which count their own conflicts.
+    pub(crate) fn around_writes(mut self) -> Self {
+        self.counts_conflicts = false;
+        self
+    }
+
+    /// Marks the span failed when `result` is an error, and records the metrics of the
+    /// write that took `elapsed`.
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn ended<T>(&self, elapsed: Option<Duration>, result: &Result<T, Error>) {
+        failed(&self.span, result);
+        #[cfg(feature = "metrics")]
+        if let Some(elapsed) = elapsed {
+            self.record(elapsed.as_secs_f64(), result.as_ref().err());
+        }
+    }
+
+    /// [`OPERATION_DURATION`] and, for a conflict, [`CONFLICTS`], with the span's
+    /// attributes.
+    #[cfg(feature = "metrics")]
+    fn record(&self, seconds: f64, error: Option<&Error>) {
+        let (system, table, operation) = (self.system, self.table, self.operation);
+        match error {
+            None => metrics::histogram!(
+                OPERATION_DURATION,
+                SYSTEM => system,
+                COLLECTION => table,
+                OPERATION => operation,
+            )
+            .record(seconds),
+            Some(error) => metrics::histogram!(
+                OPERATION_DURATION,
+                SYSTEM => system,
+                COLLECTION => table,
+                OPERATION => operation,
+                ERROR_TYPE => error_type(error),
+            )
+            .record(seconds),
+        }
+        let conflicts = match error {
+            _ if !self.counts_conflicts => 0,
+            Some(Error::Conflict(_)) => 1,
+            Some(Error::Batch(batch)) => batch.conflicts().len(),
+            _ => 0,
+        };
+        if conflicts > 0 {
+            metrics::counter!(
+                CONFLICTS,
+                SYSTEM => system,
+                COLLECTION => table,
+                OPERATION => operation,
+            )
+            .increment(u64::try_from(conflicts).unwrap_or(u64::MAX));
+        }
+    }
+}
+
+/// The clock a write's duration is measured with: none without the `metrics` feature.
+fn started() -> Option<Instant> {
+    cfg!(feature = "metrics").then(Instant::now)
+}
+
 /// The span of one checked write named `operation` (its method's name) on `table`,
 /// through a connection of backend `B`. The field values are only computed when the
 /// span is enabled.
-pub(crate) fn write_span<B: ?Sized>(table: &'static str, operation: &'static str) -> Span {
-    tracing::debug_span!(
+pub(crate) fn write_span<B: ?Sized>(table: &'static str, operation: &'static str) -> WriteSpan {
+    let system = system_name::<B>();
+    let span = tracing::debug_span!(
         target: "diesel_occ",
         "diesel_occ.write",
         "otel.name" = %format_args!("{operation} {table}"),
         "otel.kind" = "client",
         "otel.status_code" = Empty,
-        "db.system.name" = system_name::<B>(),
+        "db.system.name" = system,
         "db.collection.name" = table,
         "db.operation.name" = operation,
         "error.type" = Empty,
-    )
+    );
+    WriteSpan {
+        span,
+        system,
+        table,
+        operation,
+        counts_conflicts: true,
+    }
 }
 
 /// Runs a blocking checked write in its span and records how it ended.
 pub(crate) fn in_write_span<T>(
-    span: Span,
-    write: impl FnOnce() -> Result<T, Error>,
+    write: WriteSpan,
+    run: impl FnOnce() -> Result<T, Error>,
 ) -> Result<T, Error> {
-    let result = span.in_scope(write);
-    failed(&span, &result);
+    let start = started();
+    let result = write.span.in_scope(run);
+    write.ended(start.map(|start| start.elapsed()), &result);
     result
 }
 
 /// [`in_write_span`] for an async checked write: the future runs in the span.
 #[cfg(feature = "async")]
 pub(crate) async fn in_write_span_async<T>(
-    span: Span,
-    write: impl std::future::Future<Output = Result<T, Error>>,
+    write: WriteSpan,
+    run: impl std::future::Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let result = tracing::Instrument::instrument(write, span.clone()).await;
-    failed(&span, &result);
+    let start = started();
+    let result = tracing::Instrument::instrument(run, write.span.clone()).await;
+    write.ended(start.map(|start| start.elapsed()), &result);
     result
+}
+
+/// A checked read (`find_checked`, through backend `B`) that found a client's token
+/// stale: counted in [`CONFLICTS`] under its method's name, as a write's conflict is.
+#[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+pub(crate) fn read_checked<B: ?Sized, T>(
+    table: &'static str,
+    operation: &'static str,
+    result: &Result<T, Error>,
+) {
+    #[cfg(feature = "metrics")]
+    if let Err(Error::Conflict(_)) = result {
+        metrics::counter!(
+            CONFLICTS,
+            SYSTEM => system_name::<B>(),
+            COLLECTION => table,
+            OPERATION => operation,
+        )
+        .increment(1);
+    }
 }
 
 /// Marks `span` failed, with the error's type, when `result` is an error.
@@ -302,7 +488,7 @@ pub(crate) fn hot_row_locked(table: &'static str, key: &dyn std::fmt::Debug) {
         "occ hot row locked"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!(HOT_ROW_LOCKS, "table" => table).increment(1);
+    metrics::counter!(HOT_ROW_LOCKS, COLLECTION => table).increment(1);
 }
 
 /// A checked write matched its row.
@@ -338,13 +524,6 @@ pub(crate) fn conflict(conflict: &ConcurrencyConflict) {
         },
         "occ conflict"
     );
-    #[cfg(feature = "metrics")]
-    metrics::counter!(
-        CONFLICTS,
-        "table" => conflict.table(),
-        "operation" => operation_label(conflict.operation())
-    )
-    .increment(1);
 }
 
 /// The label of an [`Operation`] (its `Display` form, as a `&'static str`).
@@ -420,7 +599,7 @@ pub(crate) fn retrying(error: &Error, attempt: u32, backoff: Duration, escalate:
         "occ retry"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!(RETRIES, "table" => table).increment(1);
+    metrics::counter!(RETRIES, COLLECTION => table).increment(1);
 }
 
 /// A retry helper's attempt succeeded.
@@ -451,7 +630,7 @@ pub(crate) fn exhausted(error: &Error, attempts: u32, deadline_reached: bool) {
         "occ retries exhausted"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!(RETRIES_EXHAUSTED, "table" => table).increment(1);
+    metrics::counter!(RETRIES_EXHAUSTED, COLLECTION => table).increment(1);
 }
 
 /// A retry helper's call ended after `attempts` attempts and `elapsed`: the
@@ -480,6 +659,12 @@ mod tests {
         assert_eq!(system_name::<diesel::mysql::Mysql>(), "mysql");
         assert_eq!(system_name::<diesel::sqlite::Sqlite>(), "sqlite");
         assert_eq!(system_name::<i32>(), "other_sql");
+        // The one test that turns the MariaDB switch on, so no other sees it.
+        report_mariadb(true);
+        let mariadb = system_name::<diesel::mysql::Mysql>();
+        report_mariadb(false);
+        assert_eq!(mariadb, "mariadb");
+        assert_eq!(system_name::<diesel::pg::Pg>(), "postgresql");
     }
 
     #[test]

@@ -91,3 +91,63 @@ async fn the_extractors_read_every_header_line() {
     assert_eq!(malformed, StatusCode::BAD_REQUEST);
     assert!(body.contains("malformed_if_none_match"), "{body}");
 }
+
+/// A token in a JSON body (diesel-occ's feature `serde`) is read as an `If-Match` token
+/// is: a forged, malformed, nil or numeric one is axum's JSON rejection, a client error
+/// (422), never a 500; a good one reaches the handler.
+#[tokio::test(flavor = "current_thread")]
+async fn a_token_in_a_json_body_is_validated_as_in_if_match() {
+    #[derive(serde::Deserialize)]
+    struct Form {
+        #[serde(with = "diesel_occ::serde_token")]
+        version: diesel_occ::UuidToken,
+    }
+
+    async fn save(axum::Json(form): axum::Json<Form>) -> String {
+        form.version.to_string()
+    }
+
+    let good = "67e55044-10b1-426f-9247-bb680e5fe0c8";
+    let send = |body: String| async move {
+        let request = Request::builder()
+            .method("PUT")
+            .uri("/")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let response = Router::new()
+            .route("/", put(save))
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    };
+    let (ok, body) = send(format!(r#"{{"version": "{good}"}}"#)).await;
+    assert_eq!((ok, body.as_str()), (StatusCode::OK, good));
+    let long = "9".repeat(100_000);
+    for forged in [
+        r#""00000000-0000-0000-0000-000000000000""#,
+        r#""not-a-token""#,
+        r#""""#,
+        "7",
+        "null",
+        &format!(r#""{long}""#),
+    ] {
+        let (status, body) = send(format!(r#"{{"version": {forged}}}"#)).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{forged:.40}: {body}"
+        );
+        assert!(
+            !body.contains(&long),
+            "the rejection does not echo the token"
+        );
+    }
+    let (syntax, _) = send(r#"{"version": "#.to_owned()).await;
+    assert_eq!(syntax, StatusCode::BAD_REQUEST);
+}

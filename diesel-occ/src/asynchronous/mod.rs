@@ -378,8 +378,19 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
     {
         let expected = expected.clone();
         async move {
-            expected.validate()?;
-            outcome::check_client_token(Self::find(conn, key).await?, &expected)
+            let result = match expected.validate() {
+                Ok(()) => match Self::find(conn, key).await {
+                    Ok(row) => outcome::check_client_token(row, &expected),
+                    Err(error) => Err(error),
+                },
+                Err(invalid) => Err(invalid.into()),
+            };
+            observe::read_checked::<Conn::Backend, _>(
+                Self::sql_table_name(),
+                "find_checked",
+                &result,
+            );
+            result
         }
     }
 

@@ -111,11 +111,12 @@ where
         let statement = self.original().delete_statement();
         let expected = self.original().expected_token();
         let key = self.key();
-        async move {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_checked");
+        observe::in_write_span_async(span, async move {
             usable(conn)?;
             let affected = ExecuteDsl::execute(statement, conn).await?;
             settle::<T, Conn>(conn, key, &expected, Operation::Delete, affected).await
-        }
+        })
     }
 
     fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {
@@ -123,7 +124,8 @@ where
     }
 
     async fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
-        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging");
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging")
+            .around_writes();
         observe::in_write_span_async(span, save_merging(self, conn)).await
     }
 }

@@ -340,8 +340,14 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
         Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
             RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
     {
-        expected.validate()?;
-        outcome::check_client_token(Self::find(conn, key)?, expected)
+        let result = match expected.validate() {
+            Ok(()) => {
+                Self::find(conn, key).and_then(|row| outcome::check_client_token(row, expected))
+            }
+            Err(invalid) => Err(invalid.into()),
+        };
+        observe::read_checked::<Conn::Backend, _>(Self::sql_table_name(), "find_checked", &result);
+        result
     }
 
     /// Advances the token without writing any other column:

@@ -108,9 +108,12 @@ where
     where
         T::DeleteStatement: ExecuteDsl<Conn>,
     {
-        let affected = ExecuteDsl::execute(self.original().delete_statement(), conn)?;
-        let expected = self.original().expected_token();
-        settle::<T, Conn>(conn, &self.key(), &expected, Operation::Delete, affected)
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_checked");
+        observe::in_write_span(span, || {
+            let affected = ExecuteDsl::execute(self.original().delete_statement(), conn)?;
+            let expected = self.original().expected_token();
+            settle::<T, Conn>(conn, &self.key(), &expected, Operation::Delete, affected)
+        })
     }
 
     fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {
@@ -118,7 +121,8 @@ where
     }
 
     fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {
-        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging");
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_merging")
+            .around_writes();
         observe::in_write_span(span, || save_merging(self, conn))
     }
 }

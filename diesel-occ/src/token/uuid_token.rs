@@ -17,6 +17,8 @@ use crate::token::{TokenKind, TokenValue, VersionToken};
 /// to 16-byte binary columns (`BINARY(16)` on MySQL/MariaDB, `BLOB` on SQLite), so one
 /// entity type works everywhere. On PostgreSQL (feature `postgres`) it maps to `uuid`
 /// as well.
+/// With feature `serde` it is `Serialize` and `Deserialize` as its client form (the
+/// hyphenated UUID, never nil), as `diesel_occ::serde_token` writes and reads any token.
 ///
 /// ```
 /// use diesel_occ::{UuidToken, VersionToken};

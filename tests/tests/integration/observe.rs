@@ -360,13 +360,49 @@ impl ExportedSpan {
     }
 }
 
-/// OpenTelemetry's `db.system.name` for a test backend.
+/// OpenTelemetry's `db.system.name` for a test backend: `mariadb` for a MySQL-protocol
+/// server whose version says MariaDB. The first call asks the MySQL server
+/// (`SELECT VERSION()`) and tells diesel-occ what it found
+/// ([`diesel_occ::observe::report_mariadb`]), as an application does once at startup:
+/// call it before the writes whose spans or metrics it is compared with.
 pub(crate) fn system_name(backend: Backend) -> &'static str {
     match backend {
         Backend::Postgres => "postgresql",
+        Backend::Mysql if mysql_is_mariadb() => "mariadb",
         Backend::Mysql => "mysql",
         Backend::Sqlite => "sqlite",
     }
+}
+
+/// Whether the MySQL test server is MariaDB, asked once per process; diesel-occ is told.
+fn mysql_is_mariadb() -> bool {
+    static MARIADB: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MARIADB.get_or_init(|| {
+        use diesel_async::{AsyncConnection, RunQueryDsl};
+
+        let url = Backend::Mysql.server_url().expect("a MySQL URL");
+        // On a thread of its own: the caller may be inside a runtime already.
+        let version = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let mut conn = diesel_async::AsyncMysqlConnection::establish(&url)
+                    .await
+                    .expect("the MySQL test server");
+                diesel::select(diesel::dsl::sql::<diesel::sql_types::Text>("VERSION()"))
+                    .get_result::<String>(&mut conn)
+                    .await
+                    .expect("SELECT VERSION()")
+            })
+        })
+        .join()
+        .expect("the version query's thread");
+        let mariadb = version.contains("MariaDB");
+        diesel_occ::observe::report_mariadb(mariadb);
+        mariadb
+    })
 }
 
 /// Holds diesel-occ's process-wide key-value switch at `on` for as long as it lives, and

@@ -486,15 +486,35 @@ mod counters {
     use std::sync::{Arc, Mutex};
 
     use metrics::{
-        Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+        Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+        SharedString, Unit,
     };
 
     use super::*;
-    use crate::observe::{CONFLICTS_TOTAL, RETRIES_EXHAUSTED_TOTAL, RETRIES_TOTAL};
+    use crate::observe::{
+        ATTEMPTS, CONFLICTS, OPERATION_DURATION, RETRIES_EXHAUSTED_TOTAL, RETRIES_TOTAL,
+        RETRY_DURATION,
+    };
 
-    /// Counter values by `name{label=value,...}`.
+    /// Counter values, and how many values each histogram recorded, by
+    /// `name{label=value,...}`.
     #[derive(Default, Clone)]
     struct Totals(Arc<Mutex<BTreeMap<String, u64>>>);
+
+    /// `name{label=value,...}` of a metric's key.
+    fn key_name(key: &Key) -> String {
+        let labels: Vec<_> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        format!("{}{{{}}}", key.name(), labels.join(","))
+    }
+
+    impl HistogramFn for Handle {
+        fn record(&self, _: f64) {
+            self.increment(1);
+        }
+    }
 
     struct Handle(Totals, String);
 
@@ -514,23 +534,24 @@ mod counters {
         fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
 
         fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-            let labels: Vec<_> = key
-                .labels()
-                .map(|l| format!("{}={}", l.key(), l.value()))
-                .collect();
-            let name = format!("{}{{{}}}", key.name(), labels.join(","));
-            Counter::from_arc(Arc::new(Handle(self.clone(), name)))
+            Counter::from_arc(Arc::new(Handle(self.clone(), key_name(key))))
         }
 
         fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
             Gauge::noop()
         }
 
-        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-            Histogram::noop()
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(Arc::new(Handle(self.clone(), key_name(key))))
         }
     }
 
+    /// The labels of a checked save of `stock` on SQLite, as its span's attributes.
+    const SAVE: &str =
+        "db.system.name=sqlite,db.collection.name=stock,db.operation.name=save_checked";
+
+    /// Every attempt's save is one conflict and one duration, under the span's
+    /// attribute names and the method's name; the retries under the table's.
     #[test]
     fn conflicts_retries_and_exhaustion_are_counted_by_table() {
         let db = TestDb::new();
@@ -548,12 +569,18 @@ mod counters {
         assert!(matches!(result, Err(Error::RetriesExhausted(_))));
         let totals = totals.0.lock().unwrap().clone();
         let expected: BTreeMap<String, u64> = [
+            (format!("{CONFLICTS}{{{SAVE}}}"), 3),
             (
-                format!("{CONFLICTS_TOTAL}{{table=stock,operation=update}}"),
+                format!("{OPERATION_DURATION}{{{SAVE},error.type=conflict}}"),
                 3,
             ),
-            (format!("{RETRIES_TOTAL}{{table=stock}}"), 2),
-            (format!("{RETRIES_EXHAUSTED_TOTAL}{{table=stock}}"), 1),
+            (format!("{ATTEMPTS}{{outcome=exhausted}}"), 1),
+            (format!("{RETRY_DURATION}{{outcome=exhausted}}"), 1),
+            (format!("{RETRIES_TOTAL}{{db.collection.name=stock}}"), 2),
+            (
+                format!("{RETRIES_EXHAUSTED_TOTAL}{{db.collection.name=stock}}"),
+                1,
+            ),
         ]
         .into_iter()
         .collect();

@@ -62,10 +62,10 @@ fn one(spans: &[ExportedSpan], name: &str) -> ExportedSpan {
 }
 
 /// A checked write's span as OpenTelemetry's database client conventions have it.
-fn assert_client_span(span: &ExportedSpan, operation: &str) {
+fn assert_client_span(span: &ExportedSpan, system: &str, operation: &str) {
     assert_eq!(span.kind, SpanKind::Client, "{span:#?}");
     for (attribute, value) in [
-        ("db.system.name", system_name(Conn::BACKEND)),
+        ("db.system.name", system),
         ("db.collection.name", "counters"),
         ("db.operation.name", operation),
     ] {
@@ -90,6 +90,7 @@ fn assert_conflicted(span: &ExportedSpan) {
 #[test]
 fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
     let db = test_db!();
+    let system = system_name(Conn::BACKEND);
     let _keys = KeyValues::set(false);
     let mut conn = db.conn();
     seed(&mut conn, 1..=4);
@@ -133,7 +134,7 @@ fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
     // Theirs, mine (the conflict), and the tracked save inside save_merging.
     assert_eq!(saves.len(), 3, "{spans:#?}");
     for save in &saves {
-        assert_client_span(save, "save_checked");
+        assert_client_span(save, system, "save_checked");
     }
     assert_succeeded(&saves[0]);
     let conflicted = &saves[1];
@@ -168,19 +169,19 @@ fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
         "delete_checked",
     ] {
         let span = one(&spans, &format!("{operation} counters"));
-        assert_client_span(&span, operation);
+        assert_client_span(&span, system, operation);
         assert_succeeded(&span);
     }
 
     let batch = one(&spans, "save_all_checked counters");
-    assert_client_span(&batch, "save_all_checked");
+    assert_client_span(&batch, system, "save_all_checked");
     assert_conflicted(&batch);
     let events = batch.events_named("occ conflict");
     assert_eq!(events.len(), 1, "the stale entity's conflict: {batch:#?}");
     assert_eq!(events[0]["diesel_occ.token.current"], "2");
 
     let merging = one(&spans, "save_merging counters");
-    assert_client_span(&merging, "save_merging");
+    assert_client_span(&merging, system, "save_merging");
     assert_succeeded(&merging);
     assert_succeeded(&saves[2]);
     assert_eq!(saves[2].parent, merging.id, "the tracked save inside save_merging");
@@ -304,6 +305,7 @@ fn a_retried_batch_conflict_is_counted_under_its_table() {
     use diesel_occ::observe::{ATTEMPTS, CONFLICTS, RETRIES, RETRY_DURATION};
 
     let db = test_db!();
+    let system = system_name(Conn::BACKEND);
     let mut other = db.conn();
     seed(&mut other, 1..=2);
     let url = db.url().to_owned();
@@ -324,12 +326,15 @@ fn a_retried_batch_conflict_is_counted_under_its_table() {
     });
     let counters = totals.snapshot();
     assert_eq!(
-        counters.get(&format!("{RETRIES}{{table=counters}}")),
+        counters.get(&format!("{RETRIES}{{db.collection.name=counters}}")),
         Some(&1),
         "{counters:?}"
     );
+    let labels = format!(
+        "db.system.name={system},db.collection.name=counters,db.operation.name=save_all_checked"
+    );
     assert_eq!(
-        counters.get(&format!("{CONFLICTS}{{table=counters,operation=update}}")),
+        counters.get(&format!("{CONFLICTS}{{{labels}}}")),
         Some(&1),
         "{counters:?}"
     );
@@ -344,5 +349,159 @@ fn a_retried_batch_conflict_is_counted_under_its_table() {
     assert!(
         durations.len() == 1 && durations[0] >= 0.0,
         "one duration in seconds: {durations:?}"
+    );
+}
+
+/// The metric key of a write span's attributes: `name{db.system.name=...,...}` in the
+/// order diesel-occ gives its labels, `error.type` last when the span has it.
+fn metric_key(name: &str, span: &ExportedSpan) -> String {
+    let mut labels: Vec<String> = ["db.system.name", "db.collection.name", "db.operation.name"]
+        .into_iter()
+        .map(|attribute| format!("{attribute}={}", span.attribute(attribute)))
+        .collect();
+    if let Some(error) = span.attributes.get("error.type") {
+        labels.push(format!("error.type={error}"));
+    }
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+/// Each checked write records one `db.client.operation.duration` value (seconds),
+/// labelled with exactly its span's attributes (`error.type` included when it failed),
+/// and each conflict is counted under the `db.operation.name` its span has, the
+/// method's name; `find_checked`, which has no span, counts its stale client token
+/// under its own name. A MariaDB server shows as `mariadb` on spans and metrics alike.
+#[test]
+fn every_checked_write_records_its_duration_under_its_span_attributes() {
+    use crate::observe::Totals;
+    use diesel_occ::Upserted;
+    use diesel_occ::observe::{CONFLICTS, OPERATION_DURATION};
+
+    let db = test_db!();
+    let system = system_name(Conn::BACKEND);
+    if Conn::BACKEND == diesel_occ_tests::Backend::Mysql {
+        let version: String =
+            diesel::select(diesel::dsl::sql::<diesel::sql_types::Text>("VERSION()"))
+                .get_result(&mut db.conn())
+                .expect("SELECT VERSION()");
+        let expected = if version.contains("MariaDB") { "mariadb" } else { "mysql" };
+        assert_eq!(system, expected, "server version {version}");
+    }
+    let mut conn = db.conn();
+    seed(&mut conn, 1..=4);
+    let exported = Exported::new();
+    let totals = Totals::default();
+    exported.run(LevelFilter::TRACE, || {
+        metrics::with_local_recorder(&totals, || {
+            let mut mine = find(&mut conn, 1);
+            bump(&mut conn, 1);
+            assert!(mine.save_checked(&mut conn).unwrap_err().is_conflict());
+            let stale = Counter::find_checked(&mut conn, 1, &1).unwrap_err();
+            assert!(stale.is_conflict(), "{stale:?}");
+
+            let token = Counter::update_by_key(&mut conn, 2, &1, schema::counters::value.eq(5))
+                .expect("update_by_key");
+            let error = Counter::update_by_key(&mut conn, 2, &1, schema::counters::value.eq(6))
+                .unwrap_err();
+            assert!(error.is_conflict(), "{error:?}");
+            Counter::delete_by_key(&mut conn, 2, &token).expect("delete_by_key");
+
+            let mut third = find(&mut conn, 3);
+            third
+                .save_checked_where(&mut conn, schema::counters::value.ge(0))
+                .expect("save_checked_where");
+            third.force_increment(&mut conn).expect("force_increment");
+            third
+                .soft_delete_checked(&mut conn, schema::counters::label.eq("gone"))
+                .expect("soft_delete_checked");
+            third.delete_checked(&mut conn).expect("delete_checked");
+
+            let mut batch = [find(&mut conn, 4), mine.clone()];
+            assert!(batch.save_all_checked(&mut conn).is_err());
+
+            let mut tracked = Tracked::new(find(&mut conn, 4));
+            tracked.edit().value = 7;
+            let merged = tracked.save_merging(&mut conn).expect("save_merging");
+            assert!(matches!(merged, SaveOutcome::Saved), "{merged:?}");
+            tracked.delete_checked(&mut conn).expect("tracked delete_checked");
+
+            let mut new = Counter {
+                id: 5,
+                value: 0,
+                label: None,
+                version: 1,
+            };
+            new.insert_checked(&mut conn).expect("insert_checked");
+            let mut fresh = Counter { id: 6, ..new.clone() };
+            let upserted = fresh.upsert_checked(&mut conn, None).expect("upsert_checked");
+            assert!(matches!(upserted, Upserted::Inserted(_)), "{upserted:?}");
+        });
+    });
+
+    let spans: Vec<_> = exported
+        .spans()
+        .into_iter()
+        .filter(|span| span.attributes.contains_key("db.operation.name"))
+        .collect();
+    let operations: std::collections::BTreeSet<_> = spans
+        .iter()
+        .map(|span| span.attribute("db.operation.name").to_owned())
+        .collect();
+    for operation in [
+        "save_checked",
+        "update_by_key",
+        "delete_by_key",
+        "save_checked_where",
+        "force_increment",
+        "soft_delete_checked",
+        "delete_checked",
+        "save_all_checked",
+        "save_merging",
+        "insert_checked",
+        "upsert_checked",
+    ] {
+        assert!(operations.contains(operation), "{operation} in {operations:?}");
+    }
+    for span in &spans {
+        assert_eq!(span.attribute("db.system.name"), system, "{span:#?}");
+    }
+
+    // One duration per span, under the span's attributes, and no other.
+    let mut expected: std::collections::BTreeMap<String, usize> = Default::default();
+    for span in &spans {
+        *expected.entry(metric_key(OPERATION_DURATION, span)).or_default() += 1;
+    }
+    let histograms = totals.histograms();
+    let recorded: std::collections::BTreeMap<String, usize> = histograms
+        .iter()
+        .filter(|(key, _)| key.starts_with(OPERATION_DURATION))
+        .map(|(key, values)| (key.clone(), values.len()))
+        .collect();
+    assert_eq!(recorded, expected, "{histograms:#?}");
+    assert!(
+        histograms.values().flatten().all(|seconds| *seconds >= 0.0 && *seconds < 60.0),
+        "seconds: {histograms:?}"
+    );
+
+    // The conflicts: under the method that returned each, with the span's labels.
+    let labels = |operation: &str| {
+        format!(
+            "{CONFLICTS}{{db.system.name={system},db.collection.name=counters,db.operation.name={operation}}}"
+        )
+    };
+    let counters = totals.snapshot();
+    let conflicts: std::collections::BTreeMap<_, _> = counters
+        .into_iter()
+        .filter(|(key, _)| key.starts_with(CONFLICTS))
+        .collect();
+    assert_eq!(
+        conflicts,
+        [
+            (labels("save_checked"), 1),
+            (labels("find_checked"), 1),
+            (labels("update_by_key"), 1),
+            (labels("save_all_checked"), 1),
+        ]
+        .into_iter()
+        .collect(),
     );
 }
