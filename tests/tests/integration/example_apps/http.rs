@@ -602,6 +602,43 @@ async fn invalid_bodies_get_422() {
     }
 }
 
+/// The body extractor's rejections are problems too: 400 for text that is not JSON,
+/// 415 without `Content-Type: application/json`; nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bodies_that_are_not_json_get_400_and_another_content_type_415() {
+    let (db, pool) = app_db!();
+    let (base, _) = start(db.url()).await;
+    let client = Client::new();
+    let (url, etag) = create(&client, &base).await;
+    let whole = r#"{"title": "a", "body": "b"}"#;
+    for (content_type, body, status, code) in [
+        ("application/json", r#"{"title": "#, StatusCode::BAD_REQUEST, "malformed_body"),
+        ("text/plain", whole, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+    ] {
+        let response = client
+            .put(&url)
+            .header(IF_MATCH, &etag)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let header = |name: &str| {
+            let value = response.headers().get(name);
+            value.map(|v| v.to_str().unwrap().to_owned())
+        };
+        let reply = Reply {
+            status: response.status(),
+            etag: header("etag"),
+            content_type: header("content-type"),
+            body: response.json().await.unwrap(),
+        };
+        assert_clean(&reply);
+        assert_problem(&reply, status, code);
+    }
+    assert_eq!(stored_etag(&pool, &url), Some(etag), "nothing written");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn database_failures_show_no_sql_or_driver_text() {
     let (db, pool) = app_db!();

@@ -4,10 +4,9 @@
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_LOCATION, VARY};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::get;
 use axum::{Extension, Json, Router};
 use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
@@ -19,7 +18,7 @@ use diesel_occ::retry::RetryPolicy;
 use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Preconditions, Problem, Settings, Validators};
 use diesel_occ_tests::AsyncTestDb;
 
-use super::super::{Account, AccountPatch, SEED, Stamp};
+use super::super::{Account, AccountPatch, SEED, Stamp, json, token, validators};
 use super::AsyncConn as Conn;
 use diesel_occ_tests::schema::pg::accounts;
 
@@ -28,20 +27,7 @@ type Db = AsyncTestDb<Conn>;
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
     let (db, pool) = seeded(test, 4).await?;
-    let app = Router::new()
-        .route("/accounts", post(create))
-        .route(
-            "/accounts/{id}",
-            get(show).put(replace).patch(patch).delete(remove),
-        )
-        .route("/create/{id}", put(create_if_absent))
-        .route("/by-key/{id}", put(put_by_key).delete(delete_by_key))
-        .route("/soft/{id}", axum::routing::delete(soft_delete))
-        .route("/upsert/{id}", put(upsert))
-        .route("/insert/{id}", put(insert_if_none_match))
-        .route("/respond/{id}", put(respond_to_a_put))
-        .route("/optional", get(optional))
-        .route("/stamps/{id}", get(show_stamp).put(replace_stamp))
+    let app = routes!()
         .with_state(pool)
         .layer(Extension(settings));
     Some((db, app))
@@ -75,18 +61,6 @@ async fn seeded(test: &str, size: usize) -> Option<(Db, Pool<Conn>)> {
 async fn checkout(State(pool): State<Pool<Conn>>) -> Result<(), Problem> {
     let _conn = pool.get().await?;
     Ok(())
-}
-
-fn json(account: &Account) -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "id": account.id, "balance": account.balance }))
-}
-
-/// The representation's validators and the cache headers its 200 and 304 share.
-fn validators(account: &Account) -> Validators {
-    Validators::of(&account.version)
-        .header(CACHE_CONTROL, HeaderValue::from_static("private, max-age=0"))
-        .header(VARY, HeaderValue::from_static("accept"))
-        .header(CONTENT_LOCATION, HeaderValue::from_str(&format!("/accounts/{}", account.id)).unwrap())
 }
 
 async fn show(
@@ -190,11 +164,6 @@ async fn create_if_absent(
         )
         .await?;
     Ok((StatusCode::CREATED, ETag::from_token(&version)))
-}
-
-/// The client's one tag, as `update_by_key` and `delete_by_key` take it.
-fn token(if_match: &IfMatch) -> Result<i32, Problem> {
-    if_match.token().ok_or_else(|| Problem::precondition_failed(None))
 }
 
 async fn put_by_key(

@@ -23,10 +23,12 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::http::header::{CACHE_CONTROL, CONTENT_LOCATION, VARY};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_occ::{ChangesetColumns, Versioned};
+use diesel_occ_axum::{IfMatch, Problem, Validators};
 use diesel_occ_tests::schema::pg::{accounts, stamped_seconds};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -77,6 +79,30 @@ const SEED: &str = "INSERT INTO accounts (id, balance, deleted, version) VALUES 
 
 /// The seeded stamp's `Last-Modified`.
 const SEEDED_DATE: &str = "Thu, 01 Jan 2026 00:00:00 GMT";
+
+/// An account as the routes answer it.
+fn json(account: &Account) -> axum::Json<Value> {
+    axum::Json(serde_json::json!({ "id": account.id, "balance": account.balance }))
+}
+
+/// The representation's validators and the cache headers its 200 and 304 share.
+fn validators(account: &Account) -> Validators {
+    let location = HeaderValue::from_str(&format!("/accounts/{}", account.id)).unwrap();
+    Validators::of(&account.version)
+        .header(
+            CACHE_CONTROL,
+            HeaderValue::from_static("private, max-age=0"),
+        )
+        .header(VARY, HeaderValue::from_static("accept"))
+        .header(CONTENT_LOCATION, location)
+}
+
+/// The client's one tag, as `update_by_key` and `delete_by_key` take it.
+fn token(if_match: &IfMatch) -> Result<i32, Problem> {
+    if_match
+        .token()
+        .ok_or_else(|| Problem::precondition_failed(None))
+}
 
 /// A response as a test reads it.
 #[derive(Debug)]
@@ -411,6 +437,35 @@ async fn a_pool_error_is_503_with_retry_after(app: Router) {
     assert_eq!(busy.status, 503, "{busy:?}");
     assert_eq!(busy.header("retry-after"), Some("1"));
     assert_eq!(busy.code(), "unavailable");
+}
+
+/// The routes of the table above, on the handlers of the flavour in scope.
+macro_rules! routes {
+    () => {
+        axum::Router::new()
+            .route("/accounts", axum::routing::post(create))
+            .route(
+                "/accounts/{id}",
+                axum::routing::get(show)
+                    .put(replace)
+                    .patch(patch)
+                    .delete(remove),
+            )
+            .route("/create/{id}", axum::routing::put(create_if_absent))
+            .route(
+                "/by-key/{id}",
+                axum::routing::put(put_by_key).delete(delete_by_key),
+            )
+            .route("/soft/{id}", axum::routing::delete(soft_delete))
+            .route("/upsert/{id}", axum::routing::put(upsert))
+            .route("/insert/{id}", axum::routing::put(insert_if_none_match))
+            .route("/respond/{id}", axum::routing::put(respond_to_a_put))
+            .route("/optional", axum::routing::get(optional))
+            .route(
+                "/stamps/{id}",
+                axum::routing::get(show_stamp).put(replace_stamp),
+            )
+    };
 }
 
 /// The scenarios above as tests of a flavour: `$app(settings)` builds its router over a
