@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use axum_core::extract::FromRequestParts;
 use axum_core::response::{IntoResponse, Response};
-use diesel_occ::Error;
+use diesel_occ::{Error, VersionToken};
 use http::header::{IF_MODIFIED_SINCE, IF_UNMODIFIED_SINCE};
 use http::request::Parts;
 use http::{HeaderName, Method};
@@ -97,6 +97,34 @@ impl Preconditions {
     /// ```
     pub fn if_match(&self) -> Option<&IfMatch> {
         self.if_match.as_ref()
+    }
+
+    /// The token a keyed write can carry in its own predicate, so it needs no read:
+    /// `Some` when `If-Match` names exactly one strong tag that is a `T`
+    /// ([`IfMatch::token`]) and no `If-None-Match` needs evaluating. Then
+    /// `update_by_key(conn, key, &token, changes)` or `delete_by_key` is the whole
+    /// evaluation, in one statement: a stale token is a conflict that `?` answers 412
+    /// with the current ETag, a missing row 404. `None` otherwise: run
+    /// [`write`](Self::write) / `write_async`.
+    ///
+    /// ```
+    /// use axum::http::Request;
+    /// use diesel_occ_axum::Preconditions;
+    ///
+    /// let read = |name: &str, value: &str| {
+    ///     let (mut parts, ()) = Request::put("/").header(name, value).body(()).unwrap().into_parts();
+    ///     Preconditions::from_parts(&mut parts).unwrap()
+    /// };
+    /// assert_eq!(read("if-match", "\"3\"").token::<i32>(), Some(3));
+    /// assert_eq!(read("if-match", "\"3\", \"4\"").token::<i32>(), None);
+    /// assert_eq!(read("if-match", "*").token::<i32>(), None);
+    /// assert_eq!(read("if-unmodified-since", "Thu, 01 Jan 2026 00:00:00 GMT").token::<i32>(), None);
+    /// ```
+    pub fn token<T: VersionToken>(&self) -> Option<T> {
+        if self.if_none_match.is_present() {
+            return None;
+        }
+        self.if_match.as_ref()?.token()
     }
 
     /// Whether the request may go on against `current` (`None`: the resource does not

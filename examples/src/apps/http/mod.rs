@@ -10,13 +10,16 @@
 //! | `DELETE /articles/{id}` + `If-Match` | 204 | 428, 400, 412 + current `ETag`, 404, 409 |
 //! | `GET /metrics` | 200, diesel-occ's counters and histograms for Prometheus | |
 //!
-//! The statuses are diesel-occ-axum's (its README has the conformance table). Every
-//! write is one call of [`Preconditions::write_async`]: it reads the article, evaluates
-//! `If-Match` (a tag, a list or `*`) against its token, and writes with that token,
-//! inside the retry helper, so the check and the write see one version: a write that
-//! commits in between is retried, and the re-read answers 412 to a tag that went stale
-//! (`*` retries until the policy gives up: 409). A create is `insert_checked`; a `PATCH`
-//! is `update_by_key` with a `ChangesetColumns` form, so it sets only the fields sent.
+//! The statuses are diesel-occ-axum's (its README has the conformance table). A `PUT`
+//! or `DELETE` whose `If-Match` is one ETag ([`Preconditions::token`]) is one
+//! conditional statement (`update_by_key`, `delete_by_key`): the write checks the token
+//! itself. Every other write is one call of [`Preconditions::write_async`]: it reads the
+//! article, evaluates `If-Match` (a list or `*`) against its token, and writes with that
+//! token, inside the retry helper, so the check and the write see one version: a write
+//! that commits in between is retried, and the re-read answers 412 to a tag that went
+//! stale (`*` retries until the policy gives up: 409). A create is `insert_checked`; a
+//! `PATCH` is `update_by_key` with a `ChangesetColumns` form, so it sets only the fields
+//! sent.
 
 pub mod client;
 
@@ -101,7 +104,8 @@ pub struct ArticleJson {
 }
 
 /// The body of a `POST` or `PUT`: the whole article.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, AsChangeset, ChangesetColumns)]
+#[diesel(table_name = articles)]
 #[serde(deny_unknown_fields)]
 struct Replacement {
     title: String,
@@ -244,6 +248,19 @@ async fn replace(
     preconditions: Preconditions,
     Body(new): Body<Replacement>,
 ) -> Result<Response, Problem> {
+    // `If-Match: "<one tag>"`: one UPDATE … WHERE id = ? AND version = <tag>, no read.
+    if let Some(token) = preconditions.token::<UuidToken>() {
+        let mut conn = state.pool.get().await?;
+        let version = Article::update_by_key(&mut conn, id.clone(), &token, &new).await?;
+        let (title, body) = (new.title, new.body);
+        let article = Article {
+            id,
+            title,
+            body,
+            version,
+        };
+        return Ok(representation(StatusCode::OK, article));
+    }
     let article = preconditions
         .write_async(
             &state.pool,
@@ -295,6 +312,11 @@ async fn remove(
     Path(id): Path<String>,
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
+    // `If-Match: "<one tag>"`: one DELETE … WHERE id = ? AND version = <tag>, no read.
+    if let Some(token) = preconditions.token::<UuidToken>() {
+        Article::delete_by_key(&mut state.pool.get().await?, id, &token).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
     preconditions
         .write_async(
             &state.pool,
