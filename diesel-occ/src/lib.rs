@@ -267,7 +267,7 @@ pub use diesel_occ_derive::{ChangesetColumns, Versioned};
 /// `ChangesetColumns` is only a derive macro (no trait of that name), and `Versioned`,
 /// `VersionToken` and `ChangesetColumns` are the same items in both preludes, so
 /// glob-importing both never makes them ambiguous; only the traits with twins
-/// (`CheckedDsl`, ...) clash. [`guide::asynchronous`](crate::guide::asynchronous) shows a module that uses both
+/// (`CheckedDsl`, ...) clash. [`guide::asynchronous`] shows a crate that uses both
 /// flavours.
 ///
 /// ```
