@@ -259,10 +259,35 @@ pub use versioned::Versioned;
 #[cfg(feature = "derive")]
 pub use diesel_occ_derive::{ChangesetColumns, Versioned};
 
-/// The traits and the derive, for `use diesel_occ::prelude::*`: the blocking
-/// [`CheckedDsl`] and [`AttemptDsl`](crate::blocking::AttemptDsl). The async twins are in
+/// The traits and the derives, for `use diesel_occ::prelude::*`: the blocking
+/// [`CheckedDsl`] and [`AttemptDsl`](crate::blocking::AttemptDsl), and with `derive`
+/// `#[derive(Versioned)]` and `#[derive(ChangesetColumns)]`. The async twins are in
 /// `diesel_occ::asynchronous::prelude`.
+///
+/// `ChangesetColumns` is only a derive macro (no trait of that name), and `Versioned`,
+/// `VersionToken` and `ChangesetColumns` are the same items in both preludes, so
+/// glob-importing both never makes them ambiguous; only the traits with twins
+/// (`CheckedDsl`, ...) clash. [`guide::asynchronous`] shows a crate that uses both
+/// flavours.
+///
+/// ```
+/// use diesel::prelude::*;
+/// use diesel_occ::prelude::*;
+///
+/// diesel::table! {
+///     stock (id) { id -> Integer, available -> Integer, version -> Integer }
+/// }
+///
+/// // Both derives come from the prelude.
+/// #[derive(AsChangeset, ChangesetColumns)]
+/// #[diesel(table_name = stock)]
+/// pub struct Restock {
+///     pub available: i32,
+/// }
+/// ```
 pub mod prelude {
+    #[cfg(feature = "derive")]
+    pub use crate::ChangesetColumns;
     pub use crate::blocking::AttemptDsl;
     pub use crate::blocking::{BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
     pub use crate::{VersionToken, Versioned};

@@ -170,9 +170,28 @@ use crate::token::VersionToken;
 use crate::versioned::Versioned;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
-/// The async traits and the derive, for `use diesel_occ::asynchronous::prelude::*`.
+/// The async traits and the derives, for `use diesel_occ::asynchronous::prelude::*`:
+/// the twins of [`crate::prelude`]'s traits, and the same `Versioned`, `VersionToken`
+/// and (with `derive`) `#[derive(ChangesetColumns)]`.
+///
+/// ```
+/// use diesel::prelude::*;
+/// use diesel_occ::asynchronous::prelude::*;
+///
+/// diesel::table! {
+///     stock (id) { id -> Integer, available -> Integer, version -> Integer }
+/// }
+///
+/// #[derive(AsChangeset, ChangesetColumns)]
+/// #[diesel(table_name = stock)]
+/// pub struct Restock {
+///     pub available: i32,
+/// }
+/// ```
 pub mod prelude {
     pub use super::{AttemptDsl, BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
+    #[cfg(feature = "derive")]
+    pub use crate::ChangesetColumns;
     pub use crate::{VersionToken, Versioned};
 }
 

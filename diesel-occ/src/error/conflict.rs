@@ -241,9 +241,11 @@ impl NotFound {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
     /// use diesel_occ::{Error, NotFound};
     ///
+    /// # fn main() {
     /// let missing = Error::from(NotFound::of::<Stock>(&7));
     /// assert!(missing.is_not_found());
-    /// assert_eq!(missing.to_string(), "no row in stock with key id = 7");
+    /// assert_eq!(missing.to_string(), "no row in stock with key (id=7)");
+    /// # }
     /// ```
     pub fn of<T: crate::Versioned>(key: &T::Key) -> NotFound {
         NotFound {

@@ -10,8 +10,9 @@
 //! There the predicate also accepts a text that SQLite's date functions read and whose
 //! whole seconds (read by `strftime`, exact because they carry no fraction) and fraction
 //! (compared as text, since an offset is a whole number of minutes and never changes it)
-//! are the token's: the instant for `DateTime<Utc>`, the clock time written for
-//! `NaiveDateTime` (Diesel ignores the offset there). It never matches another token.
+//! are the token's: the instant for `DateTime<Utc>` and time's `OffsetDateTime`, the
+//! clock time written for `NaiveDateTime` and time's `PrimitiveDateTime` (Diesel ignores
+//! the offset there). It never matches another token.
 //! A check column holding a timestamp is compared the same way.
 
 use std::sync::OnceLock;

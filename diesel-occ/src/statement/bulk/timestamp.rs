@@ -20,8 +20,9 @@
 //! seconds for a whole-second token), one text form, so that `MAX` compares like with
 //! like and the result is strictly after the old token. A token another tool stored
 //! with a UTC offset (`...10:00:00+02:00`) is advanced from what the token type reads:
-//! the instant for `DateTime<Utc>`, the clock time written for `NaiveDateTime` (Diesel
-//! ignores the offset there, so it is cut off before `strftime` would apply it).
+//! the instant for `DateTime<Utc>` and time's `OffsetDateTime`, the clock time written
+//! for `NaiveDateTime` and time's `PrimitiveDateTime` (Diesel ignores the offset there,
+//! so it is cut off before `strftime` would apply it).
 
 use diesel::backend::Backend;
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
