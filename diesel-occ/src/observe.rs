@@ -104,7 +104,7 @@
 //! and `diesel_occ_attempts_bucket` for a histogram given buckets); an OpenTelemetry
 //! pipeline exported to Prometheus adds `_total` to counters and the unit to
 //! histograms (`diesel_occ_conflicts_total`, `diesel_occ_retry_duration_seconds`). Call
-//! [`describe_metrics`] once after installing the recorder to give them descriptions
+//! `describe_metrics` once after installing the recorder to give them descriptions
 //! and units.
 
 use std::sync::atomic::{AtomicBool, Ordering};
