@@ -11,9 +11,8 @@ use diesel_async::pooled_connection::deadpool::Pool;
 use tower::ServiceExt;
 
 /// The user's connection type (an `AsyncPgConnection` in a service on PostgreSQL).
-type Conn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
-    diesel::sqlite::SqliteConnection,
->;
+type Conn =
+    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::sqlite::SqliteConnection>;
 
 /// The user's `schema.rs`.
 mod schema {
@@ -149,11 +148,17 @@ async fn the_readme_resource_answers_as_the_readme_says() {
     };
     let read = send("GET", &[], "").await.unwrap();
     assert_eq!(seen(&read), (StatusCode::OK, Some("\"3\"".into())));
-    let cached = send("GET", &[("if-none-match", "\"3\"")], "").await.unwrap();
+    let cached = send("GET", &[("if-none-match", "\"3\"")], "")
+        .await
+        .unwrap();
     assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
-    let put = send("PUT", &[("if-match", "\"3\"")], "\"running\"").await.unwrap();
+    let put = send("PUT", &[("if-match", "\"3\"")], "\"running\"")
+        .await
+        .unwrap();
     assert_eq!(seen(&put), (StatusCode::OK, Some("\"4\"".into())));
-    let stale = send("PUT", &[("if-match", "\"3\"")], "\"done\"").await.unwrap();
+    let stale = send("PUT", &[("if-match", "\"3\"")], "\"done\"")
+        .await
+        .unwrap();
     assert_eq!(
         seen(&stale),
         (StatusCode::PRECONDITION_FAILED, Some("\"4\"".into()))
