@@ -65,7 +65,7 @@ impl BackendSql for PgConnection {
 
 impl CheckedStock for PgConnection {
     fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::CheckedDsl<Self>>::find(self, key)
+        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
     }
 
     fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {

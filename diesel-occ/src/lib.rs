@@ -15,7 +15,7 @@
 //! | save, delete and load with the token check | [`CheckedDsl`] |
 //! | insert with the initial token, upsert by the client's token | [`InsertDsl`], [`Upserted`] |
 //! | bring your Diesel models and forms | [`derive@ChangesetColumns`], [`guide::diesel_models`] |
-//! | write from a client's token (`If-Match`) | [`CheckedDsl::update_by_key`], [`CheckedDsl::find_checked`], [`guide::client_tokens`] |
+//! | write from a client's token (`If-Match`) | [`VersionColumnDsl::update_by_key`], [`EntityDsl::find_checked`], [`guide::client_tokens`] |
 //! | save many entities, all or nothing | [`BatchDsl`] |
 //! | save only the edited columns, merge a conflict | [`Tracked`], [`TrackedDsl`] |
 //! | roll back a transaction without losing tokens | [`transaction()`] |
@@ -84,15 +84,15 @@
 //! [`CheckedDsl`] (blocking; `asynchronous::CheckedDsl` is its async twin) on every
 //! entity:
 //! - [`save_checked`](CheckedDsl::save_checked) and
-//!   [`delete_checked`](CheckedDsl::delete_checked) of an entity that was read;
+//!   [`delete_checked`](EntityDsl::delete_checked) of an entity that was read;
 //! - [`save_checked_where`](CheckedDsl::save_checked_where): the same save, valid only
 //!   while a condition of yours holds (a job still `pending`);
-//! - [`update_by_key`](CheckedDsl::update_by_key) and
-//!   [`delete_by_key`](CheckedDsl::delete_by_key): one statement from a key and the
+//! - [`update_by_key`](VersionColumnDsl::update_by_key) and
+//!   [`delete_by_key`](VersionColumnDsl::delete_by_key): one statement from a key and the
 //!   token a client sent (an HTTP `If-Match`), without loading the row;
-//! - [`find`](CheckedDsl::find), [`find_checked`](CheckedDsl::find_checked),
-//!   [`force_increment`](CheckedDsl::force_increment) (an aggregate root) and
-//!   [`soft_delete_checked`](CheckedDsl::soft_delete_checked).
+//! - [`find`](EntityDsl::find), [`find_checked`](EntityDsl::find_checked),
+//!   [`force_increment`](VersionColumnDsl::force_increment) (an aggregate root) and
+//!   [`soft_delete_checked`](VersionColumnDsl::soft_delete_checked).
 //!
 //! [`Tracked`] saves write only the edited columns and merge a conflict
 //! ([`TrackedDsl`]); [`BatchDsl`] saves many entities all or nothing;
@@ -239,7 +239,8 @@ pub mod versioned;
 pub mod xmin;
 
 pub use blocking::transaction;
-pub use blocking::{BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
+pub use blocking::{BatchDsl, CheckedDsl, EntityDsl, InsertDsl, TrackedDsl, VersionColumnDsl};
+pub use blocking::{CheckedChanges, CheckedPredicate, InsertableForm};
 pub use dialect::Dialect;
 pub use error::{
     BatchConflict, ConcurrencyConflict, ConflictState, DatabaseError, EntityKey, Error,
@@ -289,7 +290,9 @@ pub mod prelude {
     #[cfg(feature = "derive")]
     pub use crate::ChangesetColumns;
     pub use crate::blocking::AttemptDsl;
-    pub use crate::blocking::{BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
+    pub use crate::blocking::VersionColumnDsl;
+    pub use crate::blocking::{BatchDsl, CheckedDsl, EntityDsl, InsertDsl, TrackedDsl};
+    pub use crate::blocking::{CheckedChanges, CheckedPredicate, InsertableForm};
     pub use crate::{VersionToken, Versioned};
 }
 

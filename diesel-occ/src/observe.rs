@@ -29,11 +29,11 @@
 //!   |---|---|
 //!   | `save_checked` | [`CheckedDsl::save_checked`](crate::CheckedDsl::save_checked), and a tracked entity's |
 //!   | `save_checked_where` | [`CheckedDsl::save_checked_where`](crate::CheckedDsl::save_checked_where) |
-//!   | `delete_checked` | [`CheckedDsl::delete_checked`](crate::CheckedDsl::delete_checked), and a tracked entity's |
-//!   | `update_by_key` | [`CheckedDsl::update_by_key`](crate::CheckedDsl::update_by_key) |
-//!   | `delete_by_key` | [`CheckedDsl::delete_by_key`](crate::CheckedDsl::delete_by_key) |
-//!   | `force_increment` | [`CheckedDsl::force_increment`](crate::CheckedDsl::force_increment) |
-//!   | `soft_delete_checked` | [`CheckedDsl::soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) |
+//!   | `delete_checked` | [`EntityDsl::delete_checked`](crate::EntityDsl::delete_checked), and a tracked entity's |
+//!   | `update_by_key` | [`VersionColumnDsl::update_by_key`](crate::VersionColumnDsl::update_by_key) |
+//!   | `delete_by_key` | [`VersionColumnDsl::delete_by_key`](crate::VersionColumnDsl::delete_by_key) |
+//!   | `force_increment` | [`VersionColumnDsl::force_increment`](crate::VersionColumnDsl::force_increment) |
+//!   | `soft_delete_checked` | [`VersionColumnDsl::soft_delete_checked`](crate::VersionColumnDsl::soft_delete_checked) |
 //!   | `insert_checked` | [`InsertDsl::insert_checked`](crate::InsertDsl::insert_checked) |
 //!   | `insert_checked_from` | [`InsertDsl::insert_checked_from`](crate::InsertDsl::insert_checked_from) |
 //!   | `upsert_checked` | [`InsertDsl::upsert_checked`](crate::InsertDsl::upsert_checked) |

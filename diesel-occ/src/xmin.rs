@@ -40,8 +40,8 @@
 //! `UPDATE documents SET body = $1 WHERE id = $2 AND xmin = $3 RETURNING xmin`, and the
 //! entity takes the `xmin` the database assigned. `delete_checked`, `find_checked`,
 //! tracked saves and batch saves work as with any token. Writes that need to assign
-//! the token ([`force_increment`](crate::CheckedDsl::force_increment),
-//! [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked),
+//! the token ([`force_increment`](crate::VersionColumnDsl::force_increment),
+//! [`soft_delete_checked`](crate::VersionColumnDsl::soft_delete_checked),
 //! [`bulk_update`](crate::Versioned::bulk_update)) do not compile for it, and need not
 //! exist: any UPDATE, from anyone, gives the row a new `xmin`, so `xmin` is also its
 //! own bypass guard (what the `bypass_guard` module, feature `bypass-guard`, installs

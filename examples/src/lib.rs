@@ -22,6 +22,7 @@ pub mod metrics;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 pub mod postgres;
+pub mod repository;
 pub mod schema;
 pub mod sqlite;
 pub mod target;

@@ -3,7 +3,7 @@
 //!
 //! The rest of the strategies is generic over the connection, bounded by diesel-occ's
 //! public traits (`LockingConnection`, `ConnectionSource`, `Combinable`, `BatchDsl`).
-//! These three calls are not: `CheckedDsl::find`, `CheckedDsl::save_checked` and
+//! These three calls are not: `EntityDsl::find`, `CheckedDsl::save_checked` and
 //! `AttemptDsl::find` carry bounds of their own on the entity's hidden statement types
 //! (`<Stock as Versioned>::UpdateStatement: GuardedUpdate<C, _>`,
 //! `CurrentToken<<Stock as Versioned>::TokenQuery>: LoadQuery<..>`, and for a locking
@@ -20,7 +20,7 @@ use crate::model::Stock;
 
 /// `Stock::find`, `attempt.find` and `save_checked` on a blocking connection.
 pub trait CheckedStock: diesel::Connection {
-    /// `CheckedDsl::find`.
+    /// `EntityDsl::find`.
     fn find_stock(&mut self, key: i32) -> Result<Stock, Error>;
     /// `AttemptDsl::find`: a locking read when the attempt escalates.
     fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error>;

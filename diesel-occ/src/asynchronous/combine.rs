@@ -7,24 +7,15 @@ use std::panic;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use diesel::Selectable;
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
 use diesel_async::AsyncConnection;
-use diesel_async::methods::LoadQuery;
 
 use super::retry::transaction_depth;
-use super::{
-    AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, GuardedUpdate, retry,
-};
-use crate::backend::LockedRead;
+use super::{AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, retry};
 use crate::blocking::combine::{
     Finished, Member, Pending, Row, Rows, after_commit, known_unwritten, lock, publish, unknown,
 };
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
-use crate::statement::CurrentToken;
 use crate::versioned::Versioned;
 
 /// Applies the changes that the tasks of one process make to the same row at the same
@@ -245,14 +236,7 @@ pub trait Combinable<Conn: AsyncConnection>:
 impl<T, Conn> Combinable<Conn> for T
 where
     Conn: AsyncLockingConnection,
-    T: Versioned + Clone + PartialEq + Send + Sync + 'static + Selectable<Conn::Backend>,
-    T::SelectExpression: QueryId,
-    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-    Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
-    LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
-    T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
-    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
-    T::TokenQuery: Send + 'static,
+    T: CheckedDsl<Conn> + Clone + PartialEq + Send + Sync + 'static,
 {
     fn read<'a>(
         conn: &'a mut Conn,

@@ -11,7 +11,7 @@ use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 
 use super::transaction::Recoverable;
-use super::{classify, usable};
+use super::{InsertableForm, classify, usable};
 use crate::blocking::{
     InsertIfAbsentOf, OnConflictReturning, UpsertUpdate, insert_if_absent, upsert_update,
 };
@@ -19,7 +19,7 @@ use crate::error::{Error, Operation, unique_error};
 use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
 use crate::statement::{AssignedToken, CurrentToken};
 use crate::token::VersionToken;
-use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
+use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts};
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on an async Diesel connection: the twin of
@@ -43,20 +43,48 @@ use crate::{observe, outcome};
 /// # Ok(())
 /// # }
 /// ```
-pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
+pub trait InsertDsl<Conn: AsyncConnection>: Versioned + Send {
     /// Inserts the entity with the initial token of its kind and returns that token.
     /// See [`crate::InsertDsl::insert_checked`].
     fn insert_checked(
         &mut self,
         conn: &mut Conn,
-    ) -> impl Future<Output = Result<Self::Token, Error>> + Send
-    where
-        Self: Clone + Send + Insertable<Self::Table>,
-        Self::Table: Table + Default,
-        Self::TokenAssignment: AssignedToken<Self::Table>,
-        InsertStatement<Self::Table, <Self as Insertable<Self::Table>>::Values>:
-            ExecuteDsl<Conn> + Send,
-    {
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+
+    /// Inserts a new row from an `Insertable` struct without the token column, adding
+    /// the initial token, and returns that token. See
+    /// [`crate::InsertDsl::insert_checked_from`].
+    fn insert_checked_from<New: InsertableForm<Self, Conn>>(
+        conn: &mut Conn,
+        new: New,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+
+    /// Writes the entity as the client expects the row to be: `None`, no row (insert
+    /// it); `Some(token)`, the row holding `token` (update it, never insert). See
+    /// [`crate::InsertDsl::upsert_checked`] for the outcomes, the statements and what
+    /// happens to the caller's transaction on each backend.
+    fn upsert_checked(
+        &mut self,
+        conn: &mut Conn,
+        expected: Option<&Self::Token>,
+    ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send;
+}
+
+impl<T, Conn> InsertDsl<Conn> for T
+where
+    T: VersionedParts + Clone + Send + Insertable<T::Table>,
+    Conn: AsyncConnection,
+    T::Table: Table + Default,
+    T::TokenAssignment: AssignedToken<T::Table>,
+    InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn> + Send,
+    Conn::Backend: AsyncUpsertBackend<T, Conn>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    fn insert_checked(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send {
         let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
         let mut row = self.clone();
         row.set_token(initial.clone());
@@ -76,24 +104,12 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         })
     }
 
-    /// Inserts a new row from an `Insertable` struct without the token column, adding
-    /// the initial token, and returns that token. See
-    /// [`crate::InsertDsl::insert_checked_from`].
-    fn insert_checked_from<New>(
+    fn insert_checked_from<New: InsertableForm<T, Conn>>(
         conn: &mut Conn,
         new: New,
-    ) -> impl Future<Output = Result<Self::Token, Error>> + Send
-    where
-        Self::Table: Table + Default,
-        (New, Self::TokenAssignment): Insertable<Self::Table>,
-        InsertStatement<
-            Self::Table,
-            <(New, Self::TokenAssignment) as Insertable<Self::Table>>::Values,
-        >: ExecuteDsl<Conn> + Send,
-    {
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send {
         let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
-        let row = (new, Self::token_assignment(&initial));
-        let statement = diesel::insert_into(Self::Table::default()).values(row);
+        let statement = new.insert_statement(&initial);
         let span =
             observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
         observe::in_write_span_async(span, async move {
@@ -107,22 +123,11 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         })
     }
 
-    /// Writes the entity as the client expects the row to be: `None`, no row (insert
-    /// it); `Some(token)`, the row holding `token` (update it, never insert). See
-    /// [`crate::InsertDsl::upsert_checked`] for the outcomes, the statements and what
-    /// happens to the caller's transaction on each backend.
     fn upsert_checked(
         &mut self,
         conn: &mut Conn,
         expected: Option<&Self::Token>,
-    ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send
-    where
-        Self: Clone + Send,
-        Self::TokenAssignment: AssignedToken<Self::Table>,
-        Conn::Backend: AsyncUpsertBackend<Self, Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
+    ) -> impl Future<Output = Result<Upserted<Self::Token>, Error>> + Send {
         let expected = expected.cloned();
         let tokens = UpsertTokens::draw(expected.as_ref(), Self::TOKEN_PRECISION);
         let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "upsert_checked");
@@ -156,8 +161,6 @@ pub trait InsertDsl<Conn: AsyncConnection>: VersionedParts {
         })
     }
 }
-
-impl<T: VersionedParts, Conn: AsyncConnection> InsertDsl<Conn> for T {}
 
 /// How a backend runs a checked upsert on an async connection: the twin of the
 /// blocking `UpsertBackend`. Not public API.

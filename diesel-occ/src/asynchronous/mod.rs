@@ -64,7 +64,7 @@
 //! half-applied write:
 //!
 //! - [`save_checked`](CheckedDsl::save_checked) and
-//!   [`delete_checked`](CheckedDsl::delete_checked) write with ONE statement in
+//!   [`delete_checked`](EntityDsl::delete_checked) write with ONE statement in
 //!   autocommit mode (the conflict path adds a read). The database applies it entirely
 //!   or not at all; if the future was dropped after the statement was sent, the caller
 //!   cannot know which, and a re-read tells (the token changed or it did not).
@@ -100,6 +100,7 @@
 //! instead, so that it lasts what the policy drew, as `thread::sleep` does for the
 //! blocking helper.
 
+mod arguments;
 mod batch;
 #[cfg(feature = "async-tuning")]
 mod block_in_place;
@@ -124,6 +125,7 @@ mod tracked;
 mod transaction;
 
 use std::future::Future;
+use std::time::Duration;
 
 use diesel::associations::HasTable;
 use diesel::dsl::{AsSelect, Select};
@@ -133,6 +135,7 @@ use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, TransactionManager};
 
+pub use self::arguments::{CheckedChanges, CheckedPredicate, InsertableForm};
 pub use self::batch::BatchDsl;
 #[cfg(feature = "async-tuning")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-tuning")))]
@@ -160,12 +163,11 @@ pub use self::standby::{StandbyConnections, retry_with_standby};
 pub use self::tracked::TrackedDsl;
 pub use self::transaction::{TransactionFn, transaction};
 
+use crate::backend::LockedRead;
 use crate::error::{Error, InvalidToken, Operation};
 use crate::observe;
 use crate::outcome;
-use crate::statement::Narrow;
-use crate::statement::NoTokenAssignment;
-use crate::statement::{CachedUpdate, CurrentToken};
+use crate::statement::CurrentToken;
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
@@ -189,193 +191,32 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 /// }
 /// ```
 pub mod prelude {
-    pub use super::{AttemptDsl, BatchDsl, CheckedDsl, InsertDsl, TrackedDsl};
+    pub use super::VersionColumnDsl;
+    pub use super::{AttemptDsl, BatchDsl, CheckedDsl, EntityDsl, InsertDsl, TrackedDsl};
+    pub use super::{CheckedChanges, CheckedPredicate, InsertableForm};
     #[cfg(feature = "derive")]
     pub use crate::ChangesetColumns;
     pub use crate::{VersionToken, Versioned};
 }
 
-/// Checked saves, deletes and loads on an async Diesel connection: the twin of the
-/// blocking [`CheckedDsl`](crate::CheckedDsl), with the same names, statements,
-/// semantics and errors.
+/// Checked loads on an async Diesel connection: the twin of the blocking
+/// [`EntityDsl`](crate::blocking::EntityDsl), the supertrait of [`CheckedDsl`].
 ///
-/// Implemented for every [`Versioned`] entity; bring it into scope with
-/// `use diesel_occ::asynchronous::prelude::*`. Every method returns a `Send` future.
-/// See the [module documentation](self) for an example and for what dropping a future
-/// does.
-pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
-    /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
-    /// a fresh token: one statement when it succeeds.
-    ///
-    /// On success the entity holds the fresh token. When no row matches, returns
-    /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
-    /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
-    /// Dropping the future before it completes leaves the entity as it was, too.
-    ///
-    /// Inside a transaction, use [`transaction`]: it gives the entity its token back
-    /// if the transaction rolls back (see [`crate::CheckedDsl::save_checked`]).
-    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self: Send,
-        Self::UpdateStatement: GuardedUpdate<Conn, Self::Token> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
-        let prepared = self
-            .fresh_token()
-            .map(|fresh| (self.update_statement(&fresh), fresh));
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked");
-        observe::in_write_span_async(span, async move {
-            let (statement, fresh) = prepared?;
-            usable(conn)?;
-            // A generated token (`xmin`) comes back from `RETURNING`.
-            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
-            settle::<Self, Conn>(conn, self.key(), self.token(), Operation::Update, affected)
-                .await?;
-            self.set_token(fresh);
-            Ok(())
-        })
-    }
-
-    /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
-    /// the `WHERE`. See [`crate::CheckedDsl::save_checked_where`].
-    fn save_checked_where<Predicate>(
-        &mut self,
-        conn: &mut Conn,
-        predicate: Predicate,
-    ) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self: Send,
-        Self::UpdateStatement: Narrow<Predicate>,
-        <Self::UpdateStatement as Narrow<Predicate>>::Output:
-            GuardedUpdate<Conn, Self::Token> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
-        let prepared = self
-            .fresh_token()
-            .map(|fresh| (self.update_statement(&fresh).narrow(predicate), fresh));
-        let span =
-            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked_where");
-        observe::in_write_span_async(span, async move {
-            let (statement, fresh) = prepared?;
-            usable(conn)?;
-            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
-            settle::<Self, Conn>(conn, self.key(), self.token(), Operation::Update, affected)
-                .await?;
-            self.set_token(fresh);
-            Ok(())
-        })
-    }
-
-    /// Writes `changes` to the row with `key` if it still holds the token a client sent,
-    /// in one statement and without loading it; returns the fresh token, to hand to the
-    /// client only once the write has committed. See [`crate::CheckedDsl::update_by_key`].
-    fn update_by_key<Changes>(
-        conn: &mut Conn,
-        key: Self::Key,
-        expected: &Self::Token,
-        changes: Changes,
-    ) -> impl Future<Output = Result<Self::Token, Error>> + Send
-    where
-        Self: VersionedParts,
-        Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget + Clone,
-        <KeyGuarded<Self> as HasTable>::Table: Table,
-        Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
-        (Changes, <Self as VersionedParts>::TokenAssignment):
-            AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        CachedUpdate<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
-            ExecuteDsl<Conn> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
-        let expected = expected.clone();
-        let prepared = expected
-            .validate()
-            .and_then(|()| expected.try_next_token_at(Self::TOKEN_PRECISION))
-            .map(|fresh| {
-                let target = key_guarded::<Self>(key.clone(), &expected);
-                let changes = (changes, Self::token_assignment(&fresh));
-                (CachedUpdate::new(target, changes).bounded(), fresh)
-            });
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "update_by_key");
-        observe::in_write_span_async(span, async move {
-            let (statement, fresh) = prepared?;
-            usable(conn)?;
-            let affected = ExecuteDsl::execute(statement, conn).await?;
-            let operations = (Operation::Update, Operation::ClientToken);
-            settle_as::<Self, Conn>(conn, key, &expected, operations, affected).await?;
-            Ok(fresh)
-        })
-    }
-
-    /// Deletes the row with `key` if it still holds the token a client sent, in one
-    /// statement and without loading it. See [`crate::CheckedDsl::delete_by_key`].
-    fn delete_by_key(
-        conn: &mut Conn,
-        key: Self::Key,
-        expected: &Self::Token,
-    ) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self: VersionedParts,
-        Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget,
-        diesel::dsl::delete<KeyGuarded<Self>>: ExecuteDsl<Conn> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
-        let expected = expected.clone();
-        let prepared = expected
-            .validate()
-            .map(|()| diesel::delete(key_guarded::<Self>(key.clone(), &expected)));
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_by_key");
-        observe::in_write_span_async(span, async move {
-            let statement = prepared?;
-            usable(conn)?;
-            let affected = ExecuteDsl::execute(statement, conn).await?;
-            let operations = (Operation::Delete, Operation::ClientToken);
-            settle_as::<Self, Conn>(conn, key, &expected, operations, affected).await
-        })
-    }
-
-    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
-    ///
-    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
-    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self::DeleteStatement: ExecuteDsl<Conn> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
-        let statement = self.delete_statement();
-        let key = self.key();
-        let expected = self.token().clone();
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_checked");
-        observe::in_write_span_async(span, async move {
-            usable(conn)?;
-            let affected = ExecuteDsl::execute(statement, conn).await?;
-            settle::<Self, Conn>(conn, key, &expected, Operation::Delete, affected).await
-        })
-    }
-
+/// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`,
+/// whatever its token; in the [`prelude`].
+///
+/// ```
+/// use diesel_async::AsyncConnection;
+/// use diesel_occ::asynchronous::prelude::*;
+///
+/// async fn load<T: EntityDsl<C>, C: AsyncConnection>(conn: &mut C, key: T::Key)
+///     -> Result<T, diesel_occ::Error> {
+///     T::find(conn, key).await
+/// }
+/// ```
+pub trait EntityDsl<Conn: AsyncConnection>: Versioned + Send + 'static {
     /// Loads the row with this key, or [`Error::NotFound`].
-    fn find(conn: &mut Conn, key: Self::Key) -> impl Future<Output = Result<Self, Error>> + Send
-    where
-        Self: Selectable<Conn::Backend> + Send + 'static,
-        Self::SelectExpression: QueryId,
-        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
-        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
-            LoadQuery<'static, Conn, Self> + Send + 'static,
-    {
-        let query = Self::find_query(key.clone()).select(Self::as_select());
-        async move {
-            diesel_async::RunQueryDsl::get_result(query, conn)
-                .await
-                .optional()?
-                .ok_or_else(|| outcome::not_found::<Self>(&key))
-        }
-    }
+    fn find(conn: &mut Conn, key: Self::Key) -> impl Future<Output = Result<Self, Error>> + Send;
 
     /// Loads the row with this key and checks that it still holds the token a client
     /// sent (an HTTP `If-Match`, a form field), before any edit.
@@ -387,14 +228,149 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
         conn: &mut Conn,
         key: Self::Key,
         expected: &Self::Token,
-    ) -> impl Future<Output = Result<Self, Error>> + Send
-    where
-        Self: Selectable<Conn::Backend> + Send + 'static,
-        Self::SelectExpression: QueryId,
-        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
-        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
-            LoadQuery<'static, Conn, Self> + Send + 'static,
-    {
+    ) -> impl Future<Output = Result<Self, Error>> + Send;
+
+    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
+    ///
+    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Loads the row with this key, locking it until the transaction ends: the read of
+    /// an escalated retry attempt ([`AttemptDsl::find`]).
+    #[doc(hidden)]
+    fn find_locked(
+        conn: &mut Conn,
+        key: Self::Key,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = diesel::QueryResult<Option<Self>>> + Send;
+}
+
+/// Checked saves, deletes and loads on an async Diesel connection: the twin of the
+/// blocking [`CheckedDsl`](crate::CheckedDsl), with the same names, statements,
+/// semantics and errors.
+///
+/// Implemented for every [`Versioned`] entity; bring it into scope with
+/// `use diesel_occ::asynchronous::prelude::*`. Every method returns a `Send` future.
+/// See the [module documentation](self) for an example and for what dropping a future
+/// does.
+pub trait CheckedDsl<Conn: AsyncConnection>: EntityDsl<Conn> {
+    /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
+    /// a fresh token: one statement when it succeeds.
+    ///
+    /// On success the entity holds the fresh token. When no row matches, returns
+    /// [`Error::Conflict`] saying whether the row is stale (with its current token) or
+    /// deleted, at the cost of one more query, and leaves the entity exactly as it was.
+    /// Dropping the future before it completes leaves the entity as it was, too.
+    ///
+    /// Inside a transaction, use [`transaction`]: it gives the entity its token back
+    /// if the transaction rolls back (see [`crate::CheckedDsl::save_checked`]).
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
+    /// the `WHERE`. See [`crate::CheckedDsl::save_checked_where`].
+    fn save_checked_where<Predicate: CheckedPredicate<Self, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        predicate: Predicate,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+/// Checked writes that need a version column the application assigns, on an async
+/// connection: the twin of the blocking
+/// [`VersionColumnDsl`](crate::blocking::VersionColumnDsl), with the same names,
+/// statements and errors.
+///
+/// Implemented for every entity deriving [`Versioned`] with `#[occ(version)]` (not for
+/// `#[occ(check)]` columns nor for a token the database generates); in the
+/// [`prelude`]. `T: VersionColumnDsl<Conn>` is the one bound a generic function needs to
+/// make these writes.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_async::AsyncConnection;
+/// use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+/// use diesel_occ::asynchronous::prelude::*;
+///
+/// async fn remove<T, C>(conn: &mut C, key: T::Key, etag: &T::Token) -> Result<(), diesel_occ::Error>
+/// where
+///     T: VersionColumnDsl<C>,
+///     C: AsyncConnection,
+/// {
+///     T::delete_by_key(conn, key, etag).await
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (url, _keep) = shared_database("async_version_column_doc");
+/// let mut conn = SyncConnectionWrapper::<SqliteConnection>::establish(&url).await?;
+/// remove::<Stock, _>(&mut conn, 1, &1).await?;
+/// assert!(Stock::find(&mut conn, 1).await.unwrap_err().is_not_found());
+/// # Ok(())
+/// # }
+/// ```
+pub trait VersionColumnDsl<Conn: AsyncConnection>: Versioned + Send {
+    /// Writes `changes` to the row with `key` if it still holds the token a client sent,
+    /// in one statement and without loading it; returns the fresh token, to hand to the
+    /// client only once the write has committed. See [`crate::VersionColumnDsl::update_by_key`].
+    fn update_by_key<Changes: CheckedChanges<Self, Conn>>(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+        changes: Changes,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+
+    /// Deletes the row with `key` if it still holds the token a client sent, in one
+    /// statement and without loading it. See [`crate::VersionColumnDsl::delete_by_key`].
+    fn delete_by_key(
+        conn: &mut Conn,
+        key: Self::Key,
+        expected: &Self::Token,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::VersionColumnDsl::force_increment`].
+    fn force_increment(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
+    /// [`crate::VersionColumnDsl::soft_delete_checked`].
+    /// `marker` never assigns or reads the token column: a compile error, as there.
+    fn soft_delete_checked<M: CheckedChanges<Self, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        marker: M,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+impl<T, Conn> EntityDsl<Conn> for T
+where
+    T: Versioned + Selectable<Conn::Backend> + Send + 'static,
+    T::SelectExpression: QueryId,
+    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+    Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
+    LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
+    Conn: AsyncConnection,
+    T::DeleteStatement: ExecuteDsl<Conn> + Send,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    fn find(conn: &mut Conn, key: T::Key) -> impl Future<Output = Result<T, Error>> + Send {
+        let query = T::find_query(key.clone()).select(T::as_select());
+        async move {
+            diesel_async::RunQueryDsl::get_result(query, conn)
+                .await
+                .optional()?
+                .ok_or_else(|| outcome::not_found::<T>(&key))
+        }
+    }
+
+    fn find_checked(
+        conn: &mut Conn,
+        key: T::Key,
+        expected: &T::Token,
+    ) -> impl Future<Output = Result<T, Error>> + Send {
         let expected = expected.clone();
         async move {
             let result = match expected.validate() {
@@ -404,81 +380,172 @@ pub trait CheckedDsl<Conn: AsyncConnection>: Versioned {
                 },
                 Err(invalid) => Err(invalid.into()),
             };
-            observe::read_checked::<Conn::Backend, _>(
-                Self::sql_table_name(),
-                "find_checked",
-                &result,
-            );
+            observe::read_checked::<Conn::Backend, _>(T::sql_table_name(), "find_checked", &result);
             result
         }
     }
 
-    /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>`. See
-    /// [`crate::CheckedDsl::force_increment`].
-    fn force_increment(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self: VersionedParts,
-        Self: Send,
-        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
-        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
-        <Self as VersionedParts>::TokenAssignment:
-            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
-        diesel::dsl::Update<
-            <Self as VersionedParts>::Guarded,
-            <Self as VersionedParts>::TokenAssignment,
-        >: AsQuery + ExecuteDsl<Conn> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        let statement = self.delete_statement();
+        let key = self.key();
+        let expected = self.token().clone();
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_checked");
+        observe::in_write_span_async(span, async move {
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            settle::<T, Conn>(conn, key, &expected, Operation::Delete, affected).await
+        })
+    }
+
+    fn find_locked(
+        conn: &mut Conn,
+        key: T::Key,
+        remaining: Option<Duration>,
+    ) -> impl Future<Output = diesel::QueryResult<Option<T>>> + Send {
+        let query = LockedRead::new(T::find_query(key).select(T::as_select())).within(remaining);
+        async move {
+            diesel_async::RunQueryDsl::get_result(query, conn)
+                .await
+                .optional()
+        }
+    }
+}
+
+impl<T, Conn> CheckedDsl<Conn> for T
+where
+    T: EntityDsl<Conn>,
+    Conn: AsyncConnection,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+{
+    fn save_checked(&mut self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
+        let prepared = self
+            .fresh_token()
+            .map(|fresh| (self.update_statement(&fresh), fresh));
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked");
+        observe::in_write_span_async(span, async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            // A generated token (`xmin`) comes back from `RETURNING`.
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+            settle::<T, Conn>(conn, self.key(), self.token(), Operation::Update, affected).await?;
+            self.set_token(fresh);
+            Ok(())
+        })
+    }
+
+    fn save_checked_where<Predicate: CheckedPredicate<T, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        predicate: Predicate,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
         let prepared = self.fresh_token().map(|fresh| {
-            let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
-            (statement, fresh)
+            (
+                predicate.narrow_update(self.update_statement(&fresh)),
+                fresh,
+            )
         });
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "force_increment");
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked_where");
+        observe::in_write_span_async(span, async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            let (affected, fresh) = statement.run_guarded(conn, fresh).await?;
+            settle::<T, Conn>(conn, self.key(), self.token(), Operation::Update, affected).await?;
+            self.set_token(fresh);
+            Ok(())
+        })
+    }
+}
+
+impl<T, Conn> VersionColumnDsl<Conn> for T
+where
+    T: VersionedParts + Send,
+    Conn: AsyncConnection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::TokenQuery: Send + 'static,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget,
+    <KeyGuarded<T> as HasTable>::Table: Table,
+    T::TokenAssignment: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    diesel::dsl::Update<KeyGuarded<T>, T::TokenAssignment>: AsQuery + ExecuteDsl<Conn> + Send,
+    diesel::dsl::delete<KeyGuarded<T>>: ExecuteDsl<Conn> + Send,
+{
+    fn update_by_key<Changes: CheckedChanges<T, Conn>>(
+        conn: &mut Conn,
+        key: T::Key,
+        expected: &T::Token,
+        changes: Changes,
+    ) -> impl Future<Output = Result<T::Token, Error>> + Send {
+        let expected = expected.clone();
+        let prepared = expected
+            .validate()
+            .and_then(|()| expected.try_next_token_at(T::TOKEN_PRECISION))
+            .map(|fresh| (changes.by_key(key.clone(), &expected, &fresh), fresh));
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "update_by_key");
+        observe::in_write_span_async(span, async move {
+            let (statement, fresh) = prepared?;
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            let operations = (Operation::Update, Operation::ClientToken);
+            settle_as::<T, Conn>(conn, key, &expected, operations, affected).await?;
+            Ok(fresh)
+        })
+    }
+
+    fn delete_by_key(
+        conn: &mut Conn,
+        key: T::Key,
+        expected: &T::Token,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let expected = expected.clone();
+        let prepared = expected
+            .validate()
+            .map(|()| diesel::delete(key_guarded::<T>(key.clone(), &expected)));
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_by_key");
+        observe::in_write_span_async(span, async move {
+            let statement = prepared?;
+            usable(conn)?;
+            let affected = ExecuteDsl::execute(statement, conn).await?;
+            let operations = (Operation::Delete, Operation::ClientToken);
+            settle_as::<T, Conn>(conn, key, &expected, operations, affected).await
+        })
+    }
+
+    fn force_increment(
+        &mut self,
+        conn: &mut Conn,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let prepared = self.fresh_token().map(|fresh| {
+            let target = key_guarded::<T>(self.key(), self.token());
+            (
+                diesel::update(target).set(T::token_assignment(&fresh)),
+                fresh,
+            )
+        });
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "force_increment");
         observe::in_write_span_async(
             span,
             guarded_write(self, conn, prepared, Operation::ForceIncrement),
         )
     }
 
-    /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`. See
-    /// [`crate::CheckedDsl::soft_delete_checked`].
-    /// `marker` never assigns or reads the token column: a compile error, as there.
-    fn soft_delete_checked<M>(
+    fn soft_delete_checked<M: CheckedChanges<T, Conn>>(
         &mut self,
         conn: &mut Conn,
         marker: M,
-    ) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        Self: VersionedParts,
-        Self: Send,
-        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
-        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
-        M: crate::statement::NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
-        (M, <Self as VersionedParts>::TokenAssignment):
-            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
-        diesel::dsl::Update<
-            <Self as VersionedParts>::Guarded,
-            (M, <Self as VersionedParts>::TokenAssignment),
-        >: AsQuery + ExecuteDsl<Conn> + Send,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-        Self::TokenQuery: Send + 'static,
-    {
+    ) -> impl Future<Output = Result<(), Error>> + Send {
         let prepared = self.fresh_token().map(|fresh| {
-            let statement =
-                diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
+            let statement = marker.by_key(self.key(), self.token(), &fresh);
             (statement, fresh)
         });
-        let span =
-            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "soft_delete_checked");
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "soft_delete_checked");
         observe::in_write_span_async(
             span,
             guarded_write(self, conn, prepared, Operation::SoftDelete),
         )
     }
 }
-
-impl<T: Versioned, Conn: AsyncConnection> CheckedDsl<Conn> for T {}
 
 /// Runs a guarded UPDATE that assigns `fresh`; on success the entity takes it. Without
 /// a fresh token (`prepared` is the error), nothing runs.

@@ -5,12 +5,7 @@ use std::future::Future;
 use std::ops::DerefMut;
 use std::time::{Duration, Instant};
 
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
 use diesel::result::QueryResult;
-use diesel::{OptionalExtension, Selectable, SelectableHelper};
-use diesel_async::methods::LoadQuery;
 #[cfg(feature = "sqlite")]
 use diesel_async::sync_connection_wrapper::{
     SpawnBlocking, SyncConnectionWrapper, SyncTransactionManagerWrapper,
@@ -18,14 +13,13 @@ use diesel_async::sync_connection_wrapper::{
 use diesel_async::{AsyncConnection, TransactionManager};
 use tracing::Instrument;
 
-use super::CheckedDsl;
-use crate::backend::{LockedRead, LockingBackend};
+use super::EntityDsl;
+use crate::backend::LockingBackend;
 use crate::error::{DatabaseError, Error, PoolError};
 use crate::observe;
 use crate::outcome;
 use crate::retry::lost_session::{connection_lost, unexplained};
 use crate::retry::{Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step, deadline};
-use crate::versioned::Versioned;
 
 /// Where the async retry helper gets a connection for each attempt.
 ///
@@ -561,47 +555,33 @@ pub trait AttemptDsl<Conn: AsyncConnection> {
     /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way when the attempt
     /// [runs in a transaction](Attempt::runs_in_transaction), which the helper opened
     /// before the closure ([`Attempt::locks_row`] tells). Otherwise it is
-    /// [`CheckedDsl::find`].
-    fn find<T>(
+    /// [`EntityDsl::find`].
+    fn find<T: EntityDsl<Conn>>(
         &self,
         conn: &mut Conn,
         key: T::Key,
-    ) -> impl Future<Output = Result<T, Error>> + Send
-    where
-        T: Versioned + Selectable<Conn::Backend> + Send + 'static,
-        T::SelectExpression: QueryId,
-        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-            LoadQuery<'static, Conn, T> + Send + 'static,
-        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
+    ) -> impl Future<Output = Result<T, Error>> + Send;
 }
 
 impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
-    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> impl Future<Output = Result<T, Error>> + Send
-    where
-        T: Versioned + Selectable<Conn::Backend> + Send + 'static,
-        T::SelectExpression: QueryId,
-        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-            LoadQuery<'static, Conn, T> + Send + 'static,
-        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
-    {
+    fn find<T: EntityDsl<Conn>>(
+        &self,
+        conn: &mut Conn,
+        key: T::Key,
+    ) -> impl Future<Output = Result<T, Error>> + Send {
         let locks = self.locks_row::<T>(&key);
         let escalated = self.is_escalated();
         let due = self.deadline();
         async move {
             if !locks {
-                return <T as CheckedDsl<Conn>>::find(conn, key).await;
+                return <T as EntityDsl<Conn>>::find(conn, key).await;
             }
             if !escalated {
                 observe::hot_row_locked(T::sql_table_name(), &key);
             }
             let remaining = deadline::remaining(due);
-            let query = LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
-                .within(remaining);
-            diesel_async::RunQueryDsl::get_result(query, conn)
+            T::find_locked(conn, key.clone(), remaining)
                 .await
-                .optional()
                 .map_err(|error| deadline::locked_read_error(error, remaining))?
                 .ok_or_else(|| outcome::not_found::<T>(&key))
         }

@@ -9,7 +9,7 @@ use diesel::sqlite::SqliteConnection;
 use diesel_async::AsyncConnection;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 
-use super::{AsyncConnectionSource, AttemptDsl, CheckedDsl, retry};
+use super::{AsyncConnectionSource, AttemptDsl, CheckedDsl, EntityDsl, retry};
 use crate::error::{Error, Operation};
 use crate::retry::RetryPolicy;
 use crate::test_support::{Counted, Counters, Stock, TestDb, interfere, stock};

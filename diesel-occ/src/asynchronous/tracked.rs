@@ -3,20 +3,15 @@
 
 use std::future::Future;
 
-use diesel::Selectable;
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
 use diesel_async::AsyncConnection;
 use diesel_async::methods::{ExecuteDsl, LoadQuery};
 
 use super::GuardedUpdate;
-use super::{CheckedDsl, settle, usable};
+use super::{EntityDsl, settle, usable};
 use crate::error::{ConflictState, Error, Operation};
 use crate::observe;
 use crate::statement::CurrentToken;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
-use crate::versioned::Versioned;
 
 /// Checked saves of a [`Tracked`] entity on an async connection: the twin of the
 /// blocking [`TrackedDsl`](crate::TrackedDsl), with the same names and semantics.
@@ -52,9 +47,7 @@ pub trait TrackedDsl<Conn: AsyncConnection> {
 
     /// Deletes the row if it still holds the values as read, whatever the edits. See
     /// [`crate::TrackedDsl::delete_checked`].
-    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        <Self::Entity as Versioned>::DeleteStatement: ExecuteDsl<Conn> + Send;
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send;
 
     /// Loads the row as it is now, typed; [`Error::NotFound`] when it was deleted.
     fn load_current(
@@ -72,14 +65,12 @@ pub trait TrackedDsl<Conn: AsyncConnection> {
 
 impl<T, Conn> TrackedDsl<Conn> for Tracked<T>
 where
-    T: Tracking + Clone + Selectable<Conn::Backend> + Send + Sync + 'static,
+    T: Tracking + Clone + EntityDsl<Conn> + Sync,
     Conn: AsyncConnection,
     T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
+    T::DeleteStatement: ExecuteDsl<Conn> + Send,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
-    T::SelectExpression: QueryId,
-    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-    Select<T::FindQuery, AsSelect<T, Conn::Backend>>: LoadQuery<'static, Conn, T> + Send + 'static,
 {
     type Entity = T;
 
@@ -104,10 +95,7 @@ where
         })
     }
 
-    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send
-    where
-        T::DeleteStatement: ExecuteDsl<Conn> + Send,
-    {
+    fn delete_checked(&self, conn: &mut Conn) -> impl Future<Output = Result<(), Error>> + Send {
         let statement = self.original().delete_statement();
         let expected = self.original().expected_token();
         let key = self.key();
@@ -120,7 +108,7 @@ where
     }
 
     fn load_current(&self, conn: &mut Conn) -> impl Future<Output = Result<T, Error>> + Send {
-        <T as CheckedDsl<Conn>>::find(conn, self.key())
+        <T as EntityDsl<Conn>>::find(conn, self.key())
     }
 
     async fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {

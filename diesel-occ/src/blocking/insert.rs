@@ -8,12 +8,12 @@ use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Insertable, OptionalExtension, Table};
 
 use super::transaction::recoverable;
-use crate::blocking::classify;
+use crate::blocking::{InsertableForm, classify};
 use crate::error::{Error, Operation, unique_error};
 use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
 use crate::statement::{AssignedToken, CachedUpdate, CurrentToken, InsertIfAbsent};
 use crate::token::VersionToken;
-use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
+use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts, key_guarded};
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on a blocking Diesel connection: a new row
@@ -48,7 +48,7 @@ use crate::{observe, outcome};
 /// # Ok(())
 /// # }
 /// ```
-pub trait InsertDsl<Conn: Connection>: VersionedParts {
+pub trait InsertDsl<Conn: Connection>: Versioned {
     /// Inserts the entity as a new row with the initial token of its kind (1 for a
     /// counter, a random UUID, the clock at the token's declared precision for a
     /// timestamp, so the column stores it exactly), whatever its token field held, and
@@ -61,29 +61,7 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
     /// PostgreSQL the INSERT runs in a savepoint when a Diesel transaction is open: two
     /// more round trips there). An entity whose token the database generates does not
     /// compile here ([`AssignedToken`]).
-    fn insert_checked(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>
-    where
-        Self: Clone + Insertable<Self::Table>,
-        Self::Table: Table + Default,
-        Self::TokenAssignment: AssignedToken<Self::Table>,
-        InsertStatement<Self::Table, <Self as Insertable<Self::Table>>::Values>: ExecuteDsl<Conn>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked");
-        observe::in_write_span(span, || {
-            let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
-            let mut row = self.clone();
-            row.set_token(initial.clone());
-            let key = Self::entity_key(&self.key());
-            recoverable(conn, |conn| {
-                let insert = diesel::insert_into(Self::Table::default()).values(row);
-                ExecuteDsl::execute(insert, conn)
-                    .map_err(|e| unique_error(e, Self::sql_table_name(), Some(key)))
-            })?;
-            outcome::trace_written::<Self>(self, Operation::Insert);
-            self.set_token(initial.clone());
-            Ok(initial)
-        })
-    }
+    fn insert_checked(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>;
 
     /// Inserts a new row from an `Insertable` struct without the token column (the
     /// form of a create request), adding the initial token, and returns that token.
@@ -112,28 +90,10 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
     /// # Ok(())
     /// # }
     /// ```
-    fn insert_checked_from<New>(conn: &mut Conn, new: New) -> Result<Self::Token, Error>
-    where
-        Self::Table: Table + Default,
-        (New, Self::TokenAssignment): Insertable<Self::Table>,
-        InsertStatement<
-            Self::Table,
-            <(New, Self::TokenAssignment) as Insertable<Self::Table>>::Values,
-        >: ExecuteDsl<Conn>,
-    {
-        let span =
-            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
-        observe::in_write_span(span, || {
-            let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
-            let row = (new, Self::token_assignment(&initial));
-            recoverable(conn, |conn| {
-                let insert = diesel::insert_into(Self::Table::default()).values(row);
-                ExecuteDsl::execute(insert, conn)
-                    .map_err(|e| unique_error(e, Self::sql_table_name(), None))
-            })?;
-            Ok(initial)
-        })
-    }
+    fn insert_checked_from<New: InsertableForm<Self, Conn>>(
+        conn: &mut Conn,
+        new: New,
+    ) -> Result<Self::Token, Error>;
 
     /// Writes the entity as the client expects the row to be: `None`, no row (create
     /// it); `Some(token)`, the row holding `token` (the client's `If-Match`: update it
@@ -171,13 +131,58 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
         &mut self,
         conn: &mut Conn,
         expected: Option<&Self::Token>,
-    ) -> Result<Upserted<Self::Token>, Error>
-    where
-        Self: Clone,
-        Self::TokenAssignment: AssignedToken<Self::Table>,
-        Conn::Backend: UpsertBackend<Self, Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
+    ) -> Result<Upserted<Self::Token>, Error>;
+}
+
+impl<T, Conn> InsertDsl<Conn> for T
+where
+    T: VersionedParts + Clone + Insertable<T::Table>,
+    Conn: Connection,
+    T::Table: Table + Default,
+    T::TokenAssignment: AssignedToken<T::Table>,
+    InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn>,
+    Conn::Backend: UpsertBackend<T, Conn>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
+    fn insert_checked(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {
+        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked");
+        observe::in_write_span(span, || {
+            let initial = Self::Token::initial_at(Self::TOKEN_PRECISION);
+            let mut row = self.clone();
+            row.set_token(initial.clone());
+            let key = Self::entity_key(&self.key());
+            recoverable(conn, |conn| {
+                let insert = diesel::insert_into(Self::Table::default()).values(row);
+                ExecuteDsl::execute(insert, conn)
+                    .map_err(|e| unique_error(e, Self::sql_table_name(), Some(key)))
+            })?;
+            outcome::trace_written::<Self>(self, Operation::Insert);
+            self.set_token(initial.clone());
+            Ok(initial)
+        })
+    }
+
+    fn insert_checked_from<New: InsertableForm<T, Conn>>(
+        conn: &mut Conn,
+        new: New,
+    ) -> Result<T::Token, Error> {
+        let span =
+            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "insert_checked_from");
+        observe::in_write_span(span, || {
+            let initial = T::Token::initial_at(T::TOKEN_PRECISION);
+            recoverable(conn, |conn| {
+                new.insert_with_token(conn, &initial)
+                    .map_err(|e| unique_error(e, T::sql_table_name(), None))
+            })?;
+            Ok(initial)
+        })
+    }
+
+    fn upsert_checked(
+        &mut self,
+        conn: &mut Conn,
+        expected: Option<&Self::Token>,
+    ) -> Result<Upserted<Self::Token>, Error> {
         let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "upsert_checked");
         observe::in_write_span(span, || {
             let tokens = UpsertTokens::draw(expected, Self::TOKEN_PRECISION)?;
@@ -208,8 +213,6 @@ pub trait InsertDsl<Conn: Connection>: VersionedParts {
         })
     }
 }
-
-impl<T: VersionedParts, Conn: Connection> InsertDsl<Conn> for T {}
 
 /// How a backend runs a checked upsert on a blocking connection: the statements, and
 /// the token the row holds after them (`None`: the row was left alone). Not public API.

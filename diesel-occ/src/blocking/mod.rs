@@ -7,6 +7,8 @@
 //! traits and [`transaction`] from here, and [`diesel_occ::prelude`](crate::prelude)
 //! imports the traits.
 
+use std::time::Duration;
+
 use diesel::associations::HasTable;
 use diesel::connection::{Connection, TransactionManager};
 use diesel::dsl::{AsSelect, Select};
@@ -15,16 +17,16 @@ use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl, SelectDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{OptionalExtension, Selectable, SelectableHelper, Table};
 
+use crate::backend::LockedRead;
 use crate::error::{Error, Operation};
 use crate::observe;
 use crate::outcome;
-use crate::statement::NoTokenAssignment;
-use crate::statement::{CachedUpdate, CurrentToken};
-use crate::statement::{GuardedUpdate, Narrow};
+use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::token::VersionToken;
 use crate::versioned::Versioned;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 
+mod arguments;
 mod batch;
 #[cfg(feature = "combine")]
 pub(crate) mod combine;
@@ -35,6 +37,7 @@ mod standby;
 mod tracked;
 mod transaction;
 
+pub use arguments::{CheckedChanges, CheckedPredicate, InsertableForm};
 pub use batch::BatchDsl;
 pub use insert::InsertDsl;
 #[cfg(feature = "async")]
@@ -60,11 +63,96 @@ pub(crate) use standby::{conflicted, lost_connection};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 
+/// Checked loads on a blocking Diesel connection: the row with a key, and the row with a
+/// key checked against a client's token.
+///
+/// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`, on
+/// the connections of PostgreSQL, MySQL/MariaDB and SQLite, whatever its token (an
+/// entity with `#[occ(check)]` columns too); in the prelude. The supertrait of
+/// [`CheckedDsl`]: `T: CheckedDsl<Conn>` implies it.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_occ::prelude::*;
+///
+/// fn load<T: EntityDsl<SqliteConnection>>(
+///     conn: &mut SqliteConnection,
+///     key: T::Key,
+/// ) -> Result<T, diesel_occ::Error> {
+///     T::find(conn, key)
+/// }
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let stock: Stock = load(&mut conn, 1)?;
+/// assert_eq!(stock.version, 1);
+/// # Ok(())
+/// # }
+/// ```
+pub trait EntityDsl<Conn: Connection>: Versioned {
+    /// Loads the row with this key, or [`Error::NotFound`].
+    fn find(conn: &mut Conn, key: Self::Key) -> Result<Self, Error>;
+
+    /// Loads the row with this key and checks that it still holds the token a client
+    /// sent (an HTTP `If-Match`, a form field), before any edit.
+    ///
+    /// A nil or otherwise invalid token is [`Error::InvalidToken`] without a query; a
+    /// missing row is [`Error::NotFound`]; a stale token is [`Error::Conflict`] with the
+    /// current token. The client's token is never replaced by the loaded one.
+    fn find_checked(conn: &mut Conn, key: Self::Key, expected: &Self::Token)
+    -> Result<Self, Error>;
+
+    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
+    ///
+    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>;
+
+    /// Loads the row with this key, locking it until the transaction ends: the read of
+    /// an escalated retry attempt ([`AttemptDsl::find`]).
+    #[doc(hidden)]
+    fn find_locked(
+        conn: &mut Conn,
+        key: Self::Key,
+        remaining: Option<Duration>,
+    ) -> diesel::QueryResult<Option<Self>>;
+}
+
 /// Checked saves, deletes and loads on a blocking Diesel connection.
 ///
-/// Implemented for every [`Versioned`] entity; bring it into scope with
+/// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`, on
+/// the connections of PostgreSQL, MySQL/MariaDB and SQLite; bring it into scope with
 /// `use diesel_occ::prelude::*`. The async twin with the same method names lives in
 /// `diesel_occ::asynchronous` (feature `async`).
+///
+/// `T: CheckedDsl<Conn>` is the one bound a function generic over the entity (a
+/// repository) needs to call these methods; [`VersionColumnDsl`], [`InsertDsl`],
+/// [`BatchDsl`] and [`TrackedDsl`] are the bounds of the other checked writes.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_occ::prelude::*;
+///
+/// /// Any entity, any blocking connection: one bound.
+/// fn rename<T, C>(conn: &mut C, key: T::Key, edit: impl FnOnce(&mut T)) -> Result<T, diesel_occ::Error>
+/// where
+///     T: CheckedDsl<C>,
+///     C: diesel::Connection,
+/// {
+///     let mut entity = T::find(conn, key)?;
+///     edit(&mut entity);
+///     entity.save_checked(conn)?;
+///     Ok(entity)
+/// }
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// let stock: Stock = rename(&mut conn, 1, |s: &mut Stock| s.available = 4)?;
+/// assert_eq!(stock.version, 2);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Two writers:
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -87,7 +175,7 @@ pub use transaction::transaction;
 /// # Ok(())
 /// # }
 /// ```
-pub trait CheckedDsl<Conn: Connection>: Versioned {
+pub trait CheckedDsl<Conn: Connection>: EntityDsl<Conn> {
     /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
     /// a fresh token: one statement when it succeeds.
     ///
@@ -110,20 +198,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// REPEATABLE READ snapshot never hides the row's current token; a write that
     /// matched nothing although the row holds the expected token is
     /// [`ConflictState::Unmatched`](crate::ConflictState::Unmatched).
-    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>
-    where
-        Self::UpdateStatement: GuardedUpdate<Conn, Self::Token>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked");
-        observe::in_write_span(span, || {
-            let fresh = self.fresh_token()?;
-            let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
-            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
-            self.set_token(fresh);
-            Ok(())
-        })
-    }
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>;
 
     /// [`save_checked`](Self::save_checked) with one more condition of the caller's in
     /// the `WHERE`: `UPDATE ... WHERE <key> AND token = <original> AND <predicate>`.
@@ -162,28 +237,46 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// # Ok(())
     /// # }
     /// ```
-    fn save_checked_where<Predicate>(
+    fn save_checked_where<Predicate: CheckedPredicate<Self, Conn>>(
         &mut self,
         conn: &mut Conn,
         predicate: Predicate,
-    ) -> Result<(), Error>
-    where
-        Self::UpdateStatement: Narrow<Predicate>,
-        <Self::UpdateStatement as Narrow<Predicate>>::Output: GuardedUpdate<Conn, Self::Token>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span =
-            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "save_checked_where");
-        observe::in_write_span(span, || {
-            let fresh = self.fresh_token()?;
-            let statement = self.update_statement(&fresh).narrow(predicate);
-            let (affected, fresh) = statement.run_guarded(conn, fresh)?;
-            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
-            self.set_token(fresh);
-            Ok(())
-        })
-    }
+    ) -> Result<(), Error>;
+}
 
+/// Checked writes that need a version column the application assigns: by key with a
+/// client's token ([`update_by_key`](Self::update_by_key),
+/// [`delete_by_key`](Self::delete_by_key)), the token alone
+/// ([`force_increment`](Self::force_increment)) and the soft delete
+/// ([`soft_delete_checked`](Self::soft_delete_checked)).
+///
+/// Implemented for every entity deriving [`Versioned`] with `#[occ(version)]` (not
+/// for `#[occ(check)]` columns, which give no token to send, nor for a token the
+/// database generates, which needs a loaded entity); in the prelude. The one bound a
+/// generic function needs to make these writes:
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
+/// use diesel_occ::prelude::*;
+///
+/// fn remove<T: VersionColumnDsl<SqliteConnection>>(
+///     conn: &mut SqliteConnection,
+///     key: T::Key,
+///     etag: &T::Token,
+/// ) -> Result<(), diesel_occ::Error> {
+///     T::delete_by_key(conn, key, etag)
+/// }
+///
+/// # fn main() -> Result<(), diesel_occ::Error> {
+/// let mut conn = connection();
+/// remove::<Stock>(&mut conn, 1, &1)?;
+/// assert!(Stock::find(&mut conn, 1).unwrap_err().is_not_found());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The async twin is `diesel_occ::asynchronous::VersionColumnDsl`.
+pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// Writes `changes` to the row with `key` if it still holds the token a client sent
     /// (an HTTP `If-Match`, a form field), in one statement and without loading it:
     /// `UPDATE t SET <changes>, token = <fresh> WHERE <key> AND token = <expected>`.
@@ -228,37 +321,12 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// # Ok(())
     /// # }
     /// ```
-    fn update_by_key<Changes>(
+    fn update_by_key<Changes: CheckedChanges<Self, Conn>>(
         conn: &mut Conn,
         key: Self::Key,
         expected: &Self::Token,
         changes: Changes,
-    ) -> Result<Self::Token, Error>
-    where
-        Self: VersionedParts,
-        Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget + Clone,
-        <KeyGuarded<Self> as HasTable>::Table: Table,
-        Changes: NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
-        (Changes, <Self as VersionedParts>::TokenAssignment):
-            AsChangeset<Target = <KeyGuarded<Self> as HasTable>::Table>,
-        CachedUpdate<KeyGuarded<Self>, (Changes, <Self as VersionedParts>::TokenAssignment)>:
-            ExecuteDsl<Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "update_by_key");
-        observe::in_write_span(span, || {
-            expected.validate()?;
-            let fresh = expected.try_next_token_at(Self::TOKEN_PRECISION)?;
-            let target = key_guarded::<Self>(key.clone(), expected);
-            let statement =
-                CachedUpdate::new(target, (changes, Self::token_assignment(&fresh))).bounded();
-            let affected = ExecuteDsl::execute(statement, conn)?;
-            let operations = (Operation::Update, Operation::ClientToken);
-            settle_as::<Self, Conn>(conn, &key, expected, operations, affected)?;
-            Ok(fresh)
-        })
-    }
+    ) -> Result<Self::Token, Error>;
 
     /// Deletes the row with `key` if it still holds the token a client sent, in one
     /// statement and without loading it: `DELETE FROM t WHERE <key> AND token = <expected>`.
@@ -277,78 +345,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// # Ok(())
     /// # }
     /// ```
-    fn delete_by_key(conn: &mut Conn, key: Self::Key, expected: &Self::Token) -> Result<(), Error>
-    where
-        Self: VersionedParts,
-        Self::FindQuery: FilterDsl<TokenIs<Self>>,
-        KeyGuarded<Self>: IntoUpdateTarget,
-        diesel::dsl::delete<KeyGuarded<Self>>: ExecuteDsl<Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_by_key");
-        observe::in_write_span(span, || {
-            expected.validate()?;
-            let statement = diesel::delete(key_guarded::<Self>(key.clone(), expected));
-            let affected = ExecuteDsl::execute(statement, conn)?;
-            let operations = (Operation::Delete, Operation::ClientToken);
-            settle_as::<Self, Conn>(conn, &key, expected, operations, affected)
-        })
-    }
-
-    /// Deletes the row with `DELETE ... WHERE <key> AND token = <original>`.
-    ///
-    /// When no row matches, returns [`Error::Conflict`] (stale or already deleted).
-    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
-    where
-        Self::DeleteStatement: ExecuteDsl<Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "delete_checked");
-        observe::in_write_span(span, || {
-            let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
-            settle::<Self, Conn>(conn, &self.key(), self.token(), Operation::Delete, affected)
-        })
-    }
-
-    /// Loads the row with this key, or [`Error::NotFound`].
-    fn find(conn: &mut Conn, key: Self::Key) -> Result<Self, Error>
-    where
-        Self: Selectable<Conn::Backend>,
-        Self::SelectExpression: QueryId,
-        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
-        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
-            RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
-    {
-        Self::find_query(key.clone())
-            .select(Self::as_select())
-            .get_result(conn)
-            .optional()?
-            .ok_or_else(|| outcome::not_found::<Self>(&key))
-    }
-
-    /// Loads the row with this key and checks that it still holds the token a client
-    /// sent (an HTTP `If-Match`, a form field), before any edit.
-    ///
-    /// A nil or otherwise invalid token is [`Error::InvalidToken`] without a query; a
-    /// missing row is [`Error::NotFound`]; a stale token is [`Error::Conflict`] with the
-    /// current token. The client's token is never replaced by the loaded one.
-    fn find_checked(conn: &mut Conn, key: Self::Key, expected: &Self::Token) -> Result<Self, Error>
-    where
-        Self: Selectable<Conn::Backend>,
-        Self::SelectExpression: QueryId,
-        Self::FindQuery: SelectDsl<AsSelect<Self, Conn::Backend>>,
-        Select<Self::FindQuery, AsSelect<Self, Conn::Backend>>:
-            RunQueryDsl<Conn> + LoadQuery<'static, Conn, Self>,
-    {
-        let result = match expected.validate() {
-            Ok(()) => {
-                Self::find(conn, key).and_then(|row| outcome::check_client_token(row, expected))
-            }
-            Err(invalid) => Err(invalid.into()),
-        };
-        observe::read_checked::<Conn::Backend, _>(Self::sql_table_name(), "find_checked", &result);
-        result
-    }
+    fn delete_by_key(conn: &mut Conn, key: Self::Key, expected: &Self::Token) -> Result<(), Error>;
 
     /// Advances the token without writing any other column:
     /// `UPDATE t SET token = <fresh> WHERE <key> AND token = <original>` (JPA's
@@ -380,35 +377,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// # Ok(())
     /// # }
     /// ```
-    fn force_increment(&mut self, conn: &mut Conn) -> Result<(), Error>
-    where
-        Self: VersionedParts,
-        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
-        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
-        <Self as VersionedParts>::TokenAssignment:
-            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
-        diesel::dsl::Update<
-            <Self as VersionedParts>::Guarded,
-            <Self as VersionedParts>::TokenAssignment,
-        >: AsQuery + ExecuteDsl<Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span = observe::write_span::<Conn::Backend>(Self::sql_table_name(), "force_increment");
-        observe::in_write_span(span, || {
-            let fresh = self.fresh_token()?;
-            let statement = diesel::update(self.guarded()).set(Self::token_assignment(&fresh));
-            let affected = ExecuteDsl::execute(statement, conn)?;
-            settle::<Self, Conn>(
-                conn,
-                &self.key(),
-                self.token(),
-                Operation::ForceIncrement,
-                affected,
-            )?;
-            self.set_token(fresh);
-            Ok(())
-        })
-    }
+    fn force_increment(&mut self, conn: &mut Conn) -> Result<(), Error>;
 
     /// Marks the row deleted with a checked UPDATE of the marker and the token:
     /// `UPDATE t SET <marker>, token = <fresh> WHERE <key> AND token = <original>`.
@@ -440,41 +409,169 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// # Ok(())
     /// # }
     /// ```
-    fn soft_delete_checked<M>(&mut self, conn: &mut Conn, marker: M) -> Result<(), Error>
-    where
-        Self: VersionedParts,
-        <Self as VersionedParts>::Guarded: IntoUpdateTarget,
-        <<Self as VersionedParts>::Guarded as HasTable>::Table: Table,
-        M: crate::statement::NoTokenAssignment<<Self as VersionedParts>::TokenColumn>,
-        (M, <Self as VersionedParts>::TokenAssignment):
-            AsChangeset<Target = <<Self as VersionedParts>::Guarded as HasTable>::Table>,
-        diesel::dsl::Update<
-            <Self as VersionedParts>::Guarded,
-            (M, <Self as VersionedParts>::TokenAssignment),
-        >: AsQuery + ExecuteDsl<Conn>,
-        CurrentToken<Self::TokenQuery>: LoadQuery<'static, Conn, Self::Token>,
-    {
-        let span =
-            observe::write_span::<Conn::Backend>(Self::sql_table_name(), "soft_delete_checked");
+    fn soft_delete_checked<M: CheckedChanges<Self, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        marker: M,
+    ) -> Result<(), Error>;
+}
+
+impl<T, Conn> EntityDsl<Conn> for T
+where
+    T: Versioned + Selectable<Conn::Backend>,
+    T::SelectExpression: QueryId,
+    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
+    Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
+        RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
+    LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
+    Conn: Connection,
+    T::DeleteStatement: ExecuteDsl<Conn>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
+    fn find(conn: &mut Conn, key: T::Key) -> Result<T, Error> {
+        T::find_query(key.clone())
+            .select(T::as_select())
+            .get_result(conn)
+            .optional()?
+            .ok_or_else(|| outcome::not_found::<T>(&key))
+    }
+
+    fn find_checked(conn: &mut Conn, key: T::Key, expected: &T::Token) -> Result<T, Error> {
+        let result = match expected.validate() {
+            Ok(()) => {
+                Self::find(conn, key).and_then(|row| outcome::check_client_token(row, expected))
+            }
+            Err(invalid) => Err(invalid.into()),
+        };
+        observe::read_checked::<Conn::Backend, _>(T::sql_table_name(), "find_checked", &result);
+        result
+    }
+
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_checked");
+        observe::in_write_span(span, || {
+            let affected = ExecuteDsl::execute(self.delete_statement(), conn)?;
+            settle::<T, Conn>(conn, &self.key(), self.token(), Operation::Delete, affected)
+        })
+    }
+
+    fn find_locked(
+        conn: &mut Conn,
+        key: T::Key,
+        remaining: Option<Duration>,
+    ) -> diesel::QueryResult<Option<T>> {
+        LockedRead::new(T::find_query(key).select(T::as_select()))
+            .within(remaining)
+            .get_result(conn)
+            .optional()
+    }
+}
+
+impl<T, Conn> CheckedDsl<Conn> for T
+where
+    T: EntityDsl<Conn>,
+    Conn: Connection,
+    T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+{
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked");
         observe::in_write_span(span, || {
             let fresh = self.fresh_token()?;
-            let statement =
-                diesel::update(self.guarded()).set((marker, Self::token_assignment(&fresh)));
-            let affected = ExecuteDsl::execute(statement, conn)?;
-            settle::<Self, Conn>(
-                conn,
-                &self.key(),
-                self.token(),
-                Operation::SoftDelete,
-                affected,
-            )?;
+            let (affected, fresh) = self.update_statement(&fresh).run_guarded(conn, fresh)?;
+            settle::<T, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
+            self.set_token(fresh);
+            Ok(())
+        })
+    }
+
+    fn save_checked_where<Predicate: CheckedPredicate<T, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        predicate: Predicate,
+    ) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "save_checked_where");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let update = self.update_statement(&fresh);
+            let (affected, fresh) = predicate.run_narrowed(update, conn, fresh)?;
+            settle::<T, Conn>(conn, &self.key(), self.token(), Operation::Update, affected)?;
             self.set_token(fresh);
             Ok(())
         })
     }
 }
 
-impl<T: Versioned, Conn: Connection> CheckedDsl<Conn> for T {}
+impl<T, Conn> VersionColumnDsl<Conn> for T
+where
+    T: VersionedParts,
+    Conn: Connection,
+    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget,
+    <KeyGuarded<T> as HasTable>::Table: Table,
+    T::TokenAssignment: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+    diesel::dsl::Update<KeyGuarded<T>, T::TokenAssignment>: AsQuery + ExecuteDsl<Conn>,
+    diesel::dsl::delete<KeyGuarded<T>>: ExecuteDsl<Conn>,
+{
+    fn update_by_key<Changes: CheckedChanges<T, Conn>>(
+        conn: &mut Conn,
+        key: T::Key,
+        expected: &T::Token,
+        changes: Changes,
+    ) -> Result<T::Token, Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "update_by_key");
+        observe::in_write_span(span, || {
+            expected.validate()?;
+            let fresh = expected.try_next_token_at(T::TOKEN_PRECISION)?;
+            let affected = changes.run_by_key(conn, key.clone(), expected, &fresh)?;
+            let operations = (Operation::Update, Operation::ClientToken);
+            settle_as::<T, Conn>(conn, &key, expected, operations, affected)?;
+            Ok(fresh)
+        })
+    }
+
+    fn delete_by_key(conn: &mut Conn, key: T::Key, expected: &T::Token) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_by_key");
+        observe::in_write_span(span, || {
+            expected.validate()?;
+            let statement = diesel::delete(key_guarded::<T>(key.clone(), expected));
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            let operations = (Operation::Delete, Operation::ClientToken);
+            settle_as::<T, Conn>(conn, &key, expected, operations, affected)
+        })
+    }
+
+    fn force_increment(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "force_increment");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let target = key_guarded::<T>(self.key(), self.token());
+            let statement = diesel::update(target).set(T::token_assignment(&fresh));
+            let affected = ExecuteDsl::execute(statement, conn)?;
+            let operation = Operation::ForceIncrement;
+            settle::<T, Conn>(conn, &self.key(), self.token(), operation, affected)?;
+            self.set_token(fresh);
+            Ok(())
+        })
+    }
+
+    fn soft_delete_checked<M: CheckedChanges<T, Conn>>(
+        &mut self,
+        conn: &mut Conn,
+        marker: M,
+    ) -> Result<(), Error> {
+        let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "soft_delete_checked");
+        observe::in_write_span(span, || {
+            let fresh = self.fresh_token()?;
+            let affected = marker.run_by_key(conn, self.key(), self.token(), &fresh)?;
+            let operation = Operation::SoftDelete;
+            settle::<T, Conn>(conn, &self.key(), self.token(), operation, affected)?;
+            self.set_token(fresh);
+            Ok(())
+        })
+    }
+}
 
 /// The end of every guarded write on a blocking connection: `Ok` (and the event) when
 /// it wrote exactly the row, else the conflict that explains the zero-row write.

@@ -4,23 +4,17 @@
 use std::time::{Duration, Instant};
 
 use diesel::connection::{AnsiTransactionManager, Connection, TransactionManager};
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
-use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::result::QueryResult;
-use diesel::{OptionalExtension, Selectable, SelectableHelper};
 use std::ops::DerefMut;
 
-use super::CheckedDsl;
-use crate::backend::{LockedRead, LockingBackend};
+use super::EntityDsl;
+use crate::backend::LockingBackend;
 use crate::error::{Error, PoolError};
 use crate::observe;
 use crate::outcome;
 use crate::retry::{
     Attempt, OwnedConnection, RetryLoop, RetryPolicy, Step, deadline, lost_session,
 };
-use crate::versioned::Versioned;
 
 /// A blocking connection that can open an escalated retry attempt's transaction.
 ///
@@ -394,38 +388,20 @@ pub trait AttemptDsl<Conn: Connection> {
     /// [hot row](RetryPolicy::escalate_hot_rows) is read the same way when the attempt
     /// [runs in a transaction](Attempt::runs_in_transaction), which the helper opened
     /// before the closure ([`Attempt::locks_row`] tells). Otherwise it is
-    /// [`CheckedDsl::find`].
-    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
-    where
-        T: Versioned + Selectable<Conn::Backend>,
-        T::SelectExpression: QueryId,
-        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-            RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
-        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>;
+    /// [`EntityDsl::find`].
+    fn find<T: EntityDsl<Conn>>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>;
 }
 
 impl<Conn: LockingConnection> AttemptDsl<Conn> for Attempt {
-    fn find<T>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error>
-    where
-        T: Versioned + Selectable<Conn::Backend>,
-        T::SelectExpression: QueryId,
-        T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-        Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-            RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
-        LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
-    {
+    fn find<T: EntityDsl<Conn>>(&self, conn: &mut Conn, key: T::Key) -> Result<T, Error> {
         if !self.locks_row::<T>(&key) {
-            return <T as CheckedDsl<Conn>>::find(conn, key);
+            return <T as EntityDsl<Conn>>::find(conn, key);
         }
         if !self.is_escalated() {
             observe::hot_row_locked(T::sql_table_name(), &key);
         }
         let remaining = self.remaining();
-        LockedRead::new(T::find_query(key.clone()).select(T::as_select()))
-            .within(remaining)
-            .get_result(conn)
-            .optional()
+        T::find_locked(conn, key.clone(), remaining)
             .map_err(|error| deadline::locked_read_error(error, remaining))?
             .ok_or_else(|| outcome::not_found::<T>(&key))
     }

@@ -1,20 +1,16 @@
 //! [`TrackedDsl`]: checked saves of a [`Tracked`] entity on a blocking connection,
 //! writing only the edited columns, and merging a conflict.
 
-use diesel::Selectable;
 use diesel::connection::Connection;
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::{ExecuteDsl, SelectDsl};
-use diesel::query_dsl::{LoadQuery, RunQueryDsl};
+use diesel::query_dsl::LoadQuery;
+use diesel::query_dsl::methods::ExecuteDsl;
 
-use crate::blocking::{CheckedDsl, settle};
+use crate::blocking::{EntityDsl, settle};
 use crate::error::{ConflictState, Error, Operation};
 use crate::observe;
 use crate::statement::CurrentToken;
 use crate::statement::GuardedUpdate;
 use crate::tracked::{SaveOutcome, Tracked, Tracking};
-use crate::versioned::Versioned;
 
 /// Checked saves of a [`Tracked`] entity on a blocking connection: only the edited
 /// columns are written, and a conflict can be merged.
@@ -59,9 +55,7 @@ pub trait TrackedDsl<Conn: Connection> {
     /// # Ok(())
     /// # }
     /// ```
-    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
-    where
-        <Self::Entity as Versioned>::DeleteStatement: ExecuteDsl<Conn>;
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>;
 
     /// Loads the row as it is now, typed: `theirs` for [`Tracked::three_way`] and
     /// [`Tracked::merge`]. [`Error::NotFound`] when it was deleted.
@@ -77,14 +71,11 @@ pub trait TrackedDsl<Conn: Connection> {
 
 impl<T, Conn> TrackedDsl<Conn> for Tracked<T>
 where
-    T: Tracking + Clone + Selectable<Conn::Backend>,
+    T: Tracking + Clone + EntityDsl<Conn>,
     Conn: Connection,
     T::FieldsUpdateStatement: GuardedUpdate<Conn, T::Token>,
+    T::DeleteStatement: ExecuteDsl<Conn>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
-    T::SelectExpression: QueryId,
-    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-    Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-        RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
 {
     type Entity = T;
 
@@ -104,10 +95,7 @@ where
         })
     }
 
-    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error>
-    where
-        T::DeleteStatement: ExecuteDsl<Conn>,
-    {
+    fn delete_checked(&self, conn: &mut Conn) -> Result<(), Error> {
         let span = observe::write_span::<Conn::Backend>(T::sql_table_name(), "delete_checked");
         observe::in_write_span(span, || {
             let affected = ExecuteDsl::execute(self.original().delete_statement(), conn)?;
@@ -117,7 +105,7 @@ where
     }
 
     fn load_current(&self, conn: &mut Conn) -> Result<T, Error> {
-        <T as CheckedDsl<Conn>>::find(conn, self.key())
+        <T as EntityDsl<Conn>>::find(conn, self.key())
     }
 
     fn save_merging(&mut self, conn: &mut Conn) -> Result<SaveOutcome<T>, Error> {

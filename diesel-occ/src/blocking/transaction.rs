@@ -29,7 +29,7 @@ use crate::restore::{Restore, Restoring};
 /// resumes in the caller; the connection is left outside the transaction (or, if the
 /// rollback failed, marked broken so that later writes on it fail). A batch
 /// ([`BatchDsl::save_all_checked`](crate::BatchDsl::save_all_checked)) and
-/// [`CheckedDsl::force_increment`](crate::CheckedDsl::force_increment) inside it
+/// [`VersionColumnDsl::force_increment`](crate::VersionColumnDsl::force_increment) inside it
 /// are covered like single saves.
 ///
 /// **A transaction the database rolled back is never `Ok`.** On PostgreSQL any failed

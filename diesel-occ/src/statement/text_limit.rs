@@ -33,7 +33,7 @@ fn admitted() -> &'static RwLock<Admitted> {
 /// statement cache may keep, on each connection: 8 by default; 0 keeps none of them
 /// (each is prepared for one execution, then closed), which is the opt-out.
 ///
-/// It bounds the UPDATEs of [`update_by_key`](crate::CheckedDsl::update_by_key) and
+/// It bounds the UPDATEs of [`update_by_key`](crate::VersionColumnDsl::update_by_key) and
 /// [`save_checked_where`](crate::CheckedDsl::save_checked_where) (blocking and async),
 /// and any [`CachedUpdate`](super::CachedUpdate) marked
 /// [`bounded`](super::CachedUpdate::bounded). The texts admitted first stay admitted:

@@ -15,7 +15,7 @@ use super::{InvalidToken, InvalidTokenReason};
 /// [`columns`](Self::columns).
 ///
 /// An entity's own values are those "as read": an entity keeps no copy of them, so a
-/// plain [`delete_checked`](crate::CheckedDsl::delete_checked) expects
+/// plain [`delete_checked`](crate::EntityDsl::delete_checked) expects
 /// [`as_read`](Self::as_read); a [`Tracked`](crate::Tracked) save names them.
 ///
 /// ```

@@ -11,8 +11,8 @@ use crate::statement::{AdvanceToken, TokenEq};
 ///
 /// [`Versioned`] builds the complete statements of a checked save and delete; this
 /// trait exposes their pieces so other checked writes can be built from them:
-/// [`force_increment`](crate::CheckedDsl::force_increment),
-/// [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) and
+/// [`force_increment`](crate::VersionColumnDsl::force_increment),
+/// [`soft_delete_checked`](crate::VersionColumnDsl::soft_delete_checked) and
 /// [`bulk_update`](crate::Versioned::bulk_update).
 ///
 /// ```

@@ -5,7 +5,7 @@
 //!
 //! 1. refuses a quantity that is not positive and a token that is missing, malformed or
 //!    nil, before touching the database;
-//! 2. loads the row with [`find_checked`](CheckedDsl::find_checked): an unknown SKU is a
+//! 2. loads the row with [`find_checked`](EntityDsl::find_checked): an unknown SKU is a
 //!    clear error and a token already known to be stale is rejected before the edit; the
 //!    client's token is kept, never replaced by the freshly loaded one;
 //! 3. checks the stock, decrements it and saves with

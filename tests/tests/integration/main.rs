@@ -235,6 +235,7 @@ mod module_graph;
 mod observability;
 mod properties;
 mod redacted_errors;
+mod repository;
 mod retry;
 mod scale_out;
 mod skipped_columns;

@@ -43,7 +43,7 @@ async fn _async(
     stock: &mut Stock,
     conn: &mut diesel_async::AsyncPgConnection,
 ) -> Result<(), diesel_occ::Error> {
-    diesel_occ::asynchronous::CheckedDsl::soft_delete_checked(
+    diesel_occ::asynchronous::VersionColumnDsl::soft_delete_checked(
         stock,
         conn,
         Some(stock::deleted.eq(true)),

@@ -8,11 +8,7 @@ use std::fmt;
 use std::panic;
 use std::sync::Arc;
 
-use diesel::dsl::{AsSelect, Select};
-use diesel::query_builder::QueryId;
-use diesel::query_dsl::methods::SelectDsl;
-use diesel::query_dsl::{LoadQuery, RunQueryDsl};
-use diesel::{Connection, Selectable};
+use diesel::Connection;
 
 #[cfg(feature = "async")]
 pub(crate) use self::outcome::{after_commit, known_unwritten, unknown};
@@ -23,12 +19,10 @@ pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish
 use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 use super::retry::transaction_depth;
 use super::{AttemptDsl, ConnectionSource, retry};
-use crate::backend::LockedRead;
 use crate::blocking::CheckedDsl;
 use crate::blocking::LockingConnection;
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
-use crate::statement::{CurrentToken, GuardedUpdate};
 use crate::versioned::Versioned;
 
 /// Applies the changes that the threads of one process make to the same row at the same
@@ -231,14 +225,7 @@ pub trait Combinable<Conn: Connection>: Versioned + Clone + PartialEq + Send {
 impl<T, Conn> Combinable<Conn> for T
 where
     Conn: LockingConnection,
-    T: Versioned + Clone + PartialEq + Send + Selectable<Conn::Backend>,
-    T::SelectExpression: QueryId,
-    T::FindQuery: SelectDsl<AsSelect<T, Conn::Backend>>,
-    Select<T::FindQuery, AsSelect<T, Conn::Backend>>:
-        RunQueryDsl<Conn> + LoadQuery<'static, Conn, T>,
-    LockedRead<Select<T::FindQuery, AsSelect<T, Conn::Backend>>>: LoadQuery<'static, Conn, T>,
-    T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
-    CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
+    T: CheckedDsl<Conn> + Clone + PartialEq + Send,
 {
     fn read(conn: &mut Conn, attempt: &Attempt, key: T::Key) -> Result<T, Error> {
         attempt.find(conn, key)

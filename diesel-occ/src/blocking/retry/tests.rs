@@ -6,7 +6,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 
 use super::{Attempt, AttemptDsl, RetryPolicy, retry};
-use crate::blocking::CheckedDsl;
+use crate::blocking::{CheckedDsl, EntityDsl};
 use crate::error::{Error, Operation, PoolErrorKind};
 use crate::test_support::{CountingSource, Stock, TestDb, interfere, stock};
 

@@ -161,7 +161,7 @@ timestamp_advance!(
 
 /// A changeset that leaves the token column `TokenColumn` to diesel-occ: neither assigns
 /// it nor reads it. [`bulk_update`](crate::Versioned::bulk_update) and
-/// [`soft_delete_checked`](crate::CheckedDsl::soft_delete_checked) take only such
+/// [`soft_delete_checked`](crate::VersionColumnDsl::soft_delete_checked) take only such
 /// changesets, so a changeset that assigns the token is a compile error instead of a
 /// token the write then advances, overwrites or rejects differently on each backend.
 ///

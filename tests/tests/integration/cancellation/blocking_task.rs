@@ -15,7 +15,7 @@ use diesel::SqliteConnection;
 use diesel_async::TransactionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_occ::asynchronous as occ;
-use diesel_occ::prelude::{AttemptDsl, CheckedDsl};
+use diesel_occ::prelude::{AttemptDsl, CheckedDsl, EntityDsl};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
@@ -33,7 +33,7 @@ fn increment(
     cut.block_at(Stage::AfterRead);
     if cut.stage() == Stage::Backoff && attempt.is_first() {
         // Another write since the read: the save conflicts and the helper backs off.
-        let mut other: Counter = CheckedDsl::find(conn, 1)?;
+        let mut other: Counter = EntityDsl::find(conn, 1)?;
         other.increment();
         other.save_checked(conn)?;
     }

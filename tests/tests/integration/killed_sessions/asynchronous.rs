@@ -60,7 +60,7 @@ async fn killed_between_attempts(
                 use diesel::Connection as _;
                 use diesel_occ::CheckedDsl as Sync;
                 let mut theirs_conn = Conn::establish(&url).expect("connect");
-                let mut theirs: Counter = Sync::find(&mut theirs_conn, 1).expect("row 1");
+                let mut theirs: Counter = diesel_occ::EntityDsl::find(&mut theirs_conn, 1).expect("row 1");
                 theirs.value += 100;
                 Sync::save_checked(&mut theirs, &mut theirs_conn).expect("their save");
             })

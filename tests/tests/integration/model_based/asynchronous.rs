@@ -109,7 +109,7 @@ macro_rules! store {
             }
 
             async fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error> {
-                <Self as CheckedDsl<Conn>>::find(conn, key).await
+                <Self as EntityDsl<Conn>>::find(conn, key).await
             }
 
             async fn checked_save(&mut self, conn: &mut Conn) -> Result<(), Error> {
@@ -126,7 +126,7 @@ macro_rules! store {
                 expected: &Self::Token,
                 value: i32,
             ) -> Result<Self::Token, Error> {
-                <Self as CheckedDsl<Conn>>::update_by_key(
+                <Self as VersionColumnDsl<Conn>>::update_by_key(
                     conn,
                     key,
                     expected,
@@ -140,7 +140,7 @@ macro_rules! store {
                 key: Key,
                 expected: &Self::Token,
             ) -> Result<(), Error> {
-                <Self as CheckedDsl<Conn>>::delete_by_key(conn, key, expected).await
+                <Self as VersionColumnDsl<Conn>>::delete_by_key(conn, key, expected).await
             }
 
             async fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {

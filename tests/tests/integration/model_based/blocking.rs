@@ -86,7 +86,7 @@ macro_rules! store {
             }
 
             fn fetch(conn: &mut Conn, key: Key) -> Result<Self, Error> {
-                <Self as CheckedDsl<Conn>>::find(conn, key)
+                <Self as EntityDsl<Conn>>::find(conn, key)
             }
 
             fn checked_save(&mut self, conn: &mut Conn) -> Result<(), Error> {
@@ -116,7 +116,7 @@ macro_rules! store {
                 expected: &Self::Token,
                 value: i32,
             ) -> Result<Self::Token, Error> {
-                <Self as CheckedDsl<Conn>>::update_by_key(
+                <Self as VersionColumnDsl<Conn>>::update_by_key(
                     conn,
                     key,
                     expected,
@@ -129,7 +129,7 @@ macro_rules! store {
                 key: Key,
                 expected: &Self::Token,
             ) -> Result<(), Error> {
-                <Self as CheckedDsl<Conn>>::delete_by_key(conn, key, expected)
+                <Self as VersionColumnDsl<Conn>>::delete_by_key(conn, key, expected)
             }
 
             fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {

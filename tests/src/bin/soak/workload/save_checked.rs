@@ -1,7 +1,7 @@
 //! `save_checked` and `save_checked_where`: read a row, add 1, save.
 
 use diesel::prelude::*;
-use diesel_occ::{CheckedDsl, Error};
+use diesel_occ::{CheckedDsl, EntityDsl, Error};
 
 use super::Conn;
 use super::counter::{self, Counter, blind_save};

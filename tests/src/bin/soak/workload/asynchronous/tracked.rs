@@ -18,7 +18,7 @@ pub(in super::super) struct Save;
 pub(in super::super) struct Merging;
 
 async fn find(conn: &mut AsyncConn, row: i32) -> Result<Tracked<Counter>, Error> {
-    use diesel_occ::asynchronous::CheckedDsl;
+    use diesel_occ::asynchronous::EntityDsl;
     Counter::find(conn, row).await.map(Tracked::new)
 }
 

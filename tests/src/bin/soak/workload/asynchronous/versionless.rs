@@ -19,7 +19,7 @@ impl AsyncPath for Save {
     type Read = Tracked<Versionless>;
 
     async fn read(&self, conn: &mut AsyncConn, row: i32, _: u32) -> Result<Self::Read, Error> {
-        use diesel_occ::asynchronous::CheckedDsl;
+        use diesel_occ::asynchronous::EntityDsl;
         Versionless::find(conn, row).await.map(Tracked::new)
     }
 
