@@ -289,11 +289,18 @@ impl Expected {
                 schema: self.schema,
                 table: self.table,
                 column: self.column,
-                found,
                 found_precision,
                 set_to_now_on_update,
                 needed: self.kind,
                 needed_precision,
+                fix: token_column_ddl(
+                    dialect,
+                    (self.schema, self.table, self.column),
+                    self.kind,
+                    self.precision.max(found_precision.unwrap_or(0)),
+                    found.as_deref(),
+                ),
+                found,
             }
         };
         let Some(row) = row else {
@@ -382,14 +389,8 @@ fn unique_key_ddl(
     columns: &[&str],
     has_primary_key: bool,
 ) -> String {
-    let quote = |name: &str| match dialect {
-        Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
-        Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", name.replace('"', "\"\"")),
-    };
-    let qualified = |name: &str| match schema {
-        Some(schema) => format!("{}.{}", quote(schema), quote(name)),
-        None => quote(name),
-    };
+    let quote = |name: &str| quote(dialect, name);
+    let qualified = |name: &str| qualified(dialect, schema, name);
     let column_list = columns
         .iter()
         .map(|column| quote(column))
@@ -423,6 +424,112 @@ fn unique_key_ddl(
             qualified(table)
         ),
     }
+}
+
+/// `name` quoted as Diesel quotes it in `dialect`.
+fn quote(dialect: Dialect, name: &str) -> String {
+    match dialect {
+        Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
+        Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", name.replace('"', "\"\"")),
+    }
+}
+
+/// `schema.name`, quoted.
+fn qualified(dialect: Dialect, schema: Option<&str>, name: &str) -> String {
+    match schema {
+        Some(schema) => format!("{}.{}", quote(dialect, schema), quote(dialect, name)),
+        None => quote(dialect, name),
+    }
+}
+
+/// The DDL that gives `table.column` a column for `kind` at `precision` fractional
+/// digits (timestamps), as [`TokenColumnProblem::fix`] describes: the statements that
+/// add it and give the existing rows a token when it is missing (`found` is `None`),
+/// the statement that changes its type otherwise. `None` for a kind without a column
+/// type.
+fn token_column_ddl(
+    dialect: Dialect,
+    (schema, table, column): (Option<&str>, &str, &str),
+    kind: TokenKind,
+    precision: u8,
+    found: Option<&str>,
+) -> Option<String> {
+    let with_time_zone =
+        found.is_some_and(|found| found.to_ascii_lowercase().contains("with time"));
+    let column_type = match (dialect, kind) {
+        (Dialect::Postgres, TokenKind::SmallInt) => "smallint".to_owned(),
+        (Dialect::Postgres, TokenKind::Integer) => "integer".to_owned(),
+        (Dialect::Postgres, TokenKind::BigInt) => "bigint".to_owned(),
+        (Dialect::Postgres, TokenKind::Uuid | TokenKind::UuidBytes) => "uuid".to_owned(),
+        (Dialect::Postgres, TokenKind::Timestamp) if with_time_zone => {
+            format!("timestamptz({precision})")
+        }
+        (Dialect::Postgres, TokenKind::Timestamp) => format!("timestamp({precision})"),
+        (Dialect::Mysql, TokenKind::SmallInt) => "SMALLINT".to_owned(),
+        (Dialect::Mysql, TokenKind::Integer) => "INT".to_owned(),
+        (Dialect::Mysql, TokenKind::BigInt) => "BIGINT".to_owned(),
+        (Dialect::Mysql, TokenKind::Uuid | TokenKind::UuidBytes) => "BINARY(16)".to_owned(),
+        (Dialect::Mysql, TokenKind::Timestamp) if precision == 0 => "DATETIME".to_owned(),
+        (Dialect::Mysql, TokenKind::Timestamp) => format!("DATETIME({precision})"),
+        (Dialect::Sqlite, TokenKind::SmallInt | TokenKind::Integer | TokenKind::BigInt) => {
+            "INTEGER".to_owned()
+        }
+        (Dialect::Sqlite, TokenKind::Uuid | TokenKind::UuidBytes) => "BLOB".to_owned(),
+        (Dialect::Sqlite, TokenKind::Timestamp) => "TIMESTAMP".to_owned(),
+        _ => return None,
+    };
+    let table = qualified(dialect, schema, table);
+    let column = quote(dialect, column);
+    let integer = matches!(
+        kind,
+        TokenKind::SmallInt | TokenKind::Integer | TokenKind::BigInt
+    );
+    let add = format!("ALTER TABLE {table} ADD COLUMN {column} {column_type}");
+    // The current UTC time, at the column's precision where the database rounds.
+    let now = match (dialect, precision) {
+        (Dialect::Postgres, _) if with_time_zone => "now()".to_owned(),
+        (Dialect::Postgres, _) => "(now() AT TIME ZONE 'UTC')".to_owned(),
+        (Dialect::Mysql, 0) => "CURRENT_TIMESTAMP".to_owned(),
+        (Dialect::Mysql, digits) => format!("CURRENT_TIMESTAMP({digits})"),
+        (Dialect::Sqlite, 0) => "datetime('now')".to_owned(),
+        (Dialect::Sqlite, _) => "strftime('%Y-%m-%d %H:%M:%f', 'now')".to_owned(),
+    };
+    let add_with_tokens = match (dialect, integer, kind) {
+        (_, true, _) => format!("{add} NOT NULL DEFAULT 1"),
+        (Dialect::Postgres, _, TokenKind::Timestamp)
+        | (Dialect::Mysql, _, TokenKind::Timestamp) => {
+            format!("{add} NOT NULL DEFAULT {now}")
+        }
+        // A volatile default: a UUID of its own per existing row (PostgreSQL 13+).
+        (Dialect::Postgres, _, _) => format!("{add} NOT NULL DEFAULT gen_random_uuid()"),
+        // UUID() runs once per row in an UPDATE, not in an ADD COLUMN's DEFAULT.
+        (Dialect::Mysql, _, _) => format!(
+            "{add} NULL; UPDATE {table} SET {column} = UNHEX(REPLACE(UUID(), '-', '')); \
+             ALTER TABLE {table} MODIFY {column} {column_type} NOT NULL"
+        ),
+        // SQLite adds a NOT NULL column only with a constant default.
+        (Dialect::Sqlite, _, TokenKind::Timestamp) => format!(
+            "{add} NOT NULL DEFAULT '1970-01-01 00:00:00'; UPDATE {table} SET {column} = {now}"
+        ),
+        (Dialect::Sqlite, _, _) => format!(
+            "{add} NOT NULL DEFAULT x'00000000000040008000000000000001'; \
+             UPDATE {table} SET {column} = randomblob(16)"
+        ),
+    };
+    Some(match (found, dialect) {
+        (None, _) => add_with_tokens,
+        (Some(_), Dialect::Postgres) => format!(
+            "ALTER TABLE {table} ALTER COLUMN {column} TYPE {column_type} \
+             USING {column}::{column_type}"
+        ),
+        (Some(_), Dialect::Mysql) => {
+            format!("ALTER TABLE {table} MODIFY {column} {column_type} NOT NULL")
+        }
+        // SQLite cannot change a column's type.
+        (Some(_), Dialect::Sqlite) => {
+            format!("ALTER TABLE {table} DROP COLUMN {column}; {add_with_tokens}")
+        }
+    })
 }
 
 /// Whether a column of `data_type` (lower case, as the database names it) holds `kind`.
@@ -652,7 +759,8 @@ mod tests {
             problem.to_string(),
             "t.c is timestamp with 0 fractional digits and set to the current time on every \
              update, which can move the token back, the token needs a timestamp with at \
-             least 0 fractional digits"
+             least 0 fractional digits; change it with: ALTER TABLE `t` MODIFY `c` DATETIME \
+             NOT NULL"
         );
     }
 
@@ -667,7 +775,8 @@ mod tests {
         assert_eq!(
             problem.to_string(),
             "t.c is datetime with 0 fractional digits, the token needs a timestamp with at \
-             least 6 fractional digits"
+             least 6 fractional digits; change it with: ALTER TABLE `t` MODIFY `c` \
+             DATETIME(6) NOT NULL"
         );
         assert_eq!(
             micros.problem(Dialect::Mysql, row("datetime", Some(6))),
@@ -715,8 +824,134 @@ mod tests {
         let missing = wide.problem(Dialect::Postgres, None).unwrap();
         assert_eq!(
             missing.to_string(),
-            "t.c does not exist, the token needs a 64-bit integer"
+            "t.c does not exist, the token needs a 64-bit integer; add it with: ALTER TABLE \
+             \"t\" ADD COLUMN \"c\" bigint NOT NULL DEFAULT 1"
         );
+    }
+
+    /// The fix of a missing or wrong token column, per backend and token kind: the
+    /// recipe of the guide's "Adding the version column to a table with rows".
+    #[test]
+    fn the_message_names_the_ddl_that_fixes_the_token_column() {
+        let fix = |dialect, kind, precision, row| {
+            expected(kind, precision)
+                .problem(dialect, row)
+                .and_then(|problem| problem.fix)
+                .unwrap()
+        };
+        // Missing columns: added NOT NULL, every existing row given a token.
+        assert_eq!(
+            fix(Dialect::Mysql, TokenKind::Integer, 0, None),
+            "ALTER TABLE `t` ADD COLUMN `c` INT NOT NULL DEFAULT 1"
+        );
+        assert_eq!(
+            fix(Dialect::Postgres, TokenKind::Uuid, 0, None),
+            r#"ALTER TABLE "t" ADD COLUMN "c" uuid NOT NULL DEFAULT gen_random_uuid()"#
+        );
+        assert_eq!(
+            fix(Dialect::Mysql, TokenKind::UuidBytes, 0, None),
+            "ALTER TABLE `t` ADD COLUMN `c` BINARY(16) NULL; UPDATE `t` SET `c` = \
+             UNHEX(REPLACE(UUID(), '-', '')); ALTER TABLE `t` MODIFY `c` BINARY(16) NOT NULL"
+        );
+        assert_eq!(
+            fix(Dialect::Sqlite, TokenKind::UuidBytes, 0, None),
+            r#"ALTER TABLE "t" ADD COLUMN "c" BLOB NOT NULL DEFAULT x'00000000000040008000000000000001'; UPDATE "t" SET "c" = randomblob(16)"#
+        );
+        assert_eq!(
+            fix(Dialect::Postgres, TokenKind::Timestamp, 6, None),
+            r#"ALTER TABLE "t" ADD COLUMN "c" timestamp(6) NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')"#
+        );
+        assert_eq!(
+            fix(Dialect::Mysql, TokenKind::Timestamp, 0, None),
+            "ALTER TABLE `t` ADD COLUMN `c` DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP"
+        );
+        assert_eq!(
+            fix(Dialect::Sqlite, TokenKind::Timestamp, 0, None),
+            r#"ALTER TABLE "t" ADD COLUMN "c" TIMESTAMP NOT NULL DEFAULT '1970-01-01 00:00:00'; UPDATE "t" SET "c" = datetime('now')"#
+        );
+        // Wrong columns: the type changed where the database can, keeping a time zone.
+        assert_eq!(
+            fix(
+                Dialect::Postgres,
+                TokenKind::Timestamp,
+                6,
+                row("timestamp with time zone", Some(0))
+            ),
+            r#"ALTER TABLE "t" ALTER COLUMN "c" TYPE timestamptz(6) USING "c"::timestamptz(6)"#
+        );
+        assert_eq!(
+            fix(
+                Dialect::Postgres,
+                TokenKind::BigInt,
+                0,
+                row("integer", None)
+            ),
+            r#"ALTER TABLE "t" ALTER COLUMN "c" TYPE bigint USING "c"::bigint"#
+        );
+        // SQLite cannot change a type: the column is dropped and added again.
+        let replaced = fix(
+            Dialect::Sqlite,
+            TokenKind::Timestamp,
+            0,
+            row("INTEGER", None),
+        );
+        assert!(
+            replaced.starts_with(
+                r#"ALTER TABLE "t" DROP COLUMN "c"; ALTER TABLE "t" ADD COLUMN "c" TIMESTAMP"#
+            ),
+            "{replaced}"
+        );
+        // A schema is named on the table.
+        let in_schema = Expected {
+            schema: Some("app"),
+            ..expected(TokenKind::Integer, 0)
+        };
+        assert_eq!(
+            in_schema
+                .problem(Dialect::Postgres, None)
+                .unwrap()
+                .fix
+                .unwrap(),
+            r#"ALTER TABLE "app"."t" ADD COLUMN "c" integer NOT NULL DEFAULT 1"#
+        );
+    }
+
+    /// Every fix runs: each missing token column is added to a table with rows by its
+    /// DDL, after which the column fits and every row has a token.
+    #[test]
+    fn the_fix_of_a_missing_column_runs_on_a_table_with_rows() {
+        use diesel::connection::SimpleConnection;
+        let mut conn = diesel::sqlite::SqliteConnection::establish(":memory:").unwrap();
+        conn.batch_execute(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY); INSERT INTO t VALUES (1), (2)",
+        )
+        .unwrap();
+        for (kind, precision) in [
+            (TokenKind::Integer, 0),
+            (TokenKind::UuidBytes, 0),
+            (TokenKind::Timestamp, 0),
+            (TokenKind::Timestamp, 6),
+        ] {
+            let expected = expected(kind, precision);
+            let fix = expected
+                .problem(Dialect::Sqlite, None)
+                .unwrap()
+                .fix
+                .unwrap();
+            conn.batch_execute(&fix).unwrap();
+            let check = SchemaCheck {
+                tokens: vec![expected],
+                keys: Vec::new(),
+            };
+            check.run(&mut conn).unwrap();
+            let nulls: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+                "(SELECT COUNT(*) FROM t WHERE c IS NULL OR c = x'00000000000040008000000000000001' OR c = '1970-01-01 00:00:00')",
+            ))
+            .get_result(&mut conn)
+            .unwrap();
+            assert_eq!(nulls, 0, "{fix}");
+            conn.batch_execute("ALTER TABLE t DROP COLUMN c").unwrap();
+        }
     }
 
     fn key(columns: &'static [&'static str]) -> ExpectedKey {

@@ -16,6 +16,7 @@
 //! SQLite always runs, on a temporary file per test. The clusters are described in
 //! [`cluster`] and `tests/cluster/README.md`.
 
+pub mod adopt;
 pub mod backend;
 pub mod cluster;
 pub mod db;

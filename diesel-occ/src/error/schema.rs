@@ -9,8 +9,9 @@ use crate::token::TokenKind;
 /// Every problem [`SchemaCheck`](crate::schema_check::SchemaCheck) found, carried by
 /// [`Error::Schema`](super::Error::Schema).
 ///
-/// Its `Display` names each table and column, what the database has and what the
-/// entity needs; for a key the database does not keep unique, the DDL that adds one.
+/// Its `Display` names each table and column, what the database has, what the entity
+/// needs and the DDL that fixes it: the statements that add or change a token column,
+/// for a key the database does not keep unique the one that adds an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaProblems {
     problems: Vec<SchemaProblem>,
@@ -136,6 +137,19 @@ pub struct TokenColumnProblem {
     /// For a timestamp token, the fractional digits the entity declares
     /// (`#[occ(version, precision = N)]`, default 0).
     pub needed_precision: Option<u8>,
+    /// The DDL that fixes the column, in the database's dialect, statements separated
+    /// by `; ` (the recipe of the guide's "Adding the version column to a table with
+    /// rows", `guide::checked_writes`). For a missing column, the statements that add it
+    /// NOT NULL and give every existing row a token: `ALTER TABLE t ADD COLUMN version
+    /// INTEGER NOT NULL DEFAULT 1`, a UUID of its own per row, the current UTC time
+    /// (PostgreSQL's `timestamp(N)`: declare `timestamptz(N)` for a `Timestamptz`
+    /// column). For a column of the wrong kind or precision, or one set to the current
+    /// time on every UPDATE: PostgreSQL's `ALTER TABLE t ALTER COLUMN c TYPE ..`,
+    /// MySQL/MariaDB's `ALTER TABLE t MODIFY c .. NOT NULL` (which also drops
+    /// `ON UPDATE CURRENT_TIMESTAMP`); SQLite cannot change a column's type, so there the
+    /// column is dropped and added again, which gives every row a new token (a client
+    /// holding an old one gets a conflict). `None` for a token of no known column type.
+    pub fix: Option<String>,
 }
 
 impl fmt::Display for TokenColumnProblem {
@@ -163,7 +177,14 @@ impl fmt::Display for TokenColumnProblem {
         if let Some(digits) = self.needed_precision {
             write!(f, " with at least {digits} fractional digits")?;
         }
-
+        if let Some(fix) = &self.fix {
+            let verb = if self.found.is_none() {
+                "add"
+            } else {
+                "change"
+            };
+            write!(f, "; {verb} it with: {fix}")?;
+        }
         Ok(())
     }
 }

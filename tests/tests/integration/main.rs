@@ -214,6 +214,7 @@ mod observe;
 mod pools;
 mod servers;
 
+mod adopt_migrations;
 mod batch;
 mod bb8_pool;
 mod bulk;

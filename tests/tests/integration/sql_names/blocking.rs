@@ -23,13 +23,19 @@ fn the_schema_check_reads_the_columns_by_their_sql_names() {
         .entity::<SchemaItem>()
         .run(&mut conn)
         .expect("every token column fits");
-    assert_reported(
+    let fix = assert_reported(
         SchemaCheck::new()
             .entity::<NamedItem>()
             .entity::<BadItem>()
             .entity::<SchemaItem>()
             .run(&mut conn),
     );
+    // The DDL in the message is the fix: run, it makes the column fit.
+    conn.batch_execute(&fix).expect("the fix runs");
+    SchemaCheck::new()
+        .entity::<BadItem>()
+        .run(&mut conn)
+        .expect("the column fits once fixed");
 }
 
 #[test]

@@ -96,8 +96,8 @@ pub(crate) fn create(backend: Backend) -> String {
 }
 
 /// What the start-up check reports: only the column of the wrong kind, by its SQL
-/// names.
-pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) {
+/// names, with the DDL that changes it in the message. Returns that DDL.
+pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) -> String {
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
@@ -110,6 +110,18 @@ pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) {
         "{error}"
     );
     assert!(problem.found.is_some(), "the column exists: {error}");
+    let fix = problem.fix.clone().expect("a fix");
+    assert!(
+        fix.contains("occ_named_bad") && fix.contains("row_version"),
+        "the fix names the column by its SQL names: {fix}"
+    );
+    assert!(
+        error
+            .to_string()
+            .ends_with(&format!("; change it with: {fix}")),
+        "the message names the fix: {error}"
+    );
+    fix
 }
 
 on_every_backend!(blocking, asynchronous);

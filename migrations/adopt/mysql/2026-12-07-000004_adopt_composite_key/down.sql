@@ -1,0 +1,2 @@
+ALTER TABLE adopt_lines DROP PRIMARY KEY;
+ALTER TABLE adopt_lines DROP COLUMN version;

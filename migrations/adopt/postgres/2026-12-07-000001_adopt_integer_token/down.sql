@@ -1,0 +1,1 @@
+ALTER TABLE adopt_integer DROP COLUMN version;

@@ -1,0 +1,1 @@
+ALTER TABLE adopt_uuid DROP COLUMN version;
