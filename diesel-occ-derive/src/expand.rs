@@ -196,6 +196,13 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
     };
 
     let refuse_diesel_changeset = refuse_diesel_changeset(ident);
+    // A checked insert writes the token: not one the database generates.
+    let assigned_token = (!generated).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl __occ::AssignedToken for #ident {}
+        }
+    });
 
     quote! {
         const _: () = {
@@ -230,6 +237,7 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 }
             }
 
+            #assigned_token
             #returning_statement
             #tracking
 

@@ -12,7 +12,7 @@
 //! | to... | see |
 //! |---|---|
 //! | declare an entity and its token | [`derive@Versioned`], [`VersionToken`] (token kinds), [`guide::checked_writes`] |
-//! | save, delete and load with the token check | [`CheckedDsl`] |
+//! | load, save and delete with the token check | [`EntityDsl`], [`CheckedDsl`] |
 //! | insert with the initial token, upsert by the client's token | [`InsertDsl`], [`Upserted`] |
 //! | bring your Diesel models and forms | [`derive@ChangesetColumns`], [`guide::diesel_models`] |
 //! | write from a client's token (`If-Match`) | [`VersionColumnDsl::update_by_key`], [`EntityDsl::find_checked`], [`guide::client_tokens`] |
@@ -81,8 +81,11 @@
 //!
 //! # The checked writes
 //!
-//! [`CheckedDsl`] (blocking; `asynchronous::CheckedDsl` is its async twin) on every
-//! entity:
+//! Four traits (blocking; `asynchronous` has their async twins of the same names), each
+//! the one bound a function generic over the entity needs for its methods:
+//! [`EntityDsl`] (loads and the checked delete, every entity), [`CheckedDsl`] (saves),
+//! [`VersionColumnDsl`] (writes that need a version column the application assigns) and
+//! [`InsertDsl`]:
 //! - [`save_checked`](CheckedDsl::save_checked) and
 //!   [`delete_checked`](EntityDsl::delete_checked) of an entity that was read;
 //! - [`save_checked_where`](CheckedDsl::save_checked_where): the same save, valid only
@@ -93,6 +96,10 @@
 //! - [`find`](EntityDsl::find), [`find_checked`](EntityDsl::find_checked),
 //!   [`force_increment`](VersionColumnDsl::force_increment) (an aggregate root) and
 //!   [`soft_delete_checked`](VersionColumnDsl::soft_delete_checked).
+//!
+//! A repository generic over its entities names one of these bounds per method; the
+//! arguments of a write are bounded by [`CheckedChanges`], [`CheckedPredicate`] and
+//! [`InsertableForm`], implemented for every argument that works.
 //!
 //! [`Tracked`] saves write only the edited columns and merge a conflict
 //! ([`TrackedDsl`]); [`BatchDsl`] saves many entities all or nothing;
@@ -302,8 +309,8 @@ pub mod __private {
     pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{
-        CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked, Skippable,
-        TokenEq, ValuesColumns, WrittenColumn,
+        AssignedToken, CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked,
+        Skippable, TokenEq, ValuesColumns, WrittenColumn,
     };
     pub use crate::token::{
         CheckValues, InvalidToken, TimestampText, TokenValue, check_text_forms, no_client_token,

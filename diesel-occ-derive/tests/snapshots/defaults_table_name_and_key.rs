@@ -81,6 +81,8 @@ const _: () = {
         }
     }
     #[automatically_derived]
+    impl __occ::AssignedToken for StockItem {}
+    #[automatically_derived]
     impl __occ::Versioned for StockItem {
         type Table = stock_items::table;
         type Token = i32;

@@ -84,6 +84,8 @@ const _: () = {
         }
     }
     #[automatically_derived]
+    impl __occ::AssignedToken for Stock {}
+    #[automatically_derived]
     impl __occ::Versioned for Stock {
         type Table = stock::table;
         type Token = i64;

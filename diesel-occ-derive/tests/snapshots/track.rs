@@ -89,6 +89,8 @@ const _: () = {
         }
     }
     #[automatically_derived]
+    impl __occ::AssignedToken for Note {}
+    #[automatically_derived]
     impl __occ::Tracking for Note {
         const FIELDS: &'static [&'static str] = &["title", "tag"];
         type FieldsUpdateStatement = __occ::CachedUpdate<

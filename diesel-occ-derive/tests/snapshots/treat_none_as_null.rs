@@ -92,6 +92,8 @@ const _: () = {
         }
     }
     #[automatically_derived]
+    impl __occ::AssignedToken for Note {}
+    #[automatically_derived]
     impl __occ::Versioned for Note {
         type Table = notes::table;
         type Token = i32;

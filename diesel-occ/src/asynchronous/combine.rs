@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 use diesel_async::AsyncConnection;
 
 use super::retry::transaction_depth;
-use super::{AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, retry};
+use super::{
+    AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, EntityDsl, retry,
+};
 use crate::blocking::combine::{
     Finished, Member, Pending, Row, Rows, after_commit, known_unwritten, lock, publish, unknown,
 };
@@ -236,7 +238,7 @@ pub trait Combinable<Conn: AsyncConnection>:
 impl<T, Conn> Combinable<Conn> for T
 where
     Conn: AsyncLockingConnection,
-    T: CheckedDsl<Conn> + Clone + PartialEq + Send + Sync + 'static,
+    T: CheckedDsl<Conn> + EntityDsl<Conn> + Clone + PartialEq + Send + Sync + 'static,
 {
     fn read<'a>(
         conn: &'a mut Conn,

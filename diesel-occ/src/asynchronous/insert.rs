@@ -43,6 +43,14 @@ use crate::{observe, outcome};
 /// # Ok(())
 /// # }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no checked insert on `{Conn}`",
+    label = "no `insert_checked` / `upsert_checked` for this entity here",
+    note = "a checked insert needs an entity deriving Diesel's `Insertable` and `Clone` whose token the \
+            application assigns (`#[occ(version)]`); for a token the database generates \
+            (`#[occ(version, generated)]`), insert the row with Diesel's `insert_into`, then read it \
+            and its token with `find`"
+)]
 pub trait InsertDsl<Conn: AsyncConnection>: Versioned + Send {
     /// Inserts the entity with the initial token of its kind and returns that token.
     /// See [`crate::InsertDsl::insert_checked`].
@@ -75,7 +83,7 @@ where
     T: VersionedParts + Clone + Send + Insertable<T::Table>,
     Conn: AsyncConnection,
     T::Table: Table + Default,
-    T::TokenAssignment: AssignedToken<T::Table>,
+    T: AssignedToken,
     InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn> + Send,
     Conn::Backend: AsyncUpsertBackend<T, Conn>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,

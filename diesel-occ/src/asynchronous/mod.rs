@@ -200,7 +200,7 @@ pub mod prelude {
 }
 
 /// Checked loads on an async Diesel connection: the twin of the blocking
-/// [`EntityDsl`](crate::blocking::EntityDsl), the supertrait of [`CheckedDsl`].
+/// [`EntityDsl`](crate::blocking::EntityDsl).
 ///
 /// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`,
 /// whatever its token; in the [`prelude`].
@@ -245,15 +245,17 @@ pub trait EntityDsl<Conn: AsyncConnection>: Versioned + Send + 'static {
     ) -> impl Future<Output = diesel::QueryResult<Option<Self>>> + Send;
 }
 
-/// Checked saves, deletes and loads on an async Diesel connection: the twin of the
-/// blocking [`CheckedDsl`](crate::CheckedDsl), with the same names, statements,
-/// semantics and errors.
+/// Checked saves on an async Diesel connection: the twin of the blocking
+/// [`CheckedDsl`](crate::CheckedDsl), with the same names, statements, semantics and
+/// errors; the loads and the checked delete are [`EntityDsl`]'s.
 ///
-/// Implemented for every [`Versioned`] entity; bring it into scope with
+/// Implemented for every [`Versioned`] entity whose save is one guarded UPDATE (not
+/// `#[occ(check)]` columns); `T: CheckedDsl<Conn>` is the bound of a generic function
+/// that saves. Bring it into scope with
 /// `use diesel_occ::asynchronous::prelude::*`. Every method returns a `Send` future.
 /// See the [module documentation](self) for an example and for what dropping a future
 /// does.
-pub trait CheckedDsl<Conn: AsyncConnection>: EntityDsl<Conn> {
+pub trait CheckedDsl<Conn: AsyncConnection>: Versioned + Send + 'static {
     /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
     /// a fresh token: one statement when it succeeds.
     ///
@@ -308,6 +310,14 @@ pub trait CheckedDsl<Conn: AsyncConnection>: EntityDsl<Conn> {
 /// # Ok(())
 /// # }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no version column the application assigns on `{Conn}`",
+    label = "no write by key, token-only write or soft delete for this entity",
+    note = "`update_by_key`, `delete_by_key`, `force_increment` and `soft_delete_checked` need \
+            `#[occ(version)]` on a token the application assigns: an entity with `#[occ(check)]` \
+            columns has no token for a client, and a generated token (`xmin`) needs a loaded \
+            entity (`find`, then `save_checked` / `delete_checked`)"
+)]
 pub trait VersionColumnDsl<Conn: AsyncConnection>: Versioned + Send {
     /// Writes `changes` to the row with `key` if it still holds the token a client sent,
     /// in one statement and without loading it; returns the fresh token, to hand to the
@@ -413,7 +423,7 @@ where
 
 impl<T, Conn> CheckedDsl<Conn> for T
 where
-    T: EntityDsl<Conn>,
+    T: Versioned + Send + 'static,
     Conn: AsyncConnection,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token> + Send,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,

@@ -48,6 +48,14 @@ use crate::{observe, outcome};
 /// # Ok(())
 /// # }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no checked insert on `{Conn}`",
+    label = "no `insert_checked` / `upsert_checked` for this entity here",
+    note = "a checked insert needs an entity deriving Diesel's `Insertable` and `Clone` whose token the \
+            application assigns (`#[occ(version)]`); for a token the database generates \
+            (`#[occ(version, generated)]`), insert the row with Diesel's `insert_into`, then read it \
+            and its token with `find`"
+)]
 pub trait InsertDsl<Conn: Connection>: Versioned {
     /// Inserts the entity as a new row with the initial token of its kind (1 for a
     /// counter, a random UUID, the clock at the token's declared precision for a
@@ -139,7 +147,7 @@ where
     T: VersionedParts + Clone + Insertable<T::Table>,
     Conn: Connection,
     T::Table: Table + Default,
-    T::TokenAssignment: AssignedToken<T::Table>,
+    T: AssignedToken,
     InsertStatement<T::Table, <T as Insertable<T::Table>>::Values>: ExecuteDsl<Conn>,
     Conn::Backend: UpsertBackend<T, Conn>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,

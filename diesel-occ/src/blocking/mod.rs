@@ -68,8 +68,8 @@ pub use transaction::transaction;
 ///
 /// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`, on
 /// the connections of PostgreSQL, MySQL/MariaDB and SQLite, whatever its token (an
-/// entity with `#[occ(check)]` columns too); in the prelude. The supertrait of
-/// [`CheckedDsl`]: `T: CheckedDsl<Conn>` implies it.
+/// entity with `#[occ(check)]` columns too); in the prelude. A function that loads and
+/// saves names it beside [`CheckedDsl`], which does not need `Selectable`.
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -117,25 +117,27 @@ pub trait EntityDsl<Conn: Connection>: Versioned {
     ) -> diesel::QueryResult<Option<Self>>;
 }
 
-/// Checked saves, deletes and loads on a blocking Diesel connection.
+/// Checked saves on a blocking Diesel connection.
 ///
-/// Implemented for every entity deriving [`Versioned`] and Diesel's `Selectable`, on
-/// the connections of PostgreSQL, MySQL/MariaDB and SQLite; bring it into scope with
+/// Implemented for every entity deriving [`Versioned`] whose save is one guarded
+/// UPDATE (not `#[occ(check)]` columns, which save through [`Tracked`](crate::Tracked)),
+/// on the connections of PostgreSQL, MySQL/MariaDB and SQLite; bring it into scope with
 /// `use diesel_occ::prelude::*`. The async twin with the same method names lives in
 /// `diesel_occ::asynchronous` (feature `async`).
 ///
 /// `T: CheckedDsl<Conn>` is the one bound a function generic over the entity (a
-/// repository) needs to call these methods; [`VersionColumnDsl`], [`InsertDsl`],
-/// [`BatchDsl`] and [`TrackedDsl`] are the bounds of the other checked writes.
+/// repository) needs to save it; [`EntityDsl`] (loads, the checked delete),
+/// [`VersionColumnDsl`], [`InsertDsl`], [`BatchDsl`] and [`TrackedDsl`] are the bounds of
+/// the other checked operations.
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::prelude::*;
 ///
-/// /// Any entity, any blocking connection: one bound.
+/// /// Any entity, any blocking connection: a bound per trait the function calls.
 /// fn rename<T, C>(conn: &mut C, key: T::Key, edit: impl FnOnce(&mut T)) -> Result<T, diesel_occ::Error>
 /// where
-///     T: CheckedDsl<C>,
+///     T: EntityDsl<C> + CheckedDsl<C>,
 ///     C: diesel::Connection,
 /// {
 ///     let mut entity = T::find(conn, key)?;
@@ -175,7 +177,7 @@ pub trait EntityDsl<Conn: Connection>: Versioned {
 /// # Ok(())
 /// # }
 /// ```
-pub trait CheckedDsl<Conn: Connection>: EntityDsl<Conn> {
+pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// Writes the entity with `UPDATE ... WHERE <key> AND token = <original>`, assigning
     /// a fresh token: one statement when it succeeds.
     ///
@@ -276,6 +278,14 @@ pub trait CheckedDsl<Conn: Connection>: EntityDsl<Conn> {
 /// ```
 ///
 /// The async twin is `diesel_occ::asynchronous::VersionColumnDsl`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no version column the application assigns on `{Conn}`",
+    label = "no write by key, token-only write or soft delete for this entity",
+    note = "`update_by_key`, `delete_by_key`, `force_increment` and `soft_delete_checked` need \
+            `#[occ(version)]` on a token the application assigns: an entity with `#[occ(check)]` \
+            columns has no token for a client, and a generated token (`xmin`) needs a loaded \
+            entity (`find`, then `save_checked` / `delete_checked`)"
+)]
 pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// Writes `changes` to the row with `key` if it still holds the token a client sent
     /// (an HTTP `If-Match`, a form field), in one statement and without loading it:
@@ -469,7 +479,7 @@ where
 
 impl<T, Conn> CheckedDsl<Conn> for T
 where
-    T: EntityDsl<Conn>,
+    T: Versioned,
     Conn: Connection,
     T::UpdateStatement: GuardedUpdate<Conn, T::Token>,
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,

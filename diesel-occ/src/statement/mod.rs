@@ -64,38 +64,32 @@ pub use token_eq::TokenEq;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAssigned;
 
-/// The token assignment of an entity whose token the application assigns, which a
-/// checked insert or upsert writes: every entity's but one with a database-generated
-/// token (`#[occ(version, generated)]`, PostgreSQL's `xmin`), whose assignment is
-/// [`NotAssigned`]. Such a row's token exists only once the database has written it,
-/// so `insert_checked` and `upsert_checked` do not compile for it: insert the row with
-/// Diesel's `insert_into`, then read it, token and all, with `find`.
+/// An entity whose token the application assigns, which a checked insert or upsert
+/// writes: every entity deriving `Versioned` with `#[occ(version)]` but one whose token
+/// the database generates (`#[occ(version, generated)]`, PostgreSQL's `xmin`). Such a
+/// row's token exists only once the database has written it, so `insert_checked` and
+/// `upsert_checked` do not compile for it: insert the row with Diesel's `insert_into`,
+/// then read it, token and all, with `find`.
 ///
-/// Implemented for every assignment Diesel can insert into `Table`; apps need not
-/// concern themselves with this trait.
+/// `#[derive(Versioned)]` implements it; apps need not concern themselves with this
+/// trait.
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
 /// use diesel_occ::statement::AssignedToken;
-/// use diesel_occ::versioned::VersionedParts;
 ///
-/// fn assigned<T: VersionedParts>()
-/// where
-///     T::TokenAssignment: AssignedToken<T::Table>,
-/// {
-/// }
+/// fn assigned<T: AssignedToken>() {}
 ///
 /// # fn main() {
 /// assigned::<Stock>();
 /// # }
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "the database generates this entity's token: a checked insert cannot write it",
+    message = "the database generates the token of `{Self}`: a checked insert cannot write it",
+    label = "no checked insert or upsert for an entity with `#[occ(version, generated)]`",
     note = "insert the row with Diesel's `insert_into`, then read it and its token with `find`"
 )]
-pub trait AssignedToken<Table> {}
-
-impl<Table, Assignment: diesel::Insertable<Table>> AssignedToken<Table> for Assignment {}
+pub trait AssignedToken {}
 
 /// The full save of an entity without a version column (`#[occ(check)]` fields): there
 /// is none. Such an entity checks the values of its check columns as they were read,

@@ -22,6 +22,12 @@ pub struct Document {
     pub xmin: XminToken,
 }
 
+/// A repository's create, generic over the entity: the bound names the fix.
+fn create<T: InsertDsl<PgConnection>>(entity: &mut T, conn: &mut PgConnection) {
+    let _ = entity.insert_checked(conn);
+}
+
 fn main() {
     let _insert = |doc: &mut Document, conn: &mut PgConnection| doc.insert_checked(conn);
+    let _generic = |doc: &mut Document, conn: &mut PgConnection| create(doc, conn);
 }

@@ -23,4 +23,11 @@ fn by_key(shelf: &mut Shelf, conn: &mut SqliteConnection) -> Result<(), diesel_o
     shelf.force_increment(conn)
 }
 
-fn main() {}
+/// A repository's delete by a client's ETag, generic over the entity: the bound names why.
+fn delete<T: VersionColumnDsl<SqliteConnection>>(conn: &mut SqliteConnection, key: T::Key, etag: &T::Token) {
+    let _ = T::delete_by_key(conn, key, etag);
+}
+
+fn main() {
+    let _generic = |conn: &mut SqliteConnection, shelf: &Shelf| delete::<Shelf>(conn, 1, shelf.token());
+}

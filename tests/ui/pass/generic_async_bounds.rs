@@ -20,14 +20,12 @@ async fn entity<T: EntityDsl<C>, C: AsyncConnection>(conn: &mut C, key: T::Key, 
 }
 
 async fn checked<T: CheckedDsl<C>, C: AsyncConnection, P: CheckedPredicate<T, C>>(
+    row: &mut T,
     conn: &mut C,
-    key: T::Key,
     predicate: P,
 ) -> Result<(), Error> {
-    let mut row = T::find(conn, key).await?;
     send(row.save_checked(conn)).await?;
-    send(row.save_checked_where(conn, predicate)).await?;
-    row.delete_checked(conn).await
+    send(row.save_checked_where(conn, predicate)).await
 }
 
 async fn version_column<T, C, Changes, Marker>(
@@ -76,7 +74,7 @@ where
     Tracked<T>: TrackedDsl<C, Entity = T>,
 {
     entity.save_checked(conn).await?;
-    entity.save_merging(conn).await?;
+    let _merged = entity.save_merging(conn).await?;
     let _theirs: T = entity.load_current(conn).await?;
     entity.delete_checked(conn).await
 }

@@ -13,16 +13,14 @@ fn entity<T: EntityDsl<C>, C: Connection>(conn: &mut C, key: T::Key, etag: &T::T
     row.delete_checked(conn)
 }
 
-/// `CheckedDsl`: the saves (and, through its supertrait, the loads).
+/// `CheckedDsl`: the saves.
 fn checked<T: CheckedDsl<C>, C: Connection, P: CheckedPredicate<T, C>>(
+    row: &mut T,
     conn: &mut C,
-    key: T::Key,
     predicate: P,
 ) -> Result<(), Error> {
-    let mut row = T::find(conn, key)?;
     row.save_checked(conn)?;
-    row.save_checked_where(conn, predicate)?;
-    row.delete_checked(conn)
+    row.save_checked_where(conn, predicate)
 }
 
 /// `VersionColumnDsl`: by key with a client's token, the token alone, the soft delete.
@@ -75,7 +73,7 @@ where
     Tracked<T>: TrackedDsl<C, Entity = T>,
 {
     entity.save_checked(conn)?;
-    entity.save_merging(conn)?;
+    let _merged = entity.save_merging(conn)?;
     let _theirs: T = entity.load_current(conn)?;
     entity.delete_checked(conn)
 }

@@ -19,8 +19,8 @@ pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish
 use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 use super::retry::transaction_depth;
 use super::{AttemptDsl, ConnectionSource, retry};
-use crate::blocking::CheckedDsl;
 use crate::blocking::LockingConnection;
+use crate::blocking::{CheckedDsl, EntityDsl};
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
 use crate::versioned::Versioned;
@@ -225,7 +225,7 @@ pub trait Combinable<Conn: Connection>: Versioned + Clone + PartialEq + Send {
 impl<T, Conn> Combinable<Conn> for T
 where
     Conn: LockingConnection,
-    T: CheckedDsl<Conn> + Clone + PartialEq + Send,
+    T: CheckedDsl<Conn> + EntityDsl<Conn> + Clone + PartialEq + Send,
 {
     fn read(conn: &mut Conn, attempt: &Attempt, key: T::Key) -> Result<T, Error> {
         attempt.find(conn, key)
