@@ -16,7 +16,7 @@
 //!     notes (id) { id -> Integer, body -> Text, version -> Integer }
 //! }
 //!
-//! #[derive(Clone, Queryable, Selectable, Insertable, Versioned)]
+//! #[derive(Debug, Clone, Queryable, Selectable, Insertable, Versioned)]
 //! #[diesel(table_name = notes)]
 //! struct Note {
 //!     id: i32,
