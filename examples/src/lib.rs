@@ -15,6 +15,10 @@
 //! for their own connection types, so `sqlite::seat::book` and `postgres::seat::book`
 //! are the same code. The `demo` binary runs every app on SQLite unless given a URL;
 //! the integration tests (`tests/tests/integration/example_apps`) run them on all three backends.
+//!
+//! Every app reads its versioned rows and writes them through the generic
+//! [`repository::Repository`] (the HTTP service through [`repository::AsyncRepository`]):
+//! creates are checked inserts from a form without the token, updates checked writes.
 #![forbid(unsafe_code)]
 
 pub mod cli;

@@ -33,7 +33,11 @@ pub use self::lease::{LeaseReport, lease_expiry, walkthrough};
 pub use self::pool::{PoolReport, Schedule, run_pool};
 pub use self::status::Status;
 use super::{Conn, Pool};
+use crate::repository::Repository;
 use crate::schema::{work_effects, work_items};
+
+/// Every read by key and checked write of a work item goes through this repository.
+const ITEMS: Repository<WorkItem> = Repository::new();
 
 /// A work item. `version` is the concurrency token, `fence` the fencing token.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -56,20 +60,29 @@ pub struct WorkItem {
     pub version: i64,
 }
 
-impl WorkItem {
-    /// A new pending item.
-    pub fn pending(id: i32, payload: &str) -> WorkItem {
-        WorkItem {
+/// A new item as a producer enqueues it: pending, never fenced, no lease, and no token,
+/// which the repository's create adds.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = work_items)]
+struct NewWorkItem {
+    id: i32,
+    payload: String,
+    status: Status,
+    fence: i64,
+}
+
+impl NewWorkItem {
+    fn pending(id: i32, payload: String) -> NewWorkItem {
+        NewWorkItem {
             id,
-            payload: payload.to_owned(),
+            payload,
             status: Status::Pending,
-            lease_owner: None,
-            lease_expires_at: None,
             fence: 0,
-            version: 1,
         }
     }
+}
 
+impl WorkItem {
     /// Pending, or processing under a lease that has expired at `now`.
     pub fn is_claimable(&self, now: i64) -> bool {
         match self.status {
@@ -138,29 +151,29 @@ pub fn now_ms() -> i64 {
 
 /// Inserts pending items `1..=count`.
 pub fn enqueue(conn: &mut Conn, count: i32) -> Result<(), ClaimError> {
-    let items: Vec<_> = (1..=count)
-        .map(|id| WorkItem::pending(id, &format!("send invoice #{id}")))
-        .collect();
-    // One row per statement: SQLite's multi-row insert differs per backend in Diesel.
-    for item in items {
-        diesel::insert_into(work_items::table)
-            .values(item)
-            .execute(conn)
-            .map_err(database)?;
+    for id in 1..=count {
+        enqueue_item(conn, id, &format!("send invoice #{id}"))?;
     }
     Ok(())
 }
 
+/// Inserts one pending item, with its initial token, through the repository.
+pub fn enqueue_item(conn: &mut Conn, id: i32, payload: &str) -> Result<(), ClaimError> {
+    let item = NewWorkItem::pending(id, payload.to_owned());
+    ITEMS.create_from(conn, item).map(drop).map_err(database)
+}
+
 /// Reads one item.
 pub fn load(conn: &mut Conn, id: i32) -> Result<WorkItem, ClaimError> {
-    WorkItem::find(conn, id).map_err(|error| match error {
+    ITEMS.get(conn, id).map_err(|error| match error {
         OccError::NotFound(_) => ClaimError::UnknownItem(id),
         other => database(other),
     })
 }
 
 /// The oldest item a worker may claim at `now`: pending, or processing under an
-/// expired lease.
+/// expired lease. A query over the queue, not a read by key, so it is Diesel's own;
+/// the claim that follows goes through the repository.
 pub fn next_claimable(conn: &mut Conn, now: i64) -> Result<Option<WorkItem>, ClaimError> {
     use crate::schema::work_items::dsl::*;
     let expired = status
@@ -200,7 +213,7 @@ pub fn claim(
     claimed.lease_expires_at = Some(now + lease_ms);
     claimed.fence = item.fence + 1;
 
-    match claimed.save_checked_where(conn, work_items::status.eq(item.status)) {
+    match ITEMS.save_where(conn, &mut claimed, work_items::status.eq(item.status)) {
         Ok(()) => {}
         Err(error) if error.is_conflict() => {
             ClaimStats::bump(&stats.claim_conflicts);
@@ -228,6 +241,7 @@ pub fn apply_effect(
 ) -> Result<Effect, ClaimError> {
     // A savepoint, so a refused insert does not abort an enclosing transaction.
     let inserted = conn.transaction(|conn| {
+        // Plain insert on purpose: work_effects is an append-only effects log, not Versioned.
         diesel::insert_into(work_effects::table)
             .values((
                 work_effects::item_id.eq(item_id),
@@ -259,7 +273,7 @@ pub fn complete(conn: &mut Conn, lease: &Lease, stats: &ClaimStats) -> Result<Ef
     done.lease_owner = None;
     done.lease_expires_at = None;
     let result = conn.transaction::<_, ClaimError, _>(|conn| {
-        match done.save_checked_where(conn, work_items::fence.eq(lease.fence)) {
+        match ITEMS.save_where(conn, &mut done, work_items::fence.eq(lease.fence)) {
             Ok(()) => {}
             Err(error) if error.is_conflict() => {
                 let now = load(conn, lease.item.id)?;

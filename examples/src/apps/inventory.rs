@@ -23,14 +23,17 @@ mod walkthrough;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error as OccError, UuidToken, VersionToken};
+use diesel_occ::{UuidToken, VersionToken};
 
 pub use self::error::ReserveError;
-use self::error::database;
 pub use self::walkthrough::walkthrough;
 
 use super::{Conn, Pool};
+use crate::repository::Repository;
 use crate::schema::inventory;
+
+/// Every read and write of a stock row goes through this repository.
+const STOCK: Repository<Stock> = Repository::new();
 
 /// A stock row. `version` is the concurrency token the client holds.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -45,6 +48,16 @@ pub struct Stock {
     /// The concurrency token: a fresh UUID on every write.
     #[occ(version)]
     pub version: UuidToken,
+}
+
+/// A new SKU as an operator enters it: the row without its token, which the
+/// repository's create adds.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = inventory)]
+struct NewStock<'a> {
+    sku: &'a str,
+    name: &'a str,
+    available: i32,
 }
 
 /// What a client sees of a stock row: the values and the token to send back.
@@ -102,22 +115,27 @@ pub fn add_item(
     name: &str,
     available: i32,
 ) -> Result<StockView, ReserveError> {
-    let stock = Stock {
+    let form = NewStock {
+        sku,
+        name,
+        available,
+    };
+    let version = STOCK
+        .create_from(conn, form)
+        .map_err(|e| ReserveError::from_occ(e, sku))?;
+    Ok(StockView::from(&Stock {
         sku: sku.to_owned(),
         name: name.to_owned(),
         available,
-        version: UuidToken::initial(),
-    };
-    diesel::insert_into(inventory::table)
-        .values(&stock)
-        .execute(conn)
-        .map_err(database)?;
-    Ok(StockView::from(&stock))
+        version,
+    }))
 }
 
 /// Reads a SKU and its token, as a client would before reserving.
 pub fn stock(conn: &mut Conn, sku: &str) -> Result<StockView, ReserveError> {
-    let stock = Stock::find(conn, sku.to_owned()).map_err(|e| ReserveError::from_occ(e, sku))?;
+    let stock = STOCK
+        .get(conn, sku.to_owned())
+        .map_err(|e| ReserveError::from_occ(e, sku))?;
     Ok(StockView::from(&stock))
 }
 
@@ -138,8 +156,8 @@ impl PreparedReservation {
     /// Saves the decrement with the client's token in the predicate.
     pub fn save(mut self, conn: &mut Conn) -> Result<Reserved, ReserveError> {
         let sku = self.stock.sku.clone();
-        self.stock
-            .save_checked(conn)
+        STOCK
+            .save(conn, &mut self.stock)
             .map_err(|e| ReserveError::from_occ(e, &sku))?;
         Ok(Reserved {
             sku,
@@ -162,7 +180,8 @@ pub fn prepare(
     let text = request.token.ok_or(ReserveError::TokenRequired)?;
     let expected = UuidToken::decode(text).map_err(|e| ReserveError::InvalidToken(e.reason))?;
 
-    let mut stock = Stock::find_checked(conn, request.sku.to_owned(), &expected)
+    let mut stock = STOCK
+        .get_checked(conn, request.sku.to_owned(), &expected)
         .map_err(|e| ReserveError::from_occ(e, request.sku))?;
     if stock.available < request.quantity {
         return Err(ReserveError::InsufficientStock {
@@ -184,37 +203,31 @@ pub fn reserve(conn: &mut Conn, request: &ReserveRequest<'_>) -> Result<Reserved
 }
 
 /// A bulk adjustment that does not use the client protocol (an import, an admin tool):
-/// one atomic `UPDATE inventory SET available = available + delta, version = <fresh>`.
+/// one atomic `UPDATE inventory SET available = available + delta, version = <fresh>`,
+/// built by [`Versioned::bulk_update`], the library's declared bypass of the per-entity
+/// check, then a read of the row through the repository.
 ///
 /// It assigns a fresh token, as every writer of protected state must, so clients
 /// holding the old one are told they are stale. It checks nothing itself: the
 /// database's CHECK constraint is what stops it from driving stock below zero
 /// ([`ReserveError::StockGuard`]). Returns the units available afterwards.
 pub fn adjust_stock(conn: &mut Conn, sku: &str, delta: i32) -> Result<i32, ReserveError> {
-    use crate::schema::inventory::dsl::{available, inventory as table, version};
-    conn.transaction(|conn| {
-        let updated = diesel::update(table.find(sku))
-            .set((
-                available.eq(available + delta),
-                version.eq(UuidToken::initial()),
-            ))
-            .execute(conn)?;
-        if updated == 0 {
-            return Ok(None);
-        }
-        table.find(sku).select(available).first(conn).map(Some)
+    use crate::schema::inventory::dsl::{available, inventory as table};
+    conn.transaction::<_, diesel_occ::Error, _>(|conn| {
+        Stock::bulk_update(table.find(sku), available.eq(available + delta)).execute(conn)?;
+        STOCK.get(conn, sku.to_owned()).map(|stock| stock.available)
     })
-    .map_err(|e| ReserveError::from_occ(OccError::from(e), sku))?
-    .ok_or_else(|| ReserveError::UnknownSku(sku.to_owned()))
+    .map_err(|e| ReserveError::from_occ(e, sku))
 }
 
 /// Deletes a SKU for a client holding `token` (a checked delete).
 pub fn discontinue(conn: &mut Conn, sku: &str, token: &str) -> Result<(), ReserveError> {
     let expected = UuidToken::decode(token).map_err(|e| ReserveError::InvalidToken(e.reason))?;
-    let stock = Stock::find_checked(conn, sku.to_owned(), &expected)
+    let stock = STOCK
+        .get_checked(conn, sku.to_owned(), &expected)
         .map_err(|e| ReserveError::from_occ(e, sku))?;
-    stock
-        .delete_checked(conn)
+    STOCK
+        .remove(conn, &stock)
         .map_err(|e| ReserveError::from_occ(e, sku))
 }
 

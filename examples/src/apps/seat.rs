@@ -27,7 +27,11 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 
 pub use self::rush::{Protocol, RushReport, rush, walkthrough};
 use super::{Conn, Pool};
+use crate::repository::Repository;
 use crate::schema::{concerts, seat_assignments};
+
+/// Every read and checked write of a concert goes through this repository.
+const CONCERTS: Repository<Concert> = Repository::new();
 
 /// A concert's seat inventory. `version` is the concurrency token.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -51,6 +55,17 @@ impl Concert {
     pub fn next_seat(&self) -> i32 {
         self.capacity - self.available + 1
     }
+}
+
+/// A new concert as the box office enters it: the row without its token, which the
+/// repository's create adds.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = concerts)]
+struct NewConcert<'a> {
+    id: i32,
+    name: &'a str,
+    capacity: i32,
+    available: i32,
 }
 
 /// A confirmed seat.
@@ -139,23 +154,25 @@ pub fn create_concert(
     name: &str,
     capacity: i32,
 ) -> Result<Concert, BookingError> {
-    let concert = Concert {
+    let form = NewConcert {
+        id,
+        name,
+        capacity,
+        available: capacity,
+    };
+    let version = CONCERTS.create_from(conn, form).map_err(database)?;
+    Ok(Concert {
         id,
         name: name.to_owned(),
         capacity,
         available: capacity,
-        version: 1,
-    };
-    diesel::insert_into(concerts::table)
-        .values(&concert)
-        .execute(conn)
-        .map_err(database)?;
-    Ok(concert)
+        version,
+    })
 }
 
 /// Reads a concert, as a buyer does before deciding.
 pub fn load(conn: &mut Conn, concert_id: i32) -> Result<Concert, BookingError> {
-    Concert::find(conn, concert_id).map_err(|error| match error {
+    CONCERTS.get(conn, concert_id).map_err(|error| match error {
         OccError::NotFound(_) => BookingError::UnknownConcert(concert_id),
         other => database(other),
     })
@@ -173,7 +190,7 @@ pub fn book(
     after_read: impl Fn(&Attempt),
 ) -> Result<Booking, BookingError> {
     let booked = blocking::retry(pool, policy, |conn, attempt| {
-        let mut concert: Concert = attempt.find(conn, concert_id)?;
+        let mut concert = CONCERTS.get_within(&attempt, conn, concert_id)?;
         after_read(&attempt);
         if concert.available == 0 {
             // A decision, not a failure: it ends the loop.
@@ -184,7 +201,7 @@ pub fn book(
         let seat_no = concert.next_seat();
         concert.available -= 1;
         conn.transaction(|conn| {
-            concert.save_checked(conn)?; // a conflict here runs another attempt
+            CONCERTS.save(conn, &mut concert)?; // a conflict here runs another attempt
             insert_assignment(conn, concert_id, seat_no, buyer)?;
             Ok(Booking::Confirmed {
                 seat_no,
@@ -215,6 +232,7 @@ pub fn book_unchecked(
         return Ok(Booking::SoldOut { attempts: 1 });
     }
     conn.transaction::<_, OccError, _>(|conn| {
+        // Deliberately past the repository: the unchecked write this function exists to show.
         diesel::update(concerts::table.find(seen.id))
             .set(concerts::available.eq(seen.available - 1))
             .execute(conn)?;
@@ -234,6 +252,7 @@ fn insert_assignment(
     seat_no: i32,
     buyer: &str,
 ) -> QueryResult<()> {
+    // Plain insert on purpose: seat_assignments is an append-only log, not a Versioned entity.
     diesel::insert_into(seat_assignments::table)
         .values(SeatAssignment {
             concert_id,

@@ -16,10 +16,15 @@ use std::io::Write;
 
 use diesel::prelude::*;
 use diesel_occ::prelude::*;
-use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken, VersionToken};
+use diesel_occ::{Error as OccError, Prefer, SaveOutcome, Tracked, UuidToken};
 
 use super::{Conn, Pool};
+use crate::repository::Repository;
 use crate::schema::articles;
+
+/// Articles are created and read through this repository; the tracked saves are the
+/// checked writes of [`Tracked`] itself.
+const ARTICLES: Repository<Article> = Repository::new();
 
 /// An article, as its editors see it. `#[occ(track)]` lets [`Tracked`] compare fields.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -35,6 +40,15 @@ pub struct Article {
     /// The concurrency token.
     #[occ(version)]
     pub version: UuidToken,
+}
+
+/// A new article: the row without its token, which the repository's create adds.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = articles)]
+struct NewArticle<'a> {
+    id: &'a str,
+    title: &'a str,
+    body: &'a str,
 }
 
 /// How an editor's save ended.
@@ -56,22 +70,19 @@ pub enum Edit {
 }
 
 /// Adds an article.
-pub fn create(conn: &mut Conn, id: &str, title: &str, body: &str) -> QueryResult<Article> {
-    let article = Article {
+pub fn create(conn: &mut Conn, id: &str, title: &str, body: &str) -> Result<Article, OccError> {
+    let version = ARTICLES.create_from(conn, NewArticle { id, title, body })?;
+    Ok(Article {
         id: id.to_owned(),
         title: title.to_owned(),
         body: body.to_owned(),
-        version: UuidToken::initial(),
-    };
-    diesel::insert_into(articles::table)
-        .values(&article)
-        .execute(conn)?;
-    Ok(article)
+        version,
+    })
 }
 
 /// Loads an article for editing.
 pub fn open(conn: &mut Conn, id: &str) -> Result<Tracked<Article>, OccError> {
-    Ok(Tracked::new(Article::find(conn, id.to_owned())?))
+    Ok(Tracked::new(ARTICLES.get(conn, id.to_owned())?))
 }
 
 /// Saves an editor's changes: only the edited columns, guarded by the token that was
@@ -116,7 +127,7 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
         "  {:<40} -> {edit:?}",
         "alice edits the title and saves"
     )?;
-    let stored = Article::find(&mut conn, "a-1".to_owned())?;
+    let stored = ARTICLES.get(&mut conn, "a-1".to_owned())?;
     writeln!(out, "  stored: {:?} / {:?}", stored.title, stored.body)?;
 
     let mut carol = open(&mut conn, "a-1")?;
@@ -131,7 +142,7 @@ pub fn walkthrough(pool: &Pool, out: &mut dyn Write) -> crate::AppResult {
         "  {:<40} -> {edit:?}",
         "dave saves a title; carol edits both"
     )?;
-    let stored = Article::find(&mut conn, "a-1".to_owned())?;
+    let stored = ARTICLES.get(&mut conn, "a-1".to_owned())?;
     writeln!(out, "  stored: {:?} / {:?}", stored.title, stored.body)?;
     Ok(())
 }

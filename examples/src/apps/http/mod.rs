@@ -17,9 +17,10 @@
 //! article, evaluates `If-Match` (a list or `*`) against its token, and writes with that
 //! token, inside the retry helper, so the check and the write see one version: a write
 //! that commits in between is retried, and the re-read answers 412 to a tag that went
-//! stale (`*` retries until the policy gives up: 409). A create is `insert_checked`; a
-//! `PATCH` is `update_by_key` with a `ChangesetColumns` form, so it sets only the fields
-//! sent.
+//! stale (`*` retries until the policy gives up: 409). A create is `insert_checked_from`
+//! with the request's form; a `PATCH` is `update_by_key` with a `ChangesetColumns` form,
+//! so it sets only the fields sent. Every read and write goes through one
+//! [`AsyncRepository`] of articles.
 
 pub mod client;
 
@@ -33,13 +34,17 @@ use axum::{Json, Router};
 use diesel::prelude::*;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::retry::{Attempt, RetryPolicy};
-use diesel_occ::{ChangesetColumns, NotFound, UuidToken, VersionToken};
+use diesel_occ::{ChangesetColumns, NotFound, UuidToken};
 use diesel_occ_axum::{Preconditions, Problem, Validators};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{AsyncConn, AsyncPool};
+use crate::repository::AsyncRepository;
 use crate::schema::articles;
+
+/// Every handler reads and writes articles through this repository.
+const ARTICLES: AsyncRepository<Article> = AsyncRepository::new();
 
 /// Longest title accepted.
 pub const MAX_TITLE: usize = 200;
@@ -110,6 +115,16 @@ pub struct ArticleJson {
 struct Replacement {
     title: String,
     body: String,
+}
+
+/// A new article: the `POST` body with the id the service assigns, and no token, which
+/// the repository's create adds.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = articles)]
+struct NewArticle<'a> {
+    id: &'a str,
+    title: &'a str,
+    body: &'a str,
 }
 
 /// The body of a `PATCH`: the fields to set; absent ones are left alone.
@@ -210,20 +225,28 @@ async fn find(
     attempt: Attempt,
     id: &str,
 ) -> Result<Article, diesel_occ::Error> {
-    attempt.find::<Article>(conn, id.to_owned()).await
+    ARTICLES.get_within(&attempt, conn, id.to_owned()).await
 }
 
 async fn create(
     State(state): State<AppState>,
     Body(new): Body<Replacement>,
 ) -> Result<Response, Problem> {
-    let mut article = Article {
-        id: uuid::Uuid::new_v4().hyphenated().to_string(),
+    let id = uuid::Uuid::new_v4().hyphenated().to_string();
+    let form = NewArticle {
+        id: &id,
+        title: &new.title,
+        body: &new.body,
+    };
+    let version = ARTICLES
+        .create_from(&mut state.pool.get().await?, form)
+        .await?;
+    let article = Article {
+        id,
         title: new.title,
         body: new.body,
-        version: UuidToken::initial(),
+        version,
     };
-    article.insert_checked(&mut state.pool.get().await?).await?;
     let location = format!("/articles/{}", article.id);
     let mut response = representation(StatusCode::CREATED, article);
     if let Ok(location) = location.parse() {
@@ -237,7 +260,7 @@ async fn read(
     Path(id): Path<String>,
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
-    let article = Article::find(&mut state.pool.get().await?, id).await?;
+    let article = ARTICLES.get(&mut state.pool.get().await?, id).await?;
     let validators = Validators::of(&article.version);
     Ok(preconditions.respond(validators, || Json(json(article))))
 }
@@ -251,7 +274,7 @@ async fn replace(
     // `If-Match: "<one tag>"`: one UPDATE … WHERE id = ? AND version = <tag>, no read.
     if let Some(token) = preconditions.token::<UuidToken>() {
         let mut conn = state.pool.get().await?;
-        let version = Article::update_by_key(&mut conn, id.clone(), &token, &new).await?;
+        let version = ARTICLES.update(&mut conn, id.clone(), &token, &new).await?;
         let (title, body) = (new.title, new.body);
         let article = Article {
             id,
@@ -270,7 +293,7 @@ async fn replace(
                 let mut article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
                 article.title.clone_from(&new.title);
                 article.body.clone_from(&new.body);
-                article.save_checked(conn).await?;
+                ARTICLES.save(conn, &mut article).await?;
                 Ok(article)
             },
         )
@@ -292,8 +315,9 @@ async fn patch(
             async |conn, current: Option<Article>| {
                 let mut article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
                 let key = article.id.clone();
-                article.version =
-                    Article::update_by_key(conn, key, &article.version, form.clone()).await?;
+                article.version = ARTICLES
+                    .update(conn, key, &article.version, form.clone())
+                    .await?;
                 if let Some(title) = &form.title {
                     article.title.clone_from(title);
                 }
@@ -314,7 +338,9 @@ async fn remove(
 ) -> Result<StatusCode, Problem> {
     // `If-Match: "<one tag>"`: one DELETE … WHERE id = ? AND version = <tag>, no read.
     if let Some(token) = preconditions.token::<UuidToken>() {
-        Article::delete_by_key(&mut state.pool.get().await?, id, &token).await?;
+        ARTICLES
+            .delete(&mut state.pool.get().await?, id, &token)
+            .await?;
         return Ok(StatusCode::NO_CONTENT);
     }
     preconditions
@@ -324,7 +350,7 @@ async fn remove(
             async |conn, attempt| find(conn, attempt, &id).await,
             async |conn, current: Option<Article>| {
                 let article = current.ok_or_else(|| NotFound::of::<Article>(&id))?;
-                article.delete_checked(conn).await
+                ARTICLES.remove(conn, &article).await
             },
         )
         .await?;

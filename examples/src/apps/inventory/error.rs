@@ -116,7 +116,3 @@ fn is_stock_guard(error: &diesel::result::Error) -> bool {
         _ => false,
     }
 }
-
-pub(super) fn database(error: diesel::result::Error) -> ReserveError {
-    ReserveError::from_occ(error.into(), "")
-}

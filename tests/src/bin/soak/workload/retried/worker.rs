@@ -6,10 +6,8 @@ use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
 
-use diesel::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{UuidToken, VersionToken};
-use diesel_occ_examples::schema::work_items;
 
 use super::attempts::{self, Step};
 use super::examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
@@ -315,13 +313,8 @@ impl<'s, 'a> Worker<'s, 'a> {
             Ok(Some(item)) => Some(item),
             Ok(None) => {
                 let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-                let pending = WorkItem::pending(id, "soak job");
                 let conn = self.conn()?;
-                if diesel::insert_into(work_items::table)
-                    .values(pending)
-                    .execute(conn)
-                    .is_err()
-                {
+                if claims::enqueue_item(conn, id, "soak job").is_err() {
                     self.failed();
                 }
                 None
