@@ -606,7 +606,6 @@ pub struct KeyIndexRow {
 
 /// A backend [`SchemaCheck`] can read column types and unique indexes on: PostgreSQL,
 /// MySQL/MariaDB and SQLite, with the matching crate feature.
-#[doc(hidden)]
 pub trait SchemaBackend: Backend + sealed::Sealed + 'static {
     /// How the backend names its types.
     #[doc(hidden)]

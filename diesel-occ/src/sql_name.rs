@@ -71,7 +71,6 @@ fn leak(name: String) -> &'static str {
 /// guardable::<stock::table>();
 /// # }
 /// ```
-#[doc(hidden)]
 pub trait SqlTable {
     /// The schema (if `table!` names one), the table's SQL name and its primary key
     /// columns' SQL names; `None` if Diesel rendered them in an unexpected form.

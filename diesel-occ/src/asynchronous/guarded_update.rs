@@ -18,7 +18,6 @@ use diesel_async::methods::ExecuteDsl;
             which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
             application assign the token (an integer or UUID `#[occ(version)]`)"
 )]
-#[doc(hidden)]
 pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).

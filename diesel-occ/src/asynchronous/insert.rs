@@ -172,7 +172,6 @@ where
 
 /// How a backend runs a checked upsert on an async connection: the twin of the
 /// blocking `UpsertBackend`. Not public API.
-#[doc(hidden)]
 pub trait AsyncUpsertBackend<T: VersionedParts, Conn> {
     /// With `expected`, updates the row with `row`'s key holding it with `row`'s columns
     /// and `fresh`; without, inserts `row` (which holds the initial token) if its key

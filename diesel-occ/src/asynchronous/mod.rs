@@ -147,7 +147,6 @@ pub use self::blocking_task::retry_in_blocking_task;
 #[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use self::combine::{Combinable, Combiner};
 pub use self::guarded_update::GuardedUpdate;
-#[doc(hidden)]
 pub use self::insert::AsyncUpsertBackend;
 pub use self::insert::InsertDsl;
 #[cfg(all(feature = "async-tuning", feature = "deadpool"))]

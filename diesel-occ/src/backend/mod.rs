@@ -83,7 +83,6 @@ pub(crate) fn lock_wait_bound_reached(error: DieselError) -> DieselError {
 ///
 /// Implemented for `Pg` (feature `postgres`), `Mysql` (feature `mysql`) and `Sqlite`
 /// (feature `sqlite`).
-#[doc(hidden)]
 pub trait LockingBackend: Backend {
     /// The statement that opens the escalated transaction: `BEGIN` on PostgreSQL and
     /// MySQL, `BEGIN IMMEDIATE` on SQLite (which takes the database's write lock up

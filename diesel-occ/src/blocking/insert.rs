@@ -224,7 +224,6 @@ where
 
 /// How a backend runs a checked upsert on a blocking connection: the statements, and
 /// the token the row holds after them (`None`: the row was left alone). Not public API.
-#[doc(hidden)]
 pub trait UpsertBackend<T: VersionedParts, Conn> {
     /// With `expected`, updates the row with `row`'s key holding it with `row`'s columns
     /// and `fresh`; without, inserts `row` (which holds the initial token) if its key
@@ -238,7 +237,6 @@ pub trait UpsertBackend<T: VersionedParts, Conn> {
 }
 
 /// PostgreSQL and SQLite: `INSERT ... ON CONFLICT (<key>) DO NOTHING RETURNING token`.
-#[doc(hidden)]
 pub trait OnConflictReturning {}
 
 #[cfg(feature = "postgres")]

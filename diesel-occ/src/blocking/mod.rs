@@ -42,7 +42,6 @@ pub use batch::BatchDsl;
 pub use insert::InsertDsl;
 #[cfg(feature = "async")]
 pub(crate) use insert::{InsertIfAbsentOf, UpsertUpdate, insert_if_absent, upsert_update};
-#[doc(hidden)]
 pub use insert::{OnConflictReturning, UpsertBackend};
 // The async batch shares how the fresh tokens are drawn.
 #[cfg(feature = "async")]
@@ -215,7 +214,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// ([`ConflictState::Unmatched`](crate::ConflictState::Unmatched), which a retry
     /// never repeats). The entity is left untouched.
     ///
-    /// The UPDATE is [`bounded`](CachedUpdate::bounded) in Diesel's statement cache: a
+    /// The UPDATE is [`bounded`](crate::statement::CachedUpdate::bounded) in Diesel's statement cache: a
     /// predicate whose text varies (boxed and built at run time) keeps only the first
     /// few texts prepared on each connection (see
     /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)).
@@ -298,7 +297,7 @@ pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// token column: that is a compile error (see `NoTokenAssignment`). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
-    /// The UPDATE is a [`bounded`](CachedUpdate::bounded) [`CachedUpdate`]: prepared
+    /// The UPDATE is a [`bounded`](crate::statement::CachedUpdate::bounded) [`CachedUpdate`](crate::statement::CachedUpdate): prepared
     /// once per connection and reused, like `save_checked`'s, where Diesel's own
     /// `update(..).set(..)` would be prepared again for every call. The cache keys it by
     /// its SQL text, and `changes` whose text varies from call to call (`Option`

@@ -116,7 +116,6 @@ pub struct SaveThroughTracked;
             `let mut tracked = Tracked::new(entity); tracked.edit().field = value; \
             tracked.save_checked(conn)` (`TrackedDsl`, in the prelude)"
 )]
-#[doc(hidden)]
 pub trait VersionlessSave<Conn> {}
 
 impl<Conn, Tok> GuardedUpdate<Conn, Tok> for SaveThroughTracked
@@ -192,7 +191,6 @@ impl<S> GeneratedUpdate<S> {
             which diesel-occ supports on PostgreSQL only; on MySQL and SQLite let the \
             application assign the token (an integer or UUID `#[occ(version)]`)"
 )]
-#[doc(hidden)]
 pub trait GuardedUpdate<Conn, Tok> {
     /// Runs the statement: the number of rows written, and the token they now hold
     /// (`fresh` when nothing came back).
@@ -239,7 +237,6 @@ where
 
 /// A guarded statement narrowed by one more predicate of the caller's: the UPDATE of
 /// [`save_checked_where`](crate::CheckedDsl::save_checked_where).
-#[doc(hidden)]
 pub trait Narrow<Predicate> {
     /// The statement with `AND <predicate>` in its `WHERE`.
     type Output;

@@ -31,17 +31,16 @@ use crate::statement::{AdvanceToken, TokenEq};
 /// # Ok(())
 /// # }
 /// ```
-#[doc(hidden)]
 pub trait VersionedParts: Versioned {
     /// The token's Diesel column (`stock::version`).
     type TokenColumn: Default;
     /// `t WHERE <key> AND token = <original>`: the target of a guarded write.
     type Guarded;
     /// `token = <fresh>`, the assignment every guarded UPDATE carries, or
-    /// [`NotAssigned`] for a database-generated token.
+    /// [`NotAssigned`](crate::statement::NotAssigned) for a database-generated token.
     type TokenAssignment;
     /// Every column a checked save writes and `token = <fresh>`: the `DO UPDATE SET` of
-    /// an upsert ([`NotAssigned`] for a database-generated token).
+    /// an upsert ([`NotAssigned`](crate::statement::NotAssigned) for a database-generated token).
     type Changes;
     /// The key's Diesel columns (a column, or a tuple for a composite key): the
     /// conflict target of an upsert.

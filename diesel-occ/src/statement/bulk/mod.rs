@@ -61,7 +61,6 @@ pub use timestamp::AdvancedTimestamp;
 /// assert!(sql.ends_with("-- binds: [2147483647, -2147483648, 1]"), "{sql}");
 /// # }
 /// ```
-#[doc(hidden)]
 pub trait AdvanceToken<Col>: VersionToken {
     /// The assignment `token = <advanced>`.
     type Assignment;
@@ -201,7 +200,6 @@ timestamp_advance!(
             Diesel's `AsChangeset` and `diesel_occ::ChangesetColumns`, none of which assigns \
             or reads the token column `{TokenColumn}`"
 )]
-#[doc(hidden)]
 pub trait NoTokenAssignment<TokenColumn> {}
 
 impl<Changes, TokenColumn> NoTokenAssignment<TokenColumn> for Changes where
