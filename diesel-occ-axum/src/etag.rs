@@ -65,7 +65,7 @@ impl ETag {
     /// cannot be sent or read back.
     fn from_text(text: String) -> ETag {
         let mut opaque = text.into_bytes();
-        opaque.retain(|b| crate::parse::is_etagc(*b));
+        opaque.retain(|b| is_etagc(*b));
         ETag {
             weak: false,
             opaque,
@@ -215,4 +215,10 @@ impl IntoResponse for ETag {
     fn into_response(self) -> Response {
         (self, ()).into_response()
     }
+}
+
+/// `etagc` (RFC 9110, 8.8.3): `!`, `#` to `~`, or obs-text (0x80 to 0xFF), the bytes an
+/// entity-tag's opaque part may hold.
+pub(crate) fn is_etagc(byte: u8) -> bool {
+    byte == 0x21 || (0x23..=0x7e).contains(&byte) || byte >= 0x80
 }

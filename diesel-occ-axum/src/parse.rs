@@ -13,7 +13,7 @@
 //! section 5.3), so `*` must be the whole value. Empty list elements (`"a", , "b"`) are
 //! accepted, as section 5.6.1 asks of recipients; a list with no tag at all is not.
 
-use crate::etag::ETag;
+use crate::etag::{ETag, is_etagc};
 
 /// A parsed `If-Match` or `If-None-Match` value.
 ///
@@ -127,11 +127,6 @@ fn push_tags(line: &[u8], tags: &mut Vec<ETag>) -> Result<(), SyntaxError> {
             Some(_) => return Err(SyntaxError),
         }
     }
-}
-
-/// `etagc`: `!`, `#` to `~`, or obs-text (0x80 to 0xFF).
-pub(crate) fn is_etagc(byte: u8) -> bool {
-    byte == 0x21 || (0x23..=0x7e).contains(&byte) || byte >= 0x80
 }
 
 fn is_ows(byte: &u8) -> bool {

@@ -135,7 +135,7 @@ proptest! {
             Ok(Some(TagList::Tags(tags))) => {
                 prop_assert!(!tags.is_empty());
                 for tag in tags {
-                    prop_assert!(tag.opaque().iter().copied().all(super::is_etagc));
+                    prop_assert!(tag.opaque().iter().copied().all(crate::etag::is_etagc));
                     let quoted = [&b"\""[..], tag.opaque(), b"\""].concat();
                     prop_assert!(lines.iter().any(|l| l.windows(quoted.len()).any(|w| w == quoted)));
                 }

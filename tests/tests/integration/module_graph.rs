@@ -1,10 +1,14 @@
-//! The runtime's module graph, drawn from the `crate::` paths of its library code: it
-//! has no import loop, and the picture in `CONTRIBUTING.md` is the graph as it is.
+//! Module graphs, drawn from the `crate::` paths of library code: no crate of the
+//! workspace has an import loop, and the runtime's picture in `CONTRIBUTING.md` is its
+//! graph as it is.
 //!
-//! A top-level module of `diesel-occ/src` (a file `x.rs` or a folder `x/`) depends on
-//! another when one of its non-test files names `crate::other` outside a comment.
-//! Test files (`tests.rs`, `test_support.rs`) and the doctest setup are left out: they
-//! are not the library. `UPDATE_MODULE_GRAPH=1` rewrites the picture.
+//! A top-level module of a crate's `src` (a file `x.rs` or a folder `x/`) depends on
+//! another when one of its non-test files names `crate::other` outside a comment. The
+//! crate roots (`lib.rs`, `main.rs`), the binaries under `src/bin` (crates of their own,
+//! whose modules are drawn as a crate each), test files (`tests.rs`, `test_support.rs`)
+//! and doctest setups are left out: they are not the library. Every member of the
+//! workspace's `members` list is drawn, so a new crate is checked without editing this
+//! file. `UPDATE_MODULE_GRAPH=1` rewrites the picture.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -27,14 +31,22 @@ fn library_files(src: &Path) -> Vec<(String, PathBuf)> {
         for entry in fs::read_dir(&dir).expect("read src") {
             let path = entry.expect("dir entry").path();
             if path.is_dir() {
-                stack.push(path);
+                if path != src.join("bin") {
+                    stack.push(path);
+                }
                 continue;
             }
             let name = path
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
-            let excluded = ["lib.rs", "tests.rs", "test_support.rs", "doctest_setup.rs"];
+            let excluded = [
+                "lib.rs",
+                "main.rs",
+                "tests.rs",
+                "test_support.rs",
+                "doctest_setup.rs",
+            ];
             if !name.ends_with(".rs") || excluded.contains(&name) {
                 continue;
             }
@@ -82,9 +94,9 @@ fn named_modules(line: &str, modules: &BTreeSet<String>) -> Vec<String> {
     named
 }
 
-fn module_graph() -> Graph {
-    let src = workspace().join("diesel-occ/src");
-    let files = library_files(&src);
+/// The graph of the crate whose top-level modules sit in `src`.
+fn module_graph(src: &Path) -> Graph {
+    let files = library_files(src);
     let modules: BTreeSet<String> = files.iter().map(|(module, _)| module.clone()).collect();
     let mut graph: Graph = modules
         .iter()
@@ -101,6 +113,34 @@ fn module_graph() -> Graph {
         }
     }
     graph
+}
+
+/// The source folders of the workspace's crates: each member's `src`, and each
+/// binary under `src/bin` that is a folder of modules.
+fn crate_sources() -> Vec<PathBuf> {
+    let manifest = fs::read_to_string(workspace().join("Cargo.toml")).expect("read Cargo.toml");
+    let members = manifest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("members = ["))
+        .expect("a members = [...] line in the workspace's Cargo.toml");
+    let mut sources = Vec::new();
+    for member in members.trim_end_matches(']').split(',') {
+        let src = workspace()
+            .join(member.trim().trim_matches('"'))
+            .join("src");
+        let Ok(bins) = fs::read_dir(src.join("bin")) else {
+            sources.push(src);
+            continue;
+        };
+        for bin in bins {
+            let path = bin.expect("dir entry").path();
+            if path.is_dir() {
+                sources.push(path);
+            }
+        }
+        sources.push(src);
+    }
+    sources
 }
 
 /// The strongly connected components of more than one module (Tarjan).
@@ -173,9 +213,13 @@ fn picture(graph: &Graph) -> String {
     out
 }
 
+fn runtime_graph() -> Graph {
+    module_graph(&workspace().join("diesel-occ/src"))
+}
+
 #[test]
 fn the_runtime_modules_import_each_other_without_a_loop() {
-    let graph = module_graph();
+    let graph = runtime_graph();
     assert!(graph.len() > 10, "too few modules found: {graph:?}");
     assert_eq!(
         loops(&graph),
@@ -185,13 +229,28 @@ fn the_runtime_modules_import_each_other_without_a_loop() {
 }
 
 #[test]
+fn no_crate_of_the_workspace_has_an_import_loop() {
+    let sources = crate_sources();
+    assert!(sources.len() >= 7, "too few crates found: {sources:?}");
+    let looped: Vec<(PathBuf, Vec<Vec<String>>)> = sources
+        .into_iter()
+        .map(|src| {
+            let found = loops(&module_graph(&src));
+            (src, found)
+        })
+        .filter(|(_, found)| !found.is_empty())
+        .collect();
+    assert!(looped.is_empty(), "import loops: {looped:#?}");
+}
+
+#[test]
 fn the_module_graph_picture_is_the_graph_as_it_is() {
     let path = workspace().join("CONTRIBUTING.md");
     let text = fs::read_to_string(&path).expect("read CONTRIBUTING.md");
     let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
         panic!("CONTRIBUTING.md has no {BEGIN} ... {END} block");
     };
-    let drawn = picture(&module_graph());
+    let drawn = picture(&runtime_graph());
     let current = &text[begin..end + END.len()];
     if std::env::var_os("UPDATE_MODULE_GRAPH").is_some() {
         let updated = format!("{}{drawn}{}", &text[..begin], &text[end + END.len()..]);
@@ -233,4 +292,32 @@ fn crate_paths_in_groups_and_after_other_text_are_read() {
     );
     assert!(named_modules("use diesel_occ::retry;", &modules).is_empty());
     assert!(named_modules("use mycrate::error;", &modules).is_empty());
+}
+
+#[test]
+fn a_loop_between_a_file_and_a_folder_of_a_crate_is_found() {
+    let src = tempfile::tempdir().expect("a temporary src");
+    let write = |path: &str, text: &str| {
+        let path = src.path().join(path);
+        fs::create_dir_all(path.parent().expect("a parent")).expect("create the folders");
+        fs::write(path, text).expect("write a source file");
+    };
+    write("lib.rs", "mod etag;\nmod parse;\nuse crate::parse::tag;\n");
+    write(
+        "etag.rs",
+        "// crate::parse in a comment is no edge\npub struct ETag;\n",
+    );
+    write("parse/mod.rs", "mod grammar;\npub fn tag() {}\n");
+    write("parse/grammar.rs", "use crate::etag::ETag;\n");
+    assert!(loops(&module_graph(src.path())).is_empty());
+
+    write(
+        "etag.rs",
+        "pub struct ETag;\nfn check() { crate::parse::tag() }\n",
+    );
+    let found = loops(&module_graph(src.path()));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let mut members = found[0].clone();
+    members.sort();
+    assert_eq!(members, ["etag", "parse"]);
 }
