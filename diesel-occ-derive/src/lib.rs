@@ -39,10 +39,7 @@ pub fn derive_versioned(input: TokenStream) -> TokenStream {
 /// it. See `diesel_occ::guide::checked_writes` for an example.
 #[proc_macro_derive(ChangesetColumns, attributes(diesel, occ))]
 pub fn derive_changeset_columns(input: TokenStream) -> TokenStream {
-    match syn::parse(input) {
-        Ok(input) => changeset_columns::derive(&input).into(),
-        Err(error) => error.to_compile_error().into(),
-    }
+    derive_changeset_columns_inner(input.into()).into()
 }
 
 /// The derive on `proc_macro2` tokens, as diesel_derives' `_inner` functions: the unit
@@ -50,6 +47,14 @@ pub fn derive_changeset_columns(input: TokenStream) -> TokenStream {
 fn derive_versioned_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
     match syn::parse2(input) {
         Ok(input) => expand::derive(&input),
+        Err(error) => error.to_compile_error(),
+    }
+}
+
+/// `#[derive(ChangesetColumns)]` on `proc_macro2` tokens, for the unit tests.
+fn derive_changeset_columns_inner(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    match syn::parse2(input) {
+        Ok(input) => changeset_columns::derive(&input),
         Err(error) => error.to_compile_error(),
     }
 }
