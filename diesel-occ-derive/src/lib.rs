@@ -65,8 +65,7 @@ fn derive_versioned_inner(input: proc_macro2::TokenStream) -> proc_macro2::Token
 }
 
 /// The entity `input` declares, or every mistake found in it: a wrong shape (an enum, a
-/// tuple struct) first, with the attribute errors read before it; otherwise the
-/// attribute errors and then the broken rules of `valid.rs`.
+/// tuple struct), or else the attribute errors and then the broken rules of `valid.rs`.
 fn valid_entity(input: &DeriveInput) -> Result<Entity<'_>, Vec<syn::Error>> {
     let mut errors = Vec::new();
     let entity = match Entity::from_input(input, &mut errors) {
