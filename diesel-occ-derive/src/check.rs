@@ -151,17 +151,19 @@ impl<'e, 'a> CheckEntity<'e, 'a> {
     /// `c1 IS NOT DISTINCT FROM values.c1 AND ...`: its type and its expression over a
     /// `values` binding. On SQLite a timestamp value also matches its other text forms.
     fn check_filter(&self) -> (TokenStream, TokenStream) {
-        let dsl = quote!(__occ::diesel::dsl);
+        // Interpolated, not written in `quote_spanned!`: `__occ` keeps the call site's span.
+        let private = quote!(__occ);
+        let dsl = quote!(#private::diesel::dsl);
         let table = self.table;
         // NULL-safe, and on SQLite matching every text form of a timestamp value.
         let mut parts = self.checks.iter().map(|f| {
             let (ident, col, ty) = (f.ident, &f.column, f.ty);
             (
-                quote_spanned!(ty.span()=> __occ::TokenEq<#table::#col, #ty>),
-                quote_spanned!(ty.span()=> __occ::TokenEq::null_safe(
+                quote_spanned!(ty.span()=> #private::TokenEq<#table::#col, #ty>),
+                quote_spanned!(ty.span()=> #private::TokenEq::null_safe(
                     #table::#col,
                     ::std::clone::Clone::clone(&values.#ident),
-                    __occ::check_text_forms::<#ty>,
+                    #private::check_text_forms::<#ty>,
                 )),
             )
         });
