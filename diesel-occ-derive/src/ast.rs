@@ -2,7 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
-use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
+use syn::{Data, DeriveInput, Fields, FieldsNamed, Ident, Path, Type};
 
 use crate::attr::{self, ContainerAttrs, FieldAttrs};
 
@@ -45,6 +45,23 @@ impl<'a> Field<'a> {
         self.attrs.check.is_some()
     }
 
+    /// Reads a named field and its attributes; `treat_none_as_null` is the struct's.
+    fn from_syn(
+        field: &'a syn::Field,
+        treat_none_as_null: bool,
+        errors: &mut Vec<syn::Error>,
+    ) -> Self {
+        let ident = field.ident.as_ref().expect("named fields have identifiers");
+        let attrs = attr::field(&field.attrs, errors);
+        Field {
+            ident,
+            ty: &field.ty,
+            column: attrs.column_name.clone().unwrap_or_else(|| ident.clone()),
+            treat_none_as_null: attrs.treat_none_as_null.unwrap_or(treat_none_as_null),
+            attrs,
+        }
+    }
+
     /// `Some(T)` when the field is `Option<T>` (matched syntactically, as Diesel does).
     pub(crate) fn option_inner(&self) -> Option<&'a Type> {
         option_inner(self.ty)
@@ -57,26 +74,7 @@ impl<'a> Entity<'a> {
         input: &'a DeriveInput,
         errors: &mut Vec<syn::Error>,
     ) -> Result<Self, syn::Error> {
-        // Point at the tuple fields, or at `struct Name` / `enum Name` / `union Name`.
-        let ident = &input.ident;
-        let named = match &input.data {
-            Data::Struct(data) => match &data.fields {
-                Fields::Named(named) => named,
-                Fields::Unnamed(unnamed) => return Err(not_named(unnamed)),
-                Fields::Unit => {
-                    let keyword = &data.struct_token;
-                    return Err(not_named(quote!(#keyword #ident)));
-                }
-            },
-            Data::Enum(data) => {
-                let keyword = &data.enum_token;
-                return Err(not_named(quote!(#keyword #ident)));
-            }
-            Data::Union(data) => {
-                let keyword = &data.union_token;
-                return Err(not_named(quote!(#keyword #ident)));
-            }
-        };
+        let named = named_fields(input)?;
         let ContainerAttrs {
             table_name,
             primary_key,
@@ -93,17 +91,7 @@ impl<'a> Entity<'a> {
         let fields = named
             .named
             .iter()
-            .map(|field| {
-                let ident = field.ident.as_ref().expect("named fields have identifiers");
-                let attrs = attr::field(&field.attrs, errors);
-                Field {
-                    ident,
-                    ty: &field.ty,
-                    column: attrs.column_name.clone().unwrap_or_else(|| ident.clone()),
-                    treat_none_as_null: attrs.treat_none_as_null.unwrap_or(treat_none_as_null),
-                    attrs,
-                }
-            })
+            .map(|field| Field::from_syn(field, treat_none_as_null, errors))
             .collect::<Vec<_>>();
         let invalid_occ = misplaced_occ || fields.iter().any(|f| f.attrs.invalid_occ);
         Ok(Entity {
@@ -173,6 +161,30 @@ impl<'a> Entity<'a> {
                     && f.attrs.occ_skip.is_none()
             })
             .collect()
+    }
+}
+
+/// The struct's named fields, or an error pointing at the tuple fields, or at
+/// `struct Name` / `enum Name` / `union Name`.
+fn named_fields(input: &DeriveInput) -> Result<&FieldsNamed, syn::Error> {
+    let ident = &input.ident;
+    match &input.data {
+        Data::Struct(data) => match &data.fields {
+            Fields::Named(named) => Ok(named),
+            Fields::Unnamed(unnamed) => Err(not_named(unnamed)),
+            Fields::Unit => {
+                let keyword = &data.struct_token;
+                Err(not_named(quote!(#keyword #ident)))
+            }
+        },
+        Data::Enum(data) => {
+            let keyword = &data.enum_token;
+            Err(not_named(quote!(#keyword #ident)))
+        }
+        Data::Union(data) => {
+            let keyword = &data.union_token;
+            Err(not_named(quote!(#keyword #ident)))
+        }
     }
 }
 

@@ -16,12 +16,19 @@ use syn::spanned::Spanned;
 
 use crate::ast::Entity;
 
+/// `impl ValidGrouping<ColumnsOtherThan<Token>>` for the changeset, or the errors.
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
+    match read_changeset(input) {
+        Ok(entity) => grouping_impl(input, &entity),
+        Err(errors) => errors.iter().map(syn::Error::to_compile_error).collect(),
+    }
+}
+
+/// The changeset's table and columns, or its mistakes: a wrong shape alone, otherwise
+/// every attribute error.
+fn read_changeset(input: &DeriveInput) -> Result<Entity<'_>, Vec<syn::Error>> {
     let mut errors = Vec::new();
-    let entity = match Entity::from_input(input, &mut errors) {
-        Ok(entity) => entity,
-        Err(shape) => return shape.to_compile_error(),
-    };
+    let entity = Entity::from_input(input, &mut errors).map_err(|shape| vec![shape])?;
     // `#[occ(...)]` keys mean nothing on a changeset: report them rather than ignore.
     for field in &entity.fields {
         if let Some(span) = field.attrs.version.or(field.attrs.occ_skip) {
@@ -31,15 +38,17 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             ));
         }
     }
-    if !errors.is_empty() {
-        return errors.iter().map(syn::Error::to_compile_error).collect();
+    if errors.is_empty() {
+        Ok(entity)
+    } else {
+        Err(errors)
     }
+}
 
-    let diesel = quote!(::diesel_occ::__private::diesel);
+/// What Diesel's `AsChangeset` assigns, as a tuple: every field but the primary key's
+/// and the `skip_update` ones; an embedded changeset brings its own columns.
+fn assigned_columns(entity: &Entity<'_>) -> TokenStream {
     let table = &entity.table;
-    let table_import = entity.table_import();
-    // What Diesel's `AsChangeset` assigns: every field but the primary key's and the
-    // `skip_update` ones; an embedded changeset brings its own columns.
     let assigned = entity
         .fields
         .iter()
@@ -53,9 +62,17 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 quote_spanned!(f.ident.span()=> #table::#column)
             }
         });
-    let columns = quote!((#(#assigned,)*));
+    quote!((#(#assigned,)*))
+}
 
+/// The impl, over the struct's generics and a parameter for the token column, bounded
+/// by the assigned columns' own `ValidGrouping`.
+fn grouping_impl(input: &DeriveInput, entity: &Entity<'_>) -> TokenStream {
+    let diesel = quote!(::diesel_occ::__private::diesel);
+    let table_import = entity.table_import();
+    let columns = assigned_columns(entity);
     let ident = &input.ident;
+    // A copy without `Clone` (syn's `clone-impls` is off): printed and parsed back.
     let generics = &input.generics;
     let mut with_token: syn::Generics = syn::parse_quote!(#generics);
     with_token.params.push(syn::parse_quote!(__OccTokenColumn));
@@ -68,7 +85,6 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         #diesel::expression::ValidGrouping<::diesel_occ::__private::ColumnsOtherThan<__OccTokenColumn>>
     };
     predicates.push(quote!(#columns: #grouping));
-
     quote! {
         const _: () = {
             #table_import

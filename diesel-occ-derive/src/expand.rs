@@ -1,209 +1,29 @@
-//! Code generation: `impl diesel_occ::Versioned` and `impl diesel_occ::VersionedParts`
-//! describing the entity, plus `impl diesel_occ::Tracking` under `#[occ(track)]`.
+//! Code generation for an entity with a version token (`#[occ(version)]`):
+//! `impl diesel_occ::Versioned` and `impl diesel_occ::VersionedParts` describing the
+//! entity, plus `impl diesel_occ::Tracking` under `#[occ(track)]`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::DeriveInput;
 use syn::spanned::Spanned;
 
 use crate::ast::{Entity, Field};
-use crate::{check, fallback, valid};
+use crate::fragment::{
+    TrackedFields, TrackedUpdate, block_header, bound, column_checks, key_columns, key_filter,
+    key_shape, refuse_diesel_changeset, sql_names, tracked_fields, tracking_impl,
+};
 
-pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
-    let mut errors = Vec::new();
-    let entity = match Entity::from_input(input, &mut errors) {
-        Ok(entity) => entity,
-        Err(shape) => {
-            errors.insert(0, shape);
-            return fallback::expand(input, errors);
-        }
-    };
-    valid::validate(&entity, &mut errors);
-    if errors.is_empty() && entity.is_versionless() {
-        check::expand(&entity)
-    } else if errors.is_empty() {
-        expand(&entity)
-    } else {
-        fallback::expand(input, errors)
-    }
-}
-
-fn expand(entity: &Entity<'_>) -> TokenStream {
-    let diesel = quote!(__occ::diesel);
-    let dsl = quote!(#diesel::dsl);
-    let parts = quote!(__occ::VersionedParts);
-    let ident = &entity.input.ident;
-    let table = &entity.table;
+/// The whole expansion of a valid entity with a token field, in one `const _` block.
+pub(crate) fn expand(entity: &Entity<'_>) -> TokenStream {
+    let token_entity = TokenEntity::new(entity);
     let block_header = block_header(entity);
-    let table_name = table
-        .segments
-        .last()
-        .map(|s| s.ident.to_string())
-        .unwrap_or_default();
-
-    let token = entity.token();
-    let token_field = token.ident;
-    let token_col = &token.column;
-    // Spanned on the field's type, so "`String` cannot be a concurrency token" points there.
-    let token_ty = {
-        let ty = token.ty;
-        quote_spanned!(ty.span()=> #ty)
-    };
-
-    let token_bound = bound(table, token_col, token.ty);
-
-    let keys = entity.key_fields();
-    let (key_ty, key_expr, key_parts) = key_shape(&keys);
-    let sql_names = sql_names(table, token_col, &keys);
-    let (key_filter_ty, key_filter_expr) = key_filter(entity, &keys, &dsl);
-
-    let written = entity.written();
-    let changes: Vec<_> = written.iter().map(|f| change(table, f, &dsl)).collect();
-    let change_tys: Vec<_> = changes.iter().map(|(ty, _)| ty).collect();
-    let change_exprs: Vec<_> = changes.iter().map(|(_, expr)| expr).collect();
-    // An `Option` field skipped as `None` leaves its column out of the full save's text:
-    // only the texts with all of them or none of them are kept prepared, so an entity
-    // adds at most two prepared statements to a connection.
-    let skippable: Vec<_> = written
-        .iter()
-        .filter(|f| !std::ptr::eq(written_type(f), f.ty))
-        .map(|f| f.ident)
-        .collect();
-    let cached = if skippable.is_empty() {
-        TokenStream::new()
-    } else {
-        quote! {
-            .cached_if({
-                let present = [#(::std::option::Option::is_some(&self.#skippable)),*];
-                present.iter().all(|p| *p) || !present.iter().any(|p| *p)
-            })
-        }
-    };
-
-    let bound_columns = keys
-        .iter()
-        .chain([&token])
-        .map(|f| (&f.column, f.ty))
-        .chain(written.iter().map(|f| (&f.column, written_type(f))));
-    let column_checks = column_checks(table, bound_columns);
-
-    // The row found by key, and `token = <original>`, which on SQLite also matches the
-    // other text forms of a timestamp token.
-    let guarded_expr = quote! {
-        <Self as __occ::Versioned>::find_query(
-            <Self as __occ::Versioned>::key(self),
-        )
-        .filter(__occ::TokenEq::new(
-            #table::#token_col,
-            ::std::clone::Clone::clone(&self.#token_field),
-            <Self as __occ::Versioned>::token_text_forms,
-        ))
-    };
-    let generated = token.attrs.generated.is_some();
-    // Declared only when written, so that a token type without a precision keeps the
-    // trait's default.
-    let precision = token.attrs.precision.map(|(digits, span)| {
-        quote_spanned! {span=>
-            const TOKEN_PRECISION: u8 = #digits;
-        }
-    });
-    // A free constant, evaluated even by `cargo check`.
-    let precision_check = token.attrs.precision.map(|(_, span)| {
-        quote_spanned! {span=>
-            const _: () = ::std::assert!(
-                ::std::matches!(
-                    <#token_ty as __occ::VersionToken>::KIND,
-                    __occ::TokenKind::Timestamp
-                ),
-                "`precision` applies to timestamp tokens only: remove it from this token"
-            );
-        }
-    });
-
-    // A generated token is never assigned: the UPDATE reads it back with RETURNING.
-    let (update_ty, update_expr) = if generated {
-        (
-            quote!(__occ::ReturningUpdate<#ident>),
-            quote! {
-                let _ = fresh;
-                __occ::ReturningUpdate::new(
-                    #diesel::update(#parts::guarded(self))
-                        .set((#(#change_exprs,)*))
-                        .returning(#table::#token_col),
-                )
-            },
-        )
-    } else {
-        // The save is the upsert's `SET` on the guarded row: both come from the parts.
-        (
-            quote! {
-                __occ::CachedUpdate<
-                    <Self as #parts>::Guarded,
-                    <Self as #parts>::Changes,
-                >
-            },
-            quote! {
-                __occ::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
-                #cached
-            },
-        )
-    };
-    // Every written column and the fresh token: the `DO UPDATE SET` of an upsert. A
-    // generated token has none, so an upsert of such an entity does not compile.
-    let (changes_ty, changes_expr) = if generated {
-        (
-            quote!(__occ::NotAssigned),
-            quote!({
-                let _ = fresh;
-                __occ::NotAssigned
-            }),
-        )
-    } else {
-        (
-            quote!((#(#change_tys,)* <Self as #parts>::TokenAssignment,)),
-            quote!((#(#change_exprs,)* <Self as #parts>::token_assignment(fresh),)),
-        )
-    };
-    let conflict_target = key_columns(table, &keys);
-    let (assignment_ty, assignment_expr) = if generated {
-        (
-            quote!(__occ::NotAssigned),
-            quote!({
-                let _ = fresh;
-                __occ::NotAssigned
-            }),
-        )
-    } else {
-        (
-            quote!(#dsl::Eq<#table::#token_col, #token_bound>),
-            quote!(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh)))),
-        )
-    };
-    // A generated token is read back per entity: such a batch runs one UPDATE each.
-    let values = if generated {
-        quote!(
-            type ValuesRow = ();
-        )
-    } else {
-        values_row(entity, &keys, &written)
-    };
-    let returning_statement =
-        generated.then(|| returning_statement(entity, quote!(__occ::AllFields), &change_tys));
-    let tracking = if entity.track {
-        tracking(entity, &written)
-    } else {
-        TokenStream::new()
-    };
-
-    let refuse_diesel_changeset = refuse_diesel_changeset(ident);
-    // A checked insert writes the token: not one the database generates.
-    let assigned_token = (!generated).then(|| {
-        quote! {
-            #[automatically_derived]
-            impl __occ::AssignedToken for #ident {}
-        }
-    });
-
+    let refuse_diesel_changeset = refuse_diesel_changeset(token_entity.ident);
+    let column_checks = token_entity.column_checks();
+    let precision_check = token_entity.precision_check();
+    let versioned_parts = token_entity.versioned_parts_impl();
+    let assigned_token = token_entity.assigned_token_impl();
+    let returning_statement = token_entity.full_save_returning_statement();
+    let tracking = entity.track.then(|| token_entity.tracking_impl());
+    let versioned = token_entity.versioned_impl();
     quote! {
         const _: () = {
             #block_header
@@ -212,6 +32,133 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
             #column_checks
             #precision_check
 
+            #versioned_parts
+
+            #assigned_token
+            #returning_statement
+            #tracking
+
+            #versioned
+        };
+    }
+}
+
+/// What the impls of a token entity are built from, read once from the entity.
+struct TokenEntity<'e, 'a> {
+    entity: &'e Entity<'a>,
+    ident: &'e syn::Ident,
+    table: &'e syn::Path,
+    token: &'e Field<'a>,
+    keys: Vec<&'e Field<'a>>,
+    /// The fields a save writes: neither key nor token nor skipped.
+    written: Vec<&'e Field<'a>>,
+    /// `#[occ(version, generated)]`: the database assigns the token, and an UPDATE reads
+    /// it back with `RETURNING` instead of writing a fresh one.
+    generated: bool,
+    /// The full save's `SET`: one `(type, expression)` per written field.
+    changes: Vec<(TokenStream, TokenStream)>,
+}
+
+impl<'e, 'a> TokenEntity<'e, 'a> {
+    fn new(entity: &'e Entity<'a>) -> Self {
+        let dsl = quote!(__occ::diesel::dsl);
+        let token = entity.token();
+        let written = entity.written();
+        let changes = written
+            .iter()
+            .map(|f| change(&entity.table, f, &dsl))
+            .collect();
+        TokenEntity {
+            entity,
+            ident: &entity.input.ident,
+            table: &entity.table,
+            token,
+            keys: entity.key_fields(),
+            written,
+            generated: token.attrs.generated.is_some(),
+            changes,
+        }
+    }
+
+    /// The token field's type, spanned on it, so "`String` cannot be a concurrency
+    /// token" points there.
+    fn token_ty(&self) -> TokenStream {
+        let ty = self.token.ty;
+        quote_spanned!(ty.span()=> #ty)
+    }
+
+    /// The token as a bind parameter of the token column.
+    fn token_bound(&self) -> TokenStream {
+        bound(self.table, &self.token.column, self.token.ty)
+    }
+
+    fn change_tys(&self) -> Vec<&TokenStream> {
+        self.changes.iter().map(|(ty, _)| ty).collect()
+    }
+
+    fn change_exprs(&self) -> Vec<&TokenStream> {
+        self.changes.iter().map(|(_, expr)| expr).collect()
+    }
+
+    /// The key, token and written columns, each with the type bound to it.
+    fn column_checks(&self) -> TokenStream {
+        let columns = self
+            .keys
+            .iter()
+            .chain([&self.token])
+            .map(|f| (&f.column, f.ty))
+            .chain(self.written.iter().map(|f| (&f.column, written_type(f))));
+        column_checks(self.table, columns)
+    }
+
+    /// `precision = N`: a free constant, evaluated even by `cargo check`, that rejects a
+    /// token that is not a timestamp.
+    fn precision_check(&self) -> Option<TokenStream> {
+        let token_ty = self.token_ty();
+        self.token.attrs.precision.map(|(_, span)| {
+            quote_spanned! {span=>
+                const _: () = ::std::assert!(
+                    ::std::matches!(
+                        <#token_ty as __occ::VersionToken>::KIND,
+                        __occ::TokenKind::Timestamp
+                    ),
+                    "`precision` applies to timestamp tokens only: remove it from this token"
+                );
+            }
+        })
+    }
+
+    /// `TOKEN_PRECISION`, declared only when written, so that a token type without a
+    /// precision keeps the trait's default.
+    fn precision_const(&self) -> Option<TokenStream> {
+        self.token.attrs.precision.map(|(digits, span)| {
+            quote_spanned! {span=>
+                const TOKEN_PRECISION: u8 = #digits;
+            }
+        })
+    }
+
+    /// A checked insert writes the token: not one the database generates.
+    fn assigned_token_impl(&self) -> Option<TokenStream> {
+        let ident = self.ident;
+        (!self.generated).then(|| {
+            quote! {
+                #[automatically_derived]
+                impl __occ::AssignedToken for #ident {}
+            }
+        })
+    }
+
+    /// `impl VersionedParts`: the guarded row, the token's assignment and the upsert's
+    /// `DO UPDATE SET`, from which the statements of `impl Versioned` are built.
+    fn versioned_parts_impl(&self) -> TokenStream {
+        let (ident, table, token_col) = (self.ident, self.table, &self.token.column);
+        let guarded_expr = self.guarded_expr();
+        let (assignment_ty, assignment_expr) = self.token_assignment();
+        let (changes_ty, changes_expr) = self.upsert_changes();
+        let conflict_target = key_columns(table, &self.keys);
+        let generated = self.generated;
+        quote! {
             #[automatically_derived]
             impl __occ::VersionedParts for #ident {
                 type TokenColumn = #table::#token_col;
@@ -236,11 +183,154 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                     #changes_expr
                 }
             }
+        }
+    }
 
-            #assigned_token
-            #returning_statement
-            #tracking
+    /// The row found by key, and `token = <original>`, which on SQLite also matches the
+    /// other text forms of a timestamp token.
+    fn guarded_expr(&self) -> TokenStream {
+        let (table, token_col, token_field) = (self.table, &self.token.column, self.token.ident);
+        quote! {
+            <Self as __occ::Versioned>::find_query(
+                <Self as __occ::Versioned>::key(self),
+            )
+            .filter(__occ::TokenEq::new(
+                #table::#token_col,
+                ::std::clone::Clone::clone(&self.#token_field),
+                <Self as __occ::Versioned>::token_text_forms,
+            ))
+        }
+    }
 
+    /// `token = <fresh>`, its type and its expression; a generated token is never
+    /// assigned.
+    fn token_assignment(&self) -> (TokenStream, TokenStream) {
+        if self.generated {
+            return not_assigned();
+        }
+        let dsl = quote!(__occ::diesel::dsl);
+        let (table, token_col) = (self.table, &self.token.column);
+        let token_bound = self.token_bound();
+        (
+            quote!(#dsl::Eq<#table::#token_col, #token_bound>),
+            quote!(#table::#token_col.eq(<#token_bound>::new(::std::clone::Clone::clone(fresh)))),
+        )
+    }
+
+    /// Every written column and the fresh token: the `DO UPDATE SET` of an upsert. A
+    /// generated token has none, so an upsert of such an entity does not compile.
+    fn upsert_changes(&self) -> (TokenStream, TokenStream) {
+        if self.generated {
+            return not_assigned();
+        }
+        let parts = quote!(__occ::VersionedParts);
+        let (change_tys, change_exprs) = (self.change_tys(), self.change_exprs());
+        (
+            quote!((#(#change_tys,)* <Self as #parts>::TokenAssignment,)),
+            quote!((#(#change_exprs,)* <Self as #parts>::token_assignment(fresh),)),
+        )
+    }
+
+    /// The full save's UPDATE, its type and its expression over `fresh`. A generated
+    /// token is never assigned: the UPDATE reads it back with RETURNING. Otherwise the
+    /// save is the upsert's `SET` on the guarded row: both come from the parts.
+    fn update_statement(&self) -> (TokenStream, TokenStream) {
+        let parts = quote!(__occ::VersionedParts);
+        if self.generated {
+            let (table, token_col) = (self.table, &self.token.column);
+            let ident = self.ident;
+            let change_exprs = self.change_exprs();
+            return (
+                quote!(__occ::ReturningUpdate<#ident>),
+                quote! {
+                    let _ = fresh;
+                    __occ::ReturningUpdate::new(
+                        __occ::diesel::update(#parts::guarded(self))
+                            .set((#(#change_exprs,)*))
+                            .returning(#table::#token_col),
+                    )
+                },
+            );
+        }
+        let cached = self.cached_if_all_or_none();
+        (
+            quote! {
+                __occ::CachedUpdate<
+                    <Self as #parts>::Guarded,
+                    <Self as #parts>::Changes,
+                >
+            },
+            quote! {
+                __occ::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
+                #cached
+            },
+        )
+    }
+
+    /// An `Option` field skipped as `None` leaves its column out of the full save's
+    /// text: only the texts with all of them or none of them are kept prepared, so an
+    /// entity adds at most two prepared statements to a connection.
+    fn cached_if_all_or_none(&self) -> TokenStream {
+        let skippable: Vec<_> = self
+            .written
+            .iter()
+            .filter(|f| !std::ptr::eq(written_type(f), f.ty))
+            .map(|f| f.ident)
+            .collect();
+        if skippable.is_empty() {
+            return TokenStream::new();
+        }
+        quote! {
+            .cached_if({
+                let present = [#(::std::option::Option::is_some(&self.#skippable)),*];
+                present.iter().all(|p| *p) || !present.iter().any(|p| *p)
+            })
+        }
+    }
+
+    /// `impl ReturningStatement<AllFields>` of a generated token: the full save's type.
+    fn full_save_returning_statement(&self) -> Option<TokenStream> {
+        self.generated
+            .then(|| self.returning_statement(quote!(__occ::AllFields), &self.change_tys()))
+    }
+
+    /// `impl ReturningStatement<Which>` for an entity with a database-generated token: the
+    /// type of its `UPDATE ... SET <changes> WHERE <guard> RETURNING token`.
+    fn returning_statement(
+        &self,
+        which: TokenStream,
+        change_tys: &[impl quote::ToTokens],
+    ) -> TokenStream {
+        let dsl = quote!(__occ::diesel::dsl);
+        let (ident, table, token_col) = (self.ident, self.table, &self.token.column);
+        quote! {
+            #[automatically_derived]
+            impl __occ::ReturningStatement<#which> for #ident {
+                type Statement = #dsl::Returning<
+                    #dsl::Update<<Self as __occ::VersionedParts>::Guarded, (#(#change_tys,)*)>,
+                    #table::#token_col,
+                >;
+            }
+        }
+    }
+
+    /// `impl Versioned`: the types, the names, the token's accessors and the key; the
+    /// statements come from [`TokenEntity::statement_methods`].
+    fn versioned_impl(&self) -> TokenStream {
+        let dsl = quote!(__occ::diesel::dsl);
+        let parts = quote!(__occ::VersionedParts);
+        let (ident, table) = (self.ident, self.table);
+        let (token_col, token_field) = (&self.token.column, self.token.ident);
+        let token_ty = self.token_ty();
+        let key = key_shape(&self.keys);
+        let (key_ty, key_methods) = (&key.ty, &key.methods);
+        let (key_filter_ty, key_filter_expr) = key_filter(self.entity, &self.keys, &dsl);
+        let (update_ty, update_expr) = self.update_statement();
+        let values_row = self.values_row();
+        let sql_names = sql_names(table, token_col, &self.keys);
+        let precision = self.precision_const();
+        let statement_methods = self.statement_methods(&update_expr, &key_filter_expr);
+        quote! {
             #[automatically_derived]
             impl __occ::Versioned for #ident {
                 type Table = #table::table;
@@ -250,9 +340,8 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                 type DeleteStatement = #dsl::delete<<Self as #parts>::Guarded>;
                 type TokenQuery = #dsl::Select<Self::FindQuery, #table::#token_col>;
                 type FindQuery = #dsl::Filter<#table::table, #key_filter_ty>;
-                #values
+                #values_row
 
-                const TABLE_NAME: &'static str = #table_name;
                 #sql_names
                 #precision
 
@@ -266,244 +355,227 @@ fn expand(entity: &Entity<'_>) -> TokenStream {
                     self.#token_field = token;
                 }
 
-                #[inline]
-                fn key(&self) -> Self::Key {
-                    #key_expr
-                }
-
-                #[inline]
-                fn key_values(key: &Self::Key) -> ::std::vec::Vec<::std::string::String> {
-                    __occ::key_values(&[#(#key_parts),*])
-                }
-
-                #[inline]
-                fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
-                    #update_expr
-                }
-
-                #[inline]
-                fn delete_statement(&self) -> Self::DeleteStatement {
-                    #diesel::delete(#parts::guarded(self))
-                }
-
-                #[inline]
-                fn token_query(key: Self::Key) -> Self::TokenQuery {
-                    Self::find_query(key).select(#table::#token_col)
-                }
-
-                #[inline]
-                fn find_query(key: Self::Key) -> Self::FindQuery {
-                    #table::table.filter(#key_filter_expr)
-                }
+                #key_methods
+                #statement_methods
             }
-        };
-    }
-}
-
-/// The `use`s that open a block of generated code: the runtime as `__occ`, Diesel's
-/// expression methods, and the table when [`Entity::table_import`] names it by its last
-/// segment. Spelled out at every use, these paths were a third of the derive's tokens.
-pub(crate) fn block_header(entity: &Entity<'_>) -> TokenStream {
-    let table_import = entity.table_import();
-    quote! {
-        use ::diesel_occ::__private as __occ;
-        use ::diesel_occ::__private::diesel::prelude::{
-            BoolExpressionMethods as _, ExpressionMethods as _, QueryDsl as _,
-        };
-        #table_import
-    }
-}
-
-/// A compile error when the entity (or a reference to it) is also Diesel's
-/// `AsChangeset`: Diesel's `save_changes` and `update(&entity).set(&entity)` would write
-/// it without the token check and store the token it read, winding the row's token
-/// back. The error names the trait below, which names `save_checked`.
-///
-/// The check is the "ambiguous if implemented" trick of the runtime's trait: `check`
-/// resolves to the one impl for every type, or is ambiguous (a compile error) when the
-/// second impl applies too.
-pub(crate) fn refuse_diesel_changeset(ident: &syn::Ident) -> TokenStream {
-    let refused = quote!(
-        __occ::versioned_entities_are_written_with_save_checked_not_AsChangeset<
-            _,
-        >
-    );
-    quote! {
-        #[allow(dead_code)]
-        fn __occ_refuse_diesel_changeset() {
-            <#ident as #refused>::check();
-            <&'static #ident as #refused>::check();
         }
     }
-}
 
-/// `type ValuesRow`, `VALUES_COLUMNS` and `values_row`: the entity's row in a batch's
-/// `VALUES` list, its binds typed by their columns as the single save's are, in the
-/// order `(keys, written columns, expected token, fresh token)`. An `Option` field whose
-/// `None` leaves its column alone is a `Skippable` (a presence flag and the value).
-fn values_row(entity: &Entity<'_>, keys: &[&Field<'_>], written: &[&Field<'_>]) -> TokenStream {
-    let diesel = quote!(__occ::diesel);
-    let table = &entity.table;
-    let token = entity.token();
-    let (token_field, token_col) = (token.ident, &token.column);
-    let token_bound = bound(table, token_col, token.ty);
-    let name = |col: &syn::Ident| quote!(<#table::#col as #diesel::Column>::NAME);
+    /// The methods of `impl Versioned` that build its statements: the full save
+    /// (`update_expr` over `fresh`), the delete, the token's query and the row's (by
+    /// `key_filter_expr` over `key`).
+    fn statement_methods(
+        &self,
+        update_expr: &TokenStream,
+        key_filter_expr: &TokenStream,
+    ) -> TokenStream {
+        let parts = quote!(__occ::VersionedParts);
+        let (table, token_col) = (self.table, &self.token.column);
+        quote! {
+            #[inline]
+            fn update_statement(&self, fresh: &Self::Token) -> Self::UpdateStatement {
+                #update_expr
+            }
 
-    let (key_tys, key_exprs): (Vec<_>, Vec<_>) = keys
-        .iter()
-        .map(|f| {
-            let (ident, bound) = (f.ident, bound(table, &f.column, f.ty));
+            #[inline]
+            fn delete_statement(&self) -> Self::DeleteStatement {
+                __occ::diesel::delete(#parts::guarded(self))
+            }
+
+            #[inline]
+            fn token_query(key: Self::Key) -> Self::TokenQuery {
+                Self::find_query(key).select(#table::#token_col)
+            }
+
+            #[inline]
+            fn find_query(key: Self::Key) -> Self::FindQuery {
+                #table::table.filter(#key_filter_expr)
+            }
+        }
+    }
+
+    /// `type ValuesRow`, `VALUES_COLUMNS` and `values_row`: the entity's row in a batch's
+    /// `VALUES` list, its binds typed by their columns as the single save's are, in the
+    /// order `(keys, written columns, expected token, fresh token)`. A generated token is
+    /// read back per entity: such a batch runs one UPDATE each, and has no row.
+    fn values_row(&self) -> TokenStream {
+        if self.generated {
+            return quote!(
+                type ValuesRow = ();
+            );
+        }
+        let (token_field, token_name) = (self.token.ident, self.column_name(&self.token.column));
+        let token_bound = self.token_bound();
+        let (key_tys, key_exprs) = self.key_binds();
+        let key_names = self.keys.iter().map(|f| self.column_name(&f.column));
+        let WrittenBinds {
+            tys: value_tys,
+            exprs: value_exprs,
+            columns: written_columns,
+        } = self.written_binds();
+        quote! {
+            type ValuesRow = (
+                (#(#key_tys,)*),
+                (#(#value_tys,)*),
+                #token_bound,
+                #token_bound,
+            );
+
+            const VALUES_COLUMNS: ::std::option::Option<__occ::ValuesColumns> = {
+                const KEYS: &[&str] = &[#(#key_names),*];
+                const WRITTEN: &[__occ::WrittenColumn] = &[#(#written_columns),*];
+                ::std::option::Option::Some(__occ::ValuesColumns::new(
+                    KEYS,
+                    WRITTEN,
+                    #token_name,
+                ))
+            };
+
+            #[inline]
+            fn values_row(&self, fresh: &Self::Token) -> ::std::option::Option<Self::ValuesRow> {
+                ::std::option::Option::Some((
+                    (#(#key_exprs,)*),
+                    (#(#value_exprs,)*),
+                    <#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)),
+                    <#token_bound>::new(::std::clone::Clone::clone(fresh)),
+                ))
+            }
+        }
+    }
+
+    /// The column's SQL name, `Column::NAME`.
+    fn column_name(&self, col: &syn::Ident) -> TokenStream {
+        let table = self.table;
+        quote!(<#table::#col as __occ::diesel::Column>::NAME)
+    }
+
+    /// The key's binds in a batch row: their types and their expressions over `self`.
+    fn key_binds(&self) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        self.keys
+            .iter()
+            .map(|f| {
+                let (ident, bound) = (f.ident, bound(self.table, &f.column, f.ty));
+                (
+                    bound.clone(),
+                    quote!(<#bound>::new(::std::clone::Clone::clone(&self.#ident))),
+                )
+            })
+            .unzip()
+    }
+
+    /// The written fields' binds in a batch row. An `Option` field whose `None` leaves
+    /// its column alone is a `Skippable` (a presence flag and the value).
+    fn written_binds(&self) -> WrittenBinds {
+        let table = self.table;
+        let mut binds = WrittenBinds::default();
+        for f in &self.written {
+            let (ident, col, span) = (f.ident, &f.column, f.ty.span());
+            let value_ty = written_type(f);
+            let column = self.column_name(col);
+            let ty = if std::ptr::eq(value_ty, f.ty) {
+                binds
+                    .columns
+                    .push(quote!(__occ::WrittenColumn::always(#column)));
+                bound(table, col, value_ty)
+            } else {
+                binds
+                    .columns
+                    .push(quote!(__occ::WrittenColumn::unless_none(#column)));
+                quote_spanned!(span=> __occ::SkippableOf<#table::#col, #value_ty>)
+            };
+            binds
+                .exprs
+                .push(quote_spanned!(span=> <#ty>::new(::std::clone::Clone::clone(&self.#ident))));
+            binds.tys.push(ty);
+        }
+        binds
+    }
+
+    /// `impl diesel_occ::Tracking` (`#[occ(track)]`): per-field comparison, copy, and the
+    /// guarded UPDATE of a chosen set of fields, which assigns the fresh token or, for a
+    /// generated one, reads it back.
+    fn tracking_impl(&self) -> TokenStream {
+        let dsl = quote!(__occ::diesel::dsl);
+        let fields = tracked_fields(self.table, &self.written, &dsl);
+        let (update, returning) = if self.generated {
             (
-                bound.clone(),
-                quote!(<#bound>::new(::std::clone::Clone::clone(&self.#ident))),
+                self.tracked_returning_update(&fields),
+                self.returning_statement(quote!(__occ::ChosenFields), &fields.set_tys),
             )
-        })
-        .unzip();
-    let key_names = keys.iter().map(|f| name(&f.column));
-
-    let mut value_tys = Vec::new();
-    let mut value_exprs = Vec::new();
-    let mut written_columns = Vec::new();
-    for f in written {
-        let (ident, col, span) = (f.ident, &f.column, f.ty.span());
-        let value_ty = written_type(f);
-        let column = name(col);
-        let ty = if std::ptr::eq(value_ty, f.ty) {
-            written_columns.push(quote!(__occ::WrittenColumn::always(#column)));
-            bound(table, col, value_ty)
         } else {
-            written_columns.push(quote!(__occ::WrittenColumn::unless_none(#column)));
-            quote_spanned!(span=> __occ::SkippableOf<#table::#col, #value_ty>)
+            (self.tracked_cached_update(&fields), TokenStream::new())
         };
-        value_exprs
-            .push(quote_spanned!(span=> <#ty>::new(::std::clone::Clone::clone(&self.#ident))));
-        value_tys.push(ty);
+        let tracking = tracking_impl(self.ident, &self.written, &fields.compares, update);
+        quote! {
+            #returning
+
+            #tracking
+        }
     }
-    let token_name = name(token_col);
 
-    quote! {
-        type ValuesRow = (
-            (#(#key_tys,)*),
-            (#(#value_tys,)*),
-            #token_bound,
-            #token_bound,
-        );
+    /// A tracked save with a generated token: `UPDATE ... RETURNING token`.
+    fn tracked_returning_update(&self, fields: &TrackedFields) -> TrackedUpdate {
+        let (ident, table, token_col) = (self.ident, self.table, &self.token.column);
+        let parts = quote!(__occ::VersionedParts);
+        let set_exprs = &fields.set_exprs;
+        TrackedUpdate {
+            ty: quote!(__occ::ReturningUpdate<#ident, __occ::ChosenFields>),
+            body: quote! {
+                // The guard's token is the original one: a save leaves it untouched.
+                let _ = (original, fields);
+                let _ = fresh;
+                __occ::ReturningUpdate::new(
+                    __occ::diesel::update(#parts::guarded(self))
+                        .set((#(#set_exprs,)*))
+                        .returning(#table::#token_col),
+                )
+            },
+            more: TokenStream::new(),
+        }
+    }
 
-        const VALUES_COLUMNS: ::std::option::Option<__occ::ValuesColumns> = {
-            const KEYS: &[&str] = &[#(#key_names),*];
-            const WRITTEN: &[__occ::WrittenColumn] = &[#(#written_columns),*];
-            ::std::option::Option::Some(__occ::ValuesColumns::new(
-                KEYS,
-                WRITTEN,
-                #token_name,
-            ))
-        };
-
-        #[inline]
-        fn values_row(&self, fresh: &Self::Token) -> ::std::option::Option<Self::ValuesRow> {
-            ::std::option::Option::Some((
-                (#(#key_exprs,)*),
-                (#(#value_exprs,)*),
-                <#token_bound>::new(::std::clone::Clone::clone(&self.#token_field)),
-                <#token_bound>::new(::std::clone::Clone::clone(fresh)),
-            ))
+    /// A tracked save that assigns the fresh token, kept prepared for the full set of
+    /// fields only (one text per set).
+    fn tracked_cached_update(&self, fields: &TrackedFields) -> TrackedUpdate {
+        let parts = quote!(__occ::VersionedParts);
+        let (set_tys, set_exprs) = (&fields.set_tys, &fields.set_exprs);
+        TrackedUpdate {
+            ty: quote! {
+                __occ::CachedUpdate<<Self as #parts>::Guarded, (#(#set_tys,)* <Self as #parts>::TokenAssignment,)>
+            },
+            body: quote! {
+                // The guard's token is the original one: a save leaves it untouched.
+                let _ = (original, fields);
+                __occ::CachedUpdate::new(
+                    #parts::guarded(self),
+                    (#(#set_exprs,)* <Self as #parts>::token_assignment(fresh),),
+                )
+                .cached_if(fields == __occ::Fields::all())
+            },
+            more: TokenStream::new(),
         }
     }
 }
 
-/// What the `Tracking` impls of both kinds of entity (token and versionless) build per
-/// written field: the comparison with the original that marks it changed, and the
-/// assignment a tracked save makes when the field is among those it writes (its type
-/// and its expression).
-pub(crate) fn tracked_fields(
-    table: &syn::Path,
-    written: &[&Field<'_>],
-    dsl: &TokenStream,
-) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>) {
-    let mut compares = Vec::new();
-    let mut set_tys = Vec::new();
-    let mut set_exprs = Vec::new();
-    for (i, f) in written.iter().enumerate() {
-        let (field, col, ty) = (f.ident, &f.column, f.ty);
-        // Spanned on the field's type: a type without `PartialEq` is reported there.
-        compares.push(quote_spanned! {ty.span()=>
-            if !<#ty as ::std::cmp::PartialEq>::eq(&self.#field, &original.#field) {
-                // `#i` counts the written fields, at most 64 (valid.rs): never an error.
-                changed = changed.with_index(#i).unwrap_or(changed);
-            }
-        });
-        let bound = bound(table, col, ty);
-        set_tys.push(
-            quote_spanned!(ty.span()=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
-        );
-        set_exprs.push(quote_spanned!(ty.span()=> fields.contains_index(#i).then(|| #table::#col.eq(<#bound>::new(::std::clone::Clone::clone(&self.#field))))));
-    }
-    (compares, set_tys, set_exprs)
+/// The binds of the written fields in a batch row: their types, their expressions over
+/// `self`, and how each column is written (`WrittenColumn`).
+#[derive(Default)]
+struct WrittenBinds {
+    tys: Vec<TokenStream>,
+    exprs: Vec<TokenStream>,
+    columns: Vec<TokenStream>,
 }
 
-/// The key's Diesel columns: a column, or a tuple of them for a composite key.
-pub(crate) fn key_columns(table: &syn::Path, keys: &[&Field<'_>]) -> TokenStream {
-    let columns: Vec<_> = keys.iter().map(|f| &f.column).collect();
-    if let [only] = columns.as_slice() {
-        quote!(#table::#only)
-    } else {
-        quote!((#(#table::#columns,)*))
-    }
-}
-
-/// The key's type, how to read it from `self`, and its parts from a `key` binding.
-pub(crate) fn key_shape(keys: &[&Field<'_>]) -> (TokenStream, TokenStream, Vec<TokenStream>) {
-    if let [only] = keys {
-        let (ty, ident) = (only.ty, only.ident);
-        return (
-            quote!(#ty),
-            quote!(::std::clone::Clone::clone(&self.#ident)),
-            vec![quote!(key)],
-        );
-    }
-    let tys = keys.iter().map(|f| f.ty);
-    let idents = keys.iter().map(|f| f.ident);
-    let parts = (0..keys.len())
-        .map(|i| {
-            let index = syn::Index::from(i);
-            quote!(&key.#index)
-        })
-        .collect();
+/// `NotAssigned` and its expression over `fresh`: the type of a token assignment or an
+/// upsert that must not compile.
+fn not_assigned() -> (TokenStream, TokenStream) {
     (
-        quote!((#(#tys,)*)),
-        quote!((#(::std::clone::Clone::clone(&self.#idents),)*)),
-        parts,
+        quote!(__occ::NotAssigned),
+        quote!({
+            let _ = fresh;
+            __occ::NotAssigned
+        }),
     )
-}
-
-/// `col_a = key.0 AND col_b = key.1 ...`, its type and its expression over `key`.
-pub(crate) fn key_filter(
-    entity: &Entity<'_>,
-    keys: &[&Field<'_>],
-    dsl: &TokenStream,
-) -> (TokenStream, TokenStream) {
-    let table = &entity.table;
-    let single = keys.len() == 1;
-    let mut parts = keys.iter().enumerate().map(|(i, f)| {
-        let (col, ty) = (&f.column, f.ty);
-        let value = if single {
-            quote!(key)
-        } else {
-            let index = syn::Index::from(i);
-            quote!(key.#index)
-        };
-        let bound = bound(table, col, ty);
-        (
-            quote!(#dsl::Eq<#table::#col, #bound>),
-            quote!(#table::#col.eq(<#bound>::new(#value))),
-        )
-    });
-    let (mut ty, mut expr) = parts.next().expect("validated: at least one key column");
-    for (part_ty, part_expr) in parts {
-        ty = quote!(#dsl::And<#ty, #part_ty>);
-        expr = quote!(#expr.and(#part_expr));
-    }
-    (ty, expr)
 }
 
 /// One `SET column = value` of the changeset: its type and its expression.
@@ -532,161 +604,5 @@ fn written_type<'a>(field: &Field<'a>) -> &'a syn::Type {
     match field.option_inner() {
         Some(inner) if !field.treat_none_as_null => inner,
         _ => field.ty,
-    }
-}
-
-/// `T` as a bind parameter of its column's SQL type.
-///
-/// The SQL type comes from the column, not from `T: AsExpression<_>`, so the generated
-/// types stay well-formed when `T` does not fit the column and that mistake is reported
-/// once, by [`column_checks`], instead of by every statement that binds it. For the types
-/// Diesel maps, this is the very type `T: AsExpression<_>` names (see
-/// `diesel_occ::__private::Bound`).
-pub(crate) fn bound(table: &syn::Path, col: &syn::Ident, ty: &syn::Type) -> TokenStream {
-    quote_spanned!(ty.span()=> __occ::Bound<#table::#col, #ty>)
-}
-
-/// One check per bound column, spanned on the field's type: a field whose type does not
-/// fit its column is reported there, once, with a message saying so.
-pub(crate) fn column_checks<'a>(
-    table: &syn::Path,
-    columns: impl Iterator<Item = (&'a syn::Ident, &'a syn::Type)>,
-) -> TokenStream {
-    let checks = columns
-        .map(|(col, ty)| quote_spanned!(ty.span()=> __occ::check_column::<#ty, #table::#col>();));
-    quote! {
-        const _: fn() = || {
-            #(#checks)*
-        };
-    }
-}
-
-/// `impl ReturningStatement<Which>` for an entity with a database-generated token: the
-/// type of its `UPDATE ... SET <changes> WHERE <guard> RETURNING token`.
-fn returning_statement(
-    entity: &Entity<'_>,
-    which: TokenStream,
-    change_tys: &[impl quote::ToTokens],
-) -> TokenStream {
-    let dsl = quote!(__occ::diesel::dsl);
-    let ident = &entity.input.ident;
-    let table = &entity.table;
-    let token_col = &entity.token().column;
-    quote! {
-        #[automatically_derived]
-        impl __occ::ReturningStatement<#which> for #ident {
-            type Statement = #dsl::Returning<
-                #dsl::Update<<Self as __occ::VersionedParts>::Guarded, (#(#change_tys,)*)>,
-                #table::#token_col,
-            >;
-        }
-    }
-}
-
-/// `impl diesel_occ::Tracking` (`#[occ(track)]`): per-field comparison, copy, and the
-/// guarded UPDATE of a chosen set of fields.
-fn tracking(entity: &Entity<'_>, written: &[&Field<'_>]) -> TokenStream {
-    let parts = quote!(__occ::VersionedParts);
-    let diesel = quote!(__occ::diesel);
-    let dsl = quote!(#diesel::dsl);
-    let ident = &entity.input.ident;
-    let table = &entity.table;
-    let token = entity.token();
-    let token_col = &token.column;
-    let names = written.iter().map(|f| f.ident.to_string());
-    let indices: Vec<_> = (0..written.len()).collect();
-    let idents: Vec<_> = written.iter().map(|f| f.ident).collect();
-    let (compares, set_tys, set_exprs) = tracked_fields(table, written, &dsl);
-    let (statement_ty, statement_expr, returning) = if token.attrs.generated.is_some() {
-        (
-            quote!(__occ::ReturningUpdate<#ident, __occ::ChosenFields>),
-            quote! {
-                let _ = fresh;
-                __occ::ReturningUpdate::new(
-                    #diesel::update(#parts::guarded(self))
-                        .set((#(#set_exprs,)*))
-                        .returning(#table::#token_col),
-                )
-            },
-            returning_statement(entity, quote!(__occ::ChosenFields), &set_tys),
-        )
-    } else {
-        (
-            quote! {
-                __occ::CachedUpdate<<Self as #parts>::Guarded, (#(#set_tys,)* <Self as #parts>::TokenAssignment,)>
-            },
-            quote! {
-                // One text per set of fields: only the full set is kept prepared.
-                __occ::CachedUpdate::new(
-                    #parts::guarded(self),
-                    (#(#set_exprs,)* <Self as #parts>::token_assignment(fresh),),
-                )
-                .cached_if(fields == __occ::Fields::all())
-            },
-            TokenStream::new(),
-        )
-    };
-    quote! {
-        #returning
-
-        #[automatically_derived]
-        impl __occ::Tracking for #ident {
-            const FIELDS: &'static [&'static str] = &[#(#names),*];
-            type FieldsUpdateStatement = #statement_ty;
-
-            #[allow(unused_mut)]
-            #[inline]
-            fn changed_from(&self, original: &Self) -> __occ::Fields<Self> {
-                let _ = original;
-                let mut changed = __occ::Fields::<Self>::none();
-                #(#compares)*
-                changed
-            }
-
-            #[inline]
-            fn copy_fields(&mut self, from: &Self, fields: __occ::Fields<Self>) {
-                let _ = (from, fields);
-                #(
-                    if fields.contains_index(#indices) {
-                        self.#idents = ::std::clone::Clone::clone(&from.#idents);
-                    }
-                )*
-            }
-
-            #[inline]
-            fn fields_update_statement(
-                &self,
-                original: &Self,
-                fields: __occ::Fields<Self>,
-                fresh: &Self::Token,
-            ) -> Self::FieldsUpdateStatement {
-                // The guard's token is the original one: a save leaves it untouched.
-                let _ = (original, fields);
-                #statement_expr
-            }
-        }
-    }
-}
-
-/// The SQL names `table!` declares: the token and key columns' `Column::NAME` (their
-/// `#[sql_name]`), and the table's, which only a rendering of the table gives (its
-/// `#[sql_name]` and schema), done by the runtime.
-pub(crate) fn sql_names(
-    table: &syn::Path,
-    token_col: &syn::Ident,
-    keys: &[&Field<'_>],
-) -> TokenStream {
-    let column = quote!(__occ::diesel::Column);
-    let key_cols = keys.iter().map(|f| &f.column);
-    quote! {
-        const TOKEN_COLUMN: &'static str = <#table::#token_col as #column>::NAME;
-        const KEY_COLUMNS: &'static [&'static str] = &[#(<#table::#key_cols as #column>::NAME),*];
-
-        #[inline]
-        fn sql_table_name() -> &'static str {
-            __occ::sql_table_name::<#table::table>(
-                <Self as __occ::Versioned>::TABLE_NAME,
-            )
-        }
     }
 }
