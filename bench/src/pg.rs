@@ -4,14 +4,11 @@
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
-use diesel_occ::Error;
-use diesel_occ::retry::Attempt;
 
 use crate::async_setup::Setup;
 use crate::backend::Backend;
-use crate::database::Database;
 use crate::model::{Stock, bench_stock};
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
@@ -63,30 +60,4 @@ impl BackendSql for PgConnection {
     }
 }
 
-impl CheckedStock for PgConnection {
-    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
-    }
-
-    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
-        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
-        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-impl AsyncCheckedStock for AsyncPgConnection {
-    fn find_in(
-        &mut self,
-        attempt: &Attempt,
-        key: i32,
-    ) -> impl Future<Output = Result<Stock, Error>> + Send {
-        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
-        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
-    }
-}
+crate::strategies::checked::checked_stock!(PgConnection, AsyncPgConnection);

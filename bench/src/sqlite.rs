@@ -9,18 +9,16 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
-use diesel_occ::Error;
 use diesel_occ::asynchronous::AsyncConnectionSource;
-use diesel_occ::retry::{Attempt, RetryPolicy};
+use diesel_occ::retry::RetryPolicy;
 
 use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
-use crate::database::Database;
 use crate::model::{Stock, bench_stock};
 use crate::outcome::Seen;
 use crate::strategies::blocking::reserve;
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
@@ -131,33 +129,7 @@ impl BackendSql for SqliteConnection {
     }
 }
 
-impl CheckedStock for SqliteConnection {
-    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
-    }
-
-    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
-        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
-        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-impl AsyncCheckedStock for AsyncConn {
-    fn find_in(
-        &mut self,
-        attempt: &Attempt,
-        key: i32,
-    ) -> impl Future<Output = Result<Stock, Error>> + Send {
-        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
-        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
-    }
-}
+crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn);
 
 /// Where the SQLite wrapper of the async runs makes its blocking calls: in place
 /// (diesel-occ's `BlockInPlace`, as [`Setup::RECOMMENDED`] does) or each on Tokio's

@@ -21,10 +21,10 @@ use super::checked::AsyncCheckedStock;
 use super::sql::AsyncStockSql;
 use crate::async_setup::{Setup, Source};
 use crate::async_support::{Held, count_statements, retry_misses};
-use crate::database::Database;
 use crate::harness::{Limit, OpResult, Stop, Tally, merge};
 use crate::model::Stock;
 use crate::outcome::Seen;
+use crate::strategies::database::Database;
 
 /// The test query diesel-async's pool and `verify_when_idle` run on a connection.
 pub type Ping = diesel::dsl::select<diesel::dsl::AsExprOf<i32, diesel::sql_types::Integer>>;

@@ -11,9 +11,9 @@ use diesel_occ::{asynchronous, blocking};
 use super::checked::{AsyncCheckedStock, CheckedStock};
 use super::sql::{AsyncStockSql, StockSql};
 use crate::async_setup::Setup;
-use crate::database::Database;
 use crate::measures::{BatchMeasured as Measured, Counted, Side, StatementLog};
 use crate::model::Stock;
+use crate::strategies::database::Database;
 use crate::strategy::Strategy;
 
 type Worker = (u64, Instant, Instant, Vec<u64>);

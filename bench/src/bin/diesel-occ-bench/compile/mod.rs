@@ -1,22 +1,9 @@
-//! Compile time: what `#[derive(Versioned)]` adds to a crate's build.
-//!
-//! Writes a Cargo workspace in a temp directory with two generated crates of
-//! `--models` models of `--columns` columns each (`table!` and one file per model):
-//! `gen-plain` with Diesel's derives only (`Queryable`, `Selectable`, `Identifiable`,
-//! `Insertable`) and `gen-versioned` with `#[derive(Versioned)]` beside them, both
-//! depending on this workspace's diesel-occ. It builds the dependencies once, then
-//! `--repeat` times each crate clean (`cargo clean -p`, then `cargo build`) and after
-//! an edit of one model file (incremental), alternating the crates, and prints the
-//! medians and the ratios versioned / plain (targets: clean <= 1.15, incremental
-//! <= 1.10). It also counts the expanded code per model: the crate expanded by rustc
-//! (`-Zunpretty=expanded`, allowed on stable with `RUSTC_BOOTSTRAP=1`: no `cargo
-//! expand` needed), lines and tokens of `gen-versioned` less `gen-plain`, per model.
-//!
-//! ```text
-//! cargo run --release -p diesel-occ-bench --bin bench-compile -- --models 50 --columns 8 --repeat 5
-//! ```
-//!
-//! Cargo runs offline, with this workspace's `Cargo.lock`: nothing is fetched.
+//! `compile`: what `#[derive(Versioned)]` adds to a crate's build. Generates (in
+//! [`generate`]) a workspace of two crates of the same models, Diesel's derives alone
+//! and with `#[derive(Versioned)]` beside them, builds each `--repeat` times clean and
+//! after an edit of one model, alternating the crates, and prints the ratios versioned /
+//! plain; then counts the expanded code per model (`-Zunpretty=expanded` under
+//! `RUSTC_BOOTSTRAP=1`). Cargo runs offline, with this workspace's `Cargo.lock`.
 
 mod generate;
 
@@ -25,84 +12,54 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use diesel_occ_bench::cli;
-use diesel_occ_bench::stats::median;
+use diesel_occ_bench::stats::{median, per_round};
 
-use crate::generate::{CRATES, Shape};
+use self::generate::{CRATES, Shape};
 
-const USAGE: &str = "usage: bench-compile [options]
-  --models N     models per crate (default 50)
-  --columns N    columns per model, the key and the token included (default 8, at least 3)
-  --repeat N     builds of each kind per crate, medians printed (default 5)
-  --dir DIR      where to write the crates (default: bench-compile in the temp directory)
-  --expansion-only   only count the expanded code";
-
-#[derive(Debug)]
-struct Options {
+/// `compile`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
     shape: Shape,
+    /// Builds of each kind per crate, medians printed
+    #[arg(long, default_value = "5", value_parser = cli::count)]
     repeat: usize,
-    dir: PathBuf,
+    /// Where to write the crates [default: bench-compile in the temp directory]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Only count the expanded code
+    #[arg(long)]
     expansion_only: bool,
 }
 
-fn main() {
-    let options = match parse() {
-        Ok(options) => options,
-        Err((message, help)) => cli::exit_with_usage(&message, help),
-    };
-    if let Err(message) = run(&options) {
-        eprintln!("bench-compile: {message}");
-        std::process::exit(1);
+/// Runs the study.
+pub(crate) fn main(options: &Args) -> Result<(), String> {
+    if options.shape.columns < 3 {
+        return Err("--columns: at least 3 (the key, a value, the token)".into());
     }
+    run(options)
 }
 
-fn parse() -> Result<Options, (String, bool)> {
-    let mut options = Options {
-        shape: Shape {
-            models: 50,
-            columns: 8,
-        },
-        repeat: 5,
-        dir: std::env::temp_dir().join("bench-compile"),
-        expansion_only: false,
-    };
-    let mut parser = lexopt::Parser::from_env();
-    let fail = |message: String| (format!("{message}\n{USAGE}"), false);
-    while let Some(arg) = parser.next().map_err(|e| fail(e.to_string()))? {
-        let flag = cli::flag(arg).map_err(fail)?;
-        match flag.as_str() {
-            "-h" | "--help" => return Err((USAGE.into(), true)),
-            "--models" => options.shape.models = cli::parsed(&mut parser, &flag).map_err(fail)?,
-            "--columns" => options.shape.columns = cli::parsed(&mut parser, &flag).map_err(fail)?,
-            "--repeat" => options.repeat = cli::parsed(&mut parser, &flag).map_err(fail)?,
-            "--dir" => options.dir = PathBuf::from(cli::value(&mut parser, &flag).map_err(fail)?),
-            "--expansion-only" => options.expansion_only = true,
-            _ => return Err(fail(format!("unknown option {flag}"))),
-        }
-    }
-    if options.shape.models == 0 || options.repeat == 0 || options.shape.columns < 3 {
-        return Err(fail(
-            "--models and --repeat must be at least 1, --columns at least 3".into(),
-        ));
-    }
-    Ok(options)
-}
-
-fn run(options: &Options) -> Result<(), String> {
+fn run(options: &Args) -> Result<(), String> {
+    let dir = options
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("bench-compile"));
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no workspace above the bench crate")?;
-    generate::write(&options.dir, workspace, options.shape)?;
+    generate::write(&dir, workspace, options.shape)?;
     let Shape { models, columns } = options.shape;
     println!(
         "-- compile time: {models} models x {columns} columns, crates in {}",
-        options.dir.display()
+        dir.display()
     );
     if options.expansion_only {
-        return expansion(options);
+        return expansion(options, &dir);
     }
     // The dependencies, once: every build below compiles the generated crate alone.
     for name in CRATES {
-        cargo(&options.dir, &["build", "-p", name])?;
+        cargo(&dir, &["build", "-p", name])?;
     }
     let mut clean: [Vec<f64>; 2] = Default::default();
     let mut incremental: [Vec<f64>; 2] = Default::default();
@@ -111,14 +68,14 @@ fn run(options: &Options) -> Result<(), String> {
         let order: [usize; 2] = if repetition % 2 == 0 { [0, 1] } else { [1, 0] };
         for index in order {
             let name = CRATES[index];
-            cargo(&options.dir, &["clean", "-p", name])?;
-            let secs = timed(|| cargo(&options.dir, &["build", "-p", name]))?;
+            cargo(&dir, &["clean", "-p", name])?;
+            let secs = timed(|| cargo(&dir, &["build", "-p", name]))?;
             clean[index].push(secs);
         }
         for index in order {
             let name = CRATES[index];
-            generate::edit_one_model(&options.dir, name, repetition)?;
-            let secs = timed(|| cargo(&options.dir, &["build", "-p", name]))?;
+            generate::edit_one_model(&dir, name, repetition)?;
+            let secs = timed(|| cargo(&dir, &["build", "-p", name]))?;
             incremental[index].push(secs);
         }
     }
@@ -130,10 +87,11 @@ fn run(options: &Options) -> Result<(), String> {
     );
     // Last: `RUSTC_BOOTSTRAP` changes the dependencies' fingerprints, so the next build
     // compiles them again (the untimed build above does that on the next run).
-    expansion(options)
+    expansion(options, &dir)
 }
 
-/// Prints each crate's timings, the medians and the ratio against `target`.
+/// Prints each crate's timings, the ratio of the medians against `target`, and the
+/// ratios of each repetition's builds with their median and interval.
 fn report(what: &str, seconds: &[Vec<f64>; 2], target: f64) {
     let listed = |v: &[f64]| {
         v.iter()
@@ -159,17 +117,26 @@ fn report(what: &str, seconds: &[Vec<f64>; 2], target: f64) {
             "below target"
         }
     );
+    let ratios: Vec<f64> = seconds[1]
+        .iter()
+        .zip(&seconds[0])
+        .map(|(v, p)| v / p)
+        .collect();
+    println!(
+        "{what}: per repetition, versioned / plain: {}",
+        per_round(&ratios)
+    );
 }
 
 /// Lines and tokens of each crate expanded by rustc, and the difference per model.
-fn expansion(options: &Options) -> Result<(), String> {
+fn expansion(options: &Args, dir: &Path) -> Result<(), String> {
     let mut counts = Vec::new();
     for name in CRATES {
         let output = Command::new("cargo")
             .args(["rustc", "--offline", "-q", "-p", name, "--lib", "--"])
             .args(["-Zunpretty=expanded"])
             .env("RUSTC_BOOTSTRAP", "1")
-            .current_dir(&options.dir)
+            .current_dir(dir)
             .output()
             .map_err(|e| format!("cargo rustc: {e}"))?;
         if !output.status.success() {

@@ -1,17 +1,7 @@
-//! Memory, measured by counting every allocation of this process (a
-//! counting global allocator, `alloc.rs`), not estimated from type sizes:
-//!
-//! - bytes held per `Tracked<T>`, for an all-integer entity and one with two strings,
-//!   against the bare entity;
-//! - bytes held per row of a `retry::HotRows` memory, and the peak of that memory when
-//!   it is filled to its bound and then offered as many rows again (which it refuses).
-//!
-//! ```text
-//! cargo run --release -p diesel-occ-bench --bin bench-memory -- [--items N] [--capacity N]
-//! ```
-//!
-//! Bytes are the sizes the program asked the allocator for; the allocator's own
-//! bookkeeping per block (8 to 16 bytes with glibc) comes on top.
+//! `memory`: bytes held per `Tracked<T>` (against the bare entity) and per row of a
+//! `retry::HotRows` memory, and that memory's peak when filled to its bound and offered
+//! as many rows again, counted by the allocator ([`alloc`]), not estimated from type
+//! sizes. Bytes are the sizes asked of the allocator; its bookkeeping comes on top.
 
 mod alloc;
 
@@ -64,40 +54,22 @@ struct TrackedStock {
     version: i32,
 }
 
-const USAGE: &str = "usage: bench-memory [--items N] [--capacity N]
-  --items N      entities per Tracked<T> measurement (default 100000)
-  --capacity N   HotRows bound to fill (default 4096, the default bound)";
-
-fn main() {
-    let (items, capacity) = match options() {
-        Ok(options) => options,
-        Err((message, help)) => cli::exit_with_usage(&message, help),
-    };
-    tracked(items);
-    if let Err(message) = hot_rows(capacity) {
-        eprintln!("bench-memory: {message}");
-        std::process::exit(1);
-    }
+/// `memory`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Args {
+    /// Entities per Tracked<T> measurement
+    #[arg(long, default_value = "100000", value_parser = cli::count)]
+    items: usize,
+    /// The HotRows bound to fill (default: the default bound)
+    #[arg(long, default_value = "4096", value_parser = cli::count)]
+    capacity: usize,
 }
 
-/// `--items` and `--capacity`; `Err((text, true))` asks for the help.
-fn options() -> Result<(usize, usize), (String, bool)> {
-    let (mut items, mut capacity) = (100_000usize, 4096usize);
-    let mut parser = lexopt::Parser::from_env();
-    let fail = |message: String| (format!("{message}\n{USAGE}"), false);
-    while let Some(arg) = parser.next().map_err(|e| fail(e.to_string()))? {
-        let flag = cli::flag(arg).map_err(fail)?;
-        match flag.as_str() {
-            "-h" | "--help" => return Err((USAGE.into(), true)),
-            "--items" => items = cli::parsed(&mut parser, &flag).map_err(fail)?,
-            "--capacity" => capacity = cli::parsed(&mut parser, &flag).map_err(fail)?,
-            _ => return Err(fail(format!("unknown option {flag}"))),
-        }
-    }
-    if items == 0 || capacity == 0 {
-        return Err(fail("--items and --capacity must be at least 1".into()));
-    }
-    Ok((items, capacity))
+/// Runs the measurements.
+pub(crate) fn main(args: &Args) -> Result<(), String> {
+    alloc::start();
+    tracked(args.items);
+    hot_rows(args.capacity)
 }
 
 /// Bytes held by `make(i)` for `items` values, each in its own box (so that the figure
@@ -229,7 +201,7 @@ fn hot_rows(capacity: usize) -> Result<(), String> {
     println!(
         "after {rows} more rows offered to the full memory: {refused} B held \
          ({} B more than full: the bound holds)",
-        refused as i64 - full as i64
+        refused - full
     );
     println!(
         "peak while filling and past the bound: {peak} B above the empty memory \

@@ -8,10 +8,13 @@ use std::path::Path;
 pub(crate) const CRATES: [&str; 2] = ["gen-plain", "gen-versioned"];
 
 /// How many models of how many columns.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, clap::Args)]
 pub(crate) struct Shape {
+    /// Models per crate
+    #[arg(long, default_value = "50", value_parser = diesel_occ_bench::cli::count)]
     pub(crate) models: usize,
-    /// Columns per model, the key `id` and the token `version` included.
+    /// Columns per model, the key and the token included (at least 3)
+    #[arg(long, default_value = "8", value_parser = diesel_occ_bench::cli::count)]
     pub(crate) columns: usize,
 }
 

@@ -1,31 +1,8 @@
-//! `bench-http`: a load generator against the example HTTP service
-//! (`examples/src/apps/http`) on PostgreSQL, comparing three ways of writing an article
-//! that a client holds the ETag of:
-//!
-//! | write | request | what the service runs |
-//! |---|---|---|
-//! | `put-if-match` | `PUT /articles/{id}` + `If-Match` | one conditional UPDATE by key and token (`update_by_key`) |
-//! | `patch-load-save` | `PATCH /articles/{id}` + `If-Match`, every field | a read with the token (`find_checked`), then `save_checked` |
-//! | `put-unconditional` | `PUT /bench/articles/{id}`, no `If-Match` | one UPDATE by key, no token check: a route of this benchmark's, merged into the app's router |
-//!
-//! The service runs in this process on its own multi-threaded Tokio runtime (as its
-//! binary would), on an ephemeral port of 127.0.0.1, over the app's pool of as many
-//! connections as clients. The clients run on another runtime (one thread), each a task
-//! with its own keep-alive connection ([`wire`]: a minimal HTTP/1.1 client, so that the
-//! clients take little of the CPU the service and PostgreSQL share), each writing its
-//! own article by default (no contention: the ratios measure what each write costs) and
-//! keeping the ETag of every response. After a 412 or 409 a client GETs the article for
-//! its current ETag (a "re-read"), as a real client would. `--articles` sets how many
-//! articles the clients share (the first count is the one of the paired rounds; the
-//! default adds one article shared by every client, where 412s and 409s happen).
-//!
-//! Each run also reports where its time went: statements per successful write and
-//! their mean time as the service's connections saw it (Diesel's instrumentation), and
-//! CPU per successful write of the clients' thread, the service's threads and the pool's
-//! PostgreSQL backends ([`cpu`]). After the HTTP rounds, paired rounds of the same
-//! writes without HTTP ([`direct`]) tell what the database and the pool alone allow.
-//! `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT=off` sets `synchronous_commit` on the service's
-//! connections, to see the requests' own cost without the commits' disk flush.
+//! `http`: a load generator against the example HTTP service on PostgreSQL, comparing
+//! three ways of writing an article whose ETag the client holds ([`writes`]): over HTTP
+//! with minimal keep-alive clients ([`wire`]) against the service run in this process
+//! ([`service`]), then the same statements without HTTP ([`direct`]). What each run
+//! measures, and why, is in `bench/results/method.md`.
 
 mod direct;
 mod report;
@@ -39,7 +16,7 @@ use std::time::Duration;
 use diesel_occ_examples::postgres as app;
 
 use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
-use diesel_occ_bench::cli::{self, COMMON_USAGE, Common};
+use diesel_occ_bench::cli::{self, Common};
 use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::summary::Summary;
 
@@ -49,77 +26,24 @@ use self::service::Service;
 use self::wire::Wire;
 use self::writes::Write;
 
-const USAGE_HEAD: &str = "\
-usage: bench-http [options]
-  the HTTP load generator against the example service on PostgreSQL (--workers
-  clients): put-if-match, patch-load-save, put-unconditional; writes http.csv and
-  http-summary.txt
-  --url URL             PostgreSQL (also postgres=URL; default the local server,
-                        database occ_bench)
-  --articles LIST       articles the HTTP clients share (default: one per client, then 1);
-                        the paired rounds use the first";
-
-/// The command line.
-#[derive(Debug, Clone)]
-struct Args {
-    url: String,
+/// `http`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Args {
+    /// PostgreSQL (also postgres=URL) [default: the local server, database occ_bench]
+    #[arg(long)]
+    url: Option<String>,
+    #[command(flatten)]
     common: Common,
-    /// `--articles`: how many articles the HTTP clients share, per setting.
+    /// Articles the HTTP clients share [default: one per client, then 1]; the paired
+    /// rounds use the first
+    #[arg(long, value_delimiter = ',', value_parser = cli::count)]
     articles: Vec<usize>,
 }
 
-impl Args {
-    /// Reads the process's command line; `Err((text, true))` asks for the help.
-    fn parse() -> Result<Args, (String, bool)> {
-        let usage = format!("{USAGE_HEAD}\n{COMMON_USAGE}");
-        let fail = |message: String| (format!("{message}\n{usage}"), false);
-        let mut args = Args {
-            url: Backend::Postgres.default_url(),
-            common: Common::default(),
-            articles: Vec::new(),
-        };
-        let mut parser = lexopt::Parser::from_env();
-        while let Some(arg) = parser.next().map_err(|e| fail(e.to_string()))? {
-            let flag = cli::flag(arg).map_err(fail)?;
-            if flag == "-h" || flag == "--help" {
-                return Err((usage.clone(), true));
-            }
-            if args.common.accept(&flag, &mut parser).map_err(fail)? {
-                continue;
-            }
-            match flag.as_str() {
-                "--url" => {
-                    let value = cli::value(&mut parser, &flag).map_err(fail)?;
-                    args.url = match value.split_once('=') {
-                        Some((name, url)) if Backend::parse(name) == Ok(Backend::Postgres) => {
-                            url.to_owned()
-                        }
-                        _ => value,
-                    };
-                }
-                "--articles" => {
-                    args.articles = cli::parsed_list(&mut parser, &flag).map_err(fail)?;
-                }
-                _ => return Err(fail(format!("unknown option {flag}"))),
-            }
-        }
-        args.common.finish("diesel-occ-bench-smoke").map_err(fail)?;
-        if args.articles.contains(&0) {
-            return Err(fail("--articles must be at least 1".into()));
-        }
-        Ok(args)
-    }
-}
-
-fn main() {
-    let args = match Args::parse() {
-        Ok(args) => args,
-        Err((message, help)) => cli::exit_with_usage(&message, help),
-    };
-    if let Err(message) = bench(&args) {
-        eprintln!("http: {message}");
-        std::process::exit(1);
-    }
+/// Runs the HTTP benchmark.
+pub(crate) fn main(mut args: Args) -> Result<(), String> {
+    args.common.finish("diesel-occ-bench-smoke", 3);
+    bench(&args)
 }
 
 /// The value of `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT`, checked.
@@ -143,7 +67,14 @@ fn synchronous_commit() -> Result<Option<String>, String> {
 /// Runs the HTTP benchmark: single runs of each write at each article count, then the
 /// paired rounds, the paired rounds without HTTP, then the results in `--out`.
 fn bench(args: &Args) -> Result<(), String> {
-    let url = args.url.clone();
+    let url = match args
+        .url
+        .as_deref()
+        .map(|u| u.strip_prefix("postgres=").unwrap_or(u))
+    {
+        Some(url) => url.to_owned(),
+        None => Backend::Postgres.default_url(),
+    };
     ensure_database(Backend::Postgres, &url)?;
     app::migrate(&url).map_err(|e| format!("migrations: {e}"))?;
     let clients = args.common.workers;
