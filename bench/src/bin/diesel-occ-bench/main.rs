@@ -43,9 +43,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Every strategy at every key count, then paired rounds of the comparisons (the
-    /// library's cost, the hot key, pgbench, async against blocking, the sqlx peer)
-    /// and the statements of one save; writes <backend>.csv, -summary.txt and charts
+    /// Every strategy at every key count, then the paired rounds (the main run)
+    ///
+    /// Then paired rounds of the comparisons (the statement cache, the hot key,
+    /// pgbench, async against blocking, the sqlx peer) and the statements of one save;
+    /// writes <backend>.csv, <backend>-summary.txt and the charts.
     Paired {
         #[command(flatten)]
         args: Args,
@@ -53,15 +55,19 @@ enum Command {
         #[arg(long)]
         no_pgbench: bool,
     },
-    /// The library's own cost, occ / handwritten-prepared and occ-async /
-    /// handwritten-async at the most keys, in ABBA rounds: median of the per-round
-    /// ratios with a 95 % bootstrap interval; writes <backend>-abba-summary.txt
+    /// The library's own cost against the same code by hand, in ABBA rounds
+    ///
+    /// occ / handwritten-prepared and occ-async / handwritten-async at the most keys:
+    /// the median of the per-round ratios with a 95 % bootstrap interval; writes
+    /// <backend>-abba-summary.txt.
     Abba {
         #[command(flatten)]
         args: Args,
     },
-    /// A batch save of N entities against N single saves, blocking and async, in
-    /// paired rounds; writes batch-<backend>.csv, -summary.txt and a chart
+    /// A batch save of N entities against N single saves
+    ///
+    /// Blocking and async, in paired rounds; writes batch-<backend>.csv,
+    /// batch-<backend>-summary.txt and a chart.
     Batch {
         #[command(flatten)]
         args: Args,
@@ -69,8 +75,10 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000", value_parser = diesel_occ_bench::cli::count)]
         sizes: Vec<usize>,
     },
-    /// One row: occ, pessimistic, occ-combine, occ-escalate and occ-combine-async in
-    /// paired rounds per worker count; writes hot-key.csv and hot-key-summary.txt
+    /// The ways to write one hot row, per worker count
+    ///
+    /// occ, pessimistic, occ-combine, occ-escalate and occ-combine-async in paired
+    /// rounds; writes hot-key.csv and hot-key-summary.txt.
     HotKey {
         #[command(flatten)]
         args: Args,
@@ -78,20 +86,24 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "4,16", value_parser = diesel_occ_bench::cli::count)]
         hot_workers: Vec<usize>,
     },
-    /// Draws the charts of `paired` again from the CSV files and summaries in --out
+    /// Draws the charts of `paired` again from the files in --out
     Redraw {
         #[command(flatten)]
         args: Args,
     },
-    /// The example HTTP service under load on PostgreSQL: put-if-match,
-    /// patch-load-save and put-unconditional; writes http.csv and http-summary.txt
+    /// The example HTTP service under load, on PostgreSQL
+    ///
+    /// put-if-match, patch-load-save and put-unconditional, over HTTP and without it;
+    /// writes http.csv and http-summary.txt.
     Http(http::Args),
-    /// Scale-out: a 3-node Galera cluster (1 node against 3) and a PostgreSQL standby
-    /// (reads on the standby against the primary), from tests/cluster
+    /// Scale-out on the clusters of tests/cluster
+    ///
+    /// A 3-node Galera cluster (1 node against 3) and a PostgreSQL standby (reads on
+    /// the standby against the primary); writes <cluster>.csv and -summary.txt.
     Scale(scale::Args),
-    /// Bytes held per Tracked<T> and per retry::HotRows row, by a counting allocator
+    /// Bytes held per Tracked<T> and per retry::HotRows row
     Memory(memory::Args),
-    /// What #[derive(Versioned)] adds to a crate's build time and expanded code
+    /// What #[derive(Versioned)] adds to a crate's build time and expansion
     Compile(compile::Args),
 }
 

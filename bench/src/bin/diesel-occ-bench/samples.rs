@@ -49,6 +49,11 @@ impl Samples {
         let ratios: Vec<f64> = (1..=rounds)
             .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
             .collect();
-        format!("  per round, {a} / {b}: {}", per_round(&ratios))
+        let at = if a_keys == b_keys {
+            format!("{a} / {b} at {a_keys} keys")
+        } else {
+            format!("{a} at {a_keys} keys / {b} at {b_keys} keys")
+        };
+        format!("  per round, {at}: {}", per_round(&ratios))
     }
 }
