@@ -5,7 +5,6 @@ use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncMysqlConnection;
 
-use crate::async_setup::Setup;
 use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
 use crate::strategies::database::Database;
@@ -34,10 +33,6 @@ impl Database for Db {
                 .map_err(|e| e.to_string())?;
         }
         Ok(conn)
-    }
-
-    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncMysqlConnection> {
-        <AsyncMysqlConnection as diesel_async::AsyncConnection>::establish(url).await
     }
 }
 

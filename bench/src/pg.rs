@@ -5,7 +5,6 @@ use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
-use crate::async_setup::Setup;
 use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
 use crate::strategies::database::Database;
@@ -26,10 +25,6 @@ impl Database for Db {
 
     fn connect(url: &str, _strategy: Strategy) -> Result<PgConnection, String> {
         PgConnection::establish(url).map_err(|e| e.to_string())
-    }
-
-    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncPgConnection> {
-        <AsyncPgConnection as diesel_async::AsyncConnection>::establish(url).await
     }
 }
 

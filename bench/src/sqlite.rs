@@ -2,17 +2,15 @@
 //! in WAL mode with a busy timeout, and the statements the locking strategies write
 //! SQLite's way.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
-use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
-use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_occ::asynchronous::{AsyncConnectionSource, BlockInPlace};
 use diesel_occ::retry::RetryPolicy;
 
-use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
@@ -28,9 +26,8 @@ pub struct Db;
 
 /// The blocking connection.
 pub type Conn = SqliteConnection;
-/// The asynchronous connection: its blocking calls run in place or on the blocking
-/// pool, as the run's [`Setup`] says.
-pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, SqliteRuntime>;
+/// The asynchronous connection: its blocking calls run in place (`BlockInPlace`).
+pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, BlockInPlace>;
 
 /// Per-connection settings: wait for the write lock instead of failing at once.
 pub const PRAGMAS: &str =
@@ -49,15 +46,6 @@ impl Database for Db {
         let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
         conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
         Ok(conn)
-    }
-
-    /// The wrapped connection, its blocking calls where `setup` puts them.
-    async fn establish_async(url: &str, setup: Setup) -> ConnectionResult<AsyncConn> {
-        let conn = Conn::establish(url)?;
-        Ok(SyncConnectionWrapper::with_runtime(
-            conn,
-            SqliteRuntime(setup.in_place),
-        ))
     }
 
     /// Each attempt runs the blocking helper's closure in one blocking call
@@ -130,41 +118,3 @@ impl BackendSql for SqliteConnection {
 }
 
 crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn);
-
-/// Where the SQLite wrapper of the async runs makes its blocking calls: in place
-/// (diesel-occ's `BlockInPlace`, as [`Setup::RECOMMENDED`] does) or each on Tokio's
-/// blocking pool (what diesel-async's default wrapper does), as [`Setup::in_place`]
-/// says.
-#[derive(Debug, Clone, Copy)]
-pub struct SqliteRuntime(bool);
-
-/// The result of one blocking call.
-type Spawned<'a, R> = Pin<
-    Box<
-        dyn std::future::Future<Output = Result<R, Box<dyn std::error::Error + Send + Sync>>>
-            + Send
-            + 'a,
-    >,
->;
-
-impl SpawnBlocking for SqliteRuntime {
-    fn spawn_blocking<'a, R>(&mut self, task: impl FnOnce() -> R + Send + 'static) -> Spawned<'a, R>
-    where
-        R: Send + 'static,
-    {
-        if self.0 {
-            diesel_occ::asynchronous::BlockInPlace.spawn_blocking(task)
-        } else {
-            Box::pin(async move {
-                tokio::task::spawn_blocking(task)
-                    .await
-                    .map_err(|error| Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
-            })
-        }
-    }
-
-    /// Only a wrapper that `establish` made asks: the recommended setup's.
-    fn get_runtime() -> Self {
-        SqliteRuntime(Setup::RECOMMENDED.in_place)
-    }
-}

@@ -1,6 +1,5 @@
 //! The paired async rounds: `occ-async` against `occ` at every key count, with
-//! `handwritten-async`, the diagnosis setups of `OCC_BENCH_ASYNC_SETUPS` and, built with
-//! feature `sqlx`, the sqlx peer (`sqlx`), and their chart (drawn again by `--redraw`).
+//! `handwritten-async` and, built with feature `sqlx`, the sqlx peer (`sqlx`), and their chart (drawn again by `--redraw`).
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::async_support::sleep_probe;
@@ -131,8 +130,7 @@ pub(crate) fn redraw_asynchronous(
 }
 
 /// `occ-async` against `occ` at every key count, in rounds of their own, with
-/// `handwritten-async` (the same statements on diesel-async without diesel-occ), the
-/// async setups of `OCC_BENCH_ASYNC_SETUPS` and, with feature `sqlx`, the sqlx peer
+/// `handwritten-async` (the same statements on diesel-async without diesel-occ) and, with feature `sqlx`, the sqlx peer
 /// (hand-written optimistic locking on sqlx): goodput ratios, p99 at the fewest keys,
 /// conflicts, statements and this process's CPU per committed operation.
 pub(crate) fn paired(
@@ -140,8 +138,7 @@ pub(crate) fn paired(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    let mut setups = vec![Setup::RECOMMENDED, Setup::HANDWRITTEN];
-    setups.extend(Setup::from_env()?);
+    let setups = [Setup::RECOMMENDED, Setup::HANDWRITTEN];
     let sqlx = cfg!(feature = "sqlx");
     let [asked, thread, tokio, helper] = sleep_probe()?;
     summary.say(format!(
@@ -153,14 +150,14 @@ pub(crate) fn paired(
         setups
             .iter()
             .map(|s| s.label())
-            .chain(sqlx.then(|| SQLX.to_owned()))
+            .chain(sqlx.then_some(SQLX))
             .collect::<Vec<_>>()
             .join(", "),
         args.keys
     ));
     let labels: Vec<&'static str> = setups
         .iter()
-        .map(|s| &*Box::leak(s.label().into_boxed_str()))
+        .map(|s| s.label())
         .chain(sqlx.then_some(SQLX))
         .collect();
     let mut entrants: Vec<Entrant> = std::iter::once(Entrant::Occ)

@@ -30,8 +30,6 @@ pub(crate) fn paired(
     pgbench: bool,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    // A mistyped OCC_BENCH_ASYNC_SETUPS fails before the rounds, not after them.
-    Setup::from_env()?;
     let keys = Keys {
         wide: *args.keys.iter().max().unwrap_or(&1),
         narrow: *args.keys.iter().min().unwrap_or(&1),
