@@ -8,7 +8,6 @@ mod abba;
 mod async_rounds;
 mod batch;
 mod chart;
-mod compile;
 mod hot_key;
 mod http;
 mod memory;
@@ -103,8 +102,15 @@ enum Command {
     Scale(scale::Args),
     /// Bytes held per Tracked<T> and per retry::HotRows row
     Memory(memory::Args),
-    /// What #[derive(Versioned)] adds to a crate's build time and expansion
-    Compile(compile::Args),
+    /// The median of the ratios given and its 95 % bootstrap interval
+    ///
+    /// As every subcommand reports its per-round ratios; bench/compile-time.sh passes it
+    /// the build-time ratios of the compile-time study.
+    Interval {
+        /// Per-round ratios
+        #[arg(required = true)]
+        ratios: Vec<f64>,
+    },
 }
 
 fn main() {
@@ -146,7 +152,10 @@ fn main() {
         Command::Http(args) => http::main(args),
         Command::Scale(args) => scale::main(args),
         Command::Memory(args) => memory::main(&args),
-        Command::Compile(args) => compile::main(&args),
+        Command::Interval { ratios } => {
+            println!("{}", diesel_occ_bench::stats::per_round(&ratios));
+            Ok(())
+        }
     };
     if let Err(message) = outcome {
         eprintln!("diesel-occ-bench: {message}");
