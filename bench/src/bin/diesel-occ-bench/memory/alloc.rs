@@ -38,15 +38,6 @@ unsafe impl GlobalAlloc for Counting {
         ptr
     }
 
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            count(layout.size(), 0);
-        }
-        ptr
-    }
-
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
         unsafe { System.dealloc(ptr, layout) };

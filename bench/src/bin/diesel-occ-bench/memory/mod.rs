@@ -68,59 +68,44 @@ pub(crate) struct Args {
 /// Runs the measurements.
 pub(crate) fn main(args: &Args) -> Result<(), String> {
     alloc::start();
-    tracked(args.items);
-    hot_rows(args.capacity)
-}
-
-/// Bytes held by `make(i)` for `items` values, each in its own box (so that the figure
-/// is a value's whole footprint, inline part and heap alike), per value.
-fn held_per_item<T>(items: usize, make: impl Fn(usize) -> T) -> f64 {
-    let mut values: Vec<Box<T>> = Vec::with_capacity(items);
-    let before = alloc::current();
-    for i in 0..items {
-        values.push(Box::new(make(i)));
-    }
-    let held = alloc::current() - before;
-    drop(values);
-    held as f64 / items as f64
-}
-
-fn article(i: usize) -> Article {
-    Article {
+    let items = args.items;
+    println!("-- Tracked<T>: {items} values, each boxed; bytes held per value, measured");
+    tracked(items, "3 x i32", |i| TrackedStock {
+        id: i as i32,
+        available: 10,
+        version: 1,
+    });
+    tracked(items, "2 x i32 + 2 strings of 32 and 200 B", |i| Article {
         id: i as i32,
         title: format!("{i:>32}"),
         body: format!("{i:>200}"),
         version: 1,
-    }
+    });
+    hot_rows(args.capacity)
 }
 
-fn stock(i: usize) -> TrackedStock {
-    TrackedStock {
-        id: i as i32,
-        available: 10,
-        version: 1,
-    }
-}
-
-/// Bytes per `Tracked<T>` against bytes per `T`.
-fn tracked(items: usize) {
-    println!("-- Tracked<T>: {items} values, each boxed; bytes held per value, measured");
-    let bare = held_per_item(items, stock);
-    let kept = held_per_item(items, |i| Tracked::new(stock(i)));
+/// Bytes held per value by `items` values `make(i)`, each in its own box (its inline
+/// part and heap alike), and per `Tracked` of it: prints both and the difference.
+fn tracked<T: diesel_occ::Tracking + Clone + 'static>(
+    items: usize,
+    what: &str,
+    make: impl Fn(usize) -> T,
+) {
+    let held_per_item = |make: &dyn Fn(usize) -> Box<dyn std::any::Any>| {
+        let mut values = Vec::with_capacity(items);
+        let before = alloc::current();
+        values.extend((0..items).map(make));
+        let held = alloc::current() - before;
+        drop(values);
+        held as f64 / items as f64
+    };
+    let bare = held_per_item(&|i| Box::new(make(i)));
+    let kept = held_per_item(&|i| Box::new(Tracked::new(make(i))));
     println!(
-        "Tracked<T>, T = 3 x i32 (size_of T {} B, Tracked<T> {} B): T {bare:.1} B, \
+        "Tracked<T>, T = {what} (size_of T {} B, Tracked<T> {} B): T {bare:.1} B, \
          Tracked<T> {kept:.1} B, tracking costs {:.1} B",
-        size_of::<TrackedStock>(),
-        size_of::<Tracked<TrackedStock>>(),
-        kept - bare
-    );
-    let bare = held_per_item(items, article);
-    let kept = held_per_item(items, |i| Tracked::new(article(i)));
-    println!(
-        "Tracked<T>, T = 2 x i32 + 2 strings of 32 and 200 B (size_of T {} B, Tracked<T> {} B): \
-         T {bare:.1} B, Tracked<T> {kept:.1} B, tracking costs {:.1} B",
-        size_of::<Article>(),
-        size_of::<Tracked<Article>>(),
+        size_of::<T>(),
+        size_of::<Tracked<T>>(),
         kept - bare
     );
 }
@@ -175,24 +160,14 @@ fn hot_rows(capacity: usize) -> Result<(), String> {
         Stock::sql_table_name()
     );
     println!("empty memory and its policy: {empty} B");
-    let mut marks: Vec<i32> = [rows / 4, rows / 2, rows]
-        .into_iter()
-        .filter(|&n| n > 0)
-        .collect();
-    marks.dedup();
-    let mut filled = 0;
-    for mark in marks {
-        while filled < mark {
-            filled += 1;
-            offer(&policy, filled);
-        }
-        let held_now = alloc::current() - base;
-        println!(
-            "{filled:>7} rows: {held_now} B held, {:.1} B per row",
-            held_now as f64 / f64::from(filled)
-        );
+    for id in 1..=rows {
+        offer(&policy, id);
     }
     let full = alloc::current() - base;
+    println!(
+        "{rows:>7} rows: {full} B held, {:.1} B per row",
+        full as f64 / f64::from(rows)
+    );
     for id in rows + 1..=2 * rows {
         offer(&policy, id);
     }
