@@ -45,23 +45,6 @@ impl BackendSql for MysqlConnection {
             .for_update()
             .get_result(self)
     }
-
-    /// A plain transaction.
-    fn pessimistic_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
-
-    /// A plain transaction: the level is set on the serializable strategy's
-    /// connections ([`Db::connect`]).
-    fn serializable_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
 }
 
 crate::strategies::checked::checked_stock!(MysqlConnection, AsyncMysqlConnection);

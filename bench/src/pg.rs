@@ -38,14 +38,6 @@ impl BackendSql for PgConnection {
             .get_result(self)
     }
 
-    /// A plain transaction.
-    fn pessimistic_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
-
     /// A concurrent writer makes one of two fail with 40001.
     fn serializable_transaction<T>(
         &mut self,

@@ -106,15 +106,6 @@ impl BackendSql for SqliteConnection {
     ) -> QueryResult<T> {
         self.immediate_transaction(run)
     }
-
-    /// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the
-    /// write, which fails with SQLITE_BUSY when another writer committed since the read.
-    fn serializable_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
 }
 
 crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn);

@@ -46,24 +46,6 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
     bench(&args)
 }
 
-/// The value of `OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT`, checked.
-fn synchronous_commit() -> Result<Option<String>, String> {
-    match std::env::var("OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT") {
-        Err(_) => Ok(None),
-        Ok(value) => {
-            let known = ["on", "off", "local", "remote_write", "remote_apply"];
-            if known.contains(&value.as_str()) {
-                Ok(Some(value))
-            } else {
-                Err(format!(
-                    "OCC_BENCH_HTTP_SYNCHRONOUS_COMMIT={value}: one of {}",
-                    known.join(", ")
-                ))
-            }
-        }
-    }
-}
-
 /// Runs the HTTP benchmark: single runs of each write at each article count, then the
 /// paired rounds, the paired rounds without HTTP, then the results in `--out`.
 fn bench(args: &Args) -> Result<(), String> {
@@ -83,8 +65,7 @@ fn bench(args: &Args) -> Result<(), String> {
     } else {
         args.articles.clone()
     };
-    let commit = synchronous_commit()?;
-    let service = Service::start(&url, clients, commit.clone())?;
+    let service = Service::start(&url, clients)?;
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -96,11 +77,10 @@ fn bench(args: &Args) -> Result<(), String> {
     let mut summary = Summary::default();
     summary.say(format!(
         "== http ({}): the example HTTP service in this process (its own {}-thread runtime, \
-         a pool of {clients} connections{}), {clients} keep-alive clients on another \
+         a pool of {clients} connections), {clients} keep-alive clients on another \
          runtime (one thread), {:?} per run, articles {articles:?}",
         server_version(Backend::Postgres, &url),
         std::thread::available_parallelism().map_or(2, usize::from),
-        commit.map_or_else(String::new, |c| format!(", synchronous_commit = {c}")),
         args.common.limit,
     ));
     let mut rows = Vec::new();
