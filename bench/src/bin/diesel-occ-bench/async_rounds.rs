@@ -5,7 +5,7 @@ use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::async_support::sleep_probe;
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::cpu::Process;
-use diesel_occ_bench::stats::{ratio, verdict};
+use diesel_occ_bench::stats::ratio;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -277,38 +277,17 @@ pub(crate) fn paired(
     for &label in &labels {
         for &keys in &args.keys {
             let (a, b) = (goodput.median(label, keys), goodput.median("occ", keys));
-            // The targets: >= 0.9 on the servers at every key count; >= 0.5 on SQLite
-            // at the most keys.
-            let wanted = match setting.backend {
-                Backend::Sqlite if keys == *args.keys.iter().max().unwrap_or(&1) => Some(0.5),
-                Backend::Sqlite => None,
-                _ => Some(0.9),
-            };
-            let target = match wanted {
-                Some(wanted) if label == "occ-async" => {
-                    format!(" (target >= {wanted}: {})", verdict(a / b, wanted))
-                }
-                _ => String::new(),
-            };
             summary.say(format!(
-                "async: {label} / occ at {keys} keys = {} (medians {a:.0} vs {b:.0} ops/s){target}",
+                "async: {label} / occ at {keys} keys = {} (medians {a:.0} vs {b:.0} ops/s)",
                 ratio(a, b)
             ));
             summary.say(goodput.per_round(args.common.rounds, (label, keys), ("occ", keys)));
         }
         let narrow = *args.keys.iter().min().unwrap_or(&1);
         let (a, b) = (p99.median(label, narrow), p99.median("occ", narrow));
-        let target = if label == "occ-async" && setting.backend != Backend::Sqlite {
-            format!(
-                " (target <= 2: {})",
-                if a <= 2.0 * b { "met" } else { "below target" }
-            )
-        } else {
-            String::new()
-        };
         summary.say(format!(
             "async: p99 at {narrow} keys, medians of the rounds: {label} {a:.3} ms, occ {b:.3} ms, \
-             ratio {}{target}",
+             ratio {}",
             ratio(a, b)
         ));
     }
