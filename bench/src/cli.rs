@@ -46,9 +46,6 @@ pub struct Common {
     /// Per run, e.g. 5s or 500ms
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub duration: Duration,
-    /// Per run, total operations instead of a duration
-    #[arg(long)]
-    pub ops: Option<u64>,
     /// Rounds [default: 3; abba: 21, then 10 more while the interval straddles the
     /// threshold, up to 41]
     #[arg(long = "rounds", value_name = "N", value_parser = count)]
@@ -72,12 +69,12 @@ pub struct Common {
 }
 
 impl Common {
-    /// Resolves `--duration`, `--ops`, `--out` and `--smoke` (results under `smoke_dir`
+    /// Resolves `--duration`, `--out` and `--smoke` (results under `smoke_dir`
     /// in the temp directory unless `--out` was given), `default_rounds` unless
     /// `--rounds` was given.
     pub fn finish(&mut self, smoke_dir: &str, default_rounds: usize) {
         self.rounds = self.rounds_given.unwrap_or(default_rounds);
-        self.limit = self.ops.map_or(Limit::Time(self.duration), Limit::Ops);
+        self.limit = Limit::Time(self.duration);
         self.out = self.out_given.clone().unwrap_or_else(|| {
             // Smoke runs check that everything runs; they do not replace the results.
             if self.smoke {

@@ -75,10 +75,7 @@ where
     let backend = D::BACKEND;
     let url = args.url(backend);
     ensure_database(backend, &url)?;
-    let duration = match args.common.limit {
-        Limit::Time(duration) => duration,
-        Limit::Ops(_) => return Err("batch runs for a --duration, not --ops".into()),
-    };
+    let Limit::Time(duration) = args.common.limit;
     let largest = sizes.iter().copied().max().unwrap_or(1);
     // At least 100 rows for the statement count.
     let rows =

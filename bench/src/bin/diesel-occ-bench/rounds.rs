@@ -116,10 +116,8 @@ fn pgbench_round(
     wide: i32,
     summary: &mut Summary,
 ) -> Result<Option<Sample>, String> {
-    let seconds = match args.common.limit {
-        Limit::Time(d) => d.as_secs().max(1),
-        Limit::Ops(_) => 5,
-    };
+    let Limit::Time(duration) = args.common.limit;
+    let seconds = duration.as_secs().max(1);
     let mut conn = pg::Db::connect(setting.url, Strategy::Atomic)?;
     conn.reset(wide).map_err(|e| e.to_string())?;
     match crate::pgbench::tps(setting.url, args.common.workers, seconds, wide)? {
