@@ -110,7 +110,7 @@ pub fn sleep_probe() -> Result<[f64; 4], String> {
         std::thread::sleep(*pause);
         thread += began.elapsed().as_secs_f64();
     }
-    let runtime = Setup::RECOMMENDED.runtime(4)?;
+    let runtime = Setup::runtime(4)?;
     let (tokio, helper) = runtime.block_on(async {
         let (mut tokio, mut helper) = (0.0, 0.0);
         for pause in &pauses {

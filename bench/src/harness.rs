@@ -1,7 +1,7 @@
 //! Running one strategy with N workers and collecting what they saw.
 
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use std::cell::{RefCell, RefMut};
@@ -15,8 +15,6 @@ use diesel_occ::{PoolError, PoolErrorKind};
 pub enum Limit {
     /// Wall-clock time.
     Time(Duration),
-    /// Total operations (committed or not) across all workers.
-    Ops(u64),
 }
 
 /// What one operation (one reservation, with all its attempts) ended with.
@@ -103,7 +101,6 @@ impl Tally {
 pub struct Stop {
     limit: Limit,
     started: Instant,
-    issued: AtomicU64,
     stopped: AtomicBool,
 }
 
@@ -113,7 +110,6 @@ impl Stop {
         Stop {
             limit,
             started: Instant::now(),
-            issued: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         }
     }
@@ -133,10 +129,8 @@ impl Stop {
         if self.stopped.load(Ordering::Relaxed) {
             return false;
         }
-        let go = match self.limit {
-            Limit::Time(duration) => self.started.elapsed() < duration,
-            Limit::Ops(ops) => self.issued.fetch_add(1, Ordering::Relaxed) < ops,
-        };
+        let Limit::Time(duration) = self.limit;
+        let go = self.started.elapsed() < duration;
         if !go {
             self.stopped.store(true, Ordering::Relaxed);
         }

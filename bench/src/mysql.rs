@@ -4,14 +4,10 @@
 use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncMysqlConnection;
-use diesel_occ::Error;
-use diesel_occ::retry::Attempt;
 
-use crate::async_setup::Setup;
 use crate::backend::Backend;
-use crate::database::Database;
 use crate::model::{Stock, bench_stock};
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
@@ -38,10 +34,6 @@ impl Database for Db {
         }
         Ok(conn)
     }
-
-    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncMysqlConnection> {
-        <AsyncMysqlConnection as diesel_async::AsyncConnection>::establish(url).await
-    }
 }
 
 impl BackendSql for MysqlConnection {
@@ -53,49 +45,6 @@ impl BackendSql for MysqlConnection {
             .for_update()
             .get_result(self)
     }
-
-    /// A plain transaction.
-    fn pessimistic_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
-
-    /// A plain transaction: the level is set on the serializable strategy's
-    /// connections ([`Db::connect`]).
-    fn serializable_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
 }
 
-impl CheckedStock for MysqlConnection {
-    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
-    }
-
-    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
-        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
-        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-impl AsyncCheckedStock for AsyncMysqlConnection {
-    fn find_in(
-        &mut self,
-        attempt: &Attempt,
-        key: i32,
-    ) -> impl Future<Output = Result<Stock, Error>> + Send {
-        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
-        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
-    }
-}
+crate::strategies::checked::checked_stock!(MysqlConnection, AsyncMysqlConnection);

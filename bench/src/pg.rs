@@ -4,14 +4,10 @@
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
-use diesel_occ::Error;
-use diesel_occ::retry::Attempt;
 
-use crate::async_setup::Setup;
 use crate::backend::Backend;
-use crate::database::Database;
 use crate::model::{Stock, bench_stock};
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
@@ -30,10 +26,6 @@ impl Database for Db {
     fn connect(url: &str, _strategy: Strategy) -> Result<PgConnection, String> {
         PgConnection::establish(url).map_err(|e| e.to_string())
     }
-
-    async fn establish_async(url: &str, _setup: Setup) -> ConnectionResult<AsyncPgConnection> {
-        <AsyncPgConnection as diesel_async::AsyncConnection>::establish(url).await
-    }
 }
 
 impl BackendSql for PgConnection {
@@ -46,14 +38,6 @@ impl BackendSql for PgConnection {
             .get_result(self)
     }
 
-    /// A plain transaction.
-    fn pessimistic_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
-
     /// A concurrent writer makes one of two fail with 40001.
     fn serializable_transaction<T>(
         &mut self,
@@ -63,30 +47,4 @@ impl BackendSql for PgConnection {
     }
 }
 
-impl CheckedStock for PgConnection {
-    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
-    }
-
-    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
-        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
-        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-impl AsyncCheckedStock for AsyncPgConnection {
-    fn find_in(
-        &mut self,
-        attempt: &Attempt,
-        key: i32,
-    ) -> impl Future<Output = Result<Stock, Error>> + Send {
-        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
-        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
-    }
-}
+crate::strategies::checked::checked_stock!(PgConnection, AsyncPgConnection);

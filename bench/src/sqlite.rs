@@ -2,25 +2,21 @@
 //! in WAL mode with a busy timeout, and the statements the locking strategies write
 //! SQLite's way.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
-use diesel_async::sync_connection_wrapper::{SpawnBlocking, SyncConnectionWrapper};
-use diesel_occ::Error;
-use diesel_occ::asynchronous::AsyncConnectionSource;
-use diesel_occ::retry::{Attempt, RetryPolicy};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_occ::asynchronous::{AsyncConnectionSource, BlockInPlace};
+use diesel_occ::retry::RetryPolicy;
 
-use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
-use crate::database::Database;
 use crate::model::{Stock, bench_stock};
 use crate::outcome::Seen;
 use crate::strategies::blocking::reserve;
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
+use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
 use crate::strategy::Strategy;
 
@@ -30,9 +26,8 @@ pub struct Db;
 
 /// The blocking connection.
 pub type Conn = SqliteConnection;
-/// The asynchronous connection: its blocking calls run in place or on the blocking
-/// pool, as the run's [`Setup`] says.
-pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, SqliteRuntime>;
+/// The asynchronous connection: its blocking calls run in place (`BlockInPlace`).
+pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, BlockInPlace>;
 
 /// Per-connection settings: wait for the write lock instead of failing at once.
 pub const PRAGMAS: &str =
@@ -51,15 +46,6 @@ impl Database for Db {
         let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
         conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
         Ok(conn)
-    }
-
-    /// The wrapped connection, its blocking calls where `setup` puts them.
-    async fn establish_async(url: &str, setup: Setup) -> ConnectionResult<AsyncConn> {
-        let conn = Conn::establish(url)?;
-        Ok(SyncConnectionWrapper::with_runtime(
-            conn,
-            SqliteRuntime(setup.in_place),
-        ))
     }
 
     /// Each attempt runs the blocking helper's closure in one blocking call
@@ -120,79 +106,6 @@ impl BackendSql for SqliteConnection {
     ) -> QueryResult<T> {
         self.immediate_transaction(run)
     }
-
-    /// SQLite transactions are serializable: a deferred `BEGIN`, the read, then the
-    /// write, which fails with SQLITE_BUSY when another writer committed since the read.
-    fn serializable_transaction<T>(
-        &mut self,
-        run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        self.transaction(run)
-    }
 }
 
-impl CheckedStock for SqliteConnection {
-    fn find_stock(&mut self, key: i32) -> Result<Stock, Error> {
-        <Stock as diesel_occ::blocking::EntityDsl<Self>>::find(self, key)
-    }
-
-    fn find_in(&mut self, attempt: &Attempt, key: i32) -> Result<Stock, Error> {
-        diesel_occ::blocking::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> Result<(), Error> {
-        diesel_occ::blocking::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-impl AsyncCheckedStock for AsyncConn {
-    fn find_in(
-        &mut self,
-        attempt: &Attempt,
-        key: i32,
-    ) -> impl Future<Output = Result<Stock, Error>> + Send {
-        diesel_occ::asynchronous::AttemptDsl::find(attempt, self, key)
-    }
-
-    fn save_stock(&mut self, stock: &mut Stock) -> impl Future<Output = Result<(), Error>> + Send {
-        diesel_occ::asynchronous::CheckedDsl::save_checked(stock, self)
-    }
-}
-
-/// Where the SQLite wrapper of the async runs makes its blocking calls: in place
-/// (diesel-occ's `BlockInPlace`, as [`Setup::RECOMMENDED`] does) or each on Tokio's
-/// blocking pool (what diesel-async's default wrapper does), as [`Setup::in_place`]
-/// says.
-#[derive(Debug, Clone, Copy)]
-pub struct SqliteRuntime(bool);
-
-/// The result of one blocking call.
-type Spawned<'a, R> = Pin<
-    Box<
-        dyn std::future::Future<Output = Result<R, Box<dyn std::error::Error + Send + Sync>>>
-            + Send
-            + 'a,
-    >,
->;
-
-impl SpawnBlocking for SqliteRuntime {
-    fn spawn_blocking<'a, R>(&mut self, task: impl FnOnce() -> R + Send + 'static) -> Spawned<'a, R>
-    where
-        R: Send + 'static,
-    {
-        if self.0 {
-            diesel_occ::asynchronous::BlockInPlace.spawn_blocking(task)
-        } else {
-            Box::pin(async move {
-                tokio::task::spawn_blocking(task)
-                    .await
-                    .map_err(|error| Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
-            })
-        }
-    }
-
-    /// Only a wrapper that `establish` made asks: the recommended setup's.
-    fn get_runtime() -> Self {
-        SqliteRuntime(Setup::RECOMMENDED.in_place)
-    }
-}
+crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn);

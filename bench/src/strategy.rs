@@ -98,75 +98,44 @@ impl Strategy {
 }
 
 /// The retry settings of the command line, shared by every strategy that retries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct RetryOptions {
-    /// `--backoff A,B`: the first backoff ceiling.
-    pub initial_backoff: Duration,
-    /// `--backoff A,B`: the largest.
-    pub max_backoff: Duration,
-    /// `--max-attempts`.
+    /// Retry backoff: first ceiling, maximum
+    #[arg(long, value_name = "FIRST,MAX", default_value = "1ms,50ms", value_parser = backoff)]
+    pub backoff: (Duration, Duration),
+    /// Retry attempts per operation
+    #[arg(long, default_value_t = 100)]
     pub max_attempts: u32,
-    /// `--escalate-after`: conflicts before `occ-escalate-op` locks.
+    /// Conflicts before occ-escalate-op locks
+    #[arg(long, default_value_t = 1)]
     pub escalate_after: u32,
-    /// `--hot-rows N,D`: `occ-escalate` locks a row after N conflicts within D.
+    /// occ-escalate locks a row after N conflicts within D, for D
+    #[arg(long, value_name = "N,D", default_value = "3,1s", value_parser = hot_rows)]
     pub hot_rows: (u32, Duration),
 }
 
-impl Default for RetryOptions {
-    fn default() -> Self {
-        RetryOptions {
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(50),
-            max_attempts: 100,
-            escalate_after: 1,
-            hot_rows: (3, Duration::from_secs(1)),
-        }
-    }
+/// `--backoff FIRST,MAX`.
+fn backoff(text: &str) -> Result<(Duration, Duration), String> {
+    let (first, max) = text
+        .split_once(',')
+        .ok_or("expected FIRST,MAX such as 1ms,50ms")?;
+    Ok((cli::duration(first.trim())?, cli::duration(max.trim())?))
 }
 
-/// The usage lines of [`RetryOptions`].
-pub const RETRY_USAGE: &str =
-    "  --backoff A,B         retry backoff: first ceiling, maximum (default 1ms,50ms)
-  --max-attempts N      retry attempts per operation (default 100)
-  --hot-rows N,D        occ-escalate locks a row after N conflicts within D, for D
-                        (default 3,1s)
-  --escalate-after N    conflicts before occ-escalate-op locks (default 1)";
+/// `--hot-rows N,D`.
+fn hot_rows(text: &str) -> Result<(u32, Duration), String> {
+    let (conflicts, window) = text.split_once(',').ok_or("expected N,D such as 3,1s")?;
+    let conflicts = conflicts.trim().parse().map_err(|e| format!("{e}"))?;
+    Ok((conflicts, cli::duration(window.trim())?))
+}
 
 impl RetryOptions {
-    /// Applies `flag` if it is one of these options; `false` when it is not.
-    pub fn accept(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        match flag {
-            "--backoff" => {
-                let parts = cli::list(&cli::value(parser, flag)?);
-                let [a, b] = parts.as_slice() else {
-                    return Err("--backoff takes FIRST,MAX".into());
-                };
-                self.initial_backoff = cli::duration(a)?;
-                self.max_backoff = cli::duration(b)?;
-            }
-            "--max-attempts" => self.max_attempts = cli::parsed(parser, flag)?,
-            "--escalate-after" => self.escalate_after = cli::parsed(parser, flag)?,
-            "--hot-rows" => {
-                let text = cli::value(parser, flag)?;
-                let (conflicts, window) = text
-                    .split_once(',')
-                    .ok_or_else(|| format!("--hot-rows {text:?}: expected N,D such as 3,1s"))?;
-                self.hot_rows = (
-                    cli::number(flag, conflicts.trim())?,
-                    cli::duration(window.trim())?,
-                );
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
     /// The policy `strategy` retries with: no escalation, but for `occ-escalate`
     /// (hot rows) and `occ-escalate-op` (after the operation's own conflicts).
     pub fn policy(&self, strategy: Strategy) -> RetryPolicy {
         let base = RetryPolicy::new()
             .max_attempts(self.max_attempts)
-            .backoff(self.initial_backoff, self.max_backoff)
+            .backoff(self.backoff.0, self.backoff.1)
             .never_escalate();
         match strategy {
             Strategy::OccEscalate => base.escalate_hot_rows(self.hot_rows.0, self.hot_rows.1),

@@ -1,7 +1,8 @@
 //! The asynchronous strategy (`occ-async`) on a backend's async connection: diesel-occ's
-//! asynchronous `save_checked` inside `asynchronous::retry`, set up as the [`Setup`]
-//! it is given says ([`Setup::RECOMMENDED`] unless the diagnosis asks for another): a
-//! deadpool pool of as many connections as tasks, on a Tokio runtime. Generic over the
+//! asynchronous `save_checked` inside `asynchronous::retry`, set up as
+//! `guide::tuning` recommends (`async_setup`): a deadpool pool of as many connections
+//! as tasks, on a Tokio runtime; or, with [`Setup::HANDWRITTEN`], the same statements
+//! by hand. Generic over the
 //! [`Database`], which connects and may run an attempt its own way
 //! ([`Database::occ_in_one_task`]).
 
@@ -19,12 +20,12 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::checked::AsyncCheckedStock;
 use super::sql::AsyncStockSql;
-use crate::async_setup::{Setup, Source};
-use crate::async_support::{Held, count_statements, retry_misses};
-use crate::database::Database;
+use crate::async_setup::Setup;
+use crate::async_support::{count_statements, retry_misses};
 use crate::harness::{Limit, OpResult, Stop, Tally, merge};
 use crate::model::Stock;
 use crate::outcome::Seen;
+use crate::strategies::database::Database;
 
 /// The test query diesel-async's pool and `verify_when_idle` run on a connection.
 pub type Ping = diesel::dsl::select<diesel::dsl::AsExprOf<i32, diesel::sql_types::Integer>>;
@@ -47,35 +48,24 @@ where
         deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
     for<'a> Ping: LoadQuery<'a, D::AsyncConn, i32>,
 {
-    let runtime = setup.runtime(workers)?;
+    let runtime = Setup::runtime(workers)?;
     let statements = Arc::new(AtomicU64::new(0));
     runtime.block_on(async move {
-        let pool = pool::<D>(url, workers, setup, &statements).await?;
-        // A connection of its own per task, when the setup says so.
-        let mut held = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            held.push(if setup.source == Source::Held {
-                Some(Held::new(connect::<D>(url, setup, &statements).await?))
-            } else {
-                None
-            });
-        }
+        let pool = pool::<D>(url, workers, &statements).await?;
         // Shared by every task of the run.
         let combiner = Arc::new(Combiner::<Stock>::new());
         let mut stop = Stop::new(limit);
         stop.start();
         let stop = Arc::new(stop);
-        let tasks: Vec<_> = held
-            .into_iter()
-            .enumerate()
-            .map(|(index, held)| {
+        let tasks: Vec<_> = (0..workers)
+            .map(|index| {
                 let task = Task::<D, _> {
                     pool: pool.clone(),
-                    held,
                     combiner: combine.then(|| Arc::clone(&combiner)),
                     stop: Arc::clone(&stop),
                     policy: policy.clone(),
                     setup,
+                    database: std::marker::PhantomData,
                 };
                 tokio::spawn(task.run(keys, index))
             })
@@ -90,25 +80,13 @@ where
     })
 }
 
-/// A connection, set up as the pool sets up its own.
-async fn connect<D: Database>(
-    url: &str,
-    setup: Setup,
-    statements: &Arc<AtomicU64>,
-) -> Result<D::AsyncConn, String> {
-    prepared::<D>(url, setup, statements)
-        .await
-        .map_err(|e| e.to_string())
-}
-
 /// A fresh connection with the backend's settings and the statement counter.
 async fn prepared<D: Database>(
     url: &str,
-    setup: Setup,
     statements: &Arc<AtomicU64>,
 ) -> diesel::ConnectionResult<D::AsyncConn> {
-    use diesel_async::SimpleAsyncConnection;
-    let mut conn = D::establish_async(url, setup).await?;
+    use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+    let mut conn = D::AsyncConn::establish(url).await?;
     if !D::AFTER_CONNECT.is_empty() {
         conn.batch_execute(D::AFTER_CONNECT)
             .await
@@ -122,7 +100,6 @@ async fn prepared<D: Database>(
 async fn pool<D: Database>(
     url: &str,
     workers: usize,
-    setup: Setup,
     statements: &Arc<AtomicU64>,
 ) -> Result<Pool<D::AsyncConn>, String>
 where
@@ -133,22 +110,17 @@ where
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
 
     let mut config = ManagerConfig::<D::AsyncConn>::default();
-    if setup.fast_recycle() {
-        config.recycling_method = RecyclingMethod::Fast;
-    }
+    config.recycling_method = RecyclingMethod::Fast;
     let statements = Arc::clone(statements);
     config.custom_setup = Box::new(move |url| {
         let statements = Arc::clone(&statements);
-        Box::pin(async move { prepared::<D>(url, setup, &statements).await })
+        Box::pin(async move { prepared::<D>(url, &statements).await })
     });
     let manager = AsyncDieselConnectionManager::<D::AsyncConn>::new_with_config(url, config);
-    let queue = if setup.lifo {
-        deadpool::managed::QueueMode::Lifo
-    } else {
-        deadpool::managed::QueueMode::Fifo
-    };
-    let mut builder = Pool::builder(manager).queue_mode(queue).max_size(workers);
-    if let Some(idle) = setup.idle_check(url) {
+    let mut builder = Pool::builder(manager)
+        .queue_mode(deadpool::managed::QueueMode::Lifo)
+        .max_size(workers);
+    if let Some(idle) = Setup::idle_check(url) {
         builder = builder.pre_recycle(diesel_occ::asynchronous::verify_when_idle(idle));
     }
     let pool = builder.build().map_err(|e| e.to_string())?;
@@ -164,13 +136,12 @@ where
 struct Task<D: Database, S> {
     /// The run's pool.
     pool: S,
-    /// The task's own connection, when the setup's source is `held`.
-    held: Option<Held<D::AsyncConn>>,
     /// The run's combiner, for `occ-combine-async`.
     combiner: Option<Arc<Combiner<Stock>>>,
     stop: Arc<Stop>,
     policy: RetryPolicy,
     setup: Setup,
+    database: std::marker::PhantomData<fn() -> D>,
 }
 
 impl<D, S> Task<D, S>
@@ -186,10 +157,9 @@ where
         while self.stop.another() {
             let key = rng.i32(1..=keys);
             let began = Instant::now();
-            let result = match (&self.combiner, &self.held) {
-                (Some(combiner), _) => occ_combine(combiner, &self.pool, &self.policy, key).await,
-                (None, Some(held)) => occ::<D, _>(held, &self.policy, key, self.setup).await,
-                (None, None) => occ::<D, _>(&self.pool, &self.policy, key, self.setup).await,
+            let result = match &self.combiner {
+                Some(combiner) => occ_combine(combiner, &self.pool, &self.policy, key).await,
+                None => occ::<D, _>(&self.pool, &self.policy, key, self.setup).await,
             };
             tally.record(result, began.elapsed());
         }
@@ -236,10 +206,8 @@ where
     if setup.handwritten {
         return handwritten(pool, policy, key).await;
     }
-    if setup.one_task {
-        if let Some(op) = D::occ_in_one_task(pool, policy, key) {
-            return op.await;
-        }
+    if let Some(op) = D::occ_in_one_task(pool, policy, key) {
+        return op.await;
     }
     use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -282,8 +250,7 @@ async fn reserve<C: AsyncCheckedStock>(
     Ok(true)
 }
 
-/// The blocking `handwritten-prepared` on diesel-async, for the diagnosis
-/// (`code=handwritten`): a checkout per attempt as the helper makes, the same
+/// The blocking `handwritten-prepared` on diesel-async (`handwritten-async`): a checkout per attempt as the helper makes, the same
 /// read, the same conditional UPDATE prepared once, on a miss the same token
 /// read, and the same backoff; what is left between it and `occ-async` is
 /// the library's own cost in async code.

@@ -10,10 +10,9 @@ use diesel_occ::{asynchronous, blocking};
 
 use super::checked::{AsyncCheckedStock, CheckedStock};
 use super::sql::{AsyncStockSql, StockSql};
-use crate::async_setup::Setup;
-use crate::database::Database;
 use crate::measures::{BatchMeasured as Measured, Counted, Side, StatementLog};
 use crate::model::Stock;
+use crate::strategies::database::Database;
 use crate::strategy::Strategy;
 
 type Worker = (u64, Instant, Instant, Vec<u64>);
@@ -99,7 +98,7 @@ where
 
 async fn connect_async<D: Database>(url: &str) -> Result<D::AsyncConn, String> {
     use diesel_async::SimpleAsyncConnection;
-    let mut conn = D::establish_async(url, Setup::RECOMMENDED)
+    let mut conn = <D::AsyncConn as diesel_async::AsyncConnection>::establish(url)
         .await
         .map_err(|e| e.to_string())?;
     if !D::AFTER_CONNECT.is_empty() {

@@ -8,6 +8,7 @@ pub mod asynchronous;
 pub mod batch;
 pub mod blocking;
 pub mod checked;
+pub mod database;
 pub mod sql;
 #[cfg(feature = "sqlx")]
 pub mod sqlx_peer;

@@ -251,16 +251,21 @@ pub trait BackendSql: Connection {
     /// The pessimistic strategy's read: `SELECT ... FOR UPDATE` where the backend has
     /// it.
     fn locked_read(&mut self, key: i32) -> QueryResult<Stock>;
-    /// The pessimistic strategy's transaction.
+    /// The pessimistic strategy's transaction: a plain one unless the backend says.
     fn pessimistic_transaction<T>(
         &mut self,
         run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T>;
-    /// A transaction at SERIALIZABLE, as the backend runs one.
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
+    /// A transaction at SERIALIZABLE, as the backend runs one: a plain transaction
+    /// where the level is the connection's (MySQL's serializable connections, SQLite).
     fn serializable_transaction<T>(
         &mut self,
         run: impl FnOnce(&mut Self) -> QueryResult<T>,
-    ) -> QueryResult<T>;
+    ) -> QueryResult<T> {
+        self.transaction(run)
+    }
 }
 
 /// The row with the stock's key, if it still holds the version that was read.

@@ -136,7 +136,7 @@ fn run_on<DB: Peer>(
     policy: RetryPolicy,
 ) -> Result<(Tally, Duration), String> {
     let options = DB::options(url)?;
-    let runtime = Setup::RECOMMENDED.runtime(workers)?;
+    let runtime = Setup::runtime(workers)?;
     runtime.block_on(async move {
         let size = u32::try_from(workers).map_err(|e| e.to_string())?;
         let pool = PoolOptions::<DB>::new()

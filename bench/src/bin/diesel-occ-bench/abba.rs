@@ -1,20 +1,32 @@
-//! The two comparisons of the library's own cost in ABBA rounds (`--abba-rounds`, default 21,
-//! extended by `diesel_occ_bench::abba::rounds_wanted` while the interval straddles the
-//! threshold): `occ / handwritten-prepared` and `occ-async / handwritten-async`,
-//! at the most keys. Each round runs baseline, library, library, baseline; the
-//! statistic and its verdict are `diesel_occ_bench::abba`'s.
+//! The library's own cost in ABBA rounds, fixed before the run: `occ /
+//! handwritten-prepared` and `occ-async / handwritten-async` at the most keys. One round
+//! runs the baseline A and the candidate B as `A B B A`, and its ratio is
+//! `sqrt(B1 * B2) / sqrt(A1 * A2)`: a drift of the machine's speed that is geometric
+//! over the four runs cancels exactly, a linear one to second order. The statistic is
+//! the median of the per-round ratios with its bootstrap interval (`stats::estimate`),
+//! the verdict is on the interval.
 
-use diesel_occ_bench::abba::{self, round_ratio};
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::stats::{Estimate, RESAMPLES, SEED, estimate};
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use crate::options::Args;
 use crate::run::{Setting, run};
 
-/// `--abba-rounds` unless given: the fewest the verdict accepts.
-pub(crate) const DEFAULT_ROUNDS: usize = abba::MIN_ROUNDS;
+/// Rounds the verdict needs: fewer give a smoke figure and no verdict.
+pub(crate) const MIN_ROUNDS: usize = 21;
+
+/// The most rounds a comparison runs. Its interval is looked at after [`MIN_ROUNDS`]
+/// rounds and, while it straddles the threshold, again after each [`EXTRA_ROUNDS`] more,
+/// up to this: a ratio near the threshold gets the rounds that decide it, a clear one
+/// stops at the first look. (Three looks at an unadjusted 95 % interval: the chance of a
+/// wrong "met" is a little above 2.5 %.)
+pub(crate) const MAX_ROUNDS: usize = 41;
+
+/// Rounds added at each look that finds the interval straddling the threshold.
+pub(crate) const EXTRA_ROUNDS: usize = 10;
 
 /// The target of both comparisons.
 const TARGET: f64 = 0.97;
@@ -69,9 +81,6 @@ pub(crate) fn rounds(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    if args.abba_rounds == 0 {
-        return Ok(());
-    }
     let keys = *args.keys.iter().max().unwrap_or(&1);
     for (baseline, library) in comparisons(args) {
         let name = format!("{} / {} at {keys} keys", library.label, baseline.label);
@@ -79,21 +88,17 @@ pub(crate) fn rounds(
         summary.say(format!(
             "-- abba rounds ({} rounds, and up to {} while the interval straddles the threshold): \
              {name}, each round {a} {b} {b} {a}",
-            args.abba_rounds,
-            abba::MAX_ROUNDS.max(args.abba_rounds)
+            args.common.rounds,
+            MAX_ROUNDS.max(args.common.rounds)
         ));
         let mut ratios = Vec::new();
-        let mut planned = args.abba_rounds;
+        let mut planned = args.common.rounds;
         let mut round = 0;
         while round < planned {
             round += 1;
             let mut figures = [0.0; 4];
             for (slot, figure) in figures.iter_mut().enumerate() {
-                let side = if abba::is_baseline(slot) {
-                    baseline
-                } else {
-                    library
-                };
+                let side = if is_baseline(slot) { baseline } else { library };
                 *figure = run(setting, side.strategy, keys, side.setup)?.ops_per_sec;
             }
             let ratio = round_ratio(figures);
@@ -104,15 +109,15 @@ pub(crate) fn rounds(
             ));
             ratios.extend(ratio);
             if round == planned && ratios.len() == round {
-                planned = abba::rounds_wanted(&ratios, TARGET);
+                planned = rounds_wanted(&ratios, TARGET);
             }
         }
-        summary.say(abba::report(&name, &ratios, TARGET));
+        summary.say(report(&name, &ratios, TARGET));
     }
     Ok(())
 }
 
-/// `--abba-only`: the summary as `<out>/<backend>-abba-summary.txt`.
+/// The summary as `<out>/<backend>-abba-summary.txt`.
 pub(crate) fn write(args: &Args, backend: Backend, summary: &Summary) -> Result<(), String> {
     let out = &args.common.out;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -120,4 +125,224 @@ pub(crate) fn write(args: &Args, backend: Backend, summary: &Summary) -> Result<
     std::fs::write(&path, summary.text()).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// The allowance under the target: met when the interval's lower bound reaches
+/// `target - MARGIN`.
+pub(crate) const MARGIN: f64 = 0.03;
+
+/// Which side runs in slot `slot` (0 to 3) of a round: A, B, B, A.
+pub(crate) fn is_baseline(slot: usize) -> bool {
+    matches!(slot % 4, 0 | 3)
+}
+
+/// One round's ratio B / A from its four runs in the order A, B, B, A; `None` when a
+/// figure is not positive and finite.
+pub(crate) fn round_ratio([a1, b1, b2, a2]: [f64; 4]) -> Option<f64> {
+    let all = [a1, b1, b2, a2];
+    if all.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    Some(((b1 * b2) / (a1 * a2)).sqrt())
+}
+
+/// The verdict on an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The lower bound reaches `target - MARGIN`.
+    Met,
+    /// Not met, but the interval straddles `target - MARGIN`: more rounds may decide.
+    Straddles,
+    /// The whole interval lies under `target - MARGIN`.
+    Below,
+}
+
+impl Verdict {
+    /// The verdict on `estimate` against `target`.
+    pub(crate) fn of(estimate: &Estimate, target: f64) -> Verdict {
+        let threshold = target - MARGIN;
+        if estimate.low >= threshold {
+            Verdict::Met
+        } else if estimate.high >= threshold {
+            Verdict::Straddles
+        } else {
+            Verdict::Below
+        }
+    }
+
+    /// As the reports print it.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Straddles => "below target (the interval straddles the threshold)",
+            Verdict::Below => "below target",
+        }
+    }
+}
+
+/// How many rounds a comparison with `ratios` so far should have in all: more than it has
+/// when it has reached a look (at least [`MIN_ROUNDS`], and [`EXTRA_ROUNDS`] past the
+/// last) and the interval straddles the threshold, up to [`MAX_ROUNDS`]; otherwise as many
+/// as it has. A comparison started with fewer than [`MIN_ROUNDS`] (a smoke run) is never
+/// extended.
+pub(crate) fn rounds_wanted(ratios: &[f64], target: f64) -> usize {
+    let n = ratios.len();
+    let at_a_look = n >= MIN_ROUNDS && (n - MIN_ROUNDS).is_multiple_of(EXTRA_ROUNDS);
+    let straddles = estimate(ratios)
+        .is_some_and(|estimate| Verdict::of(&estimate, target) == Verdict::Straddles);
+    if at_a_look && straddles && n < MAX_ROUNDS {
+        (n + EXTRA_ROUNDS).min(MAX_ROUNDS)
+    } else {
+        n
+    }
+}
+
+/// The report line of one comparison: the estimate, the interval, the rule and the
+/// verdict, with a note when there were fewer than [`MIN_ROUNDS`] rounds.
+pub(crate) fn report(name: &str, ratios: &[f64], target: f64) -> String {
+    let Some(estimate) = estimate(ratios) else {
+        return format!("abba: {name}: no round gave a ratio: no verdict");
+    };
+    let verdict = Verdict::of(&estimate, target).text();
+    let verdict = if estimate.rounds < MIN_ROUNDS {
+        format!(
+            "no verdict ({} < {MIN_ROUNDS} rounds: a smoke figure; the interval alone reads {verdict})",
+            estimate.rounds
+        )
+    } else {
+        verdict.to_owned()
+    };
+    format!(
+        "abba: {name}, {} rounds: median of per-round ratios {:.3}, 95 % CI [{:.3}, {:.3}] \
+         (percentile bootstrap, {RESAMPLES} resamples, seed {SEED}); target >= {target} \
+         (met when the lower bound >= {:.2}): {verdict}",
+        estimate.rounds,
+        estimate.median,
+        estimate.low,
+        estimate.high,
+        target - MARGIN,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel_occ_bench::stats::{estimate_with, median};
+
+    /// Runs `rounds` ABBA rounds of a true ratio B / A = `truth` on a machine whose
+    /// speed at run `t` is `speed(t)`; the per-round ratios.
+    fn abba(rounds: usize, truth: f64, speed: impl Fn(usize) -> f64) -> Vec<f64> {
+        (0..rounds)
+            .map(|round| {
+                let runs: Vec<f64> = (0..4)
+                    .map(|slot| {
+                        let side = if is_baseline(slot) { 1.0 } else { truth };
+                        1000.0 * side * speed(4 * round + slot)
+                    })
+                    .collect();
+                round_ratio([runs[0], runs[1], runs[2], runs[3]]).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_verdict_says_when_the_interval_straddles() {
+        let at = |low, high| Estimate {
+            median: (low + high) / 2.0,
+            low,
+            high,
+            rounds: 21,
+        };
+        assert_eq!(Verdict::of(&at(0.94, 0.99), 0.97), Verdict::Met);
+        assert_eq!(Verdict::of(&at(0.93, 0.99), 0.97), Verdict::Straddles);
+        assert_eq!(Verdict::of(&at(0.90, 0.93), 0.97), Verdict::Below);
+        assert!(report("x", &[0.98; 3], 0.97).contains("no verdict (3 < 21 rounds"));
+        assert!(report("x", &[0.98; 21], 0.97).ends_with(": met"));
+        assert!(report("x", &[0.90; 21], 0.97).ends_with(": below target"));
+        assert!(report("x", &[], 0.97).contains("no verdict"));
+    }
+
+    #[test]
+    fn abba_rounds_cancel_a_drift_that_a_fixed_order_ratio_of_medians_misjudges() {
+        // The machine slows 5 % per run (a build starting on the other core); the
+        // candidate is truly at 0.98 of the baseline.
+        let speed = |t: usize| 0.95f64.powi(t as i32);
+        let ratios = abba(21, 0.98, speed);
+        let estimate = estimate(&ratios).unwrap();
+        assert!((estimate.median - 0.98).abs() < 1e-9, "{estimate:?}");
+        assert!((estimate.low - 0.98).abs() < 1e-9, "{estimate:?}");
+        assert_eq!(Verdict::of(&estimate, 0.97), Verdict::Met);
+        // The same drift, each round running A then B, judged by the ratio of medians:
+        // B always runs on a slower machine, and the verdict flips.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for round in 0..21 {
+            a.push(1000.0 * speed(2 * round));
+            b.push(1000.0 * 0.98 * speed(2 * round + 1));
+        }
+        let naive = median(b) / median(a);
+        assert!(naive < 0.97 - MARGIN, "naive ratio of medians {naive}");
+    }
+
+    #[test]
+    fn per_round_ratios_keep_a_verdict_that_the_noise_flips_in_a_ratio_of_medians() {
+        // The machine's speed wanders from run to run (a random walk of up to +-6 % a
+        // run, as other sessions' builds come and go); runs differ by +-1 % more. The
+        // candidate is truly at 0.99 of the baseline, so target 0.97 is met.
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut old_flips, mut abba_flips) = (0, 0);
+        for _ in 0..200 {
+            let mut log_speed = 0.0;
+            let mut run = |side: f64| {
+                log_speed += 0.12 * rng.f64() - 0.06;
+                side * f64::exp(log_speed) * (0.99 + 0.02 * rng.f64())
+            };
+            let rounds: Vec<[f64; 4]> = (0..21)
+                .map(|_| [run(1.0), run(0.99), run(0.99), run(1.0)])
+                .collect();
+            let ratios: Vec<f64> = rounds.iter().map(|r| round_ratio(*r).unwrap()).collect();
+            if Verdict::of(&estimate_with(&ratios, 1000, SEED).unwrap(), 0.97) != Verdict::Met {
+                abba_flips += 1;
+            }
+            // The old statistic and rule: the ratio of the sides' medians against 0.97.
+            let a = median(rounds.iter().map(|r| r[0]).collect());
+            let b = median(rounds.iter().map(|r| r[1]).collect());
+            if b / a < 0.97 {
+                old_flips += 1;
+            }
+        }
+        assert_eq!(
+            abba_flips, 0,
+            "the ratio of medians flipped {old_flips} times"
+        );
+        assert!(
+            old_flips >= 20,
+            "the ratio of medians flipped only {old_flips} times in 200"
+        );
+    }
+
+    #[test]
+    fn rounds_with_a_missing_figure_give_no_ratio() {
+        assert_eq!(round_ratio([1.0, 0.0, 1.0, 1.0]), None);
+        assert_eq!(round_ratio([1.0, f64::NAN, 1.0, 1.0]), None);
+        assert_eq!(round_ratio([2.0, 2.0, 2.0, 2.0]), Some(1.0));
+    }
+
+    #[test]
+    fn a_straddling_interval_gets_ten_more_rounds_at_each_look_up_to_the_cap() {
+        // Wide enough to straddle 0.94 at every look: alternating 0.85 and 1.05.
+        let straddling = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| if i % 2 == 0 { 0.85 } else { 1.05 })
+                .collect()
+        };
+        assert_eq!(rounds_wanted(&straddling(21), 0.97), 31);
+        assert_eq!(rounds_wanted(&straddling(31), 0.97), 41);
+        assert_eq!(rounds_wanted(&straddling(41), 0.97), 41);
+        // Between looks, and in a smoke run, the plan stands.
+        assert_eq!(rounds_wanted(&straddling(25), 0.97), 25);
+        assert_eq!(rounds_wanted(&straddling(3), 0.97), 3);
+        // A decided interval stops at the first look.
+        assert_eq!(rounds_wanted(&[0.99; 21], 0.97), 21);
+        assert_eq!(rounds_wanted(&[0.80; 21], 0.97), 21);
+    }
 }

@@ -1,12 +1,11 @@
 //! The paired async rounds: `occ-async` against `occ` at every key count, with
-//! `handwritten-async`, the diagnosis setups of `OCC_BENCH_ASYNC_SETUPS` and, built with
-//! feature `sqlx`, the sqlx peer (`sqlx`), and their chart (drawn again by `--redraw`).
+//! `handwritten-async` and, built with feature `sqlx`, the sqlx peer (`sqlx`), and their chart (drawn again by `--redraw`).
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::async_support::sleep_probe;
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::cpu::Process;
-use diesel_occ_bench::stats::{ratio, verdict};
+use diesel_occ_bench::stats::ratio;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -131,8 +130,7 @@ pub(crate) fn redraw_asynchronous(
 }
 
 /// `occ-async` against `occ` at every key count, in rounds of their own, with
-/// `handwritten-async` (the same statements on diesel-async without diesel-occ), the
-/// async setups of `OCC_BENCH_ASYNC_SETUPS` and, with feature `sqlx`, the sqlx peer
+/// `handwritten-async` (the same statements on diesel-async without diesel-occ) and, with feature `sqlx`, the sqlx peer
 /// (hand-written optimistic locking on sqlx): goodput ratios, p99 at the fewest keys,
 /// conflicts, statements and this process's CPU per committed operation.
 pub(crate) fn paired(
@@ -140,8 +138,7 @@ pub(crate) fn paired(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    let mut setups = vec![Setup::RECOMMENDED, Setup::HANDWRITTEN];
-    setups.extend(Setup::from_env()?);
+    let setups = [Setup::RECOMMENDED, Setup::HANDWRITTEN];
     let sqlx = cfg!(feature = "sqlx");
     let [asked, thread, tokio, helper] = sleep_probe()?;
     summary.say(format!(
@@ -153,14 +150,14 @@ pub(crate) fn paired(
         setups
             .iter()
             .map(|s| s.label())
-            .chain(sqlx.then(|| SQLX.to_owned()))
+            .chain(sqlx.then_some(SQLX))
             .collect::<Vec<_>>()
             .join(", "),
         args.keys
     ));
     let labels: Vec<&'static str> = setups
         .iter()
-        .map(|s| &*Box::leak(s.label().into_boxed_str()))
+        .map(|s| s.label())
         .chain(sqlx.then_some(SQLX))
         .collect();
     let mut entrants: Vec<Entrant> = std::iter::once(Entrant::Occ)
@@ -280,38 +277,17 @@ pub(crate) fn paired(
     for &label in &labels {
         for &keys in &args.keys {
             let (a, b) = (goodput.median(label, keys), goodput.median("occ", keys));
-            // The targets: >= 0.9 on the servers at every key count; >= 0.5 on SQLite
-            // at the most keys.
-            let wanted = match setting.backend {
-                Backend::Sqlite if keys == *args.keys.iter().max().unwrap_or(&1) => Some(0.5),
-                Backend::Sqlite => None,
-                _ => Some(0.9),
-            };
-            let target = match wanted {
-                Some(wanted) if label == "occ-async" => {
-                    format!(" (target >= {wanted}: {})", verdict(a / b, wanted))
-                }
-                _ => String::new(),
-            };
             summary.say(format!(
-                "async: {label} / occ at {keys} keys = {} (medians {a:.0} vs {b:.0} ops/s){target}",
+                "async: {label} / occ at {keys} keys = {} (medians {a:.0} vs {b:.0} ops/s)",
                 ratio(a, b)
             ));
             summary.say(goodput.per_round(args.common.rounds, (label, keys), ("occ", keys)));
         }
         let narrow = *args.keys.iter().min().unwrap_or(&1);
         let (a, b) = (p99.median(label, narrow), p99.median("occ", narrow));
-        let target = if label == "occ-async" && setting.backend != Backend::Sqlite {
-            format!(
-                " (target <= 2: {})",
-                if a <= 2.0 * b { "met" } else { "below target" }
-            )
-        } else {
-            String::new()
-        };
         summary.say(format!(
             "async: p99 at {narrow} keys, medians of the rounds: {label} {a:.3} ms, occ {b:.3} ms, \
-             ratio {}{target}",
+             ratio {}",
             ratio(a, b)
         ));
     }

@@ -1,31 +1,18 @@
-//! `--batch`: the throughput of a batch save of N entities (`save_all_checked`) against
-//! N single saves (`save_checked` one after the other, each in autocommit), blocking
-//! and async, for N = 1, 10, 100 and 1000 (`--batch-sizes`).
-//!
-//! Each of `--workers` workers owns N rows of its own (no conflicts: this measures the
-//! cost of the statements, not contention), keeps its N entities in memory, and, until
-//! the run's time is up, changes every one of them and saves them: all N in one batch,
-//! or one at a time. Throughput is entities saved per second over all workers.
-//!
-//! The ratio batch / single comes from paired rounds: in each round the two sides run
-//! back to back (the side that goes first alternates), so that the drift of a shared
-//! machine hits both alike. The statistic, fixed before the run and printed first: the
-//! MEDIAN OF THE PER-ROUND RATIOS; the ratio of the medians is printed beside it.
-//!
-//! It also counts, with Diesel's instrumentation, the statements that 100 single saves
-//! and one batch of 100 send. It writes `batch-<backend>.csv`,
-//! `batch-<backend>-summary.txt` and a chart `batch-<backend>.svg` (and `.png` when
-//! `rsvg-convert` is installed) to `--out`.
+//! `batch`: a batch save of N entities (`save_all_checked`) against N single saves,
+//! blocking and async, in paired rounds (the side that goes first alternates); the
+//! statistic is the median of the per-round ratios with its interval. It also counts
+//! the statements of 100 single saves and of one batch of 100, and writes
+//! `batch-<backend>.csv`, `-summary.txt` and a chart. See `bench/results/method.md`.
 
 use std::fmt::Write as _;
 
 use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
-use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::measures::{Counted, Side};
 use diesel_occ_bench::model::Stock;
-use diesel_occ_bench::stats::{listed, median, verdict};
+use diesel_occ_bench::stats::{median, per_round, verdict};
 use diesel_occ_bench::strategies;
+use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -68,19 +55,19 @@ struct Sample {
 }
 
 /// The batch benchmark on one backend.
-pub(crate) fn bench(args: &Args, backend: Backend) -> Result<(), String> {
+pub(crate) fn bench(args: &Args, sizes: &[usize], backend: Backend) -> Result<(), String> {
     match backend {
-        Backend::Postgres => bench_on::<pg::Db>(args),
+        Backend::Postgres => bench_on::<pg::Db>(args, sizes),
         #[cfg(feature = "mysql")]
-        Backend::Mysql => bench_on::<diesel_occ_bench::mysql::Db>(args),
+        Backend::Mysql => bench_on::<diesel_occ_bench::mysql::Db>(args, sizes),
         #[cfg(not(feature = "mysql"))]
         Backend::Mysql => Err("MySQL needs `--features mysql`".into()),
-        Backend::Sqlite => bench_on::<sqlite::Db>(args),
+        Backend::Sqlite => bench_on::<sqlite::Db>(args, sizes),
     }
 }
 
 /// [`bench`] on one backend.
-fn bench_on<D: Database>(args: &Args) -> Result<(), String>
+fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String>
 where
     [Stock]:
         diesel_occ::blocking::BatchDsl<D::Conn> + diesel_occ::asynchronous::BatchDsl<D::AsyncConn>,
@@ -88,11 +75,7 @@ where
     let backend = D::BACKEND;
     let url = args.url(backend);
     ensure_database(backend, &url)?;
-    let duration = match args.common.limit {
-        Limit::Time(duration) => duration,
-        Limit::Ops(_) => return Err("--batch runs for a --duration, not --ops".into()),
-    };
-    let sizes = &args.batch_sizes;
+    let Limit::Time(duration) = args.common.limit;
     let largest = sizes.iter().copied().max().unwrap_or(1);
     // At least 100 rows for the statement count.
     let rows =
@@ -168,7 +151,7 @@ where
         }
     }
     table(&mut summary, backend, sizes, args.common.rounds, &samples);
-    write(args, backend, &version, &samples, &summary)
+    write(args, sizes, backend, &version, &samples, &summary)
 }
 
 fn say_counted(summary: &mut Summary, flavour: Flavour, counted: &Counted) {
@@ -218,7 +201,7 @@ fn medians(samples: &[Sample], flavour: Flavour, size: usize, side: Side) -> (f6
 }
 
 /// Each round's batch / single ratio.
-fn per_round(samples: &[Sample], flavour: Flavour, size: usize, rounds: usize) -> Vec<f64> {
+fn round_ratios(samples: &[Sample], flavour: Flavour, size: usize, rounds: usize) -> Vec<f64> {
     (1..=rounds)
         .filter_map(|round| {
             let of = |side| {
@@ -245,7 +228,7 @@ fn table(
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "| flavour | N | single saves/s | batch saves/s | batch / single (median of rounds) | ratio of medians | per round | single p50 ms | batch p50 ms |"
+        "| flavour | N | single saves/s | batch saves/s | batch / single (median of rounds) | ratio of medians | per round -> median [95 % CI] | single p50 ms | batch p50 ms |"
     );
     let _ = write!(text, "|---|---:|---:|---:|---:|---:|---|---:|---:|");
     let mut verdicts = Vec::new();
@@ -253,8 +236,8 @@ fn table(
         for &size in sizes {
             let (single, single_p50, _) = medians(samples, flavour, size, Side::Single);
             let (batch, batch_p50, _) = medians(samples, flavour, size, Side::Batch);
-            let ratios = per_round(samples, flavour, size, rounds);
-            let listed = listed(&ratios);
+            let ratios = round_ratios(samples, flavour, size, rounds);
+            let listed = per_round(&ratios);
             let of_rounds = median(ratios);
             let _ = write!(
                 text,
@@ -282,6 +265,7 @@ fn table(
 /// `batch-<backend>.csv`, `batch-<backend>-summary.txt` and the chart.
 fn write(
     args: &Args,
+    sizes: &[usize],
     backend: Backend,
     version: &str,
     samples: &[Sample],
@@ -317,7 +301,7 @@ fn write(
     let mut points = Vec::new();
     for flavour in [Flavour::Blocking, Flavour::Async] {
         for side in [Side::Single, Side::Batch] {
-            for &size in &args.batch_sizes {
+            for &size in sizes {
                 let (saves, _, p99) = medians(samples, flavour, size, side);
                 points.push(chart::Point {
                     series: format!("{} {}", flavour.name(), side.name()),

@@ -232,39 +232,31 @@ impl Panel<'_> {
             SegmentValue::Last => String::new(),
         };
         let lines = |i: usize, p: &Point| (SegmentValue::CenterOf(i), value(p));
+        // The same panel on either axis type (their chart types differ).
+        macro_rules! panel {
+            ($range:expr) => {{
+                let mut chart = builder.build_cartesian_2d((0..last).into_segmented(), $range)?;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .light_line_style(TRANSPARENT)
+                    .x_desc(self.x_label)
+                    .x_label_formatter(&x_name)
+                    .y_label_formatter(&|v| label(*v))
+                    .draw()?;
+                for (s, name) in self.series.iter().enumerate() {
+                    let color = COLORS[s % COLORS.len()];
+                    let line = self.line(name, lines);
+                    chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+                    chart
+                        .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+                }
+            }};
+        }
         if log {
-            let mut chart =
-                builder.build_cartesian_2d((0..last).into_segmented(), range.log_scale())?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc(self.x_label)
-                .x_label_formatter(&x_name)
-                .y_label_formatter(&|v| label(*v))
-                .draw()?;
-            for (s, name) in self.series.iter().enumerate() {
-                let color = COLORS[s % COLORS.len()];
-                let line = self.line(name, lines);
-                chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
-                chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
-            }
+            panel!(range.log_scale());
         } else {
-            let mut chart = builder.build_cartesian_2d((0..last).into_segmented(), range)?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc(self.x_label)
-                .x_label_formatter(&x_name)
-                .y_label_formatter(&|v| label(*v))
-                .draw()?;
-            for (s, name) in self.series.iter().enumerate() {
-                let color = COLORS[s % COLORS.len()];
-                let line = self.line(name, lines);
-                chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
-                chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
-            }
+            panel!(range);
         }
         Ok(())
     }

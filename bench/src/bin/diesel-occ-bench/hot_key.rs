@@ -1,4 +1,4 @@
-//! `--hot-key`: one row, several worker counts, the recommended way to write a hot row
+//! `hot-key`: one row, several worker counts, the recommended way to write a hot row
 //! whose change depends on the row alone (`occ-combine`: `blocking::Combiner`) against
 //! plain `occ` and the pessimistic lock, in paired rounds, with `occ-escalate`
 //! (`RetryPolicy::escalate_hot_rows`, for changes that need more than the row) beside
@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::{Backend, ensure_database};
-use diesel_occ_bench::stats::{median, ratio, verdict};
+use diesel_occ_bench::stats::{median, per_round, ratio, verdict};
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -37,7 +37,7 @@ const RECOMMENDED: Strategy = Strategy::OccCombine;
 
 /// Runs the comparison on every backend and worker count, and writes
 /// `hot-key-summary.txt` and `hot-key.csv`.
-pub(crate) fn bench(args: &Args) -> Result<(), String> {
+pub(crate) fn bench(args: &Args, hot_workers: &[usize]) -> Result<(), String> {
     let mut summary = Summary::default();
     let mut csv = format!("round,{}\n", Row::CSV_HEADER);
     summary.say(format!(
@@ -45,12 +45,12 @@ pub(crate) fn bench(args: &Args) -> Result<(), String> {
          run): goodput = median of the rounds' committed ops/s, verdict on occ-combine \
          (recommended) / max(occ, pessimistic) >= 1.0 by the ratio of medians; tail = median \
          of the rounds' p99, verdict on occ-combine's <= pessimistic's",
-        args.hot_workers, args.common.rounds, args.common.limit
+        hot_workers, args.common.rounds, args.common.limit
     ));
     for &backend in &args.backends {
         let url = args.url(backend);
         ensure_database(backend, &url)?;
-        for &workers in &args.hot_workers {
+        for &workers in hot_workers {
             let setting = Setting {
                 backend,
                 url: &url,
@@ -143,6 +143,30 @@ fn report(backend: Backend, workers: usize, rows: &[(Strategy, Row)], summary: &
             other.name(),
             ratio(goodput(other), best),
             p99(other),
+        ));
+    }
+    // Each round's ratio, from runs seconds apart (a round is one run of each strategy).
+    for other in [
+        RECOMMENDED,
+        Strategy::OccEscalate,
+        Strategy::OccCombineAsynchronous,
+    ] {
+        let ratios: Vec<f64> = rows
+            .chunks(STRATEGIES.len())
+            .filter_map(|round| {
+                let of = |s| {
+                    round
+                        .iter()
+                        .find(|(x, _)| *x == s)
+                        .map(|(_, r)| r.ops_per_sec)
+                };
+                Some(of(other)? / of(Strategy::Occ)?.max(of(Strategy::Pessimistic)?))
+            })
+            .collect();
+        summary.say(format!(
+            "  per round, {} / max(occ, pessimistic): {}",
+            other.name(),
+            per_round(&ratios)
         ));
     }
 }

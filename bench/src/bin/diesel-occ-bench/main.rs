@@ -1,54 +1,29 @@
-//! diesel-occ's benchmark: the same read-decide-write workload (reserve one unit of
-//! stock) through a blind update, diesel-occ (blocking and async, with its retry
-//! helper, with and without lock escalation), the same statements written by hand, a
-//! pessimistic lock, a SERIALIZABLE transaction and an atomic conditional UPDATE, on
-//! PostgreSQL, MySQL/MariaDB (feature `mysql`) and SQLite, from one hot key to many.
-//!
-//! ```text
-//! cargo run --release -p diesel-occ-bench --features mysql -- \
-//!     --backend postgres,mysql,sqlite --workers 4 --keys 1,10,100,10000 --duration 5s
-//! ```
-//!
-//! It reports, per strategy and key count: committed operations per second, p50 and p99
-//! latency, conflicts, aborts, retries and lost updates (committed operations minus the
-//! units that left the table), then the overhead ratios and the hot-key goodput ratios,
-//! and writes `bench/results/<backend>.csv`, `<backend>-summary.txt` and a chart
-//! (`<backend>.svg`, and `<backend>.png` when `rsvg-convert` is installed). `--smoke`
-//! runs every strategy for a fraction of a second. It asserts nothing about timings.
-//!
-//! With `occ-async` among the strategies, the paired async rounds set it against `occ`,
-//! `handwritten-async` and, built with `--features sqlx`, the sqlx peer (`sqlx`: the same
-//! optimistic locking hand-written on sqlx 0.9), printing `occ-async / sqlx` per key count.
-//!
-//! Then the two comparisons of the library's own cost (blocking and async)
-//! in `--abba-rounds` ABBA rounds with a bootstrap interval and a verdict (`abba.rs`);
-//! `--abba-only` runs those alone.
-//!
-//! `--hot-key` compares the hot-row policies on one row at 4 and 16 workers
-//! (`hot_key.rs`).
-//!
-//! `--batch` runs the batch benchmark instead (`batch.rs`): a batch save of N entities
-//! against N single saves, N = 1, 10, 100, 1000.
-//!
-//! The scale-out comparisons and the HTTP benchmark are the `bench-scale` and
-//! `bench-http` binaries of this package.
+//! diesel-occ's benchmark: one read-decide-write workload (reserve one unit of stock)
+//! through every way of writing it, on PostgreSQL, MySQL/MariaDB (feature `mysql`) and
+//! SQLite, and the studies around it, one subcommand each (`--help` lists them; each
+//! takes `--help`). BENCHMARKS.md holds the claims and the commands behind them. It
+//! reports; it asserts nothing about timings.
 
 mod abba;
 mod async_rounds;
 mod batch;
 mod chart;
 mod hot_key;
+mod http;
+mod memory;
 mod options;
 mod pgbench;
 mod report;
 mod rounds;
 mod run;
 mod samples;
+mod scale;
 mod statements;
 
+use crate::abba::MIN_ROUNDS;
+use clap::{Parser, Subcommand};
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::{Backend, ensure_database};
-use diesel_occ_bench::cli;
 use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -56,34 +31,197 @@ use diesel_occ_bench::summary::Summary;
 use crate::options::Args;
 use crate::run::Setting;
 
-/// Runs everything on one backend: the table, the paired rounds, the statement count,
-/// then writes the results.
-fn bench_backend(args: &Args, backend: Backend) -> Result<(), String> {
-    let url = args.url(backend);
-    ensure_database(backend, &url)?;
-    let setting = Setting {
+/// diesel-occ's benchmarks: what each way of writing a read-decide-write costs, and
+/// whether it loses updates.
+#[derive(Debug, Parser)]
+#[command(name = "diesel-occ-bench")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Every strategy at every key count, then the paired rounds (the main run)
+    ///
+    /// Then paired rounds of the comparisons (the statement cache, the hot key,
+    /// pgbench, async against blocking, the sqlx peer) and the statements of one save;
+    /// writes <backend>.csv, <backend>-summary.txt and the charts.
+    Paired {
+        #[command(flatten)]
+        args: Args,
+        /// Skip the pgbench comparison
+        #[arg(long)]
+        no_pgbench: bool,
+    },
+    /// The library's own cost against the same code by hand, in ABBA rounds
+    ///
+    /// occ / handwritten-prepared and occ-async / handwritten-async at the most keys:
+    /// the median of the per-round ratios with a 95 % bootstrap interval; writes
+    /// <backend>-abba-summary.txt.
+    Abba {
+        #[command(flatten)]
+        args: Args,
+    },
+    /// A batch save of N entities against N single saves
+    ///
+    /// Blocking and async, in paired rounds; writes batch-<backend>.csv,
+    /// batch-<backend>-summary.txt and a chart.
+    Batch {
+        #[command(flatten)]
+        args: Args,
+        /// Entities per batch
+        #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000", value_parser = diesel_occ_bench::cli::count)]
+        sizes: Vec<usize>,
+    },
+    /// The ways to write one hot row, per worker count
+    ///
+    /// occ, pessimistic, occ-combine, occ-escalate and occ-combine-async in paired
+    /// rounds; writes hot-key.csv and hot-key-summary.txt.
+    HotKey {
+        #[command(flatten)]
+        args: Args,
+        /// Worker counts
+        #[arg(long, value_delimiter = ',', default_value = "4,16", value_parser = diesel_occ_bench::cli::count)]
+        hot_workers: Vec<usize>,
+    },
+    /// Draws the charts of `paired` again from the files in --out
+    Redraw {
+        #[command(flatten)]
+        args: Args,
+    },
+    /// The example HTTP service under load, on PostgreSQL
+    ///
+    /// put-if-match, patch-load-save and put-unconditional, over HTTP and without it;
+    /// writes http.csv and http-summary.txt.
+    Http(http::Args),
+    /// Scale-out on the clusters of tests/cluster
+    ///
+    /// A 3-node Galera cluster (1 node against 3) and a PostgreSQL standby (reads on
+    /// the standby against the primary); writes <cluster>.csv and -summary.txt.
+    Scale(scale::Args),
+    /// Bytes held per Tracked<T> and per retry::HotRows row
+    Memory(memory::Args),
+    /// The median of the ratios given and its 95 % bootstrap interval
+    ///
+    /// As every subcommand reports its per-round ratios; bench/compile-time.sh passes it
+    /// the build-time ratios of the compile-time study.
+    Interval {
+        /// Per-round ratios
+        #[arg(required = true)]
+        ratios: Vec<f64>,
+    },
+}
+
+fn main() {
+    let outcome = match Cli::parse().command {
+        Command::Paired {
+            mut args,
+            no_pgbench,
+        } => {
+            args.finish(3);
+            each_backend(&args, |backend| {
+                paired(&args, !no_pgbench && !args.common.smoke, backend)
+            })
+        }
+        Command::Abba { mut args } => {
+            args.finish(MIN_ROUNDS);
+            each_backend(&args, |backend| abba_only(&args, backend))
+        }
+        Command::Batch {
+            mut args,
+            mut sizes,
+        } => {
+            args.finish(3);
+            if args.common.smoke {
+                sizes.retain(|&n| n <= 100);
+            }
+            each_backend(&args, |backend| batch::bench(&args, &sizes, backend))
+        }
+        Command::HotKey {
+            mut args,
+            hot_workers,
+        } => {
+            args.finish(3);
+            hot_key::bench(&args, &hot_workers)
+        }
+        Command::Redraw { mut args } => {
+            args.finish(3);
+            each_backend(&args, |backend| redraw(&args, backend))
+        }
+        Command::Http(args) => http::main(args),
+        Command::Scale(args) => scale::main(args),
+        Command::Memory(args) => memory::main(&args),
+        Command::Interval { ratios } => {
+            println!("{}", diesel_occ_bench::stats::per_round(&ratios));
+            Ok(())
+        }
+    };
+    if let Err(message) = outcome {
+        eprintln!("diesel-occ-bench: {message}");
+        std::process::exit(1);
+    }
+}
+
+/// Runs `bench` on every `--backend`, going on after a failure; fails if any failed.
+fn each_backend(
+    args: &Args,
+    mut bench: impl FnMut(Backend) -> Result<(), String>,
+) -> Result<(), String> {
+    let failed: Vec<String> = args
+        .backends
+        .iter()
+        .filter_map(|&backend| {
+            bench(backend)
+                .err()
+                .map(|e| format!("{}: {e}", backend.name()))
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
+/// The setting of a backend's runs.
+fn setting<'a>(args: &'a Args, backend: Backend, url: &'a str) -> Result<Setting<'a>, String> {
+    ensure_database(backend, url)?;
+    Ok(Setting {
         backend,
-        url: &url,
+        url,
         workers: args.common.workers,
         limit: args.common.limit,
         retry: &args.retry,
-    };
+    })
+}
+
+/// `paired` on one backend: the table, the paired rounds, the statement count, then
+/// the results.
+fn paired(args: &Args, pgbench: bool, backend: Backend) -> Result<(), String> {
+    let url = args.url(backend);
+    let setting = setting(args, backend, &url)?;
     let mut summary = Summary::default();
     summary.say(report::header(args, backend, &url));
-    if args.abba_only {
-        abba::rounds(&setting, args, &mut summary)?;
-        return abba::write(args, backend, &summary);
-    }
     let rows = sweep(&setting, args, &mut summary)?;
-    rounds::paired(&setting, args, &mut summary)?;
+    rounds::paired(&setting, args, pgbench, &mut summary)?;
     if args.strategies.contains(&Strategy::OccAsynchronous) {
         async_rounds::paired(&setting, args, &mut summary)?;
     }
-    abba::rounds(&setting, args, &mut summary)?;
     let measured = statements::measure(backend, &url)?;
     statements::report(&mut summary, &measured);
     summary.say(report::lost_updates(&rows));
     report::write(args, backend, &url, &rows, &summary)
+}
+
+/// `abba` on one backend.
+fn abba_only(args: &Args, backend: Backend) -> Result<(), String> {
+    let url = args.url(backend);
+    let setting = setting(args, backend, &url)?;
+    let mut summary = Summary::default();
+    summary.say(report::header(args, backend, &url));
+    abba::rounds(&setting, args, &mut summary)?;
+    abba::write(args, backend, &summary)
 }
 
 /// The main table: every strategy at every key count, one line each.
@@ -99,45 +237,7 @@ fn sweep(setting: &Setting<'_>, args: &Args, summary: &mut Summary) -> Result<Ve
     Ok(rows)
 }
 
-fn main() {
-    let args = match Args::parse() {
-        Ok(args) => args,
-        Err((message, help)) => cli::exit_with_usage(&message, help),
-    };
-    if args.hot_key {
-        if let Err(message) = hot_key::bench(&args) {
-            eprintln!("hot-key: {message}");
-            std::process::exit(1);
-        }
-        return;
-    }
-    let mut failed = false;
-    if args.redraw {
-        for &backend in &args.backends {
-            if let Err(message) = redraw(&args, backend) {
-                eprintln!("{}: {message}", backend.name());
-                failed = true;
-            }
-        }
-        std::process::exit(i32::from(failed));
-    }
-    for &backend in &args.backends {
-        let outcome = if args.batch {
-            batch::bench(&args, backend)
-        } else {
-            bench_backend(&args, backend)
-        };
-        if let Err(message) = outcome {
-            eprintln!("{}: {message}", backend.name());
-            failed = true;
-        }
-    }
-    if failed {
-        std::process::exit(1);
-    }
-}
-
-/// `--redraw`: the backend's chart from its CSV file, and its async chart from the
+/// `redraw`: the backend's chart from its CSV file, and its async chart from the
 /// summary's paired async rounds.
 fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     let workers = report::redraw(args, backend)?;

@@ -4,10 +4,10 @@
 
 use diesel_occ_bench::async_setup::Setup;
 use diesel_occ_bench::backend::Backend;
-use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::pg;
 use diesel_occ_bench::stats::{ratio, verdict};
+use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -27,10 +27,9 @@ struct Keys {
 pub(crate) fn paired(
     setting: &Setting<'_>,
     args: &Args,
+    pgbench: bool,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    // A mistyped OCC_BENCH_ASYNC_SETUPS fails before the rounds, not after them.
-    Setup::from_env()?;
     let keys = Keys {
         wide: *args.keys.iter().max().unwrap_or(&1),
         narrow: *args.keys.iter().min().unwrap_or(&1),
@@ -39,7 +38,7 @@ pub(crate) fn paired(
         "-- paired rounds ({} rounds): hot key at {} keys, overhead at {} keys",
         args.common.rounds, keys.narrow, keys.wide
     ));
-    let samples = play(setting, args, keys, summary)?;
+    let samples = play(setting, args, keys, pgbench, summary)?;
     report_overhead(&samples, args, keys, summary);
     report_hot_key(&samples, args, keys, summary);
     report_per_round(&samples, args, keys, summary);
@@ -51,6 +50,7 @@ fn play(
     setting: &Setting<'_>,
     args: &Args,
     keys: Keys,
+    pgbench: bool,
     summary: &mut Summary,
 ) -> Result<Samples, String> {
     let Keys { narrow, wide } = keys;
@@ -89,7 +89,7 @@ fn play(
                 value: row.ops_per_sec,
             });
         }
-        if setting.backend == Backend::Postgres && args.pgbench {
+        if setting.backend == Backend::Postgres && pgbench {
             if let Some(sample) = pgbench_round(setting, args, round, wide, summary)? {
                 samples.0.push(sample);
             }
@@ -116,10 +116,8 @@ fn pgbench_round(
     wide: i32,
     summary: &mut Summary,
 ) -> Result<Option<Sample>, String> {
-    let seconds = match args.common.limit {
-        Limit::Time(d) => d.as_secs().max(1),
-        Limit::Ops(_) => 5,
-    };
+    let Limit::Time(duration) = args.common.limit;
+    let seconds = duration.as_secs().max(1);
     let mut conn = pg::Db::connect(setting.url, Strategy::Atomic)?;
     conn.reset(wide).map_err(|e| e.to_string())?;
     match crate::pgbench::tps(setting.url, args.common.workers, seconds, wide)? {
@@ -224,6 +222,7 @@ fn report_per_round(samples: &Samples, args: &Args, keys: Keys, summary: &mut Su
         (("occ", wide), ("handwritten-prepared", wide)),
         (("occ", wide), ("handwritten", wide)),
         (("occ", wide), ("pgbench", wide)),
+        (("occ", narrow), ("pessimistic", narrow)),
         (("occ-escalate", narrow), ("pessimistic", narrow)),
         (("occ-escalate-op", narrow), ("pessimistic", narrow)),
         (("occ-escalate", wide), ("occ", wide)),

@@ -1,7 +1,7 @@
 //! The paired rounds' samples: one figure of one strategy (or setup) at one key count
 //! in one round, their medians and their per-round ratios.
 
-use diesel_occ_bench::stats::{listed, median};
+use diesel_occ_bench::stats::{median, per_round};
 
 /// One round's throughput of one strategy (or pgbench) at one key count.
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +49,11 @@ impl Samples {
         let ratios: Vec<f64> = (1..=rounds)
             .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
             .collect();
-        format!(
-            "  per round, {a} / {b}: {} (median {:.3})",
-            listed(&ratios),
-            median(ratios)
-        )
+        let at = if a_keys == b_keys {
+            format!("{a} / {b} at {a_keys} keys")
+        } else {
+            format!("{a} at {a_keys} keys / {b} at {b_keys} keys")
+        };
+        format!("  per round, {at}: {}", per_round(&ratios))
     }
 }

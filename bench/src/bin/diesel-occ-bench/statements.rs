@@ -2,10 +2,10 @@
 //! and whether diesel-occ runs the statements a careful hand-written version would.
 
 use diesel_occ_bench::backend::Backend;
-use diesel_occ_bench::database::Database;
 use diesel_occ_bench::measures::Statements;
 use diesel_occ_bench::stats::ratio;
 use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;

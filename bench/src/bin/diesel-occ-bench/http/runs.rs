@@ -12,11 +12,11 @@ use diesel_occ_examples::schema::articles;
 
 use diesel_occ_bench::harness::{Limit, Stop};
 
-use crate::direct;
-use crate::report::{Measured, Probes};
-use crate::service::Service;
-use crate::wire::Wire;
-use crate::writes::{BODY_TEXT, HttpTally, Write};
+use super::direct;
+use super::report::{Measured, Probes};
+use super::service::Service;
+use super::wire::Wire;
+use super::writes::{BODY_TEXT, HttpTally, Write};
 
 /// One HTTP run: fresh articles, every client reads its ETag, then writes until the
 /// limit.

@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 
 use diesel_occ_bench::row::Row;
-use diesel_occ_bench::stats::{listed, median, ratio};
+use diesel_occ_bench::stats::{median, per_round, ratio};
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
-use crate::options::{Args, Cluster};
+use super::options::{Args, Cluster};
 
 /// One run of one strategy in one set-up.
 #[derive(Debug, Clone)]
@@ -192,7 +192,7 @@ pub(crate) fn report(
                      1213 {deadlocks}, attempts/op {attempts:.2}, lost {lost}"
                 );
             }
-            let per_round: Vec<f64> = (1..=rounds)
+            let ratios: Vec<f64> = (1..=rounds)
                 .filter_map(|round| {
                     let value = |runs: &[&ScaleRow]| {
                         runs.iter()
@@ -205,13 +205,12 @@ pub(crate) fn report(
 
             let _ = write!(
                 line,
-                "  => {second} / {first} goodput {} (per round {}, median {:.3})",
+                "  => {second} / {first} goodput {} (per round {})",
                 ratio(
                     median(b.iter().map(|r| r.row.ops_per_sec).collect()),
                     median(a.iter().map(|r| r.row.ops_per_sec).collect())
                 ),
-                listed(&per_round),
-                median(per_round)
+                per_round(&ratios)
             );
             summary.say(line);
         }

@@ -2,15 +2,11 @@
 //! (the strategies, the binaries' runs) is generic over the backend and chooses it in
 //! one `match`.
 
-use std::future::Future;
-
-use diesel::ConnectionResult;
 use diesel_async::pooled_connection::PoolableConnection;
 use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection};
 use diesel_occ::blocking::LockingConnection;
 use diesel_occ::retry::RetryPolicy;
 
-use crate::async_setup::Setup;
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
 use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
@@ -35,13 +31,6 @@ pub trait Database: 'static {
 
     /// A connection for `strategy` (MySQL's serializable strategy sets its isolation).
     fn connect(url: &str, strategy: Strategy) -> Result<Self::Conn, String>;
-
-    /// A new asynchronous connection, set up as `setup` says (SQLite: where its
-    /// blocking calls run).
-    fn establish_async(
-        url: &str,
-        setup: Setup,
-    ) -> impl Future<Output = ConnectionResult<Self::AsyncConn>> + Send;
 
     /// A reservation on `source` run another way than the async closure, when the
     /// backend has one (SQLite: each attempt in one blocking task); `None` runs the

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::put;
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+use diesel_async::AsyncConnection;
 use diesel_occ::statement::CachedUpdate;
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_axum::ETag;
@@ -97,12 +97,8 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// The app's router plus the benchmark's unconditional route, on 127.0.0.1, over the
     /// app's pool (`async_pool_with` the app's manager settings) of `connections`
-    /// connections. `synchronous_commit`, when given, is set on each of them.
-    pub(crate) fn start(
-        url: &str,
-        connections: usize,
-        synchronous_commit: Option<String>,
-    ) -> Result<Service, String> {
+    /// connections.
+    pub(crate) fn start(url: &str, connections: usize) -> Result<Service, String> {
         let threads = std::thread::available_parallelism().map_or(2, usize::from);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
@@ -115,15 +111,9 @@ impl Service {
         let setup_probe = Arc::clone(&probe);
         config.custom_setup = Box::new(move |url| {
             let (url, probe) = (url.to_owned(), Arc::clone(&setup_probe));
-            let synchronous_commit = synchronous_commit.clone();
             Box::pin(async move {
                 let mut conn = AsyncConn::establish(&url).await?;
                 let setup = diesel::ConnectionError::CouldntSetupConfiguration;
-                if let Some(value) = synchronous_commit {
-                    conn.batch_execute(&format!("SET synchronous_commit = {value}"))
-                        .await
-                        .map_err(setup)?;
-                }
                 let pid = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
                     "pg_backend_pid()",
                 ));

@@ -1,27 +1,29 @@
-//! The counting global allocator: the system allocator, plus the bytes held now and
-//! their peak. The one place of the workspace with `unsafe`: a `GlobalAlloc` cannot be
-//! written without it (bench/Cargo.toml denies it everywhere else).
+//! The counting global allocator: the system allocator, plus the bytes held and their
+//! peak while counting is on (only the `memory` subcommand turns it on, so the other
+//! subcommands pay one relaxed load per allocation). The one place of the workspace with
+//! `unsafe`: a `GlobalAlloc` cannot be written without it.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-/// The system allocator, counting.
+/// The system allocator, counting while [`COUNTING`] is set.
 struct Counting;
 
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+// Signed: a block allocated before counting began may be freed after it.
+static CURRENT: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-fn grew(bytes: usize) {
-    let now = CURRENT.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-fn shrank(bytes: usize) {
-    CURRENT.fetch_sub(bytes, Ordering::Relaxed);
+fn count(grown: usize, shrunk: usize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        let delta = grown as isize - shrunk as isize;
+        let now = CURRENT.fetch_add(delta, Ordering::Relaxed) + delta;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so
@@ -31,16 +33,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller's contract for `alloc`, passed on.
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
-            grew(layout.size());
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            grew(layout.size());
+            count(layout.size(), 0);
         }
         ptr
     }
@@ -48,27 +41,31 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
         unsafe { System.dealloc(ptr, layout) };
-        shrank(layout.size());
+        count(0, layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as for `dealloc`, and the caller's contract for `new_size`.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
-            shrank(layout.size());
-            grew(new_size);
+            count(new_size, layout.size());
         }
         new
     }
 }
 
-/// Bytes held now.
-pub(crate) fn current() -> usize {
+/// Starts counting.
+pub(crate) fn start() {
+    COUNTING.store(true, Ordering::Relaxed);
+}
+
+/// Bytes held now, counted since [`start`].
+pub(crate) fn current() -> isize {
     CURRENT.load(Ordering::Relaxed)
 }
 
 /// The most bytes held at once since the last [`reset_peak`].
-pub(crate) fn peak() -> usize {
+pub(crate) fn peak() -> isize {
     PEAK.load(Ordering::Relaxed)
 }
 

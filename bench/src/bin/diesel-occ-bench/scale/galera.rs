@@ -7,17 +7,17 @@ use diesel::prelude::*;
 use diesel_occ::blocking::Combiner;
 use diesel_occ::multi_host::MultiHost;
 use diesel_occ_bench::backend::{Backend, server_version};
-use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held};
 use diesel_occ_bench::mysql;
 use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
-use crate::options::{Args, Cluster};
-use crate::rounds::{ScaleRow, Way, play};
+use super::options::{Args, Cluster};
+use super::rounds::{ScaleRow, Way, play};
 
 /// The strategies compared on Galera unless `--strategies` names others.
 const DEFAULT: [Way; 5] = [

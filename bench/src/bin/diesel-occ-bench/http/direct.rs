@@ -14,8 +14,8 @@ use diesel_occ_examples::postgres::AsyncPool;
 use diesel_occ_examples::postgres::http::Article;
 use diesel_occ_examples::schema::articles;
 
-use crate::service::unconditional_update;
-use crate::writes::{BODY_TEXT, HttpTally, Write};
+use super::service::unconditional_update;
+use super::writes::{BODY_TEXT, HttpTally, Write};
 use diesel_occ_bench::harness::Stop;
 
 /// Runs `clients` tasks on `runtime` until `stop`; each starts from its article's

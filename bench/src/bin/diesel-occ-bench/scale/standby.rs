@@ -5,19 +5,19 @@ use diesel::prelude::*;
 use diesel_occ::blocking::Combiner;
 use diesel_occ::prelude::*;
 use diesel_occ_bench::backend::{Backend, server_version};
-use diesel_occ_bench::database::Database;
 use diesel_occ_bench::harness::{self, Held, OpResult, Worker};
 use diesel_occ_bench::model::Stock;
 use diesel_occ_bench::outcome::Seen;
 use diesel_occ_bench::pg;
 use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
-use crate::options::{Args, Cluster};
-use crate::rounds::{ScaleRow, Way, play};
+use super::options::{Args, Cluster};
+use super::rounds::{ScaleRow, Way, play};
 
 /// A worker's two connections.
 pub(crate) struct Pair {

@@ -4,11 +4,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use diesel_occ_bench::cpu::{Sample, Spent};
-use diesel_occ_bench::stats::{listed, median, percentile, ratio, verdict};
+use diesel_occ_bench::stats::{median, per_round, percentile, ratio, verdict};
 use diesel_occ_bench::summary::Summary;
 
-use crate::service::{Counted, Service};
-use crate::writes::{HttpTally, Write};
+use super::service::{Counted, Service};
+use super::writes::{HttpTally, Write};
 
 /// Through the service (HTTP), or the same statements straight on its pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,7 +253,7 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
         }
         for (other, target) in [(Write::LoadSave, 1.3), (Write::Unconditional, 0.95)] {
             let theirs = median(values(other, |r| r.per_sec));
-            let per_round: Vec<f64> = (1..=rounds)
+            let ratios: Vec<f64> = (1..=rounds)
                 .filter_map(|round| {
                     Some(of_round(round, Write::IfMatch)? / of_round(round, other)?)
                 })
@@ -265,11 +265,10 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
                 Via::Direct => String::new(),
             };
             summary.say(format!(
-                "{label}: put-if-match / {} = {}{verdict}; per round: {} (median {:.3})",
+                "{label}: put-if-match / {} = {}{verdict}; per round: {}",
                 other.name(),
                 ratio(conditional, theirs),
-                listed(&per_round),
-                median(per_round),
+                per_round(&ratios),
             ));
         }
     }
