@@ -1,5 +1,6 @@
 //! Support for diesel-occ's integration tests: which backends to run, a fresh database
-//! per test, the test schema, statement counting and bounded waits.
+//! per test, the test schema and the entities many tests share, statement counting and
+//! bounded waits.
 //!
 //! Backends are chosen with environment variables:
 //!
@@ -20,6 +21,7 @@ pub mod adopt;
 pub mod backend;
 pub mod cluster;
 pub mod db;
+pub mod entities;
 pub mod relay;
 pub mod schema;
 pub mod statements;

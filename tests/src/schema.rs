@@ -1,17 +1,22 @@
 //! The test tables (see `migrations/`), declared once per backend: only the UUID and
 //! timestamp column types differ (and PostgreSQL has `documents`, whose token is `xmin`).
+//! `counters` is declared once for all three, so that one entity
+//! ([`crate::entities::Counter`]) serves every backend.
 
 #![allow(missing_docs)] // table! output, as in a Diesel schema.rs
+
+diesel::table! {
+    counters (id) {
+        id -> Integer,
+        value -> Integer,
+        label -> Nullable<Text>,
+        version -> Integer,
+    }
+}
+
 macro_rules! tables {
     (uuid: $uuid:ty, timestamp: $timestamp:ty) => {
-        diesel::table! {
-            counters (id) {
-                id -> Integer,
-                value -> Integer,
-                label -> Nullable<Text>,
-                version -> Integer,
-            }
-        }
+        pub use super::counters;
 
         diesel::table! {
             small_counters (id) {

@@ -1,14 +1,44 @@
 //! diesel-occ's behaviour on PostgreSQL, MySQL/MariaDB and SQLite, one module per subject.
 //!
-//! Each subject holds its scenarios in plain files, `blocking.rs` and its async twin
-//! `asynchronous.rs`, written against a connection type `Conn` and a `schema` module.
-//! [`on_every_backend!`] compiles them once per backend, so a test's path names the
-//! subject, the backend, the flavour and the scenario:
+//! A subject writes each scenario once, in `scenarios.rs`, in async form (`async fn`,
+//! `.await`, `#[tokio::test]`), and [`on_every_backend!`] compiles that file four to six
+//! times: once per backend, and on each backend once per flavour, as module `blocking`
+//! (a blocking Diesel connection) and module `asynchronous` (diesel-async). A test's path
+//! names the subject, the backend, the flavour and the scenario:
 //!
 //! ```text
 //! bulk::postgres::blocking::bulk_update_wraps_an_i16_token_at_max
 //! bulk::sqlite::asynchronous::bulk_update_wraps_an_i16_token_at_max
 //! ```
+//!
+//! The file opens with `flavour_prelude!();`, which brings what the flavours name alike
+//! but mean differently: `Conn` (the backend's blocking connection, or its async one),
+//! `db!()` (a fresh database, [`test_db!`] or [`async_test_db!`]), and from
+//! [`flavours`] Diesel's or diesel-async's `RunQueryDsl` and `Connection`, diesel-occ's
+//! prelude, `TestDb`, `wait_until`, the calls the two APIs spell differently under one
+//! name (`run_in_flavour`, `install_in_flavour`) and the attribute `#[flavour]`. Every
+//! item that awaits carries `#[flavour]`: in `asynchronous` it leaves the item as
+//! written, in `blocking` it drops `.await` and `async` (`AsyncFn` becomes `Fn`) and
+//! turns `#[tokio::test]` into `#[test]` (`occ_test_flavours`, in `tests/flavours`).
+//!
+//! ```text
+//! #[flavour]
+//! #[tokio::test]
+//! async fn a_stale_save_conflicts() {
+//!     let db = db!();
+//!     let mut conn = db.conn().await;
+//!     let mut stale = Counter::find(&mut conn, 1).await.expect("row 1");
+//!     // ...
+//! }
+//! ```
+//!
+//! A scenario only one flavour runs (a race on tasks or on threads, a pool adapter, a
+//! `Send` check, one the other flavour's API cannot express) says so,
+//! `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, and is written in that
+//! flavour's form. Subjects whose scenarios differ by flavour throughout (a combiner's
+//! threads and tasks, sessions killed under a pool, cancellation) keep a file per
+//! flavour instead, `blocking.rs` and `asynchronous.rs`, written against `Conn` and
+//! `AsyncConn`.
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each
 //! compiled once per backend by [`on_every_app_backend!`] with the apps built for that
@@ -72,8 +102,10 @@ macro_rules! app_db {
 
 /// Compiles a subject's scenario files once per backend: modules `postgres`, `mysql` and
 /// `sqlite`, each giving the files below it `Conn` (blocking), `AsyncConn` and `schema`.
-/// The blocking MySQL module needs the client library (feature `mysql`). Besides the
-/// scenario flavours (`blocking`, `asynchronous`) it takes the support they share: the
+/// The blocking MySQL module needs the client library (feature `mysql`). It takes
+/// `scenarios` (`scenarios.rs` as modules `blocking` and `asynchronous`, see the module
+/// docs), the flavours' own files (`blocking`, `asynchronous`) and the support they
+/// share: the
 /// subject's `entities` (`entities.rs`) and `setup` (`setup.rs`), or
 /// `asynchronous_counters` and `server_counters` from `shared/`, each a module of that
 /// name (`counters` for the shared ones).
@@ -113,6 +145,39 @@ macro_rules! on_every_backend {
             $(on_every_backend!(@file $flavour);)+
         }
     };
+    // One scenario file, written async, compiled as both flavours (see the module docs).
+    (@file scenarios) => {
+        on_every_backend!(@scenarios blocking, Conn, test_db);
+        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+    };
+    (@scenarios $flavour:ident, $conn:ident, $db:ident) => {
+        // What `flavour_prelude!()` brings the scenario file in this flavour: the
+        // backend's connection and `crate::flavours::$flavour`.
+        macro_rules! flavour_prelude {
+            () => {
+                // By name, not by glob: a scenario file's `diesel::prelude::*` must not
+                // bring Diesel's `Connection` and `RunQueryDsl` in the async flavour.
+                #[allow(unused_imports)]
+                use {
+                    super::$conn as Conn,
+                    crate::flavours::$flavour::{
+                        Connection, InstallInFlavour as _, RaceInFlavour as _, RunQueryDsl,
+                        SchemaCheckInFlavour as _, SimpleConnection, TestConnection, TestDb,
+                        flavour, prelude::*, wait_until,
+                    },
+                };
+                /// A fresh database for the calling test.
+                #[allow(unused_macros)]
+                macro_rules! db {
+                    () => {
+                        $db!()
+                    };
+                }
+            };
+        }
+        #[path = "scenarios.rs"]
+        mod $flavour;
+    };
     (@file blocking) => {
         #[path = "blocking.rs"]
         mod blocking;
@@ -139,6 +204,11 @@ macro_rules! on_every_backend {
     (@file server_counters) => {
         #[path = "../shared/server_counters.rs"]
         mod counters;
+    };
+    (@mysql scenarios) => {
+        #[cfg(feature = "mysql")]
+        on_every_backend!(@scenarios blocking, Conn, test_db);
+        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
     };
     (@mysql blocking) => {
         #[cfg(feature = "mysql")]
@@ -210,6 +280,7 @@ macro_rules! on_every_app_backend {
     };
 }
 
+mod flavours;
 mod observe;
 mod pools;
 mod servers;

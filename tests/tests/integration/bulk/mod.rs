@@ -4,4 +4,4 @@
 //! bulk write conflicts instead of overwriting it. The control: a plain bulk UPDATE is
 //! silently overwritten.
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

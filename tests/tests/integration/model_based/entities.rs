@@ -7,19 +7,11 @@ use diesel_occ::Versioned;
 
 use super::super::model::{Key, Tok};
 use super::super::runner::Entity;
-use super::schema::{counters, stamped_seconds};
+use super::schema::stamped_seconds;
 
-/// An integer-token row (`counters`; `label` stays NULL).
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = counters)]
-#[occ(track)]
-pub(super) struct Counter {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    pub(super) label: Option<String>,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+/// An integer-token row (`counters`; `label` stays NULL), one type on every backend:
+/// its [`Entity`] impl is in `runner.rs`.
+pub(super) use diesel_occ_tests::entities::Counter;
 
 /// A timestamp-token row at the default precision (whole seconds): PostgreSQL
 /// `timestamp(0)`, MariaDB `DATETIME`, SQLite text.
@@ -31,45 +23,6 @@ pub(super) struct Stamp {
     pub(super) value: i32,
     #[occ(version)]
     pub(super) updated_at: NaiveDateTime,
-}
-
-impl Entity for Counter {
-    type Token = i32;
-    const EXACT: bool = true;
-
-    fn create(key: Key, value: i32) -> Self {
-        Counter {
-            id: key,
-            value,
-            label: None,
-            version: 0,
-        }
-    }
-
-    fn seed_token() -> i32 {
-        1
-    }
-
-    fn with_token(key: Key, value: i32, token: i32) -> Self {
-        Counter {
-            id: key,
-            value,
-            label: None,
-            version: token,
-        }
-    }
-
-    fn parts(&self) -> (Key, i32, &i32) {
-        (self.id, self.value, &self.version)
-    }
-
-    fn set_value(&mut self, value: i32) {
-        self.value = value;
-    }
-
-    fn exact(token: Tok) -> Option<i32> {
-        Some(i32::try_from(token).expect("a small token"))
-    }
 }
 
 impl Entity for Stamp {

@@ -9,6 +9,7 @@ use std::sync::Once;
 use std::sync::atomic::Ordering;
 
 use diesel_occ::{Error, VersionToken};
+use diesel_occ_tests::entities::Counter;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::strategy::Sequential;
 
@@ -32,6 +33,46 @@ pub(crate) trait Entity: Clone + Debug + Send + Sync + 'static {
     fn set_value(&mut self, value: i32);
     /// The token an exact model token stands for.
     fn exact(token: Tok) -> Option<Self::Token>;
+}
+
+/// The integer-token entity, the same type on every backend.
+impl Entity for Counter {
+    type Token = i32;
+    const EXACT: bool = true;
+
+    fn create(key: Key, value: i32) -> Self {
+        Counter {
+            id: key,
+            value,
+            label: None,
+            version: 0,
+        }
+    }
+
+    fn seed_token() -> i32 {
+        1
+    }
+
+    fn with_token(key: Key, value: i32, token: i32) -> Self {
+        Counter {
+            id: key,
+            value,
+            label: None,
+            version: token,
+        }
+    }
+
+    fn parts(&self) -> (Key, i32, &i32) {
+        (self.id, self.value, &self.version)
+    }
+
+    fn set_value(&mut self, value: i32) {
+        self.value = value;
+    }
+
+    fn exact(token: Tok) -> Option<i32> {
+        Some(i32::try_from(token).expect("a small token"))
+    }
 }
 
 /// What a call returned, its tokens the real ones.

@@ -8,19 +8,11 @@ use diesel_occ::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::blocking;
 use diesel_occ::{Error, UuidToken};
+use diesel_occ_tests::entities::Counter;
 
 use super::super::{LABEL, VALUE, assert_no_leak};
 use super::{Conn, schema};
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stock)]

@@ -3,19 +3,7 @@
 //! reads, saves, writes by a client's token and deletes of a counter, with the stale
 //! writer refused at each checked write.
 
-use diesel::prelude::*;
-
-use diesel_occ_tests::schema::pg::counters;
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, diesel_occ::Versioned)]
-#[diesel(table_name = counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
+use diesel_occ_tests::entities::Counter;
 
 /// A new counter; its token is the repository's to assign.
 fn counter(id: i32, value: i32) -> Counter {
@@ -27,4 +15,4 @@ fn counter(id: i32, value: i32) -> Counter {
     }
 }
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);

@@ -23,35 +23,15 @@ use diesel_occ::retry::RetryPolicy;
 use diesel_occ::blocking;
 use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::{Error, PoolError};
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{TestConnection, TestDb};
 
 use super::{Conn, schema};
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Counter {
-    fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-}
 
 fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 1,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
+        .values(Counter::whole(1, 0))
         .execute(&mut db.conn())
         .expect("seed");
 }
@@ -350,12 +330,7 @@ fn on_a_hot_row_each_thread_loses_at_most_one_attempt_in_250_increments() {
 fn seed_two(db: &TestDb<Conn>) {
     seed(db);
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 2,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
+        .values(Counter::whole(2, 0))
         .execute(&mut db.conn())
         .expect("seed row 2");
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel::{ExpressionMethods, QueryDsl};
 use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
@@ -16,38 +16,7 @@ use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
 
 use super::{AsyncConn as Conn, schema};
 
-/// Every write sets `value` and `label` together (`label` is `value` as
-/// text) and advances the integer token by one, so a row written only by
-/// whole writes has `label == value` and `version == value + 1`.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-pub(super) struct Counter {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    pub(super) label: Option<String>,
-    #[occ(version)]
-    pub(super) version: i32,
-}
-
-impl Counter {
-    pub(super) fn increment(&mut self) {
-        self.value += 1;
-        self.label = Some(self.value.to_string());
-    }
-
-    pub(super) fn assert_whole(&self) {
-        assert_eq!(
-            self.label.as_deref(),
-            Some(self.value.to_string().as_str()),
-            "value and label come from one write: {self:?}"
-        );
-        assert_eq!(
-            self.version,
-            self.value + 1,
-            "one token step per write: {self:?}"
-        );
-    }
-}
+pub(super) use diesel_occ_tests::entities::Counter;
 
 /// The identity of the server connection (see `AsyncTestConnection::CONNECTION_ID`).
 pub(super) async fn connection_id(conn: &mut Conn) -> i64 {
@@ -60,12 +29,7 @@ pub(super) async fn connection_id(conn: &mut Conn) -> i64 {
 pub(super) async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
     let mut conn = db.conn().await;
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id,
-            value: 0,
-            label: Some("0".into()),
-            version: 1,
-        })
+        .values(Counter::whole(id, 0))
         .execute(&mut conn)
         .await
         .expect("seed");

@@ -11,31 +11,17 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_occ::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::{TestConnection, TestDb};
 
 use super::{AsyncConn, Conn, schema};
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-pub(super) struct Counter {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    pub(super) label: Option<String>,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+pub(super) use diesel_occ_tests::entities::Counter;
 
 /// Row 1 holds value 10 at token 1.
 pub(super) fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 1,
-            value: 10,
-            label: None,
-            version: 1,
-        })
+        .values(Counter::new(1, 10))
         .execute(&mut db.conn())
         .expect("seed");
 }

@@ -2,4 +2,4 @@
 //! `#[diesel(skip_update)]`: full, tracked and plain checked saves never write them, so
 //! a counter maintained by atomic SQL elsewhere keeps every increment.
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

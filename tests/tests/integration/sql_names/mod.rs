@@ -124,4 +124,4 @@ pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) -> String {
     fix
 }
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);

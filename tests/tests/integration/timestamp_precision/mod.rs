@@ -35,11 +35,11 @@ fn assert_out_of_range(result: Result<(), diesel_occ::Error>) {
     }
 }
 
-/// Compiles the scenario files for one token column: `Conn` (blocking) and `AsyncConn`
-/// of its backend, `COLUMN` (its SQL type), `DIGITS` (the fractional digits it really
-/// stores) and `Declared`, the token row declaring that precision (`#[occ(precision)]`
-/// takes a literal). Attributes before the blocking connection type apply to the
-/// blocking scenarios.
+/// Compiles the scenario file for one token column, in both flavours: `Conn` (blocking)
+/// and `AsyncConn` of its backend, `COLUMN` (its SQL type), `DIGITS` (the fractional
+/// digits it really stores) and `Declared`, the token row declaring that precision
+/// (`#[occ(precision)]` takes a literal). Attributes before the blocking connection type
+/// apply to the blocking scenarios.
 macro_rules! token_column {
     ($name:ident, $(#[$blocking:meta])* $conn:ty, $async_conn:ty, $column:literal, $digits:literal) => {
         // The files sit beside this mod.rs, not in a directory per column.
@@ -71,11 +71,10 @@ macro_rules! token_column {
                 updated_at: NaiveDateTime,
             }
 
+            // `scenarios.rs` in both flavours (see `on_every_backend!`).
             $(#[$blocking])*
-            #[path = "blocking.rs"]
-            mod blocking;
-            #[path = "asynchronous.rs"]
-            mod asynchronous;
+            on_every_backend!(@scenarios blocking, Conn, test_db);
+            on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
         }
     };
 }

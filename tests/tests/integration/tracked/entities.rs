@@ -1,4 +1,4 @@
-//! The entities of the tracked-save scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+//! The entities of the tracked-save scenarios, shared by both flavours of `scenarios.rs`.
 
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel_occ::{ConcurrencyConflict, Error, SaveOutcome, Tracked, Versioned};

@@ -7,4 +7,4 @@
 
 mod in_memory;
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

@@ -1,4 +1,4 @@
-//! The entities of the transaction scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+//! The entities of the transaction scenarios, shared by both flavours of `scenarios.rs`.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::{Insertable, Queryable, Selectable};
@@ -7,16 +7,7 @@ use diesel_occ::{Error, UuidToken, Versioned};
 
 use super::schema;
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-#[occ(track)]
-pub(super) struct Counter {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    pub(super) label: Option<String>,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+pub(super) use diesel_occ_tests::entities::Counter;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::small_counters)]

@@ -17,4 +17,4 @@
 
 mod sqlite_cancelled_batch;
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

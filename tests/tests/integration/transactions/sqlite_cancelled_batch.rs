@@ -11,6 +11,7 @@ use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ_tests::TestDb;
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::schema::sqlite as schema;
 
 type Conn = SyncConnectionWrapper<SqliteConnection>;
@@ -18,16 +19,6 @@ type Conn = SyncConnectionWrapper<SqliteConnection>;
 diesel::define_sql_function! {
     /// Meets the test twice: once inside the UPDATE, once to be let go.
     fn occ_test_pause() -> Integer;
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,12 +29,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     let mut setup = db.conn();
     for id in 1..=3 {
         diesel::insert_into(schema::counters::table)
-            .values(Counter {
-                id,
-                value: 0,
-                label: None,
-                version: 1,
-            })
+            .values(Counter::new(id, 0))
             .execute(&mut setup)
             .expect("seed");
     }

@@ -4,46 +4,9 @@
 
 use std::sync::Mutex;
 
-use diesel::{Insertable, Queryable, Selectable};
-use diesel_occ::Versioned;
+use diesel_occ_tests::entities::Counter;
 
 use super::*;
-
-macro_rules! counter {
-    ($name:ident, $schema:path) => {
-        mod $name {
-            use $schema as schema;
-
-            #[derive(
-                Debug,
-                Clone,
-                PartialEq,
-                super::Queryable,
-                super::Selectable,
-                super::Insertable,
-                super::Versioned,
-            )]
-            #[diesel(table_name = schema::counters)]
-            pub(crate) struct Counter {
-                pub(crate) id: i32,
-                pub(crate) value: i32,
-                pub(crate) label: Option<String>,
-                #[occ(version)]
-                pub(crate) version: i32,
-            }
-
-            impl Counter {
-                pub(crate) fn increment(&mut self) {
-                    self.value += 1;
-                    self.label = Some(self.value.to_string());
-                }
-            }
-        }
-    };
-}
-counter!(pg, diesel_occ_tests::schema::pg);
-counter!(my, diesel_occ_tests::schema::mysql);
-counter!(lite, diesel_occ_tests::schema::sqlite);
 
 /// PostgreSQL, blocking, through r2d2: the attempt (in its escalated transaction)
 /// locks row 1, another transaction holds row 2 and asks for row 1, the attempt
@@ -56,7 +19,6 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel_occ::blocking;
     use diesel_occ::prelude::*;
     use diesel_occ::retry::RetryPolicy;
-    use pg::Counter;
 
     let db = sync_db!(diesel::PgConnection);
     db.conn().batch_execute(SEED).unwrap();
@@ -140,7 +102,6 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
     use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
     use diesel_occ::retry::RetryPolicy;
-    use pg::Counter;
 
     let db = async_db!(diesel_async::AsyncPgConnection);
     let other = tokio::sync::Mutex::new(db.conn().await);
@@ -192,7 +153,6 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
     use diesel_occ::retry::RetryPolicy;
-    use my::Counter;
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
     db.conn().await.batch_execute(SEED).await.unwrap();
@@ -269,7 +229,6 @@ async fn mysql_async_a_lock_wait_timeout_is_retried_and_succeeds() {
     use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
     use diesel_occ::retry::RetryPolicy;
-    use my::Counter;
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
     let holder = tokio::sync::Mutex::new(db.conn().await);
@@ -310,7 +269,6 @@ async fn sqlite_async_busy_is_retried_and_succeeds() {
     use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
     use diesel_occ::retry::RetryPolicy;
-    use lite::Counter;
 
     let db = async_db!(AsyncSqlite);
     let holder = tokio::sync::Mutex::new(db.conn().await);

@@ -1,4 +1,4 @@
-//! The versionless entity of these scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+//! The versionless entity of these scenarios, shared by both flavours of `scenarios.rs`.
 
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel_occ::{CheckValues, ConcurrencyConflict, ConflictState, Error, TokenValue, Versioned};

@@ -5,4 +5,4 @@
 //! The race has a control: the same interleaving through an UPDATE by key alone loses
 //! an update.
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

@@ -1,16 +1,14 @@
-//! The scenarios on an async connection (diesel-async).
+//! The scenarios, in both flavours.
+
+flavour_prelude!();
 
 use chrono::{NaiveDateTime, TimeDelta};
 use diesel::{ExpressionMethods, Insertable, Queryable, Selectable};
-use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::schema_check::SchemaCheck;
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
+use diesel_occ_tests::Backend;
 
-use super::{
-    AsyncConn as Conn, COLUMN, DIGITS, Declared, ahead_of_clock, assert_out_of_range, stamps,
-};
+use super::{COLUMN, DIGITS, Declared, ahead_of_clock, assert_out_of_range, stamps};
 
 /// A token column whose precision the entity does not declare.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -34,7 +32,8 @@ struct Micros {
 
 /// Creates the token table holding row 1 at a token ahead of the clock; returns two
 /// connections and that token.
-async fn setup(db: &AsyncTestDb<Conn>) -> (Conn, Conn, NaiveDateTime) {
+#[flavour]
+async fn setup(db: &TestDb<Conn>) -> (Conn, Conn, NaiveDateTime) {
     let mut a = db.conn().await;
     let b = db.conn().await;
     diesel::sql_query(format!(
@@ -64,32 +63,57 @@ fn declared_step() -> TimeDelta {
 
 /// The default precision (whole seconds) on every column: a checked insert and an
 /// upsert return, and leave in the entity, the token the row stores.
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, _, _) = setup(&db).await;
+    #[flavour]
     async fn stored(conn: &mut Conn, id: i32) -> NaiveDateTime {
         Stamp::find(conn, id).await.expect("the row").updated_at
     }
 
-    let mut inserted = Stamp { id: 2, value: 0, updated_at: NaiveDateTime::MIN };
+    let mut inserted = Stamp {
+        id: 2,
+        value: 0,
+        updated_at: NaiveDateTime::MIN,
+    };
     let token = inserted.insert_checked(&mut a).await.expect("insert");
     assert_eq!(token, stored(&mut a, 2).await);
     assert_eq!(inserted.updated_at, token);
     inserted.value = 1;
-    inserted.save_checked(&mut a).await.expect("the first token matches the row");
+    inserted
+        .save_checked(&mut a)
+        .await
+        .expect("the first token matches the row");
 
-    let mut upserted = Stamp { id: 3, value: 0, updated_at: NaiveDateTime::MIN };
-    let outcome = upserted.upsert_checked(&mut a, None).await.expect("upsert into a free key");
-    assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3).await));
-    let outcome =
-        upserted.upsert_checked(&mut a, Some(outcome.token())).await.expect("upsert");
-    assert_eq!(outcome, diesel_occ::Upserted::Updated(stored(&mut a, 3).await));
+    let mut upserted = Stamp {
+        id: 3,
+        value: 0,
+        updated_at: NaiveDateTime::MIN,
+    };
+    let outcome = upserted
+        .upsert_checked(&mut a, None)
+        .await
+        .expect("upsert into a free key");
+    assert_eq!(
+        outcome,
+        diesel_occ::Upserted::Inserted(stored(&mut a, 3).await)
+    );
+    let outcome = upserted
+        .upsert_checked(&mut a, Some(outcome.token()))
+        .await
+        .expect("upsert");
+    assert_eq!(
+        outcome,
+        diesel_occ::Upserted::Updated(stored(&mut a, 3).await)
+    );
 }
 
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, mut b, _) = setup(&db).await;
     let mut first = Stamp::find(&mut a, 1).await.unwrap();
     let mut second = Stamp::find(&mut b, 1).await.unwrap();
@@ -122,9 +146,10 @@ async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), first);
 }
 
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_precision_advances_the_token_in_its_own_steps() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, mut b, seed) = setup(&db).await;
     let mut first = Declared::find(&mut a, 1).await.unwrap();
     let mut second = Declared::find(&mut b, 1).await.unwrap();
@@ -153,9 +178,10 @@ async fn a_declared_precision_advances_the_token_in_its_own_steps() {
 /// The row's tokens run ahead of the clock: a bulk update must still move the token
 /// past every token the row held (a value taken from the clock would go back to one of
 /// them), and every entity read before it conflicts.
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, mut b, seed) = setup(&db).await;
     let mut in_flight = Stamp::find(&mut a, 1).await.unwrap();
     let mut writer = Stamp::find(&mut b, 1).await.unwrap();
@@ -212,9 +238,10 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     assert_eq!(after.updated_at, before.updated_at + step);
 }
 
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, _, seed) = setup(&db).await;
     // An entity built from a client's token in the last second of chrono's range: a
     // write would have no later token to store.
@@ -245,19 +272,20 @@ async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     );
 }
 
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_start_up_check_reports_a_column_coarser_than_declared() {
-    let db = async_test_db!();
+    let db = db!();
     let (mut a, _, _) = setup(&db).await;
     SchemaCheck::new()
         .entity::<Stamp>()
         .entity::<Declared>()
-        .run_async(&mut a)
+        .run_in_flavour(&mut a)
         .await
         .expect("whole seconds and the real precision fit");
     let result = SchemaCheck::new()
         .entity::<Micros>()
-        .run_async(&mut a)
+        .run_in_flavour(&mut a)
         .await;
     if DIGITS == 6 {
         result.expect("a microsecond column holds microsecond tokens");
@@ -269,10 +297,7 @@ async fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let problem = problems[0]
         .as_token_column()
         .unwrap_or_else(|| panic!("a token column problem: {error}"));
-    assert_eq!(
-        (problem.table, problem.column),
-        ("stamps", "updated_at")
-    );
+    assert_eq!((problem.table, problem.column), ("stamps", "updated_at"));
     assert_eq!(problem.needed_precision, Some(6), "{error}");
     assert_eq!(problem.found_precision, Some(DIGITS), "{error}");
     assert!(

@@ -1,16 +1,18 @@
-//! Checked soft delete on a blocking connection.
+//! Checked soft delete, in both flavours.
+
+flavour_prelude!();
 
 use diesel::prelude::*;
 use diesel_occ::Operation;
-use diesel_occ::prelude::*;
 
 use super::entities::{Account, expect_conflict};
-use super::{Conn, schema};
+use super::schema;
 
-#[test]
-fn soft_delete_is_checked_and_advances_the_token() {
-    let db = test_db!();
-    let mut conn = db.conn();
+#[flavour]
+#[tokio::test]
+async fn soft_delete_is_checked_and_advances_the_token() {
+    let db = db!();
+    let mut conn = db.conn().await;
     diesel::insert_into(schema::accounts::table)
         .values(Account {
             id: 1,
@@ -19,16 +21,18 @@ fn soft_delete_is_checked_and_advances_the_token() {
             version: 1,
         })
         .execute(&mut conn)
+        .await
         .expect("insert account");
-    let mut first = Account::find(&mut conn, 1).expect("account row");
+    let mut first = Account::find(&mut conn, 1).await.expect("account row");
     let mut second = first.clone();
 
     first.balance = 1; // not written by the soft delete
     first
         .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
+        .await
         .expect("soft delete");
     assert_eq!(first.version, 2);
-    let stored = Account::find(&mut conn, 1).expect("account row");
+    let stored = Account::find(&mut conn, 1).await.expect("account row");
     assert_eq!(
         (stored.deleted, stored.balance, stored.version),
         (true, 100, 2)
@@ -37,11 +41,17 @@ fn soft_delete_is_checked_and_advances_the_token() {
     // A writer still holding the live row cannot resurrect or edit it...
     second.balance = 5;
     let mut third = second.clone();
-    let conflict = expect_conflict(second.save_checked(&mut conn));
+    let conflict = expect_conflict(second.save_checked(&mut conn).await);
     assert_eq!(conflict.current::<i32>(), Some(2));
     // ...nor soft-delete it again from a stale token.
-    let conflict =
-        expect_conflict(third.soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true)));
+    let conflict = expect_conflict(
+        third
+            .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
+            .await,
+    );
     assert_eq!(conflict.operation(), Operation::SoftDelete);
-    assert_eq!(Account::find(&mut conn, 1).expect("account row"), stored);
+    assert_eq!(
+        Account::find(&mut conn, 1).await.expect("account row"),
+        stored
+    );
 }

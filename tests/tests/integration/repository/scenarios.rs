@@ -1,25 +1,31 @@
-//! The generic repository on an async connection (diesel-async).
+//! The generic repository, in both flavours: `Repository` on a blocking connection,
+//! `AsyncRepository` on diesel-async.
+
+flavour_prelude!();
 
 use diesel::prelude::*;
-use diesel_occ_examples::repository::AsyncRepository;
-use diesel_occ_tests::AsyncTestDb;
-
-use super::super::{Counter, counter};
-use super::AsyncConn as Conn;
+#[flavour(asynchronous)]
+use diesel_occ_examples::repository::AsyncRepository as Repository;
+#[flavour(blocking)]
+use diesel_occ_examples::repository::Repository;
 use diesel_occ_tests::schema::pg::counters;
 
+use super::super::{Counter, counter};
+
+#[flavour]
 #[tokio::test]
 async fn the_generic_repository_runs_every_checked_write_and_refuses_the_stale_writer() {
-    let Some(db) = AsyncTestDb::<Conn>::create("repository_async").await else {
-        return;
-    };
+    let db = db!();
     let conn = &mut db.conn().await;
-    let counters = AsyncRepository::<Counter>::new();
+    let counters = Repository::<Counter>::new();
 
     let mut created = counter(1, 10);
     assert_eq!(counters.create(conn, &mut created).await.unwrap(), 1);
     let taken = counters.create(conn, &mut counter(1, 0)).await.unwrap_err();
-    assert!(matches!(taken, diesel_occ::Error::UniqueViolation(_)), "{taken:?}");
+    assert!(
+        matches!(taken, diesel_occ::Error::UniqueViolation(_)),
+        "{taken:?}"
+    );
 
     let mut mine = counters.get(conn, 1).await.unwrap();
     let mut theirs = mine.clone();
@@ -29,11 +35,23 @@ async fn the_generic_repository_runs_every_checked_write_and_refuses_the_stale_w
     let stale = counters.save(conn, &mut mine).await.unwrap_err();
     assert_eq!(stale.as_conflict().unwrap().current::<i32>(), Some(2));
 
-    let etag = counters.update(conn, 1, &2, counters::value.eq(13)).await.unwrap();
+    let etag = counters
+        .update(conn, 1, &2, counters::value.eq(13))
+        .await
+        .unwrap();
     assert_eq!(etag, 3);
-    let refused = counters.update(conn, 1, &2, counters::value.eq(0)).await.unwrap_err();
+    let refused = counters
+        .update(conn, 1, &2, counters::value.eq(0))
+        .await
+        .unwrap_err();
     assert!(refused.is_conflict());
-    assert!(counters.delete(conn, 1, &2).await.unwrap_err().is_conflict());
+    assert!(
+        counters
+            .delete(conn, 1, &2)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
     counters.delete(conn, 1, &etag).await.unwrap();
     assert!(counters.get(conn, 1).await.unwrap_err().is_not_found());
 }

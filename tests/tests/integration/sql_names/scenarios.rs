@@ -1,55 +1,64 @@
-//! SQL names on a blocking connection.
+//! SQL names, in both flavours.
 
-use std::time::Duration;
+flavour_prelude!();
 
-use diesel::connection::SimpleConnection;
-use diesel_occ::prelude::*;
-use diesel_occ::retry::{HotRows, RetryPolicy};
-use diesel_occ::blocking;
 use diesel_occ::schema_check::SchemaCheck;
-use diesel_occ_tests::TestConnection;
 
 use super::super::{BadItem, NamedItem, SameItem, SchemaItem, assert_reported, create};
-use super::Conn;
 
-#[test]
-fn the_schema_check_reads_the_columns_by_their_sql_names() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(&create(Conn::BACKEND)).expect("tables");
+#[flavour]
+#[tokio::test]
+async fn the_schema_check_reads_the_columns_by_their_sql_names() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(&create(Conn::BACKEND))
+        .await
+        .expect("tables");
     SchemaCheck::new()
         .entity::<NamedItem>()
         .entity::<SameItem>()
         .entity::<SchemaItem>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("every token column fits");
     let fix = assert_reported(
         SchemaCheck::new()
             .entity::<NamedItem>()
             .entity::<BadItem>()
             .entity::<SchemaItem>()
-            .run(&mut conn),
+            .run_in_flavour(&mut conn)
+            .await,
     );
     // The DDL in the message is the fix: run, it makes the column fit.
-    conn.batch_execute(&fix).expect("the fix runs");
+    conn.batch_execute(&fix).await.expect("the fix runs");
     SchemaCheck::new()
         .entity::<BadItem>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("the column fits once fixed");
 }
 
+/// The hot-row memory through the blocking retry helper.
+#[flavour(blocking)]
 #[test]
 fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
-    let db = test_db!();
+    use std::time::Duration;
+
+    use diesel_occ::blocking;
+    use diesel_occ::retry::{HotRows, RetryPolicy};
+
+    let db = db!();
     let mut conn = db.conn();
     conn.batch_execute(&create(Conn::BACKEND)).expect("tables");
     assert_eq!(NamedItem::sql_table_name(), "occ_named_items");
     assert_eq!(SchemaItem::sql_table_name(), "occ_app.occ_schema_items");
 
     let memory = HotRows::new();
-    let policy = RetryPolicy::new()
-        .max_attempts(1)
-        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(3600));
+    let policy = RetryPolicy::new().max_attempts(1).escalate_hot_rows_with(
+        &memory,
+        1,
+        Duration::from_secs(3600),
+    );
     let source = || Ok::<_, diesel::ConnectionError>(db.conn());
     let mut other = db.conn();
     let _ = blocking::retry(&source, &policy, |conn, attempt| {

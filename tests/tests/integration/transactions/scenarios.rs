@@ -1,41 +1,55 @@
-//! Transactions around checked writes on an async connection (diesel-async), and a
-//! batch future dropped while its transaction is open.
+//! Transactions around checked writes, in both flavours: a save, a batch or a force
+//! increment inside `diesel_occ::transaction` (`diesel_occ::asynchronous::transaction`)
+//! that rolls back leaves each entity its own row's token. Where the flavours' own
+//! transactions differ (panics, nested and spawned transactions, snapshots, a dropped
+//! batch), each flavour has its scenarios, written in its form.
 
+flavour_prelude!();
+
+#[flavour(asynchronous)]
 use std::any::Any;
+#[flavour(asynchronous)]
 use std::future::{Future, poll_fn};
+#[flavour(asynchronous)]
 use std::panic::{self, AssertUnwindSafe};
+#[flavour(asynchronous)]
 use std::pin::pin;
+#[flavour(asynchronous)]
 use std::task::Poll;
 
 use chrono::NaiveDateTime;
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection, TransactionManager};
-use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::{ConflictState, Error, UuidToken};
-use diesel_occ_tests::wait;
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend, wait_until_async};
+#[flavour(asynchronous)]
+use diesel_async::{AsyncConnection, TransactionManager};
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::transaction;
+#[flavour(blocking)]
+use diesel_occ::transaction;
+use diesel_occ::{ConflictState, Error, Tracked, UuidToken};
+use diesel_occ_tests::Backend;
+#[flavour(asynchronous)]
+use diesel_occ_tests::{AsyncTestDb, wait, wait_until_async};
 
 use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter, rollback};
-use diesel_occ::Tracked;
-use super::{AsyncConn as Conn, schema};
+use super::schema;
 
+#[flavour]
 async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
     for &id in ids {
         diesel::insert_into(schema::counters::table)
-            .values(Counter {
-                id,
-                value: 0,
-                label: None,
-                version: 1,
-            })
+            .values(Counter::new(id, 0))
             .execute(conn)
             .await
             .expect("seed counter");
     }
 }
 
+/// The four steps, for one token kind: a save inside a transaction that
+/// rolls back, another writer's legitimate save, then the rolled-back
+/// entity's next save, which must be a typed conflict.
+#[flavour]
 macro_rules! rolled_back_save {
     ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
-        let db = async_test_db!();
+        let db = db!();
         let mut conn = db.conn().await;
         diesel::insert_into(schema::$table::table)
             .values($row)
@@ -47,14 +61,14 @@ macro_rules! rolled_back_save {
 
         // 1. Saved inside a transaction that rolls back.
         mine.$field += 1;
-        let outcome =
-            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-                mine.save_checked(conn).await?;
-                Err::<(), _>(rollback())
-            })
-            .await;
+        let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+            mine.save_checked(conn).await?;
+            Err::<(), _>(rollback())
+        })
+        .await;
         assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
         assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
+        // The entity keeps its edit and the token it read.
         assert_eq!(mine.token(), read.token());
 
         // 2. Another writer saves, legitimately.
@@ -77,6 +91,7 @@ macro_rules! rolled_back_save {
     }};
 }
 
+#[flavour]
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i16() {
     rolled_back_save!(
@@ -90,6 +105,7 @@ async fn rolled_back_save_then_conflicts_i16() {
         value
     );
 }
+#[flavour]
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i32() {
     rolled_back_save!(
@@ -104,6 +120,7 @@ async fn rolled_back_save_then_conflicts_i32() {
         value
     );
 }
+#[flavour]
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_i64() {
     rolled_back_save!(
@@ -117,6 +134,7 @@ async fn rolled_back_save_then_conflicts_i64() {
         value
     );
 }
+#[flavour]
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_uuid() {
     rolled_back_save!(
@@ -130,6 +148,7 @@ async fn rolled_back_save_then_conflicts_uuid() {
         available
     );
 }
+#[flavour]
 #[tokio::test]
 async fn rolled_back_save_then_conflicts_timestamp() {
     rolled_back_save!(
@@ -144,9 +163,35 @@ async fn rolled_back_save_then_conflicts_timestamp() {
     );
 }
 
+/// When nobody else wrote, the restored entity saves as if the rolled-back
+/// transaction had never run.
+#[flavour]
+#[tokio::test]
+async fn restored_entity_saves_when_the_row_is_unchanged() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 7;
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.save_checked(conn).await?;
+        Err::<(), _>(rollback())
+    })
+    .await;
+    assert!(outcome.is_err());
+    mine.save_checked(&mut conn)
+        .await
+        .expect("save after the rollback");
+    assert_eq!(Counter::find(&mut conn, 1).await.expect("row"), mine);
+    assert_eq!(mine.version, 2);
+}
+
+/// A batch and an aggregate root's force increment inside the caller's
+/// transaction: when it rolls back, every token is restored.
+#[flavour]
 #[tokio::test]
 async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     seed_counters(&mut conn, &[1, 2, 3]).await;
     let mut root = Counter::find(&mut conn, 1).await.expect("root");
@@ -156,12 +201,16 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     ];
     lines[0].value = 5;
     lines[1].value = 6;
-    let outcome = diesel_occ::asynchronous::transaction(
+    let outcome = transaction(
         &mut conn,
         (&mut root, &mut lines),
         async |conn, (root, lines)| {
             lines.save_all_checked(conn).await?;
             root.force_increment(conn).await?;
+            assert_eq!(
+                (root.version, lines[0].version, lines[1].version),
+                (2, 2, 2)
+            );
             Err::<(), _>(rollback())
         },
     )
@@ -172,6 +221,7 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
         (1, 1, 1)
     );
 
+    // Others write every row once; each of ours must now conflict.
     let mut other = db.conn().await;
     for id in 1..=3 {
         let mut theirs = Counter::find(&mut other, id).await.expect("their read");
@@ -185,69 +235,496 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
             .is_conflict()
     );
     let error = lines.save_all_checked(&mut conn).await.unwrap_err();
-    assert!(error.as_batch_conflict().is_some(), "{error:?}");
+    let batch = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(batch.indices().collect::<Vec<_>>(), [0, 1]);
 }
 
+/// The restoring transaction commits like any other when the closure
+/// succeeds: the entities keep their fresh tokens.
+#[flavour]
 #[tokio::test]
 async fn committed_transaction_keeps_fresh_tokens() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     seed_counters(&mut conn, &[1, 2]).await;
     let mut a = Counter::find(&mut conn, 1).await.expect("a");
     let mut b = Counter::find(&mut conn, 2).await.expect("b");
-    let answer =
-        diesel_occ::asynchronous::transaction(&mut conn, (&mut a, &mut b), async |conn, (a, b)| {
-            a.value = 1;
-            b.value = 2;
-            a.save_checked(conn).await?;
-            b.save_checked(conn).await?;
-            Ok::<_, Error>(42)
-        })
-        .await
-        .expect("commit");
+    let answer = transaction(&mut conn, (&mut a, &mut b), async |conn, (a, b)| {
+        a.value = 1;
+        b.value = 2;
+        a.save_checked(conn).await?;
+        b.save_checked(conn).await?;
+        Ok::<_, Error>(42)
+    })
+    .await
+    .expect("commit");
     assert_eq!(answer, 42);
     assert_eq!((a.version, b.version), (2, 2));
+    assert_eq!(Counter::find(&mut conn, 2).await.expect("row"), b);
 }
 
 /// A closure that reorders its entities before a rollback: each entity gets
-/// its own row's token back (by key, not by position), so a later save of
-/// the row whose token moved on conflicts instead of winning.
+/// its own row's token back (restored by key, not by position), so a later
+/// save of the row whose token moved on conflicts instead of winning.
+#[flavour]
 #[tokio::test]
 async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     seed_counters(&mut conn, &[1, 2]).await;
     let mut second = Counter::find(&mut conn, 2).await.expect("row 2");
     second.value = 1;
-    second.save_checked(&mut conn).await.expect("row 2 moves to version 2");
+    second
+        .save_checked(&mut conn)
+        .await
+        .expect("row 2 moves to version 2");
     let mut mine = vec![
         Counter::find(&mut conn, 1).await.expect("row 1"),
         Counter::find(&mut conn, 2).await.expect("row 2"),
     ];
-    let outcome =
-        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-            mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
-            for counter in mine.iter_mut() {
-                counter.value += 10;
-                counter.save_checked(conn).await?;
-            }
-            Err::<(), _>(rollback())
-        })
-        .await;
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
+        for counter in mine.iter_mut() {
+            counter.value += 10;
+            counter.save_checked(conn).await?;
+        }
+        Err::<(), _>(rollback())
+    })
+    .await;
     assert!(outcome.is_err());
     let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
-    assert_eq!(tokens, [(2, 2), (1, 1)], "each entity holds its own row's token");
+    assert_eq!(
+        tokens,
+        [(2, 2), (1, 1)],
+        "each entity holds its own row's token"
+    );
 
+    // Another writer moves row 1 to version 2, the token row 2 held.
     let mut other = db.conn().await;
     let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
     theirs.value = 100;
     theirs.save_checked(&mut other).await.expect("their save");
     let row_one = mine.iter_mut().find(|c| c.id == 1).expect("row 1 entity");
-    assert!(row_one.save_checked(&mut conn).await.unwrap_err().is_conflict());
+    assert!(
+        row_one
+            .save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
+    assert_eq!(Counter::find(&mut conn, 1).await.expect("row").value, 100);
 }
+
+/// An entity the closure adds to the `Vec` holds what the rolled-back
+/// transaction read and wrote: after the rollback it is gone, and the
+/// entities that were there keep their own tokens.
+#[flavour]
+#[tokio::test]
+async fn rolled_back_transaction_drops_entities_the_closure_added() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1, 2]).await;
+    let mut mine = vec![Counter::find(&mut conn, 1).await.expect("row 1")];
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        let mut added = Counter::find(conn, 2).await?;
+        added.value = 5;
+        added.save_checked(conn).await?;
+        mine.insert(0, added);
+        Err::<(), _>(rollback())
+    })
+    .await;
+    assert!(outcome.is_err());
+    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
+    assert_eq!(tokens, [(1, 1)]);
+}
+
+// ---- the blocking flavour's own ----
+
+/// A panic inside the closure rolls the transaction back before it resumes:
+/// the connection is left outside any transaction, so a later checked save
+/// on it commits (another connection sees it), and the entity's token is the
+/// one it read.
+#[flavour(blocking)]
+#[test]
+fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn)?;
+            panic!("a bug inside the transaction");
+        })
+    }));
+    assert!(caught.is_err(), "the panic resumes in the caller");
+    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+
+    let mut again = Counter::find(&mut conn, 1).expect("read again");
+    assert_eq!(
+        (again.value, again.version),
+        (0, 1),
+        "the save was rolled back"
+    );
+    again.value = 7;
+    again.save_checked(&mut conn).expect("a later save");
+    let mut other = db.conn();
+    assert_eq!(
+        Counter::find(&mut other, 1).expect("their read").value,
+        7,
+        "the later save was committed"
+    );
+}
+
+/// Without the restoring transaction the rolled-back token survives in
+/// memory, and the entity's next save overwrites another writer's row:
+/// the lost update `diesel_occ::transaction` exists to prevent.
+#[flavour(blocking)]
+#[test]
+fn control_plain_transaction_rollback_loses_an_update() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 1;
+    let outcome = conn.transaction(|conn| {
+        mine.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    let mut other = db.conn();
+    let mut theirs = Counter::find(&mut other, 1).expect("their read");
+    theirs.value = 10;
+    theirs.save_checked(&mut other).expect("their save");
+    mine.save_checked(&mut conn).expect("the stale save wins");
+    assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 1);
+}
+
+/// Opens a transaction at `isolation` (`None`: the backend's default).
+#[flavour(blocking)]
+fn in_transaction<R>(
+    conn: &mut Conn,
+    isolation: Option<&str>,
+    f: impl FnOnce(&mut Conn) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
+    if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
+        // MySQL: set before the transaction starts, for the next one.
+        conn.batch_execute(level).expect("isolation");
+    }
+    conn.transaction(|conn| {
+        if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
+            conn.batch_execute(level)?;
+        }
+        f(conn)
+    })
+}
+
+#[flavour(blocking)]
+fn bump(db: &TestDb<Conn>) -> Counter {
+    let mut other = db.conn();
+    let mut theirs = Counter::find(&mut other, 1).expect("their read");
+    theirs.value += 1;
+    theirs.save_checked(&mut other).expect("their save");
+    theirs
+}
+
+/// The entity is read inside the snapshot; another writer commits; the
+/// save conflicts. The conflict names the row's real token (or is a
+/// transient error), never the snapshot's, which equals the expected one.
+#[flavour(blocking)]
+fn read_in_snapshot(isolation: Option<&str>) {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let outcome = in_transaction(&mut conn, isolation, |conn| {
+        let mut mine = Counter::find(conn, 1)?;
+        let theirs = bump(&db);
+        mine.value = 100;
+        Ok((mine.save_checked(conn), theirs))
+    });
+    let (result, theirs) = match outcome {
+        Ok(pair) => pair,
+        Err(error) => {
+            assert!(error.is_transient(), "{error:?}");
+            return;
+        }
+    };
+    match result {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
+    assert_eq!(Counter::find(&mut conn, 1).expect("row"), theirs);
+}
+
+/// The entity was read before the snapshot; a second writer commits after
+/// it. The snapshot's token is neither the expected nor the current one.
+#[flavour(blocking)]
+fn read_before_snapshot(isolation: Option<&str>) {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    bump(&db);
+    let outcome = in_transaction(&mut conn, isolation, |conn| {
+        // The snapshot: the first writer's row.
+        Counter::find(conn, 1)?;
+        let theirs = bump(&db);
+        mine.value = 100;
+        Ok((mine.save_checked(conn), theirs))
+    });
+    let (result, theirs) = match outcome {
+        Ok(pair) => pair,
+        Err(error) => {
+            assert!(error.is_transient(), "{error:?}");
+            return;
+        }
+    };
+    match result {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(
+                conflict.current::<i32>(),
+                Some(theirs.version),
+                "{conflict}"
+            );
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
+}
+
+#[flavour(blocking)]
+#[test]
+fn snapshot_conflict_reports_current_token_default_isolation() {
+    read_in_snapshot(None);
+    read_before_snapshot(None);
+}
+
+#[flavour(blocking)]
+#[test]
+fn snapshot_conflict_reports_current_token_repeatable_read() {
+    read_in_snapshot(Some("REPEATABLE READ"));
+    read_before_snapshot(Some("REPEATABLE READ"));
+}
+
+#[flavour(blocking)]
+#[test]
+fn snapshot_conflict_reports_current_token_serializable() {
+    if Conn::BACKEND == Backend::Mysql {
+        // InnoDB's SERIALIZABLE reads take shared locks: the other writer
+        // would wait for this transaction, there is no stale snapshot.
+        return;
+    }
+    read_in_snapshot(Some("SERIALIZABLE"));
+    read_before_snapshot(Some("SERIALIZABLE"));
+}
+
+/// A trigger that silently skips the write (PostgreSQL `RETURN NULL`,
+/// SQLite `RAISE(IGNORE)`; MySQL has no such trigger).
+#[flavour(blocking)]
+fn skip_writes(conn: &mut Conn) -> bool {
+    let ddl = match Conn::BACKEND {
+        Backend::Postgres => {
+            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
+        }
+        _ => return false,
+    };
+    conn.batch_execute(ddl).expect("trigger");
+    true
+}
+
+#[flavour(blocking)]
+#[test]
+fn skipped_write_is_unmatched_not_stale() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    if !skip_writes(&mut conn) {
+        return;
+    }
+    for in_tx in [false, true] {
+        let mut mine = Counter::find(&mut conn, 1).expect("read");
+        mine.value = 5;
+        let error = if in_tx {
+            conn.transaction(|conn| mine.save_checked(conn))
+                .unwrap_err()
+        } else {
+            mine.save_checked(&mut conn).unwrap_err()
+        };
+        let conflict = error.as_conflict().expect("a conflict");
+        assert_eq!(conflict.state(), &ConflictState::Unmatched, "{conflict}");
+        assert_eq!(conflict.current::<i32>(), None);
+        assert!(!error.is_retryable());
+        assert_eq!(mine.version, 1);
+    }
+}
+
+/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
+/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
+/// so it commits the closure's other write, and the entity holds the committed token.
+#[flavour(blocking)]
+#[test]
+fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::counters::table)
+        .values([counter(1, 1), counter(2, 1)])
+        .execute(&mut conn)
+        .expect("seed");
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        let mut taken = counter(2, 0);
+        match taken.insert_checked(conn) {
+            Err(Error::UniqueViolation(_)) => {}
+            other => panic!("expected a taken key, got {other:?}"),
+        }
+        match taken.upsert_checked(conn, None) {
+            Err(Error::Conflict(_)) => {}
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        Ok::<_, Error>(())
+    })
+    .expect("the transaction commits");
+    assert_eq!(Counter::find(&mut conn, 1).expect("read"), mine);
+}
+
+/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
+/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
+/// MySQL and SQLite only the statement failed and the transaction commits. Either way
+/// `Ok` means committed, and the entity holds the row's token.
+#[flavour(blocking)]
+#[test]
+fn a_caught_database_error_is_never_reported_committed() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    seed_counters(&mut conn, &[1]);
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    mine.value = 5;
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        mine.save_checked(conn)?;
+        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
+        assert!(failed.is_err(), "the statement fails");
+        Ok::<_, Error>(())
+    });
+    let row = Counter::find(&mut conn, 1).expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(
+            outcome.is_err(),
+            "an aborted transaction is not Ok: {outcome:?}"
+        );
+        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the transaction commits");
+        assert_eq!(row.value, 5);
+    }
+    assert_eq!(
+        mine.version, row.version,
+        "the entity holds the row's token"
+    );
+    mine.value = 6;
+    mine.save_checked(&mut conn)
+        .expect("the entity saves on the usable connection");
+}
+
+/// The same through the retry helper's transactional attempt (an escalated one).
+#[flavour(blocking)]
+#[test]
+fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() {
+    let db = test_db!();
+    seed_counters(&mut db.conn(), &[1]);
+    let pool = diesel::r2d2::Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("r2d2 pool");
+    let policy = diesel_occ::retry::RetryPolicy::new().escalate_after(0);
+    let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, attempt| {
+        let mut row: Counter = attempt.find(conn, 1)?;
+        row.value = 5;
+        row.save_checked(conn)?;
+        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
+        assert!(failed.is_err(), "the statement fails");
+        Ok(())
+    });
+    let row = Counter::find(&mut db.conn(), 1).expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(
+            outcome.is_err(),
+            "an aborted attempt is not Ok: {outcome:?}"
+        );
+        assert_eq!(row.value, 0, "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the attempt commits");
+        assert_eq!(row.value, 5);
+    }
+}
+
+/// A single entity the closure replaced with another row's entity, then rolled back:
+/// it gets back the entity passed in, never the other row with the first row's token
+/// (which the other row reaches later, letting a stale save through).
+#[flavour(blocking)]
+#[test]
+fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
+    let db = test_db!();
+    let mut conn = db.conn();
+    diesel::insert_into(schema::counters::table)
+        .values([counter(1, 2), counter(2, 1)])
+        .execute(&mut conn)
+        .expect("seed");
+    let mut mine = Counter::find(&mut conn, 1).expect("read");
+    let passed_in = mine.clone();
+    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
+        **mine = Counter::find(conn, 2)?;
+        mine.value = 7;
+        mine.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    assert_eq!(mine, passed_in, "the entity as passed in");
+
+    // Another writer moves row 2 to version 2, the token row 1 held.
+    let mut theirs = Counter::find(&mut conn, 2).expect("read");
+    theirs.value = 3;
+    theirs.save_checked(&mut conn).expect("their save");
+    mine.value = 8;
+    mine.save_checked(&mut conn).expect("row 1 is as read");
+    assert_eq!(
+        Counter::find(&mut conn, 2).expect("read"),
+        theirs,
+        "row 2 is theirs"
+    );
+
+    // The same for a tracked entity.
+    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).expect("read"));
+    let passed_in = tracked.clone();
+    let outcome = diesel_occ::transaction(&mut conn, &mut tracked, |conn, tracked| {
+        **tracked = Tracked::new(Counter::find(conn, 2)?);
+        tracked.edit().value = 9;
+        tracked.save_checked(conn)?;
+        Err::<(), _>(rollback())
+    });
+    assert!(outcome.is_err());
+    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
+}
+
+// ---- the async flavour's own ----
 
 /// The transaction's future is `Send` whatever the closure borrows, so it runs inside
 /// `tokio::spawn` on a multi-threaded runtime, as in a web handler.
+#[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_runs_inside_a_spawned_task() {
     let db = async_test_db!();
@@ -256,16 +733,13 @@ async fn a_transaction_runs_inside_a_spawned_task() {
     let step = 3;
     let task = tokio::spawn(async move {
         let mut mine = Counter::find(&mut conn, 1).await?;
-        let outcome = diesel_occ::asynchronous::transaction(
-            &mut conn,
-            &mut mine,
-            async |conn, mine| {
+        let outcome =
+            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
                 mine.value += step;
                 mine.save_checked(conn).await?;
                 Ok::<_, Error>(mine.value)
-            },
-        )
-        .await;
+            })
+            .await;
         outcome.map(|value| (value, mine.version))
     });
     let saved = task.await.expect("the spawned task");
@@ -276,6 +750,7 @@ async fn a_transaction_runs_inside_a_spawned_task() {
 
 /// A transaction inside another's closure is a savepoint: the inner one rolls back
 /// alone and gives its entity its token back, the outer one commits its own write.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn a_nested_transaction_rolls_back_alone() {
     let db = async_test_db!();
@@ -284,36 +759,37 @@ async fn a_nested_transaction_rolls_back_alone() {
     let mut outer = Counter::find(&mut conn, 1).await.expect("outer");
     let mut inner = Counter::find(&mut conn, 2).await.expect("inner");
     let inner_ref = &mut inner;
-    let outcome = diesel_occ::asynchronous::transaction(
-        &mut conn,
-        &mut outer,
-        async move |conn, outer| {
+    let outcome =
+        diesel_occ::asynchronous::transaction(&mut conn, &mut outer, async move |conn, outer| {
             outer.value = 1;
             outer.save_checked(conn).await?;
-            let nested = diesel_occ::asynchronous::transaction(
-                conn,
-                inner_ref,
-                async |conn, inner| {
+            let nested =
+                diesel_occ::asynchronous::transaction(conn, inner_ref, async |conn, inner| {
                     inner.value = 2;
                     inner.save_checked(conn).await?;
                     Err::<(), _>(rollback())
-                },
-            )
-            .await;
+                })
+                .await;
             assert!(nested.is_err(), "{nested:?}");
             Ok::<_, Error>(())
-        },
-    )
-    .await;
+        })
+        .await;
     assert!(outcome.is_ok(), "{outcome:?}");
-    assert_eq!((outer.version, inner.version), (2, 1), "the inner token restored");
+    assert_eq!(
+        (outer.version, inner.version),
+        (2, 1),
+        "the inner token restored"
+    );
     let mut other = db.conn().await;
     let rows = (
         Counter::find(&mut other, 1).await.expect("row 1"),
         Counter::find(&mut other, 2).await.expect("row 2"),
     );
     assert_eq!(
-        ((rows.0.value, rows.0.version), (rows.1.value, rows.1.version)),
+        (
+            (rows.0.value, rows.0.version),
+            (rows.1.value, rows.1.version)
+        ),
         ((1, 2), (0, 1)),
         "the outer write committed, the inner one rolled back"
     );
@@ -321,15 +797,16 @@ async fn a_nested_transaction_rolls_back_alone() {
 
 /// Polls `future` to its end, catching a panic raised while it is polled (the test
 /// holds the connection it borrows, so the panic cannot be caught at a task's join).
+#[flavour(asynchronous)]
 async fn catch_panic<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
     let mut future = pin!(future);
-    poll_fn(|cx| {
-        match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+    poll_fn(
+        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(panic) => Poll::Ready(Err(panic)),
-        }
-    })
+        },
+    )
     .await
 }
 
@@ -337,6 +814,7 @@ async fn catch_panic<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Se
 /// blocking `transaction` does: the connection is left outside any transaction and
 /// usable, so a later checked save on it commits (another connection sees it), and
 /// the entity's token is the one it read.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     let db = async_test_db!();
@@ -355,19 +833,28 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     .await;
     assert!(caught.is_err(), "the panic resumes in the caller");
     assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
-    let depth = <Conn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(
-        &mut conn,
-    )
-    .transaction_depth();
-    assert!(matches!(depth, Ok(None)), "not left usable outside a transaction: {depth:?}");
+    let depth =
+        <Conn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(&mut conn)
+            .transaction_depth();
+    assert!(
+        matches!(depth, Ok(None)),
+        "not left usable outside a transaction: {depth:?}"
+    );
 
     let mut again = Counter::find(&mut conn, 1).await.expect("read again");
-    assert_eq!((again.value, again.version), (0, 1), "the save was rolled back");
+    assert_eq!(
+        (again.value, again.version),
+        (0, 1),
+        "the save was rolled back"
+    );
     again.value = 7;
     again.save_checked(&mut conn).await.expect("a later save");
     let mut other = db.conn().await;
     assert_eq!(
-        Counter::find(&mut other, 1).await.expect("their read").value,
+        Counter::find(&mut other, 1)
+            .await
+            .expect("their read")
+            .value,
         7,
         "the later save was committed"
     );
@@ -377,6 +864,7 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
 /// inside ours (diesel-async does not end its transaction on a panic), so ours cannot
 /// roll back to where it began: the connection is marked broken, as when the future is
 /// dropped, and nothing of the transaction is committed.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_broken() {
     let db = async_test_db!();
@@ -407,8 +895,8 @@ async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_bro
 
 /// Opens a transaction at `isolation` (`None`: the backend's default), with
 /// diesel-async's transaction manager, or with plain SQL it does not see.
+#[flavour(asynchronous)]
 async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
-    use diesel_async::TransactionManager;
     let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
     if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
         conn.batch_execute(level).await.expect("isolation");
@@ -425,8 +913,8 @@ async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     }
 }
 
+#[flavour(asynchronous)]
 async fn end(conn: &mut Conn, raw: bool) {
-    use diesel_async::TransactionManager;
     if raw {
         conn.batch_execute("ROLLBACK").await.expect("rollback");
     } else {
@@ -436,6 +924,7 @@ async fn end(conn: &mut Conn, raw: bool) {
     }
 }
 
+#[flavour(asynchronous)]
 async fn bump(db: &AsyncTestDb<Conn>) -> Counter {
     let mut other = db.conn().await;
     let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
@@ -446,6 +935,7 @@ async fn bump(db: &AsyncTestDb<Conn>) -> Counter {
 
 /// See the blocking suite: the entity is read inside the snapshot, or
 /// before it while another writer commits in between.
+#[flavour(asynchronous)]
 async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
     let db = async_test_db!();
     let mut conn = db.conn().await;
@@ -475,18 +965,21 @@ async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
     end(&mut conn, raw).await;
 }
 
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_default_isolation() {
     in_snapshot(None, false, false).await;
     in_snapshot(None, true, false).await;
 }
 
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_repeatable_read() {
     in_snapshot(Some("REPEATABLE READ"), false, false).await;
     in_snapshot(Some("REPEATABLE READ"), true, false).await;
 }
 
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_serializable() {
     if Conn::BACKEND == Backend::Mysql {
@@ -499,6 +992,7 @@ async fn snapshot_conflict_reports_current_token_serializable() {
 
 /// A transaction opened with plain SQL, which diesel-async does not see: a
 /// conflict on an entity read in its snapshot still names the real token.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_in_a_raw_sql_transaction() {
     in_snapshot(None, false, true).await;
@@ -506,6 +1000,7 @@ async fn snapshot_conflict_in_a_raw_sql_transaction() {
 }
 
 /// The same snapshot, opened with diesel-async's own transaction.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_in_a_diesel_async_transaction() {
     let db = async_test_db!();
@@ -542,6 +1037,7 @@ async fn snapshot_conflict_in_a_diesel_async_transaction() {
     }
 }
 
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn skipped_write_is_unmatched_not_stale() {
     let db = async_test_db!();
@@ -569,6 +1065,7 @@ async fn skipped_write_is_unmatched_not_stale() {
 
 /// Drops a batch future while its transaction is open: once the server
 /// shows its second UPDATE waiting for a row lock another connection holds.
+#[flavour(asynchronous)]
 async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
     let mut batch = [
         Counter::find(conn, 1).await.expect("row 1"),
@@ -621,6 +1118,7 @@ async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
     }
 }
 
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     if Conn::BACKEND != Backend::Postgres {
@@ -654,6 +1152,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
 /// "Insert, or carry on if the key is taken" inside a transaction: the library's own
 /// taken key (and an upsert's conflict) leave the transaction usable on every backend,
 /// so it commits the closure's other write, and the entity holds the committed token.
+#[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
     let db = async_test_db!();
@@ -688,6 +1187,7 @@ async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
 /// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
 /// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
 /// MySQL and SQLite only the statement failed and the transaction commits.
+#[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caught_database_error_is_never_reported_committed() {
     let db = async_test_db!();
@@ -707,15 +1207,23 @@ async fn a_caught_database_error_is_never_reported_committed() {
         .await;
     let row = Counter::find(&mut conn, 1).await.expect("read");
     if Conn::BACKEND == Backend::Postgres {
-        assert!(outcome.is_err(), "an aborted transaction is not Ok: {outcome:?}");
+        assert!(
+            outcome.is_err(),
+            "an aborted transaction is not Ok: {outcome:?}"
+        );
         assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
     } else {
         outcome.expect("only the statement failed: the transaction commits");
         assert_eq!(row.value, 5);
     }
-    assert_eq!(mine.version, row.version, "the entity holds the row's token");
+    assert_eq!(
+        mine.version, row.version,
+        "the entity holds the row's token"
+    );
     mine.value = 6;
-    mine.save_checked(&mut conn).await.expect("the entity saves on the usable connection");
+    mine.save_checked(&mut conn)
+        .await
+        .expect("the entity saves on the usable connection");
 
     // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
     // error too, and the caller's transaction is usable after it.
@@ -737,7 +1245,11 @@ async fn a_caught_database_error_is_never_reported_committed() {
                 .await;
             let aborted = inner.is_err();
             let kept = if aborted { 0 } else { 1 };
-            assert_eq!(mine.version, before.version + kept, "given back unless committed");
+            assert_eq!(
+                mine.version,
+                before.version + kept,
+                "given back unless committed"
+            );
             Counter::find(conn, 1).await?;
             Ok::<_, Error>(aborted)
         })
@@ -748,6 +1260,7 @@ async fn a_caught_database_error_is_never_reported_committed() {
 
 /// A single entity the closure replaced with another row's entity, then rolled back:
 /// it gets back the entity passed in, never the other row with the first row's token.
+#[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
     let db = async_test_db!();
@@ -776,8 +1289,14 @@ async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() 
     theirs.value = 3;
     theirs.save_checked(&mut conn).await.expect("their save");
     mine.value = 8;
-    mine.save_checked(&mut conn).await.expect("row 1 is as read");
-    assert_eq!(Counter::find(&mut conn, 2).await.expect("read"), theirs, "row 2 is theirs");
+    mine.save_checked(&mut conn)
+        .await
+        .expect("row 1 is as read");
+    assert_eq!(
+        Counter::find(&mut conn, 2).await.expect("read"),
+        theirs,
+        "row 2 is theirs"
+    );
 
     let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
     let passed_in = tracked.clone();

@@ -1,17 +1,17 @@
-//! Tracked saves, three-way diffs and merges on an async connection (diesel-async).
+//! Tracked saves, three-way diffs and merges, in both flavours.
+
+flavour_prelude!();
 
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Fields, Prefer, SaveOutcome, Tracked};
-use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
 use super::entities::{Article, Merging, expect_conflict};
-use super::{AsyncConn as Conn, schema};
+use super::schema;
 
-async fn seed_article(db: &AsyncTestDb<Conn>) {
+#[flavour]
+async fn seed_article(db: &TestDb<Conn>) {
     let row = Article {
         id: 1,
         title: "Title".into(),
@@ -27,11 +27,13 @@ async fn seed_article(db: &AsyncTestDb<Conn>) {
         .expect("insert article");
 }
 
+#[flavour]
 async fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).await.expect("article row")
 }
 
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
+#[flavour]
 async fn raw_update(conn: &mut Conn, sql: &str) {
     diesel::sql_query(sql)
         .execute(conn)
@@ -41,9 +43,10 @@ async fn raw_update(conn: &mut Conn, sql: &str) {
 
 // ---- tracked saves ------------------------------------------------------------
 
+#[flavour]
 #[tokio::test]
 async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let mut conn = db.conn().await;
     let mut tracked = Tracked::new(article(&mut conn).await);
@@ -57,7 +60,7 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
 
     tracked.edit().title = "New title".into();
     assert_eq!(tracked.changed().names().collect::<Vec<_>>(), ["title"]);
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     tracked.save_checked(&mut conn).await.expect("tracked save");
     let statements = log.take_sql();
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
@@ -81,9 +84,10 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     assert_eq!(stored.version, 2);
 }
 
+#[flavour]
 #[tokio::test]
 async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let mut conn = db.conn().await;
     let mut mine = Tracked::new(article(&mut conn).await);
@@ -105,9 +109,10 @@ async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
     assert_eq!(mine, before, "the tracked entity is untouched");
 }
 
+#[flavour]
 #[tokio::test]
 async fn three_way_diff_names_only_mine_only_theirs_and_both() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let mut conn = db.conn().await;
     let mut mine = Tracked::new(article(&mut conn).await);
@@ -143,9 +148,13 @@ async fn three_way_diff_names_only_mine_only_theirs_and_both() {
 
 /// Two tracked writers from one version, released by a barrier; writer 0 edits with
 /// `edit(0)`, writer 1 with `edit(1)`; both `save_merging`.
-async fn race_tracked(db: &AsyncTestDb<Conn>, edit: impl Fn(usize, &mut Article)) -> Vec<Merging> {
+#[flavour]
+async fn race_tracked(
+    db: &TestDb<Conn>,
+    edit: impl Fn(usize, &mut Article) + Sync,
+) -> Vec<Merging> {
     let report = Race::new(2)
-        .run_asynchronous(
+        .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
                 let tracked = Tracked::new(article(&mut conn).await);
@@ -161,9 +170,10 @@ async fn race_tracked(db: &AsyncTestDb<Conn>, edit: impl Fn(usize, &mut Article)
     report.into_values().unwrap()
 }
 
+#[flavour]
 #[tokio::test]
 async fn non_overlapping_edits_merge_and_both_survive() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let outcomes = race_tracked(&db, |writer, a| match writer {
         0 => a.title = "Title by 0".into(),
@@ -200,15 +210,16 @@ async fn non_overlapping_edits_merge_and_both_survive() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn control_full_row_saves_lose_the_other_field() {
     // The same race with plain full-row writes and no token: both succeed and one edit
     // is overwritten with the stale value it was read with.
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let report = Race::new(2)
         .in_order()
-        .run_asynchronous(
+        .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
                 let row = article(&mut conn).await;
@@ -237,9 +248,10 @@ async fn control_full_row_saves_lose_the_other_field() {
     assert_eq!(stored.title, "Title", "writer 0's title was lost");
 }
 
+#[flavour]
 #[tokio::test]
 async fn overlapping_edits_return_both_values_and_write_nothing() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let outcomes = race_tracked(&db, |writer, a| {
         a.title = format!("Title by {writer}");
@@ -269,11 +281,12 @@ async fn overlapping_edits_return_both_values_and_write_nothing() {
 
 /// Writer 1 edits title and body, writer 0 the title only; writer 0 saves first (the
 /// writers write in order), so writer 1 overlaps on `title` and resolves with `prefer`.
-async fn resolve_overlap(db: &AsyncTestDb<Conn>, prefer: Prefer) -> Article {
+#[flavour]
+async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
     seed_article(db).await;
     let report = Race::new(2)
         .in_order()
-        .run_asynchronous(
+        .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
                 let tracked = Tracked::new(article(&mut conn).await);
@@ -316,25 +329,28 @@ async fn resolve_overlap(db: &AsyncTestDb<Conn>, prefer: Prefer) -> Article {
     stored
 }
 
+#[flavour]
 #[tokio::test]
 async fn overlap_resolved_client_wins() {
-    let db = async_test_db!();
+    let db = db!();
     let stored = resolve_overlap(&db, Prefer::Mine).await;
     assert_eq!(stored.title, "Title by 1");
     assert_eq!(stored.body, "Body by 1");
 }
 
+#[flavour]
 #[tokio::test]
 async fn overlap_resolved_store_wins() {
-    let db = async_test_db!();
+    let db = db!();
     let stored = resolve_overlap(&db, Prefer::Theirs).await;
     assert_eq!(stored.title, "Title by 0", "their title kept");
     assert_eq!(stored.body, "Body by 1", "my other edit kept");
 }
 
+#[flavour]
 #[tokio::test]
 async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
-    let db = async_test_db!();
+    let db = db!();
     seed_article(&db).await;
     let mut conn = db.conn().await;
     let mut mine = Tracked::new(article(&mut conn).await);

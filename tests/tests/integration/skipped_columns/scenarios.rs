@@ -1,21 +1,23 @@
-//! Skipped columns on a blocking connection.
+//! Skipped columns, in both flavours.
 
-use diesel::prelude::*;
+flavour_prelude!();
+
 use diesel_occ::Tracked;
-use diesel_occ::prelude::*;
 use diesel_occ_tests::statements::{StatementCounter, sql_only, updates};
 
 use super::entities::{Article, ArticleSkipUpdate};
-use super::{Conn, schema};
+use super::schema;
 
-fn article(conn: &mut Conn) -> Article {
-    Article::find(conn, 1).expect("article row")
+#[flavour]
+async fn article(conn: &mut Conn) -> Article {
+    Article::find(conn, 1).await.expect("article row")
 }
 
-#[test]
-fn skipped_columns_are_never_written_by_checked_saves() {
-    let db = test_db!();
-    let mut conn = db.conn();
+#[flavour]
+#[tokio::test]
+async fn skipped_columns_are_never_written_by_checked_saves() {
+    let db = db!();
+    let mut conn = db.conn().await;
     diesel::insert_into(schema::wiki_articles::table)
         .values(Article {
             id: 1,
@@ -26,36 +28,38 @@ fn skipped_columns_are_never_written_by_checked_saves() {
             version: 1,
         })
         .execute(&mut conn)
+        .await
         .expect("insert article");
-    let mut occ_skip = article(&mut conn);
+    let mut occ_skip = article(&mut conn).await;
     // The counter is maintained by atomic SQL elsewhere, token untouched.
     diesel::sql_query("UPDATE wiki_articles SET views = views + 1 WHERE id = 1")
-        .execute(&mut db.conn())
+        .execute(&mut db.conn().await)
+        .await
         .expect("raw update");
 
-    let log = StatementCounter::install(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     occ_skip.views = 999;
     occ_skip.title = "occ skip".into();
-    occ_skip.save_checked(&mut conn).expect("save");
-    assert_eq!(article(&mut conn).views, 1);
+    occ_skip.save_checked(&mut conn).await.expect("save");
+    assert_eq!(article(&mut conn).await.views, 1);
 
-    let mut skip_update = ArticleSkipUpdate::find(&mut conn, 1).unwrap();
+    let mut skip_update = ArticleSkipUpdate::find(&mut conn, 1).await.unwrap();
     skip_update.views = 998;
     skip_update.title = "skip update".into();
-    skip_update.save_checked(&mut conn).expect("save");
-    assert_eq!(article(&mut conn).views, 1);
+    skip_update.save_checked(&mut conn).await.expect("save");
+    assert_eq!(article(&mut conn).await.views, 1);
 
-    let mut tracked = Tracked::new(article(&mut conn));
+    let mut tracked = Tracked::new(article(&mut conn).await);
     tracked.edit().views = 997;
     tracked.edit().title = "tracked".into();
     assert!(!tracked.changed().contains("views"), "not a tracked field");
-    tracked.save_checked(&mut conn).expect("save");
+    tracked.save_checked(&mut conn).await.expect("save");
     let statements = log.take_sql();
     assert_eq!(updates(&statements).len(), 3);
     for statement in updates(&statements) {
         assert!(!sql_only(statement).contains("views"), "{statement}");
     }
-    let stored = article(&mut conn);
+    let stored = article(&mut conn).await;
     assert_eq!(stored.views, 1, "only the atomic increment wrote it");
     assert_eq!(stored.title, "tracked");
 }

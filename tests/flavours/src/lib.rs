@@ -1,0 +1,186 @@
+//! The two flavours of the integration tests' scenarios, from one source.
+//!
+//! A scenario is written once, in async form (`async fn`, `.await`, `#[tokio::test]`),
+//! with `#[flavour]` on each item that awaits. The scenario file is compiled twice: in
+//! the `asynchronous` module, where `flavour` is [`macro@asynchronous`] and leaves the
+//! item as written, and in the `blocking` module, where `flavour` is [`macro@blocking`]
+//! and strips the async from it. The names that differ between the flavours (the
+//! connection type, `RunQueryDsl`, diesel-occ's prelude, the test database) come from
+//! each module's scope, not from here.
+//!
+//! ```text
+//! #[flavour]
+//! #[tokio::test]
+//! async fn saves() {
+//!     let db = db!();
+//!     let mut conn = db.conn().await;
+//!     entity.save_checked(&mut conn).await.expect("saves");
+//! }
+//! ```
+//!
+//! is, for `blocking`:
+//!
+//! ```text
+//! #[test]
+//! fn saves() {
+//!     let db = db!();
+//!     let mut conn = db.conn();
+//!     entity.save_checked(&mut conn).expect("saves");
+//! }
+//! ```
+//!
+//! An item written for one flavour alone says so: `#[flavour(blocking)]`,
+//! `#[flavour(asynchronous)]`; the other flavour drops it.
+//!
+//! The rewrite works on tokens, keeping each one's span, so errors point into the
+//! scenario file, and it reaches into macro invocations and `macro_rules!` bodies inside
+//! the item.
+
+use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree};
+
+/// The async flavour: the item as written. `#[flavour(blocking)]` drops the item
+/// (it is the blocking flavour's alone); `#[flavour(asynchronous)]` keeps it.
+#[proc_macro_attribute]
+pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
+    match only_in(args) {
+        Ok(None | Some(Flavour::Asynchronous)) => item,
+        Ok(Some(Flavour::Blocking)) => TokenStream::new(),
+        Err(error) => error,
+    }
+}
+
+/// The blocking flavour: the item without `.await`, without `async` on its functions,
+/// blocks and closures (`async move { .. }` becomes `{ .. }`), with `Fn`, `FnMut` and
+/// `FnOnce` for `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, and with `#[test]` for
+/// `#[tokio::test]` (and its arguments). `#[flavour(asynchronous)]` drops the item (it
+/// is the async flavour's alone); `#[flavour(blocking)]` keeps it as written.
+#[proc_macro_attribute]
+pub fn blocking(args: TokenStream, item: TokenStream) -> TokenStream {
+    match only_in(args) {
+        Ok(None) => strip_async(item),
+        Ok(Some(Flavour::Blocking)) => item,
+        Ok(Some(Flavour::Asynchronous)) => TokenStream::new(),
+        Err(error) => error,
+    }
+}
+
+enum Flavour {
+    Blocking,
+    Asynchronous,
+}
+
+/// The flavour an item is written for alone, from `#[flavour(..)]`'s arguments.
+fn only_in(args: TokenStream) -> Result<Option<Flavour>, TokenStream> {
+    let mut args = args.into_iter();
+    let flavour = match args.next() {
+        None => return Ok(None),
+        Some(TokenTree::Ident(name)) if name.to_string() == "blocking" => Flavour::Blocking,
+        Some(TokenTree::Ident(name)) if name.to_string() == "asynchronous" => Flavour::Asynchronous,
+        Some(other) => return Err(expected_a_flavour(other)),
+    };
+    match args.next() {
+        None => Ok(Some(flavour)),
+        Some(extra) => Err(expected_a_flavour(extra)),
+    }
+}
+
+fn expected_a_flavour(at: TokenTree) -> TokenStream {
+    compile_error(
+        "expected `#[flavour]`, `#[flavour(blocking)]` or `#[flavour(asynchronous)]`",
+        at,
+    )
+}
+
+fn strip_async(stream: TokenStream) -> TokenStream {
+    let mut out = Vec::new();
+    let mut tokens = stream.into_iter().peekable();
+    while let Some(token) = tokens.next() {
+        match token {
+            TokenTree::Punct(dot) if dot.as_char() == '.' && is_ident(tokens.peek(), "await") => {
+                tokens.next();
+            }
+            TokenTree::Ident(ident) => match ident.to_string().as_str() {
+                "async" => {
+                    // `async move { .. }` is a block, which takes no `move`; an
+                    // `async move |..|` closure keeps it.
+                    if is_ident(tokens.peek(), "move") {
+                        let capture = tokens.next().expect("peeked");
+                        if !is_brace_group(tokens.peek()) {
+                            out.push(capture);
+                        }
+                    }
+                }
+                "AsyncFn" => out.push(Ident::new("Fn", ident.span()).into()),
+                "AsyncFnMut" => out.push(Ident::new("FnMut", ident.span()).into()),
+                "AsyncFnOnce" => out.push(Ident::new("FnOnce", ident.span()).into()),
+                _ => out.push(ident.into()),
+            },
+            TokenTree::Punct(pound) if pound.as_char() == '#' => {
+                let attribute = match tokens.peek() {
+                    Some(TokenTree::Group(attribute)) if is_tokio_test(attribute) => {
+                        Some(attribute.span())
+                    }
+                    _ => None,
+                };
+                out.push(TokenTree::Punct(pound));
+                if let Some(span) = attribute {
+                    tokens.next();
+                    let test = TokenTree::Ident(Ident::new("test", span));
+                    let mut group = Group::new(Delimiter::Bracket, test.into());
+                    group.set_span(span);
+                    out.push(group.into());
+                }
+            }
+            TokenTree::Group(group) => {
+                let mut stripped = Group::new(group.delimiter(), strip_async(group.stream()));
+                stripped.set_span(group.span());
+                out.push(stripped.into());
+            }
+            other => out.push(other),
+        }
+    }
+    out.into_iter().collect()
+}
+
+fn is_brace_group(token: Option<&TokenTree>) -> bool {
+    matches!(token, Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Brace)
+}
+
+fn is_ident(token: Option<&TokenTree>, name: &str) -> bool {
+    matches!(token, Some(TokenTree::Ident(ident)) if ident.to_string() == name)
+}
+
+/// `[tokio::test]` or `[tokio::test(..)]`, the brackets of an attribute.
+fn is_tokio_test(attribute: &Group) -> bool {
+    if attribute.delimiter() != Delimiter::Bracket {
+        return false;
+    }
+    let path: Vec<String> = attribute
+        .stream()
+        .into_iter()
+        .take_while(|token| !matches!(token, TokenTree::Group(_)))
+        .map(|token| token.to_string())
+        .collect();
+    path == ["tokio", ":", ":", "test"]
+}
+
+/// `compile_error!("message")`, spanned on `at`.
+fn compile_error(message: &str, at: TokenTree) -> TokenStream {
+    let span = at.span();
+    let mut tokens: Vec<TokenTree> = vec![
+        Ident::new("compile_error", span).into(),
+        spanned(Punct::new('!', Spacing::Alone), span),
+    ];
+    let mut literal = proc_macro::Literal::string(message);
+    literal.set_span(span);
+    let mut args = Group::new(Delimiter::Parenthesis, TokenTree::from(literal).into());
+    args.set_span(span);
+    tokens.push(args.into());
+    tokens.push(spanned(Punct::new(';', Spacing::Alone), span));
+    tokens.into_iter().collect()
+}
+
+fn spanned(mut punct: Punct, span: Span) -> TokenTree {
+    punct.set_span(span);
+    punct.into()
+}

@@ -1,0 +1,74 @@
+//! The test entities that many subjects share, declared once: a subject declares its
+//! own only for a table or shape no other subject uses.
+//!
+//! Their tables are the same on every backend ([`crate::schema::counters`]), so one
+//! declaration serves the blocking and async scenarios of all three.
+
+use diesel::{Insertable, Queryable, Selectable};
+use diesel_occ::Versioned;
+
+/// A row of `counters`: an integer token, and a `label` that whole writes keep equal to
+/// `value` as text ([`Counter::increment`]), so a torn write shows
+/// ([`Counter::assert_whole`]). Tracked (`#[occ(track)]`) for the subjects that save
+/// only edited columns.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = crate::schema::counters)]
+#[occ(track)]
+pub struct Counter {
+    /// The key.
+    pub id: i32,
+    /// What the writers change.
+    pub value: i32,
+    /// `value` as text after a whole write; NULL in a row that none has written.
+    pub label: Option<String>,
+    /// The token.
+    #[occ(version)]
+    pub version: i32,
+}
+
+impl Counter {
+    /// A row as seeded before any write: `value`, no label, token 1.
+    pub fn new(id: i32, value: i32) -> Self {
+        Self {
+            id,
+            value,
+            label: None,
+            version: 1,
+        }
+    }
+
+    /// A row as `value` whole writes from zero leave it: labelled, token `value + 1`.
+    pub fn whole(id: i32, value: i32) -> Self {
+        Self {
+            id,
+            value,
+            label: Some(value.to_string()),
+            version: value + 1,
+        }
+    }
+
+    /// One whole write's edit: `value` up by one, `label` with it.
+    pub fn increment(&mut self) {
+        self.value += 1;
+        self.label = Some(self.value.to_string());
+    }
+
+    /// Asserts the row was written only by whole writes, each advancing the token by
+    /// one from [`Counter::whole`]'s start.
+    ///
+    /// # Panics
+    ///
+    /// When `label` is not `value` as text, or the token is not `value + 1`.
+    pub fn assert_whole(&self) {
+        assert_eq!(
+            self.label.as_deref(),
+            Some(self.value.to_string().as_str()),
+            "value and label come from one write: {self:?}"
+        );
+        assert_eq!(
+            self.version,
+            self.value + 1,
+            "one token step per write: {self:?}"
+        );
+    }
+}

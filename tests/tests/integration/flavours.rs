@@ -1,0 +1,156 @@
+//! What a scenario file (`scenarios.rs`) names the same way in both flavours, for each
+//! flavour: `flavour_prelude!()` (see [`on_every_backend!`]) brings one of these modules
+//! into the file, with the backend's `Conn` beside it.
+//!
+//! Where the blocking and async APIs spell a call differently (`Race::run` and
+//! `Race::run_asynchronous`), a trait here gives both one name, async in `asynchronous`
+//! and blocking in `blocking`, so the scenario is written once with `.await` and the
+//! blocking flavour drops it.
+
+/// The blocking flavour: Diesel's connections, threads for the racing writers.
+pub(crate) mod blocking {
+    #[allow(unused_imports)]
+    pub(crate) use {
+        diesel::connection::SimpleConnection,
+        diesel::{Connection, RunQueryDsl},
+        diesel_occ::prelude,
+        diesel_occ_tests::{TestConnection, TestDb, wait_until},
+        occ_test_flavours::blocking as flavour,
+    };
+
+    use diesel_occ::schema_check::SchemaCheck;
+    use diesel_occ::testing::{Race, RaceReport};
+    use diesel_occ_tests::statements::StatementCounter;
+
+    /// [`Race::run`], under the name both flavours share.
+    pub(crate) trait RaceInFlavour {
+        /// Runs the writers, each on a thread of its own.
+        fn run_in_flavour<S, T, R, W>(&self, read: R, write: W) -> RaceReport<T>
+        where
+            R: Fn(usize) -> S + Sync,
+            W: Fn(usize, S) -> T + Sync,
+            T: Send;
+    }
+
+    impl RaceInFlavour for Race {
+        fn run_in_flavour<S, T, R, W>(&self, read: R, write: W) -> RaceReport<T>
+        where
+            R: Fn(usize) -> S + Sync,
+            W: Fn(usize, S) -> T + Sync,
+            T: Send,
+        {
+            self.run(read, write)
+        }
+    }
+
+    /// [`StatementCounter::install`], under the name both flavours share.
+    pub(crate) trait InstallInFlavour {
+        /// A fresh counter on `conn`.
+        fn install_in_flavour<C: diesel::Connection>(conn: &mut C) -> Self;
+    }
+
+    impl InstallInFlavour for StatementCounter {
+        fn install_in_flavour<C: diesel::Connection>(conn: &mut C) -> Self {
+            StatementCounter::install(conn)
+        }
+    }
+    /// [`SchemaCheck::run`], under the name both flavours share: implemented for each
+    /// backend's connection, whose bounds the check's own are met by.
+    pub(crate) trait SchemaCheckInFlavour<C> {
+        /// Runs the check on `conn`.
+        fn run_in_flavour(&self, conn: &mut C) -> Result<(), diesel_occ::Error>;
+    }
+
+    macro_rules! schema_check_in_flavour {
+        ($($(#[$cfg:meta])* $conn:ty),+) => {$(
+            $(#[$cfg])*
+            impl SchemaCheckInFlavour<$conn> for SchemaCheck {
+                fn run_in_flavour(&self, conn: &mut $conn) -> Result<(), diesel_occ::Error> {
+                    self.run(conn)
+                }
+            }
+        )+};
+    }
+
+    schema_check_in_flavour!(
+        diesel::pg::PgConnection,
+        #[cfg(feature = "mysql")]
+        diesel::mysql::MysqlConnection,
+        diesel::sqlite::SqliteConnection
+    );
+}
+
+/// The async flavour: diesel-async's connections, the racing writers polled together.
+pub(crate) mod asynchronous {
+    #[allow(unused_imports)]
+    pub(crate) use {
+        diesel_async::{
+            AsyncConnection as Connection, RunQueryDsl, SimpleAsyncConnection as SimpleConnection,
+        },
+        diesel_occ::asynchronous::prelude,
+        diesel_occ_tests::{
+            AsyncTestConnection as TestConnection, AsyncTestDb as TestDb,
+            wait_until_async as wait_until,
+        },
+        occ_test_flavours::asynchronous as flavour,
+    };
+
+    use diesel_occ::schema_check::SchemaCheck;
+    use diesel_occ::testing::{Race, RaceReport};
+    use diesel_occ_tests::statements::StatementCounter;
+
+    /// [`Race::run_asynchronous`], under the name both flavours share.
+    pub(crate) trait RaceInFlavour {
+        /// Runs the writers, polled together by the returned future.
+        async fn run_in_flavour<S, T, R, W>(&self, read: R, write: W) -> RaceReport<T>
+        where
+            R: AsyncFn(usize) -> S,
+            W: AsyncFn(usize, S) -> T;
+    }
+
+    impl RaceInFlavour for Race {
+        async fn run_in_flavour<S, T, R, W>(&self, read: R, write: W) -> RaceReport<T>
+        where
+            R: AsyncFn(usize) -> S,
+            W: AsyncFn(usize, S) -> T,
+        {
+            self.run_asynchronous(read, write).await
+        }
+    }
+
+    /// [`StatementCounter::install_async`], under the name both flavours share.
+    pub(crate) trait InstallInFlavour {
+        /// A fresh counter on `conn`.
+        fn install_in_flavour<C: diesel_async::AsyncConnection>(conn: &mut C) -> Self;
+    }
+
+    impl InstallInFlavour for StatementCounter {
+        fn install_in_flavour<C: diesel_async::AsyncConnection>(conn: &mut C) -> Self {
+            StatementCounter::install_async(conn)
+        }
+    }
+    /// [`SchemaCheck::run_async`], under the name both flavours share: implemented for
+    /// each backend's connection, whose bounds the check's own are met by.
+    pub(crate) trait SchemaCheckInFlavour<C> {
+        /// Runs the check on `conn`.
+        async fn run_in_flavour(&self, conn: &mut C) -> Result<(), diesel_occ::Error>;
+    }
+
+    macro_rules! schema_check_in_flavour {
+        ($($conn:ty),+) => {$(
+            impl SchemaCheckInFlavour<$conn> for SchemaCheck {
+                async fn run_in_flavour(&self, conn: &mut $conn) -> Result<(), diesel_occ::Error> {
+                    self.run_async(conn).await
+                }
+            }
+        )+};
+    }
+
+    schema_check_in_flavour!(
+        diesel_async::AsyncPgConnection,
+        diesel_async::AsyncMysqlConnection,
+        diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+            diesel::sqlite::SqliteConnection,
+        >
+    );
+}

@@ -1,0 +1,388 @@
+//! Versionless entities, in both flavours.
+
+flavour_prelude!();
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::testing::Race;
+use diesel_occ::{ConflictState, Error, InvalidTokenReason, Tracked};
+use diesel_occ_tests::statements::{StatementCounter, sql_only};
+
+use super::entities::{Item, current_values, expect_conflict, expected_values, item};
+use super::schema;
+
+#[flavour]
+async fn seed(db: &TestDb<Conn>, row: Item) {
+    diesel::insert_into(schema::shelf_items::table)
+        .values(row)
+        .execute(&mut db.conn().await)
+        .await
+        .expect("insert the item");
+}
+
+#[flavour]
+async fn stored(conn: &mut Conn) -> Item {
+    Item::find(conn, 1).await.expect("the item")
+}
+
+/// A write that bypasses diesel-occ.
+#[flavour]
+async fn raw_update(conn: &mut Conn, sql: &str) {
+    diesel::sql_query(sql)
+        .execute(conn)
+        .await
+        .expect("raw update");
+}
+
+#[flavour]
+#[tokio::test]
+async fn tracked_save_is_one_update_guarded_by_the_check_columns_as_read() {
+    let db = db!();
+    seed(&db, item(Some("red"), 3)).await;
+    let mut conn = db.conn().await;
+    let mut tracked = Tracked::new(stored(&mut conn).await);
+    tracked.edit().qty = 4;
+    tracked.edit().note = "recounted".into();
+
+    let log = StatementCounter::install_in_flavour(&mut conn);
+    tracked.save_checked(&mut conn).await.expect("tracked save");
+    let statements = log.take_sql();
+    assert_eq!(statements.len(), 1, "one statement: {statements:?}");
+    let sql = sql_only(&statements[0]);
+    let guard = &sql[sql.find("WHERE").expect("a WHERE")..];
+    assert!(
+        guard.contains("label"),
+        "the unedited check column is compared: {sql}"
+    );
+    assert!(
+        guard.contains("qty"),
+        "the edited check column is compared: {sql}"
+    );
+    assert!(!guard.contains("note"), "an unchecked column is not: {sql}");
+
+    assert_eq!(
+        tracked.original(),
+        tracked.current(),
+        "saved values become the base"
+    );
+    let row = stored(&mut conn).await;
+    assert_eq!((row.qty, row.note.as_str()), (4, "recounted"));
+    // The next save is guarded by the values just written.
+    tracked.edit().qty = 5;
+    tracked.save_checked(&mut conn).await.expect("second save");
+    assert_eq!(stored(&mut conn).await.qty, 5);
+}
+
+#[flavour]
+#[tokio::test]
+async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
+    let db = db!();
+    seed(&db, item(None, 3)).await;
+    let mut conn = db.conn().await;
+
+    // NULL as read, NULL now: the save matches (a plain `=` never would).
+    let mut tracked = Tracked::new(stored(&mut conn).await);
+    tracked.edit().note = "first".into();
+    tracked
+        .save_checked(&mut conn)
+        .await
+        .expect("NULL matches NULL");
+
+    // NULL -> 'blue' by another writer: detected.
+    let mut stale = Tracked::new(stored(&mut conn).await);
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET label = 'blue' WHERE id = 1",
+    )
+    .await;
+    stale.edit().note = "lost".into();
+    let conflict = expect_conflict(stale.save_checked(&mut conn).await);
+    assert_eq!(
+        current_values(&conflict).get("label"),
+        Some("Some(\"blue\")")
+    );
+    assert_eq!(current_values(&conflict).get("qty"), Some("3"));
+    assert_eq!(expected_values(&conflict).get("label"), Some("None"));
+    let shown = format!("{conflict} {conflict:?}");
+    assert!(
+        shown.contains("label") && !shown.contains("blue"),
+        "no row data: {shown}"
+    );
+    assert_eq!(stale.note, "lost", "the entity is left as it was");
+    assert_eq!(stale.original().label, None);
+
+    // 'blue' -> NULL by another writer: detected too.
+    let mut stale = Tracked::new(stored(&mut conn).await);
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET label = NULL WHERE id = 1",
+    )
+    .await;
+    stale.edit().note = "lost".into();
+    let conflict = expect_conflict(stale.save_checked(&mut conn).await);
+    assert_eq!(current_values(&conflict).get("label"), Some("None"));
+    assert_eq!(
+        expected_values(&conflict).get("label"),
+        Some("Some(\"blue\")")
+    );
+    assert_eq!(
+        stored(&mut conn).await.note,
+        "first",
+        "neither stale save wrote"
+    );
+}
+
+/// Only the check columns are compared, as EF Core's `[ConcurrencyCheck]`: the columns
+/// to check are those whose concurrent change must be detected.
+#[flavour]
+#[tokio::test]
+async fn only_the_check_columns_are_compared() {
+    let db = db!();
+    seed(&db, item(Some("red"), 3)).await;
+    let mut conn = db.conn().await;
+
+    // A concurrent change of the unchecked `note` is not detected: last writer wins.
+    let mut mine = Tracked::new(stored(&mut conn).await);
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET note = 'theirs' WHERE id = 1",
+    )
+    .await;
+    mine.edit().note = "mine".into();
+    mine.save_checked(&mut conn)
+        .await
+        .expect("note is not checked");
+    assert_eq!(stored(&mut conn).await.note, "mine");
+
+    // A concurrent change of a check column is, even when the edit leaves it alone.
+    let mut mine = Tracked::new(stored(&mut conn).await);
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET qty = 7 WHERE id = 1",
+    )
+    .await;
+    mine.edit().note = "mine again".into();
+    let conflict = expect_conflict(mine.save_checked(&mut conn).await);
+    assert_eq!(current_values(&conflict).get("qty"), Some("7"));
+
+    // With nothing edited, the save still checks the columns as read.
+    let unchanged = Tracked::new(item(Some("red"), 3));
+    let mut unchanged = unchanged;
+    assert!(unchanged.is_unchanged());
+    let conflict = expect_conflict(unchanged.save_checked(&mut conn).await);
+    assert!(
+        matches!(conflict.state(), ConflictState::Stale { .. }),
+        "{conflict:?}"
+    );
+    let mut fresh = Tracked::new(stored(&mut conn).await);
+    fresh
+        .save_checked(&mut conn)
+        .await
+        .expect("an unedited save of the current row");
+    assert_eq!(stored(&mut conn).await.note, "mine", "nothing lost");
+}
+
+#[flavour]
+#[tokio::test]
+async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
+    let db = db!();
+    seed(&db, item(Some("red"), 10)).await;
+    let report = Race::new(2)
+        .run_in_flavour(
+            async |_| {
+                let mut conn = db.conn().await;
+                let tracked = Tracked::new(stored(&mut conn).await);
+                (conn, tracked)
+            },
+            async |writer, (mut conn, mut tracked): (Conn, Tracked<Item>)| {
+                tracked.edit().qty -= 1 + i32::try_from(writer).unwrap();
+                tracked.save_checked(&mut conn).await.map(|()| tracked.qty)
+            },
+        )
+        .await;
+    assert_eq!(report.winners().count(), 1, "{report:?}");
+    assert_eq!(report.conflicts().count(), 1, "{report:?}");
+    let (_, won) = report.winners().next().unwrap();
+    let (_, conflict) = report.conflicts().next().unwrap();
+    assert_eq!(
+        current_values(conflict).get("qty"),
+        Some(won.to_string().as_str())
+    );
+    assert_eq!(expected_values(conflict).get("qty"), Some("10"));
+    assert!(conflict.is_retryable());
+    assert_eq!(conflict.current::<i32>(), None, "not an integer token");
+    assert_eq!(
+        stored(&mut db.conn().await).await.qty,
+        *won,
+        "the winner's write stands"
+    );
+}
+
+/// The control: the same race through an UPDATE by key alone loses an update, so the
+/// race above really overlaps its writers.
+#[flavour]
+#[tokio::test]
+async fn the_same_race_without_the_check_loses_an_update() {
+    let db = db!();
+    seed(&db, item(Some("red"), 10)).await;
+    let report = Race::new(2)
+        .run_in_flavour(
+            async |_| {
+                let mut conn = db.conn().await;
+                let row = stored(&mut conn).await;
+                (conn, row)
+            },
+            async |_, (mut conn, row): (Conn, Item)| {
+                diesel::update(schema::shelf_items::table.find(row.id))
+                    .set(schema::shelf_items::qty.eq(row.qty - 1))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(Error::from)
+            },
+        )
+        .await;
+    assert_eq!(report.winners().count(), 2, "{report:?}");
+    assert_eq!(
+        stored(&mut db.conn().await).await.qty,
+        9,
+        "two decrements, one stored"
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values_as_read() {
+    let db = db!();
+    seed(&db, item(None, 3)).await;
+    let mut conn = db.conn().await;
+
+    // Plain: the entity's fields are the values as read.
+    let read = stored(&mut conn).await;
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET qty = 4 WHERE id = 1",
+    )
+    .await;
+    let conflict = expect_conflict(read.delete_checked(&mut conn).await);
+    assert_eq!(current_values(&conflict).get("qty"), Some("4"));
+    assert!(expected_values(&conflict).is_as_read());
+    let read = stored(&mut conn).await;
+    read.delete_checked(&mut conn)
+        .await
+        .expect("delete as read");
+    let conflict = expect_conflict(read.delete_checked(&mut conn).await);
+    assert_eq!(conflict.state(), &ConflictState::Deleted);
+
+    // Tracked: guarded by the original values, whatever the edits.
+    seed(&db, item(Some("red"), 3)).await;
+    let mut tracked = Tracked::new(stored(&mut conn).await);
+    tracked.edit().qty = 99;
+    tracked.edit().label = None;
+    raw_update(
+        &mut db.conn().await,
+        "UPDATE shelf_items SET label = 'blue' WHERE id = 1",
+    )
+    .await;
+    let conflict = expect_conflict(tracked.delete_checked(&mut conn).await);
+    assert_eq!(
+        expected_values(&conflict).get("label"),
+        Some("Some(\"red\")")
+    );
+    assert_eq!(
+        current_values(&conflict).get("label"),
+        Some("Some(\"blue\")")
+    );
+    let mut tracked = Tracked::new(stored(&mut conn).await);
+    tracked.edit().qty = 99;
+    tracked
+        .delete_checked(&mut conn)
+        .await
+        .expect("the original values still match");
+    assert!(Item::find(&mut conn, 1).await.unwrap_err().is_not_found());
+}
+
+/// The retry helper takes a closure of the flavour's shape: the two differ.
+#[flavour(blocking)]
+#[test]
+fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
+    let db = db!();
+    seed(&db, item(Some("red"), 10));
+    let mut other = db.conn();
+    let mut attempts = 0;
+    let source = || Ok::<_, diesel::ConnectionError>(db.conn());
+    let policy = RetryPolicy::new()
+        .max_attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO);
+    let saved = diesel_occ::blocking::retry(&source, &policy, |conn, attempt| {
+        attempts = attempt.number();
+        let mut tracked = Tracked::new(attempt.find::<Item>(conn, 1)?);
+        if attempt.number() == 1 {
+            // Another writer takes one between this attempt's read and its save.
+            raw_update(
+                &mut other,
+                "UPDATE shelf_items SET qty = qty - 1 WHERE id = 1",
+            );
+        }
+        tracked.edit().qty -= 1;
+        tracked.save_checked(conn).map(|()| tracked.qty)
+    })
+    .expect("the second attempt saves");
+    assert_eq!((attempts, saved), (2, 8));
+    assert_eq!(stored(&mut db.conn()).qty, 8, "both decrements kept");
+}
+
+#[flavour(asynchronous)]
+#[tokio::test]
+async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
+    let db = db!();
+    seed(&db, item(Some("red"), 10)).await;
+    let other = tokio::sync::Mutex::new(db.conn().await);
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
+    let policy = RetryPolicy::new()
+        .max_attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO);
+    let saved = diesel_occ::asynchronous::retry(&source, &policy, async |conn, attempt| {
+        attempts.store(attempt.number(), std::sync::atomic::Ordering::SeqCst);
+        let mut tracked = Tracked::new(attempt.find::<Item>(conn, 1).await?);
+        if attempt.number() == 1 {
+            // Another writer takes one between this attempt's read and its save.
+            let mut other = other.lock().await;
+            raw_update(
+                &mut other,
+                "UPDATE shelf_items SET qty = qty - 1 WHERE id = 1",
+            )
+            .await;
+        }
+        tracked.edit().qty -= 1;
+        tracked.save_checked(conn).await.map(|()| tracked.qty)
+    })
+    .await
+    .expect("the second attempt saves");
+    assert_eq!((attempts.into_inner(), saved), (2, 8));
+    assert_eq!(
+        stored(&mut db.conn().await).await.qty,
+        8,
+        "both decrements kept"
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn a_versionless_entity_has_no_client_token() {
+    let db = db!();
+    seed(&db, item(Some("red"), 3)).await;
+    let mut conn = db.conn().await;
+    let read = stored(&mut conn).await;
+    match Item::find_checked(&mut conn, 1, read.token()).await {
+        Err(Error::InvalidToken(invalid)) => {
+            assert_eq!(invalid.reason, InvalidTokenReason::Versionless);
+        }
+        other => panic!("expected an invalid token, got {other:?}"),
+    }
+    let decoded = <<Item as Versioned>::Token as VersionToken>::decode("3");
+    assert_eq!(decoded.unwrap_err().reason, InvalidTokenReason::Versionless);
+    assert_eq!(read.token().encode(), "", "nothing to send a client");
+}
