@@ -1,4 +1,4 @@
-//! The entities of the batch scenarios, shared by `blocking.rs` and `asynchronous.rs`:
+//! The entities of the batch scenarios, shared by both flavours of `scenarios.rs`:
 //! accounts, and one entity per shape the PostgreSQL `VALUES` statement must bind
 //! exactly (UUID and timestamp tokens, a composite key, renamed columns, nullable
 //! columns written as `NULL`, an `Option` field skipped when `None`).

@@ -4,4 +4,4 @@
 //! token advances. Inside a caller's transaction a failed batch rolls back to its
 //! savepoint only.
 
-on_every_backend!(entities, setup, blocking, asynchronous);
+on_every_backend!(entities, setup, scenarios);

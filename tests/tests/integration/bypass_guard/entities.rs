@@ -1,4 +1,5 @@
-//! The entities of the bypass guard scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+//! The entities of the bypass guard scenarios, shared by both flavours of
+//! `scenarios.rs`.
 
 use chrono::NaiveDateTime;
 use diesel::prelude::{Insertable, Queryable, Selectable};

@@ -20,4 +20,4 @@ pub(crate) const fn dialect(backend: Backend) -> Dialect {
 mod timestamp_columns;
 mod triggers;
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

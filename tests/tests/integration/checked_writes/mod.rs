@@ -2,7 +2,7 @@
 //! holds, every token kind (integer widths, UUIDs, timestamps) and key shape (composite,
 //! renamed columns), client-held tokens and forced races between two writers.
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);
 
 /// `DateTime<Utc>` tokens, on the backends where Diesel maps them: PostgreSQL
 /// (`timestamptz`) and SQLite (text); not MySQL.

@@ -31,4 +31,4 @@ fn state(error: &Error) -> &ConflictState {
     error.as_conflict().expect("a concurrency conflict").state()
 }
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);

@@ -1,5 +1,5 @@
-//! The models of the scenarios, as a Diesel user writes them, shared by `blocking.rs`
-//! and `asynchronous.rs`.
+//! The models of the scenarios, as a Diesel user writes them, shared by both flavours
+//! of `scenarios.rs`.
 
 use diesel::prelude::{AsChangeset, Insertable, Queryable, Selectable};
 use diesel_occ::{ChangesetColumns, ConcurrencyConflict, Error, UuidToken, Versioned};

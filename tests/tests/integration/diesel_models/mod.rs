@@ -2,4 +2,4 @@
 //! the checked writes, checked inserts of models and of `Insertable` structs, and the
 //! versioned upsert.
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);

@@ -1,4 +1,5 @@
-//! The entities of the force-increment scenarios, shared by `blocking.rs` and `asynchronous.rs`.
+//! The entities of the force-increment scenarios, shared by both flavours of
+//! `scenarios.rs`.
 
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel_occ::Versioned;

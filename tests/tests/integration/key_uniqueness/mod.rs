@@ -210,4 +210,4 @@ pub(crate) fn assert_no_values_or_queries(error: &Error) {
     }
 }
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);

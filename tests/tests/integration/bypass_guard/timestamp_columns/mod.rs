@@ -102,10 +102,10 @@ macro_rules! token_column {
                 updated_at: $token,
             }
 
-            #[path = "asynchronous.rs"]
-            mod asynchronous;
-            #[path = "blocking.rs"]
-            mod blocking;
+            #[allow(unused_imports)]
+            use {diesel::pg::PgConnection as Conn, diesel_async::AsyncPgConnection as AsyncConn};
+
+            on_every_backend!(@file scenarios);
         }
     };
 }

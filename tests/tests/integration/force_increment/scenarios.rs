@@ -1,18 +1,18 @@
-//! Force increment on an async connection (diesel-async).
+//! Force increment, in both flavours.
+
+flavour_prelude!();
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ::{Error, Operation};
-use diesel_occ_tests::AsyncTestDb;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
 use super::entities::{Order, OrderItem};
-use super::{AsyncConn as Conn, schema};
+use super::schema;
 
 /// Order 1 with items 1 and 2, every token at 1.
-async fn seed_order(db: &AsyncTestDb<Conn>) {
+#[flavour]
+async fn seed_order(db: &TestDb<Conn>) {
     let mut conn = db.conn().await;
     diesel::insert_into(schema::purchase_orders::table)
         .values(Order {
@@ -39,9 +39,10 @@ async fn seed_order(db: &AsyncTestDb<Conn>) {
 
 /// Two writers edit different items of one order, each in a transaction; with
 /// `force`, each also force-increments the order.
-async fn race_items(db: &AsyncTestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
+#[flavour]
+async fn race_items(db: &TestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
     let report = Race::new(2)
-        .run_asynchronous(
+        .run_in_flavour(
             async |writer| {
                 let mut conn = db.conn().await;
                 let order = Order::find(&mut conn, 1).await.expect("order");
@@ -66,9 +67,10 @@ async fn race_items(db: &AsyncTestDb<Conn>, force: bool) -> Vec<Result<(), Error
     report.into_values().unwrap()
 }
 
+#[flavour]
 #[tokio::test]
 async fn force_increment_makes_writers_of_different_children_conflict_on_the_root() {
-    let db = async_test_db!();
+    let db = db!();
     seed_order(&db).await;
     let outcomes = race_items(&db, true).await;
     assert_eq!(
@@ -99,9 +101,10 @@ async fn force_increment_makes_writers_of_different_children_conflict_on_the_roo
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn control_without_force_increment_both_children_writes_commit() {
-    let db = async_test_db!();
+    let db = db!();
     seed_order(&db).await;
     let outcomes = race_items(&db, false).await;
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -112,14 +115,15 @@ async fn control_without_force_increment_both_children_writes_commit() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn force_increment_writes_only_the_token() {
-    let db = async_test_db!();
+    let db = db!();
     seed_order(&db).await;
     let mut conn = db.conn().await;
     let mut order = Order::find(&mut conn, 1).await.unwrap();
     order.note = "in memory only".into();
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     order
         .force_increment(&mut conn)
         .await

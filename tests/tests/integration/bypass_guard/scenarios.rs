@@ -1,17 +1,17 @@
-//! The bypass-writer guard on an async connection (diesel-async).
+//! The bypass-writer guard, in both flavours.
+
+flavour_prelude!();
 
 use chrono::NaiveDateTime;
-use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::Dialect;
 use diesel_occ::bypass_guard::BypassGuard;
 use diesel_occ::{Error, UuidToken};
-use diesel_occ_tests::AsyncTestDb;
 
 use super::entities::{Account, Stamped, Ticket, expect_conflict, guard_dialect};
-use super::{AsyncConn as Conn, schema};
+use super::schema;
 
 /// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
+#[flavour]
 async fn raw_update(conn: &mut Conn, sql: &str) {
     diesel::sql_query(sql)
         .execute(conn)
@@ -19,7 +19,8 @@ async fn raw_update(conn: &mut Conn, sql: &str) {
         .expect("raw update");
 }
 
-async fn seed_account(db: &AsyncTestDb<Conn>) {
+#[flavour]
+async fn seed_account(db: &TestDb<Conn>) {
     diesel::insert_into(schema::accounts::table)
         .values(Account {
             id: 1,
@@ -32,12 +33,14 @@ async fn seed_account(db: &AsyncTestDb<Conn>) {
         .expect("insert account");
 }
 
+#[flavour]
 async fn account(conn: &mut Conn) -> Account {
     Account::find(conn, 1).await.expect("account row")
 }
 
 /// Reads account 1, lets a raw write change its balance, then saves the stale read.
-async fn bypass_then_save(db: &AsyncTestDb<Conn>) -> Result<(), Error> {
+#[flavour]
+async fn bypass_then_save(db: &TestDb<Conn>) -> Result<(), Error> {
     let mut conn = db.conn().await;
     let mut mine = account(&mut conn).await;
     raw_update(
@@ -49,9 +52,10 @@ async fn bypass_then_save(db: &AsyncTestDb<Conn>) -> Result<(), Error> {
     mine.save_checked(&mut conn).await
 }
 
+#[flavour]
 #[tokio::test]
 async fn raw_update_without_the_guard_is_a_lost_update() {
-    let db = async_test_db!();
+    let db = db!();
     seed_account(&db).await;
     bypass_then_save(&db)
         .await
@@ -60,9 +64,10 @@ async fn raw_update_without_the_guard_is_a_lost_update() {
     assert_eq!(stored.balance, 90, "the raw write (balance 7) was lost");
 }
 
+#[flavour]
 #[tokio::test]
 async fn raw_update_with_the_guard_is_a_conflict() {
-    let db = async_test_db!();
+    let db = db!();
     seed_account(&db).await;
     let guard = BypassGuard::of::<Account>();
     let install = guard.install_sql(guard_dialect()).expect("guard DDL");
@@ -101,9 +106,10 @@ async fn raw_update_with_the_guard_is_a_conflict() {
     bypass_then_save(&db).await.expect("lost update again");
 }
 
+#[flavour]
 #[tokio::test]
 async fn uuid_token_guard_advances_on_raw_updates() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     let seeded = Ticket {
         id: 1,
@@ -132,9 +138,10 @@ async fn uuid_token_guard_advances_on_raw_updates() {
     assert_eq!(conflict.current::<UuidToken>(), Some(current));
 }
 
+#[flavour]
 #[tokio::test]
 async fn timestamp_token_guard_advances_on_raw_updates() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     let seeded = Stamped {
         id: 1,

@@ -1,17 +1,17 @@
-//! The guard on a timestamp token column, saving through an async connection.
+//! The guard on a timestamp token column, in both flavours.
+
+flavour_prelude!();
 
 use chrono::Utc;
-use diesel_async::{AsyncPgConnection as Conn, RunQueryDsl, SimpleAsyncConnection};
 use diesel_occ::Dialect;
-use diesel_occ::bypass_guard::BypassGuard;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::Error;
-use diesel_occ_tests::AsyncTestDb;
+use diesel_occ::bypass_guard::BypassGuard;
 
 use super::{AsUtc, COLUMN, DIGITS, SESSION_TIME_ZONE, Stamp, seed, stamps, unit};
 
 /// The token table with one row holding `token`, and the guard on it.
-async fn guarded_row(db: &AsyncTestDb<Conn>, token: <Stamp as Versioned>::Token) {
+#[flavour]
+async fn guarded_row(db: &TestDb<Conn>, token: <Stamp as Versioned>::Token) {
     let mut conn = db.conn().await;
     conn.batch_execute(&format!(
         "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
@@ -35,7 +35,8 @@ async fn guarded_row(db: &AsyncTestDb<Conn>, token: <Stamp as Versioned>::Token)
 }
 
 /// Runs `sql` as a writer that bypasses diesel-occ, in a session east of UTC.
-async fn bypass(db: &AsyncTestDb<Conn>, sql: &str) {
+#[flavour]
+async fn bypass(db: &TestDb<Conn>, sql: &str) {
     let mut conn = db.conn().await;
     conn.batch_execute(&format!("SET TIME ZONE '{SESSION_TIME_ZONE}'"))
         .await
@@ -44,12 +45,16 @@ async fn bypass(db: &AsyncTestDb<Conn>, sql: &str) {
 }
 
 /// Saves `stale` and demands a conflict reporting the row's token.
+#[flavour]
 async fn assert_stale_save_conflicts(conn: &mut Conn, mut stale: Stamp) -> Stamp {
     let current = Stamp::find(conn, 1).await.expect("the row");
     stale.value = 9;
     match stale.save_checked(conn).await {
         Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.current::<<Stamp as Versioned>::Token>(), Some(current.updated_at));
+            assert_eq!(
+                conflict.current::<<Stamp as Versioned>::Token>(),
+                Some(current.updated_at)
+            );
         }
         other => panic!(
             "{COLUMN}: a save from before the bypass write must conflict, got {other:?} \
@@ -60,9 +65,10 @@ async fn assert_stale_save_conflicts(conn: &mut Conn, mut stale: Stamp) -> Stamp
     current
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_bypass_write_ahead_of_the_clock_advances_the_token_one_unit() {
-    let db = async_test_db!();
+    let db = db!();
     let seeded = seed(1);
     guarded_row(&db, AsUtc::from_utc(seeded)).await;
     let mut conn = db.conn().await;
@@ -78,9 +84,10 @@ async fn a_bypass_write_ahead_of_the_clock_advances_the_token_one_unit() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_bypass_write_behind_the_clock_takes_the_clock_in_utc() {
-    let db = async_test_db!();
+    let db = db!();
     guarded_row(&db, AsUtc::from_utc(seed(-1))).await;
     let mut conn = db.conn().await;
     let stale = Stamp::find(&mut conn, 1).await.unwrap();
@@ -97,16 +104,20 @@ async fn a_bypass_write_behind_the_clock_takes_the_clock_in_utc() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_bypass_write_that_moves_the_token_back_is_moved_forward() {
-    let db = async_test_db!();
+    let db = db!();
     let seeded = seed(1);
     guarded_row(&db, AsUtc::from_utc(seeded)).await;
     let mut conn = db.conn().await;
     let stale = Stamp::find(&mut conn, 1).await.unwrap();
     let mut writer = stale.clone();
     writer.value = 1;
-    writer.save_checked(&mut conn).await.expect("a checked save");
+    writer
+        .save_checked(&mut conn)
+        .await
+        .expect("a checked save");
     assert_eq!(writer.updated_at.utc(), seeded + unit(DIGITS));
 
     // A writer that sets the token to its "now", which lags the token by one unit: the

@@ -1,35 +1,40 @@
-//! The key check on a blocking connection.
+//! The key check, in both flavours.
 
-use diesel::connection::SimpleConnection;
-use diesel::prelude::*;
+flavour_prelude!();
+
+use diesel::{ExpressionMethods, QueryDsl};
 use diesel_occ::Error;
-use diesel_occ::prelude::*;
 use diesel_occ::schema_check::SchemaCheck;
-use diesel_occ_tests::{Backend, TestConnection};
+use diesel_occ_tests::Backend;
 
 use super::super::{
     GeneratedItem, ITEMS, LINES, LINES_KEYED_ELSEWHERE, LooseItem, LooseLine, SchemaLooseKey,
     assert_no_values_or_queries, assert_unenforced, expected_fix, item, line, loose_items,
     loose_lines, schema_table,
 };
-use super::Conn;
 
 /// How many rows of `loose_items` have key `id`.
-fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
+#[flavour]
+async fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
     loose_items::table
         .filter(loose_items::id.eq(id))
         .count()
         .get_result(conn)
+        .await
         .expect("count")
 }
 
-#[test]
-fn a_key_without_a_unique_index_is_reported_with_its_fix() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(ITEMS).expect("table");
+#[flavour]
+#[tokio::test]
+async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(ITEMS).await.expect("table");
     let key = assert_unenforced(
-        SchemaCheck::new().entity::<LooseItem>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<LooseItem>()
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_items",
         &["id"],
     );
@@ -40,7 +45,10 @@ fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     // A token the database assigns does not exempt the key; two entities of one key
     // report it once.
     assert_unenforced(
-        SchemaCheck::new().entity::<GeneratedItem>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<GeneratedItem>()
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_items",
         &["id"],
     );
@@ -48,7 +56,8 @@ fn a_key_without_a_unique_index_is_reported_with_its_fix() {
         SchemaCheck::new()
             .entity::<LooseItem>()
             .entity::<GeneratedItem>()
-            .run(&mut conn),
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_items",
         &["id"],
     );
@@ -56,70 +65,92 @@ fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     // Why: the database takes the key twice.
     let mut first = item(1);
     let mut second = item(1);
-    first.insert_checked(&mut conn).expect("the first insert");
+    first
+        .insert_checked(&mut conn)
+        .await
+        .expect("the first insert");
     second
         .insert_checked(&mut conn)
+        .await
         .expect("a second row with the same key");
-    assert_eq!(items_with_key(&mut conn, 1), 2);
+    assert_eq!(items_with_key(&mut conn, 1).await, 2);
 
     // The fix runs once the duplicate is gone; then the check passes and the key is
     // taken.
     diesel::delete(loose_items::table)
         .execute(&mut conn)
+        .await
         .expect("delete");
-    conn.batch_execute(&key.fix).expect("the fix runs");
+    conn.batch_execute(&key.fix).await.expect("the fix runs");
     SchemaCheck::new()
         .entity::<LooseItem>()
         .entity::<GeneratedItem>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("the key is kept unique");
-    first.insert_checked(&mut conn).expect("the first insert");
-    match second.insert_checked(&mut conn) {
+    first
+        .insert_checked(&mut conn)
+        .await
+        .expect("the first insert");
+    match second.insert_checked(&mut conn).await {
         Err(Error::UniqueViolation(_)) => {}
         other => panic!("expected the key taken, got {other:?}"),
     }
-    assert_eq!(items_with_key(&mut conn, 1), 1);
+    assert_eq!(items_with_key(&mut conn, 1).await, 1);
 }
 
-#[test]
-fn a_unique_index_on_exactly_the_key_passes() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(ITEMS).expect("table");
+#[flavour]
+#[tokio::test]
+async fn a_unique_index_on_exactly_the_key_passes() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(ITEMS).await.expect("table");
     conn.batch_execute("CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)")
+        .await
         .expect("index");
     SchemaCheck::new()
         .entity::<LooseItem>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("a unique index on the key");
 }
 
-#[test]
-fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(LINES).expect("table");
-    conn.batch_execute("CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)")
-        .expect("index");
+#[flavour]
+#[tokio::test]
+async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(LINES).await.expect("table");
+    conn.batch_execute(
+        "CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)",
+    )
+    .await
+    .expect("index");
     SchemaCheck::new()
         .entity::<LooseLine>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("the key's columns in another order");
 }
 
-#[test]
-fn a_unique_index_on_more_columns_than_the_key_is_reported() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(LINES).expect("table");
+#[flavour]
+#[tokio::test]
+async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(LINES).await.expect("table");
     conn.batch_execute(
         "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines (order_id, line_no, quantity); \
          CREATE INDEX loose_lines_plain ON loose_lines (order_id, line_no)",
     )
+    .await
     .expect("indexes");
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(
-        SchemaCheck::new().entity::<LooseLine>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<LooseLine>()
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_lines",
         &columns,
     );
@@ -129,30 +160,42 @@ fn a_unique_index_on_more_columns_than_the_key_is_reported() {
     );
 
     // Why: the wider index lets the key in twice.
-    line(1, 1).insert_checked(&mut conn).expect("the first insert");
+    line(1, 1)
+        .insert_checked(&mut conn)
+        .await
+        .expect("the first insert");
     let mut again = line(1, 1);
     again.quantity = 2;
     again
         .insert_checked(&mut conn)
+        .await
         .expect("a second row with the same key");
     diesel::delete(loose_lines::table)
         .execute(&mut conn)
+        .await
         .expect("delete");
-    conn.batch_execute(&key.fix).expect("the fix runs");
+    conn.batch_execute(&key.fix).await.expect("the fix runs");
     SchemaCheck::new()
         .entity::<LooseLine>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("the key is kept unique");
 }
 
-#[test]
-fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(LINES_KEYED_ELSEWHERE).expect("table");
+#[flavour]
+#[tokio::test]
+async fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(LINES_KEYED_ELSEWHERE)
+        .await
+        .expect("table");
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(
-        SchemaCheck::new().entity::<LooseLine>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<LooseLine>()
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_lines",
         &columns,
     );
@@ -160,39 +203,52 @@ fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
         key.fix,
         expected_fix(Conn::BACKEND, "loose_lines", &columns, true)
     );
-    conn.batch_execute(&key.fix).expect("the fix runs");
+    conn.batch_execute(&key.fix).await.expect("the fix runs");
     SchemaCheck::new()
         .entity::<LooseLine>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect("the key is kept unique");
 }
 
-#[test]
-fn a_partial_unique_index_does_not_count() {
+#[flavour]
+#[tokio::test]
+async fn a_partial_unique_index_does_not_count() {
     if Conn::BACKEND == Backend::Mysql {
         // MySQL and MariaDB have no partial indexes.
         return;
     }
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(ITEMS).expect("table");
-    conn.batch_execute("CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0")
-        .expect("index");
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(ITEMS).await.expect("table");
+    conn.batch_execute(
+        "CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0",
+    )
+    .await
+    .expect("index");
     assert_unenforced(
-        SchemaCheck::new().entity::<LooseItem>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<LooseItem>()
+            .run_in_flavour(&mut conn)
+            .await,
         "loose_items",
         &["id"],
     );
 }
 
-#[test]
-fn a_key_in_a_schema_is_looked_up_there() {
-    let db = test_db!();
-    let mut conn = db.conn();
+#[flavour]
+#[tokio::test]
+async fn a_key_in_a_schema_is_looked_up_there() {
+    let db = db!();
+    let mut conn = db.conn().await;
     conn.batch_execute(&schema_table(Conn::BACKEND))
+        .await
         .expect("schema and table");
     let key = assert_unenforced(
-        SchemaCheck::new().entity::<SchemaLooseKey>().run(&mut conn),
+        SchemaCheck::new()
+            .entity::<SchemaLooseKey>()
+            .run_in_flavour(&mut conn)
+            .await,
         "occ_loose_keys",
         &["id"],
     );
@@ -207,24 +263,27 @@ fn a_key_in_a_schema_is_looked_up_there() {
     assert_eq!(key.fix, fix);
     // The schema is the test's own on PostgreSQL and SQLite, shared on MariaDB.
     if Conn::BACKEND != Backend::Mysql {
-        conn.batch_execute(&key.fix).expect("the fix runs");
+        conn.batch_execute(&key.fix).await.expect("the fix runs");
         SchemaCheck::new()
             .entity::<SchemaLooseKey>()
-            .run(&mut conn)
+            .run_in_flavour(&mut conn)
+            .await
             .expect("the key is kept unique");
     }
 }
 
-#[test]
-fn the_error_shows_neither_values_nor_the_catalog_queries() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    conn.batch_execute(ITEMS).expect("table");
-    item(1).insert_checked(&mut conn).expect("insert");
-    item(1).insert_checked(&mut conn).expect("insert");
+#[flavour]
+#[tokio::test]
+async fn the_error_shows_neither_values_nor_the_catalog_queries() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    conn.batch_execute(ITEMS).await.expect("table");
+    item(1).insert_checked(&mut conn).await.expect("insert");
+    item(1).insert_checked(&mut conn).await.expect("insert");
     let error = SchemaCheck::new()
         .entity::<LooseItem>()
-        .run(&mut conn)
+        .run_in_flavour(&mut conn)
+        .await
         .expect_err("the key is not kept unique");
     assert_no_values_or_queries(&error);
 }

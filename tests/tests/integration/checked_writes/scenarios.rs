@@ -1,18 +1,25 @@
-//! Checked saves and deletes on a blocking connection: every token kind and key shape.
+//! Checked saves and deletes: every token kind and key shape, in both flavours where
+//! the flavours' APIs match; the token kinds and key shapes on the blocking flavour.
 //!
 //! Each test gets a fresh database (or SQLite file). Ordered interleavings run on two
-//! connections from one thread, step by step; symmetric races run on two threads that
-//! both read, meet at a barrier, then write.
+//! connections from one thread or task, step by step; symmetric races run two writers
+//! that both read, meet at a barrier, then write.
 
+flavour_prelude!();
+
+#[flavour(blocking)]
 use chrono::NaiveDateTime;
-use diesel::prelude::*;
-use diesel_occ::prelude::*;
+#[flavour(blocking)]
+use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+#[flavour(asynchronous)]
+use diesel::{Insertable, Queryable, Selectable};
 use diesel_occ::testing::Race;
-use diesel_occ::{ConflictState, Error, InvalidTokenReason, Operation, UuidToken};
-use diesel_occ_tests::TestDb;
+use diesel_occ::{ConflictState, Error, Operation};
+#[flavour(blocking)]
+use diesel_occ::{InvalidTokenReason, UuidToken};
 use diesel_occ_tests::statements::StatementCounter;
 
-use super::{Conn, schema};
+use super::schema;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::counters)]
@@ -24,6 +31,211 @@ struct Counter {
     version: i32,
 }
 
+#[flavour]
+async fn counter(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).await.expect("counter row")
+}
+
+/// A writer's own connection and its read of counter 1.
+#[flavour]
+async fn read_counter(db: &TestDb<Conn>) -> (Conn, Counter) {
+    let mut conn = db.conn().await;
+    let row = counter(&mut conn, 1).await;
+    (conn, row)
+}
+
+#[flavour]
+async fn seed_counter(db: &TestDb<Conn>) -> Counter {
+    let row = Counter {
+        id: 1,
+        value: 0,
+        label: None,
+        version: 1,
+    };
+    diesel::insert_into(schema::counters::table)
+        .values(row.clone())
+        .execute(&mut db.conn().await)
+        .await
+        .expect("insert");
+    row
+}
+
+fn expect_conflict(result: Result<(), Error>) -> diesel_occ::ConcurrencyConflict {
+    match result {
+        Err(Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}
+
+/// Compiles only for a future that can move to another thread (`tokio::spawn`).
+#[flavour(asynchronous)]
+fn assert_send<F: Future + Send>(future: F) -> F {
+    future
+}
+
+/// The race on tasks, the checked save's future proved `Send`.
+#[flavour(asynchronous)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_writers_from_one_version_exactly_one_wins() {
+    let db = db!();
+    seed_counter(&db).await;
+    let report = Race::new(2)
+        .run_in_flavour(
+            async |_| read_counter(&db).await,
+            async |writer, (mut conn, mut row): (Conn, Counter)| {
+                row.value += 10 * (writer as i32 + 1);
+                row.label = Some(format!("writer {writer}"));
+                let result = assert_send(row.save_checked(&mut conn)).await;
+                (result, row)
+            },
+        )
+        .await;
+    let outcomes = report.into_values().unwrap();
+    let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1, "exactly one winner: {outcomes:?}");
+    let (_, winner) = winners[0];
+    let (loss, loser) = outcomes.iter().find(|(r, _)| r.is_err()).unwrap();
+
+    let conflict = loss
+        .as_ref()
+        .unwrap_err()
+        .as_conflict()
+        .expect("a conflict");
+    assert_eq!(conflict.operation(), Operation::Update);
+    assert_eq!(conflict.table(), "counters");
+    assert_eq!(conflict.expected::<i32>(), Some(1));
+    assert_eq!(
+        conflict.current::<i32>(),
+        Some(winner.version),
+        "names the winner's token"
+    );
+    assert_eq!(loser.version, 1, "the loser's token is not advanced");
+
+    let stored = counter(&mut db.conn().await, 1).await;
+    assert_eq!(
+        &stored, winner,
+        "the row holds the winner's values and token"
+    );
+    assert_eq!(stored.version, 2);
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn save_runs_exactly_one_statement_and_advances_the_token() {
+    let db = db!();
+    seed_counter(&db).await;
+    let mut conn = db.conn().await;
+    let mut row = counter(&mut conn, 1).await;
+    let statements = StatementCounter::install_in_flavour(&mut conn);
+
+    row.value = 5;
+    row.save_checked(&mut conn).await.expect("save");
+    assert_eq!(statements.take(), 1, "one UPDATE on success");
+    assert_eq!(row.version, 2);
+
+    row.value = 6;
+    row.save_checked(&mut conn).await.expect("second save");
+    assert_eq!(statements.take(), 1);
+    let cached = statements.take_cached();
+    assert_eq!(
+        cached.len(),
+        1,
+        "the UPDATE is prepared once, then reused: {cached:?}"
+    );
+    assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
+    assert_eq!(counter(&mut conn, 1).await, row);
+    statements.take();
+
+    let mut stale = row.clone();
+    stale.version = 1;
+    expect_conflict(stale.save_checked(&mut conn).await);
+    assert_eq!(
+        statements.take(),
+        2,
+        "the conflict path adds one classification query"
+    );
+
+    row.delete_checked(&mut conn).await.expect("delete");
+    assert_eq!(statements.take(), 1, "one DELETE on success");
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn update_after_a_delete_is_a_deleted_conflict() {
+    let db = db!();
+    seed_counter(&db).await;
+    let (mut a, mut b) = (db.conn().await, db.conn().await);
+    let deleter = counter(&mut a, 1).await;
+    let mut writer = counter(&mut b, 1).await;
+
+    deleter.delete_checked(&mut a).await.expect("delete wins");
+    writer.value = 7;
+    let conflict = expect_conflict(writer.save_checked(&mut b).await);
+    assert_eq!(conflict.state(), &ConflictState::Deleted);
+    assert!(conflict.is_deleted());
+    assert_eq!(writer.version, 1, "token untouched");
+    assert_eq!(writer.value, 7, "edits kept for the caller");
+    assert!(
+        matches!(Counter::find(&mut a, 1).await, Err(Error::NotFound(_))),
+        "not resurrected"
+    );
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_after_an_update_is_a_stale_conflict() {
+    let db = db!();
+    seed_counter(&db).await;
+    let (mut a, mut b) = (db.conn().await, db.conn().await);
+    let mut writer = counter(&mut a, 1).await;
+    let deleter = counter(&mut b, 1).await;
+
+    writer.value = 3;
+    writer.save_checked(&mut a).await.expect("update wins");
+    let conflict = expect_conflict(deleter.delete_checked(&mut b).await);
+    assert_eq!(conflict.operation(), Operation::Delete);
+    assert_eq!(conflict.current::<i32>(), Some(writer.version));
+    assert_eq!(
+        counter(&mut a, 1).await,
+        writer,
+        "the row survives with the update"
+    );
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_client_token_is_rejected_before_any_write() {
+    let db = db!();
+    seed_counter(&db).await;
+    let mut conn = db.conn().await;
+    let client_token = counter(&mut conn, 1).await.version;
+
+    let mut other = counter(&mut conn, 1).await;
+    other.value = 42;
+    other.save_checked(&mut conn).await.expect("another writer");
+
+    let statements = StatementCounter::install_in_flavour(&mut conn);
+    let error = Counter::find_checked(&mut conn, 1, &client_token)
+        .await
+        .unwrap_err();
+    assert_eq!(statements.take(), 1, "one SELECT, no write");
+    let conflict = error.as_conflict().expect("stale client token");
+    assert_eq!(conflict.operation(), Operation::ClientToken);
+    assert_eq!(
+        conflict.expected::<i32>(),
+        Some(client_token),
+        "the client's token is kept"
+    );
+    assert_eq!(conflict.current::<i32>(), Some(other.version));
+    assert_eq!(counter(&mut conn, 1).await, other, "nothing written");
+
+    let fresh = Counter::find_checked(&mut conn, 1, &other.version)
+        .await
+        .expect("current token");
+    assert_eq!(fresh, other);
+}
+
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::small_counters)]
 struct SmallCounter {
@@ -33,6 +245,7 @@ struct SmallCounter {
     version: i16,
 }
 
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::big_counters)]
 struct BigCounter {
@@ -42,6 +255,7 @@ struct BigCounter {
     version: i64,
 }
 
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stock)]
 struct Stock {
@@ -51,6 +265,7 @@ struct Stock {
     version: UuidToken,
 }
 
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::order_lines, primary_key(order_id, line_no))]
 struct OrderLine {
@@ -61,6 +276,7 @@ struct OrderLine {
     version: i32,
 }
 
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::notes, primary_key(note_id))]
 struct Note {
@@ -73,6 +289,7 @@ struct Note {
     version: i32,
 }
 
+#[flavour(blocking)]
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stamped)]
 struct Stamped {
@@ -82,6 +299,7 @@ struct Stamped {
     updated_at: NaiveDateTime,
 }
 
+#[flavour(blocking)]
 fn insert<T, U>(conn: &mut Conn, table: T, row: U)
 where
     U: diesel::Insertable<T>,
@@ -95,38 +313,11 @@ where
         .expect("insert");
 }
 
-fn counter(conn: &mut Conn, id: i32) -> Counter {
-    Counter::find(conn, id).expect("counter row")
-}
-
-/// A writer's own connection and its read of counter 1.
-fn read_counter(db: &TestDb<Conn>) -> (Conn, Counter) {
-    let mut conn = db.conn();
-    let row = counter(&mut conn, 1);
-    (conn, row)
-}
-
-fn seed_counter(db: &TestDb<Conn>) -> Counter {
-    let row = Counter {
-        id: 1,
-        value: 0,
-        label: None,
-        version: 1,
-    };
-    insert(&mut db.conn(), schema::counters::table, row.clone());
-    row
-}
-
-fn expect_conflict(result: Result<(), Error>) -> diesel_occ::ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
-
+/// The race on threads.
+#[flavour(blocking)]
 #[test]
 fn two_writers_from_one_version_exactly_one_wins() {
-    let db = test_db!();
+    let db = db!();
     seed_counter(&db);
     let report = Race::new(2).run(
         |_| read_counter(&db),
@@ -166,12 +357,13 @@ fn two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(stored.version, 2);
 }
 
+#[flavour(blocking)]
 #[test]
 fn control_plain_load_mutate_save_loses_an_update() {
     // The same barrier scenario without the token in the predicate: both
     // writers succeed and one increment vanishes. This proves the harness
     // can observe the failure diesel-occ prevents.
-    let db = test_db!();
+    let db = db!();
     seed_counter(&db);
     let report = Race::new(2).run(
         |_| read_counter(&db),
@@ -193,9 +385,10 @@ fn control_plain_load_mutate_save_loses_an_update() {
     );
 }
 
+#[flavour(blocking)]
 #[test]
 fn checked_increments_from_one_version_lose_nothing() {
-    let db = test_db!();
+    let db = db!();
     seed_counter(&db);
     let report = Race::new(4).run(
         |_| read_counter(&db),
@@ -214,89 +407,10 @@ fn checked_increments_from_one_version_lose_nothing() {
     );
 }
 
-#[test]
-fn save_runs_exactly_one_statement_and_advances_the_token() {
-    let db = test_db!();
-    seed_counter(&db);
-    let mut conn = db.conn();
-    let mut row = counter(&mut conn, 1);
-    let statements = StatementCounter::install(&mut conn);
-
-    row.value = 5;
-    row.save_checked(&mut conn).expect("save");
-    assert_eq!(statements.take(), 1, "one UPDATE on success");
-    assert_eq!(row.version, 2);
-
-    row.value = 6;
-    row.save_checked(&mut conn).expect("second save");
-    assert_eq!(statements.take(), 1);
-    let cached = statements.take_cached();
-    assert_eq!(
-        cached.len(),
-        1,
-        "the UPDATE is prepared once, then reused: {cached:?}"
-    );
-    assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
-    assert_eq!(counter(&mut conn, 1), row);
-    statements.take();
-
-    let mut stale = row.clone();
-    stale.version = 1;
-    expect_conflict(stale.save_checked(&mut conn));
-    assert_eq!(
-        statements.take(),
-        2,
-        "the conflict path adds one classification query"
-    );
-
-    row.delete_checked(&mut conn).expect("delete");
-    assert_eq!(statements.take(), 1, "one DELETE on success");
-}
-
-#[test]
-fn update_after_a_delete_is_a_deleted_conflict() {
-    let db = test_db!();
-    seed_counter(&db);
-    let (mut a, mut b) = (db.conn(), db.conn());
-    let deleter = counter(&mut a, 1);
-    let mut writer = counter(&mut b, 1);
-
-    deleter.delete_checked(&mut a).expect("delete wins");
-    writer.value = 7;
-    let conflict = expect_conflict(writer.save_checked(&mut b));
-    assert_eq!(conflict.state(), &ConflictState::Deleted);
-    assert!(conflict.is_deleted());
-    assert_eq!(writer.version, 1, "token untouched");
-    assert_eq!(writer.value, 7, "edits kept for the caller");
-    assert!(
-        matches!(Counter::find(&mut a, 1), Err(Error::NotFound(_))),
-        "not resurrected"
-    );
-}
-
-#[test]
-fn delete_after_an_update_is_a_stale_conflict() {
-    let db = test_db!();
-    seed_counter(&db);
-    let (mut a, mut b) = (db.conn(), db.conn());
-    let mut writer = counter(&mut a, 1);
-    let deleter = counter(&mut b, 1);
-
-    writer.value = 3;
-    writer.save_checked(&mut a).expect("update wins");
-    let conflict = expect_conflict(deleter.delete_checked(&mut b));
-    assert_eq!(conflict.operation(), Operation::Delete);
-    assert_eq!(conflict.current::<i32>(), Some(writer.version));
-    assert_eq!(
-        counter(&mut a, 1),
-        writer,
-        "the row survives with the update"
-    );
-}
-
+#[flavour(blocking)]
 #[test]
 fn racing_update_and_delete_leave_one_consistent_outcome() {
-    let db = test_db!();
+    let db = db!();
     seed_counter(&db);
     let report = Race::new(2).run(
         |_| read_counter(&db),
@@ -324,37 +438,10 @@ fn racing_update_and_delete_leave_one_consistent_outcome() {
     }
 }
 
-#[test]
-fn stale_client_token_is_rejected_before_any_write() {
-    let db = test_db!();
-    seed_counter(&db);
-    let mut conn = db.conn();
-    let client_token = counter(&mut conn, 1).version;
-
-    let mut other = counter(&mut conn, 1);
-    other.value = 42;
-    other.save_checked(&mut conn).expect("another writer");
-
-    let statements = StatementCounter::install(&mut conn);
-    let error = Counter::find_checked(&mut conn, 1, &client_token).unwrap_err();
-    assert_eq!(statements.take(), 1, "one SELECT, no write");
-    let conflict = error.as_conflict().expect("stale client token");
-    assert_eq!(conflict.operation(), Operation::ClientToken);
-    assert_eq!(
-        conflict.expected::<i32>(),
-        Some(client_token),
-        "the client's token is kept"
-    );
-    assert_eq!(conflict.current::<i32>(), Some(other.version));
-    assert_eq!(counter(&mut conn, 1), other, "nothing written");
-
-    let fresh = Counter::find_checked(&mut conn, 1, &other.version).expect("current token");
-    assert_eq!(fresh, other);
-}
-
+#[flavour(blocking)]
 #[test]
 fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     let missing = Counter::find_checked(&mut conn, 404, &1).unwrap_err();
     match &missing {
@@ -388,9 +475,10 @@ fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
     }
 }
 
+#[flavour(blocking)]
 #[test]
 fn i16_token_wraps_at_its_maximum() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     let mut row = SmallCounter {
         id: 1,
@@ -412,9 +500,10 @@ fn i16_token_wraps_at_its_maximum() {
     assert_eq!(conflict.expected::<i16>(), Some(i16::MAX));
 }
 
+#[flavour(blocking)]
 #[test]
 fn i64_token_wraps_at_its_maximum() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     let mut row = BigCounter {
         id: 1,
@@ -426,9 +515,10 @@ fn i64_token_wraps_at_its_maximum() {
     assert_eq!(BigCounter::find(&mut conn, 1).unwrap().version, i64::MIN);
 }
 
+#[flavour(blocking)]
 #[test]
 fn composite_key_guards_only_its_own_row() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     for line_no in 1..=2 {
         insert(
@@ -462,9 +552,10 @@ fn composite_key_guards_only_its_own_row() {
     assert!(OrderLine::find(&mut conn, (7, 1)).is_ok());
 }
 
+#[flavour(blocking)]
 #[test]
 fn renamed_columns_are_honoured() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     insert(
         &mut conn,
@@ -490,9 +581,10 @@ fn renamed_columns_are_honoured() {
     assert_eq!(conflict.key().to_string(), "(note_id=1)");
 }
 
+#[flavour(blocking)]
 #[test]
 fn uuid_tokens_are_fresh_stored_and_checked() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     let first = UuidToken::initial();
     insert(
@@ -522,9 +614,10 @@ fn uuid_tokens_are_fresh_stored_and_checked() {
     );
 }
 
+#[flavour(blocking)]
 #[test]
 fn timestamp_tokens_advance_at_stored_precision() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     let start = NaiveDateTime::initial();
     insert(
@@ -557,9 +650,10 @@ fn timestamp_tokens_advance_at_stored_precision() {
     assert_eq!(conflict.current::<NaiveDateTime>(), Some(row.updated_at));
 }
 
+#[flavour(blocking)]
 #[test]
 fn a_failed_statement_is_a_database_error_without_sql_or_values() {
-    let db = test_db!();
+    let db = db!();
     let mut conn = db.conn();
     insert(
         &mut conn,

@@ -1,22 +1,23 @@
-//! Batch saves on an async connection (diesel-async).
+//! Batch saves, in both flavours.
+
+flavour_prelude!();
 
 use std::fmt::Debug;
 
 use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use diesel_occ::Error;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::testing::Race;
+use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::StatementCounter;
 use diesel_occ_tests::wait;
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend, wait_until_async};
 
 use super::entities::{Account, Counter, Note, OrderLine, Stamp, Ticket, WorkItem, work_items};
+use super::schema;
 use super::setup::{Kind, assert_batch_statements, bump_second, other_writer, seed, seed_accounts};
-use super::{AsyncConn as Conn, schema};
 
 /// Accounts 1..=n, balance 100, version 1.
-async fn seed_accounts_in(db: &AsyncTestDb<Conn>, n: i32) {
+#[flavour]
+async fn seed_accounts_in(db: &TestDb<Conn>, n: i32) {
     let mut conn = db.conn().await;
     for sql in seed_accounts(n) {
         conn.batch_execute(&sql).await.expect("insert accounts");
@@ -24,7 +25,8 @@ async fn seed_accounts_in(db: &AsyncTestDb<Conn>, n: i32) {
 }
 
 /// Runs the other writer's SQL on a connection of its own.
-async fn other_writes(db: &AsyncTestDb<Conn>, sql: &str) {
+#[flavour]
+async fn other_writes(db: &TestDb<Conn>, sql: &str) {
     db.conn()
         .await
         .batch_execute(sql)
@@ -33,6 +35,7 @@ async fn other_writes(db: &AsyncTestDb<Conn>, sql: &str) {
 }
 
 /// Accounts 1..=n as read, ordered by id.
+#[flavour]
 async fn accounts(conn: &mut Conn, n: i32) -> Vec<Account> {
     schema::accounts::table
         .filter(schema::accounts::id.le(n))
@@ -43,6 +46,7 @@ async fn accounts(conn: &mut Conn, n: i32) -> Vec<Account> {
         .expect("accounts")
 }
 
+#[flavour]
 async fn account(conn: &mut Conn, id: i32) -> Account {
     Account::find(conn, id).await.expect("account row")
 }
@@ -51,9 +55,10 @@ fn assert_statements(statements: &[String], n: usize) {
     assert_batch_statements(Conn::BACKEND, "accounts", statements, n);
 }
 
+#[flavour]
 #[tokio::test]
 async fn batch_saves_all_with_one_update_each() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = vec![
@@ -64,7 +69,7 @@ async fn batch_saves_all_with_one_update_each() {
     for a in &mut batch {
         a.balance -= 10;
     }
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
     let statements = log.take_sql();
     assert_statements(&statements, 3);
@@ -80,12 +85,13 @@ async fn batch_saves_all_with_one_update_each() {
     }
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_100() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
 
     let mut singles = accounts(&mut conn, 100).await;
     log.take();
@@ -118,9 +124,10 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
     assert!(batch.iter().all(|a| a.version == 3 && a.balance == 98));
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_statement() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 1001).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 1001).await;
@@ -159,15 +166,16 @@ async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_stateme
     for a in &mut batch {
         a.balance = 0;
     }
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
     assert_statements(&log.take_sql(), 1000);
     assert_eq!(accounts(&mut conn, 1001).await, batch);
 }
 
+#[flavour]
 #[tokio::test]
 async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_is_written() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 100).await;
@@ -177,7 +185,7 @@ async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_
         a.balance = 0;
     }
     let before = batch.clone();
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     let error = batch.save_all_checked(&mut conn).await.unwrap_err();
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.indices().collect::<Vec<_>>(), [7, 42, 63, 99]);
@@ -205,9 +213,10 @@ async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 3).await;
@@ -218,6 +227,7 @@ async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
     let error = batch.save_all_checked(&mut conn).await.unwrap_err();
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.indices().collect::<Vec<_>>(), [3]);
+    // Stale against the token the batch's own first write of the row assigned.
     assert_eq!(conflict.conflict_at(3).unwrap().current::<i32>(), Some(2));
     let rows = accounts(&mut conn, 3).await;
     assert!(rows.iter().all(|a| a.balance == 100 && a.version == 1));
@@ -226,12 +236,13 @@ async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
 /// PostgreSQL: a batch of 100 is one statement, which may have written other rows when
 /// it waits for row 50's lock. Dropped there, it leaves nothing written once its
 /// connection is closed, and the connection refuses further checked writes meanwhile.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     if Conn::BACKEND != Backend::Postgres {
         return;
     }
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 100).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 100).await;
@@ -278,9 +289,10 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothing() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 4).await;
     let mut conn = db.conn().await;
     let mut batch = vec![
@@ -313,9 +325,10 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
     assert_eq!(account(&mut conn, 2).await.balance, 50);
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = [account(&mut conn, 1).await, account(&mut conn, 2).await];
@@ -355,12 +368,13 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
     assert_eq!(batch[0].version, 1);
 }
 
+#[flavour]
 #[tokio::test]
 async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 2).await;
     let report = Race::new(2)
-        .run_asynchronous(
+        .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
                 let batch = vec![account(&mut conn, 1).await, account(&mut conn, 2).await];
@@ -401,15 +415,73 @@ async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
     }
 }
 
-/// PostgreSQL, READ COMMITTED: see the blocking twin. The batch's statement waits for a
-/// row another writer has saved but not committed; once it waits, the writer commits;
-/// the entity is a conflict, never a silent overwrite, and nothing is written.
+/// PostgreSQL, READ COMMITTED: the batch's one statement waits for a row another writer
+/// has written but not committed; that writer commits a new token; PostgreSQL checks
+/// the join again against the committed row (EvalPlanQual), so that entity is a
+/// conflict, never a silent overwrite, and the batch writes nothing. The interleaving
+/// is forced: the other writer commits only once the batch waits for its lock, the
+/// batch saving on a thread of its own.
+#[flavour(blocking)]
+#[test]
+fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
+    if Conn::BACKEND != Backend::Postgres {
+        return;
+    }
+    let db = db!();
+    seed_accounts_in(&db, 3);
+    let mut conn = db.conn();
+    let mut batch = accounts(&mut conn, 3);
+    for a in &mut batch {
+        a.balance = 0;
+    }
+    let before = batch.clone();
+    let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+        "pg_backend_pid()",
+    ))
+    .get_result(&mut conn)
+    .expect("pid");
+
+    // The other writer saves account 2 with the library, inside a transaction it
+    // keeps open: the row is locked, the new token not committed yet.
+    let mut other = db.conn();
+    other.batch_execute("BEGIN").expect("begin");
+    let mut two = account(&mut other, 2);
+    two.balance = 42;
+    two.save_checked(&mut other).expect("other save");
+
+    let saver = std::thread::spawn(move || {
+        let outcome = batch.save_all_checked(&mut conn);
+        (batch, outcome)
+    });
+    let mut watcher = db.conn();
+    wait_for_lock(&mut watcher, pid);
+    other.batch_execute("COMMIT").expect("commit");
+    let (batch, outcome) = saver.join().expect("the batch thread");
+
+    let error = outcome.expect_err("the batch must not overwrite the committed write");
+    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
+    assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
+    assert_eq!(batch, before, "no token advanced");
+    let rows = accounts(&mut watcher, 3);
+    assert_eq!(
+        rows.iter()
+            .map(|a| (a.balance, a.version))
+            .collect::<Vec<_>>(),
+        [(100, 1), (42, 2), (100, 1)],
+        "the other writer's commit stands, the batch wrote nothing"
+    );
+}
+
+/// The same on a task: the batch's statement waits for the row's lock on a task of its
+/// own while the test commits the other writer.
+#[flavour(asynchronous)]
 #[tokio::test]
 async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
     if Conn::BACKEND != Backend::Postgres {
         return;
     }
-    let db = async_test_db!();
+    let db = db!();
     seed_accounts_in(&db, 3).await;
     let mut conn = db.conn().await;
     let mut batch = accounts(&mut conn, 3).await;
@@ -456,9 +528,10 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
 
 /// Waits until the backend `pid` waits for a lock: the state is polled, the test never
 /// relies on how long anything takes.
+#[flavour]
 async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
     let what = format!("backend {pid} to wait for a lock");
-    wait_until_async(&what, wait::TIMEOUT, async || {
+    wait_until(&what, wait::TIMEOUT, async || {
         let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
             "(SELECT count(*) FROM pg_stat_activity \
                  WHERE pid = {pid} AND wait_event_type = 'Lock')"
@@ -471,10 +544,12 @@ async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
     .await;
 }
 
-/// See the blocking twin: three rows of `kind` saved and read back exactly, then the
-/// second one made stale by another writer is named and nothing is written.
+/// Three rows of `kind` saved as one batch (on PostgreSQL one `VALUES` statement) read
+/// back exactly as saved; then, with the second row changed by another writer, the
+/// same batch names that entity and writes nothing.
+#[flavour]
 async fn saves_a_batch_and_names_a_stale_entity<T>(
-    db: &AsyncTestDb<Conn>,
+    db: &TestDb<Conn>,
     kind: Kind,
     table: &str,
     load: impl AsyncFn(&mut Conn) -> Vec<T>,
@@ -490,7 +565,7 @@ async fn saves_a_batch_and_names_a_stale_entity<T>(
     let mut batch = load(&mut conn).await;
     assert_eq!(batch.len(), 3);
     batch.iter_mut().for_each(edit);
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
     assert_batch_statements(Conn::BACKEND, table, &log.take_sql(), 3);
     let saved = load(&mut conn).await;
@@ -514,9 +589,10 @@ async fn saves_a_batch_and_names_a_stale_entity<T>(
     assert_ne!(rows[1], saved[1], "the other writer's row stands");
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_uuid_tokens_is_saved_and_checked() {
-    let db = async_test_db!();
+    let db = db!();
     saves_a_batch_and_names_a_stale_entity::<Ticket>(
         &db,
         Kind::Tickets,
@@ -531,9 +607,10 @@ async fn a_batch_of_uuid_tokens_is_saved_and_checked() {
     .await;
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_microsecond_timestamp_tokens_is_saved_and_checked() {
-    let db = async_test_db!();
+    let db = db!();
     saves_a_batch_and_names_a_stale_entity::<Stamp>(
         &db,
         Kind::Stamped,
@@ -548,9 +625,10 @@ async fn a_batch_of_microsecond_timestamp_tokens_is_saved_and_checked() {
     .await;
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_composite_keys_is_saved_and_checked() {
-    let db = async_test_db!();
+    let db = db!();
     saves_a_batch_and_names_a_stale_entity::<OrderLine>(
         &db,
         Kind::OrderLines,
@@ -567,9 +645,10 @@ async fn a_batch_of_composite_keys_is_saved_and_checked() {
     .await;
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_of_renamed_columns_is_saved_and_checked() {
-    let db = async_test_db!();
+    let db = db!();
     saves_a_batch_and_names_a_stale_entity::<Note>(
         &db,
         Kind::Notes,
@@ -584,9 +663,10 @@ async fn a_batch_of_renamed_columns_is_saved_and_checked() {
     .await;
 }
 
+#[flavour]
 #[tokio::test]
 async fn a_batch_writing_null_to_every_row_of_a_bigint_column_is_saved_and_checked() {
-    let db = async_test_db!();
+    let db = db!();
     saves_a_batch_and_names_a_stale_entity::<WorkItem>(
         &db,
         Kind::WorkItems,
@@ -607,11 +687,12 @@ async fn a_batch_writing_null_to_every_row_of_a_bigint_column_is_saved_and_check
     .await;
 }
 
-/// See the blocking twin: `None` in an `Option` field without `treat_none_as_null`
-/// leaves its column alone in a batch exactly as in a single save.
+/// An `Option` field without `treat_none_as_null`: `None` leaves the column alone in a
+/// batch exactly as in a single save, whichever row it is in.
+#[flavour]
 #[tokio::test]
 async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     conn.batch_execute(&seed(Kind::Counters, Conn::BACKEND))
         .await
@@ -627,7 +708,7 @@ async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
     for c in &mut batch {
         c.value += 10;
     }
-    let log = StatementCounter::install_async(&mut conn);
+    let log = StatementCounter::install_in_flavour(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
     assert_batch_statements(Conn::BACKEND, "counters", &log.take_sql(), 3);
     let rows = load(&mut conn).await;

@@ -1,0 +1,557 @@
+//! Diesel models in the checked writes, in both flavours.
+
+flavour_prelude!();
+
+use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+use diesel_occ::testing::Race;
+use diesel_occ::{ConflictState, Error, Operation, Upserted, VersionToken};
+
+use super::entities::{
+    Counter, CounterPatch, CounterPut, NewCounter, Stock, counter, expect_conflict,
+};
+use super::schema;
+use schema::counters;
+
+#[flavour]
+async fn stored(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).await.expect("the counter")
+}
+
+#[flavour]
+#[tokio::test]
+async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let etag = counter(1, 5)
+        .insert_checked(&mut conn)
+        .await
+        .expect("insert");
+
+    let patch = CounterPatch {
+        value: Some(6),
+        label: None,
+    };
+    let etag = Counter::update_by_key(&mut conn, 1, &etag, &patch)
+        .await
+        .expect("patch");
+    assert_eq!(etag, 2);
+    let patch = CounterPatch {
+        value: None,
+        label: Some(Some("six".into())),
+    };
+    let etag = Counter::update_by_key(&mut conn, 1, &etag, patch)
+        .await
+        .expect("owned patch");
+    assert_eq!(
+        stored(&mut conn, 1).await,
+        Counter {
+            id: 1,
+            value: 6,
+            label: Some("six".into()),
+            version: etag,
+        }
+    );
+
+    // A form sent with a stale token is refused and writes nothing.
+    let stale = CounterPatch {
+        value: Some(0),
+        label: None,
+    };
+    let conflict = expect_conflict(Counter::update_by_key(&mut conn, 1, &2, &stale).await);
+    assert_eq!(conflict.current::<i32>(), Some(3));
+    assert_eq!(stored(&mut conn, 1).await.value, 6);
+}
+
+#[flavour]
+#[tokio::test]
+async fn a_derived_put_form_writes_none_as_null() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut row = counter(1, 5);
+    row.label = Some("five".into());
+    let etag = row.insert_checked(&mut conn).await.expect("insert");
+
+    let put = CounterPut {
+        value: 7,
+        label: None,
+    };
+    let etag = Counter::update_by_key(&mut conn, 1, &etag, &put)
+        .await
+        .expect("put");
+    assert_eq!(
+        stored(&mut conn, 1).await,
+        Counter {
+            id: 1,
+            value: 7,
+            label: None,
+            version: etag
+        }
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn derived_forms_drive_soft_delete_and_bulk_update() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut first = counter(1, 5);
+    first.insert_checked(&mut conn).await.expect("insert");
+    counter(2, 50)
+        .insert_checked(&mut conn)
+        .await
+        .expect("insert");
+    let mut in_flight = first.clone();
+
+    let tombstone = CounterPatch {
+        value: None,
+        label: Some(Some("deleted".into())),
+    };
+    first
+        .soft_delete_checked(&mut conn, &tombstone)
+        .await
+        .expect("soft delete");
+    assert_eq!(first.version, 2);
+    assert_eq!(stored(&mut conn, 1).await.label.as_deref(), Some("deleted"));
+    in_flight.value = 0;
+    expect_conflict(in_flight.save_checked(&mut conn).await);
+
+    let reset = CounterPatch {
+        value: Some(0),
+        label: None,
+    };
+    let touched = Counter::bulk_update(counters::table.filter(counters::value.gt(10)), &reset)
+        .execute(&mut conn)
+        .await
+        .expect("bulk update");
+    assert_eq!(touched, 1);
+    assert_eq!(
+        (
+            stored(&mut conn, 2).await.value,
+            stored(&mut conn, 2).await.version
+        ),
+        (0, 2)
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn insert_checked_sets_the_initial_token_of_each_kind() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut row = counter(1, 5);
+    row.version = 41; // whatever the field held
+    assert_eq!(row.insert_checked(&mut conn).await.expect("insert"), 1);
+    assert_eq!(row.version, 1);
+    assert_eq!(stored(&mut conn, 1).await, row);
+
+    let mut stock = Stock {
+        id: 1,
+        available: 3,
+        version: diesel_occ::UuidToken::initial(),
+    };
+    let placeholder = stock.version;
+    let etag = stock.insert_checked(&mut conn).await.expect("insert stock");
+    assert_ne!(etag, placeholder, "a fresh initial token");
+    assert!(etag.validate().is_ok());
+    assert_eq!(
+        Stock::find(&mut conn, 1).await.expect("stock").version,
+        etag
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn insert_checked_from_an_insertable_struct_adds_the_token() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let new = NewCounter {
+        id: 3,
+        value: 9,
+        label: Some("new"),
+    };
+    let etag = Counter::insert_checked_from(&mut conn, &new)
+        .await
+        .expect("insert");
+    assert_eq!(etag, 1);
+    assert_eq!(
+        stored(&mut conn, 3).await,
+        Counter {
+            id: 3,
+            value: 9,
+            label: Some("new".into()),
+            version: 1
+        }
+    );
+    match Counter::insert_checked_from(&mut conn, new).await {
+        Err(Error::UniqueViolation(taken)) => assert_eq!(taken.key(), None),
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+}
+
+#[flavour]
+#[tokio::test]
+async fn a_taken_key_is_a_typed_unique_violation_and_the_entity_is_untouched() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    counter(1, 5)
+        .insert_checked(&mut conn)
+        .await
+        .expect("insert");
+    let mut again = counter(1, 6);
+    again.version = 7;
+    let error = again.insert_checked(&mut conn).await.unwrap_err();
+    assert!(!error.is_retryable());
+    match error {
+        Error::UniqueViolation(taken) => {
+            assert_eq!(taken.table(), "counters");
+            assert_eq!(
+                taken.key().map(ToString::to_string).as_deref(),
+                Some("(id=1)")
+            );
+        }
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert_eq!(again.version, 7, "untouched");
+    assert_eq!(stored(&mut conn, 1).await.value, 5);
+}
+
+#[flavour]
+#[tokio::test]
+async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut row = counter(1, 5);
+    assert_eq!(
+        row.upsert_checked(&mut conn, None).await.expect("upsert"),
+        Upserted::Inserted(1)
+    );
+    assert_eq!(row.version, 1);
+
+    row.value = 6;
+    assert_eq!(
+        row.upsert_checked(&mut conn, Some(&1))
+            .await
+            .expect("upsert"),
+        Upserted::Updated(2)
+    );
+    assert_eq!(stored(&mut conn, 1).await, row);
+
+    // A stale token: a conflict with the current one, nothing written.
+    let mut stale = counter(1, 0);
+    let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&1)).await);
+    assert_eq!(conflict.operation(), Operation::ClientToken);
+    assert_eq!(
+        (conflict.expected::<i32>(), conflict.current::<i32>()),
+        (Some(1), Some(2))
+    );
+    // Expecting no row while one exists: a conflict too, even though the row holds
+    // the very token an insert would store.
+    let mut create = counter(2, 1);
+    create.insert_checked(&mut conn).await.expect("insert");
+    let conflict = expect_conflict(counter(2, 0).upsert_checked(&mut conn, None).await);
+    assert_eq!(
+        conflict.state(),
+        &ConflictState::Stale {
+            current: 1.to_value()
+        }
+    );
+    assert_eq!(stale.version, 0, "untouched");
+    assert_eq!(stored(&mut conn, 1).await.value, 6);
+    assert_eq!(stored(&mut conn, 2).await.value, 1);
+}
+
+#[flavour]
+#[tokio::test]
+async fn an_upsert_expecting_a_token_updates_to_the_next_one() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    diesel::insert_into(counters::table)
+        .values((
+            counters::id.eq(1),
+            counters::value.eq(1),
+            counters::version.eq(0),
+        ))
+        .execute(&mut conn)
+        .await
+        .expect("a row at version 0");
+    let mut row = counter(1, 2);
+    assert_eq!(
+        row.upsert_checked(&mut conn, Some(&0))
+            .await
+            .expect("upsert"),
+        Upserted::Updated(1)
+    );
+    assert_eq!(stored(&mut conn, 1).await, row);
+}
+
+/// An acknowledged delete is never undone by a writer that read the row before it: an
+/// upsert that states the token it read gets a `Deleted` conflict and inserts nothing.
+#[flavour]
+#[tokio::test]
+async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut stale = counter(1, 5);
+    let read = stale.insert_checked(&mut conn).await.expect("insert");
+    Counter::delete_by_key(&mut conn, 1, &read)
+        .await
+        .expect("the acknowledged delete");
+
+    stale.value = 6;
+    let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&read)).await);
+    assert!(conflict.is_deleted(), "{conflict:?}");
+    assert!(
+        !conflict.is_retryable(),
+        "a client-token conflict is not retried"
+    );
+    assert_eq!(stale.version, read, "untouched");
+    assert!(
+        Counter::find(&mut conn, 1)
+            .await
+            .unwrap_err()
+            .is_not_found(),
+        "still deleted"
+    );
+}
+
+diesel::table! {
+    /// A table with a unique value besides its key.
+    coded (id) {
+        id -> Integer,
+        code -> Text,
+        version -> Integer,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = coded)]
+struct Coded {
+    id: i32,
+    code: String,
+    #[occ(version)]
+    version: i32,
+}
+
+fn coded(id: i32, code: &str) -> Coded {
+    Coded {
+        id,
+        code: code.into(),
+        version: 0,
+    }
+}
+
+/// Another unique value taken is a typed unique violation, from the insert of an
+/// upsert that expects no row and from the update of one that expects a token.
+#[flavour]
+#[tokio::test]
+async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    diesel::sql_query(
+        "CREATE TABLE coded (id INTEGER PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, \
+         version INTEGER NOT NULL)",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("table");
+    coded(1, "a")
+        .insert_checked(&mut conn)
+        .await
+        .expect("insert");
+    let mut second = coded(2, "b");
+    second.insert_checked(&mut conn).await.expect("insert");
+
+    match coded(3, "a").upsert_checked(&mut conn, None).await {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    second.code = "a".into();
+    match second.upsert_checked(&mut conn, Some(&1)).await {
+        Err(Error::UniqueViolation(_)) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert_eq!(second.version, 1, "untouched");
+    assert_eq!(Coded::find(&mut conn, 2).await.expect("read").code, "b");
+}
+
+/// Inside a transaction whose snapshot predates the row (MySQL's default REPEATABLE
+/// READ), an upsert expecting no row meets the latest row: a conflict, not a unique
+/// violation. PostgreSQL's default READ COMMITTED sees it too; SQLite has one writer.
+#[flavour]
+#[tokio::test]
+async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
+    use diesel_occ_tests::Backend;
+    if Conn::BACKEND == Backend::Sqlite {
+        return;
+    }
+    let db = db!();
+    let (mut a, mut b) = (db.conn().await, db.conn().await);
+    let outcome = a
+        .transaction(async |a| {
+            assert!(
+                Counter::find(a, 1).await.unwrap_err().is_not_found(),
+                "the snapshot: no row"
+            );
+            counter(1, 5)
+                .insert_checked(&mut b)
+                .await
+                .expect("another writer's row");
+            Ok::<_, Error>(counter(1, 6).upsert_checked(a, None).await)
+        })
+        .await;
+    let conflict = expect_conflict(outcome.expect("the transaction commits"));
+    assert_eq!(conflict.current::<i32>(), Some(1));
+    assert_eq!(stored(&mut b, 1).await.value, 5);
+}
+
+/// A conflict of a write that takes the token as an argument cannot be resolved by
+/// running the same call again: the retry helper returns it after one attempt, as a
+/// client-token conflict, and does not count the row as hot.
+#[flavour(blocking)]
+#[test]
+fn client_token_conflicts_are_not_retried_nor_hot() {
+    use diesel_occ::retry::{HotRows, RetryPolicy};
+    use std::time::Duration;
+
+    let db = db!();
+    let mut conn = db.conn();
+    let mut row = counter(1, 5);
+    row.insert_checked(&mut conn).expect("insert");
+    row.save_checked(&mut conn)
+        .expect("the row moves to version 2");
+    let pool = diesel::r2d2::Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("r2d2 pool");
+    let memory = HotRows::new();
+    let policy = RetryPolicy::new()
+        .max_attempts(5)
+        .backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
+    let patch = CounterPatch {
+        value: Some(0),
+        label: None,
+    };
+    type Write = fn(&mut Conn, &CounterPatch) -> Result<(), Error>;
+    let writes: [(&str, Write); 3] = [
+        ("update_by_key", |conn, patch| {
+            Counter::update_by_key(conn, 1, &1, patch).map(drop)
+        }),
+        ("delete_by_key", |conn, _| {
+            Counter::delete_by_key(conn, 1, &1)
+        }),
+        ("upsert_checked", |conn, _| {
+            counter(1, 0).upsert_checked(conn, Some(&1)).map(drop)
+        }),
+    ];
+    for (name, write) in writes {
+        let mut attempts = 0;
+        let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, _| {
+            attempts += 1;
+            write(conn, &patch)
+        });
+        let conflict = expect_conflict(outcome);
+        assert_eq!(conflict.operation(), Operation::ClientToken, "{name}");
+        assert_eq!(attempts, 1, "{name} is not retried");
+    }
+    assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
+    assert_eq!(stored(&mut conn, 1), row, "nothing written");
+}
+
+/// The same with the async retry helper, on a deadpool pool.
+#[flavour(asynchronous)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_token_conflicts_are_not_retried_nor_hot() {
+    use diesel_occ::retry::{HotRows, RetryPolicy};
+    use std::time::Duration;
+
+    let db = db!();
+    let mut conn = db.conn().await;
+    let mut row = counter(1, 5);
+    row.insert_checked(&mut conn).await.expect("insert");
+    row.save_checked(&mut conn)
+        .await
+        .expect("the row moves to version 2");
+    let memory = HotRows::new();
+    let policy = RetryPolicy::new()
+        .max_attempts(5)
+        .backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
+    let pool = crate::pools::warm_pool(&db, 1).await;
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let attempts = &attempts;
+    let outcome = diesel_occ::asynchronous::retry(&pool, &policy, async |conn, _| {
+        attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let patch = CounterPatch {
+            value: Some(0),
+            label: None,
+        };
+        Counter::update_by_key(conn, 1, &1, &patch).await
+    })
+    .await;
+    let conflict = expect_conflict(outcome);
+    assert_eq!(conflict.operation(), Operation::ClientToken);
+    assert_eq!(
+        attempts.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "not retried"
+    );
+    assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
+    assert_eq!(stored(&mut conn, 1).await, row, "nothing written");
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_upserts_of_one_key_insert_once_and_lose_nothing() {
+    let db = db!();
+    // Four clients create the same row: one insert, three conflicts.
+    let report = Race::new(4)
+        .run_in_flavour(
+            async |_| db.conn().await,
+            async |writer, mut conn: Conn| {
+                let mut row = counter(1, writer as i32);
+                let outcome = row.upsert_checked(&mut conn, None).await;
+                outcome.map(|outcome| (outcome, row))
+            },
+        )
+        .await;
+    let outcomes = report.into_values().unwrap();
+    let inserted: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(inserted.len(), 1, "{outcomes:?}");
+    let (outcome, winner) = inserted[0];
+    assert_eq!(outcome, &Upserted::Inserted(1));
+    for loss in outcomes.iter().filter_map(|r| r.as_ref().err()) {
+        let conflict = loss.as_conflict().expect("a conflict");
+        assert_eq!(conflict.current::<i32>(), Some(1), "{loss:?}");
+    }
+    assert_eq!(stored(&mut db.conn().await, 1).await, *winner);
+
+    // Four clients update it from the token they all read: one update, three conflicts.
+    let report = Race::new(4)
+        .run_in_flavour(
+            async |_| db.conn().await,
+            async |writer, mut conn: Conn| {
+                let mut row = counter(1, 10 + writer as i32);
+                let outcome = row.upsert_checked(&mut conn, Some(&1)).await;
+                outcome.map(|outcome| (outcome, row))
+            },
+        )
+        .await;
+    let outcomes = report.into_values().unwrap();
+    let updated: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(updated.len(), 1, "{outcomes:?}");
+    let (outcome, winner) = updated[0];
+    assert_eq!(outcome, &Upserted::Updated(2));
+    for loss in outcomes.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(
+            loss.as_conflict().and_then(|c| c.current::<i32>()),
+            Some(2),
+            "{loss:?}"
+        );
+    }
+    assert_eq!(
+        stored(&mut db.conn().await, 1).await,
+        *winner,
+        "the one acknowledged write is stored"
+    );
+}
