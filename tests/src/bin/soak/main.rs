@@ -95,6 +95,7 @@
 //! backend could not run.
 
 mod check;
+mod counters;
 mod faults;
 #[cfg(feature = "mysql")]
 mod galera;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::check;
 use crate::options::Args;
-use crate::run::Counters;
+use crate::counters::Counters;
 
 /// A backend's figures and violations.
 pub(crate) struct Report {

@@ -20,7 +20,7 @@ use super::{Conn, FAULT_KIND, connect, connect_for_check, fault};
 use crate::check::counters::{self, Write};
 use crate::options::Args;
 use crate::report::Report;
-use crate::run::{Counters, bump};
+use crate::counters::{Counters, bump};
 
 /// One write path: an operation cut where a concurrent writer can slip in.
 pub(super) trait Path: Sync {

@@ -46,7 +46,7 @@ use super::counter::{self, Counter, NewCounter, child};
 use super::runner::{Ctx, Outcome, Path};
 use super::schema::counters;
 use crate::check::counters::Write;
-use crate::run::{Counters, bump};
+use crate::counters::{Counters, bump};
 
 pub(super) struct Upsert;
 

@@ -18,7 +18,7 @@ use super::super::upsert::{
 };
 use super::adaptor::{AsyncPath, Changes};
 use super::{AsyncConn, blind_save};
-use crate::run::{Counters, bump};
+use crate::counters::{Counters, bump};
 
 pub(in super::super) struct Upsert;
 

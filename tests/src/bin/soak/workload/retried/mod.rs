@@ -38,7 +38,7 @@ use super::{Conn, FAULT_KIND, connect, connect_for_check, examples, fault};
 use crate::options::Args;
 use crate::record::Record;
 use crate::report::Report;
-use crate::run::{Counters, bump};
+use crate::counters::{Counters, bump};
 
 /// One node's source: a new connection (set up as `connect` does) per checkout.
 pub(crate) type NodeSource = Box<dyn Fn() -> ConnectionResult<Conn> + Send + Sync>;
