@@ -29,7 +29,7 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 mod arguments;
 mod batch;
 #[cfg(feature = "combine")]
-pub(crate) mod combine;
+mod combine;
 mod insert;
 mod retry;
 #[cfg(feature = "standby")]
@@ -39,26 +39,17 @@ mod transaction;
 
 pub use arguments::{CheckedChanges, CheckedPredicate, InsertableForm};
 pub use batch::BatchDsl;
-pub use insert::InsertDsl;
-#[cfg(feature = "async")]
-pub(crate) use insert::{InsertIfAbsentOf, UpsertUpdate, insert_if_absent, upsert_update};
-pub use insert::{OnConflictReturning, UpsertBackend};
-// The async batch shares how the fresh tokens are drawn.
-#[cfg(feature = "async")]
-pub(crate) use batch::fresh_tokens;
 #[cfg(feature = "combine")]
 #[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use combine::{Combinable, Combiner};
+pub use insert::InsertDsl;
+pub use insert::{OnConflictReturning, UpsertBackend};
 #[cfg(feature = "async-tuning")]
 pub(crate) use retry::attempt_on;
-#[cfg(feature = "async")]
-pub(crate) use retry::unbalanced;
 pub use retry::{AttemptDsl, ConnectionSource, LockingConnection, retry};
 #[cfg(feature = "standby")]
 #[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use standby::{StandbyConnections, retry_with_standby};
-#[cfg(all(feature = "standby", feature = "async"))]
-pub(crate) use standby::{conflicted, lost_connection};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 
