@@ -208,7 +208,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// The UPDATE is [`bounded`](crate::statement::CachedUpdate::bounded) in Diesel's statement cache: a
     /// predicate whose text varies (boxed and built at run time) keeps only the first
     /// few texts prepared on each connection (see
-    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)).
+    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -294,8 +294,8 @@ pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// its SQL text, and `changes` whose text varies from call to call (`Option`
     /// assignments, skipped when `None`: 2^k texts for k of them) would keep one
     /// prepared statement per text on each connection; only the first few texts are
-    /// cached (8 by default, 0 to cache none: see
-    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)),
+    /// cached (8: see
+    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)),
     /// the others are prepared for one execution.
     ///
     /// **Hand the returned token to the client only after the write has committed.**
