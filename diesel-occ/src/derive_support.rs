@@ -174,65 +174,6 @@ where
     }
 }
 
-#[cfg(feature = "async")]
-pub use self::asynchronous::ReturnsTokenAsync;
-
-#[cfg(feature = "async")]
-mod asynchronous {
-    use std::future::Future;
-
-    use diesel::QueryResult;
-    use diesel_async::AsyncConnection;
-
-    use super::{ReturningStatement, ReturningUpdate};
-
-    /// The async twin of [`ReturnsToken`](super::ReturnsToken): PostgreSQL only.
-    #[diagnostic::on_unimplemented(
-        message = "this checked UPDATE cannot run on `{Conn}`",
-        label = "not a guarded UPDATE for this connection",
-        note = "an entity with `#[occ(version, generated)]` reads its new token back with \
-                RETURNING, which diesel-occ supports on PostgreSQL only; on MySQL and SQLite \
-                let the application assign the token (an integer or UUID `#[occ(version)]`)"
-    )]
-    pub trait ReturnsTokenAsync<E: ReturningStatement<W>, W, Conn, Tok> {
-        /// Runs the statement and returns the tokens of the rows it wrote.
-        fn load_tokens(
-            statement: E::Statement,
-            conn: &mut Conn,
-        ) -> impl Future<Output = QueryResult<Vec<Tok>>> + Send;
-    }
-
-    #[cfg(feature = "postgres")]
-    impl<E, W, Conn, Tok> ReturnsTokenAsync<E, W, Conn, Tok> for diesel::pg::Pg
-    where
-        E: ReturningStatement<W>,
-        Conn: AsyncConnection<Backend = diesel::pg::Pg>,
-        Tok: Send + 'static,
-        E::Statement: diesel_async::methods::LoadQuery<'static, Conn, Tok> + Send + 'static,
-    {
-        async fn load_tokens(statement: E::Statement, conn: &mut Conn) -> QueryResult<Vec<Tok>> {
-            diesel_async::RunQueryDsl::load(statement, conn).await
-        }
-    }
-
-    impl<E, W, Conn, Tok> crate::asynchronous::GuardedUpdate<Conn, Tok> for ReturningUpdate<E, W>
-    where
-        E: ReturningStatement<W>,
-        E::Statement: Send,
-        Conn: AsyncConnection,
-        Conn::Backend: ReturnsTokenAsync<E, W, Conn, Tok>,
-        Tok: Send,
-    {
-        async fn run_guarded(self, conn: &mut Conn, fresh: Tok) -> QueryResult<(usize, Tok)> {
-            let mut rows =
-                <Conn::Backend as ReturnsTokenAsync<E, W, Conn, Tok>>::load_tokens(self.0, conn)
-                    .await?;
-            let written = rows.len();
-            Ok((written, rows.pop().unwrap_or(fresh)))
-        }
-    }
-}
-
 /// A checked save with a caller's predicate narrows the entity's `UPDATE ... RETURNING`
 /// into the generic wrapper: the statement's type then depends on the predicate.
 impl<E, W, Predicate> crate::statement::Narrow<Predicate> for ReturningUpdate<E, W>

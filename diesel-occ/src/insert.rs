@@ -1,9 +1,16 @@
 //! What the checked inserts and upserts of both flavours share: [`Upserted`], the
-//! outcome of an upsert, and how the tokens of an upsert are drawn and told apart.
+//! outcome of an upsert, how the tokens of an upsert are drawn and told apart, and the
+//! upsert's two statements.
+
+use diesel::associations::HasTable;
+use diesel::query_builder::{AsChangeset, InsertStatement, IntoUpdateTarget};
+use diesel::query_dsl::methods::FilterDsl;
+use diesel::{Insertable, Table};
 
 use crate::error::{ConcurrencyConflict, ConflictState, Error, Operation};
+use crate::statement::{CachedUpdate, InsertIfAbsent};
 use crate::token::{InvalidToken, VersionToken};
-use crate::versioned::Versioned;
+use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts, key_guarded};
 
 /// What a checked upsert did: inserted the row, or updated it because it held the
 /// expected token. Either way, the token the row holds now (the client's next ETag).
@@ -109,4 +116,42 @@ pub(crate) fn upsert_conflict<T: Versioned>(
         }
         (_, classified) => classified,
     }
+}
+
+/// The insert of an upsert that expects no row, on PostgreSQL and SQLite.
+pub(crate) type InsertIfAbsentOf<T> = InsertIfAbsent<
+    InsertStatement<
+        <T as crate::Versioned>::Table,
+        <T as Insertable<<T as crate::Versioned>::Table>>::Values,
+    >,
+    <T as VersionedParts>::TokenColumn,
+>;
+
+/// The insert of an upsert that expects no row: `INSERT ... ON CONFLICT DO NOTHING
+/// RETURNING token`.
+pub(crate) fn insert_if_absent<T>(row: T) -> InsertIfAbsentOf<T>
+where
+    T: VersionedParts + Insertable<T::Table>,
+    T::Table: Table + Default,
+{
+    InsertIfAbsent::new(
+        diesel::insert_into(T::Table::default()).values(row),
+        T::KEY_COLUMNS,
+    )
+}
+
+/// The update of an upsert that expects a token: every column a checked save writes,
+/// on the row with the key if it holds `expected`.
+pub(crate) type UpsertUpdate<T> = CachedUpdate<KeyGuarded<T>, <T as VersionedParts>::Changes>;
+
+/// The update of an upsert that expects `expected` (its text varies with the entity's
+/// skipped `None` fields: bounded in the statement cache).
+pub(crate) fn upsert_update<T>(row: &T, expected: &T::Token, fresh: &T::Token) -> UpsertUpdate<T>
+where
+    T: VersionedParts,
+    T::FindQuery: FilterDsl<TokenIs<T>>,
+    KeyGuarded<T>: IntoUpdateTarget + Clone,
+    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
+{
+    CachedUpdate::new(key_guarded::<T>(row.key(), expected), row.changes(fresh)).bounded()
 }

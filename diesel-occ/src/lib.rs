@@ -215,6 +215,8 @@ pub mod blocking;
 #[cfg(feature = "bypass-guard")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bypass-guard")))]
 pub mod bypass_guard;
+#[cfg(feature = "combine")]
+mod combine;
 mod derive_support;
 mod dialect;
 mod error;
@@ -232,6 +234,8 @@ pub mod schema_check;
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod serde_token;
 mod sql_name;
+#[cfg(feature = "standby")]
+mod standby;
 pub mod statement;
 #[cfg(test)]
 mod test_support;
@@ -306,6 +310,8 @@ pub mod prelude {
 /// Used by the code `#[derive(Versioned)]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    #[cfg(feature = "async")]
+    pub use crate::asynchronous::guarded_update::ReturnsTokenAsync;
     pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
     pub use crate::statement::{

@@ -3,7 +3,11 @@
 //! (feature `metrics`).
 //!
 //! Everything has the target `diesel_occ`, so a filter such as
-//! `RUST_LOG=info,diesel_occ=debug` turns it on alone.
+//! `RUST_LOG=info,diesel_occ=debug` turns it on alone. Whether the events name their
+//! rows by key value is decided by the filter too, on a target of its own (see
+//! [Key values](#key-values)). Nothing here is a setting of the process: two libraries
+//! that use diesel-occ in one program report the same way, and the subscriber the
+//! application installs decides what is kept.
 //!
 //! # Spans
 //!
@@ -17,10 +21,15 @@
 //! | `diesel_occ.retry` | INFO | call of a retry helper | `diesel_occ.retry.attempts` when it ends, `otel.name` (`diesel_occ retry`); on failure `error.type` and `otel.status_code` = `ERROR` |
 //! | `occ.attempt` | DEBUG | attempt of a retry helper, inside its `diesel_occ.retry` | `attempt` (from 1), `escalated` |
 //!
-//! - `db.system.name` is `postgresql`, `mysql` or `mariadb` (Diesel's `Mysql` backend
-//!   serves both servers; it is `mariadb` once the application says so with
-//!   [`report_mariadb`]`(true)`), `sqlite`, and `other_sql` for a backend diesel-occ has
-//!   no SQL for.
+//! - `db.system.name` is `postgresql`, `mysql`, `sqlite`, and `other_sql` for a backend
+//!   diesel-occ has no SQL for: the client's name for the server, as OpenTelemetry
+//!   defines the attribute ("as identified by the client instrumentation"; a
+//!   PostgreSQL client talking to CockroachDB reports `postgresql`). Diesel's one
+//!   `Mysql` backend serves MySQL and MariaDB alike, and a connection does not say which
+//!   server answers without a query, so a write through it is `mysql` on both. A
+//!   deployment on MariaDB that wants `mariadb` in its telemetry renames the value
+//!   where it exports (an OpenTelemetry Collector `transform` processor, a Prometheus
+//!   relabelling rule), where the whole deployment is known.
 //! - `db.collection.name` is the table's SQL name.
 //! - `db.operation.name` is the checked write's name as you call it, the one
 //!   vocabulary of the spans and the metrics:
@@ -73,9 +82,27 @@
 //! inside the write's span, whose `db.operation.name` names the method. Tokens are recorded as they
 //! are: a version number, a UUID or a timestamp says nothing about anyone.
 //!
+//! # Key values
+//!
 //! **Key values are personal data more often than not** (a user id, an e-mail address
-//! as a key), so `diesel_occ.key` is left out unless the application turns it on with
-//! [`record_key_values`]`(true)`, a setting for the whole process.
+//! as a key), so `diesel_occ.key` is left out unless the subscriber enables the target
+//! [`KEY_VALUES_TARGET`] (`diesel_occ::key_values`) at TRACE, the way sqlx puts its
+//! statements and tower-http its request details on targets of their own:
+//!
+//! ```text
+//! RUST_LOG=info,diesel_occ=debug                               # events without keys
+//! RUST_LOG=info,diesel_occ=debug,diesel_occ::key_values=trace  # events with keys
+//! ```
+//!
+//! Each event asks the subscriber in scope, as it is recorded, whether that target is
+//! enabled (`tracing::enabled!`), so the decision follows the application's filter,
+//! can differ between threads with scoped subscribers, and changes at run time with a
+//! reloadable filter. `diesel_occ=debug` does not turn it on, since the keys sit at
+//! TRACE; a filter that lets every TRACE event through (`RUST_LOG=trace`) does, as it
+//! lets through every other library's most detailed output. No event is emitted on
+//! that target: it only carries the decision, for the subscriber as a whole, so with
+//! per-layer filters one layer that enables it puts the keys in the events every layer
+//! receives.
 //!
 //! # Metrics
 //!
@@ -107,7 +134,6 @@
 //! `describe_metrics` once after installing the recorder to give them descriptions
 //! and units.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tracing::Span;
@@ -134,15 +160,16 @@ pub const ATTEMPTS: &str = "diesel_occ.attempts";
 /// Histogram: seconds a call of a retry helper took, labelled `outcome`.
 pub const RETRY_DURATION: &str = "diesel_occ.retry.duration";
 
-/// [`CONFLICTS`] under its former constant name (the name it holds has no `_total`
-/// any more: exporters add their own suffix).
-pub const CONFLICTS_TOTAL: &str = CONFLICTS;
-/// [`RETRIES`] under its former constant name.
-pub const RETRIES_TOTAL: &str = RETRIES;
-/// [`RETRIES_EXHAUSTED`] under its former constant name.
-pub const RETRIES_EXHAUSTED_TOTAL: &str = RETRIES_EXHAUSTED;
-/// [`HOT_ROW_LOCKS`] under its former constant name.
-pub const HOT_ROW_LOCKS_TOTAL: &str = HOT_ROW_LOCKS;
+/// The `tracing` target whose TRACE level decides whether the events name their rows
+/// by key value (`diesel_occ.key`, such as `(id=42)`); see [Key values](self#key-values).
+/// Off unless the subscriber's filter enables it.
+///
+/// ```
+/// // With tracing-subscriber: `Targets::new().with_target(KEY_VALUES_TARGET, Level::TRACE)`,
+/// // or `diesel_occ::key_values=trace` in an `EnvFilter`.
+/// assert_eq!(diesel_occ::observe::KEY_VALUES_TARGET, "diesel_occ::key_values");
+/// ```
+pub const KEY_VALUES_TARGET: &str = "diesel_occ::key_values";
 
 /// The `db.collection.name` label for an error that names no table.
 const UNKNOWN_TABLE: &str = "unknown";
@@ -157,78 +184,20 @@ const OPERATION: &str = "db.operation.name";
 #[cfg(feature = "metrics")]
 const ERROR_TYPE: &str = "error.type";
 
-/// Whether events carry key values; off until the application says otherwise.
-static KEY_VALUES: AtomicBool = AtomicBool::new(false);
-
-/// Whether Diesel's `Mysql` backend is reported as MariaDB; off until the application
-/// says otherwise.
-static MARIADB: AtomicBool = AtomicBool::new(false);
-
-/// Whether the events name the rows they are about by their key values
-/// (`diesel_occ.key`, such as `(id=42)`): off by default, since a key is often
-/// personal data (a user id, an e-mail address) that a trace or log pipeline must not
-/// collect without a decision. One setting for the whole process; tokens, tables and
-/// outcomes are recorded either way.
-///
-/// ```
-/// // A service whose keys are surrogate numbers, where knowing the row helps.
-/// diesel_occ::observe::record_key_values(true);
-/// assert!(diesel_occ::observe::records_key_values());
-/// # diesel_occ::observe::record_key_values(false);
-/// ```
-pub fn record_key_values(on: bool) {
-    KEY_VALUES.store(on, Ordering::Relaxed);
-}
-
-/// Whether events carry key values (see [`record_key_values`]).
-///
-/// ```
-/// assert!(!diesel_occ::observe::records_key_values()); // the default
-/// ```
-pub fn records_key_values() -> bool {
-    KEY_VALUES.load(Ordering::Relaxed)
-}
-
-/// Whether the spans and metrics of writes through Diesel's `Mysql` backend say
-/// `db.system.name = mariadb` (on) or `mysql` (off, the default), as OpenTelemetry
-/// names the two servers apart. One setting for the whole process.
-///
-/// Diesel has one backend type for both servers, so the type cannot tell them apart,
-/// and a connection can only by asking the server (`SELECT VERSION()` holds `MariaDB`
-/// on MariaDB). diesel-occ does not ask it: that would be a round trip per pooled
-/// connection, or state kept beside each one, for a name that is the same for every
-/// connection of a deployment. The application knows which server it runs against
-/// (its configuration, or one `SELECT VERSION()` at startup) and says so once.
-///
-/// ```
-/// // At startup, after reading the server's version (or from configuration):
-/// let version = "11.4.4-MariaDB-ubu2404"; // SELECT VERSION()
-/// diesel_occ::observe::report_mariadb(version.contains("MariaDB"));
-/// assert!(diesel_occ::observe::reports_mariadb());
-/// # diesel_occ::observe::report_mariadb(false);
-/// ```
-pub fn report_mariadb(on: bool) {
-    MARIADB.store(on, Ordering::Relaxed);
-}
-
-/// Whether writes through Diesel's `Mysql` backend are reported as MariaDB (see
-/// [`report_mariadb`]).
-///
-/// ```
-/// assert!(!diesel_occ::observe::reports_mariadb()); // the default
-/// ```
-pub fn reports_mariadb() -> bool {
-    MARIADB.load(Ordering::Relaxed)
+/// Whether the subscriber in scope wants key values: [`KEY_VALUES_TARGET`] enabled at
+/// TRACE.
+fn key_values_enabled() -> bool {
+    tracing::enabled!(target: KEY_VALUES_TARGET, tracing::Level::TRACE)
 }
 
 /// A key for the `diesel_occ.key` field: `None` (no field) unless key values are on.
 fn key_field<K: std::fmt::Display + ?Sized>(key: &K) -> Option<DisplayValue<&K>> {
-    records_key_values().then(|| tracing::field::display(key))
+    key_values_enabled().then(|| tracing::field::display(key))
 }
 
 /// [`key_field`] for a key known only by its `Debug` form.
 fn debug_key_field(key: &dyn std::fmt::Debug) -> Option<DebugValue<&dyn std::fmt::Debug>> {
-    records_key_values().then(|| tracing::field::debug(key))
+    key_values_enabled().then(|| tracing::field::debug(key))
 }
 
 /// Registers the descriptions and units of the counters and histograms with the
@@ -283,7 +252,6 @@ pub fn describe_metrics() {
 fn system_name<B: ?Sized>() -> &'static str {
     match Dialect::by_name(std::any::type_name::<B>()) {
         Some(Dialect::Postgres) => "postgresql",
-        Some(Dialect::Mysql) if reports_mariadb() => "mariadb",
         Some(Dialect::Mysql) => "mysql",
         Some(Dialect::Sqlite) => "sqlite",
         None => "other_sql",
@@ -659,12 +627,59 @@ mod tests {
         assert_eq!(system_name::<diesel::mysql::Mysql>(), "mysql");
         assert_eq!(system_name::<diesel::sqlite::Sqlite>(), "sqlite");
         assert_eq!(system_name::<i32>(), "other_sql");
-        // The one test that turns the MariaDB switch on, so no other sees it.
-        report_mariadb(true);
-        let mariadb = system_name::<diesel::mysql::Mysql>();
-        report_mariadb(false);
-        assert_eq!(mariadb, "mariadb");
-        assert_eq!(system_name::<diesel::pg::Pg>(), "postgresql");
+    }
+
+    /// A subscriber that enables every callsite but the key-values target, which it
+    /// enables or not, and keeps nothing.
+    struct KeysFilter(bool);
+
+    impl tracing::Subscriber for KeysFilter {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            // Asked again at every call, whatever another test's subscriber said.
+            tracing::subscriber::Interest::sometimes()
+        }
+
+        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+            metadata.target() != KEY_VALUES_TARGET || self.0
+        }
+
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+        fn event(&self, _: &tracing::Event<'_>) {}
+
+        fn enter(&self, _: &tracing::span::Id) {}
+
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn key_values_are_recorded_when_the_subscriber_enables_their_target() {
+        let key = EntityKey::new(&["id"], vec!["42".into()]);
+        let field = || key_field(&key).map(|value| format!("{value:?}"));
+        tracing::subscriber::with_default(KeysFilter(false), || assert_eq!(field(), None));
+        tracing::subscriber::with_default(KeysFilter(true), || {
+            assert_eq!(field().as_deref(), Some("(id=42)"));
+        });
+        // Each thread's subscriber decides for that thread alone.
+        tracing::subscriber::with_default(KeysFilter(true), || {
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    tracing::subscriber::with_default(KeysFilter(false), || {
+                        assert_eq!(field(), None);
+                    });
+                });
+            });
+            assert_eq!(field().as_deref(), Some("(id=42)"));
+        });
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub(crate) struct TableName {
 ///
 /// Rendered once per table type and kept for the life of the process (a few bytes per
 /// table a program declares), so that conflicts can name the table by a `&'static str`.
+/// The map is a cache of constants: each entry is what Diesel renders for the type,
+/// the same whoever asks first, so no caller can change what another sees.
 pub(crate) fn of<T: SqlTable + 'static>() -> Option<TableName> {
     type Names = HashMap<TypeId, Option<TableName>>;
     static NAMES: OnceLock<RwLock<Names>> = OnceLock::new();

@@ -122,7 +122,7 @@ where
     CurrentToken<T::TokenQuery>: LoadQuery<'static, Conn, T::Token>,
     T::TokenQuery: Send + 'static,
 {
-    let fresh = crate::blocking::fresh_tokens(entities)?;
+    let fresh = crate::versioned::fresh_tokens(entities)?;
     let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
         Some(statements) => {
             let mut written = vec![0; entities.len()];

@@ -13,9 +13,8 @@ use super::retry::transaction_depth;
 use super::{
     AsyncConnectionSource, AsyncLockingConnection, AttemptDsl, CheckedDsl, EntityDsl, retry,
 };
-use crate::blocking::combine::{
-    Finished, Member, Pending, Row, Rows, after_commit, known_unwritten, lock, publish, unknown,
-};
+use crate::combine::outcome::{after_commit, known_unwritten, unknown};
+use crate::combine::{Finished, Member, Pending, Row, Rows, lock, publish};
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
 use crate::versioned::Versioned;

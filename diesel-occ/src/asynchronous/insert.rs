@@ -12,11 +12,12 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 
 use super::transaction::Recoverable;
 use super::{InsertableForm, classify, usable};
-use crate::blocking::{
-    InsertIfAbsentOf, OnConflictReturning, UpsertUpdate, insert_if_absent, upsert_update,
-};
+use crate::blocking::OnConflictReturning;
 use crate::error::{Error, Operation, unique_error};
-use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
+use crate::insert::{
+    InsertIfAbsentOf, UpsertTokens, UpsertUpdate, Upserted, insert_if_absent, upsert_conflict,
+    upsert_update, upserted,
+};
 use crate::statement::{AssignedToken, CurrentToken};
 use crate::token::VersionToken;
 use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts};

@@ -108,7 +108,7 @@ mod block_in_place;
 mod blocking_task;
 #[cfg(feature = "combine")]
 mod combine;
-mod guarded_update;
+pub(crate) mod guarded_update;
 mod insert;
 #[cfg(any(feature = "deadpool", feature = "bb8"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "deadpool", feature = "bb8"))))]

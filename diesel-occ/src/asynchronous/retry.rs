@@ -508,7 +508,7 @@ pub(super) async fn end_attempt_transaction<C: AsyncConnection, T>(
 ) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result).await,
-        depth => (crate::blocking::unbalanced(result, depth), false),
+        depth => (crate::retry::unbalanced(result, depth), false),
     }
 }
 

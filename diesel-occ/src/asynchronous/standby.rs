@@ -10,9 +10,9 @@ use super::retry::{
     AsyncAttemptFn, AsyncConnectionSource, AsyncLockingConnection, alive,
     begin_attempt_transaction, drive, end_attempt_transaction,
 };
-use crate::blocking::{conflicted, lost_connection};
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy, lost_session};
+use crate::standby::{conflicted, lost_connection};
 
 /// The connections of one attempt of the async [`retry_with_standby`]: the twin of
 /// [`blocking::StandbyConnections`](crate::blocking::StandbyConnections), with `async`

@@ -108,7 +108,7 @@ where
 {
     let entities = &*batch;
     let fresh = conn.transaction(|conn| {
-        let fresh = fresh_tokens(entities)?;
+        let fresh = crate::versioned::fresh_tokens(entities)?;
         let written = match ValuesUpdate::plan::<Conn::Backend>(entities, &fresh) {
             Some(statements) => {
                 let mut written = vec![0; entities.len()];
@@ -149,13 +149,4 @@ where
         outcome::trace_written(entity, Operation::Update);
     }
     Ok(())
-}
-
-/// Every entity's fresh token, or the first entity whose token cannot advance, before
-/// anything is written.
-pub(crate) fn fresh_tokens<T: Versioned>(entities: &[T]) -> Result<Vec<T::Token>, Error> {
-    entities
-        .iter()
-        .map(|entity| entity.fresh_token().map_err(Error::from))
-        .collect()
 }

@@ -10,10 +10,13 @@ use diesel::{Insertable, OptionalExtension, Table};
 use super::transaction::recoverable;
 use crate::blocking::{InsertableForm, classify};
 use crate::error::{Error, Operation, unique_error};
-use crate::insert::{UpsertTokens, Upserted, upsert_conflict, upserted};
-use crate::statement::{AssignedToken, CachedUpdate, CurrentToken, InsertIfAbsent};
+use crate::insert::{
+    InsertIfAbsentOf, UpsertTokens, UpsertUpdate, Upserted, insert_if_absent, upsert_conflict,
+    upsert_update, upserted,
+};
+use crate::statement::{AssignedToken, CurrentToken};
 use crate::token::VersionToken;
-use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts, key_guarded};
+use crate::versioned::{KeyGuarded, TokenIs, Versioned, VersionedParts};
 use crate::{observe, outcome};
 
 /// Checked inserts and the checked upsert on a blocking Diesel connection: a new row
@@ -243,42 +246,6 @@ pub trait OnConflictReturning {}
 impl OnConflictReturning for diesel::pg::Pg {}
 #[cfg(feature = "sqlite")]
 impl OnConflictReturning for diesel::sqlite::Sqlite {}
-
-/// The insert of an upsert that expects no row, on PostgreSQL and SQLite.
-pub(crate) type InsertIfAbsentOf<T> = InsertIfAbsent<
-    InsertStatement<
-        <T as crate::Versioned>::Table,
-        <T as Insertable<<T as crate::Versioned>::Table>>::Values,
-    >,
-    <T as VersionedParts>::TokenColumn,
->;
-
-pub(crate) fn insert_if_absent<T>(row: T) -> InsertIfAbsentOf<T>
-where
-    T: VersionedParts + Insertable<T::Table>,
-    T::Table: Table + Default,
-{
-    InsertIfAbsent::new(
-        diesel::insert_into(T::Table::default()).values(row),
-        T::KEY_COLUMNS,
-    )
-}
-
-/// The update of an upsert that expects a token: every column a checked save writes,
-/// on the row with the key if it holds `expected`.
-pub(crate) type UpsertUpdate<T> = CachedUpdate<KeyGuarded<T>, <T as VersionedParts>::Changes>;
-
-/// The update of an upsert that expects `expected` (its text varies with the entity's
-/// skipped `None` fields: bounded in the statement cache).
-pub(crate) fn upsert_update<T>(row: &T, expected: &T::Token, fresh: &T::Token) -> UpsertUpdate<T>
-where
-    T: VersionedParts,
-    T::FindQuery: FilterDsl<TokenIs<T>>,
-    KeyGuarded<T>: IntoUpdateTarget + Clone,
-    T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
-{
-    CachedUpdate::new(key_guarded::<T>(row.key(), expected), row.changes(fresh)).bounded()
-}
 
 /// [`upsert_update`], run: the fresh token when it wrote the row.
 fn run_upsert_update<T, Conn>(

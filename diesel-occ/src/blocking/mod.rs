@@ -29,7 +29,7 @@ use crate::versioned::{KeyGuarded, TokenIs, VersionedParts, key_guarded};
 mod arguments;
 mod batch;
 #[cfg(feature = "combine")]
-pub(crate) mod combine;
+mod combine;
 mod insert;
 mod retry;
 #[cfg(feature = "standby")]
@@ -39,26 +39,17 @@ mod transaction;
 
 pub use arguments::{CheckedChanges, CheckedPredicate, InsertableForm};
 pub use batch::BatchDsl;
-pub use insert::InsertDsl;
-#[cfg(feature = "async")]
-pub(crate) use insert::{InsertIfAbsentOf, UpsertUpdate, insert_if_absent, upsert_update};
-pub use insert::{OnConflictReturning, UpsertBackend};
-// The async batch shares how the fresh tokens are drawn.
-#[cfg(feature = "async")]
-pub(crate) use batch::fresh_tokens;
 #[cfg(feature = "combine")]
 #[cfg_attr(docsrs, doc(cfg(feature = "combine")))]
 pub use combine::{Combinable, Combiner};
+pub use insert::InsertDsl;
+pub use insert::{OnConflictReturning, UpsertBackend};
 #[cfg(feature = "async-tuning")]
 pub(crate) use retry::attempt_on;
-#[cfg(feature = "async")]
-pub(crate) use retry::unbalanced;
 pub use retry::{AttemptDsl, ConnectionSource, LockingConnection, retry};
 #[cfg(feature = "standby")]
 #[cfg_attr(docsrs, doc(cfg(feature = "standby")))]
 pub use standby::{StandbyConnections, retry_with_standby};
-#[cfg(all(feature = "standby", feature = "async"))]
-pub(crate) use standby::{conflicted, lost_connection};
 pub use tracked::TrackedDsl;
 pub use transaction::transaction;
 
@@ -217,7 +208,7 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// The UPDATE is [`bounded`](crate::statement::CachedUpdate::bounded) in Diesel's statement cache: a
     /// predicate whose text varies (boxed and built at run time) keeps only the first
     /// few texts prepared on each connection (see
-    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)).
+    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -303,8 +294,8 @@ pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// its SQL text, and `changes` whose text varies from call to call (`Option`
     /// assignments, skipped when `None`: 2^k texts for k of them) would keep one
     /// prepared statement per text on each connection; only the first few texts are
-    /// cached (8 by default, 0 to cache none: see
-    /// [`set_cached_texts_per_statement`](crate::statement::set_cached_texts_per_statement)),
+    /// cached (8: see
+    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)),
     /// the others are prepared for one execution.
     ///
     /// **Hand the returned token to the client only after the write has committed.**

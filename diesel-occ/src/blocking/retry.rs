@@ -323,7 +323,7 @@ pub(super) fn end_attempt_transaction<C: Connection, T>(
 ) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result),
-        depth => (unbalanced(result, depth), false),
+        depth => (crate::retry::unbalanced(result, depth), false),
     }
 }
 
@@ -331,23 +331,6 @@ pub(super) fn end_attempt_transaction<C: Connection, T>(
 pub(super) fn transaction_depth<C: Connection>(conn: &mut C) -> Result<u32, Error> {
     let status = C::TransactionManager::transaction_manager_status_mut(conn);
     Ok(status.transaction_depth()?.map_or(0, |depth| depth.get()))
-}
-
-/// The result of an attempt whose closure committed, rolled back or left open a
-/// transaction level of its own, so that the helper cannot tell what its own
-/// transaction holds: never `Ok`, because its writes may be lost with the connection.
-pub(crate) fn unbalanced<T>(
-    result: Result<T, Error>,
-    depth: Result<u32, Error>,
-) -> Result<T, Error> {
-    tracing::warn!(
-        target: "diesel_occ",
-        "occ attempt's closure left the attempt's transaction unbalanced; discarding its connection"
-    );
-    match (result, depth) {
-        (Err(error), _) | (Ok(_), Err(error)) => Err(error),
-        (Ok(_), Ok(_)) => Err(diesel::result::Error::BrokenTransactionManager.into()),
-    }
 }
 
 /// Commits the attempt's transaction after `Ok`, rolls it back after `Err`. Also says

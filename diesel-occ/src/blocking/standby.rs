@@ -8,6 +8,7 @@ use super::retry::{begin_attempt_transaction, drive, end_attempt_transaction};
 use crate::blocking::LockingConnection;
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy, lost_session};
+use crate::standby::{conflicted, lost_connection};
 
 /// The connections of one attempt of [`retry_with_standby`]: [`read`](Self::read) for
 /// the reads, [`write`](Self::write) for the checked saves. Each is checked out the
@@ -135,12 +136,6 @@ where
     }
 }
 
-/// What `read` or `write` answers after the connection was lost: only after opening the
-/// attempt's transaction failed, an error the closure has already seen once.
-pub(crate) fn lost_connection() -> Error {
-    diesel::result::Error::BrokenTransactionManager.into()
-}
-
 impl<P, S> fmt::Debug for StandbyConnections<'_, P, S>
 where
     P: ConnectionSource + ?Sized,
@@ -154,15 +149,6 @@ where
             .field("standby_checked_out", &self.standby.is_some())
             .finish()
     }
-}
-
-/// True when an attempt's error is a conflict (stale or deleted, alone or in a batch):
-/// what the attempt read did not match the primary, so later attempts read there.
-pub(crate) fn conflicted<T>(result: &Result<T, Error>) -> bool {
-    result
-        .as_ref()
-        .err()
-        .is_some_and(|error| error.as_conflict().is_some() || error.as_batch_conflict().is_some())
 }
 
 /// Runs `attempt` like [`retry`](super::retry), with reads from a standby and checked
@@ -258,6 +244,3 @@ where
         result
     })
 }
-
-#[cfg(test)]
-mod tests;

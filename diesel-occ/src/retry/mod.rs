@@ -166,3 +166,20 @@ impl<C> fmt::Debug for OwnedConnection<C> {
         f.debug_struct("OwnedConnection").finish_non_exhaustive()
     }
 }
+
+/// The result of an attempt whose closure committed, rolled back or left open a
+/// transaction level of its own, so that the helper cannot tell what its own
+/// transaction holds: never `Ok`, because its writes may be lost with the connection.
+pub(crate) fn unbalanced<T>(
+    result: Result<T, crate::Error>,
+    depth: Result<u32, crate::Error>,
+) -> Result<T, crate::Error> {
+    tracing::warn!(
+        target: "diesel_occ",
+        "occ attempt's closure left the attempt's transaction unbalanced; discarding its connection"
+    );
+    match (result, depth) {
+        (Err(error), _) | (Ok(_), Err(error)) => Err(error),
+        (Ok(_), Ok(_)) => Err(diesel::result::Error::BrokenTransactionManager.into()),
+    }
+}

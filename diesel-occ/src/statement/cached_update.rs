@@ -32,7 +32,7 @@ use diesel::query_source::{QuerySource, Table};
 /// [`cached_if(false)`](Self::cached_if) and prepared for one execution, then closed,
 /// like Diesel's own UPDATE, or marked [`bounded`](Self::bounded): its first few texts
 /// are cached, the others are not (see
-/// [`set_cached_texts_per_statement`](super::set_cached_texts_per_statement)).
+/// [`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT)).
 ///
 /// `#[derive(Versioned)]` builds it for `save_checked`, cached when its `Option` fields
 /// (those without `treat_none_as_null`, whose `None` leaves the column alone) are all
@@ -163,9 +163,8 @@ where
     /// the first few texts this statement (its Rust type, on this backend) has run in
     /// the process; any other text is prepared for one execution and closed. So each
     /// connection keeps at most that many prepared statements of it, however many
-    /// texts it runs: 8 by default, set by
-    /// [`set_cached_texts_per_statement`](super::set_cached_texts_per_statement)
-    /// (0 keeps none).
+    /// texts it runs: [`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT),
+    /// 8.
     ///
     /// For a changeset or condition whose text varies in ways the caller cannot tell
     /// apart cheaply: a PATCH of optional fields has 2^k texts.

@@ -19,7 +19,7 @@ use diesel::{Expression, QueryResult, RunQueryDsl};
 /// Its text varies with the `Option` fields of the row (SQLite leaves the unset ones
 /// out), so, like a [`bounded`](super::CachedUpdate::bounded) `CachedUpdate`, only the
 /// first few texts of it are kept in Diesel's statement cache
-/// ([`set_cached_texts_per_statement`](super::set_cached_texts_per_statement)).
+/// ([`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT)).
 #[derive(Debug)]
 pub struct InsertIfAbsent<Insert, TokenColumn> {
     insert: Insert,

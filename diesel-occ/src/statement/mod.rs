@@ -6,7 +6,7 @@
 //! bypass guard (`bypass_guard`, feature `bypass-guard`) is something else: a trigger.
 //!
 //! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps, and
-//!   [`set_cached_texts_per_statement`]: how many texts of one whose text varies;
+//!   [`CACHED_TEXTS_PER_STATEMENT`]: how many texts of one whose text varies;
 //! - [`GeneratedUpdate`]: a guarded `UPDATE` that reads a database-generated token back;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
@@ -45,7 +45,7 @@ pub use current_token::CurrentToken;
 #[doc(hidden)]
 pub use insert_if_absent::InsertIfAbsent;
 pub use null_safe_eq::NullSafeEq;
-pub use text_limit::{cached_texts_per_statement, set_cached_texts_per_statement};
+pub use text_limit::CACHED_TEXTS_PER_STATEMENT;
 pub use token_eq::TokenEq;
 
 /// The token assignment of an entity whose token the database generates: there is

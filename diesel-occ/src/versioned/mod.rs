@@ -240,3 +240,12 @@ pub trait Versioned: Sized {
         ))
     }
 }
+
+/// Every entity's fresh token, or the first entity whose token cannot advance, before
+/// anything is written.
+pub(crate) fn fresh_tokens<T: Versioned>(entities: &[T]) -> Result<Vec<T::Token>, crate::Error> {
+    entities
+        .iter()
+        .map(|entity| entity.fresh_token().map_err(crate::Error::from))
+        .collect()
+}

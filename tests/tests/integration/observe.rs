@@ -19,7 +19,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -75,7 +75,9 @@ impl Captured {
     /// metrics recorder (run async code on a current-thread runtime inside it).
     pub(crate) fn run<T>(&self, totals: &Totals, f: impl FnOnce() -> T) -> T {
         interested_everywhere();
-        let subscriber = tracing_subscriber::registry().with(self.clone());
+        let subscriber = tracing_subscriber::registry()
+            .with(self.clone())
+            .with(filter(LevelFilter::TRACE));
         tracing::subscriber::with_default(subscriber, || metrics::with_local_recorder(totals, f))
     }
 
@@ -282,7 +284,9 @@ impl Exported {
     pub(crate) fn run<T>(&self, max_level: LevelFilter, f: impl FnOnce() -> T) -> T {
         interested_everywhere();
         let layer = tracing_opentelemetry::layer().with_tracer(self.provider.tracer("tests"));
-        let subscriber = tracing_subscriber::registry().with(layer).with(max_level);
+        let subscriber = tracing_subscriber::registry()
+            .with(layer)
+            .with(filter(max_level));
         tracing::subscriber::with_default(subscriber, f)
     }
 
@@ -360,69 +364,48 @@ impl ExportedSpan {
     }
 }
 
-/// OpenTelemetry's `db.system.name` for a test backend: `mariadb` for a MySQL-protocol
-/// server whose version says MariaDB. The first call asks the MySQL server
-/// (`SELECT VERSION()`) and tells diesel-occ what it found
-/// ([`diesel_occ::observe::report_mariadb`]), as an application does once at startup:
-/// call it before the writes whose spans or metrics it is compared with.
+/// OpenTelemetry's `db.system.name` for a test backend: `mysql` for MySQL and MariaDB
+/// alike, the client's name for the server, since Diesel's `Mysql` backend serves both.
 pub(crate) fn system_name(backend: Backend) -> &'static str {
     match backend {
         Backend::Postgres => "postgresql",
-        Backend::Mysql if mysql_is_mariadb() => "mariadb",
         Backend::Mysql => "mysql",
         Backend::Sqlite => "sqlite",
     }
 }
 
-/// Whether the MySQL test server is MariaDB, asked once per process; diesel-occ is told.
-fn mysql_is_mariadb() -> bool {
-    static MARIADB: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *MARIADB.get_or_init(|| {
-        use diesel_async::{AsyncConnection, RunQueryDsl};
-
-        let url = Backend::Mysql.server_url().expect("a MySQL URL");
-        // On a thread of its own: the caller may be inside a runtime already.
-        let version = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async {
-                let mut conn = diesel_async::AsyncMysqlConnection::establish(&url)
-                    .await
-                    .expect("the MySQL test server");
-                diesel::select(diesel::dsl::sql::<diesel::sql_types::Text>("VERSION()"))
-                    .get_result::<String>(&mut conn)
-                    .await
-                    .expect("SELECT VERSION()")
-            })
-        })
-        .join()
-        .expect("the version query's thread");
-        let mariadb = version.contains("MariaDB");
-        diesel_occ::observe::report_mariadb(mariadb);
-        mariadb
-    })
+thread_local! {
+    /// Whether this thread's capturing subscribers enable diesel-occ's key-values target.
+    static KEY_VALUES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Holds diesel-occ's process-wide key-value switch at `on` for as long as it lives, and
-/// turns it off again; the tests that depend on the switch take it one at a time.
-pub(crate) struct KeyValues(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+/// Makes the subscribers that [`Captured::run`] and [`Exported::run`] install on this
+/// thread enable diesel-occ's key-values target (`on`) or not, as an application's
+/// filter does, for as long as it lives.
+pub(crate) struct KeyValues(());
 
 impl KeyValues {
     pub(crate) fn set(on: bool) -> Self {
-        static SWITCH: Mutex<()> = Mutex::new(());
-        // A test that failed while holding it leaves the switch as usable as before.
-        let guard = SWITCH
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        diesel_occ::observe::record_key_values(on);
-        KeyValues(guard)
+        KEY_VALUES.set(on);
+        KeyValues(())
     }
 }
 
 impl Drop for KeyValues {
     fn drop(&mut self) {
-        diesel_occ::observe::record_key_values(false);
+        KEY_VALUES.set(false);
     }
+}
+
+/// The filter of a capturing subscriber: everything up to `max_level`, and diesel-occ's
+/// key values when this thread's [`KeyValues`] says so.
+fn filter(max_level: LevelFilter) -> Targets {
+    let keys = if KEY_VALUES.get() {
+        LevelFilter::TRACE
+    } else {
+        LevelFilter::OFF
+    };
+    Targets::new()
+        .with_default(max_level)
+        .with_target(diesel_occ::observe::KEY_VALUES_TARGET, keys)
 }

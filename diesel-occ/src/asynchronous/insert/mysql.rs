@@ -10,8 +10,8 @@ use diesel_async::methods::{ExecuteDsl, LoadQuery};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 
 use super::{AsyncUpsertBackend, run_upsert_update};
-use crate::blocking::UpsertUpdate;
 use crate::error::{Error, unique_error};
+use crate::insert::UpsertUpdate;
 use crate::statement::CurrentToken;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
 

@@ -8,8 +8,9 @@ use diesel::query_dsl::methods::{ExecuteDsl, FilterDsl};
 use diesel::query_dsl::{LoadQuery, RunQueryDsl};
 use diesel::{Insertable, OptionalExtension, Table};
 
-use super::{UpsertBackend, UpsertUpdate, run_upsert_update};
+use super::{UpsertBackend, run_upsert_update};
 use crate::error::{Error, unique_error};
+use crate::insert::UpsertUpdate;
 use crate::statement::CurrentToken;
 use crate::versioned::{KeyGuarded, TokenIs, VersionedParts};
 

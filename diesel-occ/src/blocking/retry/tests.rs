@@ -492,8 +492,7 @@ mod counters {
 
     use super::*;
     use crate::observe::{
-        ATTEMPTS, CONFLICTS, OPERATION_DURATION, RETRIES_EXHAUSTED_TOTAL, RETRIES_TOTAL,
-        RETRY_DURATION,
+        ATTEMPTS, CONFLICTS, OPERATION_DURATION, RETRIES, RETRIES_EXHAUSTED, RETRY_DURATION,
     };
 
     /// Counter values, and how many values each histogram recorded, by
@@ -576,9 +575,9 @@ mod counters {
             ),
             (format!("{ATTEMPTS}{{outcome=exhausted}}"), 1),
             (format!("{RETRY_DURATION}{{outcome=exhausted}}"), 1),
-            (format!("{RETRIES_TOTAL}{{db.collection.name=stock}}"), 2),
+            (format!("{RETRIES}{{db.collection.name=stock}}"), 2),
             (
-                format!("{RETRIES_EXHAUSTED_TOTAL}{{db.collection.name=stock}}"),
+                format!("{RETRIES_EXHAUSTED}{{db.collection.name=stock}}"),
                 1,
             ),
         ]

@@ -1,26 +1,17 @@
 //! Changes to one row, made by the threads of one process at the same time, applied in
 //! groups: one read, the changes one after another, one checked save ([`Combiner`]).
 
-mod outcome;
-mod queue;
-
 use std::fmt;
 use std::panic;
 use std::sync::Arc;
 
 use diesel::Connection;
 
-#[cfg(feature = "async")]
-pub(crate) use self::outcome::{after_commit, known_unwritten, unknown};
-use self::queue::State;
-#[cfg(feature = "async")]
-pub(crate) use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
-#[cfg(not(feature = "async"))]
-use self::queue::{Finished, Member, Pending, Row, Rows, lock, publish};
 use super::retry::transaction_depth;
 use super::{AttemptDsl, ConnectionSource, retry};
 use crate::blocking::LockingConnection;
 use crate::blocking::{CheckedDsl, EntityDsl};
+use crate::combine::{Finished, Member, Pending, Row, Rows, State, lock, outcome, publish};
 use crate::error::Error;
 use crate::retry::{Attempt, RetryPolicy};
 use crate::versioned::Versioned;

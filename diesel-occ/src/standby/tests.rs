@@ -1,5 +1,5 @@
-//! `retry_with_standby` on two SQLite files: a primary, and a standby copy that lags
-//! (an older version of the row) or never catches up.
+//! `retry_with_standby`, blocking and async, on two SQLite files: a primary, and a
+//! standby copy that lags (an older version of the row) or never catches up.
 
 use std::time::Duration;
 
