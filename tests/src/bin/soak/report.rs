@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::check;
-use crate::options::Args;
 use crate::counters::Counters;
+use crate::options::Args;
 
 /// A backend's figures and violations.
 pub(crate) struct Report {

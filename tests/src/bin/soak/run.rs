@@ -1,7 +1,4 @@
-//! What every backend's run shares: the counters, and the choice of the backend module
-//! that runs the workload on its own connection type.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! The choice of the backend module that runs the workload on its own connection type.
 
 use diesel_occ_tests::Backend;
 

@@ -22,7 +22,7 @@ use super::counter::{self, Counter, blind_save};
 use super::runner::{Ctx, Outcome, Path};
 use super::{Conn, connect};
 use crate::check::counters::Write;
-use crate::run::bump;
+use crate::counters::bump;
 
 /// The save of one attempt: `row` + 1, recorded in `last` before it is sent (the
 /// change an unknown outcome may have made).

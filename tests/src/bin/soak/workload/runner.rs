@@ -18,9 +18,9 @@ use diesel_occ::Error;
 use super::counter::{self, RACE_ROW, ROWS};
 use super::{Conn, FAULT_KIND, connect, connect_for_check, fault};
 use crate::check::counters::{self, Write};
+use crate::counters::{Counters, bump};
 use crate::options::Args;
 use crate::report::Report;
-use crate::counters::{Counters, bump};
 
 /// One write path: an operation cut where a concurrent writer can slip in.
 pub(super) trait Path: Sync {

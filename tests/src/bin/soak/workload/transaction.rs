@@ -12,7 +12,8 @@ use diesel_occ::prelude::*;
 use super::Conn;
 use super::counter::{self, Counter, blind_save, partner};
 use super::runner::{Ctx, Outcome, Path};
-use crate::run::{INJECTED_PANIC, bump};
+use crate::counters::bump;
+use crate::run::INJECTED_PANIC;
 
 pub(super) struct Transaction;
 

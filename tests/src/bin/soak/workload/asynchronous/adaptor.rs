@@ -15,7 +15,7 @@ use diesel_occ::Error;
 
 use super::{AsyncConn, Session};
 use crate::check::counters::Write;
-use crate::run::bump;
+use crate::counters::bump;
 
 use super::super::runner::{Ctx, Outcome, Path};
 

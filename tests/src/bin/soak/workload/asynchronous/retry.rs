@@ -16,7 +16,7 @@ use super::super::runner::{Ctx, Outcome};
 use super::adaptor::{AsyncPath, Changes};
 use super::{AsyncConn, save};
 use crate::check::counters::Write;
-use crate::run::bump;
+use crate::counters::bump;
 
 /// A source that opens a new async connection to `url` for every attempt.
 fn source(

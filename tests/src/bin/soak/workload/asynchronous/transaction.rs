@@ -20,7 +20,8 @@ use super::super::runner::{Ctx, Outcome};
 use super::super::transaction::End;
 use super::adaptor::{AsyncPath, Changes};
 use super::{AsyncConn, save};
-use crate::run::{INJECTED_PANIC, bump};
+use crate::counters::bump;
+use crate::run::INJECTED_PANIC;
 
 pub(in super::super) struct Transaction;
 

@@ -14,8 +14,8 @@ use diesel_occ::{Error as OccError, UuidToken, VersionToken};
 
 use super::examples::inventory::Stock;
 use super::{Conn, Shared};
+use crate::counters::bump;
 use crate::record::{Record, Unknown};
-use crate::run::bump;
 
 /// What one retried operation ended with.
 pub(crate) enum Step {

@@ -35,10 +35,10 @@ use super::examples::claims::ClaimStats;
 use super::examples::inventory::{self, Stock};
 use super::examples::{Pool, seat};
 use super::{Conn, FAULT_KIND, connect, connect_for_check, examples, fault};
+use crate::counters::{Counters, bump};
 use crate::options::Args;
 use crate::record::Record;
 use crate::report::Report;
-use crate::counters::{Counters, bump};
 
 /// One node's source: a new connection (set up as `connect` does) per checkout.
 pub(crate) type NodeSource = Box<dyn Fn() -> ConnectionResult<Conn> + Send + Sync>;

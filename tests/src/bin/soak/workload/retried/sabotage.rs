@@ -13,8 +13,8 @@ use diesel_occ_examples::schema::inventory as inventory_table;
 
 use super::examples::inventory::Stock;
 use super::{Conn, Shared};
+use crate::counters::bump;
 use crate::record::{Record, Unknown};
-use crate::run::bump;
 
 /// What the saboteurs share.
 #[derive(Default)]

@@ -14,8 +14,8 @@ use super::examples::claims::{self, ClaimError, Effect, Lease, WorkItem};
 use super::examples::inventory::{self, PreparedReservation, ReserveError, ReserveRequest};
 use super::examples::seat::{self, Booking, BookingError};
 use super::{Conn, Shared};
+use crate::counters::bump;
 use crate::record::{Record, Unknown};
-use crate::run::bump;
 
 /// Tokens a client might send that must be refused before any read or write.
 const HOSTILE: [&str; 7] = [
