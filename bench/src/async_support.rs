@@ -1,14 +1,13 @@
-//! What the asynchronous strategy uses on every backend: the statement counter, a
-//! task's own connection as a connection source, the helper's backoff pause, the
-//! probe of how long a pause lasts, and the hand-written reservations' retry loop.
+//! What the asynchronous strategies use on every backend: the statement counter, the
+//! helper's backoff pause, the probe of how long a pause lasts, and the hand-written
+//! reservations' retry loop.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::async_setup::Setup;
 use diesel_occ::retry::RetryPolicy;
 
-use crate::harness::OpResult;
+use crate::harness::{OpResult, runtime};
 
 /// Counts every statement `conn` starts into `counter` (Diesel's instrumentation).
 pub fn count_statements(conn: &mut impl diesel_async::AsyncConnection, counter: &Arc<AtomicU64>) {
@@ -24,73 +23,6 @@ pub fn count_statements(conn: &mut impl diesel_async::AsyncConnection, counter: 
 /// One reservation's future.
 pub type BoxedOp<'s> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<OpResult, String>> + Send + 's>>;
-
-/// A task's own connection as a connection source: every attempt borrows it.
-#[derive(Debug)]
-pub struct Held<C>(std::sync::Mutex<Option<C>>);
-
-impl<C> Held<C> {
-    /// Holds `conn`.
-    pub fn new(conn: C) -> Self {
-        Held(std::sync::Mutex::new(Some(conn)))
-    }
-}
-
-/// The held connection, lent to one attempt; it goes back when dropped.
-#[derive(Debug)]
-pub struct Lent<'a, C> {
-    slot: &'a std::sync::Mutex<Option<C>>,
-    conn: Option<C>,
-}
-
-impl<C> std::ops::Deref for Lent<'_, C> {
-    type Target = C;
-    fn deref(&self) -> &C {
-        self.conn.as_ref().expect("lent")
-    }
-}
-
-impl<C> std::ops::DerefMut for Lent<'_, C> {
-    fn deref_mut(&mut self) -> &mut C {
-        self.conn.as_mut().expect("lent")
-    }
-}
-
-impl<C> Drop for Lent<'_, C> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            *self.slot.lock().unwrap() = Some(conn);
-        }
-    }
-}
-
-impl<C: diesel_async::AsyncConnection + Send> diesel_occ::asynchronous::AsyncConnectionSource
-    for Held<C>
-{
-    type Connection = C;
-    type Pooled<'a>
-        = Lent<'a, C>
-    where
-        Self: 'a;
-
-    async fn checkout(&self) -> Result<Lent<'_, C>, diesel_occ::PoolError> {
-        let conn = self.0.lock().unwrap().take();
-        match conn {
-            Some(conn) => Ok(Lent {
-                slot: &self.0,
-                conn: Some(conn),
-            }),
-            None => Err(diesel_occ::PoolError::from_kind(
-                diesel_occ::PoolErrorKind::Closed,
-            )),
-        }
-    }
-
-    /// Closes it: the task has no connection after that.
-    fn discard(&self, mut pooled: Lent<'_, C>) {
-        drop(pooled.conn.take());
-    }
-}
 
 /// How long a retry backoff really lasts, for the policy's first backoffs (uniform in
 /// `[0, 1 ms]`): the mean of 200 each, in ms, as asked, with `std::thread::sleep` (the
@@ -110,7 +42,7 @@ pub fn sleep_probe() -> Result<[f64; 4], String> {
         std::thread::sleep(*pause);
         thread += began.elapsed().as_secs_f64();
     }
-    let runtime = Setup::runtime(4)?;
+    let runtime = runtime(4)?;
     let (tokio, helper) = runtime.block_on(async {
         let (mut tokio, mut helper) = (0.0, 0.0);
         for pause in &pauses {

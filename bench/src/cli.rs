@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::harness::Limit;
-
 /// `5s`, `1.5s`, `500ms` or `250us`.
 pub fn duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("bad duration {text:?} (try 5s or 500ms)");
@@ -57,9 +55,6 @@ pub struct Common {
     /// --out is given
     #[arg(long)]
     pub smoke: bool,
-    /// How long a run lasts: set by [`Common::finish`].
-    #[arg(skip = Limit::Time(Duration::from_secs(5)))]
-    pub limit: Limit,
     /// Rounds: set by [`Common::finish`].
     #[arg(skip)]
     pub rounds: usize,
@@ -69,24 +64,31 @@ pub struct Common {
 }
 
 impl Common {
-    /// Resolves `--duration`, `--out` and `--smoke` (results under `smoke_dir`
-    /// in the temp directory unless `--out` was given), `default_rounds` unless
-    /// `--rounds` was given.
-    pub fn finish(&mut self, smoke_dir: &str, default_rounds: usize) {
+    /// Resolves `--out` and `--smoke` (200 ms runs, 1 round, results in the temp
+    /// directory unless `--out` was given), `default_rounds` unless `--rounds` was
+    /// given.
+    pub fn finish(&mut self, default_rounds: usize) {
         self.rounds = self.rounds_given.unwrap_or(default_rounds);
-        self.limit = Limit::Time(self.duration);
         self.out = self.out_given.clone().unwrap_or_else(|| {
             // Smoke runs check that everything runs; they do not replace the results.
             if self.smoke {
-                std::env::temp_dir().join(smoke_dir)
+                std::env::temp_dir().join("diesel-occ-bench-smoke")
             } else {
                 PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")
             }
         });
         if self.smoke {
-            self.limit = Limit::Time(Duration::from_millis(200));
+            self.duration = Duration::from_millis(200);
             self.rounds = 1;
         }
+    }
+
+    /// Writes `text` to the file `name` in the results directory; its path.
+    pub fn save(&self, name: &str, text: &str) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let path = self.out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
     }
 }
 

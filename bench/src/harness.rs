@@ -1,21 +1,15 @@
-//! Running one strategy with N workers and collecting what they saw.
-
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+//! Running one strategy with N workers (threads, or tasks on a Tokio runtime) and
+//! collecting what they saw.
 
 use std::cell::{RefCell, RefMut};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{PoolError, PoolErrorKind};
-
-/// How long a run lasts.
-#[derive(Debug, Clone, Copy)]
-pub enum Limit {
-    /// Wall-clock time.
-    Time(Duration),
-}
 
 /// What one operation (one reservation, with all its attempts) ended with.
 #[derive(Debug, Default, Clone, Copy)]
@@ -96,27 +90,22 @@ impl Tally {
     }
 }
 
-/// Tells workers when to stop.
+/// Tells workers when to stop: the clock starts when it is made.
 #[derive(Debug)]
 pub struct Stop {
-    limit: Limit,
+    duration: Duration,
     started: Instant,
     stopped: AtomicBool,
 }
 
 impl Stop {
-    /// Workers stop at `limit`.
-    pub fn new(limit: Limit) -> Self {
+    /// Workers stop `duration` from now.
+    pub fn new(duration: Duration) -> Self {
         Stop {
-            limit,
+            duration,
             started: Instant::now(),
             stopped: AtomicBool::new(false),
         }
-    }
-
-    /// Restarts the clock (after all workers connected).
-    pub fn start(&mut self) {
-        self.started = Instant::now();
     }
 
     /// When the clock started.
@@ -129,8 +118,7 @@ impl Stop {
         if self.stopped.load(Ordering::Relaxed) {
             return false;
         }
-        let Limit::Time(duration) = self.limit;
-        let go = self.started.elapsed() < duration;
+        let go = self.started.elapsed() < self.duration;
         if !go {
             self.stopped.store(true, Ordering::Relaxed);
         }
@@ -145,15 +133,11 @@ pub struct Worker {
     pub rng: fastrand::Rng,
     /// The retry policy; clones share its hot-row memory.
     pub policy: RetryPolicy,
-    /// Keys `1..=keys` are drawn at random.
-    pub keys: i32,
 }
 
-impl Worker {
-    /// The key of the next operation.
-    pub fn key(&mut self) -> i32 {
-        self.rng.i32(1..=self.keys)
-    }
+/// The generator of worker `index`: every run gives its workers the same seeds.
+pub fn rng(index: usize) -> fastrand::Rng {
+    fastrand::Rng::with_seed(index as u64 * 7919 + 1)
 }
 
 /// A worker's own connection, lent to each attempt of the retry helper (the
@@ -182,21 +166,19 @@ impl<C: diesel::Connection> ConnectionSource for Held<C> {
     }
 }
 
-/// Runs `op` on `workers` threads, each with its own connection from `connect`,
-/// until `limit`. Returns the merged tally and the elapsed time.
+/// Runs `op` on `workers` threads, each with its own connection from `connect`
+/// (given the worker's index) and a key from `1..=keys` per operation, for `duration`.
+/// Returns the merged tally and the elapsed time.
 pub fn run_threads<C: Send>(
     workers: usize,
     keys: i32,
-    limit: Limit,
+    duration: Duration,
     policy: RetryPolicy,
-    connect: impl Fn() -> Result<C, String> + Sync,
+    connect: impl Fn(usize) -> Result<C, String> + Sync,
     op: impl Fn(&Held<C>, &mut Worker, i32) -> Result<OpResult, String> + Sync,
 ) -> Result<(Tally, Duration), String> {
-    let connections = (0..workers)
-        .map(|_| connect())
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut stop = Stop::new(limit);
-    stop.start();
+    let connections = (0..workers).map(&connect).collect::<Result<Vec<_>, _>>()?;
+    let stop = Stop::new(duration);
     let barrier = Barrier::new(workers);
     let (stop, op, barrier) = (&stop, &op, &barrier);
     let tallies: Vec<(Tally, Instant)> = std::thread::scope(|scope| {
@@ -207,16 +189,15 @@ pub fn run_threads<C: Send>(
                 // Clones share the policy's hot-row memory: the workers learn together.
                 let policy = policy.clone();
                 scope.spawn(move || {
-                    let held = Held(RefCell::new(conn));
+                    let held = Held::new(conn);
                     let mut worker = Worker {
-                        rng: fastrand::Rng::with_seed(index as u64 * 7919 + 1),
+                        rng: rng(index),
                         policy,
-                        keys,
                     };
                     let mut tally = Tally::default();
                     barrier.wait();
                     while stop.another() {
-                        let key = worker.key();
+                        let key = worker.rng.i32(1..=keys);
                         let began = Instant::now();
                         let result = op(&held, &mut worker, key);
                         tally.record(result, began.elapsed());
@@ -230,21 +211,68 @@ pub fn run_threads<C: Send>(
             .map(|handle| handle.join().expect("a worker panicked"))
             .collect()
     });
-    merge(stop.started(), tallies)
+    Ok(merge(stop.started(), tallies))
+}
+
+/// One task's reservations, for [`run_tasks`].
+pub trait Reserve: Send + 'static {
+    /// One reservation of the row `key`.
+    fn reserve(&mut self, key: i32) -> impl Future<Output = Result<OpResult, String>> + Send;
+}
+
+/// Runs each of `tasks` as a task of the current runtime, with a key from `1..=keys`
+/// per operation (the same seeds as the threads of [`run_threads`]), for `duration`.
+pub async fn run_tasks<T: Reserve>(
+    tasks: Vec<T>,
+    keys: i32,
+    duration: Duration,
+) -> Result<(Tally, Duration), String> {
+    let stop = Arc::new(Stop::new(duration));
+    let handles: Vec<_> = tasks
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut task)| {
+            let stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                let mut rng = rng(index);
+                let mut tally = Tally::default();
+                while stop.another() {
+                    let key = rng.i32(1..=keys);
+                    let began = Instant::now();
+                    let result = task.reserve(key).await;
+                    tally.record(result, began.elapsed());
+                }
+                (tally, Instant::now())
+            })
+        })
+        .collect();
+    let mut tallies = Vec::with_capacity(handles.len());
+    for handle in handles {
+        tallies.push(handle.await.map_err(|e| e.to_string())?);
+    }
+    Ok(merge(stop.started(), tallies))
+}
+
+/// A multi-threaded runtime for `workers` tasks: one worker thread per core, at most
+/// one per task (the setup `diesel_occ::guide::tuning` recommends).
+pub fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores.min(workers).max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// Merges the workers' tallies; the elapsed time runs from `started` to the last end.
-pub fn merge(
-    started: Instant,
-    tallies: Vec<(Tally, Instant)>,
-) -> Result<(Tally, Duration), String> {
+pub fn merge(started: Instant, tallies: Vec<(Tally, Instant)>) -> (Tally, Duration) {
     let mut total = Tally::default();
     let mut ended = started;
     for (tally, end) in tallies {
         total.merge(tally);
         ended = ended.max(end);
     }
-    Ok((total, ended - started))
+    (total, ended - started)
 }
 
 /// Sleeps the retry policy's jittered backoff before attempt `attempts + 1`.

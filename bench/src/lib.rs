@@ -8,11 +8,10 @@
 //! | [`stats`], [`summary`], [`cli`] | medians, percentiles and bootstrap intervals, the printed summary, the shared command-line options |
 //! | [`backend`], [`model`], [`strategy`] | the databases, the table and entity, the strategies and their retry settings |
 //! | [`harness`], [`outcome`], [`row`], [`cpu`] | worker threads and their tallies, what one reservation ended with, one run's results, CPU probes |
-//! | [`async_setup`], [`async_support`], [`measures`] | how the async strategy is set up (the recommended setup, or by hand), what it shares, what statement counts record |
+//! | [`async_support`], [`measures`] | what the async strategies share, what statement counts record |
 //! | [`strategies`] | the strategies, generic over the connection ([`strategies::database`]), and the statements they run |
 //! | [`pg`], [`mysql`], [`sqlite`] | each backend's connections, and the few statements it writes its own way |
 
-pub mod async_setup;
 pub mod async_support;
 pub mod backend;
 pub mod cli;
@@ -30,3 +29,29 @@ pub mod stats;
 pub mod strategies;
 pub mod strategy;
 pub mod summary;
+
+/// Runs `$body` with `$db` standing for the [`Database`](strategies::database::Database)
+/// of `$backend` (`pg::Db`, `mysql::Db`, `sqlite::Db`); without feature `mysql`, MySQL
+/// is an error. The one `match` on the backend of the code generic over it.
+#[macro_export]
+macro_rules! for_backend {
+    ($backend:expr, $db:ident => $body:expr) => {
+        match $backend {
+            $crate::backend::Backend::Postgres => {
+                type $db = $crate::pg::Db;
+                $body
+            }
+            $crate::backend::Backend::Sqlite => {
+                type $db = $crate::sqlite::Db;
+                $body
+            }
+            #[cfg(feature = "mysql")]
+            $crate::backend::Backend::Mysql => {
+                type $db = $crate::mysql::Db;
+                $body
+            }
+            #[cfg(not(feature = "mysql"))]
+            $crate::backend::Backend::Mysql => Err(String::from("MySQL needs `--features mysql`")),
+        }
+    };
+}

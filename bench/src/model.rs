@@ -29,5 +29,16 @@ pub struct Stock {
     pub version: i32,
 }
 
+impl Stock {
+    /// The reservation's change: one unit less; `false` when none is left.
+    pub fn take_one(&mut self) -> bool {
+        if self.available <= 0 {
+            return false;
+        }
+        self.available -= 1;
+        true
+    }
+}
+
 /// Starting stock per key: large enough that no run sells out.
 pub const START: i32 = 1_000_000_000;

@@ -47,4 +47,4 @@ impl BackendSql for MysqlConnection {
     }
 }
 
-crate::strategies::checked::checked_stock!(MysqlConnection, AsyncMysqlConnection);
+crate::strategies::checked::checked_stock!(MysqlConnection, AsyncMysqlConnection, "");

@@ -1,6 +1,9 @@
 //! What one reservation ended with: the hand-written strategies' retry loop and the
 //! counts of what diesel-occ's retry helpers did.
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use diesel_occ::retry::Attempt;
 use diesel_occ::{Error, TransientKind};
 
 use crate::harness::{OpResult, Worker, backoff};
@@ -48,36 +51,42 @@ pub fn is_deadlock(error: &Error) -> bool {
     matches!(error, Error::Database(db) if db.transient() == Some(TransientKind::Deadlock))
 }
 
-/// Counts what diesel-occ's retry helper did, from inside its closure.
+/// Counts what diesel-occ's retry helper did, from inside its closure: shared by
+/// reference with the blocking and async closures, or in an `Arc` with a closure run on
+/// another thread.
 #[derive(Debug, Default)]
 pub struct Seen {
-    /// The number of the last attempt.
-    pub last_attempt: u32,
-    /// Attempts that ended in a conflict.
-    pub conflicts: u32,
-    /// Attempts the database aborted.
-    pub aborts: u32,
+    last_attempt: AtomicU32,
+    conflicts: AtomicU32,
+    aborts: AtomicU32,
+    deadlocks: AtomicU32,
 }
 
 impl Seen {
-    /// Counts one attempt's error.
-    pub fn saw(&mut self, error: &Error) {
-        if error.is_conflict() {
-            self.conflicts += 1;
-        } else if error.is_retryable() {
-            self.aborts += 1;
+    /// Counts one attempt and its error, and hands its result on.
+    pub fn track<T>(&self, attempt: &Attempt, result: Result<T, Error>) -> Result<T, Error> {
+        self.last_attempt.store(attempt.number(), Relaxed);
+        if let Err(error) = &result {
+            if error.is_conflict() {
+                self.conflicts.fetch_add(1, Relaxed);
+            } else if error.is_retryable() {
+                self.aborts.fetch_add(1, Relaxed);
+                self.deadlocks
+                    .fetch_add(u32::from(is_deadlock(error)), Relaxed);
+            }
         }
+        result
     }
 
     /// The operation's result: exhausted retries are an uncommitted operation, other
     /// errors are errors.
-    pub fn finish(self, result: Result<bool, Error>) -> Result<OpResult, String> {
+    pub fn finish(&self, result: Result<bool, Error>) -> Result<OpResult, String> {
         let op = OpResult {
             committed: false,
-            retries: self.last_attempt.saturating_sub(1),
-            conflicts: self.conflicts,
-            aborts: self.aborts,
-            deadlocks: 0,
+            retries: self.last_attempt.load(Relaxed).saturating_sub(1),
+            conflicts: self.conflicts.load(Relaxed),
+            aborts: self.aborts.load(Relaxed),
+            deadlocks: self.deadlocks.load(Relaxed),
         };
         match result {
             Ok(committed) => Ok(OpResult { committed, ..op }),

@@ -41,6 +41,8 @@ pub struct Row {
     /// Statements the run's connections started, where counted (async runs); not in
     /// the CSV.
     pub statements: u64,
+    /// Of the aborts, deadlocks (on Galera: certification failures); not in the CSV.
+    pub deadlocks: u64,
 }
 
 impl Row {
@@ -72,6 +74,7 @@ impl Row {
             retries: tally.retries,
             lost: tally.committed as i64 - taken,
             statements: tally.statements,
+            deadlocks: tally.deadlocks,
         }
     }
 
@@ -97,6 +100,7 @@ impl Row {
             retries: f[12].parse().ok()?,
             lost: f[13].parse().ok()?,
             statements: 0,
+            deadlocks: 0,
         })
     }
 

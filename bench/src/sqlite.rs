@@ -3,7 +3,6 @@
 //! SQLite's way.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
@@ -35,8 +34,6 @@ pub const PRAGMAS: &str =
 
 impl Database for Db {
     const BACKEND: Backend = Backend::Sqlite;
-    /// Every new connection gets [`PRAGMAS`].
-    const AFTER_CONNECT: &'static str = PRAGMAS;
     type Conn = Conn;
     type AsyncConn = AsyncConn;
 
@@ -58,32 +55,16 @@ impl Database for Db {
     where
         S: AsyncConnectionSource<Connection = AsyncConn>,
     {
-        let seen = Arc::new([AtomicU32::new(1), AtomicU32::new(0), AtomicU32::new(0)]);
+        let seen = Arc::new(Seen::default());
         let inside = Arc::clone(&seen);
         Some(Box::pin(async move {
             let result = diesel_occ::asynchronous::retry_in_blocking_task(
                 source,
                 policy,
-                move |conn, attempt| {
-                    inside[0].store(attempt.number(), Relaxed);
-                    let result = reserve(conn, &attempt, key);
-                    if let Err(error) = &result {
-                        if error.is_conflict() {
-                            inside[1].fetch_add(1, Relaxed);
-                        } else if error.is_retryable() {
-                            inside[2].fetch_add(1, Relaxed);
-                        }
-                    }
-                    result
-                },
+                move |conn, attempt| inside.track(&attempt, reserve(conn, &attempt, key)),
             )
             .await;
-            Seen {
-                last_attempt: seen[0].load(Relaxed),
-                conflicts: seen[1].load(Relaxed),
-                aborts: seen[2].load(Relaxed),
-            }
-            .finish(result)
+            seen.finish(result)
         }))
     }
 }
@@ -108,4 +89,4 @@ impl BackendSql for SqliteConnection {
     }
 }
 
-crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn);
+crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn, PRAGMAS);

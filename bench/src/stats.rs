@@ -36,15 +36,6 @@ pub fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-/// Whether `value` reaches `target`, as the reports print it.
-pub fn verdict(value: f64, target: f64) -> &'static str {
-    if value >= target {
-        "met"
-    } else {
-        "below target"
-    }
-}
-
 /// The median of per-round ratios and its 95 % percentile-bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {

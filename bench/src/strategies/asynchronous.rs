@@ -1,131 +1,109 @@
-//! The asynchronous strategy (`occ-async`) on a backend's async connection: diesel-occ's
-//! asynchronous `save_checked` inside `asynchronous::retry`, set up as
-//! `guide::tuning` recommends (`async_setup`): a deadpool pool of as many connections
-//! as tasks, on a Tokio runtime; or, with [`Setup::HANDWRITTEN`], the same statements
-//! by hand. Generic over the
-//! [`Database`], which connects and may run an attempt its own way
-//! ([`Database::occ_in_one_task`]).
+//! The asynchronous strategies on a backend's async connection, set up as
+//! `diesel_occ::guide::tuning` recommends: a Tokio multi-threaded runtime
+//! ([`harness::runtime`](crate::harness::runtime)), a LIFO deadpool pool of as many
+//! connections as tasks with the fast recycle check (and on MySQL `verify_when_idle`).
+//! `occ-async` is diesel-occ's asynchronous `save_checked` inside
+//! `asynchronous::retry` (or the backend's own way, [`Database::occ_in_one_task`]),
+//! `occ-combine-async` its `asynchronous::Combiner`, `handwritten-async` the same
+//! statements by hand. How that setup was chosen is in bench/results/method.md.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel_async::methods::LoadQuery;
 use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, PoolError};
-use diesel_occ::asynchronous::{
-    AsyncConnectionSource, AsyncLockingConnection, Combinable, Combiner,
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, PoolError, PoolableConnection, RecyclingMethod,
 };
+use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection, Combiner};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::checked::AsyncCheckedStock;
 use super::sql::AsyncStockSql;
-use crate::async_setup::Setup;
 use crate::async_support::{count_statements, retry_misses};
-use crate::harness::{Limit, OpResult, Stop, Tally, merge};
+use crate::harness::{self, OpResult, Reserve, Tally};
 use crate::model::Stock;
 use crate::outcome::Seen;
 use crate::strategies::database::Database;
+use crate::strategy::Strategy;
 
 /// The test query diesel-async's pool and `verify_when_idle` run on a connection.
 pub type Ping = diesel::dsl::select<diesel::dsl::AsExprOf<i32, diesel::sql_types::Integer>>;
 
-/// Runs the asynchronous strategy as `setup` says: `workers` tasks sharing a pool of
-/// `workers` connections. With `combine`, each reservation goes through
-/// `asynchronous::Combiner`. The tally counts the statements the connections started.
+/// Runs an asynchronous `strategy`: `workers` tasks sharing a pool of `workers`
+/// connections, for `duration`. The tally counts the statements the connections started.
 pub fn run<D: Database>(
     url: &str,
     workers: usize,
     keys: i32,
-    limit: Limit,
+    duration: Duration,
     policy: RetryPolicy,
-    setup: Setup,
-    combine: bool,
-) -> Result<(Tally, Duration), String>
-where
-    Stock: Combinable<D::AsyncConn>,
-    AsyncDieselConnectionManager<D::AsyncConn>:
-        deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
-    for<'a> Ping: LoadQuery<'a, D::AsyncConn, i32>,
-{
-    let runtime = Setup::runtime(workers)?;
+    strategy: Strategy,
+) -> Result<(Tally, Duration), String> {
     let statements = Arc::new(AtomicU64::new(0));
-    runtime.block_on(async move {
-        let pool = pool::<D>(url, workers, &statements).await?;
+    harness::runtime(workers)?.block_on(async {
+        let pool = D::AsyncConn::pool(url, workers, Arc::clone(&statements)).await?;
         // Shared by every task of the run.
         let combiner = Arc::new(Combiner::<Stock>::new());
-        let mut stop = Stop::new(limit);
-        stop.start();
-        let stop = Arc::new(stop);
-        let tasks: Vec<_> = (0..workers)
-            .map(|index| {
-                let task = Task::<D, _> {
-                    pool: pool.clone(),
-                    combiner: combine.then(|| Arc::clone(&combiner)),
-                    stop: Arc::clone(&stop),
-                    policy: policy.clone(),
-                    setup,
-                    database: std::marker::PhantomData,
-                };
-                tokio::spawn(task.run(keys, index))
+        let tasks = (0..workers)
+            .map(|_| Task::<D> {
+                pool: pool.clone(),
+                combiner: Arc::clone(&combiner),
+                policy: policy.clone(),
+                strategy,
             })
             .collect();
-        let mut tallies = Vec::with_capacity(workers);
-        for task in tasks {
-            tallies.push(task.await.map_err(|e| e.to_string())?);
-        }
-        let (mut tally, elapsed) = merge(stop.started(), tallies)?;
+        let (mut tally, elapsed) = harness::run_tasks(tasks, keys, duration).await?;
         tally.statements = statements.load(Ordering::Relaxed);
         Ok((tally, elapsed))
     })
 }
 
-/// A fresh connection with the backend's settings and the statement counter.
-async fn prepared<D: Database>(
+/// A fresh connection that has run the backend's first statements and, when given a
+/// counter, counts its statements into it.
+pub async fn connect<C: AsyncCheckedStock>(
     url: &str,
-    statements: &Arc<AtomicU64>,
-) -> diesel::ConnectionResult<D::AsyncConn> {
-    use diesel_async::{AsyncConnection, SimpleAsyncConnection};
-    let mut conn = D::AsyncConn::establish(url).await?;
-    if !D::AFTER_CONNECT.is_empty() {
-        conn.batch_execute(D::AFTER_CONNECT)
+    statements: Option<&Arc<AtomicU64>>,
+) -> diesel::ConnectionResult<C> {
+    let mut conn = C::establish(url).await?;
+    if !C::AFTER_CONNECT.is_empty() {
+        conn.batch_execute(C::AFTER_CONNECT)
             .await
             .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
     }
-    count_statements(&mut conn, statements);
+    if let Some(statements) = statements {
+        count_statements(&mut conn, statements);
+    }
     Ok(conn)
 }
 
-/// A pool of `workers` connections, all connected before the clock starts.
-async fn pool<D: Database>(
-    url: &str,
-    workers: usize,
-    statements: &Arc<AtomicU64>,
-) -> Result<Pool<D::AsyncConn>, String>
+/// A pool of `size` connections, all connected before the clock starts
+/// ([`AsyncCheckedStock::pool`] on a concrete connection).
+pub async fn pool<C>(url: &str, size: usize, statements: Arc<AtomicU64>) -> Result<Pool<C>, String>
 where
-    AsyncDieselConnectionManager<D::AsyncConn>:
-        deadpool::managed::Manager<Type = D::AsyncConn, Error = PoolError>,
-    for<'a> Ping: LoadQuery<'a, D::AsyncConn, i32>,
+    C: AsyncCheckedStock + PoolableConnection,
+    AsyncDieselConnectionManager<C>: deadpool::managed::Manager<Type = C, Error = PoolError>,
+    for<'a> Ping: LoadQuery<'a, C, i32>,
 {
-    use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
-
-    let mut config = ManagerConfig::<D::AsyncConn>::default();
+    let mut config = ManagerConfig::<C>::default();
     config.recycling_method = RecyclingMethod::Fast;
-    let statements = Arc::clone(statements);
     config.custom_setup = Box::new(move |url| {
         let statements = Arc::clone(&statements);
-        Box::pin(async move { prepared::<D>(url, &statements).await })
+        Box::pin(async move { connect::<C>(url, Some(&statements)).await })
     });
-    let manager = AsyncDieselConnectionManager::<D::AsyncConn>::new_with_config(url, config);
+    let manager = AsyncDieselConnectionManager::<C>::new_with_config(url, config);
     let mut builder = Pool::builder(manager)
         .queue_mode(deadpool::managed::QueueMode::Lifo)
-        .max_size(workers);
-    if let Some(idle) = Setup::idle_check(url) {
+        .max_size(size);
+    // On MySQL nothing else sees a connection the server closed.
+    if url.starts_with("mysql:") {
+        let idle = Duration::from_millis(500);
         builder = builder.pre_recycle(diesel_occ::asynchronous::verify_when_idle(idle));
     }
     let pool = builder.build().map_err(|e| e.to_string())?;
-    let mut warm = Vec::with_capacity(workers);
-    for _ in 0..workers {
+    let mut warm = Vec::with_capacity(size);
+    for _ in 0..size {
         warm.push(pool.get().await.map_err(|e| e.to_string())?);
     }
     drop(warm);
@@ -133,105 +111,44 @@ where
 }
 
 /// One task's share of the run.
-struct Task<D: Database, S> {
-    /// The run's pool.
-    pool: S,
+struct Task<D: Database> {
+    pool: <D::AsyncConn as AsyncCheckedStock>::Pool,
     /// The run's combiner, for `occ-combine-async`.
-    combiner: Option<Arc<Combiner<Stock>>>,
-    stop: Arc<Stop>,
+    combiner: Arc<Combiner<Stock>>,
     policy: RetryPolicy,
-    setup: Setup,
-    database: std::marker::PhantomData<fn() -> D>,
+    strategy: Strategy,
 }
 
-impl<D, S> Task<D, S>
-where
-    D: Database,
-    S: AsyncConnectionSource<Connection = D::AsyncConn> + Clone + Send + 'static,
-    Stock: Combinable<D::AsyncConn>,
-{
-    /// Reservations on random keys until `stop` says so.
-    async fn run(self, keys: i32, index: usize) -> (Tally, Instant) {
-        let mut rng = fastrand::Rng::with_seed(index as u64 * 7919 + 1);
-        let mut tally = Tally::default();
-        while self.stop.another() {
-            let key = rng.i32(1..=keys);
-            let began = Instant::now();
-            let result = match &self.combiner {
-                Some(combiner) => occ_combine(combiner, &self.pool, &self.policy, key).await,
-                None => occ::<D, _>(&self.pool, &self.policy, key, self.setup).await,
-            };
-            tally.record(result, began.elapsed());
-        }
-        (tally, Instant::now())
-    }
-}
-
-/// One reservation through the run's `asynchronous::Combiner`, with the pool as its
-/// source.
-async fn occ_combine<S>(
-    combiner: &Combiner<Stock>,
-    pool: &S,
-    policy: &RetryPolicy,
-    key: i32,
-) -> Result<OpResult, String>
-where
-    S: AsyncConnectionSource + Clone + Send + 'static,
-    S::Connection: AsyncLockingConnection,
-    Stock: Combinable<S::Connection>,
-{
-    let result = combiner
-        .apply(pool, policy, key, |stock: &mut Stock| {
-            if stock.available <= 0 {
-                return false;
+impl<D: Database> Reserve for Task<D> {
+    async fn reserve(&mut self, key: i32) -> Result<OpResult, String> {
+        let (pool, policy) = (&self.pool, &self.policy);
+        match self.strategy {
+            Strategy::HandwrittenAsynchronous => handwritten(pool, policy, key).await,
+            Strategy::OccCombineAsynchronous => {
+                let result = D::AsyncConn::combine(&self.combiner, pool, policy, key).await;
+                Seen::default().finish(result)
             }
-            stock.available -= 1;
-            true
-        })
-        .await;
-    Seen::default().finish(result)
+            _ => match D::occ_in_one_task(pool, policy, key) {
+                Some(op) => op.await,
+                None => occ(pool, policy, key).await,
+            },
+        }
+    }
 }
 
 /// One reservation through the asynchronous retry helper.
-async fn occ<D, S>(
-    pool: &S,
-    policy: &RetryPolicy,
-    key: i32,
-    setup: Setup,
-) -> Result<OpResult, String>
+async fn occ<S>(pool: &S, policy: &RetryPolicy, key: i32) -> Result<OpResult, String>
 where
-    D: Database,
-    S: AsyncConnectionSource<Connection = D::AsyncConn>,
+    S: AsyncConnectionSource,
+    S::Connection: AsyncLockingConnection + AsyncCheckedStock,
 {
-    if setup.handwritten {
-        return handwritten(pool, policy, key).await;
-    }
-    if let Some(op) = D::occ_in_one_task(pool, policy, key) {
-        return op.await;
-    }
-    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-
-    let (last, conflicts, aborts) = (AtomicU32::new(1), AtomicU32::new(0), AtomicU32::new(0));
-    let (last_ref, conflicts_ref, aborts_ref) = (&last, &conflicts, &aborts);
+    let seen = Seen::default();
+    let seen_ref = &seen;
     let result = diesel_occ::asynchronous::retry(pool, policy, async move |conn, attempt| {
-        last_ref.store(attempt.number(), Relaxed);
-        let result = reserve(conn, &attempt, key).await;
-        if let Err(error) = &result {
-            if error.is_conflict() {
-                conflicts_ref.fetch_add(1, Relaxed);
-            } else if error.is_retryable() {
-                aborts_ref.fetch_add(1, Relaxed);
-            }
-        }
-        result
+        seen_ref.track(&attempt, reserve(conn, &attempt, key).await)
     })
     .await;
-    Seen {
-        last_attempt: last.load(Relaxed),
-        conflicts: conflicts.load(Relaxed),
-        aborts: aborts.load(Relaxed),
-    }
-    .finish(result)
+    seen.finish(result)
 }
 
 /// One attempt of diesel-occ's reservation: the attempt's read, then a checked save of
@@ -242,18 +159,17 @@ async fn reserve<C: AsyncCheckedStock>(
     key: i32,
 ) -> Result<bool, diesel_occ::Error> {
     let mut stock = conn.find_in(attempt, key).await?;
-    if stock.available <= 0 {
+    if !stock.take_one() {
         return Ok(false);
     }
-    stock.available -= 1;
     conn.save_stock(&mut stock).await?;
     Ok(true)
 }
 
-/// The blocking `handwritten-prepared` on diesel-async (`handwritten-async`): a checkout per attempt as the helper makes, the same
-/// read, the same conditional UPDATE prepared once, on a miss the same token
-/// read, and the same backoff; what is left between it and `occ-async` is
-/// the library's own cost in async code.
+/// The blocking `handwritten-prepared` on diesel-async (`handwritten-async`): a checkout
+/// per attempt as the helper makes, the same read, the same conditional UPDATE prepared
+/// once, on a miss the same token read, and the same backoff; what is left between it
+/// and `occ-async` is the library's own cost in async code.
 async fn handwritten<S>(source: &S, policy: &RetryPolicy, key: i32) -> Result<OpResult, String>
 where
     S: AsyncConnectionSource,

@@ -1,235 +1,153 @@
-//! The batch benchmark's workers on a backend's blocking and async connections: a batch
-//! save of N entities (`save_all_checked`, bounded by diesel-occ's `BatchDsl` on
-//! `[Stock]`) or N single saves, blocking and async.
+//! The batch benchmark's workers on a backend's blocking and async connections: each
+//! owns `size` rows and saves them all, one less unit each, per operation: one
+//! `save_all_checked` (the batch) or `save_checked` on each (single saves).
 
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::Connection;
-use diesel_occ::{asynchronous, blocking};
 
+use super::asynchronous::connect;
 use super::checked::{AsyncCheckedStock, CheckedStock};
 use super::sql::{AsyncStockSql, StockSql};
-use crate::measures::{BatchMeasured as Measured, Counted, Side, StatementLog};
+use crate::harness::{self, OpResult, Reserve, Tally};
+use crate::measures::QueryLog;
 use crate::model::Stock;
 use crate::strategies::database::Database;
 use crate::strategy::Strategy;
 
-type Worker = (u64, Instant, Instant, Vec<u64>);
-
-/// Rows `index * size + 1 ..= (index + 1) * size`.
+/// The rows of worker `index`: `index * size + 1 ..= (index + 1) * size`.
 fn range(index: usize, size: usize) -> (i32, i32) {
     let first = i32::try_from(index * size + 1).unwrap_or(i32::MAX);
     let last = i32::try_from((index + 1) * size).unwrap_or(i32::MAX);
     (first, last)
 }
 
-fn load<C: StockSql>(conn: &mut C, (first, last): (i32, i32)) -> Result<Vec<Stock>, String> {
-    conn.read_range(first, last).map_err(|e| e.to_string())
-}
-
-fn save<C>(conn: &mut C, side: Side, stocks: &mut [Stock]) -> Result<(), String>
-where
-    C: CheckedStock,
-    [Stock]: blocking::BatchDsl<C>,
-{
-    use diesel_occ::blocking::BatchDsl;
-    for stock in stocks.iter_mut() {
-        stock.available -= 1;
+/// One operation: every stock one unit less, then saved as one batch or one by one.
+fn save<C: CheckedStock>(conn: &mut C, batch: bool, stocks: &mut [Stock]) -> Result<(), String> {
+    stocks.iter_mut().for_each(|stock| stock.available -= 1);
+    if batch {
+        return conn.save_all(stocks).map_err(|e| e.to_string());
     }
-    match side {
-        Side::Single => {
-            for stock in stocks.iter_mut() {
-                conn.save_stock(stock).map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        }
-        Side::Batch => stocks.save_all_checked(conn).map_err(|e| e.to_string()),
-    }
-}
-
-/// One blocking run: `workers` threads, each saving its `size` rows until `duration`.
-pub fn blocking<D: Database>(
-    url: &str,
-    side: Side,
-    size: usize,
-    workers: usize,
-    duration: Duration,
-) -> Result<Measured, String>
-where
-    [Stock]: blocking::BatchDsl<D::Conn>,
-{
-    let mut held = Vec::with_capacity(workers);
-    for index in 0..workers {
-        let mut conn = D::connect(url, Strategy::Occ)?;
-        let stocks = load(&mut conn, range(index, size))?;
-        held.push((conn, stocks));
-    }
-    let start = Barrier::new(workers);
-    let results: Vec<Result<Worker, String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = held
-            .into_iter()
-            .map(|(mut conn, mut stocks)| {
-                let start = &start;
-                scope.spawn(move || {
-                    start.wait();
-                    let began = Instant::now();
-                    let mut saves = 0;
-                    let mut latencies = Vec::new();
-                    while began.elapsed() < duration {
-                        let op = Instant::now();
-                        save(&mut conn, side, &mut stocks)?;
-                        latencies.push(op.elapsed().as_nanos() as u64);
-                        saves += stocks.len() as u64;
-                    }
-                    Ok((saves, began, Instant::now(), latencies))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into())))
-            .collect()
-    });
-    Ok(Measured::merge(
-        results.into_iter().collect::<Result<_, _>>()?,
-    ))
-}
-
-async fn connect_async<D: Database>(url: &str) -> Result<D::AsyncConn, String> {
-    use diesel_async::SimpleAsyncConnection;
-    let mut conn = <D::AsyncConn as diesel_async::AsyncConnection>::establish(url)
-        .await
-        .map_err(|e| e.to_string())?;
-    if !D::AFTER_CONNECT.is_empty() {
-        conn.batch_execute(D::AFTER_CONNECT)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(conn)
-}
-
-async fn load_async<C: AsyncStockSql>(
-    conn: &mut C,
-    (first, last): (i32, i32),
-) -> Result<Vec<Stock>, String> {
-    conn.read_range(first, last)
-        .await
+    stocks
+        .iter_mut()
+        .try_for_each(|stock| conn.save_stock(stock))
         .map_err(|e| e.to_string())
-}
-
-async fn save_async<C>(conn: &mut C, side: Side, stocks: &mut [Stock]) -> Result<(), String>
-where
-    C: AsyncCheckedStock,
-    [Stock]: asynchronous::BatchDsl<C>,
-{
-    use diesel_occ::asynchronous::BatchDsl;
-    for stock in stocks.iter_mut() {
-        stock.available -= 1;
-    }
-    match side {
-        Side::Single => {
-            for stock in stocks.iter_mut() {
-                conn.save_stock(stock).await.map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        }
-        Side::Batch => stocks
-            .save_all_checked(conn)
-            .await
-            .map_err(|e| e.to_string()),
-    }
-}
-
-fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
-    let threads = std::thread::available_parallelism().map_or(2, usize::from);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.min(workers).max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// One async run: `workers` tasks, each saving its `size` rows until `duration`.
-pub fn asynchronous<D: Database>(
-    url: &str,
-    side: Side,
-    size: usize,
-    workers: usize,
-    duration: Duration,
-) -> Result<Measured, String>
-where
-    [Stock]: asynchronous::BatchDsl<D::AsyncConn>,
-{
-    runtime(workers)?.block_on(async move {
-        let mut held = Vec::with_capacity(workers);
-        for index in 0..workers {
-            let mut conn = connect_async::<D>(url).await?;
-            let stocks = load_async(&mut conn, range(index, size)).await?;
-            held.push((conn, stocks));
-        }
-        let tasks: Vec<_> = held
-            .into_iter()
-            .map(|(mut conn, mut stocks)| {
-                tokio::spawn(async move {
-                    let began = Instant::now();
-                    let mut saves = 0;
-                    let mut latencies = Vec::new();
-                    while began.elapsed() < duration {
-                        let op = Instant::now();
-                        save_async(&mut conn, side, &mut stocks).await?;
-                        latencies.push(op.elapsed().as_nanos() as u64);
-                        saves += stocks.len() as u64;
-                    }
-                    Ok::<Worker, String>((saves, began, Instant::now(), latencies))
-                })
-            })
-            .collect();
-        let mut results = Vec::with_capacity(workers);
-        for task in tasks {
-            results.push(task.await.map_err(|e| e.to_string())??);
-        }
-        Ok(Measured::merge(results))
-    })
-}
-
-/// The statements of 100 blocking single saves and of one batch of 100.
-pub fn count_blocking<D: Database>(url: &str) -> Result<Counted, String>
-where
-    [Stock]: blocking::BatchDsl<D::Conn>,
-{
-    let mut conn = D::connect(url, Strategy::Occ)?;
-    let log = StatementLog::default();
-    conn.set_instrumentation(log.clone());
-    let mut stocks = load(&mut conn, range(0, 100))?;
-    log.take();
-    save(&mut conn, Side::Single, &mut stocks)?;
-    let single = log.take();
-    save(&mut conn, Side::Batch, &mut stocks)?;
-    Ok(Counted {
-        single,
-        batch: log.take(),
-    })
 }
 
 /// The same, async.
-pub fn count_asynchronous<D: Database>(url: &str) -> Result<Counted, String>
-where
-    [Stock]: asynchronous::BatchDsl<D::AsyncConn>,
-{
-    runtime(1)?.block_on(async move {
-        use diesel_async::AsyncConnection;
-        let mut conn = connect_async::<D>(url).await?;
-        let log = StatementLog::default();
-        conn.set_instrumentation(log.clone());
-        let mut stocks = load_async(&mut conn, range(0, 100)).await?;
-        log.take();
-        save_async(&mut conn, Side::Single, &mut stocks).await?;
-        let single = log.take();
-        save_async(&mut conn, Side::Batch, &mut stocks).await?;
-        Ok(Counted {
-            single,
-            batch: log.take(),
+async fn save_async<C: AsyncCheckedStock>(
+    conn: &mut C,
+    batch: bool,
+    stocks: &mut [Stock],
+) -> Result<(), String> {
+    stocks.iter_mut().for_each(|stock| stock.available -= 1);
+    if batch {
+        return conn.save_all(stocks).await.map_err(|e| e.to_string());
+    }
+    for stock in stocks.iter_mut() {
+        conn.save_stock(stock).await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// One run: `workers` threads (or, `asynchronous`, tasks), each saving its `size` rows
+/// per operation for `duration`. A failed save fails the run.
+pub fn run<D: Database>(
+    url: &str,
+    asynchronous: bool,
+    batch: bool,
+    size: usize,
+    workers: usize,
+    duration: Duration,
+) -> Result<(Tally, Duration), String> {
+    let measured = if asynchronous {
+        harness::runtime(workers)?.block_on(async {
+            let mut tasks = Vec::with_capacity(workers);
+            for index in 0..workers {
+                let mut conn = connect::<D::AsyncConn>(url, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let (first, last) = range(index, size);
+                let stocks = conn
+                    .read_range(first, last)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tasks.push(Task {
+                    conn,
+                    stocks,
+                    batch,
+                });
+            }
+            harness::run_tasks(tasks, 1, duration).await
+        })?
+    } else {
+        let policy = diesel_occ::retry::RetryPolicy::new();
+        let connect = |index| {
+            let mut conn = D::connect(url, Strategy::Occ)?;
+            let (first, last) = range(index, size);
+            let stocks = conn.read_range(first, last).map_err(|e| e.to_string())?;
+            Ok((conn, stocks))
+        };
+        harness::run_threads(workers, 1, duration, policy, connect, |held, _, _| {
+            let (conn, stocks) = &mut *held.0.borrow_mut();
+            save(conn, batch, stocks).map(|()| committed())
+        })?
+    };
+    match &measured.0.first_error {
+        Some(error) => Err(error.clone()),
+        None => Ok(measured),
+    }
+}
+
+/// A saved operation.
+fn committed() -> OpResult {
+    OpResult {
+        committed: true,
+        ..OpResult::default()
+    }
+}
+
+/// An async worker: its connection and its rows.
+struct Task<C> {
+    conn: C,
+    stocks: Vec<Stock>,
+    batch: bool,
+}
+
+impl<C: AsyncCheckedStock + Send> Reserve for Task<C> {
+    async fn reserve(&mut self, _key: i32) -> Result<OpResult, String> {
+        save_async(&mut self.conn, self.batch, &mut self.stocks).await?;
+        Ok(committed())
+    }
+}
+
+/// The statements (Diesel's instrumentation) that 100 single saves started, and one
+/// batch of 100, blocking or async.
+pub fn count<D: Database>(url: &str, asynchronous: bool) -> Result<[Vec<String>; 2], String> {
+    let log = QueryLog::default();
+    let started = |log: &QueryLog| log.take().into_iter().filter(|s| !QueryLog::cached(s));
+    if asynchronous {
+        harness::runtime(1)?.block_on(async {
+            use diesel_async::AsyncConnection;
+            let mut conn = connect::<D::AsyncConn>(url, None)
+                .await
+                .map_err(|e| e.to_string())?;
+            conn.set_instrumentation(log.clone());
+            let mut stocks = conn.read_range(1, 100).await.map_err(|e| e.to_string())?;
+            log.take();
+            save_async(&mut conn, false, &mut stocks).await?;
+            let single = started(&log).collect();
+            save_async(&mut conn, true, &mut stocks).await?;
+            Ok([single, started(&log).collect()])
         })
-    })
+    } else {
+        let mut conn = D::connect(url, Strategy::Occ)?;
+        conn.set_instrumentation(log.clone());
+        let mut stocks = conn.read_range(1, 100).map_err(|e| e.to_string())?;
+        log.take();
+        save(&mut conn, false, &mut stocks)?;
+        let single = started(&log).collect();
+        save(&mut conn, true, &mut stocks)?;
+        Ok([single, started(&log).collect()])
+    }
 }

@@ -3,7 +3,7 @@
 //! `Combiner`.
 
 use diesel::QueryResult;
-use diesel_occ::blocking::{Combinable, Combiner, ConnectionSource, LockingConnection};
+use diesel_occ::blocking::{Combiner, ConnectionSource, LockingConnection};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::checked::CheckedStock;
@@ -11,7 +11,7 @@ use super::sql::{BackendSql, StockSql};
 use crate::harness::{Held, OpResult, Worker};
 use crate::measures::{QueryLog, Statements, strip_binds};
 use crate::model::Stock;
-use crate::outcome::{Once, Seen, is_deadlock, retry_loop};
+use crate::outcome::{Once, Seen, retry_loop};
 use crate::strategy::Strategy;
 
 /// Runs one reservation with `strategy` on the worker's connection; `combiner` is the
@@ -25,20 +25,24 @@ pub fn op<C>(
 ) -> Result<OpResult, String>
 where
     C: LockingConnection + StockSql + BackendSql + CheckedStock,
-    Stock: Combinable<C>,
 {
     let once: fn(&mut C, i32) -> Once = match strategy {
         Strategy::Blind => blind_once,
-        Strategy::Handwritten => handwritten_once,
-        Strategy::HandwrittenPrepared => handwritten_prepared_once,
+        Strategy::Handwritten => |conn, key| handwritten_once(conn, key, false),
+        Strategy::HandwrittenPrepared => |conn, key| handwritten_once(conn, key, true),
         Strategy::Pessimistic => pessimistic_once,
         Strategy::Serializable => serializable_once,
         Strategy::Atomic => atomic_once,
         Strategy::Occ | Strategy::OccEscalate | Strategy::OccEscalateOp => {
             return occ_on(held, &worker.policy, key);
         }
-        Strategy::OccCombine => return occ_combine(held, combiner, &worker.policy, key),
-        Strategy::OccAsynchronous | Strategy::OccCombineAsynchronous => {
+        Strategy::OccCombine => {
+            let result = C::combine(held, combiner, &worker.policy, key);
+            return Seen::default().finish(result);
+        }
+        Strategy::OccAsynchronous
+        | Strategy::HandwrittenAsynchronous
+        | Strategy::OccCombineAsynchronous => {
             return Err(format!("{} runs on its own runtime", strategy.name()));
         }
     };
@@ -60,33 +64,25 @@ fn blind_once<C: StockSql>(conn: &mut C, key: i32) -> Once {
 }
 
 /// Exactly what `save_checked` runs, written by hand with plain Diesel: the same
-/// read, the same conditional UPDATE (which Diesel prepares again every time),
-/// and on a miss the same token read that classifies it.
-pub fn handwritten_once<C: StockSql>(conn: &mut C, key: i32) -> Once {
+/// read, the same conditional UPDATE, and on a miss the same token read that
+/// classifies it. Unless `prepared`, the UPDATE is Diesel's `update(..).set(..)`,
+/// which Diesel prepares again every time (`handwritten`); with it, the same target,
+/// changes and SQL text built with `CachedUpdate::new(target, changes)`, prepared once
+/// per connection (`handwritten-prepared`). That is the only difference: Diesel's
+/// `UpdateStatement` calls `unsafe_to_cache_prepared()` in its `walk_ast` and has no
+/// static query id, so Diesel's statement cache never keeps it; `CachedUpdate` renders
+/// the same text without that call, and the cache keys it by that text.
+pub fn handwritten_once<C: StockSql>(conn: &mut C, key: i32, prepared: bool) -> Once {
     let stock = conn.read(key)?;
     if stock.available <= 0 {
         return Ok(Some(false));
     }
-    if conn.write_checked(&stock, stock.available - 1)? == 1 {
-        return Ok(Some(true));
-    }
-    conn.read_version(key)?;
-    Ok(None)
-}
-
-/// `handwritten` with its UPDATE prepared once per connection: the same target
-/// and changes, the same SQL text, built with `CachedUpdate::new(target, changes)`
-/// instead of `diesel::update(target).set(changes)`. That is the only
-/// difference: Diesel's `UpdateStatement` calls `unsafe_to_cache_prepared()`
-/// in its `walk_ast` and has no static query id, so Diesel's statement cache
-/// never keeps it; `CachedUpdate` renders the same text without that call, and
-/// the cache keys it by that text.
-pub fn handwritten_prepared_once<C: StockSql>(conn: &mut C, key: i32) -> Once {
-    let stock = conn.read(key)?;
-    if stock.available <= 0 {
-        return Ok(Some(false));
-    }
-    if conn.write_checked_prepared(&stock, stock.available - 1)? == 1 {
+    let written = if prepared {
+        conn.write_checked_prepared(&stock, stock.available - 1)?
+    } else {
+        conn.write_checked(&stock, stock.available - 1)?
+    };
+    if written == 1 {
         return Ok(Some(true));
     }
     conn.read_version(key)?;
@@ -100,18 +96,11 @@ where
     S: ConnectionSource,
     S::Connection: LockingConnection + CheckedStock,
 {
-    let mut seen = Seen::default();
-    let mut deadlocks = 0;
+    let seen = Seen::default();
     let result = diesel_occ::blocking::retry(source, policy, |conn, attempt| {
-        seen.last_attempt = attempt.number();
-        let result = reserve(conn, &attempt, key);
-        if let Err(error) = &result {
-            seen.saw(error);
-            deadlocks += u32::from(is_deadlock(error));
-        }
-        result
+        seen.track(&attempt, reserve(conn, &attempt, key))
     });
-    seen.finish(result).map(|op| OpResult { deadlocks, ..op })
+    seen.finish(result)
 }
 
 /// One attempt of diesel-occ's reservation: the attempt's read, then a checked save of
@@ -122,34 +111,11 @@ pub fn reserve<C: CheckedStock>(
     key: i32,
 ) -> Result<bool, diesel_occ::Error> {
     let mut stock = conn.find_in(attempt, key)?;
-    if stock.available <= 0 {
+    if !stock.take_one() {
         return Ok(false);
     }
-    stock.available -= 1;
     conn.save_stock(&mut stock)?;
     Ok(true)
-}
-
-/// diesel-occ's `Combiner`, shared by every worker of the run: the reservations the
-/// workers make to one row at the same time share one read and one checked save.
-fn occ_combine<C>(
-    held: &Held<C>,
-    combiner: &Combiner<Stock>,
-    policy: &RetryPolicy,
-    key: i32,
-) -> Result<OpResult, String>
-where
-    C: LockingConnection,
-    Stock: Combinable<C>,
-{
-    let result = combiner.apply(held, policy, key, |stock: &mut Stock| {
-        if stock.available <= 0 {
-            return false;
-        }
-        stock.available -= 1;
-        true
-    });
-    Seen::default().finish(result)
 }
 
 /// One statement, no read: `SET available = available - 1 WHERE id = ? AND
@@ -213,16 +179,16 @@ pub fn statements<C: StockSql + CheckedStock>(
         }
     }
     for key in 1..=saves {
-        handwritten_once(conn, key).map_err(|e| e.to_string())?;
+        handwritten_once(conn, key, false).map_err(|e| e.to_string())?;
         measured.hand_cached += log.take().iter().filter(|s| QueryLog::cached(s)).count();
     }
-    handwritten_once(conn, 1).map_err(|e| e.to_string())?;
+    handwritten_once(conn, 1, false).map_err(|e| e.to_string())?;
     let hand = log.take();
     let text = |sql: Option<&String>| sql.map(|s| strip_binds(s)).unwrap_or_default();
     measured.handwritten_read = text(hand.first());
     measured.handwritten_update = text(hand.get(1));
     for key in 1..=saves {
-        handwritten_prepared_once(conn, key).map_err(|e| e.to_string())?;
+        handwritten_once(conn, key, true).map_err(|e| e.to_string())?;
         let (cache, run): (Vec<String>, Vec<String>) =
             log.take().into_iter().partition(|s| QueryLog::cached(s));
         measured.prepared_cached += cache.len();

@@ -1,8 +1,7 @@
 //! [`Database`]: how the benchmarks connect to one backend, so that the code above it
 //! (the strategies, the binaries' runs) is generic over the backend and chooses it in
-//! one `match`.
+//! one `match` ([`for_backend!`](crate::for_backend)).
 
-use diesel_async::pooled_connection::PoolableConnection;
 use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection};
 use diesel_occ::blocking::LockingConnection;
 use diesel_occ::retry::RetryPolicy;
@@ -17,17 +16,10 @@ use crate::strategy::Strategy;
 pub trait Database: 'static {
     /// Which backend this is.
     const BACKEND: Backend;
-    /// Statements every new async connection runs first (SQLite's pragmas).
-    const AFTER_CONNECT: &'static str = "";
     /// Its blocking connection.
     type Conn: LockingConnection + StockSql + BackendSql + CheckedStock + Send + 'static;
     /// Its asynchronous connection.
-    type AsyncConn: AsyncLockingConnection
-        + PoolableConnection
-        + AsyncStockSql
-        + AsyncCheckedStock
-        + Send
-        + 'static;
+    type AsyncConn: AsyncLockingConnection + AsyncStockSql + AsyncCheckedStock + Send;
 
     /// A connection for `strategy` (MySQL's serializable strategy sets its isolation).
     fn connect(url: &str, strategy: Strategy) -> Result<Self::Conn, String>;

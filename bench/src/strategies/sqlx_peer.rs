@@ -6,14 +6,13 @@
 //! loop ([`retry_misses`]: attempts, jittered backoff). Unlike `occ-async` and
 //! `handwritten-async` it reads no token after a miss: a user needs none.
 //!
-//! It runs as `occ-async` does: one task per worker on [`Setup::RECOMMENDED`]'s runtime,
+//! It runs as `occ-async` does: one task per worker on the same runtime,
 //! a pool (here a `sqlx::Pool`) of as many connections as tasks, connected before the
 //! clock starts, a checkout per attempt and no test query at checkout (as the
 //! recommended deadpool setup's fast recycle).
 
 use std::future::Future;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel_occ::retry::RetryPolicy;
 use sqlx::mysql::{MySql, MySqlConnectOptions};
@@ -22,25 +21,24 @@ use sqlx::postgres::{PgConnectOptions, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection, Pool};
 
-use crate::async_setup::Setup;
 use crate::async_support::{AttemptResult, retry_misses};
 use crate::backend::Backend;
-use crate::harness::{Limit, Stop, Tally, merge};
+use crate::harness::{self, OpResult, Reserve, Tally};
 
 /// Runs the peer on `backend`: `workers` tasks sharing a pool of `workers` connections
-/// until `limit`. Statements are not counted (sqlx has no cheap hook for them).
+/// for `duration`. Statements are not counted (sqlx has no cheap hook for them).
 pub fn run(
     backend: Backend,
     url: &str,
     workers: usize,
     keys: i32,
-    limit: Limit,
+    duration: Duration,
     policy: RetryPolicy,
 ) -> Result<(Tally, Duration), String> {
     match backend {
-        Backend::Postgres => run_on::<Postgres>(url, workers, keys, limit, policy),
-        Backend::Mysql => run_on::<MySql>(url, workers, keys, limit, policy),
-        Backend::Sqlite => run_on::<Sqlite>(url, workers, keys, limit, policy),
+        Backend::Postgres => run_on::<Postgres>(url, workers, keys, duration, policy),
+        Backend::Mysql => run_on::<MySql>(url, workers, keys, duration, policy),
+        Backend::Sqlite => run_on::<Sqlite>(url, workers, keys, duration, policy),
     }
 }
 
@@ -132,12 +130,11 @@ fn run_on<DB: Peer>(
     url: &str,
     workers: usize,
     keys: i32,
-    limit: Limit,
+    duration: Duration,
     policy: RetryPolicy,
 ) -> Result<(Tally, Duration), String> {
     let options = DB::options(url)?;
-    let runtime = Setup::runtime(workers)?;
-    runtime.block_on(async move {
+    harness::runtime(workers)?.block_on(async move {
         let size = u32::try_from(workers).map_err(|e| e.to_string())?;
         let pool = PoolOptions::<DB>::new()
             .max_connections(size)
@@ -153,41 +150,27 @@ fn run_on<DB: Peer>(
             warm.push(pool.acquire().await.map_err(|e| e.to_string())?);
         }
         drop(warm);
-        let mut stop = Stop::new(limit);
-        stop.start();
-        let stop = Arc::new(stop);
-        let tasks: Vec<_> = (0..workers)
-            .map(|index| {
-                let task = task(pool.clone(), Arc::clone(&stop), policy.clone(), keys, index);
-                tokio::spawn(task)
+        let tasks = (0..workers)
+            .map(|_| Task {
+                pool: pool.clone(),
+                policy: policy.clone(),
             })
             .collect();
-        let mut tallies = Vec::with_capacity(workers);
-        for task in tasks {
-            tallies.push(task.await.map_err(|e| e.to_string())?);
-        }
+        let measured = harness::run_tasks(tasks, keys, duration).await;
         pool.close().await;
-        merge(stop.started(), tallies)
+        measured
     })
 }
 
-/// One task's share of the run: reservations on random keys (the same seeds as
-/// `occ-async`'s tasks) until `stop` says so.
-async fn task<DB: Peer>(
+/// One task's share of the run.
+struct Task<DB: Peer> {
     pool: Pool<DB>,
-    stop: Arc<Stop>,
     policy: RetryPolicy,
-    keys: i32,
-    index: usize,
-) -> (Tally, Instant) {
-    let mut rng = fastrand::Rng::with_seed(index as u64 * 7919 + 1);
-    let mut tally = Tally::default();
-    let pool = &pool;
-    while stop.another() {
-        let key = rng.i32(1..=keys);
-        let began = Instant::now();
-        let result = retry_misses(&policy, || DB::attempt(pool, key)).await;
-        tally.record(result, began.elapsed());
+}
+
+impl<DB: Peer> Reserve for Task<DB> {
+    async fn reserve(&mut self, key: i32) -> Result<OpResult, String> {
+        let pool = &self.pool;
+        retry_misses(&self.policy, || DB::attempt(pool, key)).await
     }
-    (tally, Instant::now())
 }

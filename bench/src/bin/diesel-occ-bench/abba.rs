@@ -6,8 +6,6 @@
 //! the median of the per-round ratios with its bootstrap interval (`stats::estimate`),
 //! the verdict is on the interval.
 
-use diesel_occ_bench::async_setup::Setup;
-use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::stats::{Estimate, RESAMPLES, SEED, estimate};
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -31,46 +29,16 @@ pub(crate) const EXTRA_ROUNDS: usize = 10;
 /// The target of both comparisons.
 const TARGET: f64 = 0.97;
 
-/// One side of a comparison: a strategy and, for an async one, its setup.
-#[derive(Debug, Clone, Copy)]
-struct Side {
-    label: &'static str,
-    strategy: Strategy,
-    setup: Setup,
-}
-
-/// The comparisons `--strategies` allows: the blocking one needs `occ` and
-/// `handwritten-prepared`, the async one `occ-async`.
-fn comparisons(args: &Args) -> Vec<(Side, Side)> {
+/// The comparisons `--strategies` allows, as (baseline, library): the blocking one
+/// needs `occ` and `handwritten-prepared`, the async one `occ-async`.
+fn comparisons(args: &Args) -> Vec<(Strategy, Strategy)> {
     let has = |s| args.strategies.contains(&s);
     let mut chosen = Vec::new();
     if has(Strategy::Occ) && has(Strategy::HandwrittenPrepared) {
-        chosen.push((
-            Side {
-                label: "handwritten-prepared",
-                strategy: Strategy::HandwrittenPrepared,
-                setup: Setup::RECOMMENDED,
-            },
-            Side {
-                label: "occ",
-                strategy: Strategy::Occ,
-                setup: Setup::RECOMMENDED,
-            },
-        ));
+        chosen.push((Strategy::HandwrittenPrepared, Strategy::Occ));
     }
     if has(Strategy::OccAsynchronous) {
-        chosen.push((
-            Side {
-                label: "handwritten-async",
-                strategy: Strategy::OccAsynchronous,
-                setup: Setup::HANDWRITTEN,
-            },
-            Side {
-                label: "occ-async",
-                strategy: Strategy::OccAsynchronous,
-                setup: Setup::RECOMMENDED,
-            },
-        ));
+        chosen.push((Strategy::HandwrittenAsynchronous, Strategy::OccAsynchronous));
     }
     chosen
 }
@@ -81,10 +49,10 @@ pub(crate) fn rounds(
     args: &Args,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    let keys = *args.keys.iter().max().unwrap_or(&1);
+    let (_, keys) = args.narrow_and_wide();
     for (baseline, library) in comparisons(args) {
-        let name = format!("{} / {} at {keys} keys", library.label, baseline.label);
-        let (a, b) = (baseline.label, library.label);
+        let (a, b) = (baseline.name(), library.name());
+        let name = format!("{b} / {a} at {keys} keys");
         summary.say(format!(
             "-- abba rounds ({} rounds, and up to {} while the interval straddles the threshold): \
              {name}, each round {a} {b} {b} {a}",
@@ -99,7 +67,7 @@ pub(crate) fn rounds(
             let mut figures = [0.0; 4];
             for (slot, figure) in figures.iter_mut().enumerate() {
                 let side = if is_baseline(slot) { baseline } else { library };
-                *figure = run(setting, side.strategy, keys, side.setup)?.ops_per_sec;
+                *figure = run(setting, side, keys)?.ops_per_sec;
             }
             let ratio = round_ratio(figures);
             let shown = ratio.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.3}"));
@@ -114,16 +82,6 @@ pub(crate) fn rounds(
         }
         summary.say(report(&name, &ratios, TARGET));
     }
-    Ok(())
-}
-
-/// The summary as `<out>/<backend>-abba-summary.txt`.
-pub(crate) fn write(args: &Args, backend: Backend, summary: &Summary) -> Result<(), String> {
-    let out = &args.common.out;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!("{}-abba-summary.txt", backend.name()));
-    std::fs::write(&path, summary.text()).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("wrote {}", path.display());
     Ok(())
 }
 

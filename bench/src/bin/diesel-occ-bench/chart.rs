@@ -1,10 +1,7 @@
-//! The charts, drawn with `plotters` as SVG (labels as SVG text, so no font library is
-//! needed), and converted to PNG by `rsvg-convert` when it is installed:
-//!
-//! - [`draw`]: throughput and p99 latency against a count (hot keys, batch size), one
-//!   line per series, in two panels;
-//! - [`bars`]: a grouped bar chart, each bar labelled with its value and its ratio to
-//!   the group's first bar (the async-against-blocking chart of the paired rounds).
+//! The charts: throughput and p99 latency against a count (hot keys, batch size), one
+//! line per series, in two panels, drawn with `plotters` as SVG (labels as SVG text, so
+//! no font library is needed), and converted to PNG by `rsvg-convert` when it is
+//! installed.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -67,31 +64,13 @@ pub(crate) fn draw(
 ) -> Result<Option<PathBuf>, String> {
     let svg = base.with_extension("svg");
     draw_lines(points, title, labels, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
-    Ok(to_png(&svg))
-}
-
-/// A grouped bar chart (one group per key count, one bar per series) as `<base>.svg`
-/// and, when possible, `<base>.png`; returns the PNG's path.
-pub(crate) fn bars(
-    groups: &[(i32, Vec<(&str, f64)>)],
-    title: &str,
-    axis: &str,
-    base: &Path,
-) -> Result<Option<PathBuf>, String> {
-    let svg = base.with_extension("svg");
-    draw_bars(groups, title, axis, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
-    Ok(to_png(&svg))
-}
-
-/// Converts the SVG with `rsvg-convert`, when installed.
-fn to_png(svg: &Path) -> Option<PathBuf> {
     let png = svg.with_extension("png");
     let converted = std::process::Command::new("rsvg-convert")
         .arg("-o")
         .arg(&png)
-        .arg(svg)
+        .arg(&svg)
         .status();
-    matches!(converted, Ok(status) if status.success()).then_some(png)
+    Ok(matches!(converted, Ok(status) if status.success()).then_some(png))
 }
 
 /// A round axis maximum above `value`: 1, 2 or 5 times a power of ten.
@@ -105,7 +84,7 @@ fn nice(value: f64) -> f64 {
         .unwrap_or(10.0 * power)
 }
 
-/// An axis or bar value: `12k`, `1.5k`, `250`, `0.5`.
+/// An axis value: `12k`, `1.5k`, `250`, `0.5`.
 fn label(value: f64) -> String {
     if value >= 1000.0 {
         let thousands = value / 1000.0;
@@ -121,17 +100,6 @@ fn label(value: f64) -> String {
     }
 }
 
-/// The series' names in the order they first appear.
-fn series_of<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut series: Vec<&str> = Vec::new();
-    for name in names {
-        if !series.contains(&name) {
-            series.push(name);
-        }
-    }
-    series
-}
-
 /// The two panels and the legend.
 fn draw_lines(
     points: &[Point],
@@ -142,7 +110,13 @@ fn draw_lines(
     let mut xs: Vec<i32> = points.iter().map(|p| p.x).collect();
     xs.sort_unstable();
     xs.dedup();
-    let series = series_of(points.iter().map(|p| p.series.as_str()));
+    // The series in the order they first appear.
+    let mut series: Vec<&str> = Vec::new();
+    for point in points {
+        if !series.contains(&point.series.as_str()) {
+            series.push(&point.series);
+        }
+    }
     let root = SVGBackend::new(path, (1200, 580)).into_drawing_area();
     root.fill(&WHITE)?;
     let body = root.titled(title, (FONT, 17))?;
@@ -274,103 +248,12 @@ impl Panel<'_> {
     }
 }
 
-/// The grouped bars, their value and ratio labels, the group names and the legend.
-fn draw_bars(
-    groups: &[(i32, Vec<(&str, f64)>)],
-    title: &str,
-    axis: &str,
-    path: &Path,
-) -> Result<(), Box<dyn Error>> {
-    let max = nice(
-        groups
-            .iter()
-            .flat_map(|(_, bars)| bars.iter().map(|(_, v)| *v))
-            .filter(|v| v.is_finite())
-            .fold(1.0, f64::max),
-    );
-    let series = series_of(
-        groups
-            .iter()
-            .flat_map(|(_, bars)| bars.iter().map(|(n, _)| *n)),
-    );
-    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let body = root.titled(title, (FONT, 16))?;
-    let (plot, legend) = body.split_vertically(360);
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(10)
-        .margin_right(30)
-        .x_label_area_size(30)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..groups.len().max(1) as f64, 0.0..max)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .light_line_style(TRANSPARENT)
-        .x_labels(0)
-        .y_desc(axis)
-        .y_label_formatter(&|v| label(*v))
-        .draw()?;
-    let small = (FONT, 11).into_font().into_text_style(&plot);
-    let above = small.pos(Pos::new(HPos::Center, VPos::Bottom));
-    for (g, (keys, bars)) in groups.iter().enumerate() {
-        let width = 0.7 / bars.len().max(1) as f64;
-        let first = bars.first().map_or(f64::NAN, |(_, v)| *v);
-        for (b, (name, value)) in bars.iter().enumerate() {
-            let index = series.iter().position(|s| s == name).unwrap_or(0);
-            let color = COLORS[index % COLORS.len()];
-            let x = g as f64 + 0.15 + b as f64 * width;
-            let value = if value.is_finite() { *value } else { 0.0 };
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(x, 0.0), (x + width * 0.9, value)],
-                color.filled(),
-            )))?;
-            let center = (x + width * 0.45, value);
-            chart.draw_series(std::iter::once(
-                EmptyElement::at(center) + Text::new(label(value), (0, -3), above.clone()),
-            ))?;
-            // The ratio to the group's first bar on a line of its own above the value,
-            // so that the labels of neighbouring bars do not run into each other.
-            if b > 0 {
-                chart.draw_series(std::iter::once(
-                    EmptyElement::at(center)
-                        + Text::new(format!("({:.2}x)", value / first), (0, -17), above.clone()),
-                ))?;
-            }
-        }
-        let (x, y) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
-        root.draw(&Text::new(
-            format!("{keys} key{}", if *keys == 1 { "" } else { "s" }),
-            (x, y + 8),
-            (FONT, 13)
-                .into_font()
-                .into_text_style(&root)
-                .pos(Pos::new(HPos::Center, VPos::Top)),
-        ))?;
-    }
-    for (s, name) in series.iter().enumerate() {
-        let x = 90 + s as i32 * 220;
-        let color = COLORS[s % COLORS.len()];
-        legend.draw(&Rectangle::new([(x, 40), (x + 16, 50)], color.filled()))?;
-        legend.draw(&Text::new(
-            name.to_string(),
-            (x + 22, 45),
-            (FONT, 13)
-                .into_font()
-                .into_text_style(&legend)
-                .pos(Pos::new(HPos::Left, VPos::Center)),
-        ))?;
-    }
-    root.present()?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn both_charts_are_written_as_svg() {
+    fn the_chart_is_written_as_svg() {
         let dir =
             std::env::temp_dir().join(format!("diesel-occ-bench-chart-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -390,10 +273,6 @@ mod tests {
         draw(&points, "t <&>", &HOT_KEYS, &dir.join("lines")).unwrap();
         let svg = std::fs::read_to_string(dir.join("lines.svg")).unwrap();
         assert!(svg.contains("blind") && svg.contains("hot keys"));
-        let groups = vec![(1, vec![("occ", 100.0), ("occ-async", 90.0)])];
-        bars(&groups, "bars", "ops/s", &dir.join("bars")).unwrap();
-        let svg = std::fs::read_to_string(dir.join("bars.svg")).unwrap();
-        assert!(svg.contains("(0.90x)") && svg.contains("1 key"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -20,16 +20,13 @@ mod samples;
 mod scale;
 mod statements;
 
-use crate::abba::MIN_ROUNDS;
 use clap::{Parser, Subcommand};
-use diesel_occ_bench::async_setup::Setup;
-use diesel_occ_bench::backend::{Backend, ensure_database};
-use diesel_occ_bench::row::Row;
+use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
+use crate::abba::MIN_ROUNDS;
 use crate::options::Args;
-use crate::run::Setting;
 
 /// diesel-occ's benchmarks: what each way of writing a read-decide-write costs, and
 /// whether it loses updates.
@@ -184,26 +181,21 @@ fn each_backend(
     }
 }
 
-/// The setting of a backend's runs.
-fn setting<'a>(args: &'a Args, backend: Backend, url: &'a str) -> Result<Setting<'a>, String> {
-    ensure_database(backend, url)?;
-    Ok(Setting {
-        backend,
-        url,
-        workers: args.common.workers,
-        limit: args.common.limit,
-        retry: &args.retry,
-    })
-}
-
-/// `paired` on one backend: the table, the paired rounds, the statement count, then
-/// the results.
+/// `paired` on one backend: the table (every strategy at every key count), the paired
+/// rounds, the statement count, then the results.
 fn paired(args: &Args, pgbench: bool, backend: Backend) -> Result<(), String> {
     let url = args.url(backend);
-    let setting = setting(args, backend, &url)?;
+    let setting = args.setting(backend, &url)?;
     let mut summary = Summary::default();
     summary.say(report::header(args, backend, &url));
-    let rows = sweep(&setting, args, &mut summary)?;
+    let mut rows = Vec::new();
+    for &keys in &args.keys {
+        for &strategy in &args.strategies {
+            let row = run::run(&setting, strategy, keys)?;
+            summary.say(row.line());
+            rows.push(row);
+        }
+    }
     rounds::paired(&setting, args, pgbench, &mut summary)?;
     if args.strategies.contains(&Strategy::OccAsynchronous) {
         async_rounds::paired(&setting, args, &mut summary)?;
@@ -214,34 +206,26 @@ fn paired(args: &Args, pgbench: bool, backend: Backend) -> Result<(), String> {
     report::write(args, backend, &url, &rows, &summary)
 }
 
-/// `abba` on one backend.
+/// `abba` on one backend; writes `<backend>-abba-summary.txt`.
 fn abba_only(args: &Args, backend: Backend) -> Result<(), String> {
     let url = args.url(backend);
-    let setting = setting(args, backend, &url)?;
+    let setting = args.setting(backend, &url)?;
     let mut summary = Summary::default();
     summary.say(report::header(args, backend, &url));
     abba::rounds(&setting, args, &mut summary)?;
-    abba::write(args, backend, &summary)
-}
-
-/// The main table: every strategy at every key count, one line each.
-fn sweep(setting: &Setting<'_>, args: &Args, summary: &mut Summary) -> Result<Vec<Row>, String> {
-    let mut rows = Vec::new();
-    for &keys in &args.keys {
-        for &strategy in &args.strategies {
-            let row = run::run(setting, strategy, keys, Setup::RECOMMENDED)?;
-            summary.say(row.line());
-            rows.push(row);
-        }
-    }
-    Ok(rows)
+    let name = format!("{}-abba-summary.txt", backend.name());
+    println!(
+        "wrote {}",
+        args.common.save(&name, summary.text())?.display()
+    );
+    Ok(())
 }
 
 /// `redraw`: the backend's chart from its CSV file, and its async chart from the
 /// summary's paired async rounds.
 fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     let workers = report::redraw(args, backend)?;
-    if let Some(base) = async_rounds::redraw_asynchronous(backend, workers, &args.common.out)? {
+    if let Some(base) = async_rounds::redraw(backend, workers, &args.common.out)? {
         println!("redrew {}", base.with_extension("svg").display());
     }
     Ok(())

@@ -1,9 +1,11 @@
 //! The options of the reservation benchmarks (`paired`, `abba`, `batch`, `hot-key`,
 //! `redraw`): backends, keys, strategies, the shared options and the retry settings.
 
-use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::backend::{Backend, ensure_database};
 use diesel_occ_bench::cli::{self, Common};
 use diesel_occ_bench::strategy::{RetryOptions, Strategy};
+
+use crate::run::Setting;
 
 /// The reservation benchmarks' options.
 #[derive(Debug, Clone, clap::Args)]
@@ -17,8 +19,8 @@ pub(crate) struct Args {
     /// Hot keys per setting
     #[arg(long, value_delimiter = ',', default_value = "1,10,100,10000", value_parser = cli::keys)]
     pub(crate) keys: Vec<i32>,
-    /// The strategies (default: all); a comparison runs when two of its strategies are
-    /// chosen
+    /// The strategies (default: all but handwritten-async); a comparison runs when two
+    /// of its strategies are chosen
     #[arg(long, value_delimiter = ',', value_parser = Strategy::parse)]
     pub(crate) strategies: Vec<Strategy>,
     #[command(flatten)]
@@ -37,9 +39,9 @@ impl Args {
     /// Resolves the shared options and `--smoke` (keys 1 and 100), and the default
     /// strategies.
     pub(crate) fn finish(&mut self, default_rounds: usize) {
-        self.common.finish("diesel-occ-bench-smoke", default_rounds);
+        self.common.finish(default_rounds);
         if self.strategies.is_empty() {
-            self.strategies = Strategy::ALL.to_vec();
+            self.strategies = Strategy::DEFAULT.to_vec();
         }
         if self.common.smoke {
             self.keys = vec![1, 100];
@@ -53,5 +55,27 @@ impl Args {
             .rev()
             .find(|(b, _)| *b == backend)
             .map_or_else(|| backend.default_url(), |(_, u)| u.clone())
+    }
+
+    /// The setting of the runs on `backend` at `url`, after creating its database.
+    pub(crate) fn setting<'a>(
+        &'a self,
+        backend: Backend,
+        url: &'a str,
+    ) -> Result<Setting<'a>, String> {
+        ensure_database(backend, url)?;
+        Ok(Setting {
+            backend,
+            url,
+            workers: self.common.workers,
+            duration: self.common.duration,
+            retry: &self.retry,
+        })
+    }
+
+    /// The fewest and the most keys: the hot key and the overhead comparisons'.
+    pub(crate) fn narrow_and_wide(&self) -> (i32, i32) {
+        let narrow = self.keys.iter().copied().min().unwrap_or(1);
+        (narrow, self.keys.iter().copied().max().unwrap_or(1))
     }
 }

@@ -1,13 +1,13 @@
-//! The paired rounds' samples: one figure of one strategy (or setup) at one key count
-//! in one round, their medians and their per-round ratios.
+//! The paired rounds' samples: one figure of one strategy at one key count in one
+//! round, their medians and their per-round ratios.
 
 use diesel_occ_bench::stats::{median, per_round};
 
-/// One round's throughput of one strategy (or pgbench) at one key count.
-#[derive(Debug, Clone, Copy)]
+/// One round's figure of one strategy (or pgbench) at one key count.
+#[derive(Debug, Clone)]
 pub(crate) struct Sample {
     pub(crate) round: usize,
-    pub(crate) label: &'static str,
+    pub(crate) label: String,
     pub(crate) keys: i32,
     pub(crate) value: f64,
 }
@@ -17,6 +17,16 @@ pub(crate) struct Sample {
 pub(crate) struct Samples(pub(crate) Vec<Sample>);
 
 impl Samples {
+    pub(crate) fn push(&mut self, round: usize, label: &str, keys: i32, value: f64) {
+        let label = label.to_owned();
+        self.0.push(Sample {
+            round,
+            label,
+            keys,
+            value,
+        });
+    }
+
     pub(crate) fn median(&self, label: &str, keys: i32) -> f64 {
         median(
             self.0
@@ -31,7 +41,7 @@ impl Samples {
         self.median(label, keys).is_finite()
     }
 
-    pub(crate) fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
+    fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
         self.0
             .iter()
             .find(|s| s.round == round && s.label == label && s.keys == keys)

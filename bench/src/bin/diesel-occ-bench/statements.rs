@@ -2,6 +2,7 @@
 //! and whether diesel-occ runs the statements a careful hand-written version would.
 
 use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::for_backend;
 use diesel_occ_bench::measures::Statements;
 use diesel_occ_bench::stats::ratio;
 use diesel_occ_bench::strategies::blocking;
@@ -9,25 +10,14 @@ use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
-use diesel_occ_bench::{pg, sqlite};
 
 /// Runs 100 saves each way on a fresh table and records their statements.
 pub(crate) fn measure(backend: Backend, url: &str) -> Result<Statements, String> {
-    match backend {
-        Backend::Postgres => measure_on::<pg::Db>(url),
-        Backend::Sqlite => measure_on::<sqlite::Db>(url),
-        #[cfg(feature = "mysql")]
-        Backend::Mysql => measure_on::<diesel_occ_bench::mysql::Db>(url),
-        #[cfg(not(feature = "mysql"))]
-        Backend::Mysql => Err("MySQL needs `--features mysql`".into()),
-    }
-}
-
-/// [`measure`] on one backend.
-fn measure_on<D: Database>(url: &str) -> Result<Statements, String> {
-    let mut conn = D::connect(url, Strategy::Atomic)?;
-    conn.reset(100).map_err(|e| e.to_string())?;
-    blocking::statements(&mut conn, 100)
+    for_backend!(backend, D => {
+        let mut conn = D::connect(url, Strategy::Atomic)?;
+        conn.reset(100).map_err(|e| e.to_string())?;
+        blocking::statements(&mut conn, 100)
+    })
 }
 
 /// Prints what [`measure`] found.

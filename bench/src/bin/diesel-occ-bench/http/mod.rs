@@ -1,15 +1,13 @@
 //! `http`: a load generator against the example HTTP service on PostgreSQL, comparing
-//! three ways of writing an article whose ETag the client holds ([`writes`]): over HTTP
+//! three ways of writing an article whose ETag the client holds ([`runs`]): over HTTP
 //! with minimal keep-alive clients ([`wire`]) against the service run in this process
-//! ([`service`]), then the same statements without HTTP ([`direct`]). What each run
-//! measures, and why, is in `bench/results/method.md`.
+//! ([`service`]), then the same statements without HTTP. What each run measures, and
+//! why, is in `bench/results/method.md`.
 
-mod direct;
 mod report;
 mod runs;
 mod service;
 mod wire;
-mod writes;
 
 use std::time::Duration;
 
@@ -17,14 +15,12 @@ use diesel_occ_examples::postgres as app;
 
 use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
 use diesel_occ_bench::cli::{self, Common};
-use diesel_occ_bench::harness::Limit;
 use diesel_occ_bench::summary::Summary;
 
-use self::report::{Via, report_ratios, row, write_results};
-use self::runs::{fresh_articles, run_direct, run_http};
+use self::report::{HttpRow, Via};
+use self::runs::{Write, fresh_articles, run_direct, run_http};
 use self::service::Service;
 use self::wire::Wire;
-use self::writes::Write;
 
 /// `http`'s options.
 #[derive(Debug, Clone, clap::Args)]
@@ -40,31 +36,24 @@ pub(crate) struct Args {
     articles: Vec<usize>,
 }
 
-/// Runs the HTTP benchmark.
-pub(crate) fn main(mut args: Args) -> Result<(), String> {
-    args.common.finish("diesel-occ-bench-smoke", 3);
-    bench(&args)
-}
-
 /// Runs the HTTP benchmark: single runs of each write at each article count, then the
 /// paired rounds, the paired rounds without HTTP, then the results in `--out`.
-fn bench(args: &Args) -> Result<(), String> {
-    let url = match args
-        .url
-        .as_deref()
-        .map(|u| u.strip_prefix("postgres=").unwrap_or(u))
-    {
-        Some(url) => url.to_owned(),
+pub(crate) fn main(mut args: Args) -> Result<(), String> {
+    args.common.finish(3);
+    let url = match args.url.as_deref() {
+        Some(url) => url.strip_prefix("postgres=").unwrap_or(url).to_owned(),
         None => Backend::Postgres.default_url(),
     };
     ensure_database(Backend::Postgres, &url)?;
     app::migrate(&url).map_err(|e| format!("migrations: {e}"))?;
-    let clients = args.common.workers;
-    let articles: Vec<usize> = if args.articles.is_empty() {
-        vec![clients, 1]
-    } else {
-        args.articles.clone()
-    };
+    let (clients, duration, rounds) = (
+        args.common.workers,
+        args.common.duration,
+        args.common.rounds,
+    );
+    if args.articles.is_empty() {
+        args.articles = vec![clients, 1];
+    }
     let service = Service::start(&url, clients)?;
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -78,34 +67,30 @@ fn bench(args: &Args) -> Result<(), String> {
     summary.say(format!(
         "== http ({}): the example HTTP service in this process (its own {}-thread runtime, \
          a pool of {clients} connections), {clients} keep-alive clients on another \
-         runtime (one thread), {:?} per run, articles {articles:?}",
+         runtime (one thread), {duration:?} per run, articles {:?}",
         server_version(Backend::Postgres, &url),
         std::thread::available_parallelism().map_or(2, usize::from),
-        args.common.limit,
+        args.articles,
     ));
+    // Warm-up (pool connections, prepared statements, the clients' buffers): not kept.
+    for write in Write::ALL {
+        let warm_up = Duration::from_millis(200);
+        client_runtime.block_on(run_http(
+            &mut wires, &service, &url, write, clients, warm_up,
+        ))?;
+    }
     let mut rows = Vec::new();
-    let mut run = |round: usize,
-                   write: Write,
-                   via: Via,
-                   articles: usize,
-                   wires: &mut Vec<Wire>,
-                   summary: &mut Summary| {
+    let mut run = |round: usize, write: Write, via: Via, articles: usize, summary: &mut Summary| {
         let measured = match via {
             Via::Http => client_runtime.block_on(run_http(
-                wires,
-                &service,
-                &url,
-                write,
-                clients,
-                articles,
-                args.common.limit,
+                &mut wires, &service, &url, write, articles, duration,
             ))?,
             Via::Direct => {
                 client_runtime.block_on(fresh_articles(&mut wires[0], &url, articles))?;
-                run_direct(&service, &url, write, clients, args.common.limit)?
+                run_direct(&service, &url, write, clients, duration)?
             }
         };
-        let row = row(round, write, via, (clients, articles), measured);
+        let row = HttpRow::new((round, write, via), (clients, articles), measured);
         let label = match (round, via) {
             (0, _) => String::new(),
             (_, Via::Http) => format!("round {round}: "),
@@ -115,48 +100,38 @@ fn bench(args: &Args) -> Result<(), String> {
         rows.push(row);
         Ok::<(), String>(())
     };
-    // Warm-up (pool connections, prepared statements, the clients' buffers): not kept.
-    for write in Write::ALL {
-        client_runtime.block_on(run_http(
-            &mut wires,
-            &service,
-            &url,
-            write,
-            clients,
-            clients,
-            Limit::Time(Duration::from_millis(200)),
-        ))?;
-    }
-    for &count in &articles {
+    for &count in &args.articles {
         for write in Write::ALL {
-            run(0, write, Via::Http, count, &mut wires, &mut summary)?;
+            run(0, write, Via::Http, count, &mut summary)?;
         }
     }
-    let paired_articles = articles[0];
+    let paired = args.articles[0];
     for via in [Via::Http, Via::Direct] {
         summary.say(match via {
             Via::Http => format!(
-                "-- paired rounds ({} rounds) at {paired_articles} articles: the three writes \
-                 one after the other, each round starting with another",
-                args.common.rounds
+                "-- paired rounds ({rounds} rounds) at {paired} articles: the three writes \
+                 one after the other, each round starting with another"
             ),
             Via::Direct => format!(
-                "-- paired rounds without HTTP ({} rounds, {paired_articles} articles): the \
-                 same statements, {clients} tasks on the service's runtime and pool",
-                args.common.rounds
+                "-- paired rounds without HTTP ({rounds} rounds, {paired} articles): the \
+                 same statements, {clients} tasks on the service's runtime and pool"
             ),
         });
         let mut order = Write::ALL;
-        for round in 1..=args.common.rounds {
+        for round in 1..=rounds {
             if round > 1 {
                 order.rotate_left(1);
             }
             for write in order {
-                run(round, write, via, paired_articles, &mut wires, &mut summary)?;
+                run(round, write, via, paired, &mut summary)?;
             }
         }
     }
+    drop(run);
     drop(service);
-    report_ratios(&rows, args.common.rounds, &mut summary);
-    write_results(&args.common.out, &rows, &summary)
+    report::report_ratios(&rows, rounds, &mut summary);
+    let csv = args.common.save("http.csv", &report::csv(&rows))?;
+    let text = args.common.save("http-summary.txt", summary.text())?;
+    println!("wrote {} and {}", csv.display(), text.display());
+    Ok(())
 }

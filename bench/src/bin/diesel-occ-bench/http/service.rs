@@ -1,9 +1,9 @@
 //! The service under load: the example app's router plus the benchmark's unconditional
-//! route, on its own runtime, over the app's pool with a probe on each connection.
+//! route, on its own runtime, over the app's pool whose connections count their
+//! statements and note their server process.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use axum::http::header::ETAG;
 use axum::response::{IntoResponse, Response};
 use axum::routing::put;
-use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel::prelude::*;
 use diesel_async::AsyncConnection;
 use diesel_occ::statement::CachedUpdate;
@@ -22,68 +21,19 @@ use diesel_occ_examples::postgres::http::{ArticleJson, MAX_BODY, MAX_TITLE};
 use diesel_occ_examples::postgres::{self as app, AsyncConn, AsyncPool};
 use diesel_occ_examples::schema::articles;
 
+use diesel_occ_bench::async_support::count_statements;
 use diesel_occ_bench::cpu::SERVICE_THREADS;
-
-/// What the service's connections did: statements run, the time from sending each to
-/// its result, and the server processes behind them (for their CPU time).
-#[derive(Debug, Default)]
-pub(crate) struct Probe {
-    statements: AtomicU64,
-    statement_nanos: AtomicU64,
-    backends: Mutex<Vec<u32>>,
-}
-
-/// The probe's counters at one moment.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Counted {
-    pub(crate) statements: u64,
-    pub(crate) statement_nanos: u64,
-}
-
-impl Probe {
-    pub(crate) fn counted(&self) -> Counted {
-        Counted {
-            statements: self.statements.load(Ordering::Relaxed),
-            statement_nanos: self.statement_nanos.load(Ordering::Relaxed),
-        }
-    }
-
-    pub(crate) fn backends(&self) -> Vec<u32> {
-        self.backends.lock().expect("no panic holds it").clone()
-    }
-}
-
-/// Diesel's instrumentation on one connection: counts each statement and its time.
-struct Timing {
-    probe: Arc<Probe>,
-    started: Option<Instant>,
-}
-
-impl Instrumentation for Timing {
-    fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
-        match event {
-            InstrumentationEvent::StartQuery { .. } => self.started = Some(Instant::now()),
-            InstrumentationEvent::FinishQuery { .. } => {
-                if let Some(started) = self.started.take() {
-                    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                    self.probe.statements.fetch_add(1, Ordering::Relaxed);
-                    self.probe
-                        .statement_nanos
-                        .fetch_add(nanos, Ordering::Relaxed);
-                }
-            }
-            _ => {}
-        }
-    }
-}
 
 /// The service, running on its own runtime until dropped.
 pub(crate) struct Service {
     /// `127.0.0.1:port`.
     pub(crate) addr: String,
     pub(crate) pool: AsyncPool,
-    pub(crate) probe: Arc<Probe>,
     pub(crate) runtime: tokio::runtime::Runtime,
+    /// Statements the pool's connections started.
+    statements: Arc<AtomicU64>,
+    /// The PostgreSQL processes behind them, for their CPU time.
+    backends: Arc<Mutex<Vec<u32>>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -106,11 +56,12 @@ impl Service {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let probe = Arc::new(Probe::default());
+        let statements = Arc::new(AtomicU64::new(0));
+        let backends = Arc::new(Mutex::new(Vec::new()));
         let mut config = app::async_manager_config();
-        let setup_probe = Arc::clone(&probe);
+        let (counter, pids) = (Arc::clone(&statements), Arc::clone(&backends));
         config.custom_setup = Box::new(move |url| {
-            let (url, probe) = (url.to_owned(), Arc::clone(&setup_probe));
+            let (url, counter, pids) = (url.to_owned(), Arc::clone(&counter), Arc::clone(&pids));
             Box::pin(async move {
                 let mut conn = AsyncConn::establish(&url).await?;
                 let setup = diesel::ConnectionError::CouldntSetupConfiguration;
@@ -120,15 +71,9 @@ impl Service {
                 let pid: i32 = diesel_async::RunQueryDsl::get_result(pid, &mut conn)
                     .await
                     .map_err(setup)?;
-                probe
-                    .backends
-                    .lock()
-                    .expect("no panic holds it")
-                    .extend(u32::try_from(pid).ok());
-                conn.set_instrumentation(Timing {
-                    probe,
-                    started: None,
-                });
+                let mut pids = pids.lock().expect("no panic holds it");
+                pids.extend(u32::try_from(pid).ok());
+                count_statements(&mut conn, &counter);
                 Ok(conn)
             })
         });
@@ -145,9 +90,20 @@ impl Service {
         Ok(Service {
             addr,
             pool,
-            probe,
             runtime,
+            statements,
+            backends,
         })
+    }
+
+    /// Statements the pool's connections have started so far.
+    pub(crate) fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// The PostgreSQL processes behind the pool's connections.
+    pub(crate) fn backends(&self) -> Vec<u32> {
+        self.backends.lock().expect("no panic holds it").clone()
     }
 }
 

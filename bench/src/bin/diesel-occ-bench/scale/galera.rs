@@ -1,15 +1,12 @@
 //! Galera: one node against three, and `occ-multihost` (`MultiHost` over a connection
 //! to each node as the retry helper's source).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use diesel::prelude::*;
 use diesel_occ::blocking::Combiner;
 use diesel_occ::multi_host::MultiHost;
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::harness::{self, Held};
 use diesel_occ_bench::mysql;
-use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategies::blocking;
 use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
@@ -17,7 +14,7 @@ use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use super::options::{Args, Cluster};
-use super::rounds::{ScaleRow, Way, play};
+use super::rounds::{ScaleRow, Way, play, row};
 
 /// The strategies compared on Galera unless `--strategies` names others.
 const DEFAULT: [Way; 5] = [
@@ -51,7 +48,7 @@ pub(crate) fn run(
         urls.len(),
         urls.join(" "),
         args.common.workers,
-        args.common.limit,
+        args.common.duration,
         args.common.rounds,
         urls.len(),
         urls.len(),
@@ -78,29 +75,24 @@ pub(crate) fn run(
                     return Err(format!("{url}: {rows} rows after the reset"));
                 }
             }
+            let (workers, duration) = (args.common.workers, args.common.duration);
             // Shared by the run's workers, for occ-combine.
             let combiner = Combiner::new();
             let measured = match strategy {
-                Way::Plain(strategy) => {
-                    let next = AtomicUsize::new(0);
-                    harness::run_threads(
-                        args.common.workers,
-                        count,
-                        args.common.limit,
-                        policy.clone(),
-                        || {
-                            let node = next.fetch_add(1, Ordering::Relaxed) % nodes.len();
-                            mysql::Db::connect(&nodes[node], strategy)
-                        },
-                        |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
-                    )?
-                }
-                Way::MultiHost => harness::run_threads(
-                    args.common.workers,
+                Way::Plain(strategy) => harness::run_threads(
+                    workers,
                     count,
-                    args.common.limit,
+                    duration,
                     policy.clone(),
-                    || {
+                    |index| mysql::Db::connect(&nodes[index % nodes.len()], strategy),
+                    |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
+                )?,
+                Way::MultiHost => harness::run_threads(
+                    workers,
+                    count,
+                    duration,
+                    policy.clone(),
+                    |_| {
                         let held = nodes
                             .iter()
                             .map(|url| mysql::Db::connect(url, Strategy::Occ).map(Held::new))
@@ -110,20 +102,14 @@ pub(crate) fn run(
                     |held, worker, key| blocking::occ_on(&*held.0.borrow(), &worker.policy, key),
                 )?,
             };
-            if let Some(error) = &measured.0.first_error {
-                eprintln!("  {} failed: {error}", strategy.name());
-            }
-            let deadlocks = measured.0.deadlocks;
-            let taken = admin.taken(count).map_err(|e| e.to_string())?;
-            let row = Row::new(
+            row(
                 Backend::Mysql,
                 strategy.name(),
-                args.common.workers,
+                workers,
                 count,
                 measured,
-                taken,
-            );
-            Ok((row, deadlocks))
+                &mut admin,
+            )
         },
     )
 }

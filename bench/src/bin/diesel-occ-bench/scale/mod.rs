@@ -18,7 +18,7 @@ use self::rounds::{ScaleRow, report};
 
 /// Runs the comparison on every `--backend` cluster.
 pub(crate) fn main(mut args: Args) -> Result<(), String> {
-    args.common.finish("diesel-occ-bench-smoke", 3);
+    args.common.finish(3);
     if args.common.smoke {
         args.keys = vec![1, 100];
     }
@@ -42,20 +42,12 @@ fn bench(args: &Args, cluster: Cluster) -> Result<(), String> {
         Cluster::PgStandby => standby::run(args, &urls, &keys, &mut summary)?,
     };
     report(cluster, &rows, &keys, args.common.rounds, &mut summary);
-    std::fs::create_dir_all(&args.common.out).map_err(|e| e.to_string())?;
-    let mut csv = String::from(ScaleRow::CSV_HEADER);
-    csv.push('\n');
-    for row in &rows {
-        csv.push_str(&row.csv(cluster));
-        csv.push('\n');
-    }
-    let path = args.common.out.join(format!("{}.csv", cluster.name()));
-    std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    let lines: Vec<String> = rows.iter().map(|row| row.csv(cluster)).collect();
+    let csv = format!("{}\n{}\n", ScaleRow::CSV_HEADER, lines.join("\n"));
+    let csv = args.common.save(&format!("{}.csv", cluster.name()), &csv)?;
     let text = args
         .common
-        .out
-        .join(format!("{}-summary.txt", cluster.name()));
-    std::fs::write(&text, summary.text()).map_err(|e| format!("{}: {e}", text.display()))?;
-    println!("wrote {} and {}", path.display(), text.display());
+        .save(&format!("{}-summary.txt", cluster.name()), summary.text())?;
+    println!("wrote {} and {}", csv.display(), text.display());
     Ok(())
 }

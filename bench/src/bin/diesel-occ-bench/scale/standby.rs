@@ -2,14 +2,12 @@
 //! `retry_with_standby` reading on the standby.
 
 use diesel::prelude::*;
-use diesel_occ::blocking::Combiner;
 use diesel_occ::prelude::*;
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::harness::{self, Held, OpResult, Worker};
 use diesel_occ_bench::model::Stock;
 use diesel_occ_bench::outcome::Seen;
 use diesel_occ_bench::pg;
-use diesel_occ_bench::row::Row;
 use diesel_occ_bench::strategies::blocking;
 use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
@@ -17,7 +15,7 @@ use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use super::options::{Args, Cluster};
-use super::rounds::{ScaleRow, Way, play};
+use super::rounds::{ScaleRow, Way, play, row};
 
 /// A worker's two connections.
 pub(crate) struct Pair {
@@ -42,7 +40,7 @@ pub(crate) fn run(
          operation's first conflict",
         server_version(Backend::Postgres, primary),
         args.common.workers,
-        args.common.limit,
+        args.common.duration,
         args.common.rounds,
     ));
     let policy = args.retry.policy(Strategy::Occ);
@@ -59,23 +57,23 @@ pub(crate) fn run(
             let mut admin = pg::Db::connect(primary, Strategy::Atomic)?;
             admin.reset(count).map_err(|e| format!("reset: {e}"))?;
             wait_for_replay(&mut admin, standby)?;
-            let combiner = Combiner::new();
+            let (workers, duration) = (args.common.workers, args.common.duration);
             let measured = if setup == "primary" {
                 harness::run_threads(
-                    args.common.workers,
+                    workers,
                     count,
-                    args.common.limit,
+                    duration,
                     policy.clone(),
-                    || pg::Db::connect(primary, strategy),
-                    |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
+                    |_| pg::Db::connect(primary, strategy),
+                    |held, worker, key| blocking::occ_on(held, &worker.policy, key),
                 )?
             } else {
                 harness::run_threads(
-                    args.common.workers,
+                    workers,
                     count,
-                    args.common.limit,
+                    duration,
                     policy.clone(),
-                    || {
+                    |_| {
                         Ok(Pair {
                             primary: Held::new(pg::Db::connect(primary, strategy)?),
                             standby: Held::new(pg::Db::connect(standby, strategy)?),
@@ -84,20 +82,14 @@ pub(crate) fn run(
                     |held, worker, key| occ_from_standby(&held.0.borrow(), worker, key),
                 )?
             };
-            if let Some(error) = &measured.0.first_error {
-                eprintln!("  {setup} failed: {error}");
-            }
-            let deadlocks = measured.0.deadlocks;
-            let taken = admin.taken(count).map_err(|e| e.to_string())?;
-            let row = Row::new(
+            row(
                 Backend::Postgres,
                 strategy.name(),
-                args.common.workers,
+                workers,
                 count,
                 measured,
-                taken,
-            );
-            Ok((row, deadlocks))
+                &mut admin,
+            )
         },
     )
 }
@@ -106,26 +98,21 @@ pub(crate) fn run(
 /// stale), the checked save on the primary, and reads on the primary once the
 /// operation met a conflict.
 fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResult, String> {
-    let mut seen = Seen::default();
+    let seen = Seen::default();
     let result = diesel_occ::blocking::retry_with_standby(
         &pair.primary,
         &pair.standby,
         &worker.policy,
         |conns, attempt| {
-            seen.last_attempt = attempt.number();
             let result = (|| {
                 let mut stock: Stock = attempt.find(conns.read()?, key)?;
-                if stock.available <= 0 {
+                if !stock.take_one() {
                     return Ok(false);
                 }
-                stock.available -= 1;
                 stock.save_checked(conns.write()?)?;
                 Ok(true)
             })();
-            if let Err(error) = &result {
-                seen.saw(error);
-            }
-            result
+            seen.track(&attempt, result)
         },
     );
     seen.finish(result)
