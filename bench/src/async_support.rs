@@ -1,13 +1,12 @@
 //! What the asynchronous strategies use on every backend: the statement counter, the
-//! helper's backoff pause, the probe of how long a pause lasts, and the hand-written
-//! reservations' retry loop.
+//! helper's backoff pause and the hand-written reservations' retry loop.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use diesel_occ::retry::RetryPolicy;
 
-use crate::harness::{OpResult, runtime};
+use crate::harness::OpResult;
 
 /// Counts every statement `conn` starts into `counter` (Diesel's instrumentation).
 pub fn count_statements(conn: &mut impl diesel_async::AsyncConnection, counter: &Arc<AtomicU64>) {
@@ -23,42 +22,6 @@ pub fn count_statements(conn: &mut impl diesel_async::AsyncConnection, counter: 
 /// One reservation's future.
 pub type BoxedOp<'s> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<OpResult, String>> + Send + 's>>;
-
-/// How long a retry backoff really lasts, for the policy's first backoffs (uniform in
-/// `[0, 1 ms]`): the mean of 200 each, in ms, as asked, with `std::thread::sleep` (the
-/// blocking helper), with a plain `tokio::time::sleep`, and with the async helper's
-/// pause (the same algorithm as diesel-occ's `asynchronous::retry::pause`: below the
-/// timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool).
-pub fn sleep_probe() -> Result<[f64; 4], String> {
-    let mut rng = fastrand::Rng::with_seed(7);
-    let pauses: Vec<std::time::Duration> = (0..200)
-        .map(|_| std::time::Duration::from_micros(rng.u64(0..=1000)))
-        .collect();
-    let mean = |total: f64| total * 1e3 / pauses.len() as f64;
-    let asked = mean(pauses.iter().map(|d| d.as_secs_f64()).sum::<f64>());
-    let mut thread = 0.0;
-    for pause in &pauses {
-        let began = std::time::Instant::now();
-        std::thread::sleep(*pause);
-        thread += began.elapsed().as_secs_f64();
-    }
-    let runtime = runtime(4)?;
-    let (tokio, helper) = runtime.block_on(async {
-        let (mut tokio, mut helper) = (0.0, 0.0);
-        for pause in &pauses {
-            let began = std::time::Instant::now();
-            tokio::time::sleep(*pause).await;
-            tokio += began.elapsed().as_secs_f64();
-        }
-        for pause in &pauses {
-            let began = std::time::Instant::now();
-            self::pause(*pause).await;
-            helper += began.elapsed().as_secs_f64();
-        }
-        (tokio, helper)
-    });
-    Ok([asked, mean(thread), mean(tokio), mean(helper)])
-}
 
 /// The async helper's backoff sleep, as diesel-occ's `asynchronous::retry::pause` does
 /// it: below the timer's 1 ms tick, `thread::sleep` on the runtime's blocking pool.

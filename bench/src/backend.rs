@@ -49,38 +49,31 @@ impl Backend {
 pub fn ensure_database(backend: Backend, url: &str) -> Result<(), String> {
     use diesel::{Connection, RunQueryDsl};
     let (server, name) = url.rsplit_once('/').ok_or("a URL ends with /DATABASE")?;
-    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if backend == Backend::Sqlite
+        || (backend == Backend::Postgres && diesel::PgConnection::establish(url).is_ok())
+    {
+        return Ok(());
+    }
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("cannot create database {name:?}"));
+    }
     match backend {
-        Backend::Sqlite => Ok(()),
         Backend::Postgres => {
-            if diesel::PgConnection::establish(url).is_ok() {
-                return Ok(());
-            }
-            if !valid {
-                return Err(format!("cannot create database {name:?}"));
-            }
+            // PostgreSQL has no IF NOT EXISTS here: it failed to connect to it.
             let mut conn = diesel::PgConnection::establish(&format!("{server}/postgres"))
                 .map_err(|e| e.to_string())?;
-            diesel::sql_query(format!("CREATE DATABASE {name}"))
-                .execute(&mut conn)
-                .map(drop)
-                .map_err(|e| e.to_string())
+            diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn)
         }
         #[cfg(feature = "mysql")]
         Backend::Mysql => {
-            if !valid {
-                return Err(format!("cannot create database {name:?}"));
-            }
             let mut conn = diesel::MysqlConnection::establish(&format!("{server}/mysql"))
                 .map_err(|e| e.to_string())?;
-            diesel::sql_query(format!("CREATE DATABASE IF NOT EXISTS {name}"))
-                .execute(&mut conn)
-                .map(drop)
-                .map_err(|e| e.to_string())
+            diesel::sql_query(format!("CREATE DATABASE IF NOT EXISTS {name}")).execute(&mut conn)
         }
-        #[cfg(not(feature = "mysql"))]
-        Backend::Mysql => Err("MySQL needs `--features mysql`".into()),
+        _ => return Err("MySQL needs `--features mysql`".into()),
     }
+    .map(drop)
+    .map_err(|e| e.to_string())
 }
 
 /// The server's version for the tables' headers and the charts' titles.

@@ -47,4 +47,4 @@ impl BackendSql for MysqlConnection {
     }
 }
 
-crate::strategies::checked::checked_stock!(MysqlConnection, AsyncMysqlConnection, "");
+crate::strategies::sql::stock_sql!(MysqlConnection, AsyncMysqlConnection, "");

@@ -47,4 +47,4 @@ impl BackendSql for PgConnection {
     }
 }
 
-crate::strategies::checked::checked_stock!(PgConnection, AsyncPgConnection, "");
+crate::strategies::sql::stock_sql!(PgConnection, AsyncPgConnection, "");

@@ -1,5 +1,5 @@
-//! One measured run of one strategy: the table line, and the CSV line that `--redraw`
-//! reads back.
+//! One measured run of one strategy: the table line (which `redraw` reads back) and
+//! the CSV line.
 
 use std::time::Duration;
 
@@ -76,32 +76,6 @@ impl Row {
             statements: tally.statements,
             deadlocks: tally.deadlocks,
         }
-    }
-
-    /// Reads a line that [`Row::csv`] wrote.
-    pub fn parse(line: &str) -> Option<Row> {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 14 {
-            return None;
-        }
-        Some(Row {
-            backend: Backend::parse(f[0]).ok()?.name(),
-            strategy: f[1].to_owned(),
-            workers: f[2].parse().ok()?,
-            keys: f[3].parse().ok()?,
-            seconds: f[4].parse().ok()?,
-            committed: f[5].parse().ok()?,
-            failed: f[6].parse().ok()?,
-            ops_per_sec: f[7].parse().ok()?,
-            p50_ms: f[8].parse().ok()?,
-            p99_ms: f[9].parse().ok()?,
-            conflicts: f[10].parse().ok()?,
-            aborts: f[11].parse().ok()?,
-            retries: f[12].parse().ok()?,
-            lost: f[13].parse().ok()?,
-            statements: 0,
-            deadlocks: 0,
-        })
     }
 
     /// The CSV file's first line.

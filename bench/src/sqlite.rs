@@ -89,4 +89,4 @@ impl BackendSql for SqliteConnection {
     }
 }
 
-crate::strategies::checked::checked_stock!(SqliteConnection, AsyncConn, PRAGMAS);
+crate::strategies::sql::stock_sql!(SqliteConnection, AsyncConn, PRAGMAS);

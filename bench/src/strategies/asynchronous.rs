@@ -19,7 +19,6 @@ use diesel_async::pooled_connection::{
 use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection, Combiner};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 
-use super::checked::AsyncCheckedStock;
 use super::sql::AsyncStockSql;
 use crate::async_support::{count_statements, retry_misses};
 use crate::harness::{self, OpResult, Reserve, Tally};
@@ -62,7 +61,7 @@ pub fn run<D: Database>(
 
 /// A fresh connection that has run the backend's first statements and, when given a
 /// counter, counts its statements into it.
-pub async fn connect<C: AsyncCheckedStock>(
+pub async fn connect<C: AsyncStockSql>(
     url: &str,
     statements: Option<&Arc<AtomicU64>>,
 ) -> diesel::ConnectionResult<C> {
@@ -79,10 +78,10 @@ pub async fn connect<C: AsyncCheckedStock>(
 }
 
 /// A pool of `size` connections, all connected before the clock starts
-/// ([`AsyncCheckedStock::pool`] on a concrete connection).
+/// ([`AsyncStockSql::pool`] on a concrete connection).
 pub async fn pool<C>(url: &str, size: usize, statements: Arc<AtomicU64>) -> Result<Pool<C>, String>
 where
-    C: AsyncCheckedStock + PoolableConnection,
+    C: AsyncStockSql + PoolableConnection,
     AsyncDieselConnectionManager<C>: deadpool::managed::Manager<Type = C, Error = PoolError>,
     for<'a> Ping: LoadQuery<'a, C, i32>,
 {
@@ -112,7 +111,7 @@ where
 
 /// One task's share of the run.
 struct Task<D: Database> {
-    pool: <D::AsyncConn as AsyncCheckedStock>::Pool,
+    pool: <D::AsyncConn as AsyncStockSql>::Pool,
     /// The run's combiner, for `occ-combine-async`.
     combiner: Arc<Combiner<Stock>>,
     policy: RetryPolicy,
@@ -140,7 +139,7 @@ impl<D: Database> Reserve for Task<D> {
 async fn occ<S>(pool: &S, policy: &RetryPolicy, key: i32) -> Result<OpResult, String>
 where
     S: AsyncConnectionSource,
-    S::Connection: AsyncLockingConnection + AsyncCheckedStock,
+    S::Connection: AsyncLockingConnection + AsyncStockSql,
 {
     let seen = Seen::default();
     let seen_ref = &seen;
@@ -153,7 +152,7 @@ where
 
 /// One attempt of diesel-occ's reservation: the attempt's read, then a checked save of
 /// one unit less; `false` when the row has none left.
-async fn reserve<C: AsyncCheckedStock>(
+async fn reserve<C: AsyncStockSql>(
     conn: &mut C,
     attempt: &Attempt,
     key: i32,
@@ -183,7 +182,7 @@ where
             return Ok(Some(false));
         }
         let written = conn
-            .write_checked_prepared(&stock, stock.available - 1)
+            .write_checked(&stock, stock.available - 1)
             .await
             .map_err(|e| e.to_string())?;
         if written == 1 {

@@ -7,7 +7,6 @@ use std::time::Duration;
 use diesel::Connection;
 
 use super::asynchronous::connect;
-use super::checked::{AsyncCheckedStock, CheckedStock};
 use super::sql::{AsyncStockSql, StockSql};
 use crate::harness::{self, OpResult, Reserve, Tally};
 use crate::measures::QueryLog;
@@ -23,7 +22,7 @@ fn range(index: usize, size: usize) -> (i32, i32) {
 }
 
 /// One operation: every stock one unit less, then saved as one batch or one by one.
-fn save<C: CheckedStock>(conn: &mut C, batch: bool, stocks: &mut [Stock]) -> Result<(), String> {
+fn save<C: StockSql>(conn: &mut C, batch: bool, stocks: &mut [Stock]) -> Result<(), String> {
     stocks.iter_mut().for_each(|stock| stock.available -= 1);
     if batch {
         return conn.save_all(stocks).map_err(|e| e.to_string());
@@ -35,7 +34,7 @@ fn save<C: CheckedStock>(conn: &mut C, batch: bool, stocks: &mut [Stock]) -> Res
 }
 
 /// The same, async.
-async fn save_async<C: AsyncCheckedStock>(
+async fn save_async<C: AsyncStockSql>(
     conn: &mut C,
     batch: bool,
     stocks: &mut [Stock],
@@ -64,12 +63,11 @@ pub fn run<D: Database>(
         harness::runtime(workers)?.block_on(async {
             let mut tasks = Vec::with_capacity(workers);
             for index in 0..workers {
-                let mut conn = connect::<D::AsyncConn>(url, None)
-                    .await
-                    .map_err(|e| e.to_string())?;
                 let (first, last) = range(index, size);
-                let stocks = conn
+                let stocks = D::connect(url, Strategy::Occ)?
                     .read_range(first, last)
+                    .map_err(|e| e.to_string())?;
+                let conn = connect::<D::AsyncConn>(url, None)
                     .await
                     .map_err(|e| e.to_string())?;
                 tasks.push(Task {
@@ -114,7 +112,7 @@ struct Task<C> {
     batch: bool,
 }
 
-impl<C: AsyncCheckedStock + Send> Reserve for Task<C> {
+impl<C: AsyncStockSql + Send> Reserve for Task<C> {
     async fn reserve(&mut self, _key: i32) -> Result<OpResult, String> {
         save_async(&mut self.conn, self.batch, &mut self.stocks).await?;
         Ok(committed())
@@ -133,8 +131,9 @@ pub fn count<D: Database>(url: &str, asynchronous: bool) -> Result<[Vec<String>;
                 .await
                 .map_err(|e| e.to_string())?;
             conn.set_instrumentation(log.clone());
-            let mut stocks = conn.read_range(1, 100).await.map_err(|e| e.to_string())?;
-            log.take();
+            let mut stocks = D::connect(url, Strategy::Occ)?
+                .read_range(1, 100)
+                .map_err(|e| e.to_string())?;
             save_async(&mut conn, false, &mut stocks).await?;
             let single = started(&log).collect();
             save_async(&mut conn, true, &mut stocks).await?;

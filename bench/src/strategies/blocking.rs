@@ -6,7 +6,6 @@ use diesel::QueryResult;
 use diesel_occ::blocking::{Combiner, ConnectionSource, LockingConnection};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 
-use super::checked::CheckedStock;
 use super::sql::{BackendSql, StockSql};
 use crate::harness::{Held, OpResult, Worker};
 use crate::measures::{QueryLog, Statements, strip_binds};
@@ -24,7 +23,7 @@ pub fn op<C>(
     combiner: &Combiner<Stock>,
 ) -> Result<OpResult, String>
 where
-    C: LockingConnection + StockSql + BackendSql + CheckedStock,
+    C: LockingConnection + StockSql + BackendSql,
 {
     let once: fn(&mut C, i32) -> Once = match strategy {
         Strategy::Blind => blind_once,
@@ -77,12 +76,7 @@ pub fn handwritten_once<C: StockSql>(conn: &mut C, key: i32, prepared: bool) -> 
     if stock.available <= 0 {
         return Ok(Some(false));
     }
-    let written = if prepared {
-        conn.write_checked_prepared(&stock, stock.available - 1)?
-    } else {
-        conn.write_checked(&stock, stock.available - 1)?
-    };
-    if written == 1 {
+    if conn.write_checked(&stock, stock.available - 1, prepared)? == 1 {
         return Ok(Some(true));
     }
     conn.read_version(key)?;
@@ -94,7 +88,7 @@ pub fn handwritten_once<C: StockSql>(conn: &mut C, key: i32, prepared: bool) -> 
 pub fn occ_on<S>(source: &S, policy: &RetryPolicy, key: i32) -> Result<OpResult, String>
 where
     S: ConnectionSource,
-    S::Connection: LockingConnection + CheckedStock,
+    S::Connection: LockingConnection + StockSql,
 {
     let seen = Seen::default();
     let result = diesel_occ::blocking::retry(source, policy, |conn, attempt| {
@@ -105,7 +99,7 @@ where
 
 /// One attempt of diesel-occ's reservation: the attempt's read, then a checked save of
 /// one unit less; `false` when the row has none left.
-pub fn reserve<C: CheckedStock>(
+pub fn reserve<C: StockSql>(
     conn: &mut C,
     attempt: &Attempt,
     key: i32,
@@ -154,10 +148,7 @@ fn read_write<C: StockSql>(conn: &mut C, stock: Stock) -> QueryResult<Option<boo
 
 /// Statements run by successful saves, counted by Diesel's instrumentation,
 /// and the SQL of diesel-occ's UPDATE and of the hand-written one.
-pub fn statements<C: StockSql + CheckedStock>(
-    conn: &mut C,
-    saves: i32,
-) -> Result<Statements, String> {
+pub fn statements<C: StockSql>(conn: &mut C, saves: i32) -> Result<Statements, String> {
     let log = QueryLog::attach(conn);
     let mut measured = Statements {
         saves: saves as usize,

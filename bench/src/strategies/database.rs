@@ -8,7 +8,6 @@ use diesel_occ::retry::RetryPolicy;
 
 use crate::async_support::BoxedOp;
 use crate::backend::Backend;
-use crate::strategies::checked::{AsyncCheckedStock, CheckedStock};
 use crate::strategies::sql::{AsyncStockSql, BackendSql, StockSql};
 use crate::strategy::Strategy;
 
@@ -17,9 +16,9 @@ pub trait Database: 'static {
     /// Which backend this is.
     const BACKEND: Backend;
     /// Its blocking connection.
-    type Conn: LockingConnection + StockSql + BackendSql + CheckedStock + Send + 'static;
+    type Conn: LockingConnection + StockSql + BackendSql + Send + 'static;
     /// Its asynchronous connection.
-    type AsyncConn: AsyncLockingConnection + AsyncStockSql + AsyncCheckedStock + Send;
+    type AsyncConn: AsyncLockingConnection + AsyncStockSql + Send;
 
     /// A connection for `strategy` (MySQL's serializable strategy sets its isolation).
     fn connect(url: &str, strategy: Strategy) -> Result<Self::Conn, String>;

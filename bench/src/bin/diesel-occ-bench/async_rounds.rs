@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use diesel_occ_bench::async_support::sleep_probe;
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::cpu::Process;
 use diesel_occ_bench::strategy::Strategy;
@@ -31,12 +30,8 @@ pub(crate) fn paired(
     let mut entrants = vec!["occ", "occ-async", "handwritten-async"];
     entrants.extend(cfg!(feature = "sqlx").then_some(SQLX));
     let rounds = args.common.rounds;
-    let [asked, thread, tokio, helper] = sleep_probe()?;
     summary.say(format!(
-        "-- paired async rounds ({rounds} rounds): occ against {} at keys {:?}; \
-         a backoff of U[0, 1 ms] (mean {asked:.3} ms) lasts {thread:.3} ms with \
-         thread::sleep, {tokio:.3} ms with tokio::time::sleep, {helper:.3} ms with the \
-         async helper's pause",
+        "-- paired async rounds ({rounds} rounds): occ against {} at keys {:?}",
         entrants[1..].join(", "),
         args.keys
     ));
@@ -120,7 +115,7 @@ pub(crate) fn paired(
 
 /// Draws `<backend>-async.svg` (and `.png`) into `out`: the medians of the rounds'
 /// goodput and p99 of each entrant at each key count. Returns the files' base path.
-fn draw(
+pub(crate) fn draw(
     backend: Backend,
     workers: usize,
     rounds: usize,
@@ -147,46 +142,4 @@ fn draw(
     let base = out.join(format!("{}-async", backend.name()));
     chart::draw(&points, &title, &chart::HOT_KEYS, &base)?;
     Ok(base)
-}
-
-/// Draws `<backend>-async.svg` again from the `async round` lines of the backend's
-/// summary in `out` (`redraw`); `Ok(None)` when there is no summary or it has none.
-pub(crate) fn redraw(
-    backend: Backend,
-    workers: usize,
-    out: &Path,
-) -> Result<Option<PathBuf>, String> {
-    let path = out.join(format!("{}-summary.txt", backend.name()));
-    let Ok(summary) = std::fs::read_to_string(&path) else {
-        return Ok(None);
-    };
-    let (mut goodput, mut p99) = (Samples::default(), Samples::default());
-    for line in summary.lines() {
-        // `async round R: LABEL keys K OPS ops/s p50 P50 ms p99 P99 ms ...`
-        let Some(rest) = line.strip_prefix("async round ") else {
-            continue;
-        };
-        let words: Vec<&str> = rest.split_whitespace().collect();
-        let parsed = (|| {
-            let round = words.first()?.strip_suffix(':')?.parse().ok()?;
-            let number = |i: usize| words.get(i)?.parse::<f64>().ok();
-            Some((
-                round,
-                *words.get(1)?,
-                number(3)? as i32,
-                number(4)?,
-                number(10)?,
-            ))
-        })();
-        let Some((round, label, keys, ops, tail)) = parsed else {
-            return Err(format!("{}: cannot read {line:?}", path.display()));
-        };
-        goodput.push(round, label, keys, ops);
-        p99.push(round, label, keys, tail);
-    }
-    if goodput.0.is_empty() {
-        return Ok(None);
-    }
-    let rounds = goodput.0.iter().map(|s| s.round).max().unwrap_or(1);
-    draw(backend, workers, rounds, &goodput, &p99, out).map(Some)
 }

@@ -17,6 +17,7 @@ use diesel_occ_bench::summary::Summary;
 
 use crate::chart;
 use crate::options::Args;
+use crate::samples::Samples;
 
 /// The API measured, by `asynchronous`.
 const FLAVOURS: [(bool, &str); 2] = [(false, "blocking"), (true, "async")];
@@ -24,16 +25,12 @@ const FLAVOURS: [(bool, &str); 2] = [(false, "blocking"), (true, "async")];
 /// `save_all_checked`.
 const SIDES: [(bool, &str); 2] = [(false, "single"), (true, "batch")];
 
-/// One run of one side.
-#[derive(Debug, Clone)]
-struct Sample {
-    flavour: &'static str,
-    size: usize,
-    side: &'static str,
-    round: usize,
-    saves_per_sec: f64,
-    p50_ms: f64,
-    p99_ms: f64,
+/// Every run's figures, labelled `<flavour> <side>`, the size as the key count.
+#[derive(Debug, Default)]
+struct Figures {
+    saves_per_sec: Samples,
+    p50_ms: Samples,
+    p99_ms: Samples,
 }
 
 /// The batch benchmark on one backend.
@@ -88,7 +85,8 @@ fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
             batch.len(),
         ));
     }
-    let mut samples = Vec::new();
+    let mut figures = Figures::default();
+    let mut csv = String::from("backend,flavour,size,side,round,saves_per_sec,p50_ms,p99_ms\n");
     for (asynchronous, flavour) in FLAVOURS {
         for &size in sizes {
             for round in 1..=args.common.rounds {
@@ -101,109 +99,30 @@ fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
                         batch::run::<D>(&url, asynchronous, is_batch, size, workers, duration)?;
                     tally.latencies.sort_unstable();
                     let ms = |p| percentile(&tally.latencies, p) as f64 / 1e6;
+                    let (p50, p99) = (ms(50.0), ms(99.0));
                     let saves = tally.committed * size as u64;
                     let seconds = elapsed.as_secs_f64();
-                    let sample = Sample {
-                        flavour,
-                        size,
-                        side,
-                        round,
-                        saves_per_sec: saves as f64 / seconds.max(1e-9),
-                        p50_ms: ms(50.0),
-                        p99_ms: ms(99.0),
-                    };
+                    let per_sec = saves as f64 / seconds.max(1e-9);
                     summary.say(format!(
-                        "round {round}: {flavour:<8} N={size:<5} {side:<6} {:>9.0} saves/s  \
-                         p50 {:>8.2} ms  p99 {:>8.2} ms per {size} saves ({saves} saves in \
+                        "round {round}: {flavour:<8} N={size:<5} {side:<6} {per_sec:>9.0} saves/s  \
+                         p50 {p50:>8.2} ms  p99 {p99:>8.2} ms per {size} saves ({saves} saves in \
                          {seconds:.2} s)",
-                        sample.saves_per_sec, sample.p50_ms, sample.p99_ms,
                     ));
-                    samples.push(sample);
+                    let name = backend.name();
+                    let _ = writeln!(
+                        csv,
+                        "{name},{flavour},{size},{side},{round},{per_sec:.1},{p50:.3},{p99:.3}"
+                    );
+                    let (label, keys) = (format!("{flavour} {side}"), size as i32);
+                    figures.saves_per_sec.push(round, &label, keys, per_sec);
+                    figures.p50_ms.push(round, &label, keys, p50);
+                    figures.p99_ms.push(round, &label, keys, p99);
                 }
             }
         }
     }
-    summary.say(table(sizes, args.common.rounds, &samples));
-    write(args, sizes, backend, &version, &samples, &summary)
-}
-
-/// The medians of a figure of one flavour, size and side.
-fn median_of(
-    samples: &[Sample],
-    (flavour, size, side): (&str, usize, &str),
-    of: fn(&Sample) -> f64,
-) -> f64 {
-    let chosen = samples
-        .iter()
-        .filter(|s| s.flavour == flavour && s.size == size && s.side == side);
-    median(chosen.map(of).collect())
-}
-
-/// The table of medians and per-round ratios.
-fn table(sizes: &[usize], rounds: usize, samples: &[Sample]) -> String {
-    let mut text = String::from(
-        "| flavour | N | single saves/s | batch saves/s | batch / single (median of rounds) | \
-         ratio of medians | per round -> median [95 % CI] | single p50 ms | batch p50 ms |\n\
-         |---|---:|---:|---:|---:|---:|---|---:|---:|",
-    );
-    for (_, flavour) in FLAVOURS {
-        for &size in sizes {
-            let of = |side, field| median_of(samples, (flavour, size, side), field);
-            let (single, batch) = (
-                of("single", |s| s.saves_per_sec),
-                of("batch", |s| s.saves_per_sec),
-            );
-            let (single_p50, batch_p50) = (of("single", |s| s.p50_ms), of("batch", |s| s.p50_ms));
-            let ratios: Vec<f64> = (1..=rounds)
-                .filter_map(|round| {
-                    let of = |side| {
-                        let key = (flavour, size, side, round);
-                        let found = samples
-                            .iter()
-                            .find(|s| (s.flavour, s.size, s.side, s.round) == key);
-                        found.map(|s| s.saves_per_sec)
-                    };
-                    Some(of("batch")? / of("single")?)
-                })
-                .collect();
-            let listed = per_round(&ratios);
-            let _ = write!(
-                text,
-                "\n| {flavour} | {size} | {single:.0} | {batch:.0} | **{:.2}** | {:.2} | {listed} | \
-                 {single_p50:.2} | {batch_p50:.2} |",
-                median(ratios),
-                batch / single,
-            );
-        }
-    }
-    text
-}
-
-/// `batch-<backend>.csv`, `batch-<backend>-summary.txt` and the chart.
-fn write(
-    args: &Args,
-    sizes: &[usize],
-    backend: Backend,
-    version: &str,
-    samples: &[Sample],
-    summary: &Summary,
-) -> Result<(), String> {
+    summary.say(table(sizes, args.common.rounds, &figures));
     let name = format!("batch-{}", backend.name());
-    let mut csv = String::from("backend,flavour,size,side,round,saves_per_sec,p50_ms,p99_ms\n");
-    for s in samples {
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{:.1},{:.3},{:.3}",
-            backend.name(),
-            s.flavour,
-            s.size,
-            s.side,
-            s.round,
-            s.saves_per_sec,
-            s.p50_ms,
-            s.p99_ms
-        );
-    }
     let mut written = vec![
         args.common.save(&format!("{name}.csv"), &csv)?,
         args.common
@@ -213,20 +132,17 @@ fn write(
     for (_, flavour) in FLAVOURS {
         for (_, side) in SIDES {
             for &size in sizes {
-                let of = |field| median_of(samples, (flavour, size, side), field);
+                let (label, keys) = (format!("{flavour} {side}"), size as i32);
                 points.push(chart::Point {
-                    series: format!("{flavour} {side}"),
-                    x: i32::try_from(size).unwrap_or(i32::MAX),
-                    throughput: of(|s| s.saves_per_sec),
-                    p99_ms: of(|s| s.p99_ms),
+                    throughput: figures.saves_per_sec.median(&label, keys),
+                    p99_ms: figures.p99_ms.median(&label, keys),
+                    series: label,
+                    x: keys,
                 });
             }
         }
     }
-    let title = format!(
-        "{version}: batch of N saves vs N single saves ({} workers)",
-        args.common.workers
-    );
+    let title = format!("{version}: batch of N saves vs N single saves ({workers} workers)");
     let labels = chart::Labels {
         throughput: "entities saved per second (median of rounds)",
         latency: "p99 ms per operation of N saves (log scale)",
@@ -238,4 +154,36 @@ fn write(
     let written: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     println!("wrote {}", written.join(", "));
     Ok(())
+}
+
+/// The table of medians and per-round ratios.
+fn table(sizes: &[usize], rounds: usize, figures: &Figures) -> String {
+    let mut text = String::from(
+        "| flavour | N | single saves/s | batch saves/s | batch / single (median of rounds) | \
+         ratio of medians | per round -> median [95 % CI] | single p50 ms | batch p50 ms |\n\
+         |---|---:|---:|---:|---:|---:|---|---:|---:|",
+    );
+    for (_, flavour) in FLAVOURS {
+        for &size in sizes {
+            let (single, batch) = (format!("{flavour} single"), format!("{flavour} batch"));
+            let keys = size as i32;
+            let saves = |label| figures.saves_per_sec.median(label, keys);
+            let p50 = |label| figures.p50_ms.median(label, keys);
+            let ratios = figures
+                .saves_per_sec
+                .ratios(rounds, (&batch, keys), (&single, keys));
+            let _ = write!(
+                text,
+                "\n| {flavour} | {size} | {:.0} | {:.0} | **{:.2}** | {:.2} | {} | {:.2} | {:.2} |",
+                saves(&single),
+                saves(&batch),
+                median(ratios.clone()),
+                saves(&batch) / saves(&single),
+                per_round(&ratios),
+                p50(&single),
+                p50(&batch),
+            );
+        }
+    }
+    text
 }

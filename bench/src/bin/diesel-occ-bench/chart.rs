@@ -6,30 +6,12 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use plotters::coord::Shift;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// One colour per series, so that every line of the main chart has its own.
-const COLORS: [RGBColor; 12] = [
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0x17, 0xbe, 0xcf),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0xbc, 0xbd, 0x22),
-    RGBColor(0x39, 0x3b, 0x79),
-    RGBColor(0x00, 0x00, 0x00),
-];
 /// The family the SVG text asks the viewer for.
 const FONT: &str = "sans-serif";
-/// Legend entries per row.
-const LEGEND_COLUMNS: usize = 6;
 
 /// One point of a line: its series (the legend), x, throughput and p99.
 #[derive(Debug, Clone)]
@@ -110,7 +92,7 @@ fn draw_lines(
     let mut xs: Vec<i32> = points.iter().map(|p| p.x).collect();
     xs.sort_unstable();
     xs.dedup();
-    // The series in the order they first appear.
+    // The series in the order they first appear, each with its colour.
     let mut series: Vec<&str> = Vec::new();
     for point in points {
         if !series.contains(&point.series.as_str()) {
@@ -119,108 +101,62 @@ fn draw_lines(
     }
     let root = SVGBackend::new(path, (1200, 580)).into_drawing_area();
     root.fill(&WHITE)?;
-    let body = root.titled(title, (FONT, 17))?;
-    let (panels, legend) = body.split_vertically(460);
+    let (panels, legend) = root.titled(title, (FONT, 17))?.split_vertically(460);
     let (left, right) = panels.split_horizontally(600);
-
-    let throughput_max = nice(points.iter().map(|p| p.throughput).fold(0.0, f64::max));
-    let p99_max = nice(points.iter().map(|p| p.p99_ms).fold(0.0, f64::max));
+    let max = |value: fn(&Point) -> f64| points.iter().map(value).fold(0.0, f64::max);
+    let p99_min = points.iter().map(|p| p.p99_ms).filter(|v| *v > 0.0);
     let p99_min = 10f64.powf(
-        points
-            .iter()
-            .map(|p| p.p99_ms)
-            .filter(|v| *v > 0.0)
+        p99_min
             .fold(f64::INFINITY, f64::min)
             .max(1e-3)
             .log10()
             .floor(),
     );
-    let panel = Panel {
-        xs: &xs,
-        series: &series,
-        points,
-        x_label: labels.x,
-    };
-    panel.draw(&left, labels.throughput, 0.0..throughput_max, false, |p| {
-        p.throughput
-    })?;
-    panel.draw(
-        &right,
-        labels.latency,
-        p99_min..p99_max.max(p99_min * 10.0),
-        true,
-        |p| p.p99_ms,
-    )?;
-    for (s, name) in series.iter().enumerate() {
-        let x = 90 + (s % LEGEND_COLUMNS) as i32 * 180;
-        let y = 30 + (s / LEGEND_COLUMNS) as i32 * 22;
-        let color = COLORS[s % COLORS.len()];
-        legend.draw(&Rectangle::new(
-            [(x, y - 2), (x + 16, y + 2)],
-            color.filled(),
-        ))?;
-        legend.draw(&Text::new(
-            name.to_string(),
-            (x + 22, y),
-            (FONT, 13)
-                .into_font()
-                .into_text_style(&legend)
-                .pos(Pos::new(HPos::Left, VPos::Center)),
-        ))?;
-    }
-    root.present()?;
-    Ok(())
-}
-
-/// What both line panels show.
-struct Panel<'a> {
-    xs: &'a [i32],
-    series: &'a [&'a str],
-    points: &'a [Point],
-    x_label: &'a str,
-}
-
-impl Panel<'_> {
-    /// One panel: `value` of each series at each x, on a linear or log y axis.
-    fn draw(
-        &self,
-        area: &DrawingArea<SVGBackend<'_>, Shift>,
-        caption: &str,
-        range: std::ops::Range<f64>,
-        log: bool,
-        value: fn(&Point) -> f64,
-    ) -> Result<(), Box<dyn Error>> {
-        let last = self.xs.len().saturating_sub(1);
-        let mut builder = ChartBuilder::on(area);
+    let p99_max = nice(max(|p| p.p99_ms)).max(p99_min * 10.0);
+    for (area, caption, log) in [
+        (left, labels.throughput, false),
+        (right, labels.latency, true),
+    ] {
+        let value = if log {
+            |p: &Point| p.p99_ms
+        } else {
+            |p: &Point| p.throughput
+        };
+        let mut builder = ChartBuilder::on(&area);
         builder
             .caption(caption, (FONT, 15))
             .margin(10)
             .margin_right(30)
             .x_label_area_size(45)
             .y_label_area_size(70);
-        let xs = self.xs;
         let x_name = |x: &SegmentValue<usize>| match x {
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
                 xs.get(*i).map(i32::to_string).unwrap_or_default()
             }
             SegmentValue::Last => String::new(),
         };
-        let lines = |i: usize, p: &Point| (SegmentValue::CenterOf(i), value(p));
         // The same panel on either axis type (their chart types differ).
         macro_rules! panel {
             ($range:expr) => {{
-                let mut chart = builder.build_cartesian_2d((0..last).into_segmented(), $range)?;
+                let x_range = (0..xs.len().saturating_sub(1)).into_segmented();
+                let mut chart = builder.build_cartesian_2d(x_range, $range)?;
                 chart
                     .configure_mesh()
                     .disable_x_mesh()
                     .light_line_style(TRANSPARENT)
-                    .x_desc(self.x_label)
+                    .x_desc(labels.x)
                     .x_label_formatter(&x_name)
                     .y_label_formatter(&|v| label(*v))
                     .draw()?;
-                for (s, name) in self.series.iter().enumerate() {
-                    let color = COLORS[s % COLORS.len()];
-                    let line = self.line(name, lines);
+                for (s, name) in series.iter().enumerate() {
+                    let color = Palette99::pick(s);
+                    // The series' points, in x order.
+                    let line: Vec<_> = (xs.iter().enumerate())
+                        .filter_map(|(i, x)| {
+                            let point = points.iter().find(|p| p.series == *name && p.x == *x)?;
+                            Some((SegmentValue::CenterOf(i), value(point)))
+                        })
+                        .collect();
                     chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
                     chart
                         .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
@@ -228,24 +164,22 @@ impl Panel<'_> {
             }};
         }
         if log {
-            panel!(range.log_scale());
+            panel!((p99_min..p99_max).log_scale());
         } else {
-            panel!(range);
+            panel!(0.0..nice(max(|p| p.throughput)));
         }
-        Ok(())
     }
-
-    /// A series' points, in x order.
-    fn line<T>(&self, name: &str, at: impl Fn(usize, &Point) -> T) -> Vec<T> {
-        self.xs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, x)| {
-                let point = self.points.iter().find(|p| p.series == name && p.x == *x)?;
-                Some(at(i, point))
-            })
-            .collect()
+    for (s, name) in series.iter().enumerate() {
+        // Six entries a row.
+        let (x, y) = (90 + (s % 6) as i32 * 180, 30 + (s / 6) as i32 * 22);
+        let color = Palette99::pick(s).filled();
+        legend.draw(&Rectangle::new([(x, y - 2), (x + 16, y + 2)], color))?;
+        let style = (FONT, 13).into_font().into_text_style(&legend);
+        let style = style.pos(Pos::new(HPos::Left, VPos::Center));
+        legend.draw(&Text::new(name.to_string(), (x + 22, y), style))?;
     }
+    root.present()?;
+    Ok(())
 }
 
 #[cfg(test)]

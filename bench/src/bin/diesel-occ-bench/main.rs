@@ -144,7 +144,7 @@ fn main() {
         }
         Command::Redraw { mut args } => {
             args.finish(3);
-            each_backend(&args, |backend| redraw(&args, backend))
+            each_backend(&args, |backend| report::redraw(&args, backend))
         }
         Command::Http(args) => http::main(args),
         Command::Scale(args) => scale::main(args),
@@ -218,15 +218,5 @@ fn abba_only(args: &Args, backend: Backend) -> Result<(), String> {
         "wrote {}",
         args.common.save(&name, summary.text())?.display()
     );
-    Ok(())
-}
-
-/// `redraw`: the backend's chart from its CSV file, and its async chart from the
-/// summary's paired async rounds.
-fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
-    let workers = report::redraw(args, backend)?;
-    if let Some(base) = async_rounds::redraw(backend, workers, &args.common.out)? {
-        println!("redrew {}", base.with_extension("svg").display());
-    }
     Ok(())
 }

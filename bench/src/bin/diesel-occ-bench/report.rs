@@ -1,12 +1,14 @@
-//! How a backend's results of `paired` are written: the table's header, the CSV file
-//! (read back by `redraw`), the summary and the chart.
+//! How a backend's results of `paired` are written: the table's header, the CSV file,
+//! the summary (read back by `redraw`) and the chart.
 
 use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::row::Row;
 use diesel_occ_bench::summary::Summary;
 
+use crate::async_rounds;
 use crate::chart;
 use crate::options::Args;
+use crate::samples::Samples;
 
 /// The table header's line: the backend, its version and the settings.
 pub(crate) fn header(args: &Args, backend: Backend, url: &str) -> String {
@@ -59,45 +61,6 @@ pub(crate) fn write(
     )?;
     args.common
         .save(&format!("{name}-summary.txt"), summary.text())?;
-    let version = server_version(backend, url);
-    let svg = draw(args, backend, &version, args.common.workers, rows)?;
-    println!("wrote {} and {svg}", csv.display());
-    Ok(())
-}
-
-/// Draws a backend's chart again from its CSV file (the title from its summary);
-/// returns the runs' worker count.
-pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<usize, String> {
-    let read = |name: String| {
-        let path = args.common.out.join(name);
-        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    let csv = read(format!("{}.csv", backend.name()))?;
-    let rows: Vec<Row> = csv.lines().skip(1).filter_map(Row::parse).collect();
-    let summary = read(format!("{}-summary.txt", backend.name())).unwrap_or_default();
-    // `== <backend> (<version>): ...`
-    let version = summary
-        .lines()
-        .next()
-        .and_then(|l| Some(l.split_once('(')?.1.rsplit_once("):")?.0.to_owned()))
-        .unwrap_or_else(|| "version unknown".into());
-    let workers = rows.first().map_or(args.common.workers, |r| r.workers);
-    println!("redrew {}", draw(args, backend, &version, workers, &rows)?);
-    Ok(workers)
-}
-
-/// The chart of every strategy's throughput and p99 at each key count; the files drawn.
-fn draw(
-    args: &Args,
-    backend: Backend,
-    version: &str,
-    workers: usize,
-    rows: &[Row],
-) -> Result<String, String> {
-    let title = format!(
-        "diesel-occ-bench: {} ({version}), {workers} workers",
-        backend.name()
-    );
     let points: Vec<chart::Point> = rows
         .iter()
         .map(|r| chart::Point {
@@ -107,8 +70,84 @@ fn draw(
             p99_ms: r.p99_ms,
         })
         .collect();
+    let version = server_version(backend, url);
+    let svg = draw(args, backend, &version, args.common.workers, &points)?;
+    println!("wrote {} and {svg}", csv.display());
+    Ok(())
+}
+
+/// `redraw`: draws both charts of `paired` again from `<backend>-summary.txt`: the
+/// title from its first line, the main chart from the table's lines, the async chart
+/// from the `async round` lines.
+pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
+    let path = args
+        .common
+        .out
+        .join(format!("{}-summary.txt", backend.name()));
+    let summary = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // `== <backend> (<version>): <workers> workers, ...`
+    let header = summary.lines().next().and_then(|l| l.split_once(" ("));
+    let (version, workers) = header
+        .and_then(|(_, rest)| {
+            let (version, rest) = rest.rsplit_once("): ")?;
+            Some((version, rest.split_whitespace().next()?.parse().ok()?))
+        })
+        .ok_or_else(|| format!("{}: no header line", path.display()))?;
+    let (mut rows, mut goodput, mut p99) = (Vec::new(), Samples::default(), Samples::default());
+    for line in summary.lines() {
+        // `[async round R: ]LABEL keys K OPS ops/s p50 P50 ms p99 P99 ms ...`
+        let (round, rest) = match line.strip_prefix("async round ") {
+            Some(rest) => rest
+                .split_once(": ")
+                .map_or((None, rest), |(r, rest)| (r.parse().ok(), rest)),
+            None => (None, line),
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if words.get(1) != Some(&"keys") || line.starts_with("round ") {
+            continue;
+        }
+        let number = |i: usize| words.get(i).and_then(|w| w.parse::<f64>().ok());
+        let (Some(keys), Some(ops), Some(tail)) = (number(2), number(3), number(9)) else {
+            return Err(format!("{}: cannot read {line:?}", path.display()));
+        };
+        let (label, keys) = (words[0], keys as i32);
+        match round {
+            Some(round) => {
+                goodput.push(round, label, keys, ops);
+                p99.push(round, label, keys, tail);
+            }
+            None => rows.push(chart::Point {
+                series: label.to_owned(),
+                x: keys,
+                throughput: ops,
+                p99_ms: tail,
+            }),
+        }
+    }
+    println!("redrew {}", draw(args, backend, version, workers, &rows)?);
+    if !goodput.0.is_empty() {
+        let rounds = goodput.0.iter().map(|s| s.round).max().unwrap_or(1);
+        let out = &args.common.out;
+        let base = async_rounds::draw(backend, workers, rounds, &goodput, &p99, out)?;
+        println!("redrew {}", base.with_extension("svg").display());
+    }
+    Ok(())
+}
+
+/// The chart of every strategy's throughput and p99 at each key count; the files drawn.
+fn draw(
+    args: &Args,
+    backend: Backend,
+    version: &str,
+    workers: usize,
+    points: &[chart::Point],
+) -> Result<String, String> {
+    let title = format!(
+        "diesel-occ-bench: {} ({version}), {workers} workers",
+        backend.name()
+    );
     let base = args.common.out.join(backend.name());
-    let png = chart::draw(&points, &title, &chart::HOT_KEYS, &base)?;
+    let png = chart::draw(points, &title, &chart::HOT_KEYS, &base)?;
     let svg = base.with_extension("svg").display().to_string();
     Ok(match png {
         Some(png) => format!("{svg} and {}", png.display()),

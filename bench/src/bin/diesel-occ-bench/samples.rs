@@ -48,17 +48,29 @@ impl Samples {
             .map(|s| s.value)
     }
 
-    /// Each round's ratio, from two runs seconds apart: the drift of a shared machine
-    /// hits both sides alike, which the ratio of medians does not guarantee.
+    /// Each round's ratio of `a` to `b`, from two runs seconds apart: the drift of a
+    /// shared machine hits both sides alike, which the ratio of medians does not
+    /// guarantee.
+    pub(crate) fn ratios(
+        &self,
+        rounds: usize,
+        (a, a_keys): (&str, i32),
+        (b, b_keys): (&str, i32),
+    ) -> Vec<f64> {
+        (1..=rounds)
+            .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
+            .collect()
+    }
+
+    /// The per-round ratios' line: `  per round, a / b at K keys: ... -> M [L, H], n
+    /// rounds`.
     pub(crate) fn per_round(
         &self,
         rounds: usize,
         (a, a_keys): (&str, i32),
         (b, b_keys): (&str, i32),
     ) -> String {
-        let ratios: Vec<f64> = (1..=rounds)
-            .filter_map(|round| Some(self.value(round, a, a_keys)? / self.value(round, b, b_keys)?))
-            .collect();
+        let ratios = self.ratios(rounds, (a, a_keys), (b, b_keys));
         let at = if a_keys == b_keys {
             format!("{a} / {b} at {a_keys} keys")
         } else {

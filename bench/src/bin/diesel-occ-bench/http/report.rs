@@ -1,8 +1,5 @@
 //! One measured run of a write (a row of `http.csv`), and the paired rounds' ratios.
 
-use std::fmt::Write as _;
-
-use diesel_occ_bench::cpu::Spent;
 use diesel_occ_bench::stats::{median, per_round, percentile};
 use diesel_occ_bench::summary::Summary;
 
@@ -37,14 +34,12 @@ pub(crate) struct HttpRow {
     unmatched: usize,
     /// Statements the service's connections ran, per successful write.
     statements: f64,
-    /// CPU per successful write (absent off Linux).
-    cpu: Option<Spent>,
 }
 
 impl HttpRow {
     const CSV_HEADER: &'static str = "round,write,clients,articles,seconds,ok,requests_per_sec,\
         p50_ms,p99_ms,status_412,status_409,rereads,errors,unmatched_etags,via,\
-        statements_per_write,client_cpu_us,service_cpu_us,postgres_cpu_us,machine_busy";
+        statements_per_write";
 
     pub(crate) fn new(
         (round, write, via): (usize, Write, Via),
@@ -54,11 +49,6 @@ impl HttpRow {
         let total = &mut measured.total;
         total.latencies.sort_unstable();
         let ms = |p| percentile(&total.latencies, p) as f64 / 1e6;
-        let (before, after) = (&measured.before, &measured.after);
-        let cpu = before
-            .cpu
-            .zip(after.cpu)
-            .map(|(from, to)| from.spent_until(&to, total.ok));
         HttpRow {
             round,
             write,
@@ -75,23 +65,13 @@ impl HttpRow {
             rereads: total.rereads,
             errors: total.errors,
             unmatched: measured.unmatched,
-            statements: (after.statements - before.statements) as f64 / total.ok.max(1) as f64,
-            cpu,
+            statements: measured.statements as f64 / total.ok.max(1) as f64,
         }
     }
 
     fn csv(&self) -> String {
-        let cpu = self.cpu.map_or_else(
-            || ",,,".to_owned(),
-            |c| {
-                format!(
-                    "{:.1},{:.1},{:.1},{:.3}",
-                    c.client_us, c.service_us, c.postgres_us, c.machine_busy
-                )
-            },
-        );
         format!(
-            "{},{},{},{},{:.3},{},{:.1},{:.3},{:.3},{},{},{},{},{},{},{:.3},{cpu}",
+            "{},{},{},{},{:.3},{},{:.1},{:.3},{:.3},{},{},{},{},{},{},{:.3}",
             self.round,
             self.write.name(),
             self.clients,
@@ -116,10 +96,10 @@ impl HttpRow {
     }
 
     pub(crate) fn line(&self) -> String {
-        let mut line = format!(
+        format!(
             "{:<17} articles {:>3}  {:>7.0} req/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
-             412 {:>6}  409 {:>6}  re-reads {:>6}  errors {:>3}  unmatched ETags {}\n    \
-             per write: {:.2} statements",
+             412 {:>6}  409 {:>6}  re-reads {:>6}  errors {:>3}  unmatched ETags {}  \
+             statements/write {:.2}",
             self.write.name(),
             self.articles,
             self.per_sec,
@@ -131,19 +111,7 @@ impl HttpRow {
             self.errors,
             self.unmatched,
             self.statements,
-        );
-        if let Some(cpu) = self.cpu {
-            let _ = write!(
-                line,
-                "; CPU us: clients {:.0}, service {:.0}, PostgreSQL backends {:.0}; \
-                 machine busy {:.0} %",
-                cpu.client_us,
-                cpu.service_us,
-                cpu.postgres_us,
-                cpu.machine_busy * 100.0
-            );
-        }
-        line
+        )
     }
 }
 
@@ -156,12 +124,12 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
             .iter()
             .filter(|r| r.round > 0 && r.via == via)
             .collect();
-        let median_of = |write: Write, of: &dyn Fn(&HttpRow) -> Option<f64>| {
+        let median_of = |write: Write, of: fn(&HttpRow) -> f64| {
             median(
                 paired
                     .iter()
                     .filter(|r| r.write == write)
-                    .filter_map(|r| of(r))
+                    .map(|r| of(r))
                     .collect(),
             )
         };
@@ -170,36 +138,21 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
         } else {
             "without HTTP"
         };
-        let medians: Vec<String> = Write::ALL
-            .iter()
-            .map(|&w| format!("{} {:.0}", w.name(), median_of(w, &|r| Some(r.per_sec))))
-            .collect();
-        summary.say(format!("{label}: medians: {} req/s", medians.join(", ")));
         for write in Write::ALL {
-            let mut line = format!(
-                "  {:<17} medians per write: p50 {:.3} ms, {:.2} statements",
+            summary.say(format!(
+                "{label}: {:<17} medians: {:.0} req/s, p50 {:.3} ms, {:.2} statements per write",
                 write.name(),
-                median_of(write, &|r| Some(r.p50_ms)),
-                median_of(write, &|r| Some(r.statements)),
-            );
-            if paired.iter().all(|r| r.cpu.is_some()) {
-                let _ = write!(
-                    line,
-                    "; CPU us: clients {:.0}, service {:.0}, PostgreSQL backends {:.0}",
-                    median_of(write, &|r| Some(r.cpu?.client_us)),
-                    median_of(write, &|r| Some(r.cpu?.service_us)),
-                    median_of(write, &|r| Some(r.cpu?.postgres_us)),
-                );
-            }
-            summary.say(line);
+                median_of(write, |r| r.per_sec),
+                median_of(write, |r| r.p50_ms),
+                median_of(write, |r| r.statements),
+            ));
         }
         let of_round = |round: usize, write: Write| {
             let row = paired.iter().find(|r| r.round == round && r.write == write);
             row.map(|r| r.per_sec)
         };
-        let conditional = median_of(Write::IfMatch, &|r| Some(r.per_sec));
+        let conditional = median_of(Write::IfMatch, |r| r.per_sec);
         for other in [Write::LoadSave, Write::Unconditional] {
-            let theirs = median_of(other, &|r| Some(r.per_sec));
             let ratios: Vec<f64> = (1..=rounds)
                 .filter_map(|round| {
                     Some(of_round(round, Write::IfMatch)? / of_round(round, other)?)
@@ -208,7 +161,7 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
             summary.say(format!(
                 "{label}: put-if-match / {} = {:.3} (ratio of medians); per round: {}",
                 other.name(),
-                conditional / theirs,
+                conditional / median_of(other, |r| r.per_sec),
                 per_round(&ratios),
             ));
         }

@@ -11,7 +11,6 @@ use diesel::prelude::*;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_axum::ETag;
-use diesel_occ_bench::cpu::Sample;
 use diesel_occ_bench::harness::Stop;
 use diesel_occ_examples::postgres::AsyncPool;
 use diesel_occ_examples::postgres::http::Article;
@@ -75,29 +74,14 @@ impl HttpTally {
     }
 }
 
-/// The service's statements and the CPU, on the clients' thread, before or after a run.
-pub(crate) struct Probes {
-    pub(crate) statements: u64,
-    pub(crate) cpu: Option<Sample>,
-}
-
-impl Probes {
-    fn take(service: &Service) -> Probes {
-        Probes {
-            statements: service.statements(),
-            cpu: Sample::take(&service.backends()),
-        }
-    }
-}
-
 /// What a run measured.
 pub(crate) struct Measured {
     pub(crate) total: HttpTally,
     pub(crate) seconds: f64,
     /// Articles whose stored token is an ETag no client holds (must be 0).
     pub(crate) unmatched: usize,
-    pub(crate) before: Probes,
-    pub(crate) after: Probes,
+    /// Statements the service's connections ran.
+    pub(crate) statements: u64,
 }
 
 /// What one client ended with: its tally, the ETag it holds, when it stopped.
@@ -180,10 +164,10 @@ async fn measure(
     duration: Duration,
     clients: impl AsyncFnOnce(Arc<Stop>) -> Result<Vec<Ended>, String>,
 ) -> Result<Measured, String> {
-    let before = Probes::take(service);
+    let before = service.statements();
     let stop = Arc::new(Stop::new(duration));
     let ended = clients(Arc::clone(&stop)).await?;
-    let after = Probes::take(service);
+    let statements = service.statements() - before;
     let mut total = HttpTally::default();
     let mut last = stop.started();
     let mut held = Vec::with_capacity(ended.len());
@@ -216,8 +200,7 @@ async fn measure(
         total,
         seconds,
         unmatched,
-        before,
-        after,
+        statements,
     })
 }
 

@@ -1,9 +1,9 @@
 //! The service under load: the example app's router plus the benchmark's unconditional
 //! route, on its own runtime, over the app's pool whose connections count their
-//! statements and note their server process.
+//! statements.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -22,7 +22,6 @@ use diesel_occ_examples::postgres::{self as app, AsyncConn, AsyncPool};
 use diesel_occ_examples::schema::articles;
 
 use diesel_occ_bench::async_support::count_statements;
-use diesel_occ_bench::cpu::SERVICE_THREADS;
 
 /// The service, running on its own runtime until dropped.
 pub(crate) struct Service {
@@ -32,8 +31,6 @@ pub(crate) struct Service {
     pub(crate) runtime: tokio::runtime::Runtime,
     /// Statements the pool's connections started.
     statements: Arc<AtomicU64>,
-    /// The PostgreSQL processes behind them, for their CPU time.
-    backends: Arc<Mutex<Vec<u32>>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -52,27 +49,16 @@ impl Service {
         let threads = std::thread::available_parallelism().map_or(2, usize::from);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
-            .thread_name(SERVICE_THREADS)
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
         let statements = Arc::new(AtomicU64::new(0));
-        let backends = Arc::new(Mutex::new(Vec::new()));
         let mut config = app::async_manager_config();
-        let (counter, pids) = (Arc::clone(&statements), Arc::clone(&backends));
+        let counter = Arc::clone(&statements);
         config.custom_setup = Box::new(move |url| {
-            let (url, counter, pids) = (url.to_owned(), Arc::clone(&counter), Arc::clone(&pids));
+            let (url, counter) = (url.to_owned(), Arc::clone(&counter));
             Box::pin(async move {
                 let mut conn = AsyncConn::establish(&url).await?;
-                let setup = diesel::ConnectionError::CouldntSetupConfiguration;
-                let pid = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-                    "pg_backend_pid()",
-                ));
-                let pid: i32 = diesel_async::RunQueryDsl::get_result(pid, &mut conn)
-                    .await
-                    .map_err(setup)?;
-                let mut pids = pids.lock().expect("no panic holds it");
-                pids.extend(u32::try_from(pid).ok());
                 count_statements(&mut conn, &counter);
                 Ok(conn)
             })
@@ -92,18 +78,12 @@ impl Service {
             pool,
             runtime,
             statements,
-            backends,
         })
     }
 
     /// Statements the pool's connections have started so far.
     pub(crate) fn statements(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
-    }
-
-    /// The PostgreSQL processes behind the pool's connections.
-    pub(crate) fn backends(&self) -> Vec<u32> {
-        self.backends.lock().expect("no panic holds it").clone()
     }
 }
 
