@@ -5,31 +5,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 
-/// What Diesel's instrumentation saw of successful saves.
-#[derive(Debug, Clone, Default)]
-pub struct Statements {
-    /// Successful saves measured each way.
-    pub saves: usize,
-    /// Statements diesel-occ's saves added to the prepared statement cache.
-    pub cached: usize,
-    /// The same for the hand-written statements.
-    pub hand_cached: usize,
-    /// The same for `handwritten-prepared`.
-    pub prepared_cached: usize,
-    /// Statements diesel-occ's saves ran.
-    pub statements: usize,
-    /// diesel-occ's read, without binds.
-    pub occ_read: String,
-    /// diesel-occ's UPDATE.
-    pub occ_update: String,
-    /// The hand-written read.
-    pub handwritten_read: String,
-    /// The hand-written UPDATE.
-    pub handwritten_update: String,
-    /// The hand-written UPDATE prepared once (`CachedUpdate`).
-    pub prepared_update: String,
-}
-
 /// A query's text as instrumentation prints it, without the bind values.
 pub fn strip_binds(sql: &str) -> String {
     sql.split(" -- binds:")

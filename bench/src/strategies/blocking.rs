@@ -8,7 +8,7 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::sql::{BackendSql, StockSql};
 use crate::harness::{Held, OpResult, Worker};
-use crate::measures::{QueryLog, Statements, strip_binds};
+use crate::measures::{QueryLog, strip_binds};
 use crate::model::Stock;
 use crate::outcome::{Once, Seen, retry_loop};
 use crate::strategy::Strategy;
@@ -146,46 +146,69 @@ fn read_write<C: StockSql>(conn: &mut C, stock: Stock) -> QueryResult<Option<boo
     Ok(Some(true))
 }
 
-/// Statements run by successful saves, counted by Diesel's instrumentation,
-/// and the SQL of diesel-occ's UPDATE and of the hand-written one.
-pub fn statements<C: StockSql>(conn: &mut C, saves: i32) -> Result<Statements, String> {
+/// What `saves` successful saves ran each way, as the report's lines: the statements
+/// of diesel-occ's saves (Diesel's instrumentation), the statements each way prepared
+/// into the connection's cache, and whether diesel-occ's read and UPDATE are the
+/// hand-written ones.
+pub fn statements<C: StockSql>(conn: &mut C, saves: i32) -> Result<Vec<String>, String> {
     let log = QueryLog::attach(conn);
-    let mut measured = Statements {
-        saves: saves as usize,
-        ..Default::default()
+    // What ran since the last call, without binds, and how many were prepared.
+    let split = |log: &QueryLog| {
+        let (cached, ran): (Vec<String>, Vec<String>) =
+            log.take().into_iter().partition(|s| QueryLog::cached(s));
+        (
+            ran.iter().map(|s| strip_binds(s)).collect::<Vec<_>>(),
+            cached.len(),
+        )
     };
+    let (mut read, mut saved, mut cached) = (Vec::new(), Vec::new(), [0; 3]);
     for key in 1..=saves {
         let mut stock = conn.find_stock(key).map_err(|e| e.to_string())?;
-        if let Some(sql) = log.take().first() {
-            measured.occ_read = strip_binds(sql);
-        }
+        read = split(&log).0;
         stock.available -= 1;
         conn.save_stock(&mut stock).map_err(|e| e.to_string())?;
-        let (cache, run): (Vec<String>, Vec<String>) =
-            log.take().into_iter().partition(|s| QueryLog::cached(s));
-        measured.cached += cache.len();
-        measured.statements += run.len();
-        if let Some(sql) = run.last() {
-            measured.occ_update = strip_binds(sql);
+        let (ran, cache) = split(&log);
+        cached[0] += cache;
+        saved.extend(ran);
+    }
+    // Hand-written, the UPDATE prepared every time, then once: the last save's read
+    // and UPDATE.
+    let mut hand = [Vec::new(), Vec::new()];
+    for (way, prepared) in [(1, false), (2, true)] {
+        for key in 1..=saves {
+            handwritten_once(conn, key, prepared).map_err(|e| e.to_string())?;
+            let (ran, cache) = split(&log);
+            (hand[way - 1], cached[way]) = (ran, cached[way] + cache);
         }
     }
-    for key in 1..=saves {
-        handwritten_once(conn, key, false).map_err(|e| e.to_string())?;
-        measured.hand_cached += log.take().iter().filter(|s| QueryLog::cached(s)).count();
-    }
-    handwritten_once(conn, 1, false).map_err(|e| e.to_string())?;
-    let hand = log.take();
-    let text = |sql: Option<&String>| sql.map(|s| strip_binds(s)).unwrap_or_default();
-    measured.handwritten_read = text(hand.first());
-    measured.handwritten_update = text(hand.get(1));
-    for key in 1..=saves {
-        handwritten_once(conn, key, true).map_err(|e| e.to_string())?;
-        let (cache, run): (Vec<String>, Vec<String>) =
-            log.take().into_iter().partition(|s| QueryLog::cached(s));
-        measured.prepared_cached += cache.len();
-        if let Some(sql) = run.get(1) {
-            measured.prepared_update = strip_binds(sql);
-        }
-    }
-    Ok(measured)
+    let at = |sql: &[String], i: usize| sql.get(i).cloned().unwrap_or_default();
+    let (occ_read, occ_update) = (at(&read, 0), saved.last().cloned().unwrap_or_default());
+    let (hand_read, hand_update, prepared_update) =
+        (at(&hand[0], 0), at(&hand[0], 1), at(&hand[1], 1));
+    // Diesel puts parentheses around a plain `.eq()` but not around diesel-occ's token
+    // comparison: the same SQL, grouped differently.
+    let ungrouped = |sql: &str| sql.replace(['(', ')'], "");
+    let same = ungrouped(&occ_read) == ungrouped(&hand_read)
+        && ungrouped(&occ_update) == ungrouped(&hand_update)
+        && prepared_update == hand_update;
+    Ok(vec![
+        format!(
+            "statements per successful save: {:.3} ({} statements for {saves} saves, Diesel \
+             instrumentation)",
+            saved.len() as f64 / f64::from(saves.max(1)),
+            saved.len()
+        ),
+        format!(
+            "  statements prepared into the cache by {saves} saves: diesel-occ {} (its UPDATE, \
+             once, then reused), hand-written {} (Diesel prepares its own UPDATE again for every \
+             execution), hand-written prepared {} (its UPDATE as a CachedUpdate)",
+            cached[0], cached[1], cached[2]
+        ),
+        format!("  diesel-occ read:    {occ_read}"),
+        format!("  hand-written read:  {hand_read}"),
+        format!("  diesel-occ update:  {occ_update}"),
+        format!("  hand-written update: {hand_update}"),
+        format!("  hand-written prepared update: {prepared_update}"),
+        format!("  same statements (ignoring grouping parentheses): {same}"),
+    ])
 }

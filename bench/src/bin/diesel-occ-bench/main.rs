@@ -18,10 +18,13 @@ mod rounds;
 mod run;
 mod samples;
 mod scale;
-mod statements;
 
 use clap::{Parser, Subcommand};
 use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::for_backend;
+use diesel_occ_bench::strategies::blocking;
+use diesel_occ_bench::strategies::database::Database;
+use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
@@ -200,8 +203,13 @@ fn paired(args: &Args, pgbench: bool, backend: Backend) -> Result<(), String> {
     if args.strategies.contains(&Strategy::OccAsynchronous) {
         async_rounds::paired(&setting, args, &mut summary)?;
     }
-    let measured = statements::measure(backend, &url)?;
-    statements::report(&mut summary, &measured);
+    // The statements of 100 saves each way, on a fresh table.
+    let statements = for_backend!(backend, D => {
+        let mut conn = D::connect(&url, Strategy::Atomic)?;
+        conn.reset(100).map_err(|e| e.to_string())?;
+        blocking::statements(&mut conn, 100)
+    })?;
+    statements.into_iter().for_each(|line| summary.say(line));
     summary.say(report::lost_updates(&rows));
     report::write(args, backend, &url, &rows, &summary)
 }

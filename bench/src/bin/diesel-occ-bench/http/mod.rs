@@ -90,7 +90,14 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
                 run_direct(&service, &url, write, clients, duration)?
             }
         };
-        let row = HttpRow::new((round, write, via), (clients, articles), measured);
+        let row = HttpRow {
+            round,
+            write,
+            via,
+            clients,
+            articles,
+            measured,
+        };
         let label = match (round, via) {
             (0, _) => String::new(),
             (_, Via::Http) => format!("round {round}: "),

@@ -13,27 +13,15 @@ pub(crate) enum Via {
 }
 
 /// One measured run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct HttpRow {
     /// 0 for the runs before the paired rounds.
-    round: usize,
-    write: Write,
-    via: Via,
-    clients: usize,
-    articles: usize,
-    seconds: f64,
-    ok: u64,
-    per_sec: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    precondition_failed: u64,
-    conflicts: u64,
-    rereads: u64,
-    errors: u64,
-    /// Articles whose stored token is an ETag no client holds (must be 0).
-    unmatched: usize,
-    /// Statements the service's connections ran, per successful write.
-    statements: f64,
+    pub(crate) round: usize,
+    pub(crate) write: Write,
+    pub(crate) via: Via,
+    pub(crate) clients: usize,
+    pub(crate) articles: usize,
+    pub(crate) measured: Measured,
 }
 
 impl HttpRow {
@@ -41,76 +29,65 @@ impl HttpRow {
         p50_ms,p99_ms,status_412,status_409,rereads,errors,unmatched_etags,via,\
         statements_per_write";
 
-    pub(crate) fn new(
-        (round, write, via): (usize, Write, Via),
-        (clients, articles): (usize, usize),
-        mut measured: Measured,
-    ) -> HttpRow {
-        let total = &mut measured.total;
-        total.latencies.sort_unstable();
-        let ms = |p| percentile(&total.latencies, p) as f64 / 1e6;
-        HttpRow {
-            round,
-            write,
-            via,
-            clients,
-            articles,
-            seconds: measured.seconds,
-            ok: total.ok,
-            per_sec: total.ok as f64 / measured.seconds.max(1e-9),
-            p50_ms: ms(50.0),
-            p99_ms: ms(99.0),
-            precondition_failed: total.precondition_failed,
-            conflicts: total.conflicts,
-            rereads: total.rereads,
-            errors: total.errors,
-            unmatched: measured.unmatched,
-            statements: measured.statements as f64 / total.ok.max(1) as f64,
-        }
+    /// Successful writes per second.
+    fn per_sec(&self) -> f64 {
+        self.measured.tally.ok as f64 / self.measured.seconds.max(1e-9)
+    }
+
+    /// The percentile `p` of a successful write's latency, in ms.
+    fn ms(&self, p: f64) -> f64 {
+        percentile(&self.measured.tally.latencies, p) as f64 / 1e6
+    }
+
+    /// Statements the service's connections ran, per successful write.
+    fn statements(&self) -> f64 {
+        self.measured.statements as f64 / self.measured.tally.ok.max(1) as f64
     }
 
     fn csv(&self) -> String {
+        let (m, t) = (&self.measured, &self.measured.tally);
         format!(
             "{},{},{},{},{:.3},{},{:.1},{:.3},{:.3},{},{},{},{},{},{},{:.3}",
             self.round,
             self.write.name(),
             self.clients,
             self.articles,
-            self.seconds,
-            self.ok,
-            self.per_sec,
-            self.p50_ms,
-            self.p99_ms,
-            self.precondition_failed,
-            self.conflicts,
-            self.rereads,
-            self.errors,
-            self.unmatched,
+            m.seconds,
+            t.ok,
+            self.per_sec(),
+            self.ms(50.0),
+            self.ms(99.0),
+            t.precondition_failed,
+            t.conflicts,
+            t.rereads,
+            t.errors,
+            m.unmatched,
             if self.via == Via::Http {
                 "http"
             } else {
                 "direct"
             },
-            self.statements,
+            self.statements(),
         )
     }
 
     pub(crate) fn line(&self) -> String {
+        let t = &self.measured.tally;
         format!(
             "{:<17} articles {:>3}  {:>7.0} req/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
              412 {:>6}  409 {:>6}  re-reads {:>6}  errors {:>3}  unmatched ETags {}  \
              statements/write {:.2}",
             self.write.name(),
             self.articles,
-            self.per_sec,
-            self.p50_ms,
-            self.p99_ms,
-            self.precondition_failed,
-            self.conflicts,
-            self.rereads,
-            self.errors,
-            self.unmatched,
-            self.statements,
+            self.per_sec(),
+            self.ms(50.0),
+            self.ms(99.0),
+            t.precondition_failed,
+            t.conflicts,
+            t.rereads,
+            t.errors,
+            self.measured.unmatched,
+            self.statements(),
         )
     }
 }
@@ -142,16 +119,16 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
             summary.say(format!(
                 "{label}: {:<17} medians: {:.0} req/s, p50 {:.3} ms, {:.2} statements per write",
                 write.name(),
-                median_of(write, |r| r.per_sec),
-                median_of(write, |r| r.p50_ms),
-                median_of(write, |r| r.statements),
+                median_of(write, HttpRow::per_sec),
+                median_of(write, |r| r.ms(50.0)),
+                median_of(write, HttpRow::statements),
             ));
         }
         let of_round = |round: usize, write: Write| {
             let row = paired.iter().find(|r| r.round == round && r.write == write);
-            row.map(|r| r.per_sec)
+            row.map(|r| r.per_sec())
         };
-        let conditional = median_of(Write::IfMatch, |r| r.per_sec);
+        let conditional = median_of(Write::IfMatch, HttpRow::per_sec);
         for other in [Write::LoadSave, Write::Unconditional] {
             let ratios: Vec<f64> = (1..=rounds)
                 .filter_map(|round| {
@@ -161,14 +138,17 @@ pub(crate) fn report_ratios(rows: &[HttpRow], rounds: usize, summary: &mut Summa
             summary.say(format!(
                 "{label}: put-if-match / {} = {:.3} (ratio of medians); per round: {}",
                 other.name(),
-                conditional / median_of(other, |r| r.per_sec),
+                conditional / median_of(other, HttpRow::per_sec),
                 per_round(&ratios),
             ));
         }
     }
-    let failed: u64 = rows.iter().map(|r| r.precondition_failed).sum();
-    let conflicts: u64 = rows.iter().map(|r| r.conflicts).sum();
-    let unmatched: usize = rows.iter().map(|r| r.unmatched).sum();
+    let failed: u64 = rows
+        .iter()
+        .map(|r| r.measured.tally.precondition_failed)
+        .sum();
+    let conflicts: u64 = rows.iter().map(|r| r.measured.tally.conflicts).sum();
+    let unmatched: usize = rows.iter().map(|r| r.measured.unmatched).sum();
     summary.say(format!(
         "http: 412 responses {failed}, 409 responses {conflicts} (all runs); articles whose \
          token no client holds: {unmatched}"

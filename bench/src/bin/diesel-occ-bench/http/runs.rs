@@ -75,8 +75,10 @@ impl HttpTally {
 }
 
 /// What a run measured.
+#[derive(Debug)]
 pub(crate) struct Measured {
-    pub(crate) total: HttpTally,
+    /// The clients' tallies, merged, the latencies sorted.
+    pub(crate) tally: HttpTally,
     pub(crate) seconds: f64,
     /// Articles whose stored token is an ETag no client holds (must be 0).
     pub(crate) unmatched: usize,
@@ -185,6 +187,7 @@ async fn measure(
     if let Some(error) = &total.first_error {
         eprintln!("  {} failed: {error}", write.name());
     }
+    total.latencies.sort_unstable();
     // Each article's last successful writer holds its token.
     let mut conn = PgConnection::establish(url).map_err(|e| e.to_string())?;
     let tokens: Vec<UuidToken> = articles::table
@@ -197,7 +200,7 @@ async fn measure(
         .count();
     let seconds = (last - stop.started()).as_secs_f64();
     Ok(Measured {
-        total,
+        tally: total,
         seconds,
         unmatched,
         statements,

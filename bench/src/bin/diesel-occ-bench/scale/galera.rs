@@ -14,7 +14,7 @@ use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use super::options::{Args, Cluster};
-use super::rounds::{ScaleRow, Way, play, row};
+use super::{ScaleRow, Way, play, row};
 
 /// The strategies compared on Galera unless `--strategies` names others.
 const DEFAULT: [Way; 5] = [

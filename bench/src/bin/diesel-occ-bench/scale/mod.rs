@@ -1,20 +1,27 @@
 //! `scale`: the reservation workload on a 3-node MariaDB Galera cluster (1 node against
 //! 3, [`galera`]) and on PostgreSQL with a streaming standby (reads on the standby
-//! against the primary, [`standby`]), two set-ups of a strategy in paired rounds
-//! ([`rounds`]), every run from a fresh table and ending with its lost updates. The
-//! set-ups are described in `bench/results/method.md`.
+//! against the primary, [`standby`]), two set-ups of a strategy in paired rounds, every
+//! run from a fresh table and ending with its lost updates. The set-ups are described
+//! in `bench/results/method.md`.
 
 #[cfg(feature = "mysql")]
 mod galera;
 mod options;
-mod rounds;
 mod standby;
 
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use diesel_occ_bench::backend::Backend;
+use diesel_occ_bench::harness::Tally;
+use diesel_occ_bench::row::Row;
+use diesel_occ_bench::stats::{median, per_round, ratio};
+use diesel_occ_bench::strategies::sql::StockSql;
+use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 pub(crate) use self::options::Args;
 use self::options::Cluster;
-use self::rounds::{ScaleRow, report};
 
 /// Runs the comparison on every `--backend` cluster.
 pub(crate) fn main(mut args: Args) -> Result<(), String> {
@@ -50,4 +57,233 @@ fn bench(args: &Args, cluster: Cluster) -> Result<(), String> {
         .save(&format!("{}-summary.txt", cluster.name()), summary.text())?;
     println!("wrote {} and {}", csv.display(), text.display());
     Ok(())
+}
+
+/// One run of one strategy in one set-up; of its aborts, `row.deadlocks` are error
+/// 1213 / 40P01 (on Galera: certification failures).
+#[derive(Debug, Clone)]
+pub(crate) struct ScaleRow {
+    round: usize,
+    setup: &'static str,
+    row: Row,
+}
+
+impl ScaleRow {
+    /// Attempts per operation: every operation's first attempt plus its retries.
+    fn attempts_per_op(&self) -> f64 {
+        let ops = self.row.committed + self.row.failed;
+        (ops + self.row.retries) as f64 / (ops.max(1)) as f64
+    }
+
+    pub(crate) const CSV_HEADER: &'static str = "cluster,round,setup,strategy,workers,keys,seconds,committed,\
+        failed,ops_per_sec,p50_ms,p99_ms,conflicts,deadlocks_1213,other_aborts,retries,\
+        attempts_per_op,lost_updates";
+
+    pub(crate) fn csv(&self, cluster: Cluster) -> String {
+        let r = &self.row;
+        format!(
+            "{},{},{},{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{},{},{},{},{:.3},{}",
+            cluster.name(),
+            self.round,
+            self.setup,
+            r.strategy,
+            r.workers,
+            r.keys,
+            r.seconds,
+            r.committed,
+            r.failed,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.conflicts,
+            r.deadlocks,
+            r.aborts - r.deadlocks,
+            r.retries,
+            self.attempts_per_op(),
+            r.lost
+        )
+    }
+
+    pub(crate) fn line(&self, cluster: Cluster) -> String {
+        let r = &self.row;
+        let aborts = match cluster {
+            Cluster::Galera => format!("cert/deadlock 1213 {:>6}", r.deadlocks),
+            Cluster::PgStandby => format!("aborts {:>6}", r.aborts),
+        };
+        format!(
+            "round {}: {:<14} {:<8} keys {:>6}  {:>8.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
+             conflicts {:>7}  {aborts}  attempts/op {:>5.2}  failed {:>4}  lost {:>6}",
+            self.round,
+            r.strategy,
+            self.setup,
+            r.keys,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.conflicts,
+            self.attempts_per_op(),
+            r.failed,
+            r.lost
+        )
+    }
+}
+
+/// The two set-ups compared, in the order of the first round.
+pub(crate) fn setups(cluster: Cluster) -> [&'static str; 2] {
+    match cluster {
+        Cluster::Galera => ["1 node", "3 nodes"],
+        Cluster::PgStandby => ["primary", "standby"],
+    }
+}
+
+/// What a run runs: one of the benchmark's strategies, or (`occ-multihost`) `occ` with
+/// a `MultiHost` source over the set-up's nodes as the retry helper's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    Plain(Strategy),
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    MultiHost,
+}
+
+impl Way {
+    // Named by the Galera comparison only, which needs feature `mysql`.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Way::Plain(strategy) => strategy.name(),
+            Way::MultiHost => "occ-multihost",
+        }
+    }
+}
+
+/// Plays the paired rounds: for each key count and strategy, both set-ups in every
+/// round, the first of the pair swapping from round to round.
+pub(crate) fn play(
+    cluster: Cluster,
+    args: &Args,
+    keys: &[i32],
+    strategies: &[Way],
+    summary: &mut Summary,
+    mut run: impl FnMut(&'static str, Way, i32) -> Result<Row, String>,
+) -> Result<Vec<ScaleRow>, String> {
+    let mut rows = Vec::new();
+    for &count in keys {
+        for &strategy in strategies {
+            for round in 1..=args.common.rounds {
+                let mut order = setups(cluster);
+                if round % 2 == 0 {
+                    order.reverse();
+                }
+                for setup in order {
+                    let row = ScaleRow {
+                        round,
+                        setup,
+                        row: run(setup, strategy, count)?,
+                    };
+                    summary.say(row.line(cluster));
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The medians of each set-up and the ratios of the second to the first.
+pub(crate) fn report(
+    cluster: Cluster,
+    rows: &[ScaleRow],
+    keys: &[i32],
+    rounds: usize,
+    summary: &mut Summary,
+) {
+    let [first, second] = setups(cluster);
+    let mut strategies: Vec<&str> = Vec::new();
+    for row in rows {
+        if !strategies.contains(&row.row.strategy.as_str()) {
+            strategies.push(&row.row.strategy);
+        }
+    }
+    summary.say(format!(
+        "-- {}: medians of {rounds} paired rounds; conflicts, 1213s and lost updates summed over the rounds",
+        cluster.name()
+    ));
+    for &count in keys {
+        for &strategy in &strategies {
+            let of = |setup: &str| -> Vec<&ScaleRow> {
+                rows.iter()
+                    .filter(|r| {
+                        r.setup == setup && r.row.keys == count && r.row.strategy == strategy
+                    })
+                    .collect()
+            };
+            let (a, b) = (of(first), of(second));
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
+            let mut line = format!("{strategy:<14} keys {count:>6}:");
+            for (setup, runs) in [(first, &a), (second, &b)] {
+                let goodput = median(runs.iter().map(|r| r.row.ops_per_sec).collect());
+                let p99 = median(runs.iter().map(|r| r.row.p99_ms).collect());
+                let attempts = median(runs.iter().map(|r| r.attempts_per_op()).collect());
+                let conflicts: u64 = runs.iter().map(|r| r.row.conflicts).sum();
+                let deadlocks: u64 = runs.iter().map(|r| r.row.deadlocks).sum();
+                let lost: i64 = runs.iter().map(|r| r.row.lost).sum();
+                let _ = write!(
+                    line,
+                    "  [{setup}] {goodput:.0} ops/s, p99 {p99:.2} ms, conflicts {conflicts}, \
+                     1213 {deadlocks}, attempts/op {attempts:.2}, lost {lost}"
+                );
+            }
+            let at = |runs: &[&ScaleRow], round| {
+                let run = runs.iter().find(|r| r.round == round);
+                run.map(|r| r.row.ops_per_sec)
+            };
+            let ratios: Vec<f64> = (1..=rounds)
+                .filter_map(|round| Some(at(&b, round)? / at(&a, round)?))
+                .collect();
+            let _ = write!(
+                line,
+                "  => {second} / {first} goodput {} (per round {})",
+                ratio(
+                    median(b.iter().map(|r| r.row.ops_per_sec).collect()),
+                    median(a.iter().map(|r| r.row.ops_per_sec).collect())
+                ),
+                per_round(&ratios)
+            );
+            summary.say(line);
+        }
+    }
+    let blind = |r: &&ScaleRow| r.row.strategy == Strategy::Blind.name();
+    let checked_lost: i64 = rows.iter().filter(|r| !blind(r)).map(|r| r.row.lost).sum();
+    let blind = match rows
+        .iter()
+        .filter(blind)
+        .map(|r| r.row.lost)
+        .reduce(|a, b| a + b)
+    {
+        Some(lost) => format!(", blind {lost}"),
+        None => String::new(),
+    };
+    summary.say(format!(
+        "{}: lost updates: checked strategies {checked_lost} (must be 0){blind}",
+        cluster.name()
+    ));
+}
+
+/// The row of a run: its `measured` tally, and the units that left the table, counted
+/// on `admin`.
+pub(crate) fn row(
+    backend: Backend,
+    name: &str,
+    workers: usize,
+    keys: i32,
+    measured: (Tally, Duration),
+    admin: &mut impl StockSql,
+) -> Result<Row, String> {
+    if let Some(error) = &measured.0.first_error {
+        eprintln!("  {name} failed: {error}");
+    }
+    let taken = admin.taken(keys).map_err(|e| e.to_string())?;
+    Ok(Row::new(backend, name, workers, keys, measured, taken))
 }

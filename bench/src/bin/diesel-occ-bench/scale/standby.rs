@@ -15,7 +15,7 @@ use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use super::options::{Args, Cluster};
-use super::rounds::{ScaleRow, Way, play, row};
+use super::{ScaleRow, Way, play, row};
 
 /// A worker's two connections.
 pub(crate) struct Pair {
