@@ -228,29 +228,35 @@ pub async fn run_tasks<T: Reserve>(
     duration: Duration,
 ) -> Result<(Tally, Duration), String> {
     let stop = Arc::new(Stop::new(duration));
-    let handles: Vec<_> = tasks
-        .into_iter()
-        .enumerate()
-        .map(|(index, mut task)| {
-            let stop = Arc::clone(&stop);
-            tokio::spawn(async move {
-                let mut rng = rng(index);
-                let mut tally = Tally::default();
-                while stop.another() {
-                    let key = rng.i32(1..=keys);
-                    let began = Instant::now();
-                    let result = task.reserve(key).await;
-                    tally.record(result, began.elapsed());
-                }
-                (tally, Instant::now())
-            })
-        })
-        .collect();
-    let mut tallies = Vec::with_capacity(handles.len());
+    let tasks = tasks.into_iter().enumerate().map(|(index, mut task)| {
+        let stop = Arc::clone(&stop);
+        async move {
+            let mut rng = rng(index);
+            let mut tally = Tally::default();
+            while stop.another() {
+                let key = rng.i32(1..=keys);
+                let began = Instant::now();
+                let result = task.reserve(key).await;
+                tally.record(result, began.elapsed());
+            }
+            (tally, Instant::now())
+        }
+    });
+    Ok(merge(stop.started(), spawn_all(tasks).await?))
+}
+
+/// Spawns every future on the current runtime; their outputs, in order.
+pub async fn spawn_all<F>(futures: impl Iterator<Item = F>) -> Result<Vec<F::Output>, String>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(handles.len());
     for handle in handles {
-        tallies.push(handle.await.map_err(|e| e.to_string())?);
+        outputs.push(handle.await.map_err(|e| e.to_string())?);
     }
-    Ok(merge(stop.started(), tallies))
+    Ok(outputs)
 }
 
 /// A multi-threaded runtime for `workers` tasks: one worker thread per core, at most

@@ -60,17 +60,12 @@ impl std::fmt::Display for Estimate {
 /// The estimate of `ratios` ([`RESAMPLES`] resamples, seed [`SEED`]); `None` when
 /// there is no ratio.
 pub fn estimate(ratios: &[f64]) -> Option<Estimate> {
-    estimate_with(ratios, RESAMPLES, SEED)
-}
-
-/// [`estimate`] with another resample count and seed.
-pub fn estimate_with(ratios: &[f64], resamples: usize, seed: u64) -> Option<Estimate> {
-    if ratios.is_empty() || resamples == 0 {
+    if ratios.is_empty() {
         return None;
     }
-    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut rng = fastrand::Rng::with_seed(SEED);
     let n = ratios.len();
-    let mut medians: Vec<f64> = (0..resamples)
+    let mut medians: Vec<f64> = (0..RESAMPLES)
         .map(|_| median((0..n).map(|_| ratios[rng.usize(0..n)]).collect()))
         .collect();
     medians.sort_by(f64::total_cmp);

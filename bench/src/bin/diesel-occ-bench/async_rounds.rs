@@ -36,7 +36,7 @@ pub(crate) fn paired(
         args.keys
     ));
     let labels = entrants.clone();
-    let (mut goodput, mut p99) = (Samples::default(), Samples::default());
+    let mut goodput = Samples::default();
     let mut client_cpu = Samples::default();
     for round in 1..=rounds {
         if round > 1 {
@@ -76,7 +76,6 @@ pub(crate) fn paired(
                     per_op(row.conflicts)
                 ));
                 goodput.push(round, label, keys, row.ops_per_sec);
-                p99.push(round, label, keys, row.p99_ms);
             }
         }
     }
@@ -85,7 +84,6 @@ pub(crate) fn paired(
         args.common.workers,
         rounds,
         &goodput,
-        &p99,
         &args.common.out,
     )?;
     summary.say(format!(
@@ -114,13 +112,12 @@ pub(crate) fn paired(
 }
 
 /// Draws `<backend>-async.svg` (and `.png`) into `out`: the medians of the rounds'
-/// goodput and p99 of each entrant at each key count. Returns the files' base path.
+/// goodput of each entrant at each key count. Returns the files' base path.
 pub(crate) fn draw(
     backend: Backend,
     workers: usize,
     rounds: usize,
     goodput: &Samples,
-    p99: &Samples,
     out: &Path,
 ) -> Result<PathBuf, String> {
     let mut points = Vec::new();
@@ -128,8 +125,7 @@ pub(crate) fn draw(
         points.push(chart::Point {
             series: sample.label.clone(),
             x: sample.keys,
-            throughput: goodput.median(&sample.label, sample.keys),
-            p99_ms: p99.median(&sample.label, sample.keys),
+            y: goodput.median(&sample.label, sample.keys),
         });
     }
     points.sort_by_key(|p| p.series != "occ");
@@ -140,6 +136,6 @@ pub(crate) fn draw(
     );
     std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
     let base = out.join(format!("{}-async", backend.name()));
-    chart::draw(&points, &title, &chart::HOT_KEYS, &base)?;
+    chart::draw(&points, &title, chart::HOT_KEYS, &base)?;
     Ok(base)
 }

@@ -30,7 +30,6 @@ const SIDES: [(bool, &str); 2] = [(false, "single"), (true, "batch")];
 struct Figures {
     saves_per_sec: Samples,
     p50_ms: Samples,
-    p99_ms: Samples,
 }
 
 /// The batch benchmark on one backend.
@@ -116,7 +115,6 @@ fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
                     let (label, keys) = (format!("{flavour} {side}"), size as i32);
                     figures.saves_per_sec.push(round, &label, keys, per_sec);
                     figures.p50_ms.push(round, &label, keys, p50);
-                    figures.p99_ms.push(round, &label, keys, p99);
                 }
             }
         }
@@ -134,8 +132,7 @@ fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
             for &size in sizes {
                 let (label, keys) = (format!("{flavour} {side}"), size as i32);
                 points.push(chart::Point {
-                    throughput: figures.saves_per_sec.median(&label, keys),
-                    p99_ms: figures.p99_ms.median(&label, keys),
+                    y: figures.saves_per_sec.median(&label, keys),
                     series: label,
                     x: keys,
                 });
@@ -143,14 +140,13 @@ fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
         }
     }
     let title = format!("{version}: batch of N saves vs N single saves ({workers} workers)");
-    let labels = chart::Labels {
-        throughput: "entities saved per second (median of rounds)",
-        latency: "p99 ms per operation of N saves (log scale)",
-        x: "N (entities per operation)",
-    };
+    let axes = (
+        "N (entities per operation)",
+        "entities saved per second (median of rounds)",
+    );
     let base = args.common.out.join(&name);
     written.push(base.with_extension("svg"));
-    written.extend(chart::draw(&points, &title, &labels, &base)?);
+    written.extend(chart::draw(&points, &title, axes, &base)?);
     let written: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     println!("wrote {}", written.join(", "));
     Ok(())

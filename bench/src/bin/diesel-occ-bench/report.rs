@@ -66,8 +66,7 @@ pub(crate) fn write(
         .map(|r| chart::Point {
             series: r.strategy.clone(),
             x: r.keys,
-            throughput: r.ops_per_sec,
-            p99_ms: r.p99_ms,
+            y: r.ops_per_sec,
         })
         .collect();
     let version = server_version(backend, url);
@@ -93,9 +92,9 @@ pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
             Some((version, rest.split_whitespace().next()?.parse().ok()?))
         })
         .ok_or_else(|| format!("{}: no header line", path.display()))?;
-    let (mut rows, mut goodput, mut p99) = (Vec::new(), Samples::default(), Samples::default());
+    let (mut rows, mut goodput) = (Vec::new(), Samples::default());
     for line in summary.lines() {
-        // `[async round R: ]LABEL keys K OPS ops/s p50 P50 ms p99 P99 ms ...`
+        // `[async round R: ]LABEL keys K OPS ops/s ...`
         let (round, rest) = match line.strip_prefix("async round ") {
             Some(rest) => rest
                 .split_once(": ")
@@ -107,20 +106,16 @@ pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
             continue;
         }
         let number = |i: usize| words.get(i).and_then(|w| w.parse::<f64>().ok());
-        let (Some(keys), Some(ops), Some(tail)) = (number(2), number(3), number(9)) else {
+        let (Some(keys), Some(ops)) = (number(2), number(3)) else {
             return Err(format!("{}: cannot read {line:?}", path.display()));
         };
         let (label, keys) = (words[0], keys as i32);
         match round {
-            Some(round) => {
-                goodput.push(round, label, keys, ops);
-                p99.push(round, label, keys, tail);
-            }
+            Some(round) => goodput.push(round, label, keys, ops),
             None => rows.push(chart::Point {
                 series: label.to_owned(),
                 x: keys,
-                throughput: ops,
-                p99_ms: tail,
+                y: ops,
             }),
         }
     }
@@ -128,13 +123,13 @@ pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     if !goodput.0.is_empty() {
         let rounds = goodput.0.iter().map(|s| s.round).max().unwrap_or(1);
         let out = &args.common.out;
-        let base = async_rounds::draw(backend, workers, rounds, &goodput, &p99, out)?;
+        let base = async_rounds::draw(backend, workers, rounds, &goodput, out)?;
         println!("redrew {}", base.with_extension("svg").display());
     }
     Ok(())
 }
 
-/// The chart of every strategy's throughput and p99 at each key count; the files drawn.
+/// The chart of every strategy's throughput at each key count; the files drawn.
 fn draw(
     args: &Args,
     backend: Backend,
@@ -147,7 +142,7 @@ fn draw(
         backend.name()
     );
     let base = args.common.out.join(backend.name());
-    let png = chart::draw(points, &title, &chart::HOT_KEYS, &base)?;
+    let png = chart::draw(points, &title, chart::HOT_KEYS, &base)?;
     let svg = base.with_extension("svg").display().to_string();
     Ok(match png {
         Some(png) => format!("{svg} and {}", png.display()),

@@ -3,7 +3,6 @@
 //! pool, no request, no JSON, no ETag header) writing until the duration is up.
 
 use std::fmt::Write as _;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use diesel::prelude::*;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::{UuidToken, VersionToken};
 use diesel_occ_axum::ETag;
-use diesel_occ_bench::harness::Stop;
+use diesel_occ_bench::harness::{Stop, spawn_all};
 use diesel_occ_examples::postgres::AsyncPool;
 use diesel_occ_examples::postgres::http::Article;
 use diesel_occ_examples::schema::articles;
@@ -205,20 +204,6 @@ async fn measure(
         unmatched,
         statements,
     })
-}
-
-/// Spawns every future on the current runtime; their outputs, in order.
-async fn spawn_all<F>(futures: impl Iterator<Item = F>) -> Result<Vec<F::Output>, String>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut outputs = Vec::with_capacity(handles.len());
-    for handle in handles {
-        outputs.push(handle.await.map_err(|e| e.to_string())?);
-    }
-    Ok(outputs)
 }
 
 /// Empties the articles table, then creates `count` articles through the service.

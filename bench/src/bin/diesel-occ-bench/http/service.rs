@@ -22,6 +22,7 @@ use diesel_occ_examples::postgres::{self as app, AsyncConn, AsyncPool};
 use diesel_occ_examples::schema::articles;
 
 use diesel_occ_bench::async_support::count_statements;
+use diesel_occ_bench::harness;
 
 /// The service, running on its own runtime until dropped.
 pub(crate) struct Service {
@@ -33,25 +34,13 @@ pub(crate) struct Service {
     statements: Arc<AtomicU64>,
 }
 
-impl std::fmt::Debug for Service {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Service {
     /// The app's router plus the benchmark's unconditional route, on 127.0.0.1, over the
     /// app's pool (`async_pool_with` the app's manager settings) of `connections`
     /// connections.
     pub(crate) fn start(url: &str, connections: usize) -> Result<Service, String> {
-        let threads = std::thread::available_parallelism().map_or(2, usize::from);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+        // One worker thread per core.
+        let runtime = harness::runtime(usize::MAX)?;
         let statements = Arc::new(AtomicU64::new(0));
         let mut config = app::async_manager_config();
         let counter = Arc::clone(&statements);

@@ -64,15 +64,13 @@ pub(crate) fn run(
             let nodes = if setup == "1 node" { &urls[..1] } else { urls };
             let mut admin = causal(&urls[0])?;
             admin.reset(count).map_err(|e| format!("reset: {e}"))?;
-            // Every node has the fresh rows before the clock starts.
+            // Every node has the fresh rows, all their stock left, before the clock starts.
             for url in urls {
-                let mut conn = causal(url)?;
-                let rows: i64 = diesel::sql_query("SELECT COUNT(*) AS n FROM bench_stock")
-                    .get_result::<Count>(&mut conn)
-                    .map_err(|e| format!("{url}: {e}"))?
-                    .n;
-                if rows != i64::from(count) {
-                    return Err(format!("{url}: {rows} rows after the reset"));
+                let taken = causal(url)?
+                    .taken(count)
+                    .map_err(|e| format!("{url}: {e}"))?;
+                if taken != 0 {
+                    return Err(format!("{url}: {taken} units missing after the reset"));
                 }
             }
             let (workers, duration) = (args.common.workers, args.common.duration);
@@ -112,12 +110,6 @@ pub(crate) fn run(
             )
         },
     )
-}
-
-#[derive(QueryableByName)]
-struct Count {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    n: i64,
 }
 
 /// A connection whose reads wait until the node has applied every write the

@@ -121,36 +121,24 @@ fn occ_from_standby(pair: &Pair, worker: &mut Worker, key: i32) -> Result<OpResu
 /// Waits until the standby has replayed the primary's WAL up to now (the fresh
 /// table), for at most 30 s.
 fn wait_for_replay(primary: &mut pg::Conn, standby_url: &str) -> Result<(), String> {
-    #[derive(QueryableByName)]
-    struct Lsn {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        lsn: String,
-    }
-    #[derive(QueryableByName)]
-    struct Replayed {
-        #[diesel(sql_type = diesel::sql_types::Bool)]
-        done: bool,
-    }
-    let lsn = diesel::sql_query("SELECT pg_current_wal_lsn()::text AS lsn")
-        .get_result::<Lsn>(primary)
-        .map_err(|e| e.to_string())?
-        .lsn;
+    use diesel::dsl::sql;
+    use diesel::sql_types::{Bool, Text};
+    let lsn: String = diesel::select(sql::<Text>("pg_current_wal_lsn()::text"))
+        .get_result(primary)
+        .map_err(|e| e.to_string())?;
+    let replayed = sql::<Bool>("COALESCE(pg_last_wal_replay_lsn() >= ")
+        .bind::<Text, _>(lsn.clone())
+        .sql("::pg_lsn, false)");
     let mut standby = pg::Db::connect(standby_url, Strategy::Atomic)?;
     let began = std::time::Instant::now();
-    loop {
-        let done = diesel::sql_query(
-            "SELECT COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, false) AS done",
-        )
-        .bind::<diesel::sql_types::Text, _>(&lsn)
-        .get_result::<Replayed>(&mut standby)
+    while !diesel::select(replayed.clone())
+        .get_result::<bool>(&mut standby)
         .map_err(|e| e.to_string())?
-        .done;
-        if done {
-            return Ok(());
-        }
+    {
         if began.elapsed() > std::time::Duration::from_secs(30) {
             return Err(format!("the standby has not replayed {lsn} after 30 s"));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    Ok(())
 }
