@@ -9,7 +9,7 @@
 //! | [`backend`], [`model`], [`strategy`] | the databases, the table and entity, the strategies and their retry settings |
 //! | [`harness`], [`outcome`], [`row`], [`cpu`] | worker threads and their tallies, what one reservation ended with, one run's results, CPU probes |
 //! | [`async_support`], [`measures`] | what the async strategies share, what statement counts record |
-//! | [`strategies`] | the strategies, generic over the connection ([`strategies::database`]), and the statements they run |
+//! | [`strategies`] | the strategies, generic over the connection ([`strategies::sql::StockSql`]), and the statements they run |
 //! | [`pg`], [`mysql`], [`sqlite`] | each backend's connections, and the few statements it writes its own way |
 
 pub mod async_support;
@@ -30,24 +30,24 @@ pub mod strategies;
 pub mod strategy;
 pub mod summary;
 
-/// Runs `$body` with `$db` standing for the [`Database`](strategies::database::Database)
-/// of `$backend` (`pg::Db`, `mysql::Db`, `sqlite::Db`); without feature `mysql`, MySQL
-/// is an error. The one `match` on the backend of the code generic over it.
+/// Runs `$body` with `$db` standing for the blocking connection
+/// ([`StockSql`](strategies::sql::StockSql)) of `$backend` (`pg::Conn`, `mysql::Conn`,
+/// `sqlite::Conn`); without feature `mysql`, MySQL is an error. The one `match` on the backend of the code generic over it.
 #[macro_export]
 macro_rules! for_backend {
     ($backend:expr, $db:ident => $body:expr) => {
         match $backend {
             $crate::backend::Backend::Postgres => {
-                type $db = $crate::pg::Db;
+                type $db = $crate::pg::Conn;
                 $body
             }
             $crate::backend::Backend::Sqlite => {
-                type $db = $crate::sqlite::Db;
+                type $db = $crate::sqlite::Conn;
                 $body
             }
             #[cfg(feature = "mysql")]
             $crate::backend::Backend::Mysql => {
-                type $db = $crate::mysql::Db;
+                type $db = $crate::mysql::Conn;
                 $body
             }
             #[cfg(not(feature = "mysql"))]

@@ -5,38 +5,18 @@ use diesel::mysql::MysqlConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncMysqlConnection;
 
-use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
-use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
-use crate::strategy::Strategy;
-
-/// MySQL/MariaDB as a [`Database`].
-#[derive(Debug, Clone, Copy)]
-pub struct Db;
 
 /// The blocking connection.
 pub type Conn = MysqlConnection;
 
-impl Database for Db {
-    const BACKEND: Backend = Backend::Mysql;
-    type Conn = MysqlConnection;
-    type AsyncConn = AsyncMysqlConnection;
-
+impl BackendSql for MysqlConnection {
     /// The serializable strategy's connections run at SERIALIZABLE (InnoDB then reads
     /// with shared locks, and concurrent writers deadlock; the loop retries error 1213).
-    fn connect(url: &str, strategy: Strategy) -> Result<MysqlConnection, String> {
-        let mut conn = MysqlConnection::establish(url).map_err(|e| e.to_string())?;
-        if strategy == Strategy::Serializable {
-            diesel::sql_query("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-                .execute(&mut conn)
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(conn)
-    }
-}
+    const SERIALIZABLE_SESSION: &'static str =
+        "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE";
 
-impl BackendSql for MysqlConnection {
     /// `SELECT ... FOR UPDATE`.
     fn locked_read(&mut self, key: i32) -> QueryResult<Stock> {
         bench_stock::table
@@ -47,4 +27,4 @@ impl BackendSql for MysqlConnection {
     }
 }
 
-crate::strategies::sql::stock_sql!(MysqlConnection, AsyncMysqlConnection, "");
+crate::strategies::sql::stock_sql!(MysqlConnection, AsyncMysqlConnection, Backend::Mysql, "");

@@ -5,28 +5,11 @@ use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
-use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
-use crate::strategies::database::Database;
 use crate::strategies::sql::BackendSql;
-use crate::strategy::Strategy;
-
-/// PostgreSQL as a [`Database`].
-#[derive(Debug, Clone, Copy)]
-pub struct Db;
 
 /// The blocking connection.
 pub type Conn = PgConnection;
-
-impl Database for Db {
-    const BACKEND: Backend = Backend::Postgres;
-    type Conn = PgConnection;
-    type AsyncConn = AsyncPgConnection;
-
-    fn connect(url: &str, _strategy: Strategy) -> Result<PgConnection, String> {
-        PgConnection::establish(url).map_err(|e| e.to_string())
-    }
-}
 
 impl BackendSql for PgConnection {
     /// `SELECT ... FOR UPDATE`.
@@ -47,4 +30,4 @@ impl BackendSql for PgConnection {
     }
 }
 
-crate::strategies::sql::stock_sql!(PgConnection, AsyncPgConnection, "");
+crate::strategies::sql::stock_sql!(PgConnection, AsyncPgConnection, Backend::Postgres, "");

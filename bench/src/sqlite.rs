@@ -7,21 +7,14 @@ use std::sync::Arc;
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_occ::asynchronous::{AsyncConnectionSource, BlockInPlace};
+use diesel_occ::asynchronous::BlockInPlace;
 use diesel_occ::retry::RetryPolicy;
 
 use crate::async_support::BoxedOp;
-use crate::backend::Backend;
 use crate::model::{Stock, bench_stock};
 use crate::outcome::Seen;
 use crate::strategies::blocking::reserve;
-use crate::strategies::database::Database;
-use crate::strategies::sql::BackendSql;
-use crate::strategy::Strategy;
-
-/// SQLite as a [`Database`].
-#[derive(Debug, Clone, Copy)]
-pub struct Db;
+use crate::strategies::sql::{AsyncStockSql, BackendSql};
 
 /// The blocking connection.
 pub type Conn = SqliteConnection;
@@ -32,41 +25,23 @@ pub type AsyncConn = SyncConnectionWrapper<SqliteConnection, BlockInPlace>;
 pub const PRAGMAS: &str =
     "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;";
 
-impl Database for Db {
-    const BACKEND: Backend = Backend::Sqlite;
-    type Conn = Conn;
-    type AsyncConn = AsyncConn;
-
-    /// A blocking connection with [`PRAGMAS`].
-    fn connect(url: &str, _strategy: Strategy) -> Result<Conn, String> {
-        use diesel::connection::SimpleConnection;
-        let mut conn = Conn::establish(url).map_err(|e| e.to_string())?;
-        conn.batch_execute(PRAGMAS).map_err(|e| e.to_string())?;
-        Ok(conn)
-    }
-
-    /// Each attempt runs the blocking helper's closure in one blocking call
-    /// (`asynchronous::retry_in_blocking_task`).
-    fn occ_in_one_task<'s, S>(
-        source: &'s S,
-        policy: &'s RetryPolicy,
-        key: i32,
-    ) -> Option<BoxedOp<'s>>
-    where
-        S: AsyncConnectionSource<Connection = AsyncConn>,
-    {
-        let seen = Arc::new(Seen::default());
-        let inside = Arc::clone(&seen);
-        Some(Box::pin(async move {
-            let result = diesel_occ::asynchronous::retry_in_blocking_task(
-                source,
-                policy,
-                move |conn, attempt| inside.track(&attempt, reserve(conn, &attempt, key)),
-            )
+/// `occ-async` on SQLite: each attempt runs the blocking helper's closure in one
+/// blocking call (`asynchronous::retry_in_blocking_task`).
+fn occ_in_one_task<'s>(
+    pool: &'s <AsyncConn as AsyncStockSql>::Pool,
+    policy: &'s RetryPolicy,
+    key: i32,
+) -> BoxedOp<'s> {
+    let seen = Arc::new(Seen::default());
+    let inside = Arc::clone(&seen);
+    Box::pin(async move {
+        let result =
+            diesel_occ::asynchronous::retry_in_blocking_task(pool, policy, move |conn, attempt| {
+                inside.track(&attempt, reserve(conn, &attempt, key))
+            })
             .await;
-            seen.finish(result)
-        }))
-    }
+        seen.finish(result)
+    })
 }
 
 impl BackendSql for SqliteConnection {
@@ -89,4 +64,12 @@ impl BackendSql for SqliteConnection {
     }
 }
 
-crate::strategies::sql::stock_sql!(SqliteConnection, AsyncConn, PRAGMAS);
+crate::strategies::sql::stock_sql!(SqliteConnection, AsyncConn, Backend::Sqlite, PRAGMAS, {
+    fn occ_in_one_task<'s>(
+        pool: &'s Self::Pool,
+        policy: &'s RetryPolicy,
+        key: i32,
+    ) -> Option<BoxedOp<'s>> {
+        Some(occ_in_one_task(pool, policy, key))
+    }
+});

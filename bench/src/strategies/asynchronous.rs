@@ -3,7 +3,7 @@
 //! ([`harness::runtime`](crate::harness::runtime)), a LIFO deadpool pool of as many
 //! connections as tasks with the fast recycle check (and on MySQL `verify_when_idle`).
 //! `occ-async` is diesel-occ's asynchronous `save_checked` inside
-//! `asynchronous::retry` (or the backend's own way, [`Database::occ_in_one_task`]),
+//! `asynchronous::retry` (or the backend's own way, [`AsyncStockSql::occ_in_one_task`]),
 //! `occ-combine-async` its `asynchronous::Combiner`, `handwritten-async` the same
 //! statements by hand. How that setup was chosen is in bench/results/method.md.
 
@@ -19,12 +19,11 @@ use diesel_async::pooled_connection::{
 use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection, Combiner};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 
-use super::sql::AsyncStockSql;
+use super::sql::{AsyncStockSql, StockSql};
 use crate::async_support::{count_statements, retry_misses};
 use crate::harness::{self, OpResult, Reserve, Tally};
 use crate::model::Stock;
 use crate::outcome::Seen;
-use crate::strategies::database::Database;
 use crate::strategy::Strategy;
 
 /// The test query diesel-async's pool and `verify_when_idle` run on a connection.
@@ -32,7 +31,7 @@ pub type Ping = diesel::dsl::select<diesel::dsl::AsExprOf<i32, diesel::sql_types
 
 /// Runs an asynchronous `strategy`: `workers` tasks sharing a pool of `workers`
 /// connections, for `duration`. The tally counts the statements the connections started.
-pub fn run<D: Database>(
+pub fn run<D: StockSql>(
     url: &str,
     workers: usize,
     keys: i32,
@@ -42,7 +41,7 @@ pub fn run<D: Database>(
 ) -> Result<(Tally, Duration), String> {
     let statements = Arc::new(AtomicU64::new(0));
     harness::runtime(workers)?.block_on(async {
-        let pool = D::AsyncConn::pool(url, workers, Arc::clone(&statements)).await?;
+        let pool = D::Async::pool(url, workers, Arc::clone(&statements)).await?;
         // Shared by every task of the run.
         let combiner = Arc::new(Combiner::<Stock>::new());
         let tasks = (0..workers)
@@ -110,24 +109,24 @@ where
 }
 
 /// One task's share of the run.
-struct Task<D: Database> {
-    pool: <D::AsyncConn as AsyncStockSql>::Pool,
+struct Task<D: StockSql> {
+    pool: <D::Async as AsyncStockSql>::Pool,
     /// The run's combiner, for `occ-combine-async`.
     combiner: Arc<Combiner<Stock>>,
     policy: RetryPolicy,
     strategy: Strategy,
 }
 
-impl<D: Database> Reserve for Task<D> {
+impl<D: StockSql> Reserve for Task<D> {
     async fn reserve(&mut self, key: i32) -> Result<OpResult, String> {
         let (pool, policy) = (&self.pool, &self.policy);
         match self.strategy {
             Strategy::HandwrittenAsynchronous => handwritten(pool, policy, key).await,
             Strategy::OccCombineAsynchronous => {
-                let result = D::AsyncConn::combine(&self.combiner, pool, policy, key).await;
+                let result = D::Async::combine(&self.combiner, pool, policy, key).await;
                 Seen::default().finish(result)
             }
-            _ => match D::occ_in_one_task(pool, policy, key) {
+            _ => match D::Async::occ_in_one_task(pool, policy, key) {
                 Some(op) => op.await,
                 None => occ(pool, policy, key).await,
             },

@@ -4,14 +4,11 @@
 
 use std::time::Duration;
 
-use diesel::Connection;
-
 use super::asynchronous::connect;
 use super::sql::{AsyncStockSql, StockSql};
 use crate::harness::{self, OpResult, Reserve, Tally};
 use crate::measures::QueryLog;
 use crate::model::Stock;
-use crate::strategies::database::Database;
 use crate::strategy::Strategy;
 
 /// The rows of worker `index`: `index * size + 1 ..= (index + 1) * size`.
@@ -51,7 +48,7 @@ async fn save_async<C: AsyncStockSql>(
 
 /// One run: `workers` threads (or, `asynchronous`, tasks), each saving its `size` rows
 /// per operation for `duration`. A failed save fails the run.
-pub fn run<D: Database>(
+pub fn run<D: StockSql>(
     url: &str,
     asynchronous: bool,
     batch: bool,
@@ -67,7 +64,7 @@ pub fn run<D: Database>(
                 let stocks = D::connect(url, Strategy::Occ)?
                     .read_range(first, last)
                     .map_err(|e| e.to_string())?;
-                let conn = connect::<D::AsyncConn>(url, None)
+                let conn = connect::<D::Async>(url, None)
                     .await
                     .map_err(|e| e.to_string())?;
                 tasks.push(Task {
@@ -121,13 +118,13 @@ impl<C: AsyncStockSql + Send> Reserve for Task<C> {
 
 /// The statements (Diesel's instrumentation) that 100 single saves started, and one
 /// batch of 100, blocking or async.
-pub fn count<D: Database>(url: &str, asynchronous: bool) -> Result<[Vec<String>; 2], String> {
+pub fn count<D: StockSql>(url: &str, asynchronous: bool) -> Result<[Vec<String>; 2], String> {
     let log = QueryLog::default();
     let started = |log: &QueryLog| log.take().into_iter().filter(|s| !QueryLog::cached(s));
     if asynchronous {
         harness::runtime(1)?.block_on(async {
             use diesel_async::AsyncConnection;
-            let mut conn = connect::<D::AsyncConn>(url, None)
+            let mut conn = connect::<D::Async>(url, None)
                 .await
                 .map_err(|e| e.to_string())?;
             conn.set_instrumentation(log.clone());

@@ -7,7 +7,6 @@
 pub mod asynchronous;
 pub mod batch;
 pub mod blocking;
-pub mod database;
 pub mod sql;
 #[cfg(feature = "sqlx")]
 pub mod sqlx_peer;

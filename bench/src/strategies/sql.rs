@@ -21,16 +21,30 @@ use std::sync::atomic::AtomicU64;
 use diesel::QueryResult;
 use diesel::prelude::*;
 use diesel_occ::Error;
-use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::asynchronous::{AsyncConnectionSource, AsyncLockingConnection};
+use diesel_occ::blocking::LockingConnection;
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{asynchronous, blocking};
 
+use crate::async_support::BoxedOp;
+use crate::backend::Backend;
 use crate::harness::Held;
 use crate::model::{Stock, bench_stock};
+use crate::strategy::Strategy;
 
-/// The benchmark's statements and diesel-occ's checked operations on a blocking
-/// connection.
-pub trait StockSql: Connection + Sized {
+/// A backend's blocking connection: how it connects, its async twin, the benchmark's
+/// statements and diesel-occ's checked operations on it. The code generic over the
+/// backend is generic over this, and chooses it in one `match`
+/// ([`for_backend!`](crate::for_backend)).
+pub trait StockSql: LockingConnection + BackendSql + Sized + Send + 'static {
+    /// Which backend this is.
+    const BACKEND: Backend;
+    /// The same backend's asynchronous connection.
+    type Async: AsyncLockingConnection + AsyncStockSql + Send;
+    /// A connection that has run the backend's first statements
+    /// ([`AsyncStockSql::AFTER_CONNECT`]), for `strategy` (the serializable strategy's
+    /// session may need its isolation set, [`BackendSql::SERIALIZABLE_SESSION`]).
+    fn connect(url: &str, strategy: Strategy) -> Result<Self, String>;
     /// The plain read of a row.
     fn read(&mut self, key: i32) -> QueryResult<Stock>;
     /// The row's current version, after a miss (what diesel-occ reads to classify it).
@@ -118,11 +132,23 @@ pub trait AsyncStockSql: diesel_async::AsyncConnection + 'static {
         size: usize,
         statements: Arc<AtomicU64>,
     ) -> impl Future<Output = Result<Self::Pool, String>> + Send + '_;
+    /// A reservation on `pool` run another way than the async closure, when the backend
+    /// has one (SQLite: each attempt in one blocking task); `None` runs the closure.
+    fn occ_in_one_task<'s>(
+        _pool: &'s Self::Pool,
+        _policy: &'s RetryPolicy,
+        _key: i32,
+    ) -> Option<BoxedOp<'s>> {
+        None
+    }
 }
 
 /// What a backend writes its own way: the locking strategies' read and transactions.
 /// Implemented for each blocking connection in its backend's module.
 pub trait BackendSql: Connection {
+    /// What a serializable strategy's connection runs first: nothing unless the backend
+    /// says.
+    const SERIALIZABLE_SESSION: &'static str = "";
     /// The pessimistic strategy's read: `SELECT ... FOR UPDATE` where the backend has
     /// it.
     fn locked_read(&mut self, key: i32) -> QueryResult<Stock>;
@@ -169,11 +195,12 @@ pub(crate) fn assign(
     )
 }
 
-/// Implements [`StockSql`] for a blocking connection type and [`AsyncStockSql`] for an
-/// async one whose new connections first run `$after_connect`: each checked operation
+/// Implements [`StockSql`] for a blocking connection type of `$backend` and
+/// [`AsyncStockSql`] for its async twin, whose new connections first run
+/// `$after_connect`, and which has the items `$own` of its own: each checked operation
 /// is the diesel-occ call of the same name.
 macro_rules! stock_sql {
-    ($blocking:ty, $asynchronous:ty, $after_connect:expr) => {
+    ($blocking:ty, $asynchronous:ty, $backend:expr, $after_connect:expr $(, { $($own:item)* })?) => {
         const _: () = {
             use diesel::connection::SimpleConnection;
             use diesel::prelude::*;
@@ -182,11 +209,28 @@ macro_rules! stock_sql {
             use diesel_occ::{Error, asynchronous, blocking};
             use std::future::Future;
 
+            use crate::backend::Backend;
             use crate::harness::Held;
             use crate::model::{START, Stock, bench_stock};
-            use crate::strategies::sql::{AsyncStockSql, StockSql, assign, unchanged};
+            use crate::strategies::sql::{AsyncStockSql, BackendSql, StockSql, assign, unchanged};
+            use crate::strategy::Strategy;
 
             impl StockSql for $blocking {
+                const BACKEND: Backend = $backend;
+                type Async = $asynchronous;
+
+                fn connect(url: &str, strategy: Strategy) -> Result<Self, String> {
+                    let mut conn = Self::establish(url).map_err(|e| e.to_string())?;
+                    let serializable = strategy == Strategy::Serializable;
+                    let session = if serializable { Self::SERIALIZABLE_SESSION } else { "" };
+                    for sql in [$after_connect, session] {
+                        if !sql.is_empty() {
+                            conn.batch_execute(sql).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    Ok(conn)
+                }
+
                 fn read(&mut self, key: i32) -> QueryResult<Stock> {
                     bench_stock::table
                         .find(key)
@@ -366,6 +410,8 @@ macro_rules! stock_sql {
                 ) -> impl Future<Output = Result<Self::Pool, String>> + Send + '_ {
                     crate::strategies::asynchronous::pool::<Self>(url, size, statements)
                 }
+
+                $($($own)*)?
             }
         };
     };

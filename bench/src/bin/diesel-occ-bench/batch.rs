@@ -10,7 +10,6 @@ use diesel_occ_bench::backend::{Backend, ensure_database, server_version};
 use diesel_occ_bench::for_backend;
 use diesel_occ_bench::stats::{median, per_round, percentile};
 use diesel_occ_bench::strategies::batch;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -38,7 +37,7 @@ pub(crate) fn bench(args: &Args, sizes: &[usize], backend: Backend) -> Result<()
 }
 
 /// [`bench`] on one backend.
-fn bench_on<D: Database>(args: &Args, sizes: &[usize]) -> Result<(), String> {
+fn bench_on<D: StockSql>(args: &Args, sizes: &[usize]) -> Result<(), String> {
     let (backend, workers, duration) = (D::BACKEND, args.common.workers, args.common.duration);
     let url = args.url(backend);
     ensure_database(backend, &url)?;

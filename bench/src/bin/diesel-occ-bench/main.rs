@@ -23,7 +23,6 @@ use clap::{Parser, Subcommand};
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::for_backend;
 use diesel_occ_bench::strategies::blocking;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;

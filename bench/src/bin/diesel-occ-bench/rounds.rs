@@ -5,7 +5,6 @@
 
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::pg;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -84,7 +83,7 @@ fn pgbench_round(
     summary: &mut Summary,
 ) -> Result<(), String> {
     let seconds = args.common.duration.as_secs().max(1);
-    let mut conn = pg::Db::connect(setting.url, Strategy::Atomic)?;
+    let mut conn = pg::Conn::connect(setting.url, Strategy::Atomic)?;
     conn.reset(wide).map_err(|e| e.to_string())?;
     let clients = args.common.workers;
     match crate::pgbench::tps(setting.url, clients, seconds, wide)? {

@@ -8,7 +8,6 @@ use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::for_backend;
 use diesel_occ_bench::harness::{self, Tally};
 use diesel_occ_bench::row::Row;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategies::{asynchronous, blocking};
 use diesel_occ_bench::strategy::{RetryOptions, Strategy};
@@ -29,7 +28,7 @@ pub(crate) fn run(setting: &Setting<'_>, strategy: Strategy, keys: i32) -> Resul
 }
 
 /// [`run`] on one backend.
-fn run_on<D: Database>(
+fn run_on<D: StockSql>(
     setting: &Setting<'_>,
     strategy: Strategy,
     keys: i32,
@@ -81,7 +80,7 @@ pub(crate) fn run_sqlx(setting: &Setting<'_>, keys: i32) -> Result<Row, String> 
 
 /// Resets the table to `keys` rows, runs `measure`, then counts the units that left the
 /// table: the row of `name` at this setting.
-fn on_fresh_table<D: Database>(
+fn on_fresh_table<D: StockSql>(
     setting: &Setting<'_>,
     name: &str,
     keys: i32,

@@ -8,7 +8,6 @@ use diesel_occ_bench::backend::{Backend, server_version};
 use diesel_occ_bench::harness::{self, Held};
 use diesel_occ_bench::mysql;
 use diesel_occ_bench::strategies::blocking;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -82,7 +81,7 @@ pub(crate) fn run(
                     count,
                     duration,
                     policy.clone(),
-                    |index| mysql::Db::connect(&nodes[index % nodes.len()], strategy),
+                    |index| mysql::Conn::connect(&nodes[index % nodes.len()], strategy),
                     |held, worker, key| blocking::op(strategy, held, worker, key, &combiner),
                 )?,
                 Way::MultiHost => harness::run_threads(
@@ -93,7 +92,7 @@ pub(crate) fn run(
                     |_| {
                         let held = nodes
                             .iter()
-                            .map(|url| mysql::Db::connect(url, Strategy::Occ).map(Held::new))
+                            .map(|url| mysql::Conn::connect(url, Strategy::Occ).map(Held::new))
                             .collect::<Result<Vec<_>, _>>()?;
                         Ok(MultiHost::new(held))
                     },
@@ -115,7 +114,7 @@ pub(crate) fn run(
 /// A connection whose reads wait until the node has applied every write the
 /// cluster committed before them (`wsrep_sync_wait = 1`).
 fn causal(url: &str) -> Result<mysql::Conn, String> {
-    let mut conn = mysql::Db::connect(url, Strategy::Atomic)?;
+    let mut conn = mysql::Conn::connect(url, Strategy::Atomic)?;
     diesel::sql_query("SET SESSION wsrep_sync_wait = 1")
         .execute(&mut conn)
         .map_err(|e| format!("{url}: {e}"))?;

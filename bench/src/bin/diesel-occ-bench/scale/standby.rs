@@ -9,7 +9,6 @@ use diesel_occ_bench::model::Stock;
 use diesel_occ_bench::outcome::Seen;
 use diesel_occ_bench::pg;
 use diesel_occ_bench::strategies::blocking;
-use diesel_occ_bench::strategies::database::Database;
 use diesel_occ_bench::strategies::sql::StockSql;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
@@ -54,7 +53,7 @@ pub(crate) fn run(
             let Way::Plain(strategy) = way else {
                 return Err("pg-standby runs occ only".into());
             };
-            let mut admin = pg::Db::connect(primary, Strategy::Atomic)?;
+            let mut admin = pg::Conn::connect(primary, Strategy::Atomic)?;
             admin.reset(count).map_err(|e| format!("reset: {e}"))?;
             wait_for_replay(&mut admin, standby)?;
             let (workers, duration) = (args.common.workers, args.common.duration);
@@ -64,7 +63,7 @@ pub(crate) fn run(
                     count,
                     duration,
                     policy.clone(),
-                    |_| pg::Db::connect(primary, strategy),
+                    |_| pg::Conn::connect(primary, strategy),
                     |held, worker, key| blocking::occ_on(held, &worker.policy, key),
                 )?
             } else {
@@ -75,8 +74,8 @@ pub(crate) fn run(
                     policy.clone(),
                     |_| {
                         Ok(Pair {
-                            primary: Held::new(pg::Db::connect(primary, strategy)?),
-                            standby: Held::new(pg::Db::connect(standby, strategy)?),
+                            primary: Held::new(pg::Conn::connect(primary, strategy)?),
+                            standby: Held::new(pg::Conn::connect(standby, strategy)?),
                         })
                     },
                     |held, worker, key| occ_from_standby(&held.0.borrow(), worker, key),
@@ -129,7 +128,7 @@ fn wait_for_replay(primary: &mut pg::Conn, standby_url: &str) -> Result<(), Stri
     let replayed = sql::<Bool>("COALESCE(pg_last_wal_replay_lsn() >= ")
         .bind::<Text, _>(lsn.clone())
         .sql("::pg_lsn, false)");
-    let mut standby = pg::Db::connect(standby_url, Strategy::Atomic)?;
+    let mut standby = pg::Conn::connect(standby_url, Strategy::Atomic)?;
     let began = std::time::Instant::now();
     while !diesel::select(replayed.clone())
         .get_result::<bool>(&mut standby)
