@@ -3,7 +3,6 @@
 
 use std::cell::{RefCell, RefMut};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -95,17 +94,13 @@ impl Tally {
 pub struct Stop {
     duration: Duration,
     started: Instant,
-    stopped: AtomicBool,
 }
 
 impl Stop {
     /// Workers stop `duration` from now.
     pub fn new(duration: Duration) -> Self {
-        Stop {
-            duration,
-            started: Instant::now(),
-            stopped: AtomicBool::new(false),
-        }
+        let started = Instant::now();
+        Stop { duration, started }
     }
 
     /// When the clock started.
@@ -115,14 +110,7 @@ impl Stop {
 
     /// Whether a worker may start another operation.
     pub fn another(&self) -> bool {
-        if self.stopped.load(Ordering::Relaxed) {
-            return false;
-        }
-        let go = self.started.elapsed() < self.duration;
-        if !go {
-            self.stopped.store(true, Ordering::Relaxed);
-        }
-        go
+        self.started.elapsed() < self.duration
     }
 }
 

@@ -12,7 +12,7 @@ use crate::stats::percentile;
 pub struct Row {
     /// The backend's name.
     pub backend: &'static str,
-    /// The strategy's name (or the async setup's label).
+    /// The strategy's name (or the peer's label).
     pub strategy: String,
     /// Concurrent workers.
     pub workers: usize,
@@ -20,29 +20,10 @@ pub struct Row {
     pub keys: i32,
     /// How long the run lasted.
     pub seconds: f64,
-    /// Committed operations.
-    pub committed: u64,
-    /// Operations that did not commit.
-    pub failed: u64,
-    /// Committed operations per second.
-    pub ops_per_sec: f64,
-    /// Median latency of the committed operations.
-    pub p50_ms: f64,
-    /// Their 99th percentile.
-    pub p99_ms: f64,
-    /// Optimistic misses.
-    pub conflicts: u64,
-    /// Transactions the database aborted.
-    pub aborts: u64,
-    /// Attempts beyond the first.
-    pub retries: u64,
+    /// What the workers counted, the latencies sorted.
+    pub tally: Tally,
     /// Committed operations minus the units that left the table.
     pub lost: i64,
-    /// Statements the run's connections started, where counted (async runs); not in
-    /// the CSV.
-    pub statements: u64,
-    /// Of the aborts, deadlocks (on Galera: certification failures); not in the CSV.
-    pub deadlocks: u64,
 }
 
 impl Row {
@@ -56,26 +37,25 @@ impl Row {
         taken: i64,
     ) -> Row {
         tally.latencies.sort_unstable();
-        let seconds = elapsed.as_secs_f64();
-        let ms = |nanos: u64| nanos as f64 / 1e6;
         Row {
             backend: backend.name(),
             strategy: strategy.to_owned(),
             workers,
             keys,
-            seconds,
-            committed: tally.committed,
-            failed: tally.failed,
-            ops_per_sec: tally.committed as f64 / seconds.max(1e-9),
-            p50_ms: ms(percentile(&tally.latencies, 50.0)),
-            p99_ms: ms(percentile(&tally.latencies, 99.0)),
-            conflicts: tally.conflicts,
-            aborts: tally.aborts,
-            retries: tally.retries,
+            seconds: elapsed.as_secs_f64(),
             lost: tally.committed as i64 - taken,
-            statements: tally.statements,
-            deadlocks: tally.deadlocks,
+            tally,
         }
+    }
+
+    /// Committed operations per second.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.tally.committed as f64 / self.seconds.max(1e-9)
+    }
+
+    /// The percentile `p` of the committed operations' latency, in ms.
+    pub fn ms(&self, p: f64) -> f64 {
+        percentile(&self.tally.latencies, p) as f64 / 1e6
     }
 
     /// The CSV file's first line.
@@ -91,14 +71,14 @@ impl Row {
             self.workers,
             self.keys,
             self.seconds,
-            self.committed,
-            self.failed,
-            self.ops_per_sec,
-            self.p50_ms,
-            self.p99_ms,
-            self.conflicts,
-            self.aborts,
-            self.retries,
+            self.tally.committed,
+            self.tally.failed,
+            self.ops_per_sec(),
+            self.ms(50.0),
+            self.ms(99.0),
+            self.tally.conflicts,
+            self.tally.aborts,
+            self.tally.retries,
             self.lost
         )
     }
@@ -110,13 +90,13 @@ impl Row {
              conflicts {:>7}  aborts {:>6}  retries {:>7}  failed {:>4}  lost {:>6}",
             self.strategy,
             self.keys,
-            self.ops_per_sec,
-            self.p50_ms,
-            self.p99_ms,
-            self.conflicts,
-            self.aborts,
-            self.retries,
-            self.failed,
+            self.ops_per_sec(),
+            self.ms(50.0),
+            self.ms(99.0),
+            self.tally.conflicts,
+            self.tally.aborts,
+            self.tally.retries,
+            self.tally.failed,
             self.lost
         )
     }

@@ -120,30 +120,27 @@ impl<C: AsyncStockSql + Send> Reserve for Task<C> {
 /// batch of 100, blocking or async.
 pub fn count<D: StockSql>(url: &str, asynchronous: bool) -> Result<[Vec<String>; 2], String> {
     let log = QueryLog::default();
-    let started = |log: &QueryLog| log.take().into_iter().filter(|s| !QueryLog::cached(s));
-    if asynchronous {
-        harness::runtime(1)?.block_on(async {
-            use diesel_async::AsyncConnection;
-            let mut conn = connect::<D::Async>(url, None)
-                .await
-                .map_err(|e| e.to_string())?;
-            conn.set_instrumentation(log.clone());
-            let mut stocks = D::connect(url, Strategy::Occ)?
-                .read_range(1, 100)
-                .map_err(|e| e.to_string())?;
-            save_async(&mut conn, false, &mut stocks).await?;
-            let single = started(&log).collect();
-            save_async(&mut conn, true, &mut stocks).await?;
-            Ok([single, started(&log).collect()])
-        })
-    } else {
-        let mut conn = D::connect(url, Strategy::Occ)?;
+    let started = |log: &QueryLog| {
+        let started = log.take().into_iter().filter(|s| !QueryLog::cached(s));
+        started.collect::<Vec<_>>()
+    };
+    let mut conn = D::connect(url, Strategy::Occ)?;
+    let mut stocks = conn.read_range(1, 100).map_err(|e| e.to_string())?;
+    if !asynchronous {
         conn.set_instrumentation(log.clone());
-        let mut stocks = conn.read_range(1, 100).map_err(|e| e.to_string())?;
-        log.take();
         save(&mut conn, false, &mut stocks)?;
-        let single = started(&log).collect();
+        let single = started(&log);
         save(&mut conn, true, &mut stocks)?;
-        Ok([single, started(&log).collect()])
+        return Ok([single, started(&log)]);
     }
+    harness::runtime(1)?.block_on(async {
+        let mut conn = connect::<D::Async>(url, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        diesel_async::AsyncConnection::set_instrumentation(&mut conn, log.clone());
+        save_async(&mut conn, false, &mut stocks).await?;
+        let single = started(&log);
+        save_async(&mut conn, true, &mut stocks).await?;
+        Ok([single, started(&log)])
+    })
 }

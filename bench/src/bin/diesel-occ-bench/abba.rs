@@ -66,7 +66,7 @@ pub(crate) fn rounds(
             let mut figures = [0.0; 4];
             for (slot, figure) in figures.iter_mut().enumerate() {
                 let side = if is_baseline(slot) { baseline } else { library };
-                *figure = run(setting, side, keys)?.ops_per_sec;
+                *figure = run(setting, side, keys)?.ops_per_sec();
             }
             let ratio = round_ratio(figures);
             let shown = ratio.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.3}"));

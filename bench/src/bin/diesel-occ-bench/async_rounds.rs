@@ -49,18 +49,18 @@ pub(crate) fn paired(
                     SQLX => run_sqlx(setting, keys)?,
                     _ => run(setting, Strategy::parse(label)?, keys)?,
                 };
-                let per_op = |n: u64| n as f64 / row.committed.max(1) as f64;
+                let per_op = |n: u64| n as f64 / row.tally.committed.max(1) as f64;
                 // Counted on diesel's connections only: sqlx has no cheap hook.
                 let statements = match label {
                     "occ" | SQLX => String::new(),
-                    _ => format!("  statements/op {:.2}", per_op(row.statements)),
+                    _ => format!("  statements/op {:.2}", per_op(row.tally.statements)),
                 };
                 // This process's CPU per operation (the client: driver, runtime, library)
                 // and how busy both cores were: where the time goes when the cores are
                 // the limit.
                 let cpu = match (cpu_before, Process::take()) {
                     (Some(before), Some(after)) => {
-                        let (client_us, busy) = before.spent_until(&after, row.committed);
+                        let (client_us, busy) = before.spent_until(&after, row.tally.committed);
                         client_cpu.push(round, label, keys, client_us);
                         format!(
                             "  client CPU us/op {client_us:.1}  machine busy {:.0} %",
@@ -73,9 +73,9 @@ pub(crate) fn paired(
                 summary.say(format!(
                     "async round {round}: {}  conflicts/op {:.3}{statements}{cpu}",
                     row.line(),
-                    per_op(row.conflicts)
+                    per_op(row.tally.conflicts)
                 ));
-                goodput.push(round, label, keys, row.ops_per_sec);
+                goodput.push(round, label, keys, row.ops_per_sec());
             }
         }
     }

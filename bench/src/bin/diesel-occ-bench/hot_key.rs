@@ -12,12 +12,13 @@
 use std::fmt::Write as _;
 
 use diesel_occ_bench::row::Row;
-use diesel_occ_bench::stats::{median, per_round};
+use diesel_occ_bench::stats::per_round;
 use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use crate::options::Args;
 use crate::run::{Setting, run};
+use crate::samples::Samples;
 
 /// The strategies compared, in the order of the first round.
 const STRATEGIES: [Strategy; 5] = [
@@ -27,6 +28,9 @@ const STRATEGIES: [Strategy; 5] = [
     Strategy::OccEscalate,
     Strategy::OccCombineAsynchronous,
 ];
+
+/// What the strategies are compared with, round by round.
+const BEST: &str = "max(occ, pessimistic)";
 
 /// Runs the comparison on every backend and worker count, and writes
 /// `hot-key-summary.txt` and `hot-key.csv`.
@@ -46,75 +50,40 @@ pub(crate) fn bench(args: &Args, hot_workers: &[usize]) -> Result<(), String> {
             };
             // Every strategy once per round, each round starting with the next one.
             let mut order = STRATEGIES.to_vec();
-            let mut rows = Vec::new();
-            for round in 1..=args.common.rounds {
+            let (mut goodput, mut p99) = (Samples::default(), Samples::default());
+            let rounds = args.common.rounds;
+            for round in 1..=rounds {
                 for &strategy in &order {
                     let row = run(&setting, strategy, 1)?;
-                    let line = row.line();
-                    summary.say(format!(
-                        "{} {workers:>2} workers round {round}: {line}",
-                        backend.name()
-                    ));
+                    let (name, line) = (backend.name(), row.line());
+                    summary.say(format!("{name} {workers:>2} workers round {round}: {line}"));
                     let _ = writeln!(csv, "{round},{}", row.csv());
-                    rows.push((strategy, row));
+                    goodput.push(round, strategy.name(), 1, row.ops_per_sec());
+                    p99.push(round, strategy.name(), 1, row.ms(99.0));
                 }
                 order.rotate_left(1);
+                let of = |name| goodput.value(round, name, 1);
+                if let (Some(occ), Some(lock)) = (of("occ"), of("pessimistic")) {
+                    goodput.push(round, BEST, 1, occ.max(lock));
+                }
             }
-            report(
-                &format!("{} {workers} workers", backend.name()),
-                &rows,
-                &mut summary,
-            );
+            let mut line = format!("{} {workers} workers, medians:", backend.name());
+            for name in STRATEGIES.map(Strategy::name) {
+                let (ops, tail) = (goodput.median(name, 1), p99.median(name, 1));
+                let _ = write!(line, " {name} {ops:.0} ops/s p99 {tail:.2} ms;");
+            }
+            summary.say(line);
+            for other in ["occ-combine", "occ-escalate", "occ-combine-async"] {
+                let ratios = goodput.ratios(rounds, (other, 1), (BEST, 1));
+                summary.say(format!(
+                    "  per round, {other} / {BEST}: {}",
+                    per_round(&ratios)
+                ));
+            }
         }
     }
     args.common.save("hot-key.csv", &csv)?;
     let path = args.common.save("hot-key-summary.txt", summary.text())?;
     println!("wrote {}", path.display());
     Ok(())
-}
-
-/// The medians of each strategy's goodput and p99, and the per-round ratios.
-fn report(setting: &str, rows: &[(Strategy, Row)], summary: &mut Summary) {
-    let median_of = |strategy: Strategy, value: fn(&Row) -> f64| {
-        let values = rows
-            .iter()
-            .filter(|(s, _)| *s == strategy)
-            .map(|(_, row)| value(row));
-        median(values.collect())
-    };
-    let mut line = format!("{setting}, medians:");
-    for strategy in STRATEGIES {
-        let _ = write!(
-            line,
-            " {} {:.0} ops/s p99 {:.2} ms;",
-            strategy.name(),
-            median_of(strategy, |row| row.ops_per_sec),
-            median_of(strategy, |row| row.p99_ms)
-        );
-    }
-    summary.say(line);
-    // A round is one run of each strategy.
-    for other in [
-        Strategy::OccCombine,
-        Strategy::OccEscalate,
-        Strategy::OccCombineAsynchronous,
-    ] {
-        let ratios: Vec<f64> = rows
-            .chunks(STRATEGIES.len())
-            .filter_map(|round| {
-                let of = |s| {
-                    round
-                        .iter()
-                        .find(|(x, _)| *x == s)
-                        .map(|(_, r)| r.ops_per_sec)
-                };
-                Some(of(other)? / of(Strategy::Occ)?.max(of(Strategy::Pessimistic)?))
-            })
-            .collect();
-        summary.say(format!(
-            "  per round, {} / max(occ, pessimistic): {}",
-            other.name(),
-            per_round(&ratios)
-        ));
-    }
 }

@@ -66,7 +66,7 @@ pub(crate) fn write(
         .map(|r| chart::Point {
             series: r.strategy.clone(),
             x: r.keys,
-            y: r.ops_per_sec,
+            y: r.ops_per_sec(),
         })
         .collect();
     let version = server_version(backend, url);

@@ -50,7 +50,7 @@ pub(crate) fn paired(
         for &(strategy, keys) in hot.iter().chain(&overhead) {
             let row = run(setting, strategy, keys)?;
             summary.say(format!("round {round}: {}", row.line()));
-            samples.push(round, strategy.name(), keys, row.ops_per_sec);
+            samples.push(round, strategy.name(), keys, row.ops_per_sec());
         }
         if setting.backend == Backend::Postgres && pgbench {
             pgbench_round(setting, args, round, wide, &mut samples, summary)?;

@@ -33,12 +33,7 @@ fn run_on<D: StockSql>(
     strategy: Strategy,
     keys: i32,
 ) -> Result<Row, String> {
-    let Setting {
-        url,
-        workers,
-        duration,
-        ..
-    } = *setting;
+    let (url, workers, duration) = (setting.url, setting.workers, setting.duration);
     let policy = setting.retry.policy(strategy);
     on_fresh_table::<D>(setting, strategy.name(), keys, || {
         if strategy.is_asynchronous() {
@@ -64,13 +59,8 @@ pub(crate) fn run_sqlx(setting: &Setting<'_>, keys: i32) -> Result<Row, String> 
     #[cfg(feature = "sqlx")]
     let measure = || {
         let policy = setting.retry.policy(Strategy::OccAsynchronous);
-        let Setting {
-            backend,
-            url,
-            workers,
-            duration,
-            ..
-        } = *setting;
+        let (url, workers, duration) = (setting.url, setting.workers, setting.duration);
+        let backend = setting.backend;
         diesel_occ_bench::strategies::sqlx_peer::run(backend, url, workers, keys, duration, policy)
     };
     #[cfg(not(feature = "sqlx"))]

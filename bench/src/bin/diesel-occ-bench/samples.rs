@@ -41,7 +41,7 @@ impl Samples {
         self.median(label, keys).is_finite()
     }
 
-    fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
+    pub(crate) fn value(&self, round: usize, label: &str, keys: i32) -> Option<f64> {
         self.0
             .iter()
             .find(|s| s.round == round && s.label == label && s.keys == keys)

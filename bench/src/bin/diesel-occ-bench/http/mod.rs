@@ -46,11 +46,8 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
     };
     ensure_database(Backend::Postgres, &url)?;
     app::migrate(&url).map_err(|e| format!("migrations: {e}"))?;
-    let (clients, duration, rounds) = (
-        args.common.workers,
-        args.common.duration,
-        args.common.rounds,
-    );
+    let (clients, duration) = (args.common.workers, args.common.duration);
+    let rounds = args.common.rounds;
     if args.articles.is_empty() {
         args.articles = vec![clients, 1];
     }

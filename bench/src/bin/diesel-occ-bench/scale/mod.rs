@@ -50,7 +50,7 @@ fn bench(args: &Args, cluster: Cluster) -> Result<(), String> {
     };
     report(cluster, &rows, &keys, args.common.rounds, &mut summary);
     let lines: Vec<String> = rows.iter().map(|row| row.csv(cluster)).collect();
-    let csv = format!("{}\n{}\n", ScaleRow::CSV_HEADER, lines.join("\n"));
+    let csv = format!("{}\n{}\n", ScaleRow::csv_header(), lines.join("\n"));
     let csv = args.common.save(&format!("{}.csv", cluster.name()), &csv)?;
     let text = args
         .common
@@ -59,7 +59,7 @@ fn bench(args: &Args, cluster: Cluster) -> Result<(), String> {
     Ok(())
 }
 
-/// One run of one strategy in one set-up; of its aborts, `row.deadlocks` are error
+/// One run of one strategy in one set-up; of its aborts, `row.tally.deadlocks` are error
 /// 1213 / 40P01 (on Galera: certification failures).
 #[derive(Debug, Clone)]
 pub(crate) struct ScaleRow {
@@ -71,44 +71,33 @@ pub(crate) struct ScaleRow {
 impl ScaleRow {
     /// Attempts per operation: every operation's first attempt plus its retries.
     fn attempts_per_op(&self) -> f64 {
-        let ops = self.row.committed + self.row.failed;
-        (ops + self.row.retries) as f64 / (ops.max(1)) as f64
+        let ops = self.row.tally.committed + self.row.tally.failed;
+        (ops + self.row.tally.retries) as f64 / (ops.max(1)) as f64
     }
 
-    pub(crate) const CSV_HEADER: &'static str = "cluster,round,setup,strategy,workers,keys,seconds,committed,\
-        failed,ops_per_sec,p50_ms,p99_ms,conflicts,deadlocks_1213,other_aborts,retries,\
-        attempts_per_op,lost_updates";
-
-    pub(crate) fn csv(&self, cluster: Cluster) -> String {
-        let r = &self.row;
+    /// The CSV file's first line: the set-up's, then [`Row::csv`]'s columns (`backend`
+    /// is `mysql` on Galera, `postgres` on the standby), then the deadlocks and attempts.
+    fn csv_header() -> String {
         format!(
-            "{},{},{},{},{},{},{:.3},{},{},{:.1},{:.3},{:.3},{},{},{},{},{:.3},{}",
-            cluster.name(),
-            self.round,
-            self.setup,
-            r.strategy,
-            r.workers,
-            r.keys,
-            r.seconds,
-            r.committed,
-            r.failed,
-            r.ops_per_sec,
-            r.p50_ms,
-            r.p99_ms,
-            r.conflicts,
-            r.deadlocks,
-            r.aborts - r.deadlocks,
-            r.retries,
-            self.attempts_per_op(),
-            r.lost
+            "cluster,round,setup,{},deadlocks_1213,attempts_per_op",
+            Row::CSV_HEADER
+        )
+    }
+
+    fn csv(&self, cluster: Cluster) -> String {
+        let (round, setup, row) = (self.round, self.setup, self.row.csv());
+        let (deadlocks, attempts) = (self.row.tally.deadlocks, self.attempts_per_op());
+        format!(
+            "{},{round},{setup},{row},{deadlocks},{attempts:.3}",
+            cluster.name()
         )
     }
 
     pub(crate) fn line(&self, cluster: Cluster) -> String {
         let r = &self.row;
         let aborts = match cluster {
-            Cluster::Galera => format!("cert/deadlock 1213 {:>6}", r.deadlocks),
-            Cluster::PgStandby => format!("aborts {:>6}", r.aborts),
+            Cluster::Galera => format!("cert/deadlock 1213 {:>6}", r.tally.deadlocks),
+            Cluster::PgStandby => format!("aborts {:>6}", r.tally.aborts),
         };
         format!(
             "round {}: {:<14} {:<8} keys {:>6}  {:>8.0} ops/s  p50 {:>7.3} ms  p99 {:>8.3} ms  \
@@ -117,12 +106,12 @@ impl ScaleRow {
             r.strategy,
             self.setup,
             r.keys,
-            r.ops_per_sec,
-            r.p50_ms,
-            r.p99_ms,
-            r.conflicts,
+            r.ops_per_sec(),
+            r.ms(50.0),
+            r.ms(99.0),
+            r.tally.conflicts,
             self.attempts_per_op(),
-            r.failed,
+            r.tally.failed,
             r.lost
         )
     }
@@ -223,11 +212,11 @@ pub(crate) fn report(
             }
             let mut line = format!("{strategy:<14} keys {count:>6}:");
             for (setup, runs) in [(first, &a), (second, &b)] {
-                let goodput = median(runs.iter().map(|r| r.row.ops_per_sec).collect());
-                let p99 = median(runs.iter().map(|r| r.row.p99_ms).collect());
+                let goodput = median(runs.iter().map(|r| r.row.ops_per_sec()).collect());
+                let p99 = median(runs.iter().map(|r| r.row.ms(99.0)).collect());
                 let attempts = median(runs.iter().map(|r| r.attempts_per_op()).collect());
-                let conflicts: u64 = runs.iter().map(|r| r.row.conflicts).sum();
-                let deadlocks: u64 = runs.iter().map(|r| r.row.deadlocks).sum();
+                let conflicts: u64 = runs.iter().map(|r| r.row.tally.conflicts).sum();
+                let deadlocks: u64 = runs.iter().map(|r| r.row.tally.deadlocks).sum();
                 let lost: i64 = runs.iter().map(|r| r.row.lost).sum();
                 let _ = write!(
                     line,
@@ -237,7 +226,7 @@ pub(crate) fn report(
             }
             let at = |runs: &[&ScaleRow], round| {
                 let run = runs.iter().find(|r| r.round == round);
-                run.map(|r| r.row.ops_per_sec)
+                run.map(|r| r.row.ops_per_sec())
             };
             let ratios: Vec<f64> = (1..=rounds)
                 .filter_map(|round| Some(at(&b, round)? / at(&a, round)?))
@@ -246,8 +235,8 @@ pub(crate) fn report(
                 line,
                 "  => {second} / {first} goodput {} (per round {})",
                 ratio(
-                    median(b.iter().map(|r| r.row.ops_per_sec).collect()),
-                    median(a.iter().map(|r| r.row.ops_per_sec).collect())
+                    median(b.iter().map(|r| r.row.ops_per_sec()).collect()),
+                    median(a.iter().map(|r| r.row.ops_per_sec()).collect())
                 ),
                 per_round(&ratios)
             );
