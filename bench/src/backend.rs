@@ -1,12 +1,14 @@
 //! The databases the benchmark runs against: their names, default URLs, creating the
 //! benchmark's database and reading the server's version.
 
-/// A database to run against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A database to run against, by its name on the command line or an alias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// PostgreSQL.
+    #[value(alias = "pg", alias = "postgresql")]
     Postgres,
     /// MySQL or MariaDB (feature `mysql`).
+    #[value(alias = "mariadb")]
     Mysql,
     /// SQLite, on a file.
     Sqlite,
@@ -19,16 +21,6 @@ impl Backend {
             Backend::Postgres => "postgres",
             Backend::Mysql => "mysql",
             Backend::Sqlite => "sqlite",
-        }
-    }
-
-    /// Reads a backend's name (or an alias: `pg`, `mariadb`).
-    pub fn parse(name: &str) -> Result<Backend, String> {
-        match name {
-            "postgres" | "pg" | "postgresql" => Ok(Backend::Postgres),
-            "mysql" | "mariadb" => Ok(Backend::Mysql),
-            "sqlite" => Ok(Backend::Sqlite),
-            _ => Err(format!("unknown backend {name:?}")),
         }
     }
 

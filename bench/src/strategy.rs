@@ -7,8 +7,9 @@ use diesel_occ::retry::RetryPolicy;
 
 use crate::cli;
 
-/// A way to run the reservation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A way to run the reservation, by the name the command line takes and the tables
+/// print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Strategy {
     /// Read, then `UPDATE SET available = <read - 1>` with no predicate: loses updates.
     Blind,
@@ -33,12 +34,15 @@ pub enum Strategy {
     OccCombine,
     /// diesel-occ's asynchronous `save_checked` in `asynchronous::retry` on a deadpool
     /// pool (printed as `occ-async`), set up as `diesel_occ::guide::tuning` recommends.
+    #[value(name = "occ-async")]
     OccAsynchronous,
     /// `handwritten-prepared` on diesel-async with `occ-async`'s setup: the async
     /// baseline that isolates the library (not run by default).
+    #[value(name = "handwritten-async")]
     HandwrittenAsynchronous,
     /// `occ-combine` on the asynchronous setup of `occ-async`: `asynchronous::Combiner`
     /// with the deadpool pool as its source.
+    #[value(name = "occ-combine-async")]
     OccCombineAsynchronous,
     /// `SELECT ... FOR UPDATE` in a transaction (SQLite: `BEGIN IMMEDIATE`).
     Pessimistic,
@@ -51,20 +55,12 @@ pub enum Strategy {
 impl Strategy {
     /// The strategies `--strategies` defaults to, in the order the tables print them:
     /// all but `handwritten-async`, which the paired async rounds and `abba` run.
-    pub const DEFAULT: [Strategy; 12] = [
-        Strategy::Blind,
-        Strategy::Handwritten,
-        Strategy::HandwrittenPrepared,
-        Strategy::Occ,
-        Strategy::OccEscalate,
-        Strategy::OccEscalateOp,
-        Strategy::OccCombine,
-        Strategy::OccAsynchronous,
-        Strategy::OccCombineAsynchronous,
-        Strategy::Pessimistic,
-        Strategy::Serializable,
-        Strategy::Atomic,
-    ];
+    pub fn default_set() -> Vec<Strategy> {
+        use clap::ValueEnum;
+        let all = Strategy::value_variants().iter().copied();
+        all.filter(|s| *s != Strategy::HandwrittenAsynchronous)
+            .collect()
+    }
 
     /// The name the command line takes and the tables print.
     pub fn name(self) -> &'static str {
@@ -83,15 +79,6 @@ impl Strategy {
             Strategy::Serializable => "serializable",
             Strategy::Atomic => "atomic",
         }
-    }
-
-    /// Reads a strategy's name.
-    pub fn parse(name: &str) -> Result<Strategy, String> {
-        Strategy::DEFAULT
-            .into_iter()
-            .chain([Strategy::HandwrittenAsynchronous])
-            .find(|s| s.name() == name)
-            .ok_or_else(|| format!("unknown strategy {name:?}"))
     }
 
     /// Whether the strategy runs on its own Tokio runtime rather than worker threads.

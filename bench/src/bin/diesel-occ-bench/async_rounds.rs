@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use diesel_occ_bench::backend::Backend;
 use diesel_occ_bench::cpu::Process;
-use diesel_occ_bench::strategy::Strategy;
 use diesel_occ_bench::summary::Summary;
 
 use crate::chart;
@@ -47,7 +46,7 @@ pub(crate) fn paired(
                 let cpu_before = Process::take();
                 let mut row = match label {
                     SQLX => run_sqlx(setting, keys)?,
-                    _ => run(setting, Strategy::parse(label)?, keys)?,
+                    _ => run(setting, clap::ValueEnum::from_str(label, false)?, keys)?,
                 };
                 let per_op = |n: u64| n as f64 / row.tally.committed.max(1) as f64;
                 // Counted on diesel's connections only: sqlx has no cheap hook.

@@ -24,13 +24,6 @@ const FLAVOURS: [(bool, &str); 2] = [(false, "blocking"), (true, "async")];
 /// `save_all_checked`.
 const SIDES: [(bool, &str); 2] = [(false, "single"), (true, "batch")];
 
-/// Every run's figures, labelled `<flavour> <side>`, the size as the key count.
-#[derive(Debug, Default)]
-struct Figures {
-    saves_per_sec: Samples,
-    p50_ms: Samples,
-}
-
 /// The batch benchmark on one backend.
 pub(crate) fn bench(args: &Args, sizes: &[usize], backend: Backend) -> Result<(), String> {
     for_backend!(backend, D => bench_on::<D>(args, sizes))
@@ -83,7 +76,8 @@ fn bench_on<D: StockSql>(args: &Args, sizes: &[usize]) -> Result<(), String> {
             batch.len(),
         ));
     }
-    let mut figures = Figures::default();
+    // Every run's figures, labelled `<flavour> <side>`, the size as the key count.
+    let (mut saves_per_sec, mut p50_ms) = (Samples::default(), Samples::default());
     let mut csv = String::from("backend,flavour,size,side,round,saves_per_sec,p50_ms,p99_ms\n");
     for (asynchronous, flavour) in FLAVOURS {
         for &size in sizes {
@@ -112,13 +106,13 @@ fn bench_on<D: StockSql>(args: &Args, sizes: &[usize]) -> Result<(), String> {
                         "{name},{flavour},{size},{side},{round},{per_sec:.1},{p50:.3},{p99:.3}"
                     );
                     let (label, keys) = (format!("{flavour} {side}"), size as i32);
-                    figures.saves_per_sec.push(round, &label, keys, per_sec);
-                    figures.p50_ms.push(round, &label, keys, p50);
+                    saves_per_sec.push(round, &label, keys, per_sec);
+                    p50_ms.push(round, &label, keys, p50);
                 }
             }
         }
     }
-    summary.say(table(sizes, args.common.rounds, &figures));
+    summary.say(table(sizes, args.common.rounds, &saves_per_sec, &p50_ms));
     let name = format!("batch-{}", backend.name());
     let mut written = vec![
         args.common.save(&format!("{name}.csv"), &csv)?,
@@ -131,7 +125,7 @@ fn bench_on<D: StockSql>(args: &Args, sizes: &[usize]) -> Result<(), String> {
             for &size in sizes {
                 let (label, keys) = (format!("{flavour} {side}"), size as i32);
                 points.push(chart::Point {
-                    y: figures.saves_per_sec.median(&label, keys),
+                    y: saves_per_sec.median(&label, keys),
                     series: label,
                     x: keys,
                 });
@@ -152,7 +146,7 @@ fn bench_on<D: StockSql>(args: &Args, sizes: &[usize]) -> Result<(), String> {
 }
 
 /// The table of medians and per-round ratios.
-fn table(sizes: &[usize], rounds: usize, figures: &Figures) -> String {
+fn table(sizes: &[usize], rounds: usize, saves_per_sec: &Samples, p50_ms: &Samples) -> String {
     let mut text = String::from(
         "| flavour | N | single saves/s | batch saves/s | batch / single (median of rounds) | \
          ratio of medians | per round -> median [95 % CI] | single p50 ms | batch p50 ms |\n\
@@ -162,11 +156,9 @@ fn table(sizes: &[usize], rounds: usize, figures: &Figures) -> String {
         for &size in sizes {
             let (single, batch) = (format!("{flavour} single"), format!("{flavour} batch"));
             let keys = size as i32;
-            let saves = |label| figures.saves_per_sec.median(label, keys);
-            let p50 = |label| figures.p50_ms.median(label, keys);
-            let ratios = figures
-                .saves_per_sec
-                .ratios(rounds, (&batch, keys), (&single, keys));
+            let saves = |label| saves_per_sec.median(label, keys);
+            let p50 = |label| p50_ms.median(label, keys);
+            let ratios = saves_per_sec.ratios(rounds, (&batch, keys), (&single, keys));
             let _ = write!(
                 text,
                 "\n| {flavour} | {size} | {:.0} | {:.0} | **{:.2}** | {:.2} | {} | {:.2} | {:.2} |",

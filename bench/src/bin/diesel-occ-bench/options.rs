@@ -11,7 +11,7 @@ use crate::run::Setting;
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// postgres, mysql (needs --features mysql), sqlite
-    #[arg(long = "backend", value_delimiter = ',', default_value = "postgres", value_parser = Backend::parse)]
+    #[arg(long = "backend", value_delimiter = ',', default_value = "postgres")]
     pub(crate) backends: Vec<Backend>,
     /// A database URL (default: the local servers' database occ_bench)
     #[arg(long = "url", value_name = "BACKEND=URL", value_parser = backend_url)]
@@ -21,7 +21,7 @@ pub(crate) struct Args {
     pub(crate) keys: Vec<i32>,
     /// The strategies (default: all but handwritten-async); a comparison runs when two
     /// of its strategies are chosen
-    #[arg(long, value_delimiter = ',', value_parser = Strategy::parse)]
+    #[arg(long, value_delimiter = ',')]
     pub(crate) strategies: Vec<Strategy>,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -32,7 +32,7 @@ pub(crate) struct Args {
 /// `--url BACKEND=URL`.
 fn backend_url(text: &str) -> Result<(Backend, String), String> {
     let (backend, url) = text.split_once('=').ok_or("expected BACKEND=URL")?;
-    Ok((Backend::parse(backend)?, url.to_owned()))
+    Ok((clap::ValueEnum::from_str(backend, false)?, url.to_owned()))
 }
 
 impl Args {
@@ -41,7 +41,7 @@ impl Args {
     pub(crate) fn finish(&mut self, default_rounds: usize) {
         self.common.finish(default_rounds);
         if self.strategies.is_empty() {
-            self.strategies = Strategy::DEFAULT.to_vec();
+            self.strategies = Strategy::default_set();
         }
         if self.common.smoke {
             self.keys = vec![1, 100];

@@ -8,7 +8,11 @@ use diesel_occ_bench::strategy::{RetryOptions, Strategy};
 pub(crate) struct Args {
     /// galera (1 node against 3, needs --features mysql) and pg-standby (reads on the
     /// standby against the primary)
-    #[arg(long = "backend", value_delimiter = ',', default_value = "galera,pg-standby", value_parser = Cluster::parse)]
+    #[arg(
+        long = "backend",
+        value_delimiter = ',',
+        default_value = "galera,pg-standby"
+    )]
     pub(crate) clusters: Vec<Cluster>,
     /// The cluster's nodes, comma-separated [default: OCC_GALERA_URLS, or
     /// OCC_PG_PRIMARY_URL and OCC_PG_STANDBY_URL, else tests/cluster's ports]
@@ -19,7 +23,7 @@ pub(crate) struct Args {
     pub(crate) keys: Vec<i32>,
     /// Galera's strategies [default: blind,occ,occ-multihost,pessimistic,atomic];
     /// pg-standby runs occ
-    #[arg(long, value_delimiter = ',', value_parser = Strategy::parse)]
+    #[arg(long, value_delimiter = ',')]
     pub(crate) strategies: Option<Vec<Strategy>>,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -30,7 +34,7 @@ pub(crate) struct Args {
 /// `--url CLUSTER=URLS`.
 fn cluster_urls(text: &str) -> Result<(Cluster, String), String> {
     let (name, urls) = text.split_once('=').ok_or("expected CLUSTER=URLS")?;
-    Ok((Cluster::parse(name)?, urls.to_owned()))
+    Ok((clap::ValueEnum::from_str(name, false)?, urls.to_owned()))
 }
 
 impl Args {
@@ -45,23 +49,16 @@ impl Args {
 }
 
 /// A replicated set-up the benchmark can run against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Cluster {
     /// A 3-node MariaDB Galera cluster.
     Galera,
     /// A PostgreSQL primary with a streaming standby.
+    #[value(alias = "postgres-standby", alias = "standby")]
     PgStandby,
 }
 
 impl Cluster {
-    pub(crate) fn parse(name: &str) -> Result<Cluster, String> {
-        match name {
-            "galera" => Ok(Cluster::Galera),
-            "pg-standby" | "postgres-standby" | "standby" => Ok(Cluster::PgStandby),
-            _ => Err(format!("unknown cluster {name:?}")),
-        }
-    }
-
     pub(crate) fn name(self) -> &'static str {
         match self {
             Cluster::Galera => "galera",
