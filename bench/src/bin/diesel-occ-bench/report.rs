@@ -32,16 +32,12 @@ pub(crate) fn header(args: &Args, backend: Backend, url: &str) -> String {
 
 /// The line that lists the runs that lost updates.
 pub(crate) fn lost_updates(rows: &[Row]) -> String {
-    let lost: Vec<String> = rows
+    let lost: String = rows
         .iter()
         .filter(|r| r.lost != 0)
         .map(|r| format!(" {}@{}={}", r.strategy, r.keys, r.lost))
         .collect();
-    let lost = if lost.is_empty() {
-        " none".into()
-    } else {
-        lost.concat()
-    };
+    let lost = if lost.is_empty() { " none" } else { &lost };
     format!("lost updates (committed - units taken): {lost}")
 }
 
@@ -55,10 +51,8 @@ pub(crate) fn write(
 ) -> Result<(), String> {
     let name = backend.name();
     let lines: Vec<String> = rows.iter().map(Row::csv).collect();
-    let csv = args.common.save(
-        &format!("{name}.csv"),
-        &format!("{}\n{}\n", Row::CSV_HEADER, lines.join("\n")),
-    )?;
+    let csv = format!("{}\n{}\n", Row::CSV_HEADER, lines.join("\n"));
+    let csv = args.common.save(&format!("{name}.csv"), &csv)?;
     args.common
         .save(&format!("{name}-summary.txt"), summary.text())?;
     let points: Vec<chart::Point> = rows
@@ -79,10 +73,8 @@ pub(crate) fn write(
 /// title from its first line, the main chart from the table's lines, the async chart
 /// from the `async round` lines.
 pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
-    let path = args
-        .common
-        .out
-        .join(format!("{}-summary.txt", backend.name()));
+    let name = format!("{}-summary.txt", backend.name());
+    let path = args.common.out.join(name);
     let summary = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     // `== <backend> (<version>): <workers> workers, ...`
     let header = summary.lines().next().and_then(|l| l.split_once(" ("));
@@ -129,7 +121,7 @@ pub(crate) fn redraw(args: &Args, backend: Backend) -> Result<(), String> {
     Ok(())
 }
 
-/// The chart of every strategy's throughput at each key count; the files drawn.
+/// The chart of every strategy's throughput at each key count; the SVG's path.
 fn draw(
     args: &Args,
     backend: Backend,
@@ -142,10 +134,6 @@ fn draw(
         backend.name()
     );
     let base = args.common.out.join(backend.name());
-    let png = chart::draw(points, &title, chart::HOT_KEYS, &base)?;
-    let svg = base.with_extension("svg").display().to_string();
-    Ok(match png {
-        Some(png) => format!("{svg} and {}", png.display()),
-        None => svg,
-    })
+    chart::draw(points, &title, chart::HOT_KEYS, &base)?;
+    Ok(base.with_extension("svg").display().to_string())
 }

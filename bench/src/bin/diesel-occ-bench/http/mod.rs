@@ -111,16 +111,14 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
     }
     let paired = args.articles[0];
     for via in [Via::Http, Via::Direct] {
-        summary.say(match via {
-            Via::Http => format!(
-                "-- paired rounds ({rounds} rounds) at {paired} articles: the three writes \
-                 one after the other, each round starting with another"
-            ),
-            Via::Direct => format!(
-                "-- paired rounds without HTTP ({rounds} rounds, {paired} articles): the \
-                 same statements, {clients} tasks on the service's runtime and pool"
-            ),
-        });
+        let how = match via {
+            Via::Http => "over HTTP",
+            Via::Direct => "without HTTP (the same statements on the service's runtime and pool)",
+        };
+        summary.say(format!(
+            "-- paired rounds {how} ({rounds} rounds) at {paired} articles: the three writes \
+             one after the other, each round starting with another"
+        ));
         let mut order = Write::ALL;
         for round in 1..=rounds {
             if round > 1 {

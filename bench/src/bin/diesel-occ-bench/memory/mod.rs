@@ -184,7 +184,5 @@ fn hot_rows(capacity: usize) -> Result<(), String> {
          old and new tables are both held, and one attempt's transient allocations)",
         peak as f64 / capacity as f64
     );
-    drop(policy);
-    drop(memory);
     Ok(())
 }

@@ -51,10 +51,11 @@ fn bench(args: &Args, cluster: Cluster) -> Result<(), String> {
     report(cluster, &rows, &keys, args.common.rounds, &mut summary);
     let lines: Vec<String> = rows.iter().map(|row| row.csv(cluster)).collect();
     let csv = format!("{}\n{}\n", ScaleRow::csv_header(), lines.join("\n"));
-    let csv = args.common.save(&format!("{}.csv", cluster.name()), &csv)?;
+    let name = cluster.name();
+    let csv = args.common.save(&format!("{name}.csv"), &csv)?;
     let text = args
         .common
-        .save(&format!("{}-summary.txt", cluster.name()), summary.text())?;
+        .save(&format!("{name}-summary.txt"), summary.text())?;
     println!("wrote {} and {}", csv.display(), text.display());
     Ok(())
 }
