@@ -129,7 +129,6 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
             }
         }
     }
-    drop(run);
     drop(service);
     report::report_ratios(&rows, rounds, &mut summary);
     let csv = args.common.save("http.csv", &report::csv(&rows))?;
