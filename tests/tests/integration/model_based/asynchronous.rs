@@ -18,7 +18,7 @@ use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, Backend};
 
 use super::super::model::{End, Inner, Key, Merge, Setup};
 use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
-use super::entities::{Counter, Stamp};
+use super::entities::{Counter, NewCounter, NewStamp, Stamp};
 use super::{AsyncConn as Conn, schema};
 
 /// The writes of one entity type on `Conn`, as the executor awaits them. The futures
@@ -45,6 +45,17 @@ trait Store: Entity {
         &mut self,
         conn: &mut Conn,
     ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+    fn checked_insert_from(
+        conn: &mut Conn,
+        key: Key,
+        value: i32,
+    ) -> impl Future<Output = Result<Self::Token, Error>> + Send;
+    /// `save_checked_where` under `value >= floor`.
+    fn checked_save_where(
+        &mut self,
+        conn: &mut Conn,
+        floor: i32,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
     fn checked_upsert(
         &mut self,
         conn: &mut Conn,
@@ -81,7 +92,7 @@ trait Store: Entity {
 }
 
 macro_rules! store {
-    ($entity:ident, $table:ident) => {
+    ($entity:ident, $new:ident, $table:ident) => {
         impl Store for $entity {
             async fn clear(conn: &mut Conn) {
                 diesel::delete(schema::$table::table)
@@ -145,6 +156,19 @@ macro_rules! store {
 
             async fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {
                 self.insert_checked(conn).await
+            }
+
+            async fn checked_insert_from(
+                conn: &mut Conn,
+                key: Key,
+                value: i32,
+            ) -> Result<Self::Token, Error> {
+                <Self as InsertDsl<Conn>>::insert_checked_from(conn, $new { id: key, value }).await
+            }
+
+            async fn checked_save_where(&mut self, conn: &mut Conn, floor: i32) -> Result<(), Error> {
+                self.save_checked_where(conn, schema::$table::value.ge(floor))
+                    .await
             }
 
             async fn checked_upsert(
@@ -232,8 +256,8 @@ macro_rules! store {
     };
 }
 
-store!(Counter, counters);
-store!(Stamp, stamped_seconds);
+store!(Counter, NewCounter, counters);
+store!(Stamp, NewStamp, stamped_seconds);
 
 /// A client's connection as the retry helper's source: every attempt gets it.
 struct Borrowed<'c>(tokio::sync::Mutex<&'c mut Conn>);
@@ -416,6 +440,16 @@ where
     fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error> {
         self.runtime
             .block_on(entity.checked_insert(&mut self.conns[client]))
+    }
+
+    fn insert_from(&mut self, client: usize, key: Key, value: i32) -> Result<E::Token, Error> {
+        self.runtime
+            .block_on(E::checked_insert_from(&mut self.conns[client], key, value))
+    }
+
+    fn save_where(&mut self, client: usize, entity: &mut E, floor: i32) -> Result<(), Error> {
+        self.runtime
+            .block_on(entity.checked_save_where(&mut self.conns[client], floor))
     }
 
     fn upsert(

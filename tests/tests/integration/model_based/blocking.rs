@@ -16,7 +16,7 @@ use diesel_occ_tests::{Backend, TestConnection, TestDb};
 
 use super::super::model::{End, Inner, Key, Merge, Ops, Setup};
 use super::super::runner::{self, Entity, Executor, PlannedPanic, Run, Seen};
-use super::entities::{Counter, Stamp};
+use super::entities::{Counter, NewCounter, NewStamp, Stamp};
 use super::{Conn, schema};
 
 /// The writes of one entity type on `Conn`, as the executor calls them.
@@ -38,6 +38,14 @@ trait Store: Entity {
     ) -> Result<Self::Token, Error>;
     fn by_key_delete(conn: &mut Conn, key: Key, expected: &Self::Token) -> Result<(), Error>;
     fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error>;
+    fn checked_insert_from(conn: &mut Conn, key: Key, value: i32) -> Result<Self::Token, Error>;
+    /// The sabotage twin of `checked_insert_from`: a taken key's row is deleted first,
+    /// so the insert overwrites it instead of reporting the key taken.
+    fn blind_insert_from(conn: &mut Conn, key: Key, value: i32) -> Result<Self::Token, Error>;
+    /// `save_checked_where` under `value >= floor`.
+    fn checked_save_where(&mut self, conn: &mut Conn, floor: i32) -> Result<(), Error>;
+    /// The sabotage twin of `checked_save_where`: the condition without the token.
+    fn blind_save_where(&mut self, conn: &mut Conn, floor: i32) -> Result<(), Error>;
     fn checked_upsert(
         &mut self,
         conn: &mut Conn,
@@ -61,7 +69,7 @@ trait Store: Entity {
 }
 
 macro_rules! store {
-    ($entity:ident, $table:ident, $token:ident) => {
+    ($entity:ident, $new:ident, $table:ident, $token:ident) => {
         impl Store for $entity {
             fn clear(conn: &mut Conn) {
                 diesel::delete(schema::$table::table)
@@ -134,6 +142,40 @@ macro_rules! store {
 
             fn checked_insert(&mut self, conn: &mut Conn) -> Result<Self::Token, Error> {
                 self.insert_checked(conn)
+            }
+
+            fn checked_insert_from(
+                conn: &mut Conn,
+                key: Key,
+                value: i32,
+            ) -> Result<Self::Token, Error> {
+                <Self as InsertDsl<Conn>>::insert_checked_from(conn, $new { id: key, value })
+            }
+
+            fn blind_insert_from(
+                conn: &mut Conn,
+                key: Key,
+                value: i32,
+            ) -> Result<Self::Token, Error> {
+                diesel::delete(schema::$table::table.find(key)).execute(conn)?;
+                Self::checked_insert_from(conn, key, value)
+            }
+
+            fn checked_save_where(&mut self, conn: &mut Conn, floor: i32) -> Result<(), Error> {
+                self.save_checked_where(conn, schema::$table::value.ge(floor))
+            }
+
+            fn blind_save_where(&mut self, conn: &mut Conn, floor: i32) -> Result<(), Error> {
+                use schema::$table::dsl;
+                let fresh = self.token().next_token_at(0);
+                let written = diesel::update(dsl::$table.find(self.id).filter(dsl::value.ge(floor)))
+                    .set((dsl::value.eq(self.value), dsl::$token.eq(&fresh)))
+                    .execute(conn)?;
+                if written == 0 {
+                    return self.checked_save_where(conn, floor); // its conflict
+                }
+                self.set_token(fresh);
+                Ok(())
             }
 
             fn checked_upsert(
@@ -217,8 +259,8 @@ macro_rules! store {
     };
 }
 
-store!(Counter, counters, version);
-store!(Stamp, stamped_seconds, updated_at);
+store!(Counter, NewCounter, counters, version);
+store!(Stamp, NewStamp, stamped_seconds, updated_at);
 
 /// A client's connection as the retry helper's source: every attempt gets it.
 struct Borrowed<'c>(RefCell<&'c mut Conn>);
@@ -245,7 +287,8 @@ fn policy() -> RetryPolicy {
 /// One connection per client.
 struct Blocking<E> {
     conns: Vec<Conn>,
-    /// Saves go through [`Store::blind_save`].
+    /// Saves go through [`Store::blind_save`] and [`Store::blind_save_where`], inserts
+    /// from a form through [`Store::blind_insert_from`].
     sabotage: bool,
     entity: PhantomData<E>,
 }
@@ -401,6 +444,22 @@ where
         entity.checked_insert(&mut self.conns[client])
     }
 
+    fn insert_from(&mut self, client: usize, key: Key, value: i32) -> Result<E::Token, Error> {
+        if self.sabotage {
+            E::blind_insert_from(&mut self.conns[client], key, value)
+        } else {
+            E::checked_insert_from(&mut self.conns[client], key, value)
+        }
+    }
+
+    fn save_where(&mut self, client: usize, entity: &mut E, floor: i32) -> Result<(), Error> {
+        if self.sabotage {
+            entity.blind_save_where(&mut self.conns[client], floor)
+        } else {
+            entity.checked_save_where(&mut self.conns[client], floor)
+        }
+    }
+
     fn upsert(
         &mut self,
         client: usize,
@@ -541,19 +600,19 @@ fn whole_second_timestamp_tokens_follow_the_model() {
     );
 }
 
-/// The twin: saves without the token check. The same seed and operations pass with the
-/// checked save and fail with the blind one, and the shrunk program shows it. Exact
-/// integer tokens and no clock: the same program every run. The operations are those
-/// that meet the contract on the main this was written on, and a retryable conflict on
-/// a client's token (issue 37 point 6) is accepted, so that only the twin can fail.
-#[test]
-fn the_model_catches_a_save_without_its_token_check() {
+/// The twins: writes without their check (`Blocking::sabotage`). The same seed and
+/// operations pass with the checked writes and fail with the blind ones, and the shrunk
+/// program shows it, failing at a step that calls `call`. Exact integer tokens and no
+/// clock: the same program every run. The operations are those that meet the contract
+/// on the main this was written on, and a retryable conflict on a client's token
+/// (issue 37 point 6) is accepted, so that only the twin can fail.
+fn assert_twin_caught(ops: &str, call: &str) {
     let db = test_db!();
     let run = Run {
-        cases: 16,
+        cases: 64,
         steps: 12,
         seed: 37,
-        ops: Ops::parse("find,save,delete,update_by_key,insert"),
+        ops: Ops::parse(ops),
         retryable_client_tokens: true,
     };
     let setup = setup::<Counter>(run.ops);
@@ -561,18 +620,18 @@ fn the_model_catches_a_save_without_its_token_check() {
         panic!("the plain run must pass: {failure:?}");
     }
     match runner::check::<Counter, _>(Blocking::new(&db, 3, true), setup, run) {
-        Ok(()) => panic!("the model did not catch a save without its token check"),
+        Ok(()) => panic!("the model did not catch {call} without its check"),
         Err(failure) => {
             eprintln!(
-                "{}: the twin is caught; shortest program ({} steps):\n{}  failed at {}",
+                "{}: the twin of {call} is caught; shortest program ({} steps):\n{}  failed at {}",
                 module_path!(),
                 failure.steps,
                 failure.program,
                 failure.reason
             );
             assert!(
-                failure.reason.contains("save_checked"),
-                "the failing step is a save: {}",
+                failure.reason.contains(call),
+                "the failing step calls {call}: {}",
                 failure.reason
             );
             assert!(
@@ -582,4 +641,19 @@ fn the_model_catches_a_save_without_its_token_check() {
             );
         }
     }
+}
+
+#[test]
+fn the_model_catches_a_save_without_its_token_check() {
+    assert_twin_caught("find,save,delete,update_by_key,insert", "save_checked");
+}
+
+#[test]
+fn the_model_catches_a_conditional_save_without_its_token_check() {
+    assert_twin_caught("find,save_where,update_by_key", "save_checked_where");
+}
+
+#[test]
+fn the_model_catches_an_insert_from_a_form_that_overwrites_a_taken_key() {
+    assert_twin_caught("find,insert_from,delete,update_by_key", "insert_checked_from");
 }

@@ -13,6 +13,23 @@ use super::schema::stamped_seconds;
 /// its [`Entity`] impl is in `runner.rs`.
 pub(super) use diesel_occ_tests::entities::Counter;
 
+/// The form of a create request for `counters`: every column but the token, which
+/// `insert_checked_from` adds.
+#[derive(Insertable)]
+#[diesel(table_name = super::schema::counters)]
+pub(super) struct NewCounter {
+    pub(super) id: i32,
+    pub(super) value: i32,
+}
+
+/// The form of a create request for `stamped_seconds`.
+#[derive(Insertable)]
+#[diesel(table_name = stamped_seconds)]
+pub(super) struct NewStamp {
+    pub(super) id: i32,
+    pub(super) value: i32,
+}
+
 /// A timestamp-token row at the default precision (whole seconds): PostgreSQL
 /// `timestamp(0)`, MariaDB `DATETIME`, SQLite text.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]

@@ -42,7 +42,7 @@ pub(crate) struct Ops(u32);
 
 impl Ops {
     /// The names `OCC_MODEL_OPS` takes, in bit order.
-    pub(crate) const NAMES: [&'static str; 15] = [
+    pub(crate) const NAMES: [&'static str; 17] = [
         "find",
         "save",
         "delete",
@@ -58,6 +58,8 @@ impl Ops {
         "soft_delete",
         "retry",
         "tracked",
+        "insert_from",
+        "save_where",
     ];
 
     pub(crate) fn all() -> Ops {
@@ -129,6 +131,18 @@ pub(crate) enum Op {
     DeleteByKey { client: usize, key: Key },
     /// `insert_checked` of a new entity; on `Ok` the client holds it.
     Insert { client: usize, key: Key, value: i32 },
+    /// `insert_checked_from` of a form without the token column (a create request's
+    /// body, written by `InsertableForm::insert_with_token`); on `Ok` the client holds
+    /// the row it names, with the returned token.
+    InsertFrom { client: usize, key: Key, value: i32 },
+    /// Sets the held entity's value, then `save_checked_where` under the condition
+    /// `value >= floor` on the row as it is in the database.
+    SaveWhere {
+        client: usize,
+        key: Key,
+        value: i32,
+        floor: i32,
+    },
     /// Sets the held entity's value, then `upsert_checked(Some(its token))`.
     UpsertSome { client: usize, key: Key, value: i32 },
     /// `upsert_checked(None)` of a new entity; on `Ok` the client holds it.
@@ -244,6 +258,10 @@ pub(crate) enum Expect {
     Merge(Merge),
     /// `Err(Error::Conflict)`.
     Conflict(Conflict),
+    /// `Err(Error::Conflict)` of a checked write whose token matched but whose
+    /// condition did not (`ConflictState::Unmatched`): it expected this token, and no
+    /// retry repeats it.
+    Unmatched { expected: Tok },
     /// `Err(Error::UniqueViolation)`.
     Taken,
     /// Some database error (a refused statement, or any statement after it in a
@@ -406,6 +424,31 @@ impl Model {
                 self.held[client].insert(key, held);
                 expect
             }
+            Op::SaveWhere {
+                client,
+                key,
+                value,
+                floor,
+            } => {
+                let mut held = self.held(client, key)?;
+                held.value = value;
+                let expect = match self.rows.get(&held.key).copied() {
+                    Some(row) if row.token == held.token && row.value < floor => {
+                        Expect::Unmatched {
+                            expected: held.token,
+                        }
+                    }
+                    Some(row) if row.token == held.token => {
+                        let token = self.next(held.token);
+                        self.rows.insert(held.key, Row { value, token });
+                        held.token = token;
+                        Expect::Done
+                    }
+                    _ => self.conflict(held.key, Some(held.token), false),
+                };
+                self.held[client].insert(key, held);
+                expect
+            }
             Op::Delete { client, key } => {
                 let held = self.held(client, key)?;
                 if self.matches(held.key, held.token) {
@@ -437,7 +480,7 @@ impl Model {
                     self.conflict(key, Some(held.token), true)
                 }
             }
-            Op::Insert { client, key, value } => {
+            Op::Insert { client, key, value } | Op::InsertFrom { client, key, value } => {
                 if client >= self.setup.clients {
                     return Err(Invalid);
                 }
@@ -846,6 +889,14 @@ impl Model {
                         .boxed(),
                 ));
             }
+            if ops.has("insert_from") {
+                options.push((
+                    2,
+                    (0..clients, pick.clone(), value.clone())
+                        .prop_map(|(client, key, value)| Op::InsertFrom { client, key, value })
+                        .boxed(),
+                ));
+            }
             if ops.has("upsert_none") {
                 options.push((
                     2,
@@ -900,6 +951,19 @@ impl Model {
                 6,
                 (slot.clone(), value.clone())
                     .prop_map(|((client, key), value)| Op::Save { client, key, value })
+                    .boxed(),
+            );
+            add(
+                "save_where",
+                3,
+                // Floors below most values, so that both outcomes are common.
+                (slot.clone(), value.clone(), 0..500_i32)
+                    .prop_map(|((client, key), value, floor)| Op::SaveWhere {
+                        client,
+                        key,
+                        value,
+                        floor,
+                    })
                     .boxed(),
             );
             add(
@@ -1079,6 +1143,18 @@ impl fmt::Display for Op {
             Op::Insert { client, key, value } => {
                 write!(f, "c{client}: new(k{key}, {value}).insert_checked")
             }
+            Op::InsertFrom { client, key, value } => {
+                write!(f, "c{client}: insert_checked_from(form(k{key}, {value}))")
+            }
+            Op::SaveWhere {
+                client,
+                key,
+                value,
+                floor,
+            } => write!(
+                f,
+                "c{client}: e[k{key}].value = {value}; save_checked_where(value >= {floor})"
+            ),
             Op::UpsertSome { client, key, value } => {
                 write!(
                     f,

@@ -213,6 +213,10 @@ pub(crate) trait Executor<E: Entity> {
     ) -> Result<E::Token, Error>;
     fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error>;
     fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error>;
+    /// `insert_checked_from` of a form with `key` and `value` (no token column).
+    fn insert_from(&mut self, client: usize, key: Key, value: i32) -> Result<E::Token, Error>;
+    /// `save_checked_where` under the condition `value >= floor`.
+    fn save_where(&mut self, client: usize, entity: &mut E, floor: i32) -> Result<(), Error>;
     fn upsert(
         &mut self,
         client: usize,
@@ -343,6 +347,29 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 let result = self.executor.save(client, &mut entity);
                 self.held[client].insert(key, entity);
                 Seen::done(&result)
+            }
+            Op::SaveWhere {
+                client,
+                key,
+                value,
+                floor,
+            } => {
+                let mut entity = held(self, client, key);
+                entity.set_value(value);
+                let before = entity.clone();
+                let result = self.executor.save_where(client, &mut entity, floor);
+                if result.is_err() && entity.parts() != before.parts() {
+                    return Err(format!("a refused save changed its entity: {entity:?}"));
+                }
+                self.held[client].insert(key, entity);
+                Seen::done(&result)
+            }
+            Op::InsertFrom { client, key, value } => {
+                let result = self.executor.insert_from(client, key, value);
+                if let Ok(token) = &result {
+                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
+                }
+                Seen::of(&result, |token| Seen::Token(token.clone()))
             }
             Op::Delete { client, key } => {
                 let entity = held(self, client, key);
@@ -527,6 +554,15 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 }
                 Ok(())
             }
+            (
+                Expect::Unmatched { expected },
+                Seen::Conflict {
+                    expected: Some(real),
+                    current: None,
+                    deleted: false,
+                    retryable: false,
+                },
+            ) => self.tokens.bind::<E>(key, *expected, real),
             (expect, Seen::Exhausted(last)) if self.retryable_client_tokens => {
                 // Point 6 looked past: the retried conflict as if returned at once.
                 self.compare(key, expect, last)
@@ -664,6 +700,8 @@ fn op_key(op: &Op) -> Key {
         | Op::UpdateByKey { key, .. }
         | Op::DeleteByKey { key, .. }
         | Op::Insert { key, .. }
+        | Op::InsertFrom { key, .. }
+        | Op::SaveWhere { key, .. }
         | Op::UpsertSome { key, .. }
         | Op::UpsertNone { key, .. }
         | Op::ForceIncrement { key, .. }

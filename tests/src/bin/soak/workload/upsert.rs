@@ -1,7 +1,7 @@
 //! `upsert`: `upsert_checked` of a row that exists, with the token read earlier (an
 //! update: `+1`), and the writes that must never touch an existing row: an upsert that
 //! expects no row and `insert_checked` / `insert_checked_from` of a taken key, each
-//! refused. The twin writes all four as an unconditional upsert does to an existing
+//! refused (`insert_checked_from` writes through `InsertableForm::insert_with_token`). The twin writes all four as an unconditional upsert does to an existing
 //! row: it overwrites it with the value read `+1` and the next token.
 //!
 //! Beside them, two faults where the library meets the caller's own code:
