@@ -14,6 +14,9 @@
 #                         Returns once N left the primary component (the others see
 #                         size 2, N is non-primary); needs root (installs iptables)
 #   galera.sh heal        remove the cut and wait until all three are Synced, size 3
+#   galera.sh freeze N    SIGSTOP node N: it stops answering without closing a socket,
+#                         as a node whose host died or hangs does for its clients
+#   galera.sh thaw N      SIGCONT node N and wait until all three are Synced, size 3
 #   galera.sh status      each node's state and the cluster size; exit 0 only when healthy
 #   galera.sh urls        the three URLs, one a line
 #
@@ -298,7 +301,7 @@ need_iptables() {
 # The node cut off now (from the chain's comment), or nothing.
 partitioned_node() {
   command -v iptables >/dev/null && ((EUID == 0)) || return 0
-  iptables -S "$(chain)" 2>/dev/null | sed -n 's/.*--comment "\{0,1\}occ-galera partition node \([0-9]*\).*/\1/p' | head -n 1
+  iptables -S "$(chain)" 2>/dev/null | sed -n 's/.*--comment "\{0,1\}occ-galera partition node \([0-9]*\).*/\1/p' | head -n 1 || true
 }
 
 # Removes the cut (the jump and the chain), without waiting for anything.
@@ -360,6 +363,26 @@ cmd_heal() {
   cmd_status
 }
 
+cmd_freeze() {
+  local n=$1 pid
+  pid=$(node_pid "$n")
+  [[ -n $pid ]] || die "node $n is not running"
+  kill -STOP "$pid"
+  say "node $n frozen (SIGSTOP, pid $pid)"
+}
+
+cmd_thaw() {
+  local n=$1 pid t0=$SECONDS all
+  all=$(seq 1 "$NODES")
+  pid=$(node_pid "$n")
+  [[ -n $pid ]] || die "node $n is not running"
+  kill -CONT "$pid"
+  say "node $n thawed (SIGCONT, pid $pid)"
+  # shellcheck disable=SC2086 # the node list is meant to split
+  wait_synced "$NODES" $all
+  say "all three Synced with cluster size 3 in $((SECONDS - t0))s"
+}
+
 cmd_urls() {
   local n
   for ((n = 1; n <= NODES; n++)); do url "$n"; done
@@ -418,6 +441,7 @@ cmd_stop() {
     pid=$(node_pid "$n")
     [[ -n $pid ]] || continue
     pids+=("$pid")
+    kill -CONT "$pid" 2>/dev/null || true # one left frozen
     # A node in a state transfer (donor or joiner) hangs on SIGTERM; as start wipes the
     # data anyway, such a node gets SIGKILL at once.
     st=$(node_state "$n")
@@ -493,5 +517,7 @@ case ${1:-} in
   restart) check_node_arg "${2:-}" && cmd_restart "$2" ;;
   partition) check_node_arg "${2:-}" && cmd_partition "$2" ;;
   heal) cmd_heal ;;
-  *) echo "usage: $0 start|stop|status|urls|kill N|restart N|partition N|heal" >&2; exit 2 ;;
+  freeze) check_node_arg "${2:-}" && cmd_freeze "$2" ;;
+  thaw) check_node_arg "${2:-}" && cmd_thaw "$2" ;;
+  *) echo "usage: $0 start|stop|status|urls|kill N|restart N|partition N|heal|freeze N|thaw N" >&2; exit 2 ;;
 esac
