@@ -9,6 +9,14 @@
 #   galera.sh kill N      SIGKILL node N (a crash, not a shutdown)
 #   galera.sh restart N   start node N again (it rejoins, by IST when the donor's gcache
 #                         still holds what it missed) and wait until all are Synced, size 3
+#   galera.sh partition N cut node N's group traffic (gcomm, IST, SST) off from the other
+#                         two with iptables, both ways; clients still reach its SQL port.
+#                         Returns once N left the primary component (the others see
+#                         size 2, N is non-primary); needs root (installs iptables)
+#   galera.sh heal        remove the cut and wait until all three are Synced, size 3
+#   galera.sh freeze N    SIGSTOP node N: it stops answering without closing a socket,
+#                         as a node whose host died or hangs does for its clients
+#   galera.sh thaw N      SIGCONT node N and wait until all three are Synced, size 3
 #   galera.sh status      each node's state and the cluster size; exit 0 only when healthy
 #   galera.sh urls        the three URLs, one a line
 #
@@ -48,6 +56,11 @@ die() { say "error: $*"; exit 1; }
 
 sql_port() { echo $((sql_port0 + $1 - 1)); }
 gcomm_port() { echo $((gcomm_port0 + 10 * ($1 - 1))); }
+# Node N's group traffic (gcomm, IST, SST) runs on its own loopback address 127.0.0.N
+# (all of 127/8 is loopback on Linux): Galera binds its outgoing connections to the
+# listen address, so `partition N` can drop node N's group packets by address and
+# port, both directions, while clients keep reaching its SQL port on 127.0.0.1.
+group_host() { echo "127.0.0.$1"; }
 ist_port() { echo $(($(gcomm_port "$1") + 1)); }
 sst_port() { echo $((sst_port0 + 10 * ($1 - 1))); }
 node_dir() { echo "$base_dir/node$1"; }
@@ -113,7 +126,7 @@ node_state() {
 write_config() {
   local n=$1 dir peers="" i
   dir=$(node_dir "$n")
-  for ((i = 1; i <= NODES; i++)); do peers+="${peers:+,}127.0.0.1:$(gcomm_port "$i")"; done
+  for ((i = 1; i <= NODES; i++)); do peers+="${peers:+,}$(group_host "$i"):$(gcomm_port "$i")"; done
   # A file per node, passed with --defaults-file so /etc/mysql/my.cnf (the system
   # server's socket, port, datadir) never leaks in; the SST script reads it too.
   cat >"$dir/my.cnf" <<EOF
@@ -142,14 +155,14 @@ wsrep_provider=$(find_provider)
 wsrep_cluster_name=occ-galera
 wsrep_cluster_address=gcomm://$peers
 wsrep_node_name=node$n
-wsrep_node_address=127.0.0.1:$(gcomm_port "$n")
+wsrep_node_address=$(group_host "$n"):$(gcomm_port "$n")
 wsrep_node_incoming_address=127.0.0.1:$(sql_port "$n")
 wsrep_sst_method=rsync
-wsrep_sst_receive_address=127.0.0.1:$(sst_port "$n")
+wsrep_sst_receive_address=$(group_host "$n"):$(sst_port "$n")
 # gcache keeps the write sets a restarted node missed, so it rejoins by IST, not SST.
 # The evs timeouts make a killed node leave the view in a few seconds (defaults 5s/15s),
 # so the survivors' commits are not held up long in the kill tests.
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$(gcomm_port "$n");ist.recv_addr=127.0.0.1:$(ist_port "$n");gcache.size=128M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.inactive_check_period=PT1S"
+wsrep_provider_options="gmcast.listen_addr=tcp://$(group_host "$n"):$(gcomm_port "$n");ist.recv_addr=$(group_host "$n"):$(ist_port "$n");gcache.size=128M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.inactive_check_period=PT1S"
 EOF
 }
 
@@ -265,7 +278,109 @@ cmd_status() {
     fi
     [[ $st == "Synced $NODES" ]] || healthy=1
   done
+  n=$(partitioned_node)
+  if [[ -n $n ]]; then
+    echo "partition: node $n cut off (iptables chain $(chain)); galera.sh heal removes it"
+    healthy=1
+  fi
   return "$healthy"
+}
+
+# The iptables chain holding this cluster's cut, named by its gcomm port so that two
+# clusters on other ports (the tests' and CI's) never remove each other's rules.
+chain() { echo "occ-galera-$gcomm_port0"; }
+
+need_iptables() {
+  ((EUID == 0)) || die "partition and heal change iptables rules: run as root"
+  command -v iptables >/dev/null && return 0
+  say "installing iptables"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q iptables >&2 || { apt-get update -q >&2 && apt-get install -y -q iptables >&2; }
+}
+
+# The node cut off now (from the chain's comment), or nothing.
+partitioned_node() {
+  command -v iptables >/dev/null && ((EUID == 0)) || return 0
+  iptables -S "$(chain)" 2>/dev/null | sed -n 's/.*--comment "\{0,1\}occ-galera partition node \([0-9]*\).*/\1/p' | head -n 1 || true
+}
+
+# Removes the cut (the jump and the chain), without waiting for anything.
+remove_cut() {
+  command -v iptables >/dev/null && ((EUID == 0)) || return 0
+  while iptables -D OUTPUT -j "$(chain)" 2>/dev/null; do :; done
+  iptables -F "$(chain)" 2>/dev/null || true
+  iptables -X "$(chain)" 2>/dev/null || true
+}
+
+cmd_partition() {
+  local n=$1 m ports t0=$SECONDS st
+  need_iptables
+  [[ -n $(node_pid "$n") ]] || die "node $n is not running"
+  remove_cut
+  iptables -N "$(chain)"
+  # Packets between N's group address and another node's, on a group port of either
+  # (gcomm, IST, SST); dropped on OUTPUT, which loopback traffic passes in both
+  # directions. Dropped, not rejected: the nodes see silence, as with a cable cut, and
+  # the evs timeouts decide (suspect 3 s, inactive 6 s).
+  for ((m = 1; m <= NODES; m++)); do
+    ((m == n)) && continue
+    ports="$(gcomm_port "$n"),$(ist_port "$n"),$(sst_port "$n"),$(gcomm_port "$m"),$(ist_port "$m"),$(sst_port "$m")"
+    iptables -A "$(chain)" -p tcp -s "$(group_host "$n")" -d "$(group_host "$m")" -m multiport --ports "$ports" \
+      -m comment --comment "occ-galera partition node $n" -j DROP
+    iptables -A "$(chain)" -p tcp -s "$(group_host "$m")" -d "$(group_host "$n")" -m multiport --ports "$ports" \
+      -m comment --comment "occ-galera partition node $n" -j DROP
+  done
+  iptables -I OUTPUT -j "$(chain)"
+  say "node $n cut off from the others (iptables chain $(chain))"
+  # Wait until the others formed a primary component of two without N and N knows it
+  # is alone (wsrep_cluster_status non-Primary): only then is the fault in place.
+  local deadline=$((SECONDS + timeout)) others
+  while :; do
+    others=1
+    for ((m = 1; m <= NODES; m++)); do
+      ((m == n)) && continue
+      [[ $(node_state "$m") == "Synced $((NODES - 1))" ]] || others=0
+    done
+    st=$(sql "$n" "SHOW STATUS LIKE 'wsrep_cluster_status'" 2>/dev/null | cut -f2 || true)
+    ((others)) && [[ -n $st && $st != Primary ]] && break
+    ((SECONDS < deadline)) || die "node $n not out of the primary component after ${timeout}s (its status: ${st:-no answer})"
+    sleep 0.5
+  done
+  say "node $n is $st, the other two form the primary component (after $((SECONDS - t0))s)"
+  cmd_status || true
+}
+
+cmd_heal() {
+  local t0=$SECONDS n was all
+  all=$(seq 1 "$NODES")
+  need_iptables
+  was=$(partitioned_node)
+  remove_cut
+  say "cut removed${was:+ (node $was)}"
+  # shellcheck disable=SC2086 # the node list is meant to split
+  wait_synced "$NODES" $all
+  say "all three Synced with cluster size 3 in $((SECONDS - t0))s"
+  cmd_status
+}
+
+cmd_freeze() {
+  local n=$1 pid
+  pid=$(node_pid "$n")
+  [[ -n $pid ]] || die "node $n is not running"
+  kill -STOP "$pid"
+  say "node $n frozen (SIGSTOP, pid $pid)"
+}
+
+cmd_thaw() {
+  local n=$1 pid t0=$SECONDS all
+  all=$(seq 1 "$NODES")
+  pid=$(node_pid "$n")
+  [[ -n $pid ]] || die "node $n is not running"
+  kill -CONT "$pid"
+  say "node $n thawed (SIGCONT, pid $pid)"
+  # shellcheck disable=SC2086 # the node list is meant to split
+  wait_synced "$NODES" $all
+  say "all three Synced with cluster size 3 in $((SECONDS - t0))s"
 }
 
 cmd_urls() {
@@ -287,6 +402,7 @@ cmd_start() {
     for ((n = 1; n <= NODES; n++)); do [[ -n $(node_pid "$n") ]] || launch_node "$n"; done
   else
     say "new cluster in $base_dir"
+    remove_cut # one left by a test that was killed outright would stop the joins
     rm -rf "$base_dir"
     mkdir -p "$base_dir"
     # The mysql user must reach its dirs; a base under /root (mode 700) would not do.
@@ -320,10 +436,12 @@ cmd_start() {
 
 cmd_stop() {
   local n pid st pids=() deadline
+  remove_cut
   for ((n = 1; n <= NODES; n++)); do
     pid=$(node_pid "$n")
     [[ -n $pid ]] || continue
     pids+=("$pid")
+    kill -CONT "$pid" 2>/dev/null || true # one left frozen
     # A node in a state transfer (donor or joiner) hangs on SIGTERM; as start wipes the
     # data anyway, such a node gets SIGKILL at once.
     st=$(node_state "$n")
@@ -397,5 +515,9 @@ case ${1:-} in
   urls) cmd_urls ;;
   kill) check_node_arg "${2:-}" && cmd_kill "$2" ;;
   restart) check_node_arg "${2:-}" && cmd_restart "$2" ;;
-  *) echo "usage: $0 start|stop|status|urls|kill N|restart N" >&2; exit 2 ;;
+  partition) check_node_arg "${2:-}" && cmd_partition "$2" ;;
+  heal) cmd_heal ;;
+  freeze) check_node_arg "${2:-}" && cmd_freeze "$2" ;;
+  thaw) check_node_arg "${2:-}" && cmd_thaw "$2" ;;
+  *) echo "usage: $0 start|stop|status|urls|kill N|restart N|partition N|heal|freeze N|thaw N" >&2; exit 2 ;;
 esac

@@ -20,7 +20,9 @@
 //!
 //! A disturbance is a guard that undoes it when dropped, also while a failed
 //! assertion unwinds: [`NodeDown`] restarts the node (`galera.sh restart N`, which
-//! waits until the three nodes are Synced again), [`ReplayPaused`] resumes the replay
+//! waits until the three nodes are Synced again), [`NodePartitioned`] removes the cut
+//! (`galera.sh heal`, which waits the same way), [`NodeFrozen`] continues a node stopped
+//! with SIGSTOP (`galera.sh thaw N`), [`ReplayPaused`] resumes the replay
 //! (`pg-replicas.sh resume-replay`). The scripts are run from this crate's
 //! `cluster/` directory with the test's environment, so `OCC_CLUSTER_DIR` and the port
 //! variables must be those the cluster was started with; before disturbing anything the
@@ -408,6 +410,164 @@ impl GaleraDb {
             _db: self,
             node,
             restarted: false,
+        }
+    }
+}
+
+impl GaleraDb {
+    /// Cuts node `node`'s group traffic off from the other two (`galera.sh partition N`,
+    /// iptables; clients still reach it) and returns once it left the primary component:
+    /// it is non-primary and refuses statements with error 1047, the other two form the
+    /// primary component. The returned guard heals the cut. Needs [`Access::Exclusive`]
+    /// and root (iptables).
+    pub fn partition_node(&self, node: usize) -> NodePartitioned<'_> {
+        assert_eq!(
+            self.access,
+            Access::Exclusive,
+            "only a test with exclusive access may partition a node"
+        );
+        assert!((1..=self.nodes()).contains(&node), "no Galera node {node}");
+        Cluster::Galera.check_script_matches(&self.servers);
+        let started = Instant::now();
+        let report = Cluster::Galera.run_script(&["partition", &node.to_string()]);
+        eprint!("{report}");
+        NodePartitioned {
+            _db: self,
+            node,
+            took: started.elapsed(),
+            healed: false,
+        }
+    }
+}
+
+impl GaleraDb {
+    /// Stops node `node` with SIGSTOP (`galera.sh freeze N`): it answers nothing and
+    /// closes no socket, as a node whose host died or hangs does for its clients. The
+    /// returned guard thaws it (`galera.sh thaw N`, which waits until the three nodes are
+    /// Synced). Needs [`Access::Exclusive`].
+    pub fn freeze_node(&self, node: usize) -> NodeFrozen<'_> {
+        assert_eq!(
+            self.access,
+            Access::Exclusive,
+            "only a test with exclusive access may freeze a node"
+        );
+        assert!((1..=self.nodes()).contains(&node), "no Galera node {node}");
+        Cluster::Galera.check_script_matches(&self.servers);
+        let report = Cluster::Galera.run_script(&["freeze", &node.to_string()]);
+        eprint!("{report}");
+        NodeFrozen {
+            _db: self,
+            node,
+            thawed: false,
+        }
+    }
+}
+
+/// A Galera node stopped by [`GaleraDb::freeze_node`]; [`thaw`](NodeFrozen::thaw) or
+/// dropping the guard continues it and waits until the cluster is whole.
+#[derive(Debug)]
+#[must_use = "the node is thawed when this guard is dropped"]
+pub struct NodeFrozen<'a> {
+    _db: &'a GaleraDb,
+    node: usize,
+    thawed: bool,
+}
+
+impl NodeFrozen<'_> {
+    /// Continues the node and waits until the three nodes are Synced with cluster size
+    /// 3 (a node frozen longer than the eviction timeout rejoins first). Returns how long
+    /// that took.
+    pub fn thaw(mut self) -> Duration {
+        self.thawed = true;
+        let started = Instant::now();
+        let report = Cluster::Galera.run_script(&["thaw", &self.node.to_string()]);
+        eprint!("{report}");
+        started.elapsed()
+    }
+}
+
+impl Drop for NodeFrozen<'_> {
+    fn drop(&mut self) {
+        if self.thawed {
+            return;
+        }
+        let script = Cluster::Galera.script();
+        // Not through run_script: a panic here while a failed test unwinds would abort.
+        match Command::new(&script)
+            .args(["thaw", &self.node.to_string()])
+            .output()
+        {
+            Ok(out) if out.status.success() => {
+                eprintln!("galera node {} thawed by its guard", self.node);
+            }
+            Ok(out) => eprintln!(
+                "galera node {} could not be thawed by its guard ({}): {}",
+                self.node,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(error) => eprintln!("cannot run {}: {error}", script.display()),
+        }
+    }
+}
+
+/// A Galera node cut off by [`GaleraDb::partition_node`]. [`heal`](NodePartitioned::heal)
+/// removes the cut and waits until the node rejoined; dropping the guard without that
+/// heals too (also when a test fails), so the cluster is whole again for the next test.
+#[derive(Debug)]
+#[must_use = "the partition is healed when this guard is dropped"]
+pub struct NodePartitioned<'a> {
+    _db: &'a GaleraDb,
+    node: usize,
+    took: Duration,
+    healed: bool,
+}
+
+impl NodePartitioned<'_> {
+    /// The node that is cut off (1 to 3).
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// How long `galera.sh partition N` took, until the node was out of the primary
+    /// component.
+    pub fn took(&self) -> Duration {
+        self.took
+    }
+
+    /// Removes the cut (`galera.sh heal`) and waits until the three nodes are Synced
+    /// with cluster size 3. Returns how long that took and the script's line saying so.
+    pub fn heal(mut self) -> (Duration, String) {
+        self.healed = true;
+        let started = Instant::now();
+        let report = Cluster::Galera.run_script(&["heal"]);
+        let synced = report
+            .lines()
+            .find(|line| line.contains("Synced"))
+            .unwrap_or_default()
+            .to_owned();
+        (started.elapsed(), synced)
+    }
+}
+
+impl Drop for NodePartitioned<'_> {
+    fn drop(&mut self) {
+        if self.healed {
+            return;
+        }
+        let script = Cluster::Galera.script();
+        // Not through run_script: a panic here while a failed test unwinds would abort.
+        match Command::new(&script).arg("heal").output() {
+            Ok(out) if out.status.success() => {
+                eprintln!("galera node {} healed by its guard", self.node);
+            }
+            Ok(out) => eprintln!(
+                "galera node {} could not be healed by its guard ({}): {}",
+                self.node,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(error) => eprintln!("cannot run {}: {error}", script.display()),
         }
     }
 }

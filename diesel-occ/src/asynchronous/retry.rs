@@ -508,8 +508,32 @@ pub(super) async fn end_attempt_transaction<C: AsyncConnection, T>(
 ) -> (Result<T, Error>, bool) {
     match transaction_depth(conn) {
         Ok(depth) if Some(depth) == outer.checked_add(1) => end_transaction(conn, result).await,
+        // A locking read that got no answer marked the connection broken: its error
+        // stands, and no statement (not even the ROLLBACK) goes to that server again.
+        Err(_) if result.as_ref().err().is_some_and(abandoned_read) => (result, false),
         depth => (crate::retry::unbalanced(result, depth), false),
     }
+}
+
+/// Gives up on a locking read that got no answer in time. The read is still in flight:
+/// no statement may follow on this connection (not even the ROLLBACK), so its
+/// transaction state is marked broken and the helper discards it.
+fn abandon_read<C: AsyncConnection>(conn: &mut C, table: &'static str) -> Error {
+    C::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+    tracing::warn!(
+        target: "diesel_occ",
+        table,
+        "occ locking read got no answer within the retry deadline; discarding its connection"
+    );
+    deadline::no_answer()
+}
+
+/// Whether `error` is a locking read the helper abandoned ([`deadline::no_answer`]).
+fn abandoned_read(error: &Error) -> bool {
+    matches!(error, Error::Database(database) if matches!(
+        database.diesel_error(),
+        diesel::result::Error::DatabaseError(_, info) if info.message() == deadline::NO_ANSWER
+    ))
 }
 
 /// How many transactions (the outermost and its savepoints) are open on `conn`.
@@ -580,8 +604,20 @@ impl<Conn: AsyncLockingConnection> AttemptDsl<Conn> for Attempt {
                 observe::hot_row_locked(T::sql_table_name(), &key);
             }
             let remaining = deadline::remaining(due);
-            T::find_locked(conn, key.clone(), remaining)
-                .await
+            let read = T::find_locked(conn, key.clone(), remaining);
+            let found = match remaining {
+                None => read.await,
+                // The server ends the lock wait at `left`; this ends a wait for a server
+                // that does not answer at all (a dead or cut-off node).
+                Some(left) => {
+                    let bound = left.saturating_add(deadline::NO_ANSWER_GRACE);
+                    match tokio::time::timeout(bound, read).await {
+                        Ok(found) => found,
+                        Err(_elapsed) => return Err(abandon_read(conn, T::sql_table_name())),
+                    }
+                }
+            };
+            found
                 .map_err(|error| deadline::locked_read_error(error, remaining))?
                 .ok_or_else(|| outcome::not_found::<T>(&key))
         }

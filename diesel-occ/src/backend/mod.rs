@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::result::{Error as DieselError, QueryResult};
+use diesel::result::{DatabaseErrorKind, Error as DieselError, QueryResult};
 
 use crate::error::{DatabaseError, TransientKind};
 
@@ -57,6 +57,12 @@ impl From<DieselError> for DatabaseError {
 /// The transient kind of a Diesel error, whichever backend raised it.
 pub(crate) fn transient(error: &DieselError) -> Option<TransientKind> {
     match error {
+        // A locking read the async helpers abandoned at the deadline, on any backend.
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info.message() == crate::retry::deadline::NO_ANSWER =>
+        {
+            Some(TransientKind::LockWaitTimeout)
+        }
         DieselError::DatabaseError(kind, info) => {
             let message = info.message();
             // MySQL first: `mysqlclient` reports error 1213 as `SerializationFailure`,

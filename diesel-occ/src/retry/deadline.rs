@@ -7,6 +7,16 @@
 //! to give up waiting for the row lock by then (how is per backend, in
 //! [`crate::backend`]). Bounding on the server rather than by abandoning the statement
 //! keeps the connection in step with the server, so it can go back to its pool.
+//!
+//! A server that does not answer at all (its host died or hangs, the network to it is
+//! cut, a session the server lost track of) cannot end the wait itself. The async
+//! helpers therefore also bound the locking read on the client: a read that has not
+//! answered [`NO_ANSWER_GRACE`] after the time left is abandoned, its connection marked
+//! broken (discarded, no further statement on it) and the attempt fails with
+//! [`no_answer`]. Nothing of the attempt can have committed: its COMMIT was never sent.
+//! The blocking helpers cannot: Diesel's `MysqlConnection` and `PgConnection` expose no
+//! read timeout, so there a node that stops answering holds the read until the
+//! operating system gives up on the connection.
 
 use std::time::{Duration, Instant};
 
@@ -69,6 +79,28 @@ where
     }
 }
 
+/// How long after the time left the async helpers wait for a locking read's answer
+/// before abandoning it: long enough that the server's own bound (which keeps the
+/// connection usable) normally ends the wait first.
+#[cfg(feature = "async")]
+pub(crate) const NO_ANSWER_GRACE: Duration = Duration::from_millis(500);
+
+/// The message of [`no_answer`].
+pub(crate) const NO_ANSWER: &str = "No answer to the locking read within the retry deadline";
+
+/// The error of a locking read that the server did not answer within the time left
+/// (and [`NO_ANSWER_GRACE`]): a lock wait the deadline ended
+/// ([`TransientKind::LockWaitTimeout`](crate::TransientKind::LockWaitTimeout)), so the
+/// loop ends with the deadline reached.
+#[cfg(feature = "async")]
+pub(crate) fn no_answer() -> Error {
+    DieselError::DatabaseError(
+        diesel::result::DatabaseErrorKind::Unknown,
+        Box::new(NO_ANSWER.to_owned()),
+    )
+    .into()
+}
+
 /// The error of a locking read that was bounded by `remaining`: a lock wait that the
 /// bound ended becomes a lock wait timeout ([`TransientKind::LockWaitTimeout`]) on every
 /// backend, whatever the server reported (MariaDB reports its statement time limit).
@@ -87,6 +119,21 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// An abandoned locking read is a lock wait the deadline ended: retryable, so the
+    /// loop reports the deadline (no time is left for another attempt), and its
+    /// `Display` says what happened without SQL.
+    #[cfg(feature = "async")]
+    #[test]
+    fn an_abandoned_locking_read_is_a_lock_wait_timeout() {
+        let error = no_answer();
+        assert_eq!(
+            error.transient_kind(),
+            Some(crate::TransientKind::LockWaitTimeout)
+        );
+        assert!(error.is_retryable());
+        assert!(!error.to_string().contains("SELECT"), "{error}");
+    }
 
     #[test]
     fn the_time_left_shrinks_to_zero_and_never_below() {

@@ -122,6 +122,13 @@ impl RetryPolicy {
     /// that comes too late ends the loop with [`Error::RetriesExhausted`](crate::Error::RetriesExhausted), whose
     /// [`deadline_reached`](crate::RetriesExhausted::deadline_reached) is true).
     ///
+    /// The lock wait is bounded on the server, which needs a server that answers. The
+    /// async helpers also bound the locking read on the client: a read still unanswered
+    /// half a second after the time left (a node that died without closing its sockets,
+    /// or hangs) is abandoned, its connection discarded, and the loop ends with the
+    /// deadline reached. The blocking helpers cannot: Diesel's blocking connections
+    /// have no read timeout.
+    ///
     /// How each backend bounds the lock wait is in [`backend`](crate::backend); a
     /// source of your own bounds its checkout by implementing
     /// `checkout_within` ([`ConnectionSource`](crate::blocking::ConnectionSource)).

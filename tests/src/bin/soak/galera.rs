@@ -19,6 +19,14 @@
 //!   are Synced) at `--restart-at`. The run must then show the node skipped while down
 //!   (it served no checkout) and serving again after its restart. The seat bookings'
 //!   r2d2 pool (`seat::book` takes one pool) connects to a node that is not killed.
+//!   `--partition-node N` is the same with a network partition: at `--partition-at`
+//!   node N's group traffic is cut off from the other two (`galera.sh partition N`,
+//!   iptables; clients still reach it, and it refuses their statements with 1047 once
+//!   it is non-primary), at `--heal-at` the cut is removed (`galera.sh heal`, which
+//!   returns once all three are Synced again). The node must serve no checkout while
+//!   cut off (`connect` finds `wsrep_ready` OFF) and serve again after the heal; the
+//!   attempts that were on it when the cut came fail with 1047, or with an unknown
+//!   outcome at COMMIT, and the check reconciles them like any other.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -34,7 +42,7 @@ use diesel_occ_examples::mysql as examples;
 use diesel_occ_tests::backend::{redact, with_database};
 
 use crate::faults;
-use crate::options::{Args, NodeFault};
+use crate::options::{Args, NodeFault, NodeFaultKind};
 use crate::report::Report;
 
 /// The connection the workload runs on.
@@ -224,6 +232,7 @@ pub(crate) fn run(args: &Args) -> Option<Report> {
 struct NodeOutcome {
     /// 0-based.
     index: usize,
+    kind: NodeFaultKind,
     node: usize,
     lines: Vec<String>,
     failures: Vec<String>,
@@ -255,10 +264,14 @@ impl NodeOutcome {
         let while_down = before.served - killed.served;
         let rejoining = rejoined.served - before.served;
         let after = end.served - rejoined.served;
+        let (fault, undo) = match self.kind {
+            NodeFaultKind::Kill => ("the kill", "the restart"),
+            NodeFaultKind::Partition => ("the cut", "the heal"),
+        };
         report.notes.push(format!(
-            "node {node}: served {} checkouts before the kill, {while_down} while down \
+            "node {node}: served {} checkouts before {fault}, {while_down} while down \
              ({} failed checkouts there, the rest skipped it while it cooled down), \
-             {rejoining} during the restart (once wsrep_ready, before all were Synced; {} \
+             {rejoining} during {undo} (once wsrep_ready, before all were Synced; {} \
              refused), {after} after it rejoined",
             killed.served,
             before.failures - alive.failures,
@@ -303,8 +316,11 @@ fn kill_and_restart(
     let node = fault.node;
     let index = node - 1;
     let stats = || nodes.node_stats().get(index).cloned();
+    let (start, undo) = fault.kind.commands();
+    let (faulted, undone) = fault.kind.words();
     let mut outcome = NodeOutcome {
         index,
+        kind: fault.kind,
         node,
         lines: Vec::new(),
         failures: Vec::new(),
@@ -317,11 +333,11 @@ fn kill_and_restart(
     thread::sleep(fault.kill_at.saturating_sub(started.elapsed()));
     outcome.before_kill = stats();
     let t0 = Instant::now();
-    match script(fault, "kill") {
+    match script(fault, start) {
         Ok(_) => {
             outcome.after_kill = stats();
             outcome.lines.push(format!(
-                "node {node} SIGKILLed at {:.1}s ({}; took {:.1}s)",
+                "node {node} {faulted} at {:.1}s ({} {start}; took {:.1}s)",
                 at(t0),
                 fault.script.display(),
                 t0.elapsed().as_secs_f64()
@@ -330,25 +346,25 @@ fn kill_and_restart(
         Err(error) => {
             outcome
                 .failures
-                .push(format!("node {node} was not killed: {error}"));
+                .push(format!("node {node} was not {faulted}: {error}"));
             return outcome;
         }
     }
     thread::sleep(fault.restart_at.saturating_sub(started.elapsed()));
     outcome.before_restart = stats();
     let t1 = Instant::now();
-    match script(fault, "restart") {
+    match script(fault, undo) {
         Ok(said) => {
             outcome.after_restart = stats();
             let how = said
                 .lines()
-                .find(|line| line.contains("rejoined"))
+                .rfind(|line| line.contains("rejoined") || line.contains("Synced"))
                 .unwrap_or("rejoined")
                 .trim_start_matches("galera: ")
                 .to_owned();
             let rejoined = Instant::now();
             outcome.lines.push(format!(
-                "node {node} restarted at {:.1}s, all three Synced at {:.1}s: {how}",
+                "node {node} {undone} at {:.1}s, all three Synced at {:.1}s: {how}",
                 at(t1),
                 at(rejoined),
             ));

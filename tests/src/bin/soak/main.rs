@@ -78,6 +78,11 @@
 //! then goes on past the duration until the node has rejoined and served again, and
 //! fails for too little evidence unless the node served nothing while down and served
 //! again after its restart.
+//! `--partition-node N` is the network-partition twin of `--kill-node`: node N's group
+//! traffic is cut off from the other two at `--partition-at` (default a quarter) with
+//! `galera.sh partition N` (iptables, so run as root; clients still reach the node,
+//! which refuses their statements with 1047 once it is non-primary) and healed at
+//! `--heal-at` (default half) with `galera.sh heal`; the same evidence is required.
 //!
 //! `--backend pg-replicas` (not part of `all`) runs `retry_with_standby` and
 //! `async_retry_with_standby` on the

@@ -53,18 +53,53 @@ impl fmt::Display for Target {
     }
 }
 
-/// `--kill-node`: the Galera node to SIGKILL during the run, and when to kill it and
-/// start it again (from the start of the run).
+/// `--kill-node` / `--partition-node`: the Galera node to SIGKILL (or cut off from the
+/// other two) during the run, and when to do it and undo it (restart it, or heal the
+/// cut), from the start of the run.
 // Read by the Galera soak only, which needs feature `mysql`.
 #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct NodeFault {
     /// 1..3, as `galera.sh kill N` numbers them.
     pub(crate) node: usize,
+    /// When the fault starts (`--kill-at`, `--partition-at`).
     pub(crate) kill_at: Duration,
+    /// When it is undone (`--restart-at`, `--heal-at`).
     pub(crate) restart_at: Duration,
+    /// A crash, or a network partition.
+    pub(crate) kind: NodeFaultKind,
     /// `galera.sh`, run as `galera.sh kill N` and `galera.sh restart N`.
     pub(crate) script: PathBuf,
+}
+
+/// What `--kill-node` / `--partition-node` does to the node.
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeFaultKind {
+    /// `galera.sh kill N`, then `galera.sh restart N`.
+    Kill,
+    /// `galera.sh partition N` (its group traffic cut, clients still reach it), then
+    /// `galera.sh heal`.
+    Partition,
+}
+
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+impl NodeFaultKind {
+    /// The `galera.sh` commands that start and undo the fault.
+    pub(crate) fn commands(self) -> (&'static str, &'static str) {
+        match self {
+            NodeFaultKind::Kill => ("kill", "restart"),
+            NodeFaultKind::Partition => ("partition", "heal"),
+        }
+    }
+
+    /// What the node is after the fault started, and how it came back, for the report.
+    pub(crate) fn words(self) -> (&'static str, &'static str) {
+        match self {
+            NodeFaultKind::Kill => ("SIGKILLed", "restarted"),
+            NodeFaultKind::Partition => ("cut off from the other two", "healed"),
+        }
+    }
 }
 
 /// Command-line options.
@@ -173,6 +208,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         paths: PATHS.to_vec(),
     };
     let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
+    let (mut partition_node, mut partition_at, mut heal_at) = (None, None, None);
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         let name = match arg {
@@ -219,31 +255,59 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--kill-at" => kill_at = Some(parse_duration(&value()?)?),
             "--restart-at" => restart_at = Some(parse_duration(&value()?)?),
             "--galera-script" => script = Some(PathBuf::from(value()?)),
+            "--partition-node" => {
+                let node: usize = value()?.parse().map_err(|_| "bad --partition-node")?;
+                if !(1..=3).contains(&node) {
+                    return Err("--partition-node must be 1, 2 or 3".into());
+                }
+                partition_node = Some(node);
+            }
+            "--partition-at" => partition_at = Some(parse_duration(&value()?)?),
+            "--heal-at" => heal_at = Some(parse_duration(&value()?)?),
             "--help" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
     }
+    // A partition is a node fault too, with its own option names.
+    let mut kind = NodeFaultKind::Kill;
+    if let Some(node) = partition_node {
+        if kill_node.is_some() || kill_at.is_some() || restart_at.is_some() {
+            return Err(
+                "--partition-node does not go with --kill-node, --kill-at, --restart-at".into(),
+            );
+        }
+        (kill_node, kill_at, restart_at, kind) =
+            (Some(node), partition_at, heal_at, NodeFaultKind::Partition);
+    } else if partition_at.is_some() || heal_at.is_some() {
+        return Err("--partition-at and --heal-at need --partition-node".into());
+    }
     if let Some(node) = kill_node {
         if !args.backends.contains(&Target::Galera) {
-            return Err("--kill-node needs --backend galera".into());
+            return Err("--kill-node and --partition-node need --backend galera".into());
         }
         // By default the node dies a quarter into the run and comes back at half time,
         // so the run sees the outage, the rejoin (IST) and the cluster whole again.
         let kill_at = kill_at.unwrap_or(args.duration / 4);
         let restart_at = restart_at.unwrap_or(args.duration / 2);
         if restart_at <= kill_at {
-            return Err("--restart-at must come after --kill-at".into());
+            return Err(
+                "--restart-at (--heal-at) must come after --kill-at (--partition-at)".into(),
+            );
         }
         args.node_fault = Some(NodeFault {
             node,
             kill_at,
             restart_at,
+            kind,
             script: script.unwrap_or_else(|| {
                 PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/cluster/galera.sh"))
             }),
         });
     } else if kill_at.is_some() || restart_at.is_some() || script.is_some() {
-        return Err("--kill-at, --restart-at and --galera-script need --kill-node".into());
+        return Err(
+            "--kill-at, --restart-at and --galera-script need --kill-node or --partition-node"
+                .into(),
+        );
     }
     Ok(args)
 }
@@ -276,6 +340,7 @@ pub(crate) fn usage() -> String {
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
          [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \
-         [--galera-script tests/cluster/galera.sh]]"
+         [--galera-script tests/cluster/galera.sh]] \
+         [--partition-node 1|2|3 [--partition-at 1/4 of duration] [--heal-at 1/2 of duration]]"
     )
 }

@@ -1,5 +1,6 @@
 //! Galera on async connections (`AsyncMysqlConnection`, no client library): the
-//! twins of `blocking.rs`.
+//! twins of `blocking.rs`, and pessimistic locking on a node that stops answering
+//! (only the async driver lets the helper bound that wait on the client).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,12 +17,14 @@ use diesel_async::pooled_connection::{
 use diesel_async::{
     AsyncConnection, AsyncMysqlConnection as Conn, RunQueryDsl, SimpleAsyncConnection,
 };
-use diesel_occ::Error;
 use diesel_occ::asynchronous as occ;
+use diesel_occ::asynchronous::EntityDsl;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::multi_host::{MultiHost, UrlSource};
 use diesel_occ::retry::Attempt;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::testing::Race;
+use diesel_occ::{Error, TransientKind};
 use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb, connect_async};
 use tokio::sync::{Barrier, watch};
@@ -499,4 +502,116 @@ fn describe(error: &Error) -> String {
         Error::Database(database) => database.diesel_error().to_string(),
         other => format!("NOT A DATABASE ERROR: {other:?}"),
     }
+}
+
+/// The deadline of the pessimistic run on a node that stops answering.
+const PESSIMISTIC_DEADLINE: Duration = Duration::from_secs(2);
+/// How long the control waits for a read bounded only on the server before giving up
+/// on it: five times the deadline.
+const NO_ANSWER_CAP: Duration = Duration::from_secs(10);
+
+/// Pessimistic locking (`escalate_after(0)`: every attempt reads with `SELECT ... FOR
+/// UPDATE` in its own transaction) with a 2 s deadline, on node 3, which stops
+/// answering (`galera.sh freeze 3`, SIGSTOP: no socket is closed, as when its host dies)
+/// right after the helper opened the attempt's transaction. The locking read gets no
+/// answer; the helper abandons it at the deadline (plus a grace), discards the
+/// connection and ends with `RetriesExhausted`, deadline reached, the last error a lock
+/// wait timeout: nothing was written (no COMMIT was sent). The wait is printed.
+///
+/// Control, the read as the helper ran it before it had a client-side bound: bounded on
+/// the server only (`SET STATEMENT max_statement_time = 2 FOR ... FOR UPDATE`), on a
+/// frozen node it gets no answer at all; the test stops waiting after 10 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db).await;
+    let node3: MultiHost<UrlSource<Conn>> = MultiHost::from_urls([db.url(3).to_owned()]);
+    let policy = RetryPolicy::new()
+        .escalate_after(0)
+        .deadline(PESSIMISTIC_DEADLINE);
+    let frozen = Mutex::new(None);
+    let started = Instant::now();
+    let result = occ::retry(&node3, &policy, async |conn, attempt| {
+        assert!(attempt.is_escalated(), "pessimistic from the first attempt");
+        // The attempt's transaction is open on node 3: now the node stops answering.
+        let guard = tokio::task::block_in_place(|| db.freeze_node(3));
+        *frozen.lock().unwrap() = Some(guard);
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        row.value += 1;
+        row.save_checked(conn).await
+    })
+    .await;
+    let waited = started.elapsed();
+    let guard = frozen.into_inner().unwrap().expect("node 3 was frozen");
+    let thawed = tokio::task::block_in_place(|| guard.thaw());
+    eprintln!(
+        "{}: pessimistic, deadline {PESSIMISTIC_DEADLINE:?}, node 3 frozen under the locking \
+         read: the helper returned after {waited:.2?} with {result:?}; thawed and Synced in \
+         {thawed:.2?}",
+        module_path!()
+    );
+    match &result {
+        Err(Error::RetriesExhausted(exhausted)) => {
+            assert!(exhausted.deadline_reached(), "{exhausted:?}");
+            assert_eq!(
+                exhausted.last_error().transient_kind(),
+                Some(TransientKind::LockWaitTimeout),
+                "{exhausted:?}"
+            );
+        }
+        other => panic!("expected the deadline reached, got {other:?}"),
+    }
+    // Coarse: the helper did not wait for the node to come back.
+    assert!(waited < NO_ANSWER_CAP, "{waited:?}");
+
+    // Control: the same locking read, bounded on the server only.
+    let mut conn = connect_async::<Conn>(db.url(3)).await.expect("node 3");
+    conn.batch_execute("BEGIN").await.expect("BEGIN");
+    let guard = tokio::task::block_in_place(|| db.freeze_node(3));
+    let started = Instant::now();
+    let read = tokio::time::timeout(
+        NO_ANSWER_CAP,
+        <Counter as EntityDsl<Conn>>::find_locked(&mut conn, 1, Some(PESSIMISTIC_DEADLINE)),
+    )
+    .await;
+    let control = started.elapsed();
+    // The read is still in flight on it: never use it again.
+    drop(conn);
+    let thawed = tokio::task::block_in_place(|| guard.thaw());
+    eprintln!(
+        "{}: control, the read bounded on the server only: {} after {control:.2?}; thawed and \
+         Synced in {thawed:.2?}",
+        module_path!(),
+        if read.is_err() {
+            "no answer, given up"
+        } else {
+            "answered"
+        }
+    );
+    assert!(read.is_err(), "a frozen node answered a read: {read:?}");
+
+    // After a node kill instead: node 3 SIGKILLed at the same point. Its sockets close
+    // with it, so the read fails at once (a lost connection, whose outcome the helper
+    // hands back without retrying); no deadline is needed to end the wait.
+    let killed = Mutex::new(None);
+    let started = Instant::now();
+    let result = occ::retry(&node3, &policy, async |conn, attempt| {
+        let guard = tokio::task::block_in_place(|| db.kill_node(3));
+        *killed.lock().unwrap() = Some(guard);
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        row.value += 1;
+        row.save_checked(conn).await
+    })
+    .await;
+    let after_kill = started.elapsed();
+    let guard = killed.into_inner().unwrap().expect("node 3 was killed");
+    let (restart, how) = tokio::task::block_in_place(|| guard.restart());
+    eprintln!(
+        "{}: pessimistic, node 3 SIGKILLed under the locking read: the helper returned \
+         after {after_kill:.2?} with {result:?}; restarted in {restart:.2?} ({how})",
+        module_path!()
+    );
+    assert!(result.is_err(), "{result:?}");
+    let row = row_everywhere(&db).await;
+    assert_eq!((row.value, row.version), (0, 1), "nothing was written");
 }

@@ -1,6 +1,7 @@
 //! Galera on blocking connections (`MysqlConnection`, feature `mysql`): writers on
 //! different nodes race on one row, a stale read from a lagging node, increments
-//! through the multi-host source, and a node killed under load.
+//! through the multi-host source, a node killed under load, and a node cut off from
+//! the other two (a network partition) under load.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,12 +15,12 @@ use diesel::mysql::MysqlConnection as Conn;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sql_types::Text;
-use diesel_occ::Error;
 use diesel_occ::blocking;
 use diesel_occ::multi_host::{MultiHost, UrlSource};
 use diesel_occ::prelude::*;
 use diesel_occ::retry;
 use diesel_occ::testing::Race;
+use diesel_occ::{Error, TransientKind};
 use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb};
 
@@ -482,6 +483,229 @@ fn a_node_killed_under_load_loses_no_acknowledged_increment() {
         "rejoined by IST: {}",
         restart.1
     );
+}
+
+/// Acknowledged increments before the cut, while node 3 is cut off, and after the heal.
+const CUT_AT: u64 = 100;
+const WHILE_CUT: u64 = 150;
+const AFTER_HEAL: u64 = 100;
+
+/// The partition run's policy: the hot-row policy with a deadline that an operation
+/// caught by the cut must be done within, on a node of the primary component.
+const PARTITION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How one operation of the partition run ended.
+#[derive(Debug)]
+enum Ended {
+    /// `Ok`: acknowledged.
+    Acknowledged,
+    /// Every attempt failed with a retryable error (nothing was written) until the
+    /// attempts or the deadline ran out: known not applied.
+    GaveUp(String),
+    /// Any other error: the write may or may not have committed (a lost connection, a
+    /// COMMIT the cut node could not replicate).
+    Unknown(String),
+}
+
+/// One operation: its id, whether an attempt of it was refused by a node outside the
+/// primary component (1047), how long it took, how it ended.
+type Op = (i64, bool, Duration, Ended);
+
+/// 8 workers increment row 1 through a `MultiHost` over the three nodes (a connection
+/// per attempt, as in the node-kill run), each increment logging its id in the same
+/// transaction, under a policy with a 10 s deadline. After 100 acknowledged increments
+/// node 3's group traffic is cut (`galera.sh partition 3`: iptables, clients still reach
+/// it); it goes non-primary and refuses statements with 1047, which the helper retries
+/// on the next node. After 150 more the cut is healed (`galera.sh heal` waits until all
+/// three are Synced, size 3), and the run stops 100 increments later. Checked: every
+/// acknowledged increment committed, nothing committed twice (count = log rows = one
+/// token step each), an operation that gave up wrote nothing, every other error is an
+/// unknown outcome reconciled through the log; operations refused by node 3 while it
+/// was cut off moved to the primary component (they ended acknowledged); node 3 served
+/// again after the heal.
+#[test]
+fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
+    let db = galera_db!(Access::Exclusive);
+    seed(&db);
+    causal(&db, 1)
+        .batch_execute(CREATE_INCREMENT_LOG)
+        .expect("increment_log");
+    for node in 2..=3 {
+        let rows: i64 = increment_log::table
+            .count()
+            .get_result(&mut causal(&db, node))
+            .expect("increment_log replicated");
+        assert_eq!(rows, 0);
+    }
+    let nodes: MultiHost<UrlSource<Conn>> =
+        MultiHost::from_urls(db.urls().iter().cloned()).cool_down(Duration::from_millis(200));
+    let policy = hot_row_policy().deadline(PARTITION_DEADLINE);
+    let counts = AttemptCounts::default();
+    let progress = Progress::default();
+    let ops = Mutex::new(Vec::<Op>::new());
+    let started = Instant::now();
+    let (cut, healing, healed, end, cut_took, heal) = thread::scope(|scope| {
+        for worker in 0..WORKERS {
+            let (nodes, policy, counts, progress, ops) =
+                (&nodes, &policy, &counts, &progress, &ops);
+            scope.spawn(move || {
+                for i in 0..100_000 {
+                    if progress.stopped() {
+                        break;
+                    }
+                    let op = i64::try_from(worker * 1_000_000 + i).unwrap();
+                    let mut refused = false;
+                    let began = Instant::now();
+                    let result = blocking::retry(nodes, policy, |conn, attempt| {
+                        let result = conn.transaction::<_, Error, _>(|conn| {
+                            increment(conn, attempt)?;
+                            diesel::insert_into(increment_log::table)
+                                .values(increment_log::op.eq(op))
+                                .execute(conn)?;
+                            Ok(())
+                        });
+                        counts.record(&result);
+                        refused |= matches!(&result, Err(e) if e.transient_kind() == Some(TransientKind::NodeNotReady));
+                        result
+                    });
+                    let ended = match result {
+                        Ok(()) => {
+                            progress.ack();
+                            Ended::Acknowledged
+                        }
+                        Err(error @ Error::RetriesExhausted(_)) => {
+                            Ended::GaveUp(format!("{error:?}"))
+                        }
+                        Err(error) => Ended::Unknown(describe(&error)),
+                    };
+                    ops.lock().unwrap().push((op, refused, began.elapsed(), ended));
+                }
+            });
+        }
+        let _stop = StopOnDrop(&progress);
+        progress.wait_for(CUT_AT);
+        let partition = db.partition_node(3);
+        let cut_took = partition.took();
+        let cut = (progress.acked(), nodes.node_stats());
+        progress.wait_for(cut.0 + WHILE_CUT);
+        let healing = (progress.acked(), nodes.node_stats());
+        let heal = partition.heal();
+        let healed = (progress.acked(), nodes.node_stats());
+        progress.wait_for(healed.0 + AFTER_HEAL);
+        let end = (progress.acked(), nodes.node_stats());
+        (cut, healing, healed, end, cut_took, heal)
+    });
+    let elapsed = started.elapsed();
+
+    let ops = ops.into_inner().unwrap();
+    let logged: HashSet<i64> = increment_log::table
+        .select(increment_log::op)
+        .load(&mut causal(&db, 1))
+        .expect("the log")
+        .into_iter()
+        .collect();
+    let acknowledged: HashSet<i64> = ops
+        .iter()
+        .filter(|(_, _, _, ended)| matches!(ended, Ended::Acknowledged))
+        .map(|(op, ..)| *op)
+        .collect();
+    let gave_up: Vec<&Op> = ops
+        .iter()
+        .filter(|(_, _, _, ended)| matches!(ended, Ended::GaveUp(_)))
+        .collect();
+    let unknown: Vec<&Op> = ops
+        .iter()
+        .filter(|(_, _, _, ended)| matches!(ended, Ended::Unknown(_)))
+        .collect();
+    let committed_unknown = unknown
+        .iter()
+        .filter(|(op, ..)| logged.contains(op))
+        .count();
+    let errors = |ops: &[&Op]| -> Vec<String> {
+        ops.iter()
+            .map(|(op, _, took, ended)| match ended {
+                Ended::GaveUp(error) | Ended::Unknown(error) => {
+                    format!("op {op} after {took:.2?}: {error}")
+                }
+                Ended::Acknowledged => format!("op {op} acknowledged"),
+            })
+            .collect()
+    };
+    let moved: Vec<&Op> = ops
+        .iter()
+        .filter(|(_, refused, _, ended)| *refused && matches!(ended, Ended::Acknowledged))
+        .collect();
+    let slowest_moved = moved.iter().map(|(_, _, took, _)| *took).max();
+    let slowest = ops.iter().map(|(_, _, took, _)| *took).max();
+    eprintln!(
+        "{}: {} operations in {elapsed:.2?}: {} acknowledged, {} gave up (nothing written), \
+         {} with the outcome unknown ({committed_unknown} of them committed) {:?}; \
+         {} refused by node 3 (1047) and moved to the primary component, the slowest in \
+         {slowest_moved:?}; slowest operation {slowest:?} (deadline {PARTITION_DEADLINE:?}); \
+         {counts:?}\n  node 3 cut at {} acked in {cut_took:.2?}, served {:?}; healing at {} acked, \
+         served {:?}, failures {:?}; healed in {:.2?} ({}) at {} acked, served {:?}; stopped \
+         at {} acked, served {:?}",
+        module_path!(),
+        ops.len(),
+        acknowledged.len(),
+        gave_up.len(),
+        unknown.len(),
+        errors(&unknown),
+        moved.len(),
+        cut.0,
+        served(&cut.1),
+        healing.0,
+        served(&healing.1),
+        healing
+            .1
+            .iter()
+            .map(|node| node.failures)
+            .collect::<Vec<_>>(),
+        heal.0,
+        heal.1,
+        healed.0,
+        served(&healed.1),
+        end.0,
+        served(&end.1),
+    );
+
+    // Never an unknown outcome reported as a success, and nothing lost or doubled.
+    assert!(
+        acknowledged.is_subset(&logged),
+        "every acknowledged increment committed"
+    );
+    assert!(
+        gave_up.iter().all(|(op, ..)| !logged.contains(op)),
+        "an operation that gave up (every attempt failed before writing) wrote nothing: {:?}",
+        errors(&gave_up)
+    );
+    let attempted: HashSet<i64> = ops.iter().map(|(op, ..)| *op).collect();
+    assert!(
+        logged.is_subset(&attempted),
+        "every logged increment was attempted"
+    );
+    let row = row_everywhere(&db);
+    let value = usize::try_from(row.value).unwrap();
+    assert_eq!(value, acknowledged.len() + committed_unknown);
+    assert_eq!(value, logged.len(), "one log row per applied increment");
+    assert_eq!(row.version, row.value + 1, "one token step per increment");
+
+    // While cut off, node 3 served attempts that it refused (1047), and the operations
+    // they belonged to went on on nodes 1 and 2 and were acknowledged there.
+    assert!(
+        healing.1[2].served > cut.1[2].served,
+        "node 3 was still handed attempts while cut off: {healing:?}"
+    );
+    assert!(
+        !moved.is_empty(),
+        "operations refused by node 3 moved to the primary component and were acknowledged"
+    );
+    for node in 0..2 {
+        assert!(healing.1[node].served > cut.1[node].served);
+    }
+    // After the heal node 3 is Synced again (the heal waited for it) and serves again.
+    assert!(end.1[2].served > healed.1[2].served, "{end:?}");
+    assert!(heal.1.contains("Synced with cluster size 3"), "{}", heal.1);
 }
 
 /// An error of a write whose outcome the worker does not know, with the driver's
