@@ -67,6 +67,27 @@ pub(crate) struct NodeFault {
     pub(crate) script: PathBuf,
 }
 
+/// `--failover`: the PostgreSQL pair's primary SIGKILLed and its standby promoted
+/// during the run (`tests/cluster/pg-replicas.sh`), in one of two setups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailoverSetup {
+    /// `sync`: the standby is synchronous (`pg-replicas.sh sync on`) before the run:
+    /// no acknowledged write can be lost, the run must pass.
+    Synchronous,
+    /// `async-held`, the twin: the standby stays asynchronous and its WAL stream is cut
+    /// (`hold-wal`) until writes were acknowledged that it will never have: the check
+    /// must report them lost (and the integer tokens issued twice).
+    AsyncHeld,
+}
+
+/// `--failover` with its time.
+#[derive(Debug, Clone)]
+pub(crate) struct Failover {
+    pub(crate) setup: FailoverSetup,
+    /// From the start of the run (default a third of the duration).
+    pub(crate) at: Duration,
+}
+
 /// Command-line options.
 #[derive(Debug, Clone)]
 pub(crate) struct Args {
@@ -84,6 +105,8 @@ pub(crate) struct Args {
     pub(crate) node_fault: Option<NodeFault>,
     /// `--path`: the write paths to run, one after the other on each backend.
     pub(crate) paths: Vec<&'static str>,
+    /// `--failover sync|async-held` (pg-replicas only): a failover during each run.
+    pub(crate) failover: Option<Failover>,
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
@@ -171,7 +194,9 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         min_faults: 1,
         node_fault: None,
         paths: PATHS.to_vec(),
+        failover: None,
     };
+    let (mut failover, mut failover_at) = (None, None);
     let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
@@ -219,6 +244,14 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--kill-at" => kill_at = Some(parse_duration(&value()?)?),
             "--restart-at" => restart_at = Some(parse_duration(&value()?)?),
             "--galera-script" => script = Some(PathBuf::from(value()?)),
+            "--failover" => {
+                failover = Some(match value()?.as_str() {
+                    "sync" => FailoverSetup::Synchronous,
+                    "async-held" => FailoverSetup::AsyncHeld,
+                    _ => return Err("--failover must be sync or async-held".into()),
+                })
+            }
+            "--failover-at" => failover_at = Some(parse_duration(&value()?)?),
             "--help" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
@@ -244,6 +277,17 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         });
     } else if kill_at.is_some() || restart_at.is_some() || script.is_some() {
         return Err("--kill-at, --restart-at and --galera-script need --kill-node".into());
+    }
+    if let Some(setup) = failover {
+        if args.backends != [Target::PgReplicas] {
+            return Err("--failover needs --backend pg-replicas (alone)".into());
+        }
+        args.failover = Some(Failover {
+            setup,
+            at: failover_at.unwrap_or(args.duration / 3),
+        });
+    } else if failover_at.is_some() {
+        return Err("--failover-at needs --failover".into());
     }
     Ok(args)
 }
@@ -276,6 +320,7 @@ pub(crate) fn usage() -> String {
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
          [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \
-         [--galera-script tests/cluster/galera.sh]]"
+         [--galera-script tests/cluster/galera.sh]] \
+         [--failover sync|async-held [--failover-at 1/3 of duration]]"
     )
 }
