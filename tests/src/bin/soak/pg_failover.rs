@@ -50,7 +50,9 @@ fn multi_host(first: &str, second: &str, attrs: &str) -> String {
     fn host(url: &str) -> &str {
         let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
         let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-        authority.rsplit_once('@').map_or(authority, |(_, host)| host)
+        authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host)
     }
     let (one, other) = (host(first), host(second));
     let mut url = first.replacen(one, &format!("{one},{other}"), 1);

@@ -195,7 +195,9 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Sit
         });
         let tally = run.threads(args, path);
         let said = beside.map_or_else(Default::default, |fault| {
-            fault.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            fault
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         (tally, said)
     });

@@ -37,10 +37,10 @@ use diesel::dsl::sql;
 use diesel::pg::PgConnection as Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool};
+use diesel_occ::Error;
 use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::multi_host::MultiHost;
 use diesel_occ::prelude::*;
-use diesel_occ::Error;
 use diesel_occ_tests::schema::pg as schema;
 use diesel_occ_tests::{Access, PgReplicasDb, wait_until};
 
@@ -304,7 +304,11 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
         .map(|k| (k, Tally::default()))
         .collect();
     for (i, &(kind, n)) in clients.iter().enumerate() {
-        let t = &mut tallies.iter_mut().find(|(k, _)| *k == kind).expect("a kind").1;
+        let t = &mut tallies
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .expect("a kind")
+            .1;
         let mut conn = nodes.checkout().expect("the new primary");
         let now = kind.load(&mut conn, n).expect("the row");
         if first[i].is_ok() {
