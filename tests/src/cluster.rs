@@ -541,7 +541,8 @@ impl PgReplicasDb {
             .expect("pg_is_in_recovery()");
         assert!(
             in_recovery,
-            "{} is not a standby (not in recovery)",
+            "{} is not a standby (not in recovery; promoted by a failover test killed \
+             before its guard ran? pg-replicas.sh stop, then start, makes a new pair)",
             redact(&servers[1])
         );
         if is_replay_paused(&mut standby) {
