@@ -21,11 +21,13 @@
 //! A disturbance is a guard that undoes it when dropped, also while a failed
 //! assertion unwinds: [`NodeDown`] restarts the node (`galera.sh restart N`, which
 //! waits until the three nodes are Synced again), [`ReplayPaused`] resumes the replay
-//! (`pg-replicas.sh resume-replay`), [`PairFailover`] makes a new pair after a
-//! failover (`pg-replicas.sh stop`, `start`). The scripts are run from this crate's
+//! (`pg-replicas.sh resume-replay`). The scripts are run from this crate's
 //! `cluster/` directory with the test's environment, so `OCC_CLUSTER_DIR` and the port
 //! variables must be those the cluster was started with; before disturbing anything the
 //! harness checks that the script's ports are the URLs' ports.
+//!
+//! A failover of the PostgreSQL pair ([`PgReplicasDb::failover`]) cannot be undone: its
+//! guard, [`PairFailover`], makes a new pair instead (`pg-replicas.sh stop`, `start`).
 
 use std::fs::{self, File, OpenOptions};
 use std::path::PathBuf;

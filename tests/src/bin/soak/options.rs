@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use diesel_occ_tests::Backend;
 
+pub(crate) use crate::pg_failover::{Failover, FailoverSetup};
+
 /// What a soak runs against: one of the test backends, or a cluster: the 3-node
 /// Galera cluster (`tests/cluster/galera.sh`) or the PostgreSQL primary and standby
 /// (`tests/cluster/pg-replicas.sh`), which only `--backend galera` or
@@ -65,27 +67,6 @@ pub(crate) struct NodeFault {
     pub(crate) restart_at: Duration,
     /// `galera.sh`, run as `galera.sh kill N` and `galera.sh restart N`.
     pub(crate) script: PathBuf,
-}
-
-/// `--failover`: the PostgreSQL pair's primary SIGKILLed and its standby promoted
-/// during the run (`tests/cluster/pg-replicas.sh`), in one of two setups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FailoverSetup {
-    /// `sync`: the standby is synchronous (`pg-replicas.sh sync on`) before the run:
-    /// no acknowledged write can be lost, the run must pass.
-    Synchronous,
-    /// `async-held`, the twin: the standby stays asynchronous and its WAL stream is cut
-    /// (`hold-wal`) until writes were acknowledged that it will never have: the check
-    /// must report them lost (and the integer tokens issued twice).
-    AsyncHeld,
-}
-
-/// `--failover` with its time.
-#[derive(Debug, Clone)]
-pub(crate) struct Failover {
-    pub(crate) setup: FailoverSetup,
-    /// From the start of the run (default a third of the duration).
-    pub(crate) at: Duration,
 }
 
 /// Command-line options.
@@ -230,6 +211,14 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--fault-every" => args.fault_every = parse_duration(&value()?)?,
             "--seed" => args.seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--sabotage" => args.sabotage = true,
+            "--failover" => {
+                failover = Some(match value()?.as_str() {
+                    "sync" => FailoverSetup::Synchronous,
+                    "async-held" => FailoverSetup::AsyncHeld,
+                    _ => return Err("--failover must be sync or async-held".into()),
+                })
+            }
+            "--failover-at" => failover_at = Some(parse_duration(&value()?)?),
             "--min-acknowledged" => {
                 args.min_acknowledged = value()?.parse().map_err(|_| "bad --min-acknowledged")?
             }
@@ -244,14 +233,6 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--kill-at" => kill_at = Some(parse_duration(&value()?)?),
             "--restart-at" => restart_at = Some(parse_duration(&value()?)?),
             "--galera-script" => script = Some(PathBuf::from(value()?)),
-            "--failover" => {
-                failover = Some(match value()?.as_str() {
-                    "sync" => FailoverSetup::Synchronous,
-                    "async-held" => FailoverSetup::AsyncHeld,
-                    _ => return Err("--failover must be sync or async-held".into()),
-                })
-            }
-            "--failover-at" => failover_at = Some(parse_duration(&value()?)?),
             "--help" => return Err(String::new()),
             other => return Err(format!("unknown option {other:?}")),
         }
@@ -317,10 +298,10 @@ pub(crate) fn usage() -> String {
     format!(
         "usage: soak [--backend all|postgres,mysql,sqlite,galera,pg-replicas] [--path all|NAME,...] \
          [--duration 30s] \
+         [--failover sync|async-held [--failover-at 1/3 of duration]] \
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
          [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \
-         [--galera-script tests/cluster/galera.sh]] \
-         [--failover sync|async-held [--failover-at 1/3 of duration]]"
+         [--galera-script tests/cluster/galera.sh]]"
     )
 }

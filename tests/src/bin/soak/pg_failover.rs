@@ -25,7 +25,27 @@ use std::time::{Duration, Instant};
 use diesel_occ_tests::{PairFailover, PgReplicasDb};
 
 use crate::counters::Counters;
-use crate::options::{Failover, FailoverSetup};
+
+/// `--failover`: the PostgreSQL pair's primary SIGKILLed and its standby promoted
+/// during the run (`tests/cluster/pg-replicas.sh`), in one of two setups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailoverSetup {
+    /// `sync`: the standby is synchronous (`pg-replicas.sh sync on`) before the run:
+    /// no acknowledged write can be lost, the run must pass.
+    Synchronous,
+    /// `async-held`, the twin: the standby stays asynchronous and its WAL stream is cut
+    /// (`hold-wal`) until writes were acknowledged that it will never have: the check
+    /// must report them lost (and the integer tokens issued twice).
+    AsyncHeld,
+}
+
+/// `--failover` with its time.
+#[derive(Debug, Clone)]
+pub(crate) struct Failover {
+    pub(crate) setup: FailoverSetup,
+    /// From the start of the run (default a third of the duration).
+    pub(crate) at: Duration,
+}
 
 /// Writes the twin's primary acknowledges during the hold before it is killed.
 const HELD_WRITES: u64 = 10;
