@@ -13,6 +13,22 @@
 #   pg-replicas.sh resume-replay  pg_wal_replay_resume() on the standby
 #   pg-replicas.sh urls           primary URL, then standby URL
 #
+# Failover (tests/tests/integration/scale_out/pg_replicas/failover.rs, the soak's
+# --failover); `start` after them (with both servers stopped: `stop` first) makes a new
+# pair:
+#   pg-replicas.sh sync on|off    synchronous_standby_names = the standby (on) or empty
+#                                 (off) on the primary, reloaded; `on` returns once the
+#                                 primary's pg_stat_replication says `sync`: from then a
+#                                 commit is acknowledged only once the standby flushed it
+#   pg-replicas.sh hold-wal       cut the standby's WAL stream (primary_conninfo emptied,
+#                                 reloaded: its walreceiver exits and is not restarted);
+#                                 returns once the primary sees no walsender for it.
+#                                 Commits on the primary from here never reach it
+#   pg-replicas.sh release-wal    primary_conninfo back: the standby streams again
+#   pg-replicas.sh kill-primary   SIGKILL the primary's postmaster and every child of it
+#                                 (a crash; nothing is flushed or shipped after it)
+#   pg-replicas.sh promote        pg_ctl promote the standby, wait until it takes writes
+#
 # Ports: primary OCC_PG_PORT (default 15432), standby OCC_PG_PORT + 1 (15433), so nothing
 # clashes with the system server on 5432.
 #
@@ -170,8 +186,9 @@ cmd_status() {
              FROM pg_stat_replication" 2>/dev/null || echo "no answer")
       [[ $(replication_state) == streaming ]] || healthy=1
     else
-      st=$(psql_on standby "SELECT format('in_recovery %s replay %s received %s',
-             pg_is_in_recovery(), pg_get_wal_replay_pause_state(), pg_last_wal_receive_lsn())" 2>/dev/null \
+      # A promoted standby (failover) has no replay state: say so.
+      st=$(psql_on standby "SELECT CASE WHEN pg_is_in_recovery() THEN format('in_recovery t replay %s received %s',
+             pg_get_wal_replay_pause_state(), pg_last_wal_receive_lsn()) ELSE 'promoted: takes writes' END" 2>/dev/null \
         || echo "no answer")
     fi
     echo "$which  127.0.0.1:$(port "$which")  pid $pid  $st"
@@ -250,6 +267,78 @@ cmd_resume() {
   say "standby replay: $(psql_on standby "SELECT pg_get_wal_replay_pause_state()")"
 }
 
+cmd_sync() {
+  local names deadline=$((SECONDS + timeout)) st
+  case ${1:-} in
+    on) names=$standby_name ;;
+    off) names= ;;
+    *) die "usage: sync on|off" ;;
+  esac
+  [[ -n $(server_pid primary) ]] || die "the primary is not running: run start first"
+  psql_on primary "ALTER SYSTEM SET synchronous_standby_names = '$names'" >/dev/null
+  psql_on primary "ALTER SYSTEM SET synchronous_commit = 'on'" >/dev/null
+  psql_on primary "SELECT pg_reload_conf()" >/dev/null
+  # The reload is asynchronous: wait until the walsender reports the new sync state.
+  local want=async
+  [[ $1 == on ]] && want=sync
+  while st=$(psql_on primary "SELECT sync_state FROM pg_stat_replication WHERE application_name = '$standby_name'") \
+    && [[ $st != "$want" ]]; do
+    ((SECONDS < deadline)) || die "standby not $want after ${timeout}s (state: ${st:-not connected})"
+    sleep 0.1
+  done
+  say "standby replication: $st (synchronous_standby_names = '$names')"
+}
+
+# The conninfo `release-wal` restores: what pg_basebackup -R wrote, minus what it does
+# not need (the application_name comes from cluster_name).
+primary_conninfo() {
+  echo "host=127.0.0.1 port=$primary_port user=postgres"
+}
+
+cmd_hold_wal() {
+  standby_running
+  psql_on standby "ALTER SYSTEM SET primary_conninfo = ''" >/dev/null
+  psql_on standby "SELECT pg_reload_conf()" >/dev/null
+  # Both ends must be gone: the walreceiver on the standby, and its walsender on a
+  # running primary (which would otherwise still ship what is in flight).
+  local deadline=$((SECONDS + timeout))
+  while [[ $(psql_on standby "SELECT count(*) FROM pg_stat_wal_receiver") != 0 ]] \
+    || { [[ -n $(server_pid primary) ]] && [[ -n $(replication_state) ]]; }; do
+    ((SECONDS < deadline)) || die "the standby still streams after ${timeout}s"
+    sleep 0.1
+  done
+  say "standby WAL held at received $(psql_on standby "SELECT pg_last_wal_receive_lsn()")"
+}
+
+cmd_release_wal() {
+  standby_running
+  psql_on standby "ALTER SYSTEM SET primary_conninfo = '$(primary_conninfo)'" >/dev/null
+  psql_on standby "SELECT pg_reload_conf()" >/dev/null
+  [[ -z $(server_pid primary) ]] || wait_streaming
+  say "standby WAL released"
+}
+
+cmd_kill_primary() {
+  local pid children
+  pid=$(server_pid primary)
+  [[ -n $pid ]] || die "the primary is not running"
+  # The children first, stopped, so none of them (a walsender, a backend finishing
+  # its commit) runs on after the postmaster dies; then all of them at once.
+  children=$(pgrep -P "$pid" || true)
+  # shellcheck disable=SC2086 # one pid per word
+  kill -STOP $children 2>/dev/null || true
+  kill -KILL "$pid" $children 2>/dev/null || true
+  while [[ -n $(ps -o stat= -p "$pid" 2>/dev/null | grep -v '^Z' || true) ]]; do sleep 0.05; done
+  say "primary SIGKILLed (postmaster $pid and $(wc -w <<<"$children") children)"
+}
+
+cmd_promote() {
+  standby_running
+  as_user "$bin/pg_ctl" -D "$(datadir standby)" -w -t "$timeout" promote >/dev/null \
+    || fail_server standby "not promoted within ${timeout}s"
+  say "standby promoted: in_recovery $(psql_on standby "SELECT pg_is_in_recovery()")"
+}
+
 case ${1:-} in
   start) cmd_start ;;
   stop) cmd_stop ;;
@@ -257,5 +346,13 @@ case ${1:-} in
   urls) cmd_urls ;;
   pause-replay) cmd_pause ;;
   resume-replay) cmd_resume ;;
-  *) echo "usage: $0 start|stop|status|urls|pause-replay|resume-replay" >&2; exit 2 ;;
+  sync) cmd_sync "${2:-}" ;;
+  hold-wal) cmd_hold_wal ;;
+  release-wal) cmd_release_wal ;;
+  kill-primary) cmd_kill_primary ;;
+  promote) cmd_promote ;;
+  *)
+    echo "usage: $0 start|stop|status|urls|pause-replay|resume-replay|sync on|off|hold-wal|release-wal|kill-primary|promote" >&2
+    exit 2
+    ;;
 esac

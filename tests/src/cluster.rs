@@ -27,6 +27,9 @@
 //! `cluster/` directory with the test's environment, so `OCC_CLUSTER_DIR` and the port
 //! variables must be those the cluster was started with; before disturbing anything the
 //! harness checks that the script's ports are the URLs' ports.
+//!
+//! A failover of the PostgreSQL pair ([`PgReplicasDb::failover`]) cannot be undone: its
+//! guard, [`PairFailover`], makes a new pair instead (`pg-replicas.sh stop`, `start`).
 
 use std::fs::{self, File, OpenOptions};
 use std::path::PathBuf;
@@ -700,7 +703,8 @@ impl PgReplicasDb {
             .expect("pg_is_in_recovery()");
         assert!(
             in_recovery,
-            "{} is not a standby (not in recovery)",
+            "{} is not a standby (not in recovery; promoted by a failover test killed \
+             before its guard ran? pg-replicas.sh stop, then start, makes a new pair)",
             redact(&servers[1])
         );
         if is_replay_paused(&mut standby) {
@@ -788,6 +792,103 @@ impl PgReplicasDb {
             db: self,
             resumed: false,
         }
+    }
+}
+
+impl PgReplicasDb {
+    /// The URL of this database on the pair's primary, then on its standby: after
+    /// [`PairFailover::promote`], the second is the new primary.
+    pub fn urls(&self) -> [&str; 2] {
+        [&self.primary, &self.standby]
+    }
+
+    /// Takes the pair over for a failover (`pg-replicas.sh sync`, `hold-wal`,
+    /// `kill-primary`, `promote`): the returned guard runs them and, when dropped,
+    /// makes a new pair (`stop`, then `start`, which wipes both servers), so the tests
+    /// after it find a primary and a streaming standby again. Needs
+    /// [`Access::Exclusive`].
+    pub fn failover(&self) -> PairFailover<'_> {
+        assert_eq!(
+            self.access,
+            Access::Exclusive,
+            "only a test with exclusive access may fail the pair over"
+        );
+        Cluster::PgReplicas.check_script_matches(&self.servers);
+        PairFailover {
+            _db: self,
+            rebuilt: false,
+        }
+    }
+}
+
+/// The pair taken over by [`PgReplicasDb::failover`]. Each method runs one command of
+/// `pg-replicas.sh` and returns what it reported; [`rebuild`](PairFailover::rebuild)
+/// (or dropping the guard, also when a test fails) makes a new pair.
+#[derive(Debug)]
+#[must_use = "the pair is re-created when this guard is dropped"]
+pub struct PairFailover<'a> {
+    // Borrowed so that the guard cannot outlive the test's database and lock.
+    _db: &'a PgReplicasDb,
+    rebuilt: bool,
+}
+
+impl PairFailover<'_> {
+    /// `sync on|off`: the standby becomes synchronous (a commit is acknowledged only
+    /// once the standby has flushed it) or asynchronous again.
+    pub fn sync(&self, on: bool) -> String {
+        Cluster::PgReplicas.run_script(&["sync", if on { "on" } else { "off" }])
+    }
+
+    /// `hold-wal`: the standby's WAL stream is cut; no commit from here reaches it.
+    pub fn hold_wal(&self) -> String {
+        Cluster::PgReplicas.run_script(&["hold-wal"])
+    }
+
+    /// `kill-primary`: the primary and every process of it SIGKILLed.
+    pub fn kill_primary(&self) -> String {
+        Cluster::PgReplicas.run_script(&["kill-primary"])
+    }
+
+    /// `promote`: the standby ends recovery and takes writes, with what it had.
+    pub fn promote(&self) -> String {
+        Cluster::PgReplicas.run_script(&["promote"])
+    }
+
+    /// Makes a new pair (`stop`, `start`); returns how long that took.
+    pub fn rebuild(mut self) -> Duration {
+        self.rebuilt = true;
+        let started = Instant::now();
+        Cluster::PgReplicas.run_script(&["stop"]);
+        Cluster::PgReplicas.run_script(&["start"]);
+        started.elapsed()
+    }
+}
+
+impl Drop for PairFailover<'_> {
+    fn drop(&mut self) {
+        if self.rebuilt {
+            return;
+        }
+        // Not through run_script: a panic here while a failed test unwinds would abort.
+        let script = Cluster::PgReplicas.script();
+        for command in ["stop", "start"] {
+            match Command::new(&script).arg(command).output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => {
+                    eprintln!(
+                        "the pair could not be re-created by its guard ({command}: {}): {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    return;
+                }
+                Err(error) => {
+                    eprintln!("cannot run {}: {error}", script.display());
+                    return;
+                }
+            }
+        }
+        eprintln!("the PostgreSQL pair was re-created by its guard");
     }
 }
 

@@ -31,7 +31,7 @@ pub mod wait;
 pub mod containers;
 
 pub use backend::Backend;
-pub use cluster::{Access, Cluster, GaleraDb, PgReplicasDb};
+pub use cluster::{Access, Cluster, GaleraDb, PairFailover, PgReplicasDb};
 pub use db::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb, connect_async};
 pub use relay::Relay;
 pub use wait::{wait_until, wait_until_async};

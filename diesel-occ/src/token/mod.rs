@@ -43,6 +43,35 @@ pub const MAX_ENCODED_LEN: usize = 64;
 /// Diesel reads back as the token (`T` or space, any fraction digits, `Z` or `+00:00`),
 /// so rows written by other tools save.
 ///
+/// # Which kind where a failover can happen
+///
+/// A token is checked against the row the database has. When a failover loses the
+/// last commits of the old primary (PostgreSQL with an asynchronous standby promoted
+/// after the primary died), the row goes back to an earlier token, and the next writer
+/// on the new primary makes a fresh token from that one:
+///
+/// - **Integer** tokens are `old + 1` again: the same value the lost commit handed out,
+///   for different content. A client still holding the lost commit's token then
+///   passes the check and overwrites the new writer's acknowledged change: a lost update
+///   the library cannot see. Tested: every such stale save was accepted.
+/// - **UUID** tokens are random: the new writer's token differs from the lost one, and
+///   the stale save is a [`ConcurrencyConflict`](crate::ConcurrencyConflict). Tested: every
+///   one refused.
+/// - **Timestamp** tokens are the writer's clock at the column's precision: the new
+///   writer's token differs from the lost one as long as it is made at another tick
+///   (a later microsecond at `precision = 6`; at whole seconds, two writes within one
+///   second collide) and the clocks run past the row's token. A row whose token is
+///   ahead of the writers' clocks (a clock that ran ahead, or a busy row at whole
+///   seconds, whose token runs ahead of the clock) advances by one tick per write,
+///   exactly like an integer, and loses the same way (tested).
+///
+/// So where failover can lose commits, use UUID tokens (or microsecond timestamps from
+/// clocks that agree), or make the failover lose no acknowledged commit: PostgreSQL with
+/// a synchronous standby (`synchronous_standby_names` naming it, `synchronous_commit =
+/// on`, the default) acknowledges a commit only once the standby has it, and then every
+/// kind is safe (tested: no acknowledged write lost, no stale save accepted). The
+/// failover test and its figures: `SCALING.md`, "Failover".
+///
 /// ```
 /// use diesel_occ::VersionToken;
 ///
@@ -314,6 +343,9 @@ fn malformed() -> InvalidToken {
 
 macro_rules! integer_token {
     ($($int:ty => $kind:ident),*) => {$(
+        /// A counter: `old + 1`. After a failover that lost commits, the same value can
+        /// be handed out twice for different content; see
+        /// [which kind where a failover can happen](VersionToken#which-kind-where-a-failover-can-happen).
         impl VersionToken for $int {
             const KIND: TokenKind = TokenKind::$kind;
 

@@ -106,6 +106,11 @@ macro_rules! timestamp_token {
         }
     ) => {
         $(#[$attr])*
+        ///
+        /// The writer's clock at the column's precision, after the old token. After a
+        /// failover that lost commits it differs from the lost token when made at
+        /// another tick; see
+        /// [which kind where a failover can happen](VersionToken#which-kind-where-a-failover-can-happen).
         impl VersionToken for $ty {
             const KIND: TokenKind = TokenKind::Timestamp;
 

@@ -20,6 +20,10 @@ use crate::token::{TokenKind, TokenValue, VersionToken};
 /// With feature `serde` it is `Serialize` and `Deserialize` as its client form (the
 /// hyphenated UUID, never nil), as `diesel_occ::serde_token` writes and reads any token.
 ///
+/// A fresh UUID is never the token of an earlier write, also after a failover that lost
+/// commits: the kind to choose where that can happen (see
+/// [`VersionToken`](crate::VersionToken#which-kind-where-a-failover-can-happen)).
+///
 /// ```
 /// use diesel_occ::{UuidToken, VersionToken};
 ///

@@ -92,6 +92,13 @@
 //! the standby (which lags: a stale read meets a conflict and the retry re-reads from
 //! the primary), the faults kill sessions on the primary.
 //!
+//! `--failover sync|async-held` (with `--backend pg-replicas` alone; `--failover-at`,
+//! default a third of the duration) SIGKILLs the pair's primary and promotes its
+//! standby during each run, the workers on multi-host URLs over both servers, then makes
+//! a new pair (`pg_failover.rs`): `sync` with a synchronous standby, which must pass;
+//! `async-held`, the twin, with an asynchronous standby whose WAL is held until the
+//! primary acknowledged writes it will never have, which the check must catch.
+//!
 //! Output: per path and backend, a figures line, up to 50 `VIOLATION` lines, and a
 //! `table: | path | backend | flavour | ... |` row for RELIABILITY.md; then one verdict
 //! per path and backend (`soak: postgres: update_by_key: passed`, or `... FAILED: N
@@ -107,6 +114,7 @@ mod galera;
 #[cfg(feature = "mysql")]
 mod mysql;
 mod options;
+mod pg_failover;
 mod postgres;
 mod record;
 mod report;

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use diesel_occ_tests::Backend;
 
+pub(crate) use crate::pg_failover::{Failover, FailoverSetup};
+
 /// What a soak runs against: one of the test backends, or a cluster: the 3-node
 /// Galera cluster (`tests/cluster/galera.sh`) or the PostgreSQL primary and standby
 /// (`tests/cluster/pg-replicas.sh`), which only `--backend galera` or
@@ -119,6 +121,8 @@ pub(crate) struct Args {
     pub(crate) node_fault: Option<NodeFault>,
     /// `--path`: the write paths to run, one after the other on each backend.
     pub(crate) paths: Vec<&'static str>,
+    /// `--failover sync|async-held` (pg-replicas only): a failover during each run.
+    pub(crate) failover: Option<Failover>,
 }
 
 /// Every write path the soak drives, in the order `all` runs them (`workload/`).
@@ -206,7 +210,9 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         min_faults: 1,
         node_fault: None,
         paths: PATHS.to_vec(),
+        failover: None,
     };
+    let (mut failover, mut failover_at) = (None, None);
     let (mut kill_node, mut kill_at, mut restart_at, mut script) = (None, None, None, None);
     let (mut partition_node, mut partition_at, mut heal_at) = (None, None, None);
     let mut parser = lexopt::Parser::from_env();
@@ -241,6 +247,14 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             "--fault-every" => args.fault_every = parse_duration(&value()?)?,
             "--seed" => args.seed = value()?.parse().map_err(|_| "bad --seed")?,
             "--sabotage" => args.sabotage = true,
+            "--failover" => {
+                failover = Some(match value()?.as_str() {
+                    "sync" => FailoverSetup::Synchronous,
+                    "async-held" => FailoverSetup::AsyncHeld,
+                    _ => return Err("--failover must be sync or async-held".into()),
+                })
+            }
+            "--failover-at" => failover_at = Some(parse_duration(&value()?)?),
             "--min-acknowledged" => {
                 args.min_acknowledged = value()?.parse().map_err(|_| "bad --min-acknowledged")?
             }
@@ -309,6 +323,17 @@ pub(crate) fn parse_args() -> Result<Args, String> {
                 .into(),
         );
     }
+    if let Some(setup) = failover {
+        if args.backends != [Target::PgReplicas] {
+            return Err("--failover needs --backend pg-replicas (alone)".into());
+        }
+        args.failover = Some(Failover {
+            setup,
+            at: failover_at.unwrap_or(args.duration / 3),
+        });
+    } else if failover_at.is_some() {
+        return Err("--failover-at needs --failover".into());
+    }
     Ok(args)
 }
 
@@ -337,6 +362,7 @@ pub(crate) fn usage() -> String {
     format!(
         "usage: soak [--backend all|postgres,mysql,sqlite,galera,pg-replicas] [--path all|NAME,...] \
          [--duration 30s] \
+         [--failover sync|async-held [--failover-at 1/3 of duration]] \
          [--workers 8] [--fault-every 200ms] [--seed N] [--sabotage] \
          [--min-acknowledged {MIN_ACKNOWLEDGED}] [--min-faults 1] \
          [--kill-node 1|2|3 [--kill-at 1/4 of duration] [--restart-at 1/2 of duration] \

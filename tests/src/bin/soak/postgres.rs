@@ -65,12 +65,54 @@ pub(crate) fn run_on_replicas(
     path: &'static str,
 ) -> Option<crate::report::Report> {
     use diesel_occ_tests::{Access, PgReplicasDb};
-    let db = PgReplicasDb::create(&format!("soak_{path}"), Access::Shared)?;
+    // A failover disturbs the pair: it runs alone.
+    let access = match args.failover {
+        Some(_) => Access::Exclusive,
+        None => Access::Shared,
+    };
+    let db = PgReplicasDb::create(&format!("soak_{path}"), access)?;
+    if let Some(failover) = &args.failover {
+        return Some(run_with_failover(args, path, &db, failover));
+    }
     let site = workload::Site {
         backend: "pg-replicas",
         url: db.primary_url(),
         standby_url: db.standby_url(),
         wait_replayed: &|| db.wait_replayed(),
+        beside: None,
     };
     Some(workload::run_on(args, path, &site))
+}
+
+/// [`run_on_replicas`] with `--failover` (`pg_failover.rs`): the workers on multi-host
+/// URLs, the failover beside them, then a new pair.
+fn run_with_failover(
+    args: &crate::options::Args,
+    path: &'static str,
+    db: &diesel_occ_tests::PgReplicasDb,
+    failover: &crate::options::Failover,
+) -> crate::report::Report {
+    use crate::pg_failover;
+    let pair = db.failover();
+    let mut notes = pg_failover::prepare(&pair, failover);
+    let (url, standby_url) = pg_failover::urls(db);
+    let fault = |counters: &crate::counters::Counters| {
+        pg_failover::run(&pair, failover, args.duration, counters)
+    };
+    let site = workload::Site {
+        backend: "pg-replicas",
+        url: &url,
+        standby_url: &standby_url,
+        wait_replayed: &|| db.wait_replayed(),
+        beside: Some(&fault),
+    };
+    let mut report = workload::run_on(args, path, &site);
+    notes.append(&mut report.notes);
+    report.notes = notes;
+    let took = pair.rebuild();
+    report.notes.push(format!(
+        "failover: the pair re-created (stop, start) in {:.1}s",
+        took.as_secs_f64()
+    ));
+    report
 }

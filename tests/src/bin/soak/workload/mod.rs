@@ -52,6 +52,7 @@ pub(crate) fn run(args: &Args, path: &'static str) -> Option<Report> {
         url: db.url(),
         standby_url: db.url(),
         wait_replayed: &|| {},
+        beside: None,
     };
     Some(run_on(args, path, &site))
 }

@@ -161,7 +161,14 @@ pub(crate) struct Site<'a> {
     pub(crate) standby_url: &'a str,
     /// Waits until the standby has replayed what the primary wrote (the seed).
     pub(crate) wait_replayed: &'a dyn Fn(),
+    /// Runs on a thread of its own beside the workers (the pair's `--failover`),
+    /// with the run's counters.
+    pub(crate) beside: Option<Beside<'a>>,
 }
+
+/// A fault that runs beside the workers and says what happened: notes for the figures,
+/// then shortfalls (what the run failed to show).
+pub(crate) type Beside<'a> = &'a (dyn Fn(&Counters) -> (Vec<String>, Vec<String>) + Sync);
 
 /// Runs `path` in `site`'s fresh database.
 pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Site<'_>) -> Report {
@@ -181,7 +188,19 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Sit
             counters: &counters,
         },
     };
-    let tally = run.threads(args, path);
+    let (tally, (notes, shortfalls)) = thread::scope(|scope| {
+        let beside = site.beside.map(|fault| {
+            let counters = &counters;
+            scope.spawn(move || fault(counters))
+        });
+        let tally = run.threads(args, path);
+        let said = beside.map_or_else(Default::default, |fault| {
+            fault
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (tally, said)
+    });
     let mut conn = connect_for_check(url).expect("connect for the check");
     let rows = path.values(&mut conn).expect("read the counters");
     let (mut violations, needed) =
@@ -196,8 +215,8 @@ pub(super) fn run<P: Path>(args: &Args, name: &'static str, path: &P, site: &Sit
         backend: site.backend,
         path: name,
         fault_kind: FAULT_KIND,
-        notes: Vec::new(),
-        shortfalls: Vec::new(),
+        notes,
+        shortfalls,
         counters,
         violations,
         unknown_applied: needed as usize,

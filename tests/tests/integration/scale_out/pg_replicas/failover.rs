@@ -1,0 +1,399 @@
+//! Failover on the PostgreSQL pair: the primary SIGKILLed and the standby promoted, with
+//! clients that keep their entities across it, per token kind.
+//!
+//! The interleaving is forced, not waited for: the standby's WAL stream is cut
+//! (`pg-replicas.sh hold-wal`), then
+//!
+//! 1. client A (one per row) saves its entity through a `MultiHost` over both servers
+//!    (a node that is in recovery refuses the connection, so writes go to the primary);
+//! 2. the primary is SIGKILLed and the standby promoted (`kill-primary`, `promote`):
+//!    whatever the standby did not receive is gone;
+//! 3. client B reads the row on the new primary (the same `MultiHost`, which now skips
+//!    the dead node) and saves it;
+//! 4. client A saves its entity again, with the token its first save returned.
+//!
+//! Counted per token kind: A's acknowledged first saves that the database lost (its
+//! property), and A's second saves that were accepted (the library's: a stale save that
+//! overwrites B's acknowledged write). With an asynchronous standby every first save is
+//! acknowledged and lost; an integer token is then issued again by B (`v + 1` twice),
+//! so A's stale save matches: a lost update the library cannot see. A UUID token is
+//! random and a timestamp token is the writer's clock, so B's differs from A's and A's
+//! save is a `ConcurrencyConflict`, unless the row's timestamp token is ahead of the
+//! writers' clocks: then each fresh token is the old one plus one tick, like an integer
+//! (the fourth kind below, which shows it). With a synchronous standby
+//! (`sync on`) no first save is acknowledged while the standby cannot have it (each
+//! waits, until the kill ends it with an error), so nothing acknowledged is lost and
+//! A's entities still hold the tokens B read: every stale save is refused.
+//!
+//! Each setup is one test that fails the pair over once for every kind at once, then
+//! makes a new pair (`stop`, `start`: about 12 s) for the tests after it.
+
+use std::fmt;
+use std::thread;
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use diesel::dsl::sql;
+use diesel::pg::PgConnection as Conn;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool};
+use diesel_occ::Error;
+use diesel_occ::blocking::ConnectionSource;
+use diesel_occ::multi_host::MultiHost;
+use diesel_occ::prelude::*;
+use diesel_occ_tests::schema::pg as schema;
+use diesel_occ_tests::{Access, PgReplicasDb, wait_until};
+
+use super::common::Counter;
+
+/// Rows per token kind, each with a client A of its own.
+const ROWS: i32 = 3;
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stock)]
+struct Stock {
+    id: i32,
+    available: i32,
+    #[occ(version)]
+    version: uuid::Uuid,
+}
+
+/// A `timestamp` column stores microseconds: the token is the writer's clock at that
+/// precision.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamped)]
+struct Stamped {
+    id: i32,
+    value: i32,
+    #[occ(version, precision = 6)]
+    updated_at: NaiveDateTime,
+}
+
+/// The token kinds, each on rows of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Integer,
+    Uuid,
+    Timestamp,
+    /// Timestamp tokens seeded in the year 2999: ahead of every writer's clock.
+    TimestampAhead,
+}
+
+impl Kind {
+    const ALL: [Kind; 4] = [
+        Kind::Integer,
+        Kind::Uuid,
+        Kind::Timestamp,
+        Kind::TimestampAhead,
+    ];
+
+    fn id(self, n: i32) -> i32 {
+        if self == Kind::TimestampAhead {
+            100 + n
+        } else {
+            n
+        }
+    }
+
+    fn seed(self, conn: &mut Conn, n: i32) {
+        let id = self.id(n);
+        let inserted = match self {
+            Kind::Integer => diesel::insert_into(schema::counters::table)
+                .values(Counter::new(id, 0))
+                .execute(conn),
+            Kind::Uuid => diesel::insert_into(schema::stock::table)
+                .values(Stock {
+                    id,
+                    available: 0,
+                    version: uuid::Uuid::initial(),
+                })
+                .execute(conn),
+            Kind::Timestamp | Kind::TimestampAhead => {
+                let updated_at = if self == Kind::Timestamp {
+                    NaiveDateTime::initial_at(6)
+                } else {
+                    "2999-01-01T00:00:00".parse().expect("a timestamp")
+                };
+                diesel::insert_into(schema::stamped::table)
+                    .values(Stamped {
+                        id,
+                        value: 0,
+                        updated_at,
+                    })
+                    .execute(conn)
+            }
+        };
+        inserted.unwrap_or_else(|e| panic!("seed {self} {id}: {e}"));
+    }
+
+    fn load(self, conn: &mut Conn, n: i32) -> Result<Held, Error> {
+        let id = self.id(n);
+        Ok(match self {
+            Kind::Integer => Held::Integer(Counter::find(conn, id)?),
+            Kind::Uuid => Held::Uuid(Stock::find(conn, id)?),
+            Kind::Timestamp | Kind::TimestampAhead => Held::Stamped(Stamped::find(conn, id)?),
+        })
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Integer => "integer",
+            Kind::Uuid => "UUID",
+            Kind::Timestamp => "timestamp",
+            Kind::TimestampAhead => "timestamp ahead of the clock",
+        })
+    }
+}
+
+/// An entity a client holds.
+#[derive(Debug, Clone)]
+enum Held {
+    Integer(Counter),
+    Uuid(Stock),
+    Stamped(Stamped),
+}
+
+impl Held {
+    fn value(&self) -> i32 {
+        match self {
+            Held::Integer(row) => row.value,
+            Held::Uuid(row) => row.available,
+            Held::Stamped(row) => row.value,
+        }
+    }
+
+    fn set_value(&mut self, value: i32) {
+        match self {
+            Held::Integer(row) => row.value = value,
+            Held::Uuid(row) => row.available = value,
+            Held::Stamped(row) => row.value = value,
+        }
+    }
+
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        match self {
+            Held::Integer(row) => row.save_checked(conn),
+            Held::Uuid(row) => row.save_checked(conn),
+            Held::Stamped(row) => row.save_checked(conn),
+        }
+    }
+}
+
+/// A node of the clients' `MultiHost`: a new connection per checkout, refused (so the
+/// node is skipped) while the server is a standby, as libpq's
+/// `target_session_attrs=read-write` does.
+fn writable(url: &str) -> impl Fn() -> ConnectionResult<Conn> + Send + Sync + use<> {
+    let url = url.to_owned();
+    move || {
+        let mut conn = Conn::establish(&url)?;
+        let standby: bool = diesel::select(sql::<Bool>("pg_is_in_recovery()"))
+            .get_result(&mut conn)
+            .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        if standby {
+            return Err(ConnectionError::BadConnection(
+                "a standby in recovery: read-only".into(),
+            ));
+        }
+        Ok(conn)
+    }
+}
+
+/// What one token kind went through.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    /// Client A's first saves acknowledged by the old primary.
+    acknowledged: usize,
+    /// ...of which the new primary does not have the change.
+    lost: usize,
+    /// Client A's saves after the failover, from its held entity, that were accepted.
+    stale_accepted: usize,
+    /// ...and refused with a `ConcurrencyConflict`.
+    stale_refused: usize,
+}
+
+/// Which setup a test fails over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// The default: the standby streams asynchronously.
+    Asynchronous,
+    /// `synchronous_standby_names` names the standby, `synchronous_commit = on`.
+    Synchronous,
+}
+
+const A_FIRST: i32 = 1_000;
+const B_VALUE: i32 = 2_000;
+const A_STALE: i32 = 3_000;
+
+/// Runs the failover of the module documentation on `setup`, in `db` (exclusive
+/// access); returns the tally per kind, printed.
+fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
+    {
+        let mut primary = db.primary();
+        for kind in Kind::ALL {
+            for n in 1..=ROWS {
+                kind.seed(&mut primary, n);
+            }
+        }
+    }
+    db.wait_replayed();
+    let [primary_url, standby_url] = db.urls();
+    let nodes = MultiHost::new([writable(primary_url), writable(standby_url)]);
+    let clients: Vec<(Kind, i32)> = Kind::ALL
+        .into_iter()
+        .flat_map(|kind| (1..=ROWS).map(move |n| (kind, n)))
+        .collect();
+    // Every client A reads its row before anything is disturbed.
+    let mut held: Vec<Held> = clients
+        .iter()
+        .map(|&(kind, n)| {
+            let mut conn = nodes.checkout().expect("the primary");
+            kind.load(&mut conn, n).expect("seeded")
+        })
+        .collect();
+
+    let pair = db.failover();
+    if setup == Setup::Synchronous {
+        eprint!("{}", pair.sync(true));
+    }
+    eprint!("{}", pair.hold_wal());
+    // Client A's first saves, each on a thread: on a synchronous standby they wait for
+    // it, and the kill below ends them.
+    let first: Vec<Result<(), Error>> = thread::scope(|scope| {
+        let saves: Vec<_> = held
+            .iter_mut()
+            .map(|entity| {
+                let nodes = &nodes;
+                scope.spawn(move || {
+                    entity.set_value(A_FIRST + entity.value());
+                    let mut conn = nodes.checkout()?;
+                    entity.save_checked(&mut conn)
+                })
+            })
+            .collect();
+        if setup == Setup::Synchronous {
+            let mut admin = db.primary();
+            let waiting = format!(
+                "all {} saves to wait for the synchronous standby",
+                saves.len()
+            );
+            wait_until(&waiting, Duration::from_secs(30), || {
+                let n: i64 = diesel::select(sql::<BigInt>(
+                    "(SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event = 'SyncRep' AND datname = current_database())",
+                ))
+                .get_result(&mut admin)
+                .expect("pg_stat_activity");
+                n == i64::try_from(saves.len()).expect("few")
+            });
+            eprint!("{}", pair.kill_primary());
+        }
+        saves
+            .into_iter()
+            .map(|save| save.join().expect("client A"))
+            .collect()
+    });
+    if setup == Setup::Asynchronous {
+        eprint!("{}", pair.kill_primary());
+    }
+    eprint!("{}", pair.promote());
+
+    let mut tallies: Vec<(Kind, Tally)> = Kind::ALL
+        .into_iter()
+        .map(|k| (k, Tally::default()))
+        .collect();
+    for (i, &(kind, n)) in clients.iter().enumerate() {
+        let t = &mut tallies
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .expect("a kind")
+            .1;
+        let mut conn = nodes.checkout().expect("the new primary");
+        let now = kind.load(&mut conn, n).expect("the row");
+        if first[i].is_ok() {
+            t.acknowledged += 1;
+            if now.value() != held[i].value() {
+                t.lost += 1;
+            }
+        }
+        // Client B: a fresh read on the new primary, an acknowledged save.
+        let mut b = now;
+        b.set_value(B_VALUE + n);
+        b.save_checked(&mut conn)
+            .unwrap_or_else(|e| panic!("client B saves {kind} {n} on the new primary: {e:?}"));
+        // Client A again, from the entity it kept.
+        held[i].set_value(A_STALE + n);
+        match held[i].save_checked(&mut conn) {
+            Ok(()) => t.stale_accepted += 1,
+            Err(e) if e.is_conflict() => t.stale_refused += 1,
+            Err(e) => panic!("client A's second save of {kind} {n}: {e:?}"),
+        }
+        // The row holds B's write unless A's stale save overwrote it.
+        let end = kind.load(&mut conn, n).expect("the row").value();
+        assert!(
+            end == B_VALUE + n || end == A_STALE + n,
+            "{kind} {n} ends at {end}"
+        );
+    }
+    let served: Vec<u64> = nodes.node_stats().iter().map(|s| s.served).collect();
+    for (kind, t) in &tallies {
+        eprintln!(
+            "failover {setup:?}: {kind}: {} of {ROWS} first saves acknowledged, {} of them \
+             lost by the database; stale saves after failover: {} accepted, {} refused",
+            t.acknowledged, t.lost, t.stale_accepted, t.stale_refused
+        );
+    }
+    eprintln!(
+        "checkouts served by node 1 (old primary), node 2 (promoted): {served:?}; \
+         the pair re-created in {:.1?}",
+        pair.rebuild()
+    );
+    tallies
+}
+
+/// Asynchronous standby (the default): every acknowledged first save is lost; integer
+/// tokens (and timestamps ahead of the clock) accept every stale save, UUID and
+/// timestamp tokens refuse every one.
+#[test]
+fn an_asynchronous_failover_reissues_integer_tokens_but_not_uuid_or_timestamp_ones() {
+    let db = pg_replicas_db!(Access::Exclusive);
+    let rows = usize::try_from(ROWS).expect("few");
+    for (kind, tally) in fail_over(&db, Setup::Asynchronous) {
+        let accepted = match kind {
+            Kind::Integer | Kind::TimestampAhead => rows,
+            Kind::Uuid | Kind::Timestamp => 0,
+        };
+        assert_eq!(
+            tally,
+            Tally {
+                acknowledged: rows,
+                lost: rows,
+                stale_accepted: accepted,
+                stale_refused: rows - accepted,
+            },
+            "{kind}"
+        );
+    }
+}
+
+/// Synchronous standby: no first save is acknowledged while the standby cannot have
+/// it, so nothing acknowledged is lost, and every stale save is refused, whatever the
+/// token kind.
+#[test]
+fn a_synchronous_standby_loses_no_acknowledged_write_and_accepts_no_stale_save() {
+    let db = pg_replicas_db!(Access::Exclusive);
+    let rows = usize::try_from(ROWS).expect("few");
+    for (kind, tally) in fail_over(&db, Setup::Synchronous) {
+        assert_eq!(
+            tally,
+            Tally {
+                acknowledged: 0,
+                lost: 0,
+                stale_accepted: 0,
+                stale_refused: rows,
+            },
+            "{kind}"
+        );
+    }
+}
