@@ -54,12 +54,17 @@ impl From<DieselError> for DatabaseError {
     }
 }
 
+/// The message of a locking read the async retry helpers abandoned at the deadline
+/// (`retry::deadline::no_answer`): here, not there, so that classifying errors never
+/// imports the retry loop.
+pub(crate) const NO_ANSWER: &str = "No answer to the locking read within the retry deadline";
+
 /// The transient kind of a Diesel error, whichever backend raised it.
 pub(crate) fn transient(error: &DieselError) -> Option<TransientKind> {
     match error {
         // A locking read the async helpers abandoned at the deadline, on any backend.
         DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
-            if info.message() == crate::retry::deadline::NO_ANSWER =>
+            if info.message() == NO_ANSWER =>
         {
             Some(TransientKind::LockWaitTimeout)
         }

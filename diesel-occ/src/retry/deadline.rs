@@ -85,8 +85,9 @@ where
 #[cfg(feature = "async")]
 pub(crate) const NO_ANSWER_GRACE: Duration = Duration::from_millis(500);
 
-/// The message of [`no_answer`].
-pub(crate) const NO_ANSWER: &str = "No answer to the locking read within the retry deadline";
+/// The message of [`no_answer`] (kept in `backend`, which classifies it).
+#[cfg(feature = "async")]
+pub(crate) use crate::backend::NO_ANSWER;
 
 /// The error of a locking read that the server did not answer within the time left
 /// (and [`NO_ANSWER_GRACE`]): a lock wait the deadline ended
