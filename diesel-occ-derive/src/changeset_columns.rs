@@ -65,6 +65,18 @@ fn assigned_columns(entity: &Entity<'_>) -> TokenStream {
     quote!((#(#assigned,)*))
 }
 
+/// True when a field assigned by Diesel's `AsChangeset` is an `Option` whose `None`
+/// leaves its column out of the `SET` list (no `treat_none_as_null`).
+fn has_optional_part(entity: &Entity<'_>) -> bool {
+    entity.fields.iter().any(|f| {
+        !f.attrs.skip_update
+            && f.attrs.embed.is_none()
+            && !entity.primary_key.contains(&f.column)
+            && !f.treat_none_as_null
+            && f.option_inner().is_some()
+    })
+}
+
 /// The impl, over the struct's generics and a parameter for the token column, bounded
 /// by the assigned columns' own `ValidGrouping`.
 fn grouping_impl(input: &DeriveInput, entity: &Entity<'_>) -> TokenStream {
@@ -85,6 +97,15 @@ fn grouping_impl(input: &DeriveInput, entity: &Entity<'_>) -> TokenStream {
         #diesel::expression::ValidGrouping<::diesel_occ::__private::ColumnsOtherThan<__OccTokenColumn>>
     };
     predicates.push(quote!(#columns: #grouping));
+    let mut is_aggregate = quote!(<#columns as #grouping>::IsAggregate);
+    if has_optional_part(entity) {
+        // A `None` leaves its column out: the form's text varies (see
+        // `diesel_occ::statement::fixed_text`).
+        let mixed =
+            quote!(#diesel::expression::MixedAggregates<::diesel_occ::__private::HasOptionalParts>);
+        predicates.push(quote!(#is_aggregate: #mixed));
+        is_aggregate = quote!(<#is_aggregate as #mixed>::Output);
+    }
     quote! {
         const _: () = {
             #table_import
@@ -92,7 +113,7 @@ fn grouping_impl(input: &DeriveInput, entity: &Entity<'_>) -> TokenStream {
             impl #impl_generics #grouping for #ident #ty_generics
             where #(#predicates,)*
             {
-                type IsAggregate = <#columns as #grouping>::IsAggregate;
+                type IsAggregate = #is_aggregate;
             }
         };
     }

@@ -4,6 +4,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
 use syn::spanned::Spanned;
 
 use crate::ast::{Entity, Field};
@@ -158,6 +159,8 @@ impl<'e, 'a> TokenEntity<'e, 'a> {
         let (changes_ty, changes_expr) = self.upsert_changes();
         let conflict_target = key_columns(table, &self.keys);
         let generated = self.generated;
+        let changes_text_cached = self.changes_text_cached();
+        let insert_text_cached = self.insert_text_cached();
         quote! {
             #[automatically_derived]
             impl __occ::VersionedParts for #ident {
@@ -181,6 +184,16 @@ impl<'e, 'a> TokenEntity<'e, 'a> {
                 #[inline]
                 fn changes(&self, fresh: &Self::Token) -> Self::Changes {
                     #changes_expr
+                }
+
+                #[inline]
+                fn changes_text_cached(&self) -> bool {
+                    #changes_text_cached
+                }
+
+                #[inline]
+                fn insert_text_cached(&self) -> bool {
+                    #insert_text_cached
                 }
             }
         }
@@ -252,7 +265,6 @@ impl<'e, 'a> TokenEntity<'e, 'a> {
                 },
             );
         }
-        let cached = self.cached_if_all_or_none();
         (
             quote! {
                 __occ::CachedUpdate<
@@ -262,30 +274,34 @@ impl<'e, 'a> TokenEntity<'e, 'a> {
             },
             quote! {
                 __occ::CachedUpdate::new(#parts::guarded(self), #parts::changes(self, fresh))
-                #cached
+                    .cached_if(#parts::changes_text_cached(self))
             },
         )
     }
 
-    /// An `Option` field skipped as `None` leaves its column out of the full save's
-    /// text: only the texts with all of them or none of them are kept prepared, so an
-    /// entity adds at most two prepared statements to a connection.
-    fn cached_if_all_or_none(&self) -> TokenStream {
-        let skippable: Vec<_> = self
+    /// Whether the full save's text is kept prepared: an `Option` field skipped as
+    /// `None` leaves its column out of the text, so only the texts with all of them or
+    /// none of them are, and an entity adds at most two prepared statements to a
+    /// connection.
+    fn changes_text_cached(&self) -> TokenStream {
+        let skippable = self
             .written
             .iter()
             .filter(|f| !std::ptr::eq(written_type(f), f.ty))
-            .map(|f| f.ident)
-            .collect();
-        if skippable.is_empty() {
-            return TokenStream::new();
-        }
-        quote! {
-            .cached_if({
-                let present = [#(::std::option::Option::is_some(&self.#skippable)),*];
-                present.iter().all(|p| *p) || !present.iter().any(|p| *p)
-            })
-        }
+            .map(|f| f.ident);
+        all_or_none(skippable)
+    }
+
+    /// Whether an upsert's insert of the entity is kept prepared: SQLite leaves a `None`
+    /// field's column out of an INSERT, so the same rule over every `Option` field.
+    fn insert_text_cached(&self) -> TokenStream {
+        let optional = self
+            .entity
+            .fields
+            .iter()
+            .filter(|f| f.option_inner().is_some())
+            .map(|f| f.ident);
+        all_or_none(optional)
     }
 
     /// `impl ReturningStatement<AllFields>` of a generated token: the full save's type.
@@ -595,6 +611,19 @@ fn change(table: &syn::Path, field: &Field<'_>, dsl: &TokenStream) -> (TokenStre
             quote_spanned!(span=> ::std::option::Option<#dsl::Eq<#table::#col, #bound>>),
             quote_spanned!(span=> ::std::clone::Clone::clone(&self.#ident).map(|#value| #table::#col.eq(<#bound>::new(#value)))),
         )
+    }
+}
+
+/// True when the `Option` fields named are all `Some` or all `None` (true for none):
+/// a statement that leaves out its `None` fields then has one of two texts.
+fn all_or_none<'a>(fields: impl Iterator<Item = &'a Ident>) -> TokenStream {
+    let fields: Vec<_> = fields.collect();
+    if fields.is_empty() {
+        return quote!(true);
+    }
+    quote! {
+        let present = [#(::std::option::Option::is_some(&self.#fields)),*];
+        present.iter().all(|p| *p) || !present.iter().any(|p| *p)
     }
 }
 

@@ -182,11 +182,13 @@ pub(crate) fn sql_names(
         const TOKEN_COLUMN: &'static str = <#table::#token_col as #column>::NAME;
         const KEY_COLUMNS: &'static [&'static str] = &[#(<#table::#key_cols as #column>::NAME),*];
 
-        #[inline]
-        fn sql_table_name() -> &'static str {
-            __occ::sql_table_name::<#table::table>(
-                <Self as __occ::Versioned>::TABLE_NAME,
-            )
+        fn sql_table() -> __occ::TableName {
+            static NAME: ::std::sync::OnceLock<__occ::RenderedTableName> =
+                ::std::sync::OnceLock::new();
+            NAME.get_or_init(|| {
+                __occ::render_table_name::<#table::table>(<Self as __occ::Versioned>::TABLE_NAME)
+            })
+            .names()
         }
     }
 }

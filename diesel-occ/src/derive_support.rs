@@ -4,6 +4,7 @@
 //! `UPDATE ... RETURNING` of an entity whose token the database generates.
 //! Reached through `diesel_occ::__private`; not public API.
 
+pub use crate::sql_name::{RenderedTableName, TableName};
 use diesel::QueryResult;
 use diesel::connection::Connection;
 use diesel::dsl::SqlTypeOf;
@@ -190,19 +191,20 @@ where
     }
 }
 
-/// The SQL name of the derived entity's table, with its schema (`app.stock`): Diesel's
+/// The SQL names of the derived entity's table, with its schema (`app.stock`): Diesel's
 /// rendering of the table, so `#[sql_name]` and a schema in `table!` are honoured;
-/// `rust_name` if Diesel renders it in an unexpected form.
+/// `rust_name` if Diesel renders it in an unexpected form. The derive keeps them in a
+/// `static` of the entity's.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub fn sql_table_name<T>(rust_name: &'static str) -> &'static str
-where
-    T: crate::sql_name::SqlTable + 'static,
-{
-    crate::sql_name::of::<T>().map_or(rust_name, |name| name.qualified)
+pub fn render_table_name<T: crate::sql_name::SqlTable>(
+    rust_name: &'static str,
+) -> RenderedTableName {
+    let rendered = T::sql_names().map(|(schema, table, _keys)| (schema, table));
+    RenderedTableName::new(rendered, rust_name)
 }
 
 /// Without a backend feature no backend renders the table here: its Rust name.
 #[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
-pub fn sql_table_name<T>(rust_name: &'static str) -> &'static str {
-    rust_name
+pub fn render_table_name<T>(rust_name: &'static str) -> RenderedTableName {
+    RenderedTableName::new(None, rust_name)
 }

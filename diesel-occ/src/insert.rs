@@ -134,9 +134,11 @@ where
     T: VersionedParts + Insertable<T::Table>,
     T::Table: Table + Default,
 {
+    let cached = row.insert_text_cached();
     InsertIfAbsent::new(
         diesel::insert_into(T::Table::default()).values(row),
         T::KEY_COLUMNS,
+        cached,
     )
 }
 
@@ -145,7 +147,7 @@ where
 pub(crate) type UpsertUpdate<T> = CachedUpdate<KeyGuarded<T>, <T as VersionedParts>::Changes>;
 
 /// The update of an upsert that expects `expected` (its text varies with the entity's
-/// skipped `None` fields: bounded in the statement cache).
+/// skipped `None` fields: cached as the entity's save is).
 pub(crate) fn upsert_update<T>(row: &T, expected: &T::Token, fresh: &T::Token) -> UpsertUpdate<T>
 where
     T: VersionedParts,
@@ -153,5 +155,6 @@ where
     KeyGuarded<T>: IntoUpdateTarget + Clone,
     T::Changes: AsChangeset<Target = <KeyGuarded<T> as HasTable>::Table>,
 {
-    CachedUpdate::new(key_guarded::<T>(row.key(), expected), row.changes(fresh)).bounded()
+    CachedUpdate::new(key_guarded::<T>(row.key(), expected), row.changes(fresh))
+        .cached_if(row.changes_text_cached())
 }

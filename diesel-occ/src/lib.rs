@@ -314,6 +314,7 @@ pub mod __private {
     pub use crate::asynchronous::guarded_update::ReturnsTokenAsync;
     pub use crate::derive_support::*;
     pub use crate::statement::bulk::{ColumnsOtherThan, NotTheTokenColumn};
+    pub use crate::statement::fixed_text::HasOptionalParts;
     pub use crate::statement::{
         AssignedToken, CachedUpdate, GeneratedUpdate, NotAssigned, NullSafeEq, SaveThroughTracked,
         Skippable, TokenEq, ValuesColumns, WrittenColumn,

@@ -151,11 +151,9 @@ impl SchemaCheck {
     pub fn entity<T>(mut self) -> Self
     where
         T: VersionedParts,
-        T::Table: SqlTable + 'static,
         T::TokenColumn: diesel::Column,
     {
-        let (schema, table) = crate::sql_name::of::<T::Table>()
-            .map_or((None, T::TABLE_NAME), |name| (name.schema, name.table));
+        let crate::sql_name::TableName { schema, table, .. } = T::sql_table();
         if !T::GENERATED_TOKEN {
             self.tokens.push(Expected {
                 schema,

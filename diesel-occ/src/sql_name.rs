@@ -2,60 +2,66 @@
 //! `table!` (`app.stock`) are honoured where diesel-occ names a table: the schema
 //! check's query, conflicts and errors, and the hot-row memory.
 
-use std::any::TypeId;
-use std::collections::HashMap;
-use std::sync::{OnceLock, PoisonError, RwLock};
-
-/// A table's SQL names.
+/// A table's SQL names, borrowed from where they are kept for the life of the process
+/// (a derived entity's own `static`, filled once).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TableName {
+pub struct TableName {
     /// The schema `table!` names, if any.
-    pub(crate) schema: Option<&'static str>,
+    pub schema: Option<&'static str>,
     /// The table's own SQL name.
-    pub(crate) table: &'static str,
+    pub table: &'static str,
     /// `schema.table`, or `table` alone.
-    pub(crate) qualified: &'static str,
+    pub qualified: &'static str,
 }
 
-/// The SQL names of table `T`, or `None` if Diesel renders it in an unexpected form.
-///
-/// Rendered once per table type and kept for the life of the process (a few bytes per
-/// table a program declares), so that conflicts can name the table by a `&'static str`.
-/// The map is a cache of constants: each entry is what Diesel renders for the type,
-/// the same whoever asks first, so no caller can change what another sees.
-pub(crate) fn of<T: SqlTable + 'static>() -> Option<TableName> {
-    type Names = HashMap<TypeId, Option<TableName>>;
-    static NAMES: OnceLock<RwLock<Names>> = OnceLock::new();
-    let names = NAMES.get_or_init(Default::default);
-    let id = TypeId::of::<T>();
-    // The map holds no invariant a panicking holder could break: keep using it.
-    if let Some(name) = names
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&id)
-    {
-        return *name;
+impl TableName {
+    /// The names of a table whose SQL name is its Rust name, in no schema.
+    pub const fn unqualified(name: &'static str) -> Self {
+        TableName {
+            schema: None,
+            table: name,
+            qualified: name,
+        }
     }
-    let name = T::sql_names().map(|(schema, table, _keys)| {
+}
+
+/// A table's SQL names as Diesel renders them: what a derived entity keeps in a
+/// `static` of its own, so they are rendered once per entity type and borrowed as a
+/// [`TableName`] after that. A constant of the type: no caller can change what
+/// another sees.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct RenderedTableName {
+    schema: Option<String>,
+    table: String,
+    qualified: String,
+}
+
+impl RenderedTableName {
+    /// Diesel's rendering of a table (`rendered`: its schema and SQL name), or
+    /// `rust_name` if Diesel rendered it in an unexpected form.
+    pub(crate) fn new(rendered: Option<(Option<String>, String)>, rust_name: &str) -> Self {
+        let (schema, table) = rendered.unwrap_or((None, rust_name.to_owned()));
         let qualified = match &schema {
             Some(schema) => format!("{schema}.{table}"),
             None => table.clone(),
         };
-        TableName {
-            schema: schema.map(leak),
-            table: leak(table),
-            qualified: leak(qualified),
+        RenderedTableName {
+            schema,
+            table,
+            qualified,
         }
-    });
-    *names
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(id)
-        .or_insert(name)
-}
+    }
 
-fn leak(name: String) -> &'static str {
-    Box::leak(name.into_boxed_str())
+    /// The names, borrowed for the life of the process.
+    pub fn names(&'static self) -> TableName {
+        TableName {
+            schema: self.schema.as_deref(),
+            table: &self.table,
+            qualified: &self.qualified,
+        }
+    }
 }
 
 /// Where diesel-occ reads a table's SQL names ([`SchemaCheck`](crate::schema_check::SchemaCheck),

@@ -60,7 +60,8 @@ where
 
     fn by_key(self, key: T::Key, expected: &T::Token, fresh: &T::Token) -> Self::Statement {
         let target = key_guarded::<T>(key, expected);
-        CachedUpdate::new(target, (self, T::token_assignment(fresh))).bounded()
+        CachedUpdate::new(target, (self, T::token_assignment(fresh)))
+            .cached_if(<C as NoTokenAssignment<T::TokenColumn>>::FIXED_TEXT)
     }
 }
 

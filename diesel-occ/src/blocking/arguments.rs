@@ -82,7 +82,9 @@ where
     ) -> QueryResult<usize> {
         let target = key_guarded::<T>(key, expected);
         let changes = (self, T::token_assignment(fresh));
-        ExecuteDsl::execute(CachedUpdate::new(target, changes).bounded(), conn)
+        let update = CachedUpdate::new(target, changes)
+            .cached_if(<C as NoTokenAssignment<T::TokenColumn>>::FIXED_TEXT);
+        ExecuteDsl::execute(update, conn)
     }
 }
 

@@ -205,10 +205,10 @@ pub trait CheckedDsl<Conn: Connection>: Versioned {
     /// ([`ConflictState::Unmatched`](crate::ConflictState::Unmatched), which a retry
     /// never repeats). The entity is left untouched.
     ///
-    /// The UPDATE is [`bounded`](crate::statement::CachedUpdate::bounded) in Diesel's statement cache: a
-    /// predicate whose text varies (boxed and built at run time) keeps only the first
-    /// few texts prepared on each connection (see
-    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)).
+    /// The UPDATE stays in Diesel's statement cache when the predicate's type fixes its
+    /// text (a static `QueryId`, as Diesel requires to cache a query by its type); a
+    /// condition written at run time (`diesel::dsl::sql`) is prepared for one
+    /// execution (see [`CachedUpdate::filter`](crate::statement::CachedUpdate::filter)).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doctest_setup.rs"));
@@ -288,15 +288,14 @@ pub trait VersionColumnDsl<Conn: Connection>: Versioned {
     /// token column: that is a compile error (see `NoTokenAssignment`). Not available
     /// for a database-generated token, which needs a loaded entity.
     ///
-    /// The UPDATE is a [`bounded`](crate::statement::CachedUpdate::bounded) [`CachedUpdate`](crate::statement::CachedUpdate): prepared
-    /// once per connection and reused, like `save_checked`'s, where Diesel's own
-    /// `update(..).set(..)` would be prepared again for every call. The cache keys it by
-    /// its SQL text, and `changes` whose text varies from call to call (`Option`
-    /// assignments, skipped when `None`: 2^k texts for k of them) would keep one
-    /// prepared statement per text on each connection; only the first few texts are
-    /// cached (8: see
-    /// [`CACHED_TEXTS_PER_STATEMENT`](crate::statement::CACHED_TEXTS_PER_STATEMENT)),
-    /// the others are prepared for one execution.
+    /// The UPDATE is a [`CachedUpdate`](crate::statement::CachedUpdate): prepared once
+    /// per connection and reused, like `save_checked`'s, where Diesel's own
+    /// `update(..).set(..)` would be prepared again for every call, when `changes` has
+    /// one text. `changes` whose text varies from call to call (`Option` assignments, a
+    /// form's `Option` fields, skipped when `None`: 2^k texts for k of them) would keep
+    /// one prepared statement per text on each connection, so they are prepared for
+    /// one execution instead (the rule is the changeset type's, decided at compile
+    /// time: see `NoTokenAssignment`).
     ///
     /// **Hand the returned token to the client only after the write has committed.**
     /// Inside a transaction that later rolls back, the row keeps `expected` while the

@@ -2,13 +2,12 @@
 //! prepares once per connection.
 
 use std::fmt;
-use std::sync::OnceLock;
 
 use diesel::QueryResult;
 use diesel::backend::Backend;
 use diesel::dsl::Filter;
 use diesel::query_builder::{
-    AsChangeset, AstPass, IntoUpdateTarget, QueryBuilder, QueryFragment, QueryId, UpdateTarget,
+    AsChangeset, AstPass, IntoUpdateTarget, QueryFragment, QueryId, UpdateTarget,
 };
 use diesel::query_dsl::methods::FilterDsl;
 use diesel::query_source::{QuerySource, Table};
@@ -26,19 +25,19 @@ use diesel::query_source::{QuerySource, Table};
 ///
 /// Diesel's cache never evicts, and on MySQL and MariaDB every cached statement holds
 /// one of the server's `max_prepared_stmt_count` slots, shared by all connections. So
-/// only a statement whose text is fixed should be cached without a bound: one whose
-/// text varies from call to call (a changeset that skips its `None` fields, a subset of
-/// the columns, a condition built at run time) is either marked with
+/// only a statement whose text is one of few should be cached: one whose text varies
+/// from call to call (a changeset that skips its `None` fields, a subset of the
+/// columns, a condition built at run time) is marked with
 /// [`cached_if(false)`](Self::cached_if) and prepared for one execution, then closed,
-/// like Diesel's own UPDATE, or marked [`bounded`](Self::bounded): its first few texts
-/// are cached, the others are not (see
-/// [`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT)).
+/// like Diesel's own UPDATE. Whether a statement is cached is decided by the statement
+/// alone, never by state shared between connections or callers.
 ///
 /// `#[derive(Versioned)]` builds it for `save_checked`, cached when its `Option` fields
 /// (those without `treat_none_as_null`, whose `None` leaves the column alone) are all
 /// `Some` or all `None`, so at most two texts per entity; and for `Tracked` saves,
-/// cached only when every tracked field is written. `update_by_key` builds a bounded
-/// one, and `save_checked_where` narrows the save's into a bounded one.
+/// cached only when every tracked field is written. `update_by_key` builds one cached
+/// when its changeset has no `Option` part (one text), and `save_checked_where`
+/// narrows the save's, cached when the condition's type fixes its text.
 /// You build it with [`CachedUpdate::new`] where you would call
 /// `diesel::update(target).set(changes)`; a changeset that sets nothing fails with
 /// Diesel's `EmptyChangeset` error, as Diesel's own UPDATE does.
@@ -84,21 +83,8 @@ where
     from_clause: <Target::Table as QuerySource>::FromClause,
     where_clause: Target::WhereClause,
     changes: Changes::Changeset,
-    caching: Caching,
-    /// Whether a [`Caching::Bounded`] statement's text was admitted, decided on the
-    /// first walk: Diesel walks a statement several times per execution.
-    admitted: OnceLock<bool>,
-}
-
-/// Whether Diesel's statement cache may keep a [`CachedUpdate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Caching {
-    /// The text is fixed: kept.
-    Always,
-    /// The text varies: prepared for one execution.
-    Never,
-    /// The text varies: kept if it is one of the statement's first few texts.
-    Bounded,
+    /// Whether Diesel's statement cache keeps the statement.
+    cached: bool,
 }
 
 impl<Target, Changes> CachedUpdate<Target, Changes>
@@ -109,7 +95,7 @@ where
     /// The UPDATE of `target`'s rows (a table, or a table with filters) with `changes`,
     /// as `diesel::update(target).set(changes)` builds it.
     pub fn new(target: Target, changes: Changes) -> Self {
-        Self::with_changeset(target, changes.as_changeset(), Caching::Always)
+        Self::with_changeset(target, changes.as_changeset(), true)
     }
 
     /// Keeps the statement in Diesel's statement cache only when `cached` is true
@@ -151,65 +137,11 @@ where
     /// # }
     /// ```
     pub fn cached_if(mut self, cached: bool) -> Self {
-        self.caching = if cached {
-            Caching::Always
-        } else {
-            Caching::Never
-        };
+        self.cached = self.cached && cached;
         self
     }
 
-    /// Keeps the statement in Diesel's statement cache only if its SQL text is one of
-    /// the first few texts this statement (its Rust type, on this backend) has run in
-    /// the process; any other text is prepared for one execution and closed. So each
-    /// connection keeps at most that many prepared statements of it, however many
-    /// texts it runs: [`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT),
-    /// 8.
-    ///
-    /// For a changeset or condition whose text varies in ways the caller cannot tell
-    /// apart cheaply: a PATCH of optional fields has 2^k texts.
-    ///
-    /// ```
-    /// use diesel::connection::InstrumentationEvent;
-    /// use diesel::prelude::*;
-    /// use diesel_occ::statement::CachedUpdate;
-    /// use std::sync::{Arc, Mutex};
-    ///
-    /// diesel::table! { stock (id) { id -> Integer, a -> Integer, b -> Integer, c -> Integer, d -> Integer } }
-    ///
-    /// # fn main() -> QueryResult<()> {
-    /// let mut conn = SqliteConnection::establish(":memory:").unwrap();
-    /// diesel::sql_query("CREATE TABLE stock (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER, c INTEGER, d INTEGER)")
-    ///     .execute(&mut conn)?;
-    /// let cached = Arc::new(Mutex::new(0));
-    /// let log = Arc::clone(&cached);
-    /// conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
-    ///     if let InstrumentationEvent::CacheQuery { .. } = event {
-    ///         *log.lock().unwrap() += 1;
-    ///     }
-    /// });
-    /// for fields in 0..16 {
-    ///     // A PATCH of the fields in `fields`: 16 texts.
-    ///     let set = |bit: i32| (fields & (1 << bit) != 0).then_some(bit);
-    ///     let changes = (
-    ///         set(0).map(|v| stock::a.eq(v)),
-    ///         set(1).map(|v| stock::b.eq(v)),
-    ///         set(2).map(|v| stock::c.eq(v)),
-    ///         set(3).map(|v| stock::d.eq(v)),
-    ///         stock::id.eq(1),
-    ///     );
-    ///     CachedUpdate::new(stock::table.find(1), changes).bounded().execute(&mut conn)?;
-    /// }
-    /// assert_eq!(*cached.lock().unwrap(), 8, "the first eight texts");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn bounded(mut self) -> Self {
-        self.caching = Caching::Bounded;
-        self
-    }
-
-    fn with_changeset(target: Target, changes: Changes::Changeset, caching: Caching) -> Self {
+    fn with_changeset(target: Target, changes: Changes::Changeset, cached: bool) -> Self {
         let UpdateTarget {
             table,
             where_clause,
@@ -219,16 +151,16 @@ where
             from_clause: table.from_clause(),
             where_clause,
             changes,
-            caching,
-            admitted: OnceLock::new(),
+            cached,
         }
     }
 
     /// Narrows the rows the UPDATE writes with one more predicate, ANDed to the
     /// target's, as `UpdateStatement::filter` does: a checked save's statement with a
-    /// condition of the caller's (`AND status = 'PENDING'`). A statement cached always
-    /// becomes [`bounded`](Self::bounded): the predicate's text may vary (a condition
-    /// boxed at run time).
+    /// condition of the caller's (`AND status = 'PENDING'`). The statement stays cached
+    /// only if the predicate's type fixes its text (Diesel's own rule: a static
+    /// `QueryId`); a condition written at run time (`diesel::dsl::sql`) is prepared for
+    /// one execution.
     ///
     /// ```
     /// use diesel::prelude::*;
@@ -251,12 +183,10 @@ where
     where
         Target: FilterDsl<Predicate>,
         Filter<Target, Predicate>: IntoUpdateTarget<Table = Target::Table> + Clone,
+        Predicate: QueryId,
     {
-        let caching = match self.caching {
-            Caching::Always | Caching::Bounded => Caching::Bounded,
-            Caching::Never => Caching::Never,
-        };
-        CachedUpdate::with_changeset(self.target.filter(predicate), self.changes, caching)
+        let cached = self.cached && Predicate::HAS_STATIC_QUERY_ID;
+        CachedUpdate::with_changeset(self.target.filter(predicate), self.changes, cached)
     }
 }
 
@@ -282,45 +212,22 @@ where
     const HAS_STATIC_QUERY_ID: bool = false;
 }
 
-impl<Target, Changes> CachedUpdate<Target, Changes>
+impl<Target, Changes, DB> QueryFragment<DB> for CachedUpdate<Target, Changes>
 where
+    DB: Backend,
     Target: IntoUpdateTarget,
+    Target::Table: Table,
+    <Target::Table as QuerySource>::FromClause: QueryFragment<DB>,
+    Target::WhereClause: QueryFragment<DB>,
     Changes: AsChangeset,
+    Changes::Changeset: QueryFragment<DB>,
 {
-    /// Whether Diesel's cache may keep this statement's text on `backend`.
-    fn cacheable<DB>(&self, backend: &DB) -> bool
-    where
-        DB: Backend,
-        DB::QueryBuilder: Default,
-        Target::Table: Table,
-        <Target::Table as QuerySource>::FromClause: QueryFragment<DB>,
-        Target::WhereClause: QueryFragment<DB>,
-        Changes::Changeset: QueryFragment<DB>,
-    {
-        match self.caching {
-            Caching::Always => true,
-            Caching::Never => false,
-            Caching::Bounded => *self.admitted.get_or_init(|| {
-                let mut text = DB::QueryBuilder::default();
-                Sql(self).to_sql(&mut text, backend).is_ok()
-                    && super::text_limit::admit(
-                        std::any::type_name::<Self>(),
-                        std::any::type_name::<DB>(),
-                        &text.finish(),
-                    )
-            }),
+    // What Diesel's `UpdateStatement` writes, with its `unsafe_to_cache_prepared` only
+    // when the text varies.
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        if !self.cached {
+            out.unsafe_to_cache_prepared();
         }
-    }
-
-    /// What Diesel's `UpdateStatement` writes.
-    fn write<'b, DB>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()>
-    where
-        DB: Backend,
-        Target::Table: Table,
-        <Target::Table as QuerySource>::FromClause: QueryFragment<DB>,
-        Target::WhereClause: QueryFragment<DB>,
-        Changes::Changeset: QueryFragment<DB>,
-    {
         if self.changes.is_noop(out.backend())? {
             return Err(diesel::result::Error::QueryBuilderError(Box::new(
                 diesel::result::EmptyChangeset,
@@ -332,46 +239,6 @@ where
         self.changes.walk_ast(out.reborrow())?;
         self.where_clause.walk_ast(out.reborrow())?;
         Ok(())
-    }
-}
-
-/// The statement's SQL without the caching decision: what a bounded statement renders
-/// to learn its text.
-struct Sql<'a, Target: IntoUpdateTarget, Changes: AsChangeset>(&'a CachedUpdate<Target, Changes>);
-
-impl<Target, Changes, DB> QueryFragment<DB> for Sql<'_, Target, Changes>
-where
-    DB: Backend,
-    Target: IntoUpdateTarget,
-    Target::Table: Table,
-    <Target::Table as QuerySource>::FromClause: QueryFragment<DB>,
-    Target::WhereClause: QueryFragment<DB>,
-    Changes: AsChangeset,
-    Changes::Changeset: QueryFragment<DB>,
-{
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.0.write(out)
-    }
-}
-
-impl<Target, Changes, DB> QueryFragment<DB> for CachedUpdate<Target, Changes>
-where
-    DB: Backend,
-    DB::QueryBuilder: Default,
-    Target: IntoUpdateTarget,
-    Target::Table: Table,
-    <Target::Table as QuerySource>::FromClause: QueryFragment<DB>,
-    Target::WhereClause: QueryFragment<DB>,
-    Changes: AsChangeset,
-    Changes::Changeset: QueryFragment<DB>,
-{
-    // Diesel's `UpdateStatement`, with its `unsafe_to_cache_prepared` only when the
-    // text varies and is not admitted.
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        if !self.cacheable(out.backend()) {
-            out.unsafe_to_cache_prepared();
-        }
-        self.write(out)
     }
 }
 

@@ -7,34 +7,34 @@
 //! the token column.
 
 use std::marker::PhantomData;
-use std::sync::OnceLock;
 
 use diesel::backend::Backend;
-use diesel::query_builder::{AstPass, Query, QueryBuilder, QueryFragment, QueryId};
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::{Expression, QueryResult, RunQueryDsl};
 
 /// `<insert> ON CONFLICT (<key columns>) DO NOTHING RETURNING <token column>`: loads the
 /// token of the row it inserted, or nothing when a row with the key exists.
 ///
 /// Its text varies with the `Option` fields of the row (SQLite leaves the unset ones
-/// out), so, like a [`bounded`](super::CachedUpdate::bounded) `CachedUpdate`, only the
-/// first few texts of it are kept in Diesel's statement cache
-/// ([`CACHED_TEXTS_PER_STATEMENT`](super::CACHED_TEXTS_PER_STATEMENT)).
+/// out), so it is kept in Diesel's statement cache only when the caller says its text
+/// is one of few (the row's `Option` fields all `Some` or all `None`); any other text
+/// is prepared for one execution.
 #[derive(Debug)]
 pub struct InsertIfAbsent<Insert, TokenColumn> {
     insert: Insert,
     key_columns: &'static [&'static str],
-    /// Whether the text is admitted to the cache: learnt once per statement.
-    admitted: OnceLock<bool>,
+    /// Whether Diesel's statement cache keeps the text.
+    cached: bool,
     token_column: PhantomData<TokenColumn>,
 }
 
 impl<Insert, TokenColumn> InsertIfAbsent<Insert, TokenColumn> {
-    pub(crate) fn new(insert: Insert, key_columns: &'static [&'static str]) -> Self {
+    /// The statement, kept in the statement cache when `cached`.
+    pub(crate) fn new(insert: Insert, key_columns: &'static [&'static str], cached: bool) -> Self {
         InsertIfAbsent {
             insert,
             key_columns,
-            admitted: OnceLock::new(),
+            cached,
             token_column: PhantomData,
         }
     }
@@ -47,15 +47,16 @@ where
     type SqlType = TokenColumn::SqlType;
 }
 
-impl<Insert, TokenColumn> InsertIfAbsent<Insert, TokenColumn>
+impl<Insert, TokenColumn, DB> QueryFragment<DB> for InsertIfAbsent<Insert, TokenColumn>
 where
+    DB: Backend,
+    Insert: QueryFragment<DB>,
     TokenColumn: diesel::Column,
 {
-    fn write<'b, DB>(&'b self, mut pass: AstPass<'_, 'b, DB>) -> QueryResult<()>
-    where
-        DB: Backend,
-        Insert: QueryFragment<DB>,
-    {
+    fn walk_ast<'b>(&'b self, mut pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        if !self.cached {
+            pass.unsafe_to_cache_prepared();
+        }
         self.insert.walk_ast(pass.reborrow())?;
         pass.push_sql(" ON CONFLICT (");
         for (i, column) in self.key_columns.iter().enumerate() {
@@ -69,46 +70,8 @@ where
     }
 }
 
-/// The statement's SQL without the caching decision: what it renders to learn its text.
-struct Sql<'a, Insert, TokenColumn>(&'a InsertIfAbsent<Insert, TokenColumn>);
-
-impl<Insert, TokenColumn, DB> QueryFragment<DB> for Sql<'_, Insert, TokenColumn>
-where
-    DB: Backend,
-    Insert: QueryFragment<DB>,
-    TokenColumn: diesel::Column,
-{
-    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.0.write(pass)
-    }
-}
-
-impl<Insert, TokenColumn, DB> QueryFragment<DB> for InsertIfAbsent<Insert, TokenColumn>
-where
-    DB: Backend,
-    DB::QueryBuilder: Default,
-    Insert: QueryFragment<DB>,
-    TokenColumn: diesel::Column,
-{
-    fn walk_ast<'b>(&'b self, mut pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        let admitted = *self.admitted.get_or_init(|| {
-            let mut text = DB::QueryBuilder::default();
-            Sql(self).to_sql(&mut text, pass.backend()).is_ok()
-                && super::text_limit::admit(
-                    std::any::type_name::<Self>(),
-                    std::any::type_name::<DB>(),
-                    &text.finish(),
-                )
-        });
-        if !admitted {
-            pass.unsafe_to_cache_prepared();
-        }
-        self.write(pass)
-    }
-}
-
 impl<Insert, TokenColumn> QueryId for InsertIfAbsent<Insert, TokenColumn> {
-    // The text depends on which `Option` fields are set: cached by its text, if admitted.
+    // The text depends on which `Option` fields are set: cached by its text, if at all.
     type QueryId = ();
     const HAS_STATIC_QUERY_ID: bool = false;
 }
@@ -129,12 +92,12 @@ mod tests {
     #[test]
     fn renders_the_insert_that_leaves_a_taken_key_alone() {
         let insert = || insert_into(stock::table).values((stock::id.eq(1), stock::version.eq(1)));
-        let statement = InsertIfAbsent::<_, stock::version>::new(insert(), &["id"]);
+        let statement = InsertIfAbsent::<_, stock::version>::new(insert(), &["id"], true);
         assert_eq!(
             debug_query::<Pg, _>(&statement).to_string(),
             r#"INSERT INTO "stock" ("id", "version") VALUES ($1, $2) ON CONFLICT ("id") DO NOTHING RETURNING "version" -- binds: [1, 1]"#
         );
-        let statement = InsertIfAbsent::<_, stock::version>::new(insert(), &["id"]);
+        let statement = InsertIfAbsent::<_, stock::version>::new(insert(), &["id"], true);
         assert_eq!(
             debug_query::<Sqlite, _>(&statement).to_string(),
             "INSERT INTO `stock` (`id`, `version`) VALUES (?, ?) ON CONFLICT (`id`) DO NOTHING RETURNING `version` -- binds: [1, 1]"

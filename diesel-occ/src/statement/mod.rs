@@ -5,8 +5,8 @@
 //! (`<key> AND token = <original>`); that is all "guarded" means in diesel-occ. The
 //! bypass guard (`bypass_guard`, feature `bypass-guard`) is something else: a trigger.
 //!
-//! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps, and
-//!   [`CACHED_TEXTS_PER_STATEMENT`]: how many texts of one whose text varies;
+//! - [`CachedUpdate`]: an `UPDATE` Diesel's statement cache keeps when its text is
+//!   fixed;
 //! - [`GeneratedUpdate`]: a guarded `UPDATE` that reads a database-generated token back;
 //! - [`CurrentToken`]: the read that classifies a write that matched no row;
 //! - [`TokenEq`]: the `token = <original>` predicate;
@@ -29,9 +29,9 @@ pub(crate) mod batch;
 pub(crate) mod bulk;
 mod cached_update;
 mod current_token;
+pub(crate) mod fixed_text;
 mod insert_if_absent;
 mod null_safe_eq;
-mod text_limit;
 mod token_eq;
 
 #[doc(hidden)]
@@ -43,9 +43,10 @@ pub use bulk::{AdvanceToken, NoTokenAssignment};
 pub use cached_update::CachedUpdate;
 pub use current_token::CurrentToken;
 #[doc(hidden)]
+pub use fixed_text::{HasOptionalParts, TextIsFixed};
+#[doc(hidden)]
 pub use insert_if_absent::InsertIfAbsent;
 pub use null_safe_eq::NullSafeEq;
-pub use text_limit::CACHED_TEXTS_PER_STATEMENT;
 pub use token_eq::TokenEq;
 
 /// The token assignment of an entity whose token the database generates: there is
@@ -250,6 +251,7 @@ where
     Target: IntoUpdateTarget + Clone + FilterDsl<Predicate>,
     Changes: AsChangeset<Target = Target::Table>,
     Filter<Target, Predicate>: IntoUpdateTarget<Table = Target::Table> + Clone,
+    Predicate: diesel::query_builder::QueryId,
 {
     type Output = CachedUpdate<Filter<Target, Predicate>, Changes>;
 

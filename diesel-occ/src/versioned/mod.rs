@@ -108,7 +108,16 @@ pub trait Versioned: Sized {
     /// # }
     /// ```
     fn sql_table_name() -> &'static str {
-        Self::TABLE_NAME
+        Self::sql_table().qualified
+    }
+
+    /// The table's SQL names: its schema, its name, and both as
+    /// [`sql_table_name`](Self::sql_table_name). Derived from Diesel's rendering,
+    /// rendered once per entity type; [`TABLE_NAME`](Self::TABLE_NAME) in no schema by
+    /// default.
+    #[doc(hidden)]
+    fn sql_table() -> crate::sql_name::TableName {
+        crate::sql_name::TableName::unqualified(Self::TABLE_NAME)
     }
 
     /// The token as read (or as last written by a checked save).

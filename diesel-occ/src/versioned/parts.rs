@@ -56,6 +56,21 @@ pub trait VersionedParts: Versioned {
 
     /// The entity's written columns with their values, and `token = fresh`.
     fn changes(&self, fresh: &Self::Token) -> Self::Changes;
+
+    /// Whether an UPDATE of [`changes`](Self::changes) is kept in Diesel's statement
+    /// cache: true when its text is one of at most two, because the `Option` fields
+    /// whose `None` leaves their column out are all `Some` or all `None`. Other texts
+    /// are prepared for one execution. False (never cached) unless derived.
+    fn changes_text_cached(&self) -> bool {
+        false
+    }
+
+    /// Whether the INSERT of this entity (an upsert's) is kept in Diesel's statement
+    /// cache: the same rule over every `Option` field, whose `None` SQLite leaves out
+    /// of an INSERT. False (never cached) unless derived.
+    fn insert_text_cached(&self) -> bool {
+        false
+    }
 }
 
 /// `token = <expected>` on an entity's token column (every text form on SQLite).

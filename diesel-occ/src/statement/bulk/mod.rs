@@ -6,10 +6,13 @@ use std::ops::Add;
 
 use diesel::dsl;
 use diesel::expression::is_contained_in_group_by::{No, Yes};
-use diesel::expression::{AsExpression, IsContainedInGroupBy, TypedExpressionType, ValidGrouping};
+use diesel::expression::{
+    AsExpression, IsContainedInGroupBy, MixedAggregates, TypedExpressionType, ValidGrouping,
+};
 use diesel::sql_types::{BoolOrNullableBool, SqlType};
 use diesel::{Expression, ExpressionMethods};
 
+use super::fixed_text::{HasOptionalParts, TextIsFixed};
 use crate::token::VersionToken;
 #[cfg(any(feature = "chrono", feature = "time"))]
 use crate::token::clock_at;
@@ -200,11 +203,19 @@ timestamp_advance!(
             Diesel's `AsChangeset` and `diesel_occ::ChangesetColumns`, none of which assigns \
             or reads the token column `{TokenColumn}`"
 )]
-pub trait NoTokenAssignment<TokenColumn> {}
+pub trait NoTokenAssignment<TokenColumn> {
+    /// True when the changeset renders the same SQL text on every call: it has no
+    /// `Option` part (see [`fixed_text`](super::fixed_text)).
+    #[doc(hidden)]
+    const FIXED_TEXT: bool;
+}
 
-impl<Changes, TokenColumn> NoTokenAssignment<TokenColumn> for Changes where
-    Changes: ValidGrouping<ColumnsOtherThan<TokenColumn>>
+impl<Changes, TokenColumn> NoTokenAssignment<TokenColumn> for Changes
+where
+    Changes: ValidGrouping<ColumnsOtherThan<TokenColumn>>,
+    Changes::IsAggregate: TextIsFixed,
 {
+    const FIXED_TEXT: bool = <Changes::IsAggregate as TextIsFixed>::FIXED;
 }
 
 /// Every column of the token's table except the token, as a Diesel `GROUP BY` clause:
@@ -222,12 +233,14 @@ where
     type Output = Yes;
 }
 
-/// `Option` is a changeset but not an expression: valid when what it holds is.
+/// `Option` is a changeset but not an expression: valid when what it holds is, and an
+/// optional part of the changeset's text.
 impl<T, TokenColumn> ValidGrouping<ColumnsOtherThan<TokenColumn>> for Option<T>
 where
     T: ValidGrouping<ColumnsOtherThan<TokenColumn>>,
+    T::IsAggregate: MixedAggregates<HasOptionalParts>,
 {
-    type IsAggregate = T::IsAggregate;
+    type IsAggregate = <T::IsAggregate as MixedAggregates<HasOptionalParts>>::Output;
 }
 
 /// `No` answers "is this column the token column?" for a column other than the token

@@ -16,9 +16,9 @@ pub(crate) const COLUMNS: usize = 12;
 /// How many saves each test runs: every pattern once.
 pub(crate) const PATTERNS: u32 = 1 << COLUMNS;
 /// Prepared statements one connection may keep after every pattern: the full save, the
-/// find, the token query and the first 8 texts of each statement whose text varies (an
-/// upsert has two: its insert and its update), with room to spare. Without the bound it
-/// is thousands.
+/// find, the token query and at most two texts of each statement whose text varies
+/// (all of its `Option` parts set, or none; an upsert has two statements: its insert
+/// and its update), with room to spare. Without the bound it is thousands.
 pub(crate) const BOUND: i64 = 24;
 
 diesel::table! {
