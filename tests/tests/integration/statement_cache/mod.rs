@@ -292,4 +292,4 @@ pub(crate) fn assert_bounded(
     );
 }
 
-on_every_backend!(blocking, asynchronous);
+on_every_backend!(scenarios);

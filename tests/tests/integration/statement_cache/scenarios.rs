@@ -1,30 +1,34 @@
-//! Bounded prepared statements on an async connection (diesel-async).
+//! Bounded prepared statements, in both flavours.
 
-use diesel_async::SimpleAsyncConnection;
+flavour_prelude!();
+
 use diesel_occ::Tracked;
-use diesel_occ::asynchronous::prelude::*;
+
+#[flavour(blocking)]
+use super::super::OpenStatements;
+#[flavour(asynchronous)]
+use super::super::AsyncOpenStatements as OpenStatements;
+use super::super::{CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values};
 use diesel_occ_tests::statements::StatementCounter;
 
-use super::super::{
-    AsyncOpenStatements, CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values,
-};
-use super::AsyncConn as Conn;
-
+#[flavour]
 async fn create_wide_row(conn: &mut Conn) {
     conn.batch_execute(CREATE).await.expect("create table");
     conn.batch_execute(SEED).await.expect("seed row");
 }
 
+#[flavour]
 #[tokio::test]
 async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_async(&mut conn);
+    let statements = StatementCounter::install_in_flavour(&mut conn);
     let open = conn.open_statements().await;
     let server = conn.server_prepared().await;
     let mut tracked = Tracked::new(Wide::find(&mut conn, 1).await.expect("row"));
     for pattern in 0..PATTERNS {
+        // Every column in `pattern` changes, the others keep their value.
         let mut edited = tracked.get();
         for (column, value) in edited.iter_mut().zip(values(pattern, 1)) {
             if value.is_some() {
@@ -32,6 +36,7 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
             }
         }
         tracked.edit().set(edited);
+        assert_eq!(tracked.changed().len(), pattern.count_ones() as usize);
         tracked.save_checked(&mut conn).await.expect("tracked save");
     }
     let after = (conn.open_statements().await, conn.server_prepared().await);
@@ -46,17 +51,20 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }
 
+#[flavour]
 #[tokio::test]
 async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_async(&mut conn);
+    let statements = StatementCounter::install_in_flavour(&mut conn);
     let open = conn.open_statements().await;
     let server = conn.server_prepared().await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     // Every 16th pattern: 256 texts of each statement, far beyond the bound.
     for pattern in (0..PATTERNS).step_by(16) {
+        // A new row of the `None` pattern (the insert's text varies), then a PUT of
+        // the same pattern on it (the update's text varies).
         row.id = 2 + pattern as i32;
         row.set(values(pattern, pattern as i32));
         let inserted = row.upsert_checked(&mut conn, None).await.expect("create");
@@ -72,16 +80,18 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     );
 }
 
+#[flavour]
 #[tokio::test]
 async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_async(&mut conn);
+    let statements = StatementCounter::install_in_flavour(&mut conn);
     let open = conn.open_statements().await;
     let server = conn.server_prepared().await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
+        // `None` leaves its column alone: one SQL text per pattern.
         row.set(values(pattern, pattern as i32));
         row.save_checked(&mut conn).await.expect("save");
     }
@@ -93,21 +103,24 @@ async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded()
         (server, after.1),
     );
     let stored = Wide::find(&mut conn, 1).await.expect("row");
+    // Column i was last written by the last pattern with bit i set.
     let last = (PATTERNS - 1) as i32;
     assert_eq!(stored.get(), values(PATTERNS - 1, last));
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }
 
+#[flavour]
 #[tokio::test]
 async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_async(&mut conn);
+    let statements = StatementCounter::install_in_flavour(&mut conn);
     let open = conn.open_statements().await;
     let server = conn.server_prepared().await;
     let mut token = 1;
     for pattern in 0..PATTERNS {
+        // A PATCH of the fields in `pattern`: one SQL text per pattern.
         token = Wide::update_by_key(&mut conn, 1, &token, patch(pattern, pattern as i32))
             .await
             .expect("patch");
@@ -125,16 +138,18 @@ async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }
 
+#[flavour]
 #[tokio::test]
 async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_async(&mut conn);
+    let statements = StatementCounter::install_in_flavour(&mut conn);
     let open = conn.open_statements().await;
     let server = conn.server_prepared().await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
+        // The full save, under a condition with one SQL text per pattern.
         row.set(values(PATTERNS - 1, pattern as i32));
         let condition = condition(pattern);
         row.save_checked_where(&mut conn, condition)
