@@ -4,17 +4,43 @@ flavour_prelude!();
 
 use diesel_occ::Tracked;
 
-#[flavour(blocking)]
-use super::super::OpenStatements;
 #[flavour(asynchronous)]
 use super::super::AsyncOpenStatements as OpenStatements;
+#[flavour(blocking)]
+use super::super::OpenStatements;
 use super::super::{CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values};
 use diesel_occ_tests::statements::StatementCounter;
 
+/// The counts before a test's writes, on a connection that holds the wide row.
+struct Before {
+    statements: StatementCounter,
+    open: Option<i64>,
+    server: Option<i64>,
+}
+
+/// Creates the wide row, then counts.
 #[flavour]
-async fn create_wide_row(conn: &mut Conn) {
+async fn wide_row_counted(conn: &mut Conn) -> Before {
     conn.batch_execute(CREATE).await.expect("create table");
     conn.batch_execute(SEED).await.expect("seed row");
+    Before {
+        statements: StatementCounter::install_in_flavour(conn),
+        open: conn.open_statements().await,
+        server: conn.server_prepared().await,
+    }
+}
+
+/// The three counts after the writes stay within the bound.
+#[flavour]
+async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
+    let after = (conn.open_statements().await, conn.server_prepared().await);
+    let cached = before.statements.take_cached().len();
+    assert_bounded(
+        what,
+        cached,
+        (before.open, after.0),
+        (before.server, after.1),
+    );
 }
 
 #[flavour]
@@ -22,10 +48,7 @@ async fn create_wide_row(conn: &mut Conn) {
 async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
     let db = db!();
     let mut conn = db.conn().await;
-    create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_in_flavour(&mut conn);
-    let open = conn.open_statements().await;
-    let server = conn.server_prepared().await;
+    let before = wide_row_counted(&mut conn).await;
     let mut tracked = Tracked::new(Wide::find(&mut conn, 1).await.expect("row"));
     for pattern in 0..PATTERNS {
         // Every column in `pattern` changes, the others keep their value.
@@ -39,13 +62,7 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
         assert_eq!(tracked.changed().len(), pattern.count_ones() as usize);
         tracked.save_checked(&mut conn).await.expect("tracked save");
     }
-    let after = (conn.open_statements().await, conn.server_prepared().await);
-    assert_bounded(
-        "tracked saves",
-        statements.take_cached().len(),
-        (open, after.0),
-        (server, after.1),
-    );
+    assert_bounded_since(before, &mut conn, "tracked saves").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");
     assert_eq!(stored, *tracked.current());
     assert_eq!(stored.version, 1 + PATTERNS as i32);
@@ -56,10 +73,7 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
 async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     let db = db!();
     let mut conn = db.conn().await;
-    create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_in_flavour(&mut conn);
-    let open = conn.open_statements().await;
-    let server = conn.server_prepared().await;
+    let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     // Every 16th pattern: 256 texts of each statement, far beyond the bound.
     for pattern in (0..PATTERNS).step_by(16) {
@@ -68,16 +82,13 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
         row.id = 2 + pattern as i32;
         row.set(values(pattern, pattern as i32));
         let inserted = row.upsert_checked(&mut conn, None).await.expect("create");
-        let put = row.upsert_checked(&mut conn, Some(inserted.token())).await.expect("put");
+        let put = row
+            .upsert_checked(&mut conn, Some(inserted.token()))
+            .await
+            .expect("put");
         assert!(!put.is_inserted());
     }
-    let after = (conn.open_statements().await, conn.server_prepared().await);
-    assert_bounded(
-        "upserts",
-        statements.take_cached().len(),
-        (open, after.0),
-        (server, after.1),
-    );
+    assert_bounded_since(before, &mut conn, "upserts").await;
 }
 
 #[flavour]
@@ -85,23 +96,14 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
 async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     let db = db!();
     let mut conn = db.conn().await;
-    create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_in_flavour(&mut conn);
-    let open = conn.open_statements().await;
-    let server = conn.server_prepared().await;
+    let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
         // `None` leaves its column alone: one SQL text per pattern.
         row.set(values(pattern, pattern as i32));
         row.save_checked(&mut conn).await.expect("save");
     }
-    let after = (conn.open_statements().await, conn.server_prepared().await);
-    assert_bounded(
-        "full saves",
-        statements.take_cached().len(),
-        (open, after.0),
-        (server, after.1),
-    );
+    assert_bounded_since(before, &mut conn, "full saves").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");
     // Column i was last written by the last pattern with bit i set.
     let last = (PATTERNS - 1) as i32;
@@ -114,10 +116,7 @@ async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded()
 async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded() {
     let db = db!();
     let mut conn = db.conn().await;
-    create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_in_flavour(&mut conn);
-    let open = conn.open_statements().await;
-    let server = conn.server_prepared().await;
+    let before = wide_row_counted(&mut conn).await;
     let mut token = 1;
     for pattern in 0..PATTERNS {
         // A PATCH of the fields in `pattern`: one SQL text per pattern.
@@ -125,13 +124,7 @@ async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded
             .await
             .expect("patch");
     }
-    let after = (conn.open_statements().await, conn.server_prepared().await);
-    assert_bounded(
-        "patches by key",
-        statements.take_cached().len(),
-        (open, after.0),
-        (server, after.1),
-    );
+    assert_bounded_since(before, &mut conn, "patches by key").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");
     let last = (PATTERNS - 1) as i32;
     assert_eq!(stored.get(), values(PATTERNS - 1, last));
@@ -143,10 +136,7 @@ async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded
 async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
     let db = db!();
     let mut conn = db.conn().await;
-    create_wide_row(&mut conn).await;
-    let statements = StatementCounter::install_in_flavour(&mut conn);
-    let open = conn.open_statements().await;
-    let server = conn.server_prepared().await;
+    let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
         // The full save, under a condition with one SQL text per pattern.
@@ -156,13 +146,7 @@ async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
             .await
             .expect("conditional save");
     }
-    let after = (conn.open_statements().await, conn.server_prepared().await);
-    assert_bounded(
-        "conditional saves",
-        statements.take_cached().len(),
-        (open, after.0),
-        (server, after.1),
-    );
+    assert_bounded_since(before, &mut conn, "conditional saves").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");
     assert_eq!(stored, row);
     assert_eq!(stored.version, 1 + PATTERNS as i32);
