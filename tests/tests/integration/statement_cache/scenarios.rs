@@ -30,6 +30,17 @@ async fn wide_row_counted(conn: &mut Conn) -> Before {
     }
 }
 
+/// The row after one write per pattern, each writing the columns of its pattern: column
+/// i was last written by the last pattern with bit i set, and the token moved once per
+/// write.
+#[flavour]
+async fn assert_every_pattern_written(conn: &mut Conn) {
+    let stored = Wide::find(conn, 1).await.expect("row");
+    let last = (PATTERNS - 1) as i32;
+    assert_eq!(stored.get(), values(PATTERNS - 1, last));
+    assert_eq!(stored.version, 1 + PATTERNS as i32);
+}
+
 /// The three counts after the writes stay within the bound.
 #[flavour]
 async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
@@ -104,11 +115,7 @@ async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded()
         row.save_checked(&mut conn).await.expect("save");
     }
     assert_bounded_since(before, &mut conn, "full saves").await;
-    let stored = Wide::find(&mut conn, 1).await.expect("row");
-    // Column i was last written by the last pattern with bit i set.
-    let last = (PATTERNS - 1) as i32;
-    assert_eq!(stored.get(), values(PATTERNS - 1, last));
-    assert_eq!(stored.version, 1 + PATTERNS as i32);
+    assert_every_pattern_written(&mut conn).await;
 }
 
 #[flavour]
@@ -125,10 +132,7 @@ async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded
             .expect("patch");
     }
     assert_bounded_since(before, &mut conn, "patches by key").await;
-    let stored = Wide::find(&mut conn, 1).await.expect("row");
-    let last = (PATTERNS - 1) as i32;
-    assert_eq!(stored.get(), values(PATTERNS - 1, last));
-    assert_eq!(stored.version, 1 + PATTERNS as i32);
+    assert_every_pattern_written(&mut conn).await;
 }
 
 #[flavour]
