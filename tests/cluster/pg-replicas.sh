@@ -322,8 +322,15 @@ cmd_kill_primary() {
   local pid children
   pid=$(server_pid primary)
   [[ -n $pid ]] || die "the primary is not running"
-  # The children first, stopped, so none of them (a walsender, a backend finishing
-  # its commit) runs on after the postmaster dies; then all of them at once.
+  # The postmaster is stopped first, so it forks no backend after its children are
+  # listed: a backend forked in between would outlive the kill as an orphan, waiting
+  # for ever on a lock a killed process held, with a client waiting on it. Then the
+  # children, stopped, so none of them (a walsender, a backend finishing its commit)
+  # runs on after the postmaster dies; then all of them at once.
+  kill -STOP "$pid"
+  until case $(ps -o stat= -p "$pid" 2>/dev/null) in T* | "") true ;; *) false ;; esac; do
+    sleep 0.01
+  done
   children=$(pgrep -P "$pid" || true)
   # shellcheck disable=SC2086 # one pid per word
   kill -STOP $children 2>/dev/null || true
