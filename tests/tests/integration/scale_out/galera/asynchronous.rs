@@ -2,7 +2,7 @@
 //! twins of `blocking.rs`, and pessimistic locking on a node that stops answering
 //! (only the async driver lets the helper bound that wait on the client).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,9 +31,10 @@ use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
 
 use super::common::{
-    AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, Loss, NODE_STATE,
-    NOT_READY, STALE_READS_ALLOWED, STOP_APPLYING, WORKERS, hot_row_policy, increment_log, loss,
-    seed_row, served, value_of,
+    AFTER_REJOIN, AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, KILL_AT,
+    KillSteps, Loss, NODE_STATE, NodeKillRun, PROGRESS_TIMEOUT, ROUNDS, STALE_READS_ALLOWED,
+    STOP_APPLYING, WHILE_DOWN, WORKERS, check_certification, check_multi_host_run,
+    check_race_round, describe, hot_row_policy, increment_log, loss, seed_row, value_of,
 };
 
 /// A session on node `node` (1 to 3) whose reads are causal.
@@ -69,8 +70,6 @@ async fn row_everywhere(db: &GaleraDb) -> Counter {
     rows[0].clone()
 }
 
-const ROUNDS: usize = 5;
-
 /// Async twin of the blocking race: writers on nodes 1 and 2 read, meet at the race's
 /// barrier, save; exactly one wins each round, the other loses by a typed conflict or a
 /// certification failure, and the row holds the winner's value everywhere.
@@ -93,17 +92,7 @@ async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
                 },
             )
             .await;
-        let winners: Vec<_> = report.winners().collect();
-        assert_eq!(winners.len(), 1, "round {round}: {report:?}");
-        let losers: Vec<_> = report.losers().collect();
-        assert_eq!(losers.len(), 1, "round {round}: {report:?}");
-        *losses.entry(loss(losers[0].1)).or_default() += 1;
-        let row = row_everywhere(&db).await;
-        assert_eq!(
-            row.value, *winners[0].1,
-            "round {round}: the winner's value"
-        );
-        assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
+        check_race_round(round, &report, &row_everywhere(&db).await, &mut losses);
     }
     eprintln!(
         "{}: losers over {ROUNDS} rounds: {losses:?}",
@@ -146,21 +135,7 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
     };
     let (first, second) = tokio::join!(writer(0), writer(1));
     let outcomes = [first, second];
-    assert!(
-        outcomes.iter().all(|(saved, _)| *saved),
-        "both checked saves match on their own node: {outcomes:?}"
-    );
-    let winners: Vec<i32> = outcomes
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok().copied())
-        .collect();
-    assert_eq!(winners.len(), 1, "{outcomes:?}");
-    let error = outcomes
-        .iter()
-        .find_map(|(_, r)| r.as_ref().err())
-        .expect("a loser");
-    assert_eq!(loss(error), Loss::Certification, "{error:?}");
-    assert_eq!(row_everywhere(&db).await.value, winners[0]);
+    check_certification(&outcomes, row_everywhere(&db).await.value);
 }
 
 /// Async twin of the stale read: node 2 stops applying (its global read lock), node 1
@@ -271,42 +246,23 @@ async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
         worker.expect("worker");
     }
     let elapsed = started.elapsed();
-    let row = row_everywhere(&db).await;
-    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
-    assert_eq!((row.value, row.version), (total, total + 1));
-    let stats = nodes.node_stats();
-    eprintln!(
-        "{}: {total} increments in {elapsed:.2?}: {} attempts ({:?}), served per node {:?}",
+    check_multi_host_run(
         module_path!(),
-        counts.attempts(),
-        counts,
-        served(&stats)
-    );
-    assert!(
-        stats.iter().all(|node| node.served > 0),
-        "every node served attempts: {stats:?}"
-    );
-    assert_eq!(
-        stats.iter().map(|node| node.served).sum::<u64>(),
-        counts.attempts(),
-        "one checkout per attempt"
+        &row_everywhere(&db).await,
+        &counts,
+        &nodes.node_stats(),
+        elapsed,
     );
 }
 
-/// Acknowledged increments before the kill, while the node is down, and after it has
-/// rejoined.
-const KILL_AT: u64 = 100;
-const WHILE_DOWN: u64 = 100;
-const AFTER_REJOIN: u64 = 100;
-
-/// Waits until `target` increments were acknowledged (at most a minute).
-async fn wait_for(acked: &watch::Sender<u64>, target: u64) -> u64 {
+/// Waits until `target` increments were acknowledged (at most [`PROGRESS_TIMEOUT`]);
+/// `step` names the run's step for the message when they were not.
+async fn wait_for(acked: &watch::Sender<u64>, target: u64, step: &str) -> u64 {
     let mut rx = acked.subscribe();
-    let waited = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|n| *n >= target)).await;
-    match waited {
+    match tokio::time::timeout(PROGRESS_TIMEOUT, rx.wait_for(|n| *n >= target)).await {
         Ok(Ok(n)) => *n,
         _ => panic!(
-            "only {} of {target} increments acknowledged after a minute",
+            "{step}: only {} of {target} increments acknowledged after {PROGRESS_TIMEOUT:?}",
             *acked.borrow()
         ),
     }
@@ -389,119 +345,43 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
         }
     }
     let stopper = StopOnDrop(stop.clone());
-    wait_for(&acked, KILL_AT).await;
+    wait_for(&acked, KILL_AT, "before the kill").await;
     // The script runs on this worker thread; the workers go on on the others.
     let down = tokio::task::block_in_place(|| db.kill_node(3));
     let killed = (*acked.borrow(), nodes.node_stats());
-    wait_for(&acked, killed.0 + WHILE_DOWN).await;
+    wait_for(&acked, killed.0 + WHILE_DOWN, "node 3 down").await;
     let restarting = (*acked.borrow(), nodes.node_stats());
     let restart = tokio::task::block_in_place(|| down.restart());
     let rejoined = (*acked.borrow(), nodes.node_stats());
-    wait_for(&acked, rejoined.0 + AFTER_REJOIN).await;
-    let end = (*acked.borrow(), nodes.node_stats());
+    wait_for(&acked, rejoined.0 + AFTER_REJOIN, "node 3 rejoined").await;
+    let steps = KillSteps {
+        killed,
+        restarting,
+        restart,
+        rejoined,
+        end: (*acked.borrow(), nodes.node_stats()),
+    };
     drop(stopper);
     while let Some(worker) = workers.join_next().await {
         worker.expect("worker");
     }
     let elapsed = started.elapsed();
 
-    let acknowledged: HashSet<i64> = acknowledged.lock().unwrap().iter().copied().collect();
-    let unknown = unknown.lock().unwrap().clone();
-    let logged: HashSet<i64> = increment_log::table
-        .select(increment_log::op)
-        .load(&mut causal(&db, 1).await)
-        .await
-        .expect("the log")
-        .into_iter()
-        .collect();
-    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
-    // A node that is rejoining accepts connections before it is ready and refuses
-    // statements with error 1047 unexecuted; the helper retries it (NodeNotReady), and an
-    // operation whose attempts all ran out on it never ran.
-    let refused: Vec<i64> = unknown
-        .iter()
-        .filter(|(_, error)| error.contains(NOT_READY))
-        .map(|(op, _)| *op)
-        .collect();
-    assert!(
-        refused.iter().all(|op| !logged.contains(op)),
-        "an increment refused by a node that was not ready never ran"
-    );
-    let lost: Vec<&(i64, String)> = unknown
-        .iter()
-        .filter(|(_, error)| !error.contains(NOT_READY))
-        .collect();
-    eprintln!(
-        "{}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
-         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
-         {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, \
-         served {:?}; restarted at {} acked, served {:?}; rejoined in {:.2?} ({}) at {} \
-         acked, served {:?}; stopped at {} acked, served {:?}, failures {:?}",
-        module_path!(),
-        acknowledged.len(),
-        unknown.len(),
-        refused.len(),
-        lost.len(),
-        killed.0,
-        served(&killed.1),
-        restarting.0,
-        served(&restarting.1),
-        restart.0,
-        restart.1,
-        rejoined.0,
-        served(&rejoined.1),
-        end.0,
-        served(&end.1),
-        end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
-    );
-
-    assert!(
-        unknown
-            .iter()
-            .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
-        "only a database error (a lost connection) leaves an increment unacknowledged"
-    );
-    assert!(
-        acknowledged.is_subset(&logged),
-        "every acknowledged increment committed"
-    );
-    let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
-    assert!(
-        logged
-            .iter()
-            .all(|op| acknowledged.contains(op) || known.contains(op)),
-        "every logged increment was attempted"
-    );
-    let row = row_everywhere(&db).await;
-    let value = usize::try_from(row.value).unwrap();
-    assert_eq!(value, acknowledged.len() + committed_unknown);
-    assert_eq!(value, logged.len());
-    assert_eq!(row.version, row.value + 1, "one token step per increment");
-
-    assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
-    assert!(
-        restarting.1[2].failures > killed.1[2].failures,
-        "{restarting:?}"
-    );
-    for node in 0..2 {
-        assert!(restarting.1[node].served > killed.1[node].served);
+    NodeKillRun {
+        acknowledged: acknowledged.lock().unwrap().iter().copied().collect(),
+        unknown: unknown.lock().unwrap().clone(),
+        logged: increment_log::table
+            .select(increment_log::op)
+            .load(&mut causal(&db, 1).await)
+            .await
+            .expect("the log")
+            .into_iter()
+            .collect(),
+        row: row_everywhere(&db).await,
+        steps,
+        elapsed,
     }
-    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
-    assert!(
-        restart.1.contains("IST completed"),
-        "rejoined by IST: {}",
-        restart.1
-    );
-}
-
-/// An error of a write whose outcome the worker does not know, with the driver's
-/// message (these tests print it; a service would not). Anything but a database error
-/// would be the helper giving up: marked so.
-fn describe(error: &Error) -> String {
-    match error {
-        Error::Database(database) => database.diesel_error().to_string(),
-        other => format!("NOT A DATABASE ERROR: {other:?}"),
-    }
+    .check(module_path!(), &counts);
 }
 
 /// The deadline of the pessimistic run on a node that stops answering.

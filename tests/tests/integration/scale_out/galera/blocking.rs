@@ -25,9 +25,10 @@ use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb};
 
 use super::common::{
-    AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, Loss, NODE_STATE,
-    NOT_READY, STALE_READS_ALLOWED, STOP_APPLYING, WORKERS, hot_row_policy, increment_log, loss,
-    seed_row, served, value_of,
+    AFTER_REJOIN, AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, KILL_AT,
+    KillSteps, Loss, NODE_STATE, NodeKillRun, PROGRESS_TIMEOUT, ROUNDS, STALE_READS_ALLOWED,
+    STOP_APPLYING, WHILE_DOWN, WORKERS, check_certification, check_multi_host_run,
+    check_race_round, describe, hot_row_policy, increment_log, loss, seed_row, served, value_of,
 };
 
 /// A session on node `node` (1 to 3) whose reads are causal.
@@ -57,8 +58,6 @@ fn row_everywhere(db: &GaleraDb) -> Counter {
     rows[0].clone()
 }
 
-const ROUNDS: usize = 5;
-
 /// Writer 0 on node 1 and writer 1 on node 2 both read row 1, meet at the race's barrier,
 /// then save it with the token they read (autocommit), in each of a few rounds. Exactly
 /// one wins each round; the other's write matched no row (the winner's write set was
@@ -81,17 +80,7 @@ fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
                 row.save_checked(&mut conn).map(|()| row.value)
             },
         );
-        let winners: Vec<_> = report.winners().collect();
-        assert_eq!(winners.len(), 1, "round {round}: {report:?}");
-        let losers: Vec<_> = report.losers().collect();
-        assert_eq!(losers.len(), 1, "round {round}: {report:?}");
-        *losses.entry(loss(losers[0].1)).or_default() += 1;
-        let row = row_everywhere(&db);
-        assert_eq!(
-            row.value, *winners[0].1,
-            "round {round}: the winner's value"
-        );
-        assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
+        check_race_round(round, &report, &row_everywhere(&db), &mut losses);
     }
     eprintln!(
         "{}: losers over {ROUNDS} rounds: {losses:?}",
@@ -134,21 +123,7 @@ fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
             .collect();
         writers.into_iter().map(|w| w.join().unwrap()).collect()
     });
-    assert!(
-        outcomes.iter().all(|(saved, _)| *saved),
-        "both checked saves match on their own node: {outcomes:?}"
-    );
-    let winners: Vec<i32> = outcomes
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok().copied())
-        .collect();
-    assert_eq!(winners.len(), 1, "{outcomes:?}");
-    let error = outcomes
-        .iter()
-        .find_map(|(_, r)| r.as_ref().err())
-        .expect("a loser");
-    assert_eq!(loss(error), Loss::Certification, "{error:?}");
-    assert_eq!(row_everywhere(&db).value, winners[0]);
+    check_certification(&outcomes, row_everywhere(&db).value);
 }
 
 /// Node 2 stops applying (a session there holds its global read lock), node 1 saves a
@@ -199,6 +174,30 @@ fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     assert_eq!((row.value, row.version), (111, 2), "node 1's change stays");
 }
 
+/// Creates the increment log on node 1 and checks that the other nodes have it.
+fn create_increment_log(db: &GaleraDb) {
+    causal(db, 1)
+        .batch_execute(CREATE_INCREMENT_LOG)
+        .expect("increment_log");
+    for node in 2..=3 {
+        let rows: i64 = increment_log::table
+            .count()
+            .get_result(&mut causal(db, node))
+            .expect("increment_log replicated");
+        assert_eq!(rows, 0);
+    }
+}
+
+/// The operation ids the increment log holds (read on node 1, causally).
+fn logged(db: &GaleraDb) -> HashSet<i64> {
+    increment_log::table
+        .select(increment_log::op)
+        .load(&mut causal(db, 1))
+        .expect("the log")
+        .into_iter()
+        .collect()
+}
+
 /// One increment of row 1, as a retry attempt on whatever node the source gave it.
 fn increment(conn: &mut Conn, attempt: retry::Attempt) -> Result<(), Error> {
     let mut row: Counter = attempt.find(conn, 1)?;
@@ -242,25 +241,12 @@ fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
         }
     });
     let elapsed = started.elapsed();
-    let row = row_everywhere(&db);
-    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
-    assert_eq!((row.value, row.version), (total, total + 1));
-    let stats = nodes.node_stats();
-    eprintln!(
-        "{}: {total} increments in {elapsed:.2?}: {} attempts ({:?}), served per node {:?}",
+    check_multi_host_run(
         module_path!(),
-        counts.attempts(),
-        counts,
-        served(&stats)
-    );
-    assert!(
-        stats.iter().all(|node| node.served > 0),
-        "every node served attempts: {stats:?}"
-    );
-    assert_eq!(
-        stats.iter().map(|node| node.served).sum::<u64>(),
-        counts.attempts(),
-        "one checkout per attempt"
+        &row_everywhere(&db),
+        &counts,
+        &nodes.node_stats(),
+        elapsed,
     );
 }
 
@@ -283,19 +269,18 @@ impl Progress {
         *self.acked.lock().unwrap()
     }
 
-    /// Waits until `target` increments were acknowledged (at most a minute).
-    fn wait_for(&self, target: u64) {
+    /// Waits until `target` increments were acknowledged (at most [`PROGRESS_TIMEOUT`]);
+    /// `step` names the run's step for the message when they were not.
+    fn wait_for(&self, target: u64, step: &str) {
         let (acked, timeout) = self
             .changed
-            .wait_timeout_while(
-                self.acked.lock().unwrap(),
-                Duration::from_secs(60),
-                |acked| *acked < target,
-            )
+            .wait_timeout_while(self.acked.lock().unwrap(), PROGRESS_TIMEOUT, |acked| {
+                *acked < target
+            })
             .unwrap();
         assert!(
             !timeout.timed_out(),
-            "only {} of {target} increments acknowledged after a minute",
+            "{step}: only {} of {target} increments acknowledged after {PROGRESS_TIMEOUT:?}",
             *acked
         );
     }
@@ -314,12 +299,6 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Acknowledged increments before the kill, while the node is down, and after it has
-/// rejoined.
-const KILL_AT: u64 = 100;
-const WHILE_DOWN: u64 = 100;
-const AFTER_REJOIN: u64 = 100;
-
 /// 8 workers increment row 1 through a `MultiHost` over the three nodes (a connection
 /// per attempt), each increment also logging its operation id in the same transaction.
 /// After 100 acknowledged increments node 3 is SIGKILLed; after 100 more it is
@@ -332,16 +311,7 @@ const AFTER_REJOIN: u64 = 100;
 fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     let db = galera_db!(Access::Exclusive);
     seed(&db);
-    causal(&db, 1)
-        .batch_execute(CREATE_INCREMENT_LOG)
-        .expect("increment_log");
-    for node in 2..=3 {
-        let rows: i64 = increment_log::table
-            .count()
-            .get_result(&mut causal(&db, node))
-            .expect("increment_log replicated");
-        assert_eq!(rows, 0);
-    }
+    create_increment_log(&db);
     let nodes: MultiHost<UrlSource<Conn>> =
         MultiHost::from_urls(db.urls().iter().cloned()).cool_down(Duration::from_millis(200));
     let policy = hot_row_policy();
@@ -350,7 +320,7 @@ fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     let acknowledged = Mutex::new(Vec::<i64>::new());
     let unknown = Mutex::new(Vec::<(i64, String)>::new());
     let started = Instant::now();
-    let (killed, restarting, rejoined, end, restart) = thread::scope(|scope| {
+    let steps = thread::scope(|scope| {
         for worker in 0..WORKERS {
             let (nodes, policy, counts, progress) = (&nodes, &policy, &counts, &progress);
             let (acknowledged, unknown) = (&acknowledged, &unknown);
@@ -382,107 +352,33 @@ fn a_node_killed_under_load_loses_no_acknowledged_increment() {
             });
         }
         let _stop = StopOnDrop(&progress);
-        progress.wait_for(KILL_AT);
+        progress.wait_for(KILL_AT, "before the kill");
         let down = db.kill_node(3);
         let killed = (progress.acked(), nodes.node_stats());
-        progress.wait_for(killed.0 + WHILE_DOWN);
+        progress.wait_for(killed.0 + WHILE_DOWN, "node 3 down");
         let restarting = (progress.acked(), nodes.node_stats());
         let restart = down.restart();
         let rejoined = (progress.acked(), nodes.node_stats());
-        progress.wait_for(rejoined.0 + AFTER_REJOIN);
-        let end = (progress.acked(), nodes.node_stats());
-        (killed, restarting, rejoined, end, restart)
+        progress.wait_for(rejoined.0 + AFTER_REJOIN, "node 3 rejoined");
+        KillSteps {
+            killed,
+            restarting,
+            restart,
+            rejoined,
+            end: (progress.acked(), nodes.node_stats()),
+        }
     });
     let elapsed = started.elapsed();
 
-    let acknowledged: HashSet<i64> = acknowledged.into_inner().unwrap().into_iter().collect();
-    let unknown = unknown.into_inner().unwrap();
-    let logged: HashSet<i64> = increment_log::table
-        .select(increment_log::op)
-        .load(&mut causal(&db, 1))
-        .expect("the log")
-        .into_iter()
-        .collect();
-    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
-    // A node that is rejoining accepts connections before it is ready and refuses
-    // statements with error 1047 unexecuted; the helper retries it (NodeNotReady), and an
-    // operation whose attempts all ran out on it never ran.
-    let refused: Vec<i64> = unknown
-        .iter()
-        .filter(|(_, error)| error.contains(NOT_READY))
-        .map(|(op, _)| *op)
-        .collect();
-    assert!(
-        refused.iter().all(|op| !logged.contains(op)),
-        "an increment refused by a node that was not ready never ran"
-    );
-    let lost: Vec<&(i64, String)> = unknown
-        .iter()
-        .filter(|(_, error)| !error.contains(NOT_READY))
-        .collect();
-    eprintln!(
-        "{}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
-         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
-         {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, \
-         served {:?}; restarted at {} acked, served {:?}; rejoined in {:.2?} ({}) at {} \
-         acked, served {:?}; stopped at {} acked, served {:?}, failures {:?}",
-        module_path!(),
-        acknowledged.len(),
-        unknown.len(),
-        refused.len(),
-        lost.len(),
-        killed.0,
-        served(&killed.1),
-        restarting.0,
-        served(&restarting.1),
-        restart.0,
-        restart.1,
-        rejoined.0,
-        served(&rejoined.1),
-        end.0,
-        served(&end.1),
-        end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
-    );
-
-    assert!(
-        unknown
-            .iter()
-            .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
-        "only a database error (a lost connection) leaves an increment unacknowledged"
-    );
-    assert!(
-        acknowledged.is_subset(&logged),
-        "every acknowledged increment committed"
-    );
-    let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
-    assert!(
-        logged
-            .iter()
-            .all(|op| acknowledged.contains(op) || known.contains(op)),
-        "every logged increment was attempted"
-    );
-    let row = row_everywhere(&db);
-    let value = usize::try_from(row.value).unwrap();
-    assert_eq!(value, acknowledged.len() + committed_unknown);
-    assert_eq!(value, logged.len());
-    assert_eq!(row.version, row.value + 1, "one token step per increment");
-
-    // Node 3 served nothing while it was down and was tried (and skipped); nodes 1 and
-    // 2 took the load; after it rejoined it served again.
-    assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
-    assert!(
-        restarting.1[2].failures > killed.1[2].failures,
-        "{restarting:?}"
-    );
-    for node in 0..2 {
-        assert!(restarting.1[node].served > killed.1[node].served);
+    NodeKillRun {
+        acknowledged: acknowledged.into_inner().unwrap().into_iter().collect(),
+        unknown: unknown.into_inner().unwrap(),
+        logged: logged(&db),
+        row: row_everywhere(&db),
+        steps,
+        elapsed,
     }
-    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
-    assert!(
-        restart.1.contains("IST completed"),
-        "rejoined by IST: {}",
-        restart.1
-    );
+    .check(module_path!(), &counts);
 }
 
 /// Acknowledged increments before the cut, while node 3 is cut off, and after the heal.
@@ -527,16 +423,7 @@ type Op = (i64, bool, Duration, Ended);
 fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     let db = galera_db!(Access::Exclusive);
     seed(&db);
-    causal(&db, 1)
-        .batch_execute(CREATE_INCREMENT_LOG)
-        .expect("increment_log");
-    for node in 2..=3 {
-        let rows: i64 = increment_log::table
-            .count()
-            .get_result(&mut causal(&db, node))
-            .expect("increment_log replicated");
-        assert_eq!(rows, 0);
-    }
+    create_increment_log(&db);
     let nodes: MultiHost<UrlSource<Conn>> =
         MultiHost::from_urls(db.urls().iter().cloned()).cool_down(Duration::from_millis(200));
     let policy = hot_row_policy().deadline(PARTITION_DEADLINE);
@@ -583,27 +470,22 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
             });
         }
         let _stop = StopOnDrop(&progress);
-        progress.wait_for(CUT_AT);
+        progress.wait_for(CUT_AT, "before the cut");
         let partition = db.partition_node(3);
         let cut_took = partition.took();
         let cut = (progress.acked(), nodes.node_stats());
-        progress.wait_for(cut.0 + WHILE_CUT);
+        progress.wait_for(cut.0 + WHILE_CUT, "node 3 cut off");
         let healing = (progress.acked(), nodes.node_stats());
         let heal = partition.heal();
         let healed = (progress.acked(), nodes.node_stats());
-        progress.wait_for(healed.0 + AFTER_HEAL);
+        progress.wait_for(healed.0 + AFTER_HEAL, "healed");
         let end = (progress.acked(), nodes.node_stats());
         (cut, healing, healed, end, cut_took, heal)
     });
     let elapsed = started.elapsed();
 
     let ops = ops.into_inner().unwrap();
-    let logged: HashSet<i64> = increment_log::table
-        .select(increment_log::op)
-        .load(&mut causal(&db, 1))
-        .expect("the log")
-        .into_iter()
-        .collect();
+    let logged = logged(&db);
     let acknowledged: HashSet<i64> = ops
         .iter()
         .filter(|(_, _, _, ended)| matches!(ended, Ended::Acknowledged))
@@ -706,14 +588,4 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     // After the heal node 3 is Synced again (the heal waited for it) and serves again.
     assert!(end.1[2].served > healed.1[2].served, "{end:?}");
     assert!(heal.1.contains("Synced with cluster size 3"), "{}", heal.1);
-}
-
-/// An error of a write whose outcome the worker does not know, with the driver's
-/// message (these tests print it; a service would not). Anything but a database error
-/// (a lost connection, a node not ready) would be the helper giving up: marked so.
-fn describe(error: &Error) -> String {
-    match error {
-        Error::Database(database) => database.diesel_error().to_string(),
-        other => format!("NOT A DATABASE ERROR: {other:?}"),
-    }
 }

@@ -4,6 +4,11 @@
 // Each flavour uses a part of it.
 #![allow(dead_code)]
 
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use diesel_occ::multi_host::NodeStats;
+use diesel_occ::testing::RaceReport;
 use diesel_occ::{Error, TransientKind};
 
 /// The contended row (`counters` row 1).
@@ -71,6 +76,51 @@ pub(super) fn value_of(round: usize, writer: usize) -> i32 {
     i32::try_from(1000 * (round + 1) + writer + 1).expect("small")
 }
 
+/// Rounds of the two-node race.
+pub(super) const ROUNDS: usize = 5;
+
+/// Checks round `round` of the two-node race: exactly one winner, whose value `row`
+/// (as every node holds it) has, at one token step per round; tallies how the loser
+/// lost in `losses`.
+pub(super) fn check_race_round(
+    round: usize,
+    report: &RaceReport<Result<i32, Error>>,
+    row: &Counter,
+    losses: &mut HashMap<Loss, usize>,
+) {
+    let winners: Vec<_> = report.winners().collect();
+    assert_eq!(winners.len(), 1, "round {round}: {report:?}");
+    let losers: Vec<_> = report.losers().collect();
+    assert_eq!(losers.len(), 1, "round {round}: {report:?}");
+    *losses.entry(loss(losers[0].1)).or_default() += 1;
+    assert_eq!(
+        row.value, *winners[0].1,
+        "round {round}: the winner's value"
+    );
+    assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
+}
+
+/// Checks the certification race, given each writer's (saved on its own node,
+/// committed value) and row 1's value as every node holds it: both saves matched on
+/// their nodes, exactly one commit won, the other failed certification.
+pub(super) fn check_certification(outcomes: &[(bool, Result<i32, Error>)], value: i32) {
+    assert!(
+        outcomes.iter().all(|(saved, _)| *saved),
+        "both checked saves match on their own node: {outcomes:?}"
+    );
+    let winners: Vec<i32> = outcomes
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().copied())
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let error = outcomes
+        .iter()
+        .find_map(|(_, r)| r.as_ref().err())
+        .expect("a loser");
+    assert_eq!(loss(error), Loss::Certification, "{error:?}");
+    assert_eq!(value, winners[0], "the winner's value on every node");
+}
+
 diesel::table! {
     /// One row per committed increment of the node-kill scenario, written in the same
     /// transaction as the increment: an increment whose outcome the client never
@@ -125,7 +175,184 @@ impl AttemptCounts {
     }
 }
 
-/// The names and served counts of `stats`, for messages.
-pub(super) fn served(stats: &[diesel_occ::multi_host::NodeStats]) -> Vec<u64> {
+/// The served counts of `stats`, for messages.
+pub(super) fn served(stats: &[NodeStats]) -> Vec<u64> {
     stats.iter().map(|node| node.served).collect()
+}
+
+/// Checks the multi-host run of [`WORKERS`] x [`INCREMENTS`]: the row (as every node
+/// holds it) counted every increment at one token step each, every node served
+/// attempts, and each attempt was one checkout.
+pub(super) fn check_multi_host_run(
+    test: &str,
+    row: &Counter,
+    counts: &AttemptCounts,
+    stats: &[NodeStats],
+    elapsed: Duration,
+) {
+    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
+    assert_eq!((row.value, row.version), (total, total + 1));
+    eprintln!(
+        "{test}: {total} increments in {elapsed:.2?}: {} attempts ({counts:?}), served per node {:?}",
+        counts.attempts(),
+        served(stats)
+    );
+    assert!(
+        stats.iter().all(|node| node.served > 0),
+        "every node served attempts: {stats:?}"
+    );
+    assert_eq!(
+        stats.iter().map(|node| node.served).sum::<u64>(),
+        counts.attempts(),
+        "one checkout per attempt"
+    );
+}
+
+/// Acknowledged increments before the kill, while the node is down, and after it has
+/// rejoined.
+pub(super) const KILL_AT: u64 = 100;
+pub(super) const WHILE_DOWN: u64 = 100;
+pub(super) const AFTER_REJOIN: u64 = 100;
+
+/// How long a node-kill or partition run waits for its next acknowledged increments.
+pub(super) const PROGRESS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The acknowledged increments and each node's stats at one step of a run.
+pub(super) type Snapshot = (u64, Vec<NodeStats>);
+
+/// An error of a write whose outcome the worker does not know, with the driver's
+/// message (these tests print it; a service would not). Anything but a database error
+/// (a lost connection, a node not ready) would be the helper giving up: marked so.
+pub(super) fn describe(error: &Error) -> String {
+    match error {
+        Error::Database(database) => database.diesel_error().to_string(),
+        other => format!("NOT A DATABASE ERROR: {other:?}"),
+    }
+}
+
+/// What the controller of a node-kill run saw at each step.
+pub(super) struct KillSteps {
+    pub(super) killed: Snapshot,
+    pub(super) restarting: Snapshot,
+    /// How long the restart took and the script's line on how the node rejoined.
+    pub(super) restart: (Duration, String),
+    pub(super) rejoined: Snapshot,
+    pub(super) end: Snapshot,
+}
+
+/// What a node-kill run saw and left behind: the operations acknowledged and those
+/// whose outcome is unknown (with [`describe`]'s text), the log's rows and row 1 as
+/// every node holds it afterwards, and the controller's steps.
+pub(super) struct NodeKillRun {
+    pub(super) acknowledged: HashSet<i64>,
+    pub(super) unknown: Vec<(i64, String)>,
+    pub(super) logged: HashSet<i64>,
+    pub(super) row: Counter,
+    pub(super) steps: KillSteps,
+    pub(super) elapsed: Duration,
+}
+
+impl NodeKillRun {
+    /// Prints the run and checks it: every acknowledged increment committed, an
+    /// increment refused by a node that was not ready never ran, the unknown outcomes
+    /// reconcile through the log (the count is the acknowledged increments plus the
+    /// unknown ones that committed, at one token step each), and the load moved off
+    /// node 3 while it was down and back after it rejoined by IST.
+    pub(super) fn check(&self, test: &str, counts: &AttemptCounts) {
+        let Self {
+            acknowledged,
+            unknown,
+            logged,
+            row,
+            elapsed,
+            ..
+        } = self;
+        let KillSteps {
+            killed,
+            restarting,
+            restart,
+            rejoined,
+            end,
+        } = &self.steps;
+        let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
+        // A node that is rejoining accepts connections before it is ready and refuses
+        // statements with error 1047 unexecuted; the helper retries it (NodeNotReady),
+        // and an operation whose attempts all ran out on it never ran.
+        let refused: Vec<i64> = unknown
+            .iter()
+            .filter(|(_, error)| error.contains(NOT_READY))
+            .map(|(op, _)| *op)
+            .collect();
+        let lost: Vec<&(i64, String)> = unknown
+            .iter()
+            .filter(|(_, error)| !error.contains(NOT_READY))
+            .collect();
+        eprintln!(
+            "{test}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
+             {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
+             {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, served {:?}; restarted at \
+             {} acked, served {:?}; rejoined in {:.2?} ({}) at {} acked, served {:?}; stopped \
+             at {} acked, served {:?}, failures {:?}",
+            acknowledged.len(),
+            unknown.len(),
+            refused.len(),
+            lost.len(),
+            killed.0,
+            served(&killed.1),
+            restarting.0,
+            served(&restarting.1),
+            restart.0,
+            restart.1,
+            rejoined.0,
+            served(&rejoined.1),
+            end.0,
+            served(&end.1),
+            end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
+        );
+        assert!(
+            refused.iter().all(|op| !logged.contains(op)),
+            "an increment refused by a node that was not ready never ran"
+        );
+        assert!(
+            unknown
+                .iter()
+                .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
+            "only a database error (a lost connection) leaves an increment unacknowledged"
+        );
+        assert!(
+            acknowledged.is_subset(logged),
+            "every acknowledged increment committed"
+        );
+        let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
+        assert!(
+            logged
+                .iter()
+                .all(|op| acknowledged.contains(op) || known.contains(op)),
+            "every logged increment was attempted"
+        );
+        let value = usize::try_from(row.value).unwrap();
+        assert_eq!(value, acknowledged.len() + committed_unknown);
+        assert_eq!(value, logged.len());
+        assert_eq!(row.version, row.value + 1, "one token step per increment");
+
+        // Node 3 served nothing while it was down and was tried (and skipped); nodes 1
+        // and 2 took the load; after it rejoined it served again.
+        assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
+        assert!(
+            restarting.1[2].failures > killed.1[2].failures,
+            "{restarting:?}"
+        );
+        for node in 0..2 {
+            assert!(
+                restarting.1[node].served > killed.1[node].served,
+                "{killed:?} {restarting:?}"
+            );
+        }
+        assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
+        assert!(
+            restart.1.contains("IST completed"),
+            "rejoined by IST: {}",
+            restart.1
+        );
+    }
 }
