@@ -186,6 +186,16 @@ macro_rules! on_every_backend {
         #[path = "asynchronous.rs"]
         mod asynchronous;
     };
+    // Beside a scenario file (whose modules take the flavours' names), what only one
+    // flavour has.
+    (@file blocking_only) => {
+        #[path = "blocking.rs"]
+        mod blocking_only;
+    };
+    (@file asynchronous_only) => {
+        #[path = "asynchronous.rs"]
+        mod asynchronous_only;
+    };
     // Support the scenario files of a subject share, beside them in the backend module
     // (`use super::entities::...`): the subject's own `entities.rs`, or a file in
     // `shared/` that several subjects include.
@@ -214,6 +224,11 @@ macro_rules! on_every_backend {
         #[cfg(feature = "mysql")]
         #[path = "blocking.rs"]
         mod blocking;
+    };
+    (@mysql blocking_only) => {
+        #[cfg(feature = "mysql")]
+        #[path = "blocking.rs"]
+        mod blocking_only;
     };
     (@mysql $flavour:ident) => {
         on_every_backend!(@file $flavour);

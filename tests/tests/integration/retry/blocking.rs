@@ -1,5 +1,5 @@
 //! The blocking retry helper through an r2d2 pool: a fresh checkout per attempt,
-//! exhaustion after exactly N, deadlines, the hot row and an attempt's atomicity.
+//! exhaustion after exactly N, deadlines and the hot row.
 //!
 //! What "fresh" means, and what is asserted: the helper checks a connection out of its
 //! source at the start of every attempt and gives it back before the backoff. r2d2
@@ -18,16 +18,15 @@ use std::time::{Duration, Instant};
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel_occ::prelude::*;
-use diesel_occ::retry::RetryPolicy;
 use diesel_occ::blocking;
 use diesel_occ::blocking::ConnectionSource;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolError};
 use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{TestConnection, TestDb};
 
 use super::{Conn, schema};
-
 
 fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
@@ -55,7 +54,7 @@ impl CustomizeConnection<Conn, diesel::r2d2::Error> for Setup {
     }
 }
 
-fn pool(db: &TestDb<Conn>, size: u32) -> Pool<ConnectionManager<Conn>> {
+pub(super) fn pool(db: &TestDb<Conn>, size: u32) -> Pool<ConnectionManager<Conn>> {
     Pool::builder()
         .max_size(size)
         .min_idle(Some(size))
@@ -323,210 +322,4 @@ fn on_a_hot_row_each_thread_loses_at_most_one_attempt_in_250_increments() {
         attempts <= 2000 + 8,
         "{attempts} attempts for 2000 increments"
     );
-}
-
-// ---- an attempt's atomicity, the caller's transaction, batches, deletions ----
-
-fn seed_two(db: &TestDb<Conn>) {
-    seed(db);
-    diesel::insert_into(schema::counters::table)
-        .values(Counter::whole(2, 0))
-        .execute(&mut db.conn())
-        .expect("seed row 2");
-}
-
-fn values(db: &TestDb<Conn>) -> (i32, i32) {
-    let mut conn = db.conn();
-    (
-        Counter::find(&mut conn, 1).expect("row 1").value,
-        Counter::find(&mut conn, 2).expect("row 2").value,
-    )
-}
-
-/// Makes row `id` hot in `policy`'s memory: one attempt another writer overtakes.
-fn make_hot(db: &TestDb<Conn>, policy: &RetryPolicy, id: i32) {
-    let pool = pool(db, 1);
-    let mut other = db.conn();
-    let _ = blocking::retry(&pool, &policy.clone().max_attempts(1), |conn, attempt| {
-        let mut row: Counter = attempt.find(conn, id)?;
-        let mut theirs = Counter::find(&mut other, id)?;
-        theirs.increment();
-        theirs.save_checked(&mut other)?;
-        row.increment();
-        row.save_checked(conn)
-    });
-    assert!(
-        policy
-            .hot_row_memory()
-            .expect("a memory")
-            .is_hot::<Counter>(&id)
-    );
-}
-
-#[test]
-fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
-    let db = test_db!();
-    seed_two(&db);
-    let pool = pool(&db, 2);
-    let hot = RetryPolicy::new()
-        .max_attempts(1)
-        .escalate_hot_rows(1, Duration::from_secs(3600));
-    make_hot(&db, &hot, 1);
-    let plain = RetryPolicy::new().max_attempts(1);
-    let cases = [
-        ("optimistic", plain.clone(), false),
-        ("optimistic, closure's transaction", plain.clone(), true),
-        ("escalated", plain.clone().escalate_after(0), false),
-        (
-            "escalated, closure's transaction",
-            plain.clone().escalate_after(0),
-            true,
-        ),
-        ("hot row", hot.clone(), false),
-        ("hot row, closure's transaction", hot.clone(), true),
-    ];
-    for (kind, policy, own) in cases {
-        let before = values(&db);
-        let result: Result<(), Error> = blocking::retry(&pool, &policy, |conn, attempt| {
-            let change = |conn: &mut Conn| -> Result<(), Error> {
-                // The cold row first, then the hot one, whose write fails.
-                let mut cold: Counter = attempt.find(conn, 2)?;
-                cold.increment();
-                cold.save_checked(conn)?;
-                let mut hot: Counter = attempt.find(conn, 1)?;
-                hot.increment();
-                hot.version += 100;
-                hot.save_checked(conn)
-            };
-            if own {
-                conn.transaction(|conn| change(conn))
-            } else {
-                change(conn)
-            }
-        });
-        assert!(
-            matches!(result, Err(Error::RetriesExhausted(_))),
-            "{kind}: {result:?}"
-        );
-        let after = values(&db);
-        if kind == "optimistic" {
-            // No transaction encloses the writes: the first one stands.
-            assert_eq!(after, (before.0, before.1 + 1), "{kind}");
-        } else {
-            assert_eq!(after, before, "{kind}: neither write");
-        }
-    }
-}
-
-#[test]
-fn the_helper_never_ends_the_callers_transaction() {
-    let db = test_db!();
-    seed_two(&db);
-    let policy = RetryPolicy::new().escalate_hot_rows(1, Duration::from_secs(3600));
-    make_hot(&db, &policy, 1);
-    let before = Counter::find(&mut db.conn(), 1).expect("row 1");
-
-    /// A source whose one connection is inside the caller's test transaction.
-    struct Held(Mutex<Conn>);
-    impl ConnectionSource for Held {
-        type Connection = Conn;
-        type Pooled<'a>
-            = std::sync::MutexGuard<'a, Conn>
-        where
-            Self: 'a;
-        fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-            Ok(self.0.lock().unwrap())
-        }
-    }
-    let mut conn = db.conn();
-    conn.begin_test_transaction().expect("test transaction");
-    // The caller's own work, before the helper runs.
-    bump(&mut conn);
-    let held = Held(Mutex::new(conn));
-    let cases = [
-        (
-            "cold attempt",
-            RetryPolicy::new().escalate_hot_rows(1, Duration::from_secs(3600)),
-        ),
-        ("hot row", policy.clone()),
-        ("escalated", RetryPolicy::new().escalate_after(0)),
-    ];
-    for (kind, policy) in cases {
-        let value = blocking::retry(&held, &policy, |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, 2)?;
-            row.increment();
-            row.save_checked(conn)?;
-            let _: Counter = attempt.find(conn, 1)?;
-            Ok(row.value)
-        })
-        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
-        let mut conn = held.0.lock().unwrap();
-        let depth =
-            <<Conn as Connection>::TransactionManager as diesel::connection::TransactionManager<
-                Conn,
-            >>::transaction_manager_status_mut(&mut conn)
-            .transaction_depth()
-            .expect("a sound transaction manager");
-        assert_eq!(
-            depth.map(|d| d.get()),
-            Some(1),
-            "{kind}: the caller's transaction is still open"
-        );
-        assert_eq!(
-            Counter::find(&mut *conn, 2).expect("row 2").value,
-            value,
-            "{kind}"
-        );
-    }
-    // Nothing of it is committed: not the caller's write, not the helper's.
-    let mut outside = db.conn();
-    assert_eq!(Counter::find(&mut outside, 1).expect("row 1"), before);
-    assert_eq!(Counter::find(&mut outside, 2).expect("row 2").value, 0);
-}
-
-#[test]
-fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
-    let db = test_db!();
-    seed_two(&db);
-    let pool = pool(&db, 2);
-    let mut other = db.conn();
-    // A batch that another writer overtakes counts as a conflict.
-    let escalated = blocking::retry(
-        &pool,
-        &RetryPolicy::new().max_attempts(3).escalate_after(1),
-        |conn, attempt| {
-            let mut rows = [attempt.find::<Counter>(conn, 1)?, attempt.find(conn, 2)?];
-            if attempt.is_first() {
-                bump(&mut other);
-            }
-            rows.iter_mut().for_each(Counter::increment);
-            rows.save_all_checked(conn)?;
-            Ok(attempt.is_escalated())
-        },
-    )
-    .expect("the second attempt wins");
-    assert!(escalated, "the batch's conflict escalated the next attempt");
-
-    // A row deleted under the attempt: no backoff (an hour here), and the
-    // re-read ends the loop with NotFound.
-    let hour = Duration::from_secs(3600);
-    let started = Instant::now();
-    let mut attempts = 0;
-    let result: Result<(), Error> = blocking::retry(
-        &pool,
-        &RetryPolicy::new().backoff(hour, hour).escalate_after(1),
-        |conn, attempt| {
-            attempts = attempt.number();
-            assert!(!attempt.is_escalated(), "a deletion does not escalate");
-            let mut row: Counter = attempt.find(conn, 2)?;
-            diesel::delete(schema::counters::table.find(2))
-                .execute(&mut other)
-                .expect("the other writer deletes");
-            row.increment();
-            row.save_checked(conn)
-        },
-    );
-    assert!(matches!(result, Err(Error::NotFound(_))), "{result:?}");
-    assert_eq!(attempts, 2);
-    assert!(started.elapsed() < Duration::from_secs(60), "it slept");
 }
