@@ -25,7 +25,7 @@ struct NewDocument<'a> {
     body: &'a str,
 }
 
-// PostgreSQL only: the files sit beside this mod.rs.
+// PostgreSQL only: the scenario file sits beside this mod.rs.
 #[path = "."]
 mod postgres {
     #[allow(unused_imports)]
@@ -34,8 +34,5 @@ mod postgres {
         diesel_occ_tests::schema::pg as schema,
     };
 
-    #[path = "asynchronous.rs"]
-    mod asynchronous;
-    #[path = "blocking.rs"]
-    mod blocking;
+    on_every_backend!(@file scenarios);
 }

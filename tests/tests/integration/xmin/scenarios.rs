@@ -1,0 +1,276 @@
+//! `xmin` tokens, on blocking and async connections alike: read, compared and returned
+//! in one statement, stale tokens as typed conflicts, its own bypass guard, races,
+//! tracked merges and batches, and a save in a transaction that rolls back.
+
+flavour_prelude!();
+
+use diesel::QueryDsl;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::transaction;
+use diesel_occ::testing::Race;
+#[flavour(blocking)]
+use diesel_occ::transaction;
+use diesel_occ::xmin::XminToken;
+use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
+use diesel_occ_tests::statements::{StatementCounter, sql_only};
+
+use super::super::{Document, NewDocument};
+use super::schema;
+
+/// Document 1, "Title" and "Body".
+#[flavour]
+async fn seed(db: &TestDb<Conn>) {
+    diesel::insert_into(schema::documents::table)
+        .values(NewDocument {
+            id: 1,
+            title: "Title",
+            body: "Body",
+        })
+        .execute(&mut db.conn().await)
+        .await
+        .expect("insert document");
+}
+
+#[flavour]
+async fn stored_xmin(conn: &mut Conn) -> XminToken {
+    schema::documents::table
+        .find(1)
+        .select(schema::documents::xmin)
+        .get_result(conn)
+        .await
+        .expect("xmin")
+}
+
+#[flavour]
+#[tokio::test]
+async fn xmin_is_read_compared_and_returned_in_one_statement() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let mut doc = Document::find(&mut conn, 1).await.unwrap();
+    let read = doc.xmin;
+    assert_eq!(read, stored_xmin(&mut conn).await);
+
+    doc.body = "Edited".into();
+    let log = StatementCounter::install_in_flavour(&mut conn);
+    doc.save_checked(&mut conn).await.expect("save");
+    let statements = log.take_sql();
+    assert_eq!(statements.len(), 1, "one statement: {statements:?}");
+    let sql = sql_only(&statements[0]);
+    assert!(sql.contains("RETURNING \"documents\".\"xmin\""), "{sql}");
+    assert!(
+        !sql.contains("SET \"xmin\"") && !sql.contains(", \"xmin\" ="),
+        "xmin is never assigned: {sql}"
+    );
+    assert_ne!(doc.xmin, read, "a new transaction id");
+    assert_eq!(
+        doc.xmin,
+        stored_xmin(&mut conn).await,
+        "the token the database assigned"
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let mut first = Document::find(&mut conn, 1).await.unwrap();
+    let second = first.clone();
+    first.title = "First".into();
+    first.save_checked(&mut conn).await.unwrap();
+
+    let mut stale = second.clone();
+    stale.title = "Second".into();
+    let Err(Error::Conflict(conflict)) = stale.save_checked(&mut conn).await else {
+        panic!("expected a conflict");
+    };
+    assert_eq!(conflict.expected::<XminToken>(), Some(second.xmin));
+    assert_eq!(conflict.current::<XminToken>(), Some(first.xmin));
+    assert_eq!(stale.xmin, second.xmin, "untouched");
+    assert!(
+        second
+            .delete_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
+    // Found by a client's token, e.g. an ETag.
+    let etag = first.xmin.encode();
+    let token = XminToken::decode(&etag).unwrap();
+    let by_etag = Document::find_checked(&mut conn, 1, &token).await.unwrap();
+    assert_eq!(by_etag, first);
+    first
+        .delete_checked(&mut conn)
+        .await
+        .expect("delete with the current xmin");
+}
+
+#[flavour]
+#[tokio::test]
+async fn xmin_is_its_own_bypass_guard() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let mut doc = Document::find(&mut conn, 1).await.unwrap();
+    diesel::sql_query("UPDATE documents SET body = 'Raw' WHERE id = 1")
+        .execute(&mut db.conn().await)
+        .await
+        .unwrap();
+    doc.title = "Mine".into();
+    let Err(Error::Conflict(conflict)) = doc.save_checked(&mut conn).await else {
+        panic!("expected a conflict");
+    };
+    assert!(matches!(conflict.state(), ConflictState::Stale { .. }));
+}
+
+#[flavour]
+#[tokio::test]
+async fn xmin_two_writers_from_one_version_exactly_one_wins() {
+    let db = db!();
+    seed(&db).await;
+    let report = Race::new(2)
+        .run_in_flavour(
+            async |_| {
+                let mut conn = db.conn().await;
+                let doc = Document::find(&mut conn, 1).await.unwrap();
+                (conn, doc)
+            },
+            async |writer, (mut conn, mut doc): (Conn, Document)| {
+                doc.body = format!("Body by {writer}");
+                let result = doc.save_checked(&mut conn).await;
+                (result.map_err(|e| e.is_conflict()), doc)
+            },
+        )
+        .await;
+    let outcomes = report.into_values().unwrap();
+    let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().any(|(r, _)| *r == Err(true)));
+    let stored = Document::find(&mut db.conn().await, 1).await.unwrap();
+    assert_eq!(&stored, &winners[0].1);
+}
+
+#[flavour]
+#[tokio::test]
+async fn xmin_tracked_merge_and_batch_save() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let mut mine = Tracked::new(Document::find(&mut conn, 1).await.unwrap());
+    let mut theirs = Document::find(&mut conn, 1).await.unwrap();
+    theirs.body = "Their body".into();
+    theirs.save_checked(&mut conn).await.unwrap();
+
+    mine.edit().title = "My title".into();
+    let log = StatementCounter::install_in_flavour(&mut conn);
+    let outcome = mine.save_merging(&mut conn).await.expect("merge");
+    assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
+    let last = log.take_sql().pop().unwrap();
+    assert!(
+        !sql_only(&last).contains("\"body\""),
+        "the merged save writes my field only: {last}"
+    );
+    let stored = Document::find(&mut conn, 1).await.unwrap();
+    assert_eq!(
+        (stored.title.as_str(), stored.body.as_str()),
+        ("My title", "Their body")
+    );
+    assert_eq!(mine.current(), &stored);
+
+    let mut batch = [stored.clone()];
+    batch[0].body = "Batch".into();
+    batch.save_all_checked(&mut conn).await.unwrap();
+    assert_eq!(batch[0].xmin, stored_xmin(&mut conn).await);
+    let mut stale = [stored];
+    let error = stale.save_all_checked(&mut conn).await.unwrap_err();
+    assert_eq!(
+        error
+            .as_batch_conflict()
+            .unwrap()
+            .indices()
+            .collect::<Vec<_>>(),
+        [0]
+    );
+}
+
+/// A generated token in a transaction that rolls back: the save inside it reads the
+/// transaction's own `xmin` back, which no committed row will ever hold. The entity
+/// gets the token it read back, so it saves while the row is unchanged and conflicts,
+/// with the real current token, once another writer has saved.
+#[flavour]
+#[tokio::test]
+async fn xmin_rolled_back_save_is_restored_then_conflicts() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let read = Document::find(&mut conn, 1).await.unwrap();
+    let mut mine = read.clone();
+
+    // 1. Saved inside a transaction that rolls back.
+    mine.body = "Rolled back".into();
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.save_checked(conn).await?;
+        assert_ne!(
+            mine.xmin, read.xmin,
+            "the transaction's own xmin, read back"
+        );
+        Err::<(), Error>(diesel::result::Error::RollbackTransaction.into())
+    })
+    .await;
+    assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+    assert_eq!(Document::find(&mut conn, 1).await.unwrap(), read);
+    assert_eq!(mine.xmin, read.xmin, "the token it read, restored");
+
+    // The restored entity saves while nobody else wrote...
+    let mut restored = mine.clone();
+    restored
+        .save_checked(&mut db.conn().await)
+        .await
+        .expect("the restored token matches the unchanged row");
+    assert_eq!(restored.xmin, stored_xmin(&mut conn).await);
+
+    // 2. ...and once another writer saved (here: the restored entity's own save), the
+    // rolled-back entity's next save is a typed conflict that reports the row's token.
+    let error = mine.save_checked(&mut conn).await.unwrap_err();
+    let conflict = error.as_conflict().expect("a conflict");
+    assert_eq!(
+        conflict.state(),
+        &ConflictState::Stale {
+            current: restored.xmin.to_value()
+        }
+    );
+    assert_eq!(
+        Document::find(&mut conn, 1).await.unwrap(),
+        restored,
+        "their write stands"
+    );
+}
+
+#[flavour]
+#[tokio::test]
+async fn xmin_tracked_save_without_edits_still_checks_and_advances() {
+    let db = db!();
+    seed(&db).await;
+    let mut conn = db.conn().await;
+    let mut tracked = Tracked::new(Document::find(&mut conn, 1).await.unwrap());
+    let read = tracked.xmin;
+    tracked
+        .save_checked(&mut conn)
+        .await
+        .expect("save without edits");
+    assert_ne!(tracked.xmin, read);
+    assert_eq!(tracked.xmin, stored_xmin(&mut conn).await);
+    let mut stale = Tracked::new(Document {
+        xmin: read,
+        ..tracked.current().clone()
+    });
+    assert!(
+        stale
+            .save_checked(&mut conn)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
+}
