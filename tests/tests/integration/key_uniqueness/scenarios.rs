@@ -13,6 +13,14 @@ use super::super::{
     loose_lines, schema_table,
 };
 
+/// The schema check of the entities given, run on `conn`.
+#[flavour]
+macro_rules! check {
+    ($conn:expr, $($entity:ty),+) => {
+        SchemaCheck::new()$(.entity::<$entity>())+.run_in_flavour($conn).await
+    };
+}
+
 /// How many rows of `loose_items` have key `id`.
 #[flavour]
 async fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
@@ -30,34 +38,16 @@ async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     let db = db!();
     let mut conn = db.conn().await;
     conn.batch_execute(ITEMS).await.expect("table");
-    let key = assert_unenforced(
-        SchemaCheck::new()
-            .entity::<LooseItem>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "loose_items",
-        &["id"],
-    );
+    let key = assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
     assert_eq!(
         key.fix,
         expected_fix(Conn::BACKEND, "loose_items", &["id"], false)
     );
     // A token the database assigns does not exempt the key; two entities of one key
     // report it once.
+    assert_unenforced(check!(&mut conn, GeneratedItem), "loose_items", &["id"]);
     assert_unenforced(
-        SchemaCheck::new()
-            .entity::<GeneratedItem>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "loose_items",
-        &["id"],
-    );
-    assert_unenforced(
-        SchemaCheck::new()
-            .entity::<LooseItem>()
-            .entity::<GeneratedItem>()
-            .run_in_flavour(&mut conn)
-            .await,
+        check!(&mut conn, LooseItem, GeneratedItem),
         "loose_items",
         &["id"],
     );
@@ -82,12 +72,7 @@ async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
         .await
         .expect("delete");
     conn.batch_execute(&key.fix).await.expect("the fix runs");
-    SchemaCheck::new()
-        .entity::<LooseItem>()
-        .entity::<GeneratedItem>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect("the key is kept unique");
+    check!(&mut conn, LooseItem, GeneratedItem).expect("the key is kept unique");
     first
         .insert_checked(&mut conn)
         .await
@@ -108,11 +93,7 @@ async fn a_unique_index_on_exactly_the_key_passes() {
     conn.batch_execute("CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)")
         .await
         .expect("index");
-    SchemaCheck::new()
-        .entity::<LooseItem>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect("a unique index on the key");
+    check!(&mut conn, LooseItem).expect("a unique index on the key");
 }
 
 #[flavour]
@@ -126,11 +107,7 @@ async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
     )
     .await
     .expect("index");
-    SchemaCheck::new()
-        .entity::<LooseLine>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect("the key's columns in another order");
+    check!(&mut conn, LooseLine).expect("the key's columns in another order");
 }
 
 #[flavour]
@@ -146,14 +123,7 @@ async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
     .await
     .expect("indexes");
     let columns = ["order_id", "line_no"];
-    let key = assert_unenforced(
-        SchemaCheck::new()
-            .entity::<LooseLine>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "loose_lines",
-        &columns,
-    );
+    let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
     assert_eq!(
         key.fix,
         expected_fix(Conn::BACKEND, "loose_lines", &columns, false)
@@ -175,11 +145,7 @@ async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
         .await
         .expect("delete");
     conn.batch_execute(&key.fix).await.expect("the fix runs");
-    SchemaCheck::new()
-        .entity::<LooseLine>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect("the key is kept unique");
+    check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
 #[flavour]
@@ -191,24 +157,13 @@ async fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
         .await
         .expect("table");
     let columns = ["order_id", "line_no"];
-    let key = assert_unenforced(
-        SchemaCheck::new()
-            .entity::<LooseLine>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "loose_lines",
-        &columns,
-    );
+    let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
     assert_eq!(
         key.fix,
         expected_fix(Conn::BACKEND, "loose_lines", &columns, true)
     );
     conn.batch_execute(&key.fix).await.expect("the fix runs");
-    SchemaCheck::new()
-        .entity::<LooseLine>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect("the key is kept unique");
+    check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
 #[flavour]
@@ -226,14 +181,7 @@ async fn a_partial_unique_index_does_not_count() {
     )
     .await
     .expect("index");
-    assert_unenforced(
-        SchemaCheck::new()
-            .entity::<LooseItem>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "loose_items",
-        &["id"],
-    );
+    assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
 }
 
 #[flavour]
@@ -244,14 +192,7 @@ async fn a_key_in_a_schema_is_looked_up_there() {
     conn.batch_execute(&schema_table(Conn::BACKEND))
         .await
         .expect("schema and table");
-    let key = assert_unenforced(
-        SchemaCheck::new()
-            .entity::<SchemaLooseKey>()
-            .run_in_flavour(&mut conn)
-            .await,
-        "occ_loose_keys",
-        &["id"],
-    );
+    let key = assert_unenforced(check!(&mut conn, SchemaLooseKey), "occ_loose_keys", &["id"]);
     assert_eq!(key.schema, Some("occ_app"));
     let fix = match Conn::BACKEND {
         Backend::Postgres => r#"ALTER TABLE "occ_app"."occ_loose_keys" ADD PRIMARY KEY ("id")"#,
@@ -264,11 +205,7 @@ async fn a_key_in_a_schema_is_looked_up_there() {
     // The schema is the test's own on PostgreSQL and SQLite, shared on MariaDB.
     if Conn::BACKEND != Backend::Mysql {
         conn.batch_execute(&key.fix).await.expect("the fix runs");
-        SchemaCheck::new()
-            .entity::<SchemaLooseKey>()
-            .run_in_flavour(&mut conn)
-            .await
-            .expect("the key is kept unique");
+        check!(&mut conn, SchemaLooseKey).expect("the key is kept unique");
     }
 }
 
@@ -280,10 +217,6 @@ async fn the_error_shows_neither_values_nor_the_catalog_queries() {
     conn.batch_execute(ITEMS).await.expect("table");
     item(1).insert_checked(&mut conn).await.expect("insert");
     item(1).insert_checked(&mut conn).await.expect("insert");
-    let error = SchemaCheck::new()
-        .entity::<LooseItem>()
-        .run_in_flavour(&mut conn)
-        .await
-        .expect_err("the key is not kept unique");
+    let error = check!(&mut conn, LooseItem).expect_err("the key is not kept unique");
     assert_no_values_or_queries(&error);
 }

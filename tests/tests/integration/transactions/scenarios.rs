@@ -1,8 +1,8 @@
 //! Transactions around checked writes, in both flavours: a save, a batch or a force
 //! increment inside `diesel_occ::transaction` (`diesel_occ::asynchronous::transaction`)
 //! that rolls back leaves each entity its own row's token. Where the flavours' own
-//! transactions differ (panics, nested and spawned transactions, snapshots, a dropped
-//! batch), each flavour has its scenarios, written in its form.
+//! transactions differ (panics, nested and spawned transactions, a dropped batch),
+//! each flavour has its scenarios, written in its form.
 
 flavour_prelude!();
 
@@ -18,6 +18,8 @@ use std::pin::pin;
 use std::task::Poll;
 
 use chrono::NaiveDateTime;
+#[flavour(blocking)]
+use diesel::connection::TransactionManager;
 #[flavour(asynchronous)]
 use diesel_async::{AsyncConnection, TransactionManager};
 #[flavour(asynchronous)]
@@ -401,132 +403,6 @@ fn control_plain_transaction_rollback_loses_an_update() {
     assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 1);
 }
 
-/// Opens a transaction at `isolation` (`None`: the backend's default).
-#[flavour(blocking)]
-fn in_transaction<R>(
-    conn: &mut Conn,
-    isolation: Option<&str>,
-    f: impl FnOnce(&mut Conn) -> Result<R, Error>,
-) -> Result<R, Error> {
-    let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
-    if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
-        // MySQL: set before the transaction starts, for the next one.
-        conn.batch_execute(level).expect("isolation");
-    }
-    conn.transaction(|conn| {
-        if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
-            conn.batch_execute(level)?;
-        }
-        f(conn)
-    })
-}
-
-#[flavour(blocking)]
-fn bump(db: &TestDb<Conn>) -> Counter {
-    let mut other = db.conn();
-    let mut theirs = Counter::find(&mut other, 1).expect("their read");
-    theirs.value += 1;
-    theirs.save_checked(&mut other).expect("their save");
-    theirs
-}
-
-/// The entity is read inside the snapshot; another writer commits; the
-/// save conflicts. The conflict names the row's real token (or is a
-/// transient error), never the snapshot's, which equals the expected one.
-#[flavour(blocking)]
-fn read_in_snapshot(isolation: Option<&str>) {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
-    let outcome = in_transaction(&mut conn, isolation, |conn| {
-        let mut mine = Counter::find(conn, 1)?;
-        let theirs = bump(&db);
-        mine.value = 100;
-        Ok((mine.save_checked(conn), theirs))
-    });
-    let (result, theirs) = match outcome {
-        Ok(pair) => pair,
-        Err(error) => {
-            assert!(error.is_transient(), "{error:?}");
-            return;
-        }
-    };
-    match result {
-        Err(Error::Conflict(conflict)) => {
-            assert_eq!(
-                conflict.current::<i32>(),
-                Some(theirs.version),
-                "{conflict}"
-            );
-        }
-        Err(error) => assert!(error.is_transient(), "{error:?}"),
-        Ok(()) => panic!("a stale save succeeded"),
-    }
-    assert_eq!(Counter::find(&mut conn, 1).expect("row"), theirs);
-}
-
-/// The entity was read before the snapshot; a second writer commits after
-/// it. The snapshot's token is neither the expected nor the current one.
-#[flavour(blocking)]
-fn read_before_snapshot(isolation: Option<&str>) {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
-    let mut mine = Counter::find(&mut conn, 1).expect("read");
-    bump(&db);
-    let outcome = in_transaction(&mut conn, isolation, |conn| {
-        // The snapshot: the first writer's row.
-        Counter::find(conn, 1)?;
-        let theirs = bump(&db);
-        mine.value = 100;
-        Ok((mine.save_checked(conn), theirs))
-    });
-    let (result, theirs) = match outcome {
-        Ok(pair) => pair,
-        Err(error) => {
-            assert!(error.is_transient(), "{error:?}");
-            return;
-        }
-    };
-    match result {
-        Err(Error::Conflict(conflict)) => {
-            assert_eq!(
-                conflict.current::<i32>(),
-                Some(theirs.version),
-                "{conflict}"
-            );
-        }
-        Err(error) => assert!(error.is_transient(), "{error:?}"),
-        Ok(()) => panic!("a stale save succeeded"),
-    }
-}
-
-#[flavour(blocking)]
-#[test]
-fn snapshot_conflict_reports_current_token_default_isolation() {
-    read_in_snapshot(None);
-    read_before_snapshot(None);
-}
-
-#[flavour(blocking)]
-#[test]
-fn snapshot_conflict_reports_current_token_repeatable_read() {
-    read_in_snapshot(Some("REPEATABLE READ"));
-    read_before_snapshot(Some("REPEATABLE READ"));
-}
-
-#[flavour(blocking)]
-#[test]
-fn snapshot_conflict_reports_current_token_serializable() {
-    if Conn::BACKEND == Backend::Mysql {
-        // InnoDB's SERIALIZABLE reads take shared locks: the other writer
-        // would wait for this transaction, there is no stale snapshot.
-        return;
-    }
-    read_in_snapshot(Some("SERIALIZABLE"));
-    read_before_snapshot(Some("SERIALIZABLE"));
-}
-
 /// A trigger that silently skips the write (PostgreSQL `RETURN NULL`,
 /// SQLite `RAISE(IGNORE)`; MySQL has no such trigger).
 #[flavour(blocking)]
@@ -894,8 +770,8 @@ async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_bro
 }
 
 /// Opens a transaction at `isolation` (`None`: the backend's default), with
-/// diesel-async's transaction manager, or with plain SQL it does not see.
-#[flavour(asynchronous)]
+/// Diesel's (diesel-async's) transaction manager, or with plain SQL it does not see.
+#[flavour]
 async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
     if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
@@ -904,7 +780,7 @@ async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     if raw {
         conn.batch_execute("BEGIN").await.expect("begin");
     } else {
-        <Conn as AsyncConnection>::TransactionManager::begin_transaction(conn)
+        <Conn as Connection>::TransactionManager::begin_transaction(conn)
             .await
             .expect("begin");
     }
@@ -913,19 +789,19 @@ async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     }
 }
 
-#[flavour(asynchronous)]
+#[flavour]
 async fn end(conn: &mut Conn, raw: bool) {
     if raw {
         conn.batch_execute("ROLLBACK").await.expect("rollback");
     } else {
-        <Conn as AsyncConnection>::TransactionManager::rollback_transaction(conn)
+        <Conn as Connection>::TransactionManager::rollback_transaction(conn)
             .await
             .expect("rollback");
     }
 }
 
-#[flavour(asynchronous)]
-async fn bump(db: &AsyncTestDb<Conn>) -> Counter {
+#[flavour]
+async fn bump(db: &TestDb<Conn>) -> Counter {
     let mut other = db.conn().await;
     let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
     theirs.value += 1;
@@ -933,11 +809,12 @@ async fn bump(db: &AsyncTestDb<Conn>) -> Counter {
     theirs
 }
 
-/// See the blocking suite: the entity is read inside the snapshot, or
-/// before it while another writer commits in between.
-#[flavour(asynchronous)]
+/// The entity is read inside a snapshot (or before it, while another writer commits
+/// in between); another writer commits; the save conflicts. The conflict names the
+/// row's real token (or the save fails transiently), never the snapshot's.
+#[flavour]
 async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
-    let db = async_test_db!();
+    let db = db!();
     let mut conn = db.conn().await;
     seed_counters(&mut conn, &[1]).await;
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
@@ -965,21 +842,21 @@ async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
     end(&mut conn, raw).await;
 }
 
-#[flavour(asynchronous)]
+#[flavour]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_default_isolation() {
     in_snapshot(None, false, false).await;
     in_snapshot(None, true, false).await;
 }
 
-#[flavour(asynchronous)]
+#[flavour]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_repeatable_read() {
     in_snapshot(Some("REPEATABLE READ"), false, false).await;
     in_snapshot(Some("REPEATABLE READ"), true, false).await;
 }
 
-#[flavour(asynchronous)]
+#[flavour]
 #[tokio::test]
 async fn snapshot_conflict_reports_current_token_serializable() {
     if Conn::BACKEND == Backend::Mysql {
@@ -990,9 +867,9 @@ async fn snapshot_conflict_reports_current_token_serializable() {
     in_snapshot(Some("SERIALIZABLE"), true, false).await;
 }
 
-/// A transaction opened with plain SQL, which diesel-async does not see: a
-/// conflict on an entity read in its snapshot still names the real token.
-#[flavour(asynchronous)]
+/// A transaction opened with plain SQL, which Diesel's transaction manager does not
+/// see: a conflict on an entity read in its snapshot still names the real token.
+#[flavour]
 #[tokio::test]
 async fn snapshot_conflict_in_a_raw_sql_transaction() {
     in_snapshot(None, false, true).await;
