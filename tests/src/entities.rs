@@ -1,9 +1,11 @@
 //! The test entities that many subjects share, declared once: a subject declares its
 //! own only for a table or shape no other subject uses.
 //!
-//! Their tables are the same on every backend ([`crate::schema::counters`]), so one
-//! declaration serves the blocking and async scenarios of all three.
+//! Their tables are the same on every backend ([`crate::schema::counters`],
+//! [`crate::schema::accounts`], [`crate::schema::stamped`]), so one declaration serves
+//! the blocking and async scenarios of all three.
 
+use chrono::NaiveDateTime;
 use diesel::{Insertable, Queryable, Selectable};
 use diesel_occ::Versioned;
 
@@ -71,4 +73,44 @@ impl Counter {
             "one token step per write: {self:?}"
         );
     }
+}
+
+/// A row of `accounts`: an integer token and a soft-delete flag.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = crate::schema::accounts)]
+pub struct Account {
+    /// The key.
+    pub id: i32,
+    /// What the writers change.
+    pub balance: i32,
+    /// Set by a soft delete.
+    pub deleted: bool,
+    /// The token.
+    #[occ(version)]
+    pub version: i32,
+}
+
+impl Account {
+    /// An account as inserted: `balance`, not deleted, token 1.
+    pub fn new(id: i32, balance: i32) -> Self {
+        Self {
+            id,
+            balance,
+            deleted: false,
+            version: 1,
+        }
+    }
+}
+
+/// A row of `stamped`: a timestamp token the library assigns from the clock.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = crate::schema::stamped)]
+pub struct Stamped {
+    /// The key.
+    pub id: i32,
+    /// What the writers change.
+    pub value: i32,
+    /// The token.
+    #[occ(version)]
+    pub updated_at: NaiveDateTime,
 }

@@ -1,7 +1,7 @@
 //! The test tables (see `migrations/`), declared once per backend: only the UUID and
 //! timestamp column types differ (and PostgreSQL has `documents`, whose token is `xmin`).
-//! `counters` is declared once for all three, so that one entity
-//! ([`crate::entities::Counter`]) serves every backend.
+//! `counters`, `accounts` and `stamped` are declared once for all three, so that one
+//! entity each ([`crate::entities`]) serves every backend.
 
 #![allow(missing_docs)] // table! output, as in a Diesel schema.rs
 
@@ -14,9 +14,26 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    accounts (id) {
+        id -> Integer,
+        balance -> Integer,
+        deleted -> Bool,
+        version -> Integer,
+    }
+}
+
+diesel::table! {
+    stamped (id) {
+        id -> Integer,
+        value -> Integer,
+        updated_at -> Timestamp,
+    }
+}
+
 macro_rules! tables {
     (uuid: $uuid:ty, timestamp: $timestamp:ty) => {
-        pub use super::counters;
+        pub use super::{accounts, counters, stamped};
 
         diesel::table! {
             small_counters (id) {
@@ -60,14 +77,6 @@ macro_rules! tables {
         }
 
         diesel::table! {
-            stamped (id) {
-                id -> Integer,
-                value -> Integer,
-                updated_at -> $timestamp,
-            }
-        }
-
-        diesel::table! {
             stamped_seconds (id) {
                 id -> Integer,
                 value -> Integer,
@@ -91,15 +100,6 @@ macro_rules! tables {
                 body -> Text,
                 summary -> Nullable<Text>,
                 views -> Integer,
-                version -> Integer,
-            }
-        }
-
-        diesel::table! {
-            accounts (id) {
-                id -> Integer,
-                balance -> Integer,
-                deleted -> Bool,
                 version -> Integer,
             }
         }

@@ -4,21 +4,13 @@
 //! columns written as `NULL`, an `Option` field skipped when `None`).
 
 use chrono::NaiveDateTime;
-use diesel::prelude::{Insertable, Queryable, Selectable};
+use diesel::prelude::{Queryable, Selectable};
 use diesel_occ::UuidToken;
 use diesel_occ::Versioned;
 
 use super::schema;
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-pub(super) struct Account {
-    pub(super) id: i32,
-    pub(super) balance: i32,
-    pub(super) deleted: bool,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+pub(super) use diesel_occ_tests::entities::Account;
 
 /// A UUID token (`uuid` on PostgreSQL, 16 bytes elsewhere).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]

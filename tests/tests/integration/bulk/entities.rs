@@ -6,6 +6,8 @@ use diesel_occ::Versioned;
 
 use super::schema;
 
+pub(super) use diesel_occ_tests::entities::Account;
+
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::small_counters)]
 pub(super) struct Small {
@@ -32,16 +34,6 @@ pub(super) struct Big {
     pub(super) value: i32,
     #[occ(version)]
     pub(super) version: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-pub(super) struct Account {
-    pub(super) id: i32,
-    pub(super) balance: i32,
-    pub(super) deleted: bool,
-    #[occ(version)]
-    pub(super) version: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]

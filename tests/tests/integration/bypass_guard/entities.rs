@@ -1,7 +1,6 @@
 //! The entities of the bypass guard scenarios, shared by both flavours of
 //! `scenarios.rs`.
 
-use chrono::NaiveDateTime;
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel_occ::Dialect;
 use diesel_occ::{ConcurrencyConflict, Error, UuidToken, Versioned};
@@ -10,15 +9,7 @@ use diesel_occ_tests::AsyncTestConnection;
 use super::super::dialect;
 use super::{AsyncConn, schema};
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::accounts)]
-pub(super) struct Account {
-    pub(super) id: i32,
-    pub(super) balance: i32,
-    pub(super) deleted: bool,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+pub(super) use diesel_occ_tests::entities::{Account, Stamped};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::tickets)]
@@ -27,15 +18,6 @@ pub(super) struct Ticket {
     pub(super) seat: String,
     #[occ(version)]
     pub(super) version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-pub(super) struct Stamped {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    #[occ(version)]
-    pub(super) updated_at: NaiveDateTime,
 }
 
 pub(super) fn guard_dialect() -> Dialect {

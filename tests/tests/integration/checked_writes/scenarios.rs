@@ -290,14 +290,7 @@ struct Note {
 }
 
 #[flavour(blocking)]
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-struct Stamped {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
-}
+use diesel_occ_tests::entities::Stamped;
 
 #[flavour(blocking)]
 fn insert<T, U>(conn: &mut Conn, table: T, row: U)

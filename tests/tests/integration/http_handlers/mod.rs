@@ -29,31 +29,11 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_occ::{ChangesetColumns, Versioned};
 use diesel_occ_axum::{IfMatch, Problem, Validators};
+// An account; `version` is its ETag.
+use diesel_occ_tests::entities::Account;
 use diesel_occ_tests::schema::pg::{accounts, stamped_seconds};
 use serde_json::Value;
 use tower::ServiceExt;
-
-/// An account; `version` is its ETag.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = accounts)]
-struct Account {
-    id: i32,
-    balance: i32,
-    deleted: bool,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Account {
-    fn new(id: i32, balance: i32) -> Account {
-        Account {
-            id,
-            balance,
-            deleted: false,
-            version: 1,
-        }
-    }
-}
 
 /// A PATCH body: absent fields are left alone.
 #[derive(Debug, Clone, serde::Deserialize, AsChangeset, ChangesetColumns)]

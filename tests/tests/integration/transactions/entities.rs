@@ -1,13 +1,12 @@
 //! The entities of the transaction scenarios, shared by both flavours of `scenarios.rs`.
 
-use chrono::NaiveDateTime;
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel::result::Error as DieselError;
 use diesel_occ::{Error, UuidToken, Versioned};
 
 use super::schema;
 
-pub(super) use diesel_occ_tests::entities::Counter;
+pub(super) use diesel_occ_tests::entities::{Counter, Stamped};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::small_counters)]
@@ -34,15 +33,6 @@ pub(super) struct Stock {
     pub(super) available: i32,
     #[occ(version)]
     pub(super) version: UuidToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::stamped)]
-pub(super) struct Stamped {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    #[occ(version)]
-    pub(super) updated_at: NaiveDateTime,
 }
 
 pub(super) fn rollback() -> Error {
