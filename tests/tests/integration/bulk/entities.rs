@@ -17,15 +17,7 @@ pub(super) struct Small {
     pub(super) version: i16,
 }
 
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-pub(super) struct Medium {
-    pub(super) id: i32,
-    pub(super) value: i32,
-    pub(super) label: Option<String>,
-    #[occ(version)]
-    pub(super) version: i32,
-}
+pub(super) use diesel_occ_tests::entities::Counter as Medium;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::big_counters)]

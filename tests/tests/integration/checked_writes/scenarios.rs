@@ -11,25 +11,14 @@ flavour_prelude!();
 use chrono::NaiveDateTime;
 #[flavour(blocking)]
 use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
-#[flavour(asynchronous)]
-use diesel::{Insertable, Queryable, Selectable};
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, Operation};
 #[flavour(blocking)]
 use diesel_occ::{InvalidTokenReason, UuidToken};
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::statements::StatementCounter;
 
 use super::schema;
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
 
 #[flavour]
 async fn counter(conn: &mut Conn, id: i32) -> Counter {

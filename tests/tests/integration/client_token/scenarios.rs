@@ -6,7 +6,7 @@ use diesel::prelude::{ExpressionMethods, OptionalExtension, QueryDsl, Queryable,
 use diesel_occ::{ConflictState, Error, InvalidTokenReason, TokenValue, UuidToken};
 use diesel_occ_tests::statements::StatementCounter;
 
-use super::super::{Counter, counter, state};
+use super::super::{Counter, state};
 use super::schema;
 use diesel_occ_tests::schema::pg::counters;
 use schema::stock;
@@ -18,7 +18,7 @@ async fn database(scenario: &str) -> Option<TestDb<Conn>> {
     let db = TestDb::<Conn>::create(&format!("{}_{scenario}", module_path!())).await?;
     let mut conn = db.conn().await;
     // A row at a time: diesel-async's SQLite connection inserts no batch.
-    for row in [counter(1, 10), counter(2, 20)] {
+    for row in [Counter::new(1, 10), Counter::new(2, 20)] {
         diesel::insert_into(counters::table)
             .values(row)
             .execute(&mut conn)

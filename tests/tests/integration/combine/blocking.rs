@@ -7,23 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, ScopedJoinHandle};
 
 use diesel::prelude::*;
-use diesel_occ::prelude::*;
-use diesel_occ::{Error, UuidToken};
-use diesel_occ::retry::RetryPolicy;
 use diesel_occ::blocking::Combiner;
+use diesel_occ::prelude::*;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, UuidToken};
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{TestDb, wait, wait_until};
 
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
 
 /// A row whose `available` a CHECK constraint keeps at 0 or more.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -90,7 +81,12 @@ fn hold_first<'s, 'e: 's>(
     let (running_tx, running) = mpsc::channel();
     let (go, go_rx) = mpsc::channel();
     let first = scope.spawn(move || {
-        combiner.apply(&|| Ok::<_, ConnectionError>(db.conn()), &policy(), 1, gated(running_tx, go_rx))
+        combiner.apply(
+            &|| Ok::<_, ConnectionError>(db.conn()),
+            &policy(),
+            1,
+            gated(running_tx, go_rx),
+        )
     });
     running.recv().expect("the first change runs");
     Group { first, go }
@@ -172,7 +168,11 @@ fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_of_the
         assert_eq!(outside.join().unwrap().expect("saved"), 102);
         assert_eq!(last.join().unwrap().expect("saved"), 103);
     });
-    assert_eq!(*runs.lock().unwrap(), 2, "the group read again and ran it again");
+    assert_eq!(
+        *runs.lock().unwrap(),
+        2,
+        "the group read again and ran it again"
+    );
     let saved = row(&db);
     assert_eq!(saved.value, 103, "the outside write is kept");
     // The first group, the outside write, the second group once.
@@ -227,8 +227,15 @@ fn a_change_that_panics_leaves_its_group_and_panics_in_its_callers_thread() {
         group.go.send(()).unwrap();
         assert_eq!(group.first.join().unwrap().expect("saved"), 1);
         let payload = panics.join().unwrap_err();
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the caller's own bug"));
-        assert_eq!(after.join().unwrap().expect("saved"), 2, "its change never counted");
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"the caller's own bug")
+        );
+        assert_eq!(
+            after.join().unwrap().expect("saved"),
+            2,
+            "its change never counted"
+        );
     });
     let saved = row(&db);
     assert_eq!((saved.value, saved.version), (2, 3));
@@ -355,9 +362,13 @@ fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
         running.recv().expect("the first change runs");
         // Queued first, so it leads the second group.
         let valid = scope.spawn(|| combiner.apply(source, &policy(), 1, take(1)));
-        wait_until("1 change to row 1 to wait", wait::TIMEOUT, || combiner.waiting(&1) >= 1);
+        wait_until("1 change to row 1 to wait", wait::TIMEOUT, || {
+            combiner.waiting(&1) >= 1
+        });
         let too_much = scope.spawn(|| combiner.apply(source, &policy(), 1, take(5)));
-        wait_until("2 changes to row 1 to wait", wait::TIMEOUT, || combiner.waiting(&1) >= 2);
+        wait_until("2 changes to row 1 to wait", wait::TIMEOUT, || {
+            combiner.waiting(&1) >= 2
+        });
         go.send(()).unwrap();
         assert_eq!(first.join().unwrap().expect("saved"), 1);
         let valid = valid.join().unwrap();
@@ -369,6 +380,9 @@ fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
         }
     });
     let saved = Stock::find(&mut db.conn(), 1).expect("the row");
-    assert_eq!(saved.available, 0, "both valid changes, nothing of the other");
+    assert_eq!(
+        saved.available, 0,
+        "both valid changes, nothing of the other"
+    );
     assert_eq!(combiner.waiting(&1), 0);
 }

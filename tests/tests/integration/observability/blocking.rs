@@ -16,17 +16,8 @@ use tracing_subscriber::filter::LevelFilter;
 use super::{Conn, schema};
 use crate::observe::{Exported, ExportedSpan, KeyValues, system_name};
 
-/// The `counters` row, tracked so that the tracked saves can be traced too.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-#[occ(track)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
+// The `counters` row, tracked so that the tracked saves can be traced too.
+use diesel_occ_tests::entities::Counter;
 
 fn seed(conn: &mut Conn, ids: std::ops::RangeInclusive<i32>) {
     let rows: Vec<_> = ids
@@ -184,7 +175,10 @@ fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
     assert_client_span(&merging, system, "save_merging");
     assert_succeeded(&merging);
     assert_succeeded(&saves[2]);
-    assert_eq!(saves[2].parent, merging.id, "the tracked save inside save_merging");
+    assert_eq!(
+        saves[2].parent, merging.id,
+        "the tracked save inside save_merging"
+    );
 }
 
 /// With key values turned on, the conflict event names its row.
@@ -208,7 +202,10 @@ fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
         .collect();
     assert_eq!(conflicted.len(), 1, "{:#?}", exported.spans());
     let events = conflicted[0].events_named("occ conflict");
-    assert_eq!(events[0].get("diesel_occ.key").map(String::as_str), Some("(id=1)"));
+    assert_eq!(
+        events[0].get("diesel_occ.key").map(String::as_str),
+        Some("(id=1)")
+    );
 }
 
 fn quick() -> RetryPolicy {
@@ -264,7 +261,10 @@ fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
                 row.value += 1;
                 row.save_checked(conn)
             });
-        assert!(matches!(result, Err(Error::RetriesExhausted(_))), "{result:?}");
+        assert!(
+            matches!(result, Err(Error::RetriesExhausted(_))),
+            "{result:?}"
+        );
     });
     let retry = one(&exported.spans(), "diesel_occ retry");
     assert!(retry.failed(), "{retry:#?}");
@@ -338,7 +338,10 @@ fn a_retried_batch_conflict_is_counted_under_its_table() {
         Some(&1),
         "{counters:?}"
     );
-    assert!(!counters.keys().any(|name| name.contains("unknown")), "{counters:?}");
+    assert!(
+        !counters.keys().any(|name| name.contains("unknown")),
+        "{counters:?}"
+    );
     let histograms = totals.histograms();
     assert_eq!(
         histograms.get(&format!("{ATTEMPTS}{{outcome=success}}")),
@@ -415,7 +418,9 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
             tracked.edit().value = 7;
             let merged = tracked.save_merging(&mut conn).expect("save_merging");
             assert!(matches!(merged, SaveOutcome::Saved), "{merged:?}");
-            tracked.delete_checked(&mut conn).expect("tracked delete_checked");
+            tracked
+                .delete_checked(&mut conn)
+                .expect("tracked delete_checked");
 
             let mut new = Counter {
                 id: 5,
@@ -424,8 +429,13 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
                 version: 1,
             };
             new.insert_checked(&mut conn).expect("insert_checked");
-            let mut fresh = Counter { id: 6, ..new.clone() };
-            let upserted = fresh.upsert_checked(&mut conn, None).expect("upsert_checked");
+            let mut fresh = Counter {
+                id: 6,
+                ..new.clone()
+            };
+            let upserted = fresh
+                .upsert_checked(&mut conn, None)
+                .expect("upsert_checked");
             assert!(matches!(upserted, Upserted::Inserted(_)), "{upserted:?}");
         });
     });
@@ -452,7 +462,10 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
         "insert_checked",
         "upsert_checked",
     ] {
-        assert!(operations.contains(operation), "{operation} in {operations:?}");
+        assert!(
+            operations.contains(operation),
+            "{operation} in {operations:?}"
+        );
     }
     for span in &spans {
         assert_eq!(span.attribute("db.system.name"), system, "{span:#?}");
@@ -461,7 +474,9 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
     // One duration per span, under the span's attributes, and no other.
     let mut expected: std::collections::BTreeMap<String, usize> = Default::default();
     for span in &spans {
-        *expected.entry(metric_key(OPERATION_DURATION, span)).or_default() += 1;
+        *expected
+            .entry(metric_key(OPERATION_DURATION, span))
+            .or_default() += 1;
     }
     let histograms = totals.histograms();
     let recorded: std::collections::BTreeMap<String, usize> = histograms
@@ -471,7 +486,10 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
         .collect();
     assert_eq!(recorded, expected, "{histograms:#?}");
     assert!(
-        histograms.values().flatten().all(|seconds| *seconds >= 0.0 && *seconds < 60.0),
+        histograms
+            .values()
+            .flatten()
+            .all(|seconds| *seconds >= 0.0 && *seconds < 60.0),
         "seconds: {histograms:?}"
     );
 

@@ -5,25 +5,15 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use diesel::{Insertable, Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use diesel_occ::Error;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::asynchronous::Combiner;
+use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::retry::RetryPolicy;
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{AsyncTestDb, Relay, wait, wait_until_async};
 
 use super::{AsyncConn as Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
 
 async fn seed(db: &AsyncTestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
@@ -130,7 +120,11 @@ async fn a_group_whose_commit_answer_is_lost_is_unknown_to_every_caller_and_neve
     .await;
     assert_eq!(first.expect("the first group"), 1);
     assert_eq!(relay.replies_lost(), 1, "the fault was placed");
-    assert_eq!(row(&db).await, (4, 3), "the first group and the committed second group, once");
+    assert_eq!(
+        row(&db).await,
+        (4, 3),
+        "the first group and the committed second group, once"
+    );
     assert_unknown(&rest);
 }
 
@@ -144,6 +138,10 @@ async fn a_group_whose_connection_is_lost_at_the_save_is_unknown_to_every_caller
     let policy = RetryPolicy::new().max_attempts(5);
     let (first, rest) = two_groups(&db, &relay, &policy, Relay::cut_all).await;
     assert_eq!(first.expect("the first group"), 1);
-    assert_eq!(row(&db).await, (1, 2), "nothing of the second group reached the server");
+    assert_eq!(
+        row(&db).await,
+        (1, 2),
+        "nothing of the second group reached the server"
+    );
     assert_unknown(&rest);
 }

@@ -7,22 +7,13 @@ use std::thread;
 
 use diesel::prelude::*;
 use diesel_occ::Error;
+use diesel_occ::blocking::Combiner;
 use diesel_occ::prelude::*;
 use diesel_occ::retry::RetryPolicy;
-use diesel_occ::blocking::Combiner;
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{Relay, TestDb, wait, wait_until};
 
 use super::{Conn, schema};
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
-#[diesel(table_name = schema::counters)]
-struct Counter {
-    id: i32,
-    value: i32,
-    label: Option<String>,
-    #[occ(version)]
-    version: i32,
-}
 
 fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
@@ -120,7 +111,11 @@ fn a_group_whose_commit_answer_is_lost_is_unknown_to_every_caller_and_never_reru
     });
     assert_eq!(first.expect("the first group"), 1);
     assert_eq!(relay.replies_lost(), 1, "the fault was placed");
-    assert_eq!(row(&db), (4, 3), "the first group and the committed second group, once");
+    assert_eq!(
+        row(&db),
+        (4, 3),
+        "the first group and the committed second group, once"
+    );
     assert_unknown(&rest);
 }
 
@@ -135,6 +130,10 @@ fn a_group_whose_connection_is_lost_at_the_save_is_unknown_to_every_caller_and_n
     let policy = RetryPolicy::new().max_attempts(5);
     let (first, rest) = two_groups(&db, &relay, &policy, Relay::cut_all);
     assert_eq!(first.expect("the first group"), 1);
-    assert_eq!(row(&db), (1, 2), "nothing of the second group reached the server");
+    assert_eq!(
+        row(&db),
+        (1, 2),
+        "nothing of the second group reached the server"
+    );
     assert_unknown(&rest);
 }
