@@ -2,8 +2,9 @@
 //! own only for a table or shape no other subject uses.
 //!
 //! Their tables are the same on every backend ([`crate::schema::counters`],
-//! [`crate::schema::accounts`], [`crate::schema::stamped`]), so one declaration serves
-//! the blocking and async scenarios of all three.
+//! [`crate::schema::accounts`], [`crate::schema::stamped`],
+//! [`crate::schema::wiki_articles`]), so one declaration serves the blocking and async
+//! scenarios of all three.
 
 use chrono::NaiveDateTime;
 use diesel::{Insertable, Queryable, Selectable};
@@ -113,4 +114,26 @@ pub struct Stamped {
     /// The token.
     #[occ(version)]
     pub updated_at: NaiveDateTime,
+}
+
+/// A row of `wiki_articles`, tracked, with a column (`views`) that atomic SQL keeps and
+/// checked saves never write (`#[occ(skip)]`).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = crate::schema::wiki_articles)]
+#[occ(track)]
+pub struct Article {
+    /// The key.
+    pub id: i32,
+    /// A column the writers edit.
+    pub title: String,
+    /// Another.
+    pub body: String,
+    /// A nullable one.
+    pub summary: Option<String>,
+    /// Maintained by atomic SQL elsewhere: never written by a checked save.
+    #[occ(skip)]
+    pub views: i32,
+    /// The token.
+    #[occ(version)]
+    pub version: i32,
 }

@@ -35,3 +35,17 @@ pub use cluster::{Access, Cluster, GaleraDb, PairFailover, PgReplicasDb};
 pub use db::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb, connect_async};
 pub use relay::Relay;
 pub use wait::{wait_until, wait_until_async};
+
+/// The conflict of a checked write that must have conflicted.
+///
+/// # Panics
+///
+/// When `result` is anything but [`diesel_occ::Error::Conflict`].
+pub fn expect_conflict<T: std::fmt::Debug>(
+    result: Result<T, diesel_occ::Error>,
+) -> diesel_occ::ConcurrencyConflict {
+    match result {
+        Err(diesel_occ::Error::Conflict(conflict)) => conflict,
+        other => panic!("expected a concurrency conflict, got {other:?}"),
+    }
+}

@@ -1,7 +1,7 @@
 //! The test tables (see `migrations/`), declared once per backend: only the UUID and
 //! timestamp column types differ (and PostgreSQL has `documents`, whose token is `xmin`).
-//! `counters`, `accounts` and `stamped` are declared once for all three, so that one
-//! entity each ([`crate::entities`]) serves every backend.
+//! `counters`, `accounts`, `stamped` and `wiki_articles` are declared once for all three,
+//! so that one entity each ([`crate::entities`]) serves every backend.
 
 #![allow(missing_docs)] // table! output, as in a Diesel schema.rs
 
@@ -31,9 +31,20 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    wiki_articles (id) {
+        id -> Integer,
+        title -> Text,
+        body -> Text,
+        summary -> Nullable<Text>,
+        views -> Integer,
+        version -> Integer,
+    }
+}
+
 macro_rules! tables {
     (uuid: $uuid:ty, timestamp: $timestamp:ty) => {
-        pub use super::{accounts, counters, stamped};
+        pub use super::{accounts, counters, stamped, wiki_articles};
 
         diesel::table! {
             small_counters (id) {
@@ -90,17 +101,6 @@ macro_rules! tables {
                 label -> Nullable<Text>,
                 qty -> Integer,
                 note -> Text,
-            }
-        }
-
-        diesel::table! {
-            wiki_articles (id) {
-                id -> Integer,
-                title -> Text,
-                body -> Text,
-                summary -> Nullable<Text>,
-                views -> Integer,
-                version -> Integer,
             }
         }
 

@@ -3,7 +3,7 @@
 
 use diesel::prelude::{Insertable, Queryable, Selectable};
 use diesel_occ::Dialect;
-use diesel_occ::{ConcurrencyConflict, Error, UuidToken, Versioned};
+use diesel_occ::{UuidToken, Versioned};
 use diesel_occ_tests::AsyncTestConnection;
 
 use super::super::dialect;
@@ -24,9 +24,4 @@ pub(super) fn guard_dialect() -> Dialect {
     dialect(AsyncConn::BACKEND)
 }
 
-pub(super) fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
+pub(super) use diesel_occ_tests::expect_conflict;

@@ -49,12 +49,7 @@ async fn seed_counter(db: &TestDb<Conn>) -> Counter {
     row
 }
 
-fn expect_conflict(result: Result<(), Error>) -> diesel_occ::ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
+use diesel_occ_tests::expect_conflict;
 
 /// Compiles only for a future that can move to another thread (`tokio::spawn`).
 #[flavour(asynchronous)]

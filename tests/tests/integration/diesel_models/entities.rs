@@ -2,7 +2,7 @@
 //! of `scenarios.rs`.
 
 use diesel::prelude::{AsChangeset, Insertable, Queryable, Selectable};
-use diesel_occ::{ChangesetColumns, ConcurrencyConflict, Error, UuidToken, Versioned};
+use diesel_occ::{ChangesetColumns, UuidToken, Versioned};
 
 use super::schema;
 use super::schema::counters;
@@ -62,9 +62,4 @@ pub(super) fn counter(id: i32, value: i32) -> Counter {
     }
 }
 
-pub(super) fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
+pub(super) use diesel_occ_tests::expect_conflict;

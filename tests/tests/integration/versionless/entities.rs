@@ -1,7 +1,7 @@
 //! The versionless entity of these scenarios, shared by both flavours of `scenarios.rs`.
 
 use diesel::prelude::{Insertable, Queryable, Selectable};
-use diesel_occ::{CheckValues, ConcurrencyConflict, ConflictState, Error, TokenValue, Versioned};
+use diesel_occ::{CheckValues, ConcurrencyConflict, ConflictState, TokenValue, Versioned};
 
 use super::schema;
 
@@ -27,12 +27,7 @@ pub(super) fn item(label: Option<&str>, qty: i32) -> Item {
     }
 }
 
-pub(super) fn expect_conflict<T: std::fmt::Debug>(result: Result<T, Error>) -> ConcurrencyConflict {
-    match result {
-        Err(Error::Conflict(conflict)) => conflict,
-        other => panic!("expected a concurrency conflict, got {other:?}"),
-    }
-}
+pub(super) use diesel_occ_tests::expect_conflict;
 
 /// The check columns' values a stale conflict names as the row's current ones.
 pub(super) fn current_values(conflict: &ConcurrencyConflict) -> &CheckValues {
