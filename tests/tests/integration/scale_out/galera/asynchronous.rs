@@ -367,9 +367,11 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     }
     let elapsed = started.elapsed();
 
+    let acknowledged = acknowledged.lock().unwrap().iter().copied().collect();
+    let unknown = unknown.lock().unwrap().clone();
     NodeKillRun {
-        acknowledged: acknowledged.lock().unwrap().iter().copied().collect(),
-        unknown: unknown.lock().unwrap().clone(),
+        acknowledged,
+        unknown,
         logged: increment_log::table
             .select(increment_log::op)
             .load(&mut causal(&db, 1).await)
