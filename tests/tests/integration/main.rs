@@ -38,7 +38,9 @@
 //! flavour's form. Subjects whose scenarios differ by flavour throughout (a combiner's
 //! threads and tasks, sessions killed under a pool, cancellation) keep a file per
 //! flavour instead, `blocking.rs` and `asynchronous.rs`, written against `Conn` and
-//! `AsyncConn`.
+//! `AsyncConn`. A subject with both (`retry`: its rules in `scenarios.rs`, its pools'
+//! own tests in the flavour files) includes the flavour files as `blocking_only` and
+//! `asynchronous_only`, beside the scenario file's `blocking` and `asynchronous`.
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each
 //! compiled once per backend by [`on_every_app_backend!`] with the apps built for that
@@ -104,11 +106,11 @@ macro_rules! app_db {
 /// `sqlite`, each giving the files below it `Conn` (blocking), `AsyncConn` and `schema`.
 /// The blocking MySQL module needs the client library (feature `mysql`). It takes
 /// `scenarios` (`scenarios.rs` as modules `blocking` and `asynchronous`, see the module
-/// docs), the flavours' own files (`blocking`, `asynchronous`) and the support they
-/// share: the
-/// subject's `entities` (`entities.rs`) and `setup` (`setup.rs`), or
-/// `asynchronous_counters` and `server_counters` from `shared/`, each a module of that
-/// name (`counters` for the shared ones).
+/// docs), the flavours' own files (`blocking`, `asynchronous`, or `blocking_only`,
+/// `asynchronous_only` beside `scenarios`) and the support they share: the subject's
+/// `entities` (`entities.rs`) and `setup` (`setup.rs`), or `asynchronous_counters` and
+/// `server_counters` from `shared/`, each a module of that name (`counters` for the
+/// shared ones).
 macro_rules! on_every_backend {
     ($($flavour:ident),+) => {
         // The files sit beside the subject's mod.rs, not in a directory per backend.
