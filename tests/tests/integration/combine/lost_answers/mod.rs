@@ -5,4 +5,4 @@
 //! what the server committed. The faults are placed by the relay and by the group's own
 //! changes, never by timing.
 
-on_every_server!(blocking, asynchronous);
+on_every_server!(scenarios);
