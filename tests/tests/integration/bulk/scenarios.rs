@@ -109,12 +109,7 @@ async fn bulk_update_wraps_an_i64_token_at_max() {
 async fn seed_accounts(conn: &mut Conn, n: i32) {
     for id in 1..=n {
         diesel::insert_into(schema::accounts::table)
-            .values(Account {
-                id,
-                balance: 100,
-                deleted: false,
-                version: 1,
-            })
+            .values(Account::new(id, 100))
             .execute(conn)
             .await
             .expect("insert account");

@@ -22,12 +22,7 @@ async fn raw_update(conn: &mut Conn, sql: &str) {
 #[flavour]
 async fn seed_account(db: &TestDb<Conn>) {
     diesel::insert_into(schema::accounts::table)
-        .values(Account {
-            id: 1,
-            balance: 100,
-            deleted: false,
-            version: 1,
-        })
+        .values(Account::new(1, 100))
         .execute(&mut db.conn().await)
         .await
         .expect("insert account");

@@ -28,12 +28,7 @@ struct Stock {
 
 fn seed(db: &TestDb<Conn>) {
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 1,
-            value: 0,
-            label: None,
-            version: 1,
-        })
+        .values(Counter::new(1, 0))
         .execute(&mut db.conn())
         .expect("seed");
 }
@@ -262,12 +257,7 @@ fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combiner() {
     let db = test_db!();
     seed(&db);
     diesel::insert_into(schema::counters::table)
-        .values(Counter {
-            id: 2,
-            value: 0,
-            label: None,
-            version: 1,
-        })
+        .values(Counter::new(2, 0))
         .execute(&mut db.conn())
         .expect("seed row 2");
     let combiner = Combiner::<Counter>::new();

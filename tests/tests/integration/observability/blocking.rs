@@ -20,14 +20,7 @@ use crate::observe::{Exported, ExportedSpan, KeyValues, system_name};
 use diesel_occ_tests::entities::Counter;
 
 fn seed(conn: &mut Conn, ids: std::ops::RangeInclusive<i32>) {
-    let rows: Vec<_> = ids
-        .map(|id| Counter {
-            id,
-            value: 0,
-            label: None,
-            version: 1,
-        })
-        .collect();
+    let rows: Vec<_> = ids.map(|id| Counter::new(id, 0)).collect();
     diesel::insert_into(schema::counters::table)
         .values(&rows)
         .execute(conn)
@@ -422,12 +415,7 @@ fn every_checked_write_records_its_duration_under_its_span_attributes() {
                 .delete_checked(&mut conn)
                 .expect("tracked delete_checked");
 
-            let mut new = Counter {
-                id: 5,
-                value: 0,
-                label: None,
-                version: 1,
-            };
+            let mut new = Counter::new(5, 0);
             new.insert_checked(&mut conn).expect("insert_checked");
             let mut fresh = Counter {
                 id: 6,

@@ -14,12 +14,7 @@ async fn soft_delete_is_checked_and_advances_the_token() {
     let db = db!();
     let mut conn = db.conn().await;
     diesel::insert_into(schema::accounts::table)
-        .values(Account {
-            id: 1,
-            balance: 100,
-            deleted: false,
-            version: 1,
-        })
+        .values(Account::new(1, 100))
         .execute(&mut conn)
         .await
         .expect("insert account");
