@@ -249,12 +249,7 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     for a in &mut batch {
         a.balance = 0;
     }
-    let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-        "pg_backend_pid()",
-    ))
-    .get_result(&mut conn)
-    .await
-    .expect("pid");
+    let pid = backend_pid(&mut conn).await;
     let mut locker = db.conn().await;
     locker
         .batch_execute("BEGIN; SELECT * FROM accounts WHERE id = 50 FOR UPDATE")
@@ -419,63 +414,8 @@ async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
 /// has written but not committed; that writer commits a new token; PostgreSQL checks
 /// the join again against the committed row (EvalPlanQual), so that entity is a
 /// conflict, never a silent overwrite, and the batch writes nothing. The interleaving
-/// is forced: the other writer commits only once the batch waits for its lock, the
-/// batch saving on a thread of its own.
-#[flavour(blocking)]
-#[test]
-fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
-    if Conn::BACKEND != Backend::Postgres {
-        return;
-    }
-    let db = db!();
-    seed_accounts_in(&db, 3);
-    let mut conn = db.conn();
-    let mut batch = accounts(&mut conn, 3);
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let before = batch.clone();
-    let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-        "pg_backend_pid()",
-    ))
-    .get_result(&mut conn)
-    .expect("pid");
-
-    // The other writer saves account 2 with the library, inside a transaction it
-    // keeps open: the row is locked, the new token not committed yet.
-    let mut other = db.conn();
-    other.batch_execute("BEGIN").expect("begin");
-    let mut two = account(&mut other, 2);
-    two.balance = 42;
-    two.save_checked(&mut other).expect("other save");
-
-    let saver = std::thread::spawn(move || {
-        let outcome = batch.save_all_checked(&mut conn);
-        (batch, outcome)
-    });
-    let mut watcher = db.conn();
-    wait_for_lock(&mut watcher, pid);
-    other.batch_execute("COMMIT").expect("commit");
-    let (batch, outcome) = saver.join().expect("the batch thread");
-
-    let error = outcome.expect_err("the batch must not overwrite the committed write");
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
-    assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
-    assert_eq!(batch, before, "no token advanced");
-    let rows = accounts(&mut watcher, 3);
-    assert_eq!(
-        rows.iter()
-            .map(|a| (a.balance, a.version))
-            .collect::<Vec<_>>(),
-        [(100, 1), (42, 2), (100, 1)],
-        "the other writer's commit stands, the batch wrote nothing"
-    );
-}
-
-/// The same on a task: the batch's statement waits for the row's lock on a task of its
-/// own while the test commits the other writer.
-#[flavour(asynchronous)]
+/// is forced: the other writer commits only once the batch waits for its lock.
+#[flavour]
 #[tokio::test]
 async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
     if Conn::BACKEND != Backend::Postgres {
@@ -489,34 +429,32 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
         a.balance = 0;
     }
     let before = batch.clone();
-    let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-        "pg_backend_pid()",
-    ))
-    .get_result(&mut conn)
-    .await
-    .expect("pid");
+    let pid = backend_pid(&mut conn).await;
 
+    // The other writer saves account 2 with the library, inside a transaction it
+    // keeps open: the row is locked, the new token not committed yet.
     let mut other = db.conn().await;
     other.batch_execute("BEGIN").await.expect("begin");
     let mut two = account(&mut other, 2).await;
     two.balance = 42;
     two.save_checked(&mut other).await.expect("other save");
 
-    let saver = tokio::spawn(async move {
-        let outcome = batch.save_all_checked(&mut conn).await;
-        (batch, outcome)
-    });
     let mut watcher = db.conn().await;
-    wait_for_lock(&mut watcher, pid).await;
-    other.batch_execute("COMMIT").await.expect("commit");
-    let (batch, outcome) = saver.await.expect("the batch task");
+    let outcome = beside(
+        async || batch.save_all_checked(&mut conn).await,
+        async move || {
+            wait_for_lock(&mut watcher, pid).await;
+            other.batch_execute("COMMIT").await.expect("commit");
+        },
+    )
+    .await;
 
     let error = outcome.expect_err("the batch must not overwrite the committed write");
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
     assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
     assert_eq!(batch, before, "no token advanced");
-    let rows = accounts(&mut watcher, 3).await;
+    let rows = accounts(&mut db.conn().await, 3).await;
     assert_eq!(
         rows.iter()
             .map(|a| (a.balance, a.version))
@@ -524,6 +462,34 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
         [(100, 1), (42, 2), (100, 1)],
         "the other writer's commit stands, the batch wrote nothing"
     );
+}
+
+/// Runs `save` on a thread of its own while `meanwhile` runs on the test's (which
+/// drops what it holds, releasing the batch, if it panics).
+#[flavour(blocking)]
+fn beside<T: Send>(save: impl FnOnce() -> T + Send, meanwhile: impl FnOnce()) -> T {
+    std::thread::scope(|scope| {
+        let saver = scope.spawn(save);
+        meanwhile();
+        saver.join().expect("the batch thread")
+    })
+}
+
+/// Polls `save` and `meanwhile` together on the test's task.
+#[flavour(asynchronous)]
+async fn beside<T>(save: impl AsyncFnOnce() -> T, meanwhile: impl AsyncFnOnce()) -> T {
+    tokio::join!(save(), meanwhile()).0
+}
+
+/// The PostgreSQL backend process serving `conn`.
+#[flavour]
+async fn backend_pid(conn: &mut Conn) -> i32 {
+    diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+        "pg_backend_pid()",
+    ))
+    .get_result(conn)
+    .await
+    .expect("pid")
 }
 
 /// Waits until the backend `pid` waits for a lock: the state is polled, the test never
@@ -551,7 +517,6 @@ async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
 async fn saves_a_batch_and_names_a_stale_entity<T>(
     db: &TestDb<Conn>,
     kind: Kind,
-    table: &str,
     load: impl AsyncFn(&mut Conn) -> Vec<T>,
     edit: fn(&mut T),
 ) where
@@ -567,7 +532,7 @@ async fn saves_a_batch_and_names_a_stale_entity<T>(
     batch.iter_mut().for_each(edit);
     let log = StatementCounter::install_in_flavour(&mut conn);
     batch.save_all_checked(&mut conn).await.expect("batch save");
-    assert_batch_statements(Conn::BACKEND, table, &log.take_sql(), 3);
+    assert_batch_statements(Conn::BACKEND, kind.table(), &log.take_sql(), 3);
     let saved = load(&mut conn).await;
     assert_eq!(saved, batch, "every row written, every token fresh");
 
@@ -589,102 +554,47 @@ async fn saves_a_batch_and_names_a_stale_entity<T>(
     assert_ne!(rows[1], saved[1], "the other writer's row stands");
 }
 
+/// One test per entity shape (see `entities.rs`): `$entity`'s three rows of `$kind`,
+/// loaded from `$table` in key order, with `$edit` applied to each, saved and checked
+/// as [`saves_a_batch_and_names_a_stale_entity`] describes.
 #[flavour]
-#[tokio::test]
-async fn a_batch_of_uuid_tokens_is_saved_and_checked() {
-    let db = db!();
-    saves_a_batch_and_names_a_stale_entity::<Ticket>(
-        &db,
-        Kind::Tickets,
-        "tickets",
-        async |conn: &mut Conn| {
-            use schema::tickets::dsl::*;
-            let query = tickets.order(id).select(Ticket::as_select());
-            query.load(conn).await.expect("tickets")
-        },
-        |t| t.seat.push('!'),
-    )
-    .await;
+macro_rules! a_batch_of_each_shape_is_saved_and_checked {
+    ($($test:ident: $entity:ident, Kind::$kind:ident, $($table:ident)::+ by $order:expr,
+        edit $edit:expr;)+) => {$(
+        #[tokio::test]
+        async fn $test() {
+            saves_a_batch_and_names_a_stale_entity::<$entity>(
+                &db!(),
+                Kind::$kind,
+                async |conn: &mut Conn| {
+                    use $($table)::+::columns::*;
+                    let query = $($table)::+::table.order($order).select($entity::as_select());
+                    query.load(conn).await.expect(stringify!($kind))
+                },
+                $edit,
+            )
+            .await;
+        }
+    )+};
 }
 
-#[flavour]
-#[tokio::test]
-async fn a_batch_of_microsecond_timestamp_tokens_is_saved_and_checked() {
-    let db = db!();
-    saves_a_batch_and_names_a_stale_entity::<Stamp>(
-        &db,
-        Kind::Stamped,
-        "stamped",
-        async |conn: &mut Conn| {
-            use schema::stamped::dsl::*;
-            let query = stamped.order(id).select(Stamp::as_select());
-            query.load(conn).await.expect("stamped")
-        },
-        |s| s.value += 10,
-    )
-    .await;
-}
-
-#[flavour]
-#[tokio::test]
-async fn a_batch_of_composite_keys_is_saved_and_checked() {
-    let db = db!();
-    saves_a_batch_and_names_a_stale_entity::<OrderLine>(
-        &db,
-        Kind::OrderLines,
-        "order_lines",
-        async |conn: &mut Conn| {
-            use schema::order_lines::dsl::*;
-            let query = order_lines
-                .order((order_id, line_no))
-                .select(OrderLine::as_select());
-            query.load(conn).await.expect("order lines")
-        },
-        |l| l.quantity += 10,
-    )
-    .await;
-}
-
-#[flavour]
-#[tokio::test]
-async fn a_batch_of_renamed_columns_is_saved_and_checked() {
-    let db = db!();
-    saves_a_batch_and_names_a_stale_entity::<Note>(
-        &db,
-        Kind::Notes,
-        "notes",
-        async |conn: &mut Conn| {
-            use schema::notes::dsl::*;
-            let query = notes.order(note_id).select(Note::as_select());
-            query.load(conn).await.expect("notes")
-        },
-        |n| n.body.push('!'),
-    )
-    .await;
-}
-
-#[flavour]
-#[tokio::test]
-async fn a_batch_writing_null_to_every_row_of_a_bigint_column_is_saved_and_checked() {
-    let db = db!();
-    saves_a_batch_and_names_a_stale_entity::<WorkItem>(
-        &db,
-        Kind::WorkItems,
-        "work_items",
-        async |conn: &mut Conn| {
-            let query = work_items::table
-                .order(work_items::id)
-                .select(WorkItem::as_select());
-            query.load(conn).await.expect("work items")
-        },
-        |w| {
+a_batch_of_each_shape_is_saved_and_checked! {
+    a_batch_of_uuid_tokens_is_saved_and_checked:
+        Ticket, Kind::Tickets, schema::tickets by id, edit |t| t.seat.push('!');
+    a_batch_of_microsecond_timestamp_tokens_is_saved_and_checked:
+        Stamp, Kind::Stamped, schema::stamped by id, edit |s| s.value += 10;
+    a_batch_of_composite_keys_is_saved_and_checked:
+        OrderLine, Kind::OrderLines, schema::order_lines by (order_id, line_no),
+        edit |l| l.quantity += 10;
+    a_batch_of_renamed_columns_is_saved_and_checked:
+        Note, Kind::Notes, schema::notes by note_id, edit |n| n.body.push('!');
+    a_batch_writing_null_to_every_row_of_a_bigint_column_is_saved_and_checked:
+        WorkItem, Kind::WorkItems, work_items by id, edit |w| {
             w.status = "PENDING".into();
             w.lease_owner = None;
             w.lease_expires_at = None;
             w.fence += 1;
-        },
-    )
-    .await;
+        };
 }
 
 /// An `Option` field without `treat_none_as_null`: `None` leaves the column alone in a

@@ -53,6 +53,20 @@ pub(super) enum Kind {
     Counters,
 }
 
+impl Kind {
+    /// The kind's table.
+    pub(super) fn table(self) -> &'static str {
+        match self {
+            Kind::Tickets => "tickets",
+            Kind::Stamped => "stamped",
+            Kind::OrderLines => "order_lines",
+            Kind::Notes => "notes",
+            Kind::WorkItems => "work_items",
+            Kind::Counters => "counters",
+        }
+    }
+}
+
 /// A UUID literal: `uuid` on PostgreSQL, 16 bytes elsewhere.
 fn uuid(backend: Backend, n: u8) -> String {
     let hex = format!("{:032x}", u128::from(n));

@@ -21,7 +21,7 @@ use chrono::NaiveDateTime;
 #[flavour(blocking)]
 use diesel::connection::TransactionManager;
 #[flavour(asynchronous)]
-use diesel_async::{AsyncConnection, TransactionManager};
+use diesel_async::TransactionManager;
 #[flavour(asynchronous)]
 use diesel_occ::asynchronous::transaction;
 #[flavour(blocking)]
@@ -35,134 +35,84 @@ use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter
 use super::schema;
 
 #[flavour]
-async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
-    for &id in ids {
+async fn insert_counters(conn: &mut Conn, rows: &[Counter]) {
+    for row in rows {
         diesel::insert_into(schema::counters::table)
-            .values(Counter::new(id, 0))
-            .execute(conn)
+            .values(row)
+            .execute(&mut *conn)
             .await
-            .expect("seed counter");
+            .expect("seed counters");
     }
 }
 
-/// The four steps, for one token kind: a save inside a transaction that
+/// Counters `ids`, value 0, token 1.
+#[flavour]
+async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
+    let rows: Vec<Counter> = ids.iter().map(|&id| Counter::new(id, 0)).collect();
+    insert_counters(conn, &rows).await;
+}
+
+/// One test per token kind, in four steps: a save inside a transaction that
 /// rolls back, another writer's legitimate save, then the rolled-back
 /// entity's next save, which must be a typed conflict.
 #[flavour]
-macro_rules! rolled_back_save {
-    ($entity:ident, $table:ident, $row:expr, $field:ident) => {{
-        let db = db!();
-        let mut conn = db.conn().await;
-        diesel::insert_into(schema::$table::table)
-            .values($row)
-            .execute(&mut conn)
-            .await
-            .expect("seed");
-        let read = $entity::find(&mut conn, 1).await.expect("read");
-        let mut mine = read.clone();
+macro_rules! rolled_back_save_then_conflicts {
+    ($($test:ident: $entity:ident in $table:ident, edit $field:ident, seed $row:expr;)+) => {$(
+        #[tokio::test]
+        async fn $test() {
+            let db = db!();
+            let mut conn = db.conn().await;
+            diesel::insert_into(schema::$table::table)
+                .values($row)
+                .execute(&mut conn)
+                .await
+                .expect("seed");
+            let read = $entity::find(&mut conn, 1).await.expect("read");
+            let mut mine = read.clone();
 
-        // 1. Saved inside a transaction that rolls back.
-        mine.$field += 1;
-        let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
-            mine.save_checked(conn).await?;
-            Err::<(), _>(rollback())
-        })
-        .await;
-        assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
-        assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
-        // The entity keeps its edit and the token it read.
-        assert_eq!(mine.token(), read.token());
+            // 1. Saved inside a transaction that rolls back.
+            mine.$field += 1;
+            let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+                mine.save_checked(conn).await?;
+                Err::<(), _>(rollback())
+            })
+            .await;
+            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
+            // The entity keeps its edit and the token it read.
+            assert_eq!(mine.token(), read.token());
 
-        // 2. Another writer saves, legitimately.
-        let mut other = db.conn().await;
-        let mut theirs = $entity::find(&mut other, 1).await.expect("their read");
-        theirs.$field += 10;
-        theirs.save_checked(&mut other).await.expect("their save");
+            // 2. Another writer saves, legitimately.
+            let mut other = db.conn().await;
+            let mut theirs = $entity::find(&mut other, 1).await.expect("their read");
+            theirs.$field += 10;
+            theirs.save_checked(&mut other).await.expect("their save");
 
-        // 3. The rolled-back entity's next save is a typed conflict.
-        let error = mine.save_checked(&mut conn).await.unwrap_err();
-        let conflict = error.as_conflict().expect("a conflict");
-        assert_eq!(
-            conflict.state(),
-            &ConflictState::Stale {
-                current: theirs.token().to_value()
-            }
-        );
-        // 4. Their write stands.
-        assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
-    }};
+            // 3. The rolled-back entity's next save is a typed conflict.
+            let error = mine.save_checked(&mut conn).await.unwrap_err();
+            let conflict = error.as_conflict().expect("a conflict");
+            assert_eq!(
+                conflict.state(),
+                &ConflictState::Stale {
+                    current: theirs.token().to_value()
+                }
+            );
+            // 4. Their write stands.
+            assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
+        }
+    )+};
 }
 
-#[flavour]
-#[tokio::test]
-async fn rolled_back_save_then_conflicts_i16() {
-    rolled_back_save!(
-        SmallCounter,
-        small_counters,
-        SmallCounter {
-            id: 1,
-            value: 0,
-            version: 1
-        },
-        value
-    );
-}
-#[flavour]
-#[tokio::test]
-async fn rolled_back_save_then_conflicts_i32() {
-    rolled_back_save!(
-        Counter,
-        counters,
-        Counter {
-            id: 1,
-            value: 0,
-            label: None,
-            version: 1
-        },
-        value
-    );
-}
-#[flavour]
-#[tokio::test]
-async fn rolled_back_save_then_conflicts_i64() {
-    rolled_back_save!(
-        BigCounter,
-        big_counters,
-        BigCounter {
-            id: 1,
-            value: 0,
-            version: 1
-        },
-        value
-    );
-}
-#[flavour]
-#[tokio::test]
-async fn rolled_back_save_then_conflicts_uuid() {
-    rolled_back_save!(
-        Stock,
-        stock,
-        Stock {
-            id: 1,
-            available: 5,
-            version: UuidToken::initial()
-        },
-        available
-    );
-}
-#[flavour]
-#[tokio::test]
-async fn rolled_back_save_then_conflicts_timestamp() {
-    rolled_back_save!(
-        Stamped,
-        stamped,
-        Stamped {
-            id: 1,
-            value: 0,
-            updated_at: NaiveDateTime::initial()
-        },
-        value
-    );
+rolled_back_save_then_conflicts! {
+    rolled_back_save_then_conflicts_i16: SmallCounter in small_counters, edit value,
+        seed SmallCounter { id: 1, value: 0, version: 1 };
+    rolled_back_save_then_conflicts_i32: Counter in counters, edit value, seed counter(1, 1);
+    rolled_back_save_then_conflicts_i64: BigCounter in big_counters, edit value,
+        seed BigCounter { id: 1, value: 0, version: 1 };
+    rolled_back_save_then_conflicts_uuid: Stock in stock, edit available,
+        seed Stock { id: 1, available: 5, version: UuidToken::initial() };
+    rolled_back_save_then_conflicts_timestamp: Stamped in stamped, edit value,
+        seed Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() };
 }
 
 /// When nobody else wrote, the restored entity saves as if the rolled-back
@@ -340,44 +290,273 @@ async fn rolled_back_transaction_drops_entities_the_closure_added() {
     assert_eq!(tokens, [(1, 1)]);
 }
 
-// ---- the blocking flavour's own ----
+/// A trigger that silently skips the write (PostgreSQL `RETURN NULL`, SQLite
+/// `RAISE(IGNORE)`; MySQL has no such trigger): the save, alone or inside a
+/// transaction, is an unmatched conflict, not a stale one, and not retryable.
+#[flavour]
+#[tokio::test]
+async fn skipped_write_is_unmatched_not_stale() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let ddl = match Conn::BACKEND {
+        Backend::Postgres => {
+            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
+        }
+        _ => return,
+    };
+    conn.batch_execute(ddl).await.expect("trigger");
+    for in_tx in [false, true] {
+        let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+        mine.value = 5;
+        let error = if in_tx {
+            let mine = &mut mine;
+            conn.transaction(async |conn| mine.save_checked(conn).await)
+                .await
+                .unwrap_err()
+        } else {
+            mine.save_checked(&mut conn).await.unwrap_err()
+        };
+        let conflict = error.as_conflict().expect("a conflict");
+        let case = format!("in a transaction: {in_tx}");
+        assert_eq!(
+            conflict.state(),
+            &ConflictState::Unmatched,
+            "{case}: {conflict}"
+        );
+        assert_eq!(conflict.current::<i32>(), None, "{case}");
+        assert!(!error.is_retryable(), "{case}");
+        assert_eq!(mine.version, 1, "{case}");
+    }
+}
 
-/// A panic inside the closure rolls the transaction back before it resumes:
-/// the connection is left outside any transaction, so a later checked save
-/// on it commits (another connection sees it), and the entity's token is the
-/// one it read.
-#[flavour(blocking)]
-#[test]
-fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
-    let mut mine = Counter::find(&mut conn, 1).expect("read");
+/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
+/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
+/// so it commits the closure's other write, and the entity holds the committed token.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    insert_counters(&mut conn, &[counter(1, 1), counter(2, 1)]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| -> Result<(), Error> {
-            mine.save_checked(conn)?;
-            panic!("a bug inside the transaction");
+    transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.save_checked(conn).await?;
+        let mut taken = counter(2, 0);
+        match taken.insert_checked(conn).await {
+            Err(Error::UniqueViolation(_)) => {}
+            other => panic!("expected a taken key, got {other:?}"),
+        }
+        match taken.upsert_checked(conn, None).await {
+            Err(Error::Conflict(_)) => {}
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        Ok::<_, Error>(())
+    })
+    .await
+    .expect("the transaction commits");
+    assert_eq!(Counter::find(&mut conn, 1).await.expect("read"), mine);
+}
+
+/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
+/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
+/// MySQL and SQLite only the statement failed and the transaction commits. Either way
+/// `Ok` means committed, and the entity holds the row's token.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caught_database_error_is_never_reported_committed() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        mine.save_checked(conn).await?;
+        let failed = diesel::sql_query("SELECT no_such_column FROM counters")
+            .execute(conn)
+            .await;
+        assert!(failed.is_err(), "the statement fails");
+        Ok::<_, Error>(())
+    })
+    .await;
+    let row = Counter::find(&mut conn, 1).await.expect("read");
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(
+            outcome.is_err(),
+            "an aborted transaction is not Ok: {outcome:?}"
+        );
+        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the transaction commits");
+        assert_eq!(row.value, 5);
+    }
+    assert_eq!(
+        mine.version, row.version,
+        "the entity holds the row's token"
+    );
+    mine.value = 6;
+    mine.save_checked(&mut conn)
+        .await
+        .expect("the entity saves on the usable connection");
+
+    // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
+    // error too, and the caller's transaction is usable after it.
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    let before = mine.clone();
+    let (before, mine) = (&before, &mut mine);
+    let outer = conn
+        .transaction(async |conn| {
+            let inner = transaction(conn, &mut *mine, async |conn, mine| {
+                mine.value = 7;
+                mine.save_checked(conn).await?;
+                let _ = diesel::sql_query("SELECT no_such_column FROM counters")
+                    .execute(conn)
+                    .await;
+                Ok::<_, Error>(())
+            })
+            .await;
+            let aborted = inner.is_err();
+            let kept = if aborted { 0 } else { 1 };
+            assert_eq!(
+                mine.version,
+                before.version + kept,
+                "given back unless committed"
+            );
+            Counter::find(conn, 1).await?;
+            Ok::<_, Error>(aborted)
         })
-    }));
+        .await
+        .expect("the caller's transaction is usable and commits");
+    assert_eq!(outer, Conn::BACKEND == Backend::Postgres);
+}
+
+/// A single entity the closure replaced with another row's entity, then rolled back:
+/// it gets back the entity passed in, never the other row with the first row's token
+/// (which the other row reaches later, letting a stale save through).
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    insert_counters(&mut conn, &[counter(1, 2), counter(2, 1)]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    let passed_in = mine.clone();
+    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+        **mine = Counter::find(conn, 2).await?;
+        mine.value = 7;
+        mine.save_checked(conn).await?;
+        Err::<(), _>(rollback())
+    })
+    .await;
+    assert!(outcome.is_err());
+    assert_eq!(mine, passed_in, "the entity as passed in");
+
+    // Another writer moves row 2 to version 2, the token row 1 held.
+    let mut theirs = Counter::find(&mut conn, 2).await.expect("read");
+    theirs.value = 3;
+    theirs.save_checked(&mut conn).await.expect("their save");
+    mine.value = 8;
+    mine.save_checked(&mut conn)
+        .await
+        .expect("row 1 is as read");
+    assert_eq!(
+        Counter::find(&mut conn, 2).await.expect("read"),
+        theirs,
+        "row 2 is theirs"
+    );
+
+    // The same for a tracked entity.
+    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
+    let passed_in = tracked.clone();
+    let outcome = transaction(&mut conn, &mut tracked, async |conn, tracked| {
+        **tracked = Tracked::new(Counter::find(conn, 2).await?);
+        tracked.edit().value = 9;
+        tracked.save_checked(conn).await?;
+        Err::<(), _>(rollback())
+    })
+    .await;
+    assert!(outcome.is_err());
+    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
+}
+
+/// Runs `run`, catching a panic raised inside it.
+#[flavour(blocking)]
+fn catch_panic<T>(run: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+}
+
+/// Polls `run`'s future to its end, catching a panic raised while it is polled (the
+/// test holds the connection it borrows, so the panic cannot be caught at a task's join).
+#[flavour(asynchronous)]
+async fn catch_panic<T>(run: impl AsyncFnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
+    let mut future = pin!(run());
+    poll_fn(
+        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        },
+    )
+    .await
+}
+
+/// A panic inside the closure rolls the transaction back before it resumes: the
+/// connection is left outside any transaction and usable, so a later checked save on
+/// it commits (another connection sees it), and the entity's token is the one it read.
+#[flavour]
+#[tokio::test]
+async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed_counters(&mut conn, &[1]).await;
+    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
+    mine.value = 5;
+    let caught = catch_panic(async || {
+        transaction(
+            &mut conn,
+            &mut mine,
+            async |conn, mine| -> Result<(), Error> {
+                mine.save_checked(conn).await?;
+                panic!("a bug inside the transaction");
+            },
+        )
+        .await
+    })
+    .await;
     assert!(caught.is_err(), "the panic resumes in the caller");
     assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
+    let depth = <Conn as Connection>::TransactionManager::transaction_manager_status_mut(&mut conn)
+        .transaction_depth();
+    assert!(
+        matches!(depth, Ok(None)),
+        "not left usable outside a transaction: {depth:?}"
+    );
 
-    let mut again = Counter::find(&mut conn, 1).expect("read again");
+    let mut again = Counter::find(&mut conn, 1).await.expect("read again");
     assert_eq!(
         (again.value, again.version),
         (0, 1),
         "the save was rolled back"
     );
     again.value = 7;
-    again.save_checked(&mut conn).expect("a later save");
-    let mut other = db.conn();
+    again.save_checked(&mut conn).await.expect("a later save");
+    let mut other = db.conn().await;
     assert_eq!(
-        Counter::find(&mut other, 1).expect("their read").value,
+        Counter::find(&mut other, 1)
+            .await
+            .expect("their read")
+            .value,
         7,
         "the later save was committed"
     );
 }
+
+// ---- the blocking flavour's own ----
 
 /// Without the restoring transaction the rolled-back token survives in
 /// memory, and the entity's next save overwrites another writer's row:
@@ -401,119 +580,6 @@ fn control_plain_transaction_rollback_loses_an_update() {
     theirs.save_checked(&mut other).expect("their save");
     mine.save_checked(&mut conn).expect("the stale save wins");
     assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 1);
-}
-
-/// A trigger that silently skips the write (PostgreSQL `RETURN NULL`,
-/// SQLite `RAISE(IGNORE)`; MySQL has no such trigger).
-#[flavour(blocking)]
-fn skip_writes(conn: &mut Conn) -> bool {
-    let ddl = match Conn::BACKEND {
-        Backend::Postgres => {
-            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
-             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
-        }
-        Backend::Sqlite => {
-            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
-        }
-        _ => return false,
-    };
-    conn.batch_execute(ddl).expect("trigger");
-    true
-}
-
-#[flavour(blocking)]
-#[test]
-fn skipped_write_is_unmatched_not_stale() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
-    if !skip_writes(&mut conn) {
-        return;
-    }
-    for in_tx in [false, true] {
-        let mut mine = Counter::find(&mut conn, 1).expect("read");
-        mine.value = 5;
-        let error = if in_tx {
-            conn.transaction(|conn| mine.save_checked(conn))
-                .unwrap_err()
-        } else {
-            mine.save_checked(&mut conn).unwrap_err()
-        };
-        let conflict = error.as_conflict().expect("a conflict");
-        assert_eq!(conflict.state(), &ConflictState::Unmatched, "{conflict}");
-        assert_eq!(conflict.current::<i32>(), None);
-        assert!(!error.is_retryable());
-        assert_eq!(mine.version, 1);
-    }
-}
-
-/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
-/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
-/// so it commits the closure's other write, and the entity holds the committed token.
-#[flavour(blocking)]
-#[test]
-fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    diesel::insert_into(schema::counters::table)
-        .values([counter(1, 1), counter(2, 1)])
-        .execute(&mut conn)
-        .expect("seed");
-    let mut mine = Counter::find(&mut conn, 1).expect("read");
-    mine.value = 5;
-    diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
-        mine.save_checked(conn)?;
-        let mut taken = counter(2, 0);
-        match taken.insert_checked(conn) {
-            Err(Error::UniqueViolation(_)) => {}
-            other => panic!("expected a taken key, got {other:?}"),
-        }
-        match taken.upsert_checked(conn, None) {
-            Err(Error::Conflict(_)) => {}
-            other => panic!("expected a conflict, got {other:?}"),
-        }
-        Ok::<_, Error>(())
-    })
-    .expect("the transaction commits");
-    assert_eq!(Counter::find(&mut conn, 1).expect("read"), mine);
-}
-
-/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
-/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
-/// MySQL and SQLite only the statement failed and the transaction commits. Either way
-/// `Ok` means committed, and the entity holds the row's token.
-#[flavour(blocking)]
-#[test]
-fn a_caught_database_error_is_never_reported_committed() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
-    let mut mine = Counter::find(&mut conn, 1).expect("read");
-    mine.value = 5;
-    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
-        mine.save_checked(conn)?;
-        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
-        assert!(failed.is_err(), "the statement fails");
-        Ok::<_, Error>(())
-    });
-    let row = Counter::find(&mut conn, 1).expect("read");
-    if Conn::BACKEND == Backend::Postgres {
-        assert!(
-            outcome.is_err(),
-            "an aborted transaction is not Ok: {outcome:?}"
-        );
-        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
-    } else {
-        outcome.expect("only the statement failed: the transaction commits");
-        assert_eq!(row.value, 5);
-    }
-    assert_eq!(
-        mine.version, row.version,
-        "the entity holds the row's token"
-    );
-    mine.value = 6;
-    mine.save_checked(&mut conn)
-        .expect("the entity saves on the usable connection");
 }
 
 /// The same through the retry helper's transactional attempt (an escalated one).
@@ -546,54 +612,6 @@ fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() 
         outcome.expect("only the statement failed: the attempt commits");
         assert_eq!(row.value, 5);
     }
-}
-
-/// A single entity the closure replaced with another row's entity, then rolled back:
-/// it gets back the entity passed in, never the other row with the first row's token
-/// (which the other row reaches later, letting a stale save through).
-#[flavour(blocking)]
-#[test]
-fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    diesel::insert_into(schema::counters::table)
-        .values([counter(1, 2), counter(2, 1)])
-        .execute(&mut conn)
-        .expect("seed");
-    let mut mine = Counter::find(&mut conn, 1).expect("read");
-    let passed_in = mine.clone();
-    let outcome = diesel_occ::transaction(&mut conn, &mut mine, |conn, mine| {
-        **mine = Counter::find(conn, 2)?;
-        mine.value = 7;
-        mine.save_checked(conn)?;
-        Err::<(), _>(rollback())
-    });
-    assert!(outcome.is_err());
-    assert_eq!(mine, passed_in, "the entity as passed in");
-
-    // Another writer moves row 2 to version 2, the token row 1 held.
-    let mut theirs = Counter::find(&mut conn, 2).expect("read");
-    theirs.value = 3;
-    theirs.save_checked(&mut conn).expect("their save");
-    mine.value = 8;
-    mine.save_checked(&mut conn).expect("row 1 is as read");
-    assert_eq!(
-        Counter::find(&mut conn, 2).expect("read"),
-        theirs,
-        "row 2 is theirs"
-    );
-
-    // The same for a tracked entity.
-    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).expect("read"));
-    let passed_in = tracked.clone();
-    let outcome = diesel_occ::transaction(&mut conn, &mut tracked, |conn, tracked| {
-        **tracked = Tracked::new(Counter::find(conn, 2)?);
-        tracked.edit().value = 9;
-        tracked.save_checked(conn)?;
-        Err::<(), _>(rollback())
-    });
-    assert!(outcome.is_err());
-    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
 }
 
 // ---- the async flavour's own ----
@@ -671,71 +689,6 @@ async fn a_nested_transaction_rolls_back_alone() {
     );
 }
 
-/// Polls `future` to its end, catching a panic raised while it is polled (the test
-/// holds the connection it borrows, so the panic cannot be caught at a task's join).
-#[flavour(asynchronous)]
-async fn catch_panic<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
-    let mut future = pin!(future);
-    poll_fn(
-        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
-    .await
-}
-
-/// A panic inside the closure rolls the transaction back before it resumes, as the
-/// blocking `transaction` does: the connection is left outside any transaction and
-/// usable, so a later checked save on it commits (another connection sees it), and
-/// the entity's token is the one it read.
-#[flavour(asynchronous)]
-#[tokio::test]
-async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    mine.value = 5;
-    let caught = catch_panic(diesel_occ::asynchronous::transaction(
-        &mut conn,
-        &mut mine,
-        async |conn, mine| -> Result<(), Error> {
-            mine.save_checked(conn).await?;
-            panic!("a bug inside the transaction");
-        },
-    ))
-    .await;
-    assert!(caught.is_err(), "the panic resumes in the caller");
-    assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
-    let depth =
-        <Conn as AsyncConnection>::TransactionManager::transaction_manager_status_mut(&mut conn)
-            .transaction_depth();
-    assert!(
-        matches!(depth, Ok(None)),
-        "not left usable outside a transaction: {depth:?}"
-    );
-
-    let mut again = Counter::find(&mut conn, 1).await.expect("read again");
-    assert_eq!(
-        (again.value, again.version),
-        (0, 1),
-        "the save was rolled back"
-    );
-    again.value = 7;
-    again.save_checked(&mut conn).await.expect("a later save");
-    let mut other = db.conn().await;
-    assert_eq!(
-        Counter::find(&mut other, 1)
-            .await
-            .expect("their read")
-            .value,
-        7,
-        "the later save was committed"
-    );
-}
-
 /// A panic inside a diesel-async transaction of the closure's own leaves that one open
 /// inside ours (diesel-async does not end its transaction on a panic), so ours cannot
 /// roll back to where it began: the connection is marked broken, as when the future is
@@ -748,17 +701,20 @@ async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_bro
     seed_counters(&mut conn, &[1]).await;
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
-    let caught = catch_panic(diesel_occ::asynchronous::transaction(
-        &mut conn,
-        &mut mine,
-        async |conn, mine| -> Result<(), Error> {
-            mine.save_checked(conn).await?;
-            conn.transaction(async |_| -> Result<(), Error> {
-                panic!("a bug inside the inner transaction");
-            })
-            .await
-        },
-    ))
+    let caught = catch_panic(async || {
+        transaction(
+            &mut conn,
+            &mut mine,
+            async |conn, mine| -> Result<(), Error> {
+                mine.save_checked(conn).await?;
+                conn.transaction(async |_| -> Result<(), Error> {
+                    panic!("a bug inside the inner transaction");
+                })
+                .await
+            },
+        )
+        .await
+    })
     .await;
     assert!(caught.is_err(), "the panic resumes in the caller");
     assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
@@ -914,32 +870,6 @@ async fn snapshot_conflict_in_a_diesel_async_transaction() {
     }
 }
 
-#[flavour(asynchronous)]
-#[tokio::test]
-async fn skipped_write_is_unmatched_not_stale() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
-    let ddl = match Conn::BACKEND {
-        Backend::Postgres => {
-            "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
-             CREATE TRIGGER skip_write BEFORE UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION skip_write();"
-        }
-        Backend::Sqlite => {
-            "CREATE TRIGGER skip_write BEFORE UPDATE ON counters BEGIN SELECT RAISE(IGNORE); END;"
-        }
-        _ => return,
-    };
-    conn.batch_execute(ddl).await.expect("trigger");
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    mine.value = 5;
-    let error = mine.save_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_conflict().expect("a conflict");
-    assert_eq!(conflict.state(), &ConflictState::Unmatched, "{conflict}");
-    assert_eq!(conflict.current::<i32>(), None);
-    assert!(!error.is_retryable());
-}
-
 /// Drops a batch future while its transaction is open: once the server
 /// shows its second UPDATE waiting for a row lock another connection holds.
 #[flavour(asynchronous)]
@@ -1024,167 +954,4 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         let row = Counter::find(&mut check, id).await.expect("row");
         assert_eq!((row.value, row.version), (0, 1), "row {id}");
     }
-}
-
-/// "Insert, or carry on if the key is taken" inside a transaction: the library's own
-/// taken key (and an upsert's conflict) leave the transaction usable on every backend,
-/// so it commits the closure's other write, and the entity holds the committed token.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    for row in [counter(1, 1), counter(2, 1)] {
-        diesel::insert_into(schema::counters::table)
-            .values(row)
-            .execute(&mut conn)
-            .await
-            .expect("seed");
-    }
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    mine.value = 5;
-    diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-        mine.save_checked(conn).await?;
-        let mut taken = counter(2, 0);
-        match taken.insert_checked(conn).await {
-            Err(Error::UniqueViolation(_)) => {}
-            other => panic!("expected a taken key, got {other:?}"),
-        }
-        match taken.upsert_checked(conn, None).await {
-            Err(Error::Conflict(_)) => {}
-            other => panic!("expected a conflict, got {other:?}"),
-        }
-        Ok::<_, Error>(())
-    })
-    .await
-    .expect("the transaction commits");
-    assert_eq!(Counter::find(&mut conn, 1).await.expect("read"), mine);
-}
-
-/// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
-/// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
-/// MySQL and SQLite only the statement failed and the transaction commits.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caught_database_error_is_never_reported_committed() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    mine.value = 5;
-    let outcome =
-        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-            mine.save_checked(conn).await?;
-            let failed = diesel::sql_query("SELECT no_such_column FROM counters")
-                .execute(conn)
-                .await;
-            assert!(failed.is_err(), "the statement fails");
-            Ok::<_, Error>(())
-        })
-        .await;
-    let row = Counter::find(&mut conn, 1).await.expect("read");
-    if Conn::BACKEND == Backend::Postgres {
-        assert!(
-            outcome.is_err(),
-            "an aborted transaction is not Ok: {outcome:?}"
-        );
-        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
-    } else {
-        outcome.expect("only the statement failed: the transaction commits");
-        assert_eq!(row.value, 5);
-    }
-    assert_eq!(
-        mine.version, row.version,
-        "the entity holds the row's token"
-    );
-    mine.value = 6;
-    mine.save_checked(&mut conn)
-        .await
-        .expect("the entity saves on the usable connection");
-
-    // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
-    // error too, and the caller's transaction is usable after it.
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    let before = mine.clone();
-    let before = &before;
-    let mine = &mut mine;
-    let outer = conn
-        .transaction(async |conn| {
-            let inner =
-                diesel_occ::asynchronous::transaction(conn, &mut *mine, async |conn, mine| {
-                    mine.value = 7;
-                    mine.save_checked(conn).await?;
-                    let _ = diesel::sql_query("SELECT no_such_column FROM counters")
-                        .execute(conn)
-                        .await;
-                    Ok::<_, Error>(())
-                })
-                .await;
-            let aborted = inner.is_err();
-            let kept = if aborted { 0 } else { 1 };
-            assert_eq!(
-                mine.version,
-                before.version + kept,
-                "given back unless committed"
-            );
-            Counter::find(conn, 1).await?;
-            Ok::<_, Error>(aborted)
-        })
-        .await
-        .expect("the caller's transaction is usable and commits");
-    assert_eq!(outer, Conn::BACKEND == Backend::Postgres);
-}
-
-/// A single entity the closure replaced with another row's entity, then rolled back:
-/// it gets back the entity passed in, never the other row with the first row's token.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    for row in [counter(1, 2), counter(2, 1)] {
-        diesel::insert_into(schema::counters::table)
-            .values(row)
-            .execute(&mut conn)
-            .await
-            .expect("seed");
-    }
-    let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    let passed_in = mine.clone();
-    let outcome =
-        diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-            **mine = Counter::find(conn, 2).await?;
-            mine.value = 7;
-            mine.save_checked(conn).await?;
-            Err::<(), _>(rollback())
-        })
-        .await;
-    assert!(outcome.is_err());
-    assert_eq!(mine, passed_in, "the entity as passed in");
-
-    let mut theirs = Counter::find(&mut conn, 2).await.expect("read");
-    theirs.value = 3;
-    theirs.save_checked(&mut conn).await.expect("their save");
-    mine.value = 8;
-    mine.save_checked(&mut conn)
-        .await
-        .expect("row 1 is as read");
-    assert_eq!(
-        Counter::find(&mut conn, 2).await.expect("read"),
-        theirs,
-        "row 2 is theirs"
-    );
-
-    let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
-    let passed_in = tracked.clone();
-    let outcome =
-        diesel_occ::asynchronous::transaction(&mut conn, &mut tracked, async |conn, tracked| {
-            **tracked = Tracked::new(Counter::find(conn, 2).await?);
-            tracked.edit().value = 9;
-            tracked.save_checked(conn).await?;
-            Err::<(), _>(rollback())
-        })
-        .await;
-    assert!(outcome.is_err());
-    assert_eq!(tracked, passed_in, "the tracked entity as passed in");
 }
