@@ -31,58 +31,125 @@ use super::{Conn, app_backend};
 /// On SQLite a writer locks the whole database, and waits for the lock.
 const SQLITE: bool = matches!(Conn::BACKEND, Backend::Sqlite);
 
-/// Starts the service on 127.0.0.1:0 over the database at `url`; returns its base
-/// URL and a channel told each time one of the service's connections starts an
-/// UPDATE or DELETE.
-async fn start(url: &str) -> (String, UnboundedReceiver<()>) {
-    let (started, writes) = unbounded_channel();
-    let mut config = ManagerConfig::<AsyncConn>::default();
-    config.custom_setup = Box::new(move |url| {
-        let (url, started) = (url.to_owned(), started.clone());
-        Box::pin(async move {
-            let mut conn = AsyncConn::establish(&url).await?;
-            if SQLITE {
-                // As the app's own pool: writers wait for the file lock.
-                conn.batch_execute("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
-                    .await
-                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-            }
-            conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
-                if let InstrumentationEvent::StartQuery { query, .. } = event {
-                    let sql = query.to_string();
-                    if sql.starts_with("UPDATE") || sql.starts_with("DELETE") {
-                        let _ = started.send(());
-                    }
-                }
-            });
-            Ok(conn)
-        })
-    });
-    let manager = AsyncDieselConnectionManager::new_with_config(url, config);
-    let pool = AsyncPool::builder(manager)
-        .max_size(4)
-        .build()
-        .expect("an async pool");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(http::serve(listener, pool));
-    (base, writes)
+/// The app's HTTP service, on 127.0.0.1 with an ephemeral port, and a client for it.
+struct App {
+    base: String,
+    client: Client,
+    /// Told each time one of the service's connections starts an UPDATE or DELETE.
+    writes: UnboundedReceiver<()>,
 }
 
-/// POSTs an article and returns its URL and ETag.
-async fn create(client: &Client, base: &str) -> (String, String) {
-    let body = json!({"title": "Draft", "body": "First version."});
-    let reply = send(client, Method::POST, &format!("{base}/articles"), &[], Some(body))
+/// The test's database and its app pool (see `app_db!`), and the [`App`] served on it.
+macro_rules! started {
+    () => {{
+        let (db, pool) = app_db!();
+        let app = App::start(db.url()).await;
+        (db, pool, app)
+    }};
+}
+
+impl App {
+    /// Starts the service over the database at `url`, on a pool whose connections
+    /// report their writes.
+    async fn start(url: &str) -> Self {
+        let (started, writes) = unbounded_channel();
+        let mut config = ManagerConfig::<AsyncConn>::default();
+        config.custom_setup = Box::new(move |url| {
+            let (url, started) = (url.to_owned(), started.clone());
+            Box::pin(async move {
+                let mut conn = AsyncConn::establish(&url).await?;
+                if SQLITE {
+                    // As the app's own pool: writers wait for the file lock.
+                    conn.batch_execute("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
+                        .await
+                        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                }
+                conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+                    if let InstrumentationEvent::StartQuery { query, .. } = event {
+                        let sql = query.to_string();
+                        if sql.starts_with("UPDATE") || sql.starts_with("DELETE") {
+                            let _ = started.send(());
+                        }
+                    }
+                });
+                Ok(conn)
+            })
+        });
+        let manager = AsyncDieselConnectionManager::new_with_config(url, config);
+        let pool = AsyncPool::builder(manager)
+            .max_size(4)
+            .build()
+            .expect("an async pool");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(http::serve(listener, pool));
+        let client = Client::new();
+        App {
+            base,
+            client,
+            writes,
+        }
+    }
+
+    /// POSTs an article and returns its URL and ETag.
+    async fn create(&self) -> (String, String) {
+        let body = json!({"title": "Draft", "body": "First version."});
+        let reply = send(
+            &self.client,
+            Method::POST,
+            &self.url("articles"),
+            &[],
+            Some(body),
+        )
         .await
         .unwrap();
-    assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
-    let id = reply.body["id"].as_str().unwrap();
-    (
-        format!("{base}/articles/{id}"),
-        reply.etag.expect("an ETag"),
-    )
+        assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
+        let id = reply.body["id"].as_str().unwrap();
+        (
+            self.url(&format!("articles/{id}")),
+            reply.etag.expect("an ETag"),
+        )
+    }
+
+    /// The service's URL for `path`.
+    fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base)
+    }
+
+    async fn call(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(HeaderName, &str)],
+        body: Option<Value>,
+    ) -> Reply {
+        call(&self.client, method, url, headers, body).await
+    }
+
+    async fn get(&self, url: &str, headers: &[(HeaderName, &str)]) -> Reply {
+        self.call(Method::GET, url, headers, None).await
+    }
+
+    async fn put(&self, url: &str, headers: &[(HeaderName, &str)], body: Option<Value>) -> Reply {
+        self.call(Method::PUT, url, headers, body).await
+    }
+
+    /// `method` with `If-Match` when given and the body it sends (see [`body_for`]),
+    /// titled `title`.
+    async fn request(
+        &self,
+        method: &Method,
+        url: &str,
+        if_match: Option<&str>,
+        title: &str,
+    ) -> Reply {
+        let headers: Vec<_> = if_match.iter().map(|tag| (IF_MATCH, *tag)).collect();
+        self.call(method.clone(), url, &headers, body_for(method, title))
+            .await
+    }
 }
 
+/// One request; its body is checked for leaks ([`assert_clean`]).
 async fn call(
     client: &Client,
     method: Method,
@@ -138,6 +205,16 @@ fn assert_problem(reply: &Reply, status: StatusCode, code: &str) {
     assert!(reply.body["title"].is_string() && reply.body["detail"].is_string());
 }
 
+/// [`assert_problem`] for a 412: the precondition failed.
+#[track_caller]
+fn assert_412(reply: &Reply) {
+    assert_problem(
+        reply,
+        StatusCode::PRECONDITION_FAILED,
+        "precondition_failed",
+    );
+}
+
 fn edit(title: &str) -> Option<Value> {
     Some(json!({"title": title, "body": "Edited."}))
 }
@@ -189,120 +266,115 @@ enum Other {
     Lock,
 }
 
-/// `requests` sent while the second connection holds the article at `url` in an
-/// open transaction that does `other`. Returns once every request has started its
-/// UPDATE or DELETE (reported on `writes`), and the second connection has then
-/// ended its transaction, with the replies in the order they came.
-async fn while_held(
-    pool: &Pool,
-    writes: &mut UnboundedReceiver<()>,
-    url: &str,
-    other: Other,
-    requests: Vec<(Method, String, Option<Value>)>,
-) -> Vec<Reply> {
-    let id = url.rsplit('/').next().unwrap().to_owned();
-    let (held_tx, held) = std::sync::mpsc::channel();
-    let (release, release_rx) = std::sync::mpsc::channel::<()>();
-    let mut conn = pool.get().unwrap();
-    let holder = std::thread::spawn(move || {
-        let begin = if SQLITE { "BEGIN IMMEDIATE" } else { "BEGIN" };
-        conn.batch_execute(begin).unwrap();
-        let row = articles::table.find(id);
-        match other {
-            Other::Update => diesel::update(row)
-                .set((
-                    articles::title.eq("Theirs"),
-                    articles::version.eq(UuidToken::initial()),
-                ))
-                .execute(&mut conn),
-            Other::Delete => diesel::delete(row).execute(&mut conn),
-            Other::Lock => diesel::update(row)
-                .set(articles::title.eq(articles::title))
-                .execute(&mut conn),
-        }
-        .unwrap();
-        held_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-        let end = if other == Other::Lock {
-            "ROLLBACK"
-        } else {
-            "COMMIT"
-        };
-        conn.batch_execute(end).unwrap();
-    });
-    tokio::task::spawn_blocking(move || held.recv().unwrap())
-        .await
-        .unwrap();
-
-    let count = requests.len();
-    let (replied, mut replies) = unbounded_channel();
-    for (method, etag, body) in requests {
-        let (url, replied) = (url.to_owned(), replied.clone());
-        tokio::spawn(async move {
-            let reply = call(&Client::new(), method, &url, &[(IF_MATCH, &etag)], body).await;
-            replied.send(reply).unwrap();
+impl App {
+    /// `requests` sent while the second connection holds the article at `url` in an
+    /// open transaction that does `other`. Returns once every request has started its
+    /// UPDATE or DELETE (reported on `writes`), and the second connection has then
+    /// ended its transaction, with the replies in the order they came.
+    async fn while_held(
+        &mut self,
+        pool: &Pool,
+        url: &str,
+        other: Other,
+        requests: Vec<(Method, String, Option<Value>)>,
+    ) -> Vec<Reply> {
+        let id = url.rsplit('/').next().unwrap().to_owned();
+        let (held_tx, held) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let mut conn = pool.get().unwrap();
+        let holder = std::thread::spawn(move || {
+            let begin = if SQLITE { "BEGIN IMMEDIATE" } else { "BEGIN" };
+            conn.batch_execute(begin).unwrap();
+            let row = articles::table.find(id);
+            match other {
+                Other::Update => diesel::update(row)
+                    .set((
+                        articles::title.eq("Theirs"),
+                        articles::version.eq(UuidToken::initial()),
+                    ))
+                    .execute(&mut conn),
+                Other::Delete => diesel::delete(row).execute(&mut conn),
+                Other::Lock => diesel::update(row)
+                    .set(articles::title.eq(articles::title))
+                    .execute(&mut conn),
+            }
+            .unwrap();
+            held_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            let end = if other == Other::Lock {
+                "ROLLBACK"
+            } else {
+                "COMMIT"
+            };
+            conn.batch_execute(end).unwrap();
         });
-    }
-    for _ in 0..count {
-        tokio::select! {
-            Some(()) = writes.recv() => {}
-            Some(reply) = replies.recv() => panic!("a request ended before its write: {reply:?}"),
-        }
-    }
-    release.send(()).unwrap();
-    tokio::task::spawn_blocking(move || holder.join().unwrap())
-        .await
-        .unwrap();
-    let mut all = Vec::new();
-    for _ in 0..count {
-        all.push(replies.recv().await.unwrap());
-    }
-    all
-}
+        tokio::task::spawn_blocking(move || held.recv().unwrap())
+            .await
+            .unwrap();
 
-/// One request racing the second connection's commit of `other`.
-async fn racing_a_commit(
-    pool: &Pool,
-    writes: &mut UnboundedReceiver<()>,
-    url: &str,
-    other: Other,
-    request: (Method, &str, Option<Value>),
-) -> Reply {
-    let (method, etag, body) = request;
-    let mut replies = while_held(
-        pool,
-        writes,
-        url,
-        other,
-        vec![(method, etag.to_owned(), body)],
-    )
-    .await;
-    replies.pop().unwrap()
+        let count = requests.len();
+        let (replied, mut replies) = unbounded_channel();
+        for (method, etag, body) in requests {
+            let (url, replied) = (url.to_owned(), replied.clone());
+            tokio::spawn(async move {
+                let reply = call(&Client::new(), method, &url, &[(IF_MATCH, &etag)], body).await;
+                replied.send(reply).unwrap();
+            });
+        }
+        for _ in 0..count {
+            tokio::select! {
+                Some(()) = self.writes.recv() => {}
+                Some(reply) = replies.recv() => panic!("a request ended before its write: {reply:?}"),
+            }
+        }
+        release.send(()).unwrap();
+        tokio::task::spawn_blocking(move || holder.join().unwrap())
+            .await
+            .unwrap();
+        let mut all = Vec::new();
+        for _ in 0..count {
+            all.push(replies.recv().await.unwrap());
+        }
+        all
+    }
+
+    /// A fresh article, and `method` on it (titled "Mine") racing the second
+    /// connection's commit of `other` ([`App::while_held`]); the article's URL and the
+    /// reply.
+    async fn race(&mut self, pool: &Pool, other: Other, method: Method) -> (String, Reply) {
+        let (url, etag) = self.create().await;
+        let request = (method.clone(), etag, body_for(&method, "Mine"));
+        let mut replies = self.while_held(pool, &url, other, vec![request]).await;
+        (url, replies.pop().unwrap())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn get_and_head_return_the_token_as_a_strong_etag() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, created) = create(&client, &base).await;
-    let reply = call(&client, Method::GET, &url, &[], None).await;
+    let (_db, pool, app) = started!();
+    let (url, created) = app.create().await;
+    let reply = app.get(&url, &[]).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.etag.as_ref(), Some(&created));
-    assert_eq!(reply.etag, stored_etag(&pool, &url), "strong: quoted, no W/");
+    assert_eq!(
+        reply.etag,
+        stored_etag(&pool, &url),
+        "strong: quoted, no W/"
+    );
     assert_eq!(reply.body["title"], "Draft");
-    let head = call(&client, Method::HEAD, &url, &[], None).await;
-    assert_eq!((head.status, head.etag, head.body), (StatusCode::OK, Some(created), Value::Null));
+    let head = app.call(Method::HEAD, &url, &[], None).await;
+    assert_eq!(
+        (head.status, head.etag, head.body),
+        (StatusCode::OK, Some(created), Value::Null)
+    );
 }
 
 /// If-None-Match on GET and HEAD (RFC 9110, 13.1.2): weak comparison, lists, `*`; a
 /// match is 304 with the ETag and no body, anything else the representation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn if_none_match_answers_304_when_the_client_holds_the_version() {
-    let (db, _pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
+    let (_db, _pool, app) = started!();
+    let (url, etag) = app.create().await;
     let other = "\"6f1c2a4e-1f7e-4a53-9a57-2d1b1f0c3e11\"";
     let weak = format!("W/{etag}");
     let listed = format!("{other}, {etag}");
@@ -319,32 +391,35 @@ async fn if_none_match_answers_304_when_the_client_holds_the_version() {
         (Method::GET, "W/\"not-this-one\"", StatusCode::OK),
         (Method::HEAD, other, StatusCode::OK),
     ] {
-        let reply = call(&client, method.clone(), &url, &[(IF_NONE_MATCH, value)], None).await;
+        let if_none_match = [(IF_NONE_MATCH, value)];
+        let reply = app.call(method.clone(), &url, &if_none_match, None).await;
         assert_eq!(reply.status, expected, "{method} If-None-Match: {value}");
-        assert_eq!(reply.etag.as_ref(), Some(&etag), "{method} If-None-Match: {value}");
+        assert_eq!(
+            reply.etag.as_ref(),
+            Some(&etag),
+            "{method} If-None-Match: {value}"
+        );
         let has_body = reply.body != Value::Null;
-        assert_eq!(has_body, expected == StatusCode::OK && method == Method::GET, "{reply:?}");
+        assert_eq!(
+            has_body,
+            expected == StatusCode::OK && method == Method::GET,
+            "{reply:?}"
+        );
     }
     // Two header lines are one list.
-    let reply = call(
-        &client,
-        Method::GET,
-        &url,
-        &[(IF_NONE_MATCH, other), (IF_NONE_MATCH, &etag)],
-        None,
-    )
-    .await;
+    let two_lines = [(IF_NONE_MATCH, other), (IF_NONE_MATCH, etag.as_str())];
+    let reply = app.get(&url, &two_lines).await;
     assert_eq!(reply.status, StatusCode::NOT_MODIFIED);
     // A new version: the old ETag no longer matches.
-    let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &etag)], edit("New")).await;
-    let reply = call(&client, Method::GET, &url, &[(IF_NONE_MATCH, &etag)], None).await;
+    let put = app.put(&url, &[(IF_MATCH, &etag)], edit("New")).await;
+    let reply = app.get(&url, &[(IF_NONE_MATCH, &etag)]).await;
     assert_eq!((reply.status, reply.etag), (StatusCode::OK, put.etag));
     // A missing resource is 404, `*` or not.
-    let missing = format!("{base}/articles/no-such-article");
-    let reply = call(&client, Method::GET, &missing, &[(IF_NONE_MATCH, "*")], None).await;
+    let missing = app.url("articles/no-such-article");
+    let reply = app.get(&missing, &[(IF_NONE_MATCH, "*")]).await;
     assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
     // A malformed header is 400.
-    let reply = call(&client, Method::GET, &url, &[(IF_NONE_MATCH, "abc")], None).await;
+    let reply = app.get(&url, &[(IF_NONE_MATCH, "abc")]).await;
     assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_none_match");
 }
 
@@ -352,26 +427,27 @@ async fn if_none_match_answers_304_when_the_client_holds_the_version() {
 /// 200 with the new ETag the row holds, or 204 and the row is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_with_a_matching_if_match_succeed() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
+    let (_db, pool, app) = started!();
     let other = "\"6f1c2a4e-1f7e-4a53-9a57-2d1b1f0c3e11\"";
     for method in WRITES {
         for form in ["alone", "listed", "beside a weak tag"] {
-            let (url, etag) = create(&client, &base).await;
+            let (url, etag) = app.create().await;
             let value = match form {
                 "alone" => etag.clone(),
                 "listed" => format!("{other}, {etag}"),
                 _ => format!("W/{other}, {etag}"),
             };
-            let body = body_for(&method, "Mine");
-            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &value)], body).await;
+            let reply = app.request(&method, &url, Some(&value), "Mine").await;
             assert_eq!(reply.status, success(&method), "{method} {form}: {reply:?}");
             if method == Method::DELETE {
                 assert_eq!(stored(&pool, &url), None, "{form}");
                 continue;
             }
-            assert_ne!(reply.etag.as_ref(), Some(&etag), "{method} {form}: a new ETag");
+            assert_ne!(
+                reply.etag.as_ref(),
+                Some(&etag),
+                "{method} {form}: a new ETag"
+            );
             assert_eq!(reply.etag, stored_etag(&pool, &url), "{method} {form}");
             assert_eq!(reply.body["title"], "Mine");
             assert_eq!(stored(&pool, &url).unwrap().0, "Mine");
@@ -384,12 +460,10 @@ async fn writes_with_a_matching_if_match_succeed() {
 /// nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
+    let (_db, pool, app) = started!();
     for method in WRITES {
-        let (url, old) = create(&client, &base).await;
-        let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Second")).await;
+        let (url, old) = app.create().await;
+        let put = app.put(&url, &[(IF_MATCH, &old)], edit("Second")).await;
         let current = put.etag.clone().unwrap();
         let weak = format!("W/{current}");
         let list = format!("{old}, W/{current}");
@@ -401,11 +475,18 @@ async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
             "\"00000000-0000-0000-0000-000000000000\"",
             "\"\"",
         ] {
-            let body = body_for(&method, "Late");
-            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, value)], body).await;
-            assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
-            assert_eq!(reply.etag.as_ref(), Some(&current), "{method} If-Match: {value}");
-            assert_eq!(stored(&pool, &url).unwrap().0, "Second", "{method}: nothing written");
+            let reply = app.request(&method, &url, Some(value), "Late").await;
+            assert_412(&reply);
+            assert_eq!(
+                reply.etag.as_ref(),
+                Some(&current),
+                "{method} If-Match: {value}"
+            );
+            assert_eq!(
+                stored(&pool, &url).unwrap().0,
+                "Second",
+                "{method}: nothing written"
+            );
         }
     }
 }
@@ -414,13 +495,11 @@ async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
 /// on a missing resource it fails with 412.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn if_match_star_matches_an_existing_resource_only() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
+    let (_db, pool, app) = started!();
+    let missing = app.url("articles/no-such-article");
     for method in WRITES {
-        let (url, etag) = create(&client, &base).await;
-        let body = body_for(&method, "Starred");
-        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, "*")], body).await;
+        let (url, etag) = app.create().await;
+        let reply = app.request(&method, &url, Some("*"), "Starred").await;
         assert_eq!(reply.status, success(&method), "{method}: {reply:?}");
         if method == Method::DELETE {
             assert_eq!(stored(&pool, &url), None);
@@ -428,34 +507,32 @@ async fn if_match_star_matches_an_existing_resource_only() {
             assert_ne!(reply.etag.as_ref(), Some(&etag));
             assert_eq!(reply.etag, stored_etag(&pool, &url));
         }
-        let missing = format!("{base}/articles/no-such-article");
-        let body = body_for(&method, "Starred");
-        let reply = call(&client, method.clone(), &missing, &[(IF_MATCH, "*")], body).await;
-        assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+        let reply = app.request(&method, &missing, Some("*"), "Starred").await;
+        assert_412(&reply);
         assert_eq!(reply.etag, None, "{method}: no current version");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_without_if_match_get_428() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, _) = create(&client, &base).await;
+    let (_db, pool, app) = started!();
+    let (url, _) = app.create().await;
     let before = stored(&pool, &url);
     for method in WRITES {
-        let reply = call(&client, method.clone(), &url, &[], body_for(&method, "X")).await;
-        assert_problem(&reply, StatusCode::PRECONDITION_REQUIRED, "precondition_required");
+        let reply = app.request(&method, &url, None, "X").await;
+        assert_problem(
+            &reply,
+            StatusCode::PRECONDITION_REQUIRED,
+            "precondition_required",
+        );
     }
     assert_eq!(stored(&pool, &url), before, "nothing was written");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn malformed_if_match_gets_400() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
+    let (_db, pool, app) = started!();
+    let (url, etag) = app.create().await;
     let before = stored(&pool, &url);
     let unquoted = etag.trim_matches('"').to_owned();
     let trailing = format!("{etag} junk");
@@ -468,8 +545,7 @@ async fn malformed_if_match_gets_400() {
             with_star.as_str(),
             "w/\"a\"",
         ] {
-            let body = body_for(&method, "X");
-            let reply = call(&client, method.clone(), &url, &[(IF_MATCH, bad)], body).await;
+            let reply = app.request(&method, &url, Some(bad), "X").await;
             assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_match");
         }
     }
@@ -478,15 +554,17 @@ async fn malformed_if_match_gets_400() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deleted_row_gets_404() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
-    let deleted = call(&client, Method::DELETE, &url, &[(IF_MATCH, &etag)], None).await;
-    assert_eq!((deleted.status, deleted.etag), (StatusCode::NO_CONTENT, None));
+    let (_db, pool, app) = started!();
+    let (url, etag) = app.create().await;
+    let deleted = app
+        .call(Method::DELETE, &url, &[(IF_MATCH, &etag)], None)
+        .await;
+    assert_eq!(
+        (deleted.status, deleted.etag),
+        (StatusCode::NO_CONTENT, None)
+    );
     for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
-        let body = body_for(&method, "Gone");
-        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &etag)], body).await;
+        let reply = app.request(&method, &url, Some(&etag), "Gone").await;
         assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
     }
     assert_eq!(stored(&pool, &url), None);
@@ -494,11 +572,8 @@ async fn deleted_row_gets_404() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn row_deleted_during_a_patch_gets_404() {
-    let (db, pool) = app_db!();
-    let (base, mut writes) = start(db.url()).await;
-    let (url, etag) = create(&Client::new(), &base).await;
-    let patch = (Method::PATCH, etag.as_str(), Some(json!({"title": "Mine"})));
-    let reply = racing_a_commit(&pool, &mut writes, &url, Other::Delete, patch).await;
+    let (_db, pool, mut app) = started!();
+    let (url, reply) = app.race(&pool, Other::Delete, Method::PATCH).await;
     assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
     assert_eq!(
         stored(&pool, &url),
@@ -512,13 +587,14 @@ async fn row_deleted_during_a_patch_gets_404() {
 /// with the other writer's ETag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_write_committed_between_a_patchs_check_and_save_gets_412() {
-    let (db, pool) = app_db!();
-    let (base, mut writes) = start(db.url()).await;
-    let (url, etag) = create(&Client::new(), &base).await;
-    let patch = (Method::PATCH, etag.as_str(), Some(json!({"title": "Mine"})));
-    let reply = racing_a_commit(&pool, &mut writes, &url, Other::Update, patch).await;
-    assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
-    assert_eq!(reply.etag, stored_etag(&pool, &url), "the other writer's ETag");
+    let (_db, pool, mut app) = started!();
+    let (url, reply) = app.race(&pool, Other::Update, Method::PATCH).await;
+    assert_412(&reply);
+    assert_eq!(
+        reply.etag,
+        stored_etag(&pool, &url),
+        "the other writer's ETag"
+    );
     let (title, _) = stored(&pool, &url).unwrap();
     assert_eq!(title, "Theirs", "the row holds the other writer's write");
 }
@@ -528,14 +604,10 @@ async fn a_write_committed_between_a_patchs_check_and_save_gets_412() {
 /// stale, 412 with the current ETag, as if it had committed before the request arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_write_committed_during_a_put_or_delete_gets_412() {
-    let (db, pool) = app_db!();
-    let (base, mut writes) = start(db.url()).await;
-    let client = Client::new();
-    for (method, body) in [(Method::PUT, edit("Mine")), (Method::DELETE, None)] {
-        let (url, etag) = create(&client, &base).await;
-        let request = (method.clone(), etag.as_str(), body);
-        let reply = racing_a_commit(&pool, &mut writes, &url, Other::Update, request).await;
-        assert_problem(&reply, StatusCode::PRECONDITION_FAILED, "precondition_failed");
+    let (_db, pool, mut app) = started!();
+    for method in [Method::PUT, Method::DELETE] {
+        let (url, reply) = app.race(&pool, Other::Update, method.clone()).await;
+        assert_412(&reply);
         assert_eq!(reply.etag, stored_etag(&pool, &url), "{method}");
         let (title, _) = stored(&pool, &url).unwrap();
         assert_eq!(
@@ -547,13 +619,9 @@ async fn a_write_committed_during_a_put_or_delete_gets_412() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn row_deleted_during_a_put_or_delete_gets_404() {
-    let (db, pool) = app_db!();
-    let (base, mut writes) = start(db.url()).await;
-    let client = Client::new();
-    for (method, body) in [(Method::PUT, edit("Mine")), (Method::DELETE, None)] {
-        let (url, etag) = create(&client, &base).await;
-        let request = (method.clone(), etag.as_str(), body);
-        let reply = racing_a_commit(&pool, &mut writes, &url, Other::Delete, request).await;
+    let (_db, pool, mut app) = started!();
+    for method in [Method::PUT, Method::DELETE] {
+        let (url, reply) = app.race(&pool, Other::Delete, method.clone()).await;
         assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
         assert_eq!(stored(&pool, &url), None, "{method}: the row stays deleted");
     }
@@ -561,43 +629,40 @@ async fn row_deleted_during_a_put_or_delete_gets_404() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_puts_with_the_same_etag_exactly_one_succeeds() {
-    let (db, pool) = app_db!();
-    let (base, mut writes) = start(db.url()).await;
-    let (url, etag) = create(&Client::new(), &base).await;
+    let (_db, pool, mut app) = started!();
+    let (url, etag) = app.create().await;
     // Both PUTs are at their UPDATE, waiting for the row, before either can run.
     let puts = vec![
         (Method::PUT, etag.clone(), edit("A")),
         (Method::PUT, etag.clone(), edit("B")),
     ];
-    let mut replies = while_held(&pool, &mut writes, &url, Other::Lock, puts).await;
+    let mut replies = app.while_held(&pool, &url, Other::Lock, puts).await;
     replies.sort_by_key(|reply| reply.status);
     let [winner, loser] = <[Reply; 2]>::try_from(replies).unwrap();
     assert_eq!(winner.status, StatusCode::OK, "{winner:?}");
     // The loser's UPDATE ran after the winner's commit and matched no row.
-    assert_problem(&loser, StatusCode::PRECONDITION_FAILED, "precondition_failed");
-    assert_eq!(loser.etag, winner.etag, "the loser is told the winner's ETag");
-    let (title, _) = stored(&pool, &url).unwrap();
+    assert_412(&loser);
     assert_eq!(
-        title,
-        winner.body["title"].as_str().unwrap(),
-        "the row holds the winner's write"
+        loser.etag, winner.etag,
+        "the loser is told the winner's ETag"
     );
+    let (title, _) = stored(&pool, &url).unwrap();
+    let winners_title = winner.body["title"].as_str().unwrap();
+    assert_eq!(title, winners_title, "the row holds the winner's write");
     assert_eq!(winner.etag, stored_etag(&pool, &url));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_bodies_get_422() {
-    let (db, _pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
+    let (_db, _pool, app) = started!();
+    let (url, etag) = app.create().await;
     for body in [
         json!({"title": ""}),
         json!({"title": "x".repeat(201), "body": ""}),
         json!({"title": "a", "body": "b", "extra": 1}),
         json!([1]),
     ] {
-        let reply = call(&client, Method::PUT, &url, &[(IF_MATCH, &etag)], Some(body.clone())).await;
+        let reply = app.put(&url, &[(IF_MATCH, &etag)], Some(body)).await;
         assert_problem(&reply, StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
     }
 }
@@ -606,16 +671,25 @@ async fn invalid_bodies_get_422() {
 /// 415 without `Content-Type: application/json`; nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bodies_that_are_not_json_get_400_and_another_content_type_415() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
+    let (_db, pool, app) = started!();
+    let (url, etag) = app.create().await;
     let whole = r#"{"title": "a", "body": "b"}"#;
     for (content_type, body, status, code) in [
-        ("application/json", r#"{"title": "#, StatusCode::BAD_REQUEST, "malformed_body"),
-        ("text/plain", whole, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+        (
+            "application/json",
+            r#"{"title": "#,
+            StatusCode::BAD_REQUEST,
+            "malformed_body",
+        ),
+        (
+            "text/plain",
+            whole,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
     ] {
-        let response = client
+        let response = app
+            .client
             .put(&url)
             .header(IF_MATCH, &etag)
             .header("content-type", content_type)
@@ -641,21 +715,19 @@ async fn bodies_that_are_not_json_get_400_and_another_content_type_415() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn database_failures_show_no_sql_or_driver_text() {
-    let (db, pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, etag) = create(&client, &base).await;
-    // Break the database under the running service.
+    let (_db, pool, app) = started!();
+    let (url, etag) = app.create().await;
+    // Break the database under the running app.
     diesel::sql_query("DROP TABLE articles")
         .execute(&mut pool.get().unwrap())
         .unwrap();
     for method in [Method::GET, Method::PUT, Method::DELETE] {
-        let body = body_for(&method, "X");
-        let reply = call(&client, method.clone(), &url, &[(IF_MATCH, &etag)], body).await;
+        let reply = app.request(&method, &url, Some(&etag), "X").await;
         assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
         assert_eq!(reply.body["detail"], "Internal error.");
     }
-    let reply = call(&client, Method::POST, &format!("{base}/articles"), &[], edit("New")).await;
+    let articles = app.url("articles");
+    let reply = app.call(Method::POST, &articles, &[], edit("New")).await;
     assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
 }
 
@@ -664,28 +736,28 @@ async fn database_failures_show_no_sql_or_driver_text() {
 /// and the attempts histogram (with buckets) are there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_show_the_conflict_counter_and_the_attempts_histogram() {
-    let (db, _pool) = app_db!();
-    let (base, _) = start(db.url()).await;
-    let client = Client::new();
-    let (url, old) = create(&client, &base).await;
-    let put = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Second")).await;
+    let (_db, _pool, app) = started!();
+    let (url, old) = app.create().await;
+    let put = app.put(&url, &[(IF_MATCH, &old)], edit("Second")).await;
     assert_eq!(put.status, StatusCode::OK);
-    let stale = call(&client, Method::PUT, &url, &[(IF_MATCH, &old)], edit("Late")).await;
+    let stale = app.put(&url, &[(IF_MATCH, &old)], edit("Late")).await;
     assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
     let current = stale.etag.unwrap();
-    let patch = Some(json!({"title": "Patched"}));
-    let patched = call(&client, Method::PATCH, &url, &[(IF_MATCH, &current)], patch).await;
+    let patched = app
+        .request(&Method::PATCH, &url, Some(&current), "Patched")
+        .await;
     assert_eq!(patched.status, StatusCode::OK);
 
-    let response = client.get(format!("{base}/metrics")).send().await.unwrap();
+    let response = app.client.get(app.url("metrics")).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let text = response.text().await.unwrap();
     let has = |prefix: &str| text.lines().any(|line| line.starts_with(prefix));
-    assert!(has("diesel_occ_conflicts"), "no conflict counter in:\n{text}");
     assert!(
-        has("diesel_occ_attempts_bucket"),
-        "no attempts histogram in:\n{text}"
+        has("diesel_occ_conflicts"),
+        "no conflict counter in:\n{text}"
     );
+    let histogram = has("diesel_occ_attempts_bucket");
+    assert!(histogram, "no attempts histogram in:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

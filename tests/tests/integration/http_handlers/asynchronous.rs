@@ -18,7 +18,7 @@ use diesel_occ::retry::RetryPolicy;
 use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Preconditions, Problem, Settings, Validators};
 use diesel_occ_tests::AsyncTestDb;
 
-use super::super::{Account, AccountPatch, SEED, Stamp, json, token, validators};
+use super::super::{Account, AccountPatch, SEED, Stamp, json, optional, token, validators};
 use super::AsyncConn as Conn;
 use diesel_occ_tests::schema::pg::accounts;
 
@@ -27,9 +27,7 @@ type Db = AsyncTestDb<Conn>;
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
     let (db, pool) = seeded(test, 4).await?;
-    let app = routes!()
-        .with_state(pool)
-        .layer(Extension(settings));
+    let app = routes!().with_state(pool).layer(Extension(settings));
     Some((db, app))
 }
 
@@ -73,7 +71,11 @@ async fn show(
 }
 
 /// The row, read as the retry helper's attempt reads it.
-async fn read(conn: &mut Conn, attempt: diesel_occ::retry::Attempt, id: i32) -> Result<Account, Error> {
+async fn read(
+    conn: &mut Conn,
+    attempt: diesel_occ::retry::Attempt,
+    id: i32,
+) -> Result<Account, Error> {
     attempt.find::<Account>(conn, id).await
 }
 
@@ -90,7 +92,8 @@ async fn replace(
             &policy,
             async |conn, attempt| read(conn, attempt, id).await,
             async |conn, current: Option<Account>| {
-                let mut account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+                let mut account =
+                    current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
                 account.balance = balance;
                 account.save_checked(conn).await?;
                 Ok(account.version)
@@ -195,7 +198,9 @@ async fn soft_delete(
     let mut conn = pool.get().await?;
     let mut account = Account::find(&mut conn, id).await?;
     account.version = token(&if_match)?;
-    account.soft_delete_checked(&mut conn, accounts::deleted.eq(true)).await?;
+    account
+        .soft_delete_checked(&mut conn, accounts::deleted.eq(true))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -207,7 +212,9 @@ async fn upsert(
 ) -> Result<ETag, Problem> {
     let mut account = Account::new(id, balance);
     let expected = token(&if_match)?;
-    let upserted = account.upsert_checked(&mut pool.get().await?, Some(&expected)).await?;
+    let upserted = account
+        .upsert_checked(&mut pool.get().await?, Some(&expected))
+        .await?;
     Ok(ETag::from_token(upserted.token()))
 }
 
@@ -215,7 +222,9 @@ async fn create(
     State(pool): State<Pool<Conn>>,
     Json((id, balance)): Json<(i32, i32)>,
 ) -> Result<(StatusCode, ETag), Problem> {
-    let version = Account::new(id, balance).insert_checked(&mut pool.get().await?).await?;
+    let version = Account::new(id, balance)
+        .insert_checked(&mut pool.get().await?)
+        .await?;
     Ok((StatusCode::CREATED, ETag::from_token(&version)))
 }
 
@@ -242,17 +251,17 @@ async fn respond_to_a_put(
     Ok(if_none_match.respond(ETag::from_token(&account.version), || "written"))
 }
 
-async fn optional(if_match: Option<IfMatch>) -> &'static str {
-    if if_match.is_some() { "present" } else { "absent" }
-}
-
 async fn show_stamp(
     State(pool): State<Pool<Conn>>,
     Path(id): Path<i32>,
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
     let stamp = Stamp::find(&mut pool.get().await?, id).await?;
-    Ok(preconditions.respond(Validators::of(&stamp.updated_at), || stamp.value.to_string()))
+    Ok(
+        preconditions.respond(Validators::of(&stamp.updated_at), || {
+            stamp.value.to_string()
+        }),
+    )
 }
 
 async fn replace_stamp(

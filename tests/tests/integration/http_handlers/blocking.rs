@@ -8,15 +8,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use diesel::prelude::*;
 use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 use diesel_occ::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Preconditions, Problem, Settings, Validators};
 use diesel_occ_tests::TestDb;
 
-use super::super::{Account, AccountPatch, SEED, Stamp, json, token, validators};
+use super::super::{Account, AccountPatch, SEED, Stamp, json, optional, token, validators};
 use super::Conn;
 use diesel_occ_tests::schema::pg::accounts;
 
@@ -35,9 +35,7 @@ async fn blocking<R: Send + 'static>(
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
     let (db, pool) = seeded(test, 4).await?;
-    let app = routes!()
-        .with_state(pool)
-        .layer(Extension(settings));
+    let app = routes!().with_state(pool).layer(Extension(settings));
     Some((db, app))
 }
 
@@ -93,7 +91,8 @@ async fn replace(
             &RetryPolicy::new(),
             |conn, attempt| attempt.find::<Account>(conn, id),
             |conn, current| {
-                let mut account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+                let mut account =
+                    current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
                 account.balance = balance;
                 account.save_checked(conn)?;
                 Ok(account.version)
@@ -178,7 +177,12 @@ async fn put_by_key(
 ) -> Result<ETag, Problem> {
     let version = blocking(move || {
         let change = accounts::balance.eq(balance);
-        Ok(Account::update_by_key(&mut pool.get()?, id, &token(&if_match)?, change)?)
+        Ok(Account::update_by_key(
+            &mut pool.get()?,
+            id,
+            &token(&if_match)?,
+            change,
+        )?)
     })
     .await?;
     Ok(ETag::from_token(&version))
@@ -189,7 +193,14 @@ async fn delete_by_key(
     Path(id): Path<i32>,
     if_match: IfMatch,
 ) -> Result<StatusCode, Problem> {
-    blocking(move || Ok(Account::delete_by_key(&mut pool.get()?, id, &token(&if_match)?)?)).await?;
+    blocking(move || {
+        Ok(Account::delete_by_key(
+            &mut pool.get()?,
+            id,
+            &token(&if_match)?,
+        )?)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -257,17 +268,17 @@ async fn respond_to_a_put(
     Ok(if_none_match.respond(ETag::from_token(&account.version), || "written"))
 }
 
-async fn optional(if_match: Option<IfMatch>) -> &'static str {
-    if if_match.is_some() { "present" } else { "absent" }
-}
-
 async fn show_stamp(
     State(pool): State<Pool>,
     Path(id): Path<i32>,
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
     let stamp = blocking(move || Ok(Stamp::find(&mut pool.get()?, id)?)).await?;
-    Ok(preconditions.respond(Validators::of(&stamp.updated_at), || stamp.value.to_string()))
+    Ok(
+        preconditions.respond(Validators::of(&stamp.updated_at), || {
+            stamp.value.to_string()
+        }),
+    )
 }
 
 async fn replace_stamp(

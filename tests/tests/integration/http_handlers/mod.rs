@@ -110,60 +110,74 @@ impl Reply {
     fn status_etag(&self) -> (u16, Option<&str>) {
         (self.status.as_u16(), self.etag())
     }
-}
 
-/// Sends one request through the router.
-async fn send(
-    app: &Router,
-    method: Method,
-    uri: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Reply {
-    let mut request = Request::builder().method(method).uri(uri);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if !body.is_empty() {
-        request = request.header("content-type", "application/json");
-    }
-    let request = request.body(Body::from(body.to_owned())).unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    Reply {
-        status,
-        headers,
-        body: String::from_utf8(bytes.to_vec()).unwrap(),
+    fn status_body(&self) -> (u16, &str) {
+        (self.status.as_u16(), &self.body)
     }
 }
 
-/// The account's balance and ETag, as a GET answers them.
-async fn account(app: &Router, id: i32) -> (u16, Option<i64>, Option<String>) {
-    let reply = send(app, Method::GET, &format!("/accounts/{id}"), &[], "").await;
-    let balance = serde_json::from_str::<Value>(&reply.body)
-        .ok()
-        .and_then(|json| json["balance"].as_i64());
-    (
-        reply.status.as_u16(),
-        balance,
-        reply.etag().map(str::to_owned),
-    )
+/// A flavour's router, as the scenarios drive it: one request at a time.
+struct App(Router);
+
+impl App {
+    /// Sends one request through the router (`tower::ServiceExt::oneshot`).
+    async fn send(&self, method: Method, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut request = Request::builder().method(method).uri(uri);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if !body.is_empty() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request.body(Body::from(body.to_owned())).unwrap();
+        let response = self.0.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8(bytes.to_vec()).unwrap(),
+        }
+    }
+
+    async fn get(&self, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        self.send(Method::GET, uri, headers, "").await
+    }
+
+    async fn put(&self, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.send(Method::PUT, uri, headers, body).await
+    }
+
+    async fn patch(&self, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.send(Method::PATCH, uri, headers, body).await
+    }
+
+    async fn delete(&self, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        self.send(Method::DELETE, uri, headers, "").await
+    }
+
+    async fn post(&self, uri: &str, body: &str) -> Reply {
+        self.send(Method::POST, uri, &[], body).await
+    }
+
+    /// The account's balance and ETag, as a GET answers them.
+    async fn account(&self, id: i32) -> (u16, Option<i64>, Option<String>) {
+        let reply = self.get(&format!("/accounts/{id}"), &[]).await;
+        let balance = serde_json::from_str::<Value>(&reply.body)
+            .ok()
+            .and_then(|json| json["balance"].as_i64());
+        let etag = reply.etag().map(str::to_owned);
+        (reply.status.as_u16(), balance, etag)
+    }
 }
 
 // Point 1: a stale If-Match reaches the handler through `?`.
-async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app: Router) {
-    let put = send(
-        &app,
-        Method::PUT,
-        "/by-key/1",
-        &[("if-match", "\"1\"")],
-        "90",
-    )
-    .await;
+async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app: App) {
+    const STALE: (&str, &str) = ("if-match", "\"1\"");
+    let put = app.put("/by-key/1", &[STALE], "90").await;
     assert_eq!(put.status_etag(), (200, Some("\"2\"")), "{put:?}");
     for (method, uri, body) in [
         (Method::PUT, "/by-key/1", "80"),
@@ -171,7 +185,7 @@ async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app
         (Method::DELETE, "/soft/1", ""),
         (Method::PUT, "/upsert/1", "80"),
     ] {
-        let stale = send(&app, method.clone(), uri, &[("if-match", "\"1\"")], body).await;
+        let stale = app.send(method.clone(), uri, &[STALE], body).await;
         assert_eq!(
             stale.status_etag(),
             (412, Some("\"2\"")),
@@ -180,123 +194,71 @@ async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app
         assert_eq!(stale.code(), "precondition_failed");
     }
     assert_eq!(
-        account(&app, 1).await,
+        app.account(1).await,
         (200, Some(90), Some("\"2\"".into())),
         "nothing written"
     );
 }
 
 // Point 2: a taken key is a conflict, not a server error.
-async fn a_taken_key_is_409_and_412_under_if_none_match_any(app: Router) {
-    let taken = send(&app, Method::POST, "/accounts", &[], "[1, 5]").await;
+async fn a_taken_key_is_409_and_412_under_if_none_match_any(app: App) {
+    let taken = app.post("/accounts", "[1, 5]").await;
     assert_eq!(taken.status, 409, "{taken:?}");
     assert_eq!(taken.code(), "already_exists");
-    let taken = send(
-        &app,
-        Method::PUT,
-        "/insert/1",
-        &[("if-none-match", "*")],
-        "5",
-    )
-    .await;
+    let taken = app.put("/insert/1", &[("if-none-match", "*")], "5").await;
     assert_eq!(taken.status, 412, "{taken:?}");
-    let created = send(&app, Method::POST, "/accounts", &[], "[3, 5]").await;
+    let created = app.post("/accounts", "[3, 5]").await;
     assert_eq!(created.status_etag(), (201, Some("\"1\"")), "{created:?}");
-    assert_eq!(
-        account(&app, 1).await,
-        (200, Some(100), Some("\"1\"".into())),
-        "untouched"
-    );
+    let untouched = (200, Some(100), Some("\"1\"".into()));
+    assert_eq!(app.account(1).await, untouched, "untouched");
 }
 
 // Point 3: strong comparison is octet by octet.
-async fn a_tag_the_server_never_issued_does_not_match(app: Router) {
+async fn a_tag_the_server_never_issued_does_not_match(app: App) {
     for tag in ["\"01\"", "\"+1\"", "\"1 \""] {
         for uri in ["/by-key/1", "/accounts/1"] {
-            let reply = send(&app, Method::PUT, uri, &[("if-match", tag)], "1").await;
+            let reply = app.put(uri, &[("if-match", tag)], "1").await;
             let expected = if tag.contains(' ') { 400 } else { 412 };
             assert_eq!(reply.status, expected, "{uri} with {tag}: {reply:?}");
         }
     }
-    assert_eq!(
-        account(&app, 1).await,
-        (200, Some(100), Some("\"1\"".into())),
-        "untouched"
-    );
+    let untouched = (200, Some(100), Some("\"1\"".into()));
+    assert_eq!(app.account(1).await, untouched, "untouched");
 }
 
 // Point 4: If-None-Match on a write; `*` creates only if absent.
-async fn if_none_match_on_a_write_is_412_and_star_creates_only_if_absent(app: Router) {
-    let held = send(
-        &app,
-        Method::PUT,
-        "/respond/1",
-        &[("if-none-match", "\"1\"")],
-        "",
-    )
-    .await;
-    assert_eq!(held.status, 412, "{held:?}");
-    let other = send(
-        &app,
-        Method::PUT,
-        "/respond/1",
-        &[("if-none-match", "\"9\"")],
-        "",
-    )
-    .await;
-    assert_eq!(other.status, 200, "{other:?}");
-    let created = send(
-        &app,
-        Method::PUT,
-        "/create/7",
-        &[("if-none-match", "*")],
-        "70",
-    )
-    .await;
-    assert_eq!(created.status_etag(), (201, Some("\"1\"")), "{created:?}");
-    let again = send(
-        &app,
-        Method::PUT,
-        "/create/7",
-        &[("if-none-match", "*")],
-        "71",
-    )
-    .await;
-    assert_eq!(again.status_etag(), (412, Some("\"1\"")), "{again:?}");
-    assert_eq!(
-        account(&app, 7).await,
-        (200, Some(70), Some("\"1\"".into()))
-    );
+async fn if_none_match_on_a_write_is_412_and_star_creates_only_if_absent(app: App) {
+    // In order: the first create makes the second's `*` match.
+    let etag = Some("\"1\"");
+    for (case, uri, tag, body, status) in [
+        ("held", "/respond/1", "\"1\"", "", 412),
+        ("other", "/respond/1", "\"9\"", "", 200),
+        ("created", "/create/7", "*", "70", 201),
+        ("again", "/create/7", "*", "71", 412),
+    ] {
+        let reply = app.put(uri, &[("if-none-match", tag)], body).await;
+        assert_eq!(reply.status_etag(), (status, etag), "{case}: {reply:?}");
+    }
+    assert_eq!(app.account(7).await, (200, Some(70), Some("\"1\"".into())));
 }
 
 // Point 5: `Option<IfMatch>`.
-async fn an_optional_if_match_is_none_without_the_header_and_400_when_malformed(app: Router) {
-    let absent = send(&app, Method::GET, "/optional", &[], "").await;
-    assert_eq!(
-        (absent.status.as_u16(), absent.body.as_str()),
-        (200, "absent")
-    );
-    let present = send(&app, Method::GET, "/optional", &[("if-match", "\"1\"")], "").await;
-    assert_eq!(
-        (present.status.as_u16(), present.body.as_str()),
-        (200, "present")
-    );
-    let malformed = send(&app, Method::GET, "/optional", &[("if-match", "1")], "").await;
+async fn an_optional_if_match_is_none_without_the_header_and_400_when_malformed(app: App) {
+    let absent = app.get("/optional", &[]).await;
+    assert_eq!(absent.status_body(), (200, "absent"));
+    let present = app.get("/optional", &[("if-match", "\"1\"")]).await;
+    assert_eq!(present.status_body(), (200, "present"));
+    let malformed = app.get("/optional", &[("if-match", "1")]).await;
     assert_eq!(malformed.status, 400, "{malformed:?}");
 }
 
 // Point 9: a 304 keeps the headers a cache needs.
-async fn a_304_carries_the_cache_headers_of_the_200(app: Router) {
-    let full = send(&app, Method::GET, "/accounts/1", &[], "").await;
+async fn a_304_carries_the_cache_headers_of_the_200(app: App) {
+    let full = app.get("/accounts/1", &[]).await;
     assert_eq!(full.status_etag(), (200, Some("\"1\"")));
-    let cached = send(
-        &app,
-        Method::GET,
-        "/accounts/1",
-        &[("if-none-match", "W/\"1\"")],
-        "",
-    )
-    .await;
+    let cached = app
+        .get("/accounts/1", &[("if-none-match", "W/\"1\"")])
+        .await;
     assert_eq!(cached.status_etag(), (304, Some("\"1\"")), "{cached:?}");
     assert!(cached.body.is_empty());
     for name in ["cache-control", "vary", "content-location"] {
@@ -311,82 +273,52 @@ async fn a_304_carries_the_cache_headers_of_the_200(app: Router) {
 }
 
 // Point 7: PUT, PATCH and DELETE with their preconditions in one call.
-async fn writes_evaluate_their_preconditions_in_the_retry_helper(app: Router) {
-    let write = async |method: Method, headers: &[(&str, &str)], body: &str| {
-        send(&app, method, "/accounts/1", headers, body).await
-    };
-    let put = write(Method::PUT, &[("if-match", "\"1\"")], "90").await;
-    assert_eq!(put.status_etag(), (200, Some("\"2\"")), "{put:?}");
-    let any = write(Method::PUT, &[("if-match", "*")], "80").await;
-    assert_eq!(any.status_etag(), (200, Some("\"3\"")), "{any:?}");
-    let list = write(Method::PUT, &[("if-match", "\"9\", \"3\"")], "70").await;
-    assert_eq!(list.status_etag(), (200, Some("\"4\"")), "{list:?}");
-    let patch = write(
-        Method::PATCH,
-        &[("if-match", "\"4\"")],
-        r#"{"balance": 50}"#,
-    )
-    .await;
+async fn writes_evaluate_their_preconditions_in_the_retry_helper(app: App) {
+    // In order: each If-Match names the ETag the writes before it left.
+    for (tag, body, etag) in [
+        ("\"1\"", "90", "\"2\""),
+        ("*", "80", "\"3\""),
+        ("\"9\", \"3\"", "70", "\"4\""),
+    ] {
+        let put = app.put("/accounts/1", &[("if-match", tag)], body).await;
+        assert_eq!(put.status_etag(), (200, Some(etag)), "{tag}: {put:?}");
+    }
+    let at_4 = [("if-match", "\"4\"")];
+    let patch = app.patch("/accounts/1", &at_4, r#"{"balance": 50}"#).await;
     assert_eq!(patch.status_etag(), (200, Some("\"5\"")), "{patch:?}");
-    let stale = write(
-        Method::PATCH,
-        &[("if-match", "\"4\"")],
-        r#"{"balance": 40}"#,
-    )
-    .await;
+    let stale = app.patch("/accounts/1", &at_4, r#"{"balance": 40}"#).await;
     assert_eq!(stale.status_etag(), (412, Some("\"5\"")), "{stale:?}");
-    let bare = write(Method::PUT, &[], "30").await;
+    let bare = app.put("/accounts/1", &[], "30").await;
     assert_eq!(bare.status, 428, "{bare:?}");
-    assert_eq!(
-        account(&app, 1).await,
-        (200, Some(50), Some("\"5\"".into()))
-    );
-    let delete = write(Method::DELETE, &[("if-match", "\"5\"")], "").await;
+    assert_eq!(app.account(1).await, (200, Some(50), Some("\"5\"".into())));
+    let delete = app.delete("/accounts/1", &[("if-match", "\"5\"")]).await;
     assert_eq!(delete.status, 204, "{delete:?}");
-    assert_eq!(account(&app, 1).await.0, 404);
-    let gone = write(Method::DELETE, &[("if-match", "*")], "").await;
+    assert_eq!(app.account(1).await.0, 404);
+    let gone = app.delete("/accounts/1", &[("if-match", "*")]).await;
     assert_eq!(gone.status, 412, "`*` on a missing resource: {gone:?}");
-    let gone = write(Method::PUT, &[("if-match", "\"5\"")], "1").await;
+    let gone = app.put("/accounts/1", &[("if-match", "\"5\"")], "1").await;
     assert_eq!(gone.status, 404, "a tag on a missing resource: {gone:?}");
 }
 
 // Point 10: HTTP dates on a whole-second timestamp token.
-async fn http_dates_guard_a_whole_second_timestamp_token(app: Router) {
-    let read = send(&app, Method::GET, "/stamps/1", &[], "").await;
+async fn http_dates_guard_a_whole_second_timestamp_token(app: App) {
+    let read = app.get("/stamps/1", &[]).await;
     assert_eq!(read.header("last-modified"), Some(SEEDED_DATE), "{read:?}");
-    let cached = send(
-        &app,
-        Method::GET,
-        "/stamps/1",
-        &[("if-modified-since", SEEDED_DATE)],
-        "",
-    )
-    .await;
+    let modified_since = [("if-modified-since", SEEDED_DATE)];
+    let cached = app.get("/stamps/1", &modified_since).await;
     assert_eq!(cached.status, 304, "{cached:?}");
-    let since = [("if-unmodified-since", SEEDED_DATE)];
-    let first = send(&app, Method::PUT, "/stamps/1", &since, "1").await;
+    let unmodified_since = [("if-unmodified-since", SEEDED_DATE)];
+    let first = app.put("/stamps/1", &unmodified_since, "1").await;
     assert_eq!(first.status, 200, "{first:?}");
-    let second = send(&app, Method::PUT, "/stamps/1", &since, "2").await;
+    let second = app.put("/stamps/1", &unmodified_since, "2").await;
     assert_eq!(second.status, 412, "modified since: {second:?}");
-    let read = send(
-        &app,
-        Method::GET,
-        "/stamps/1",
-        &[("if-modified-since", SEEDED_DATE)],
-        "",
-    )
-    .await;
+    let read = app.get("/stamps/1", &modified_since).await;
     assert_eq!(read.status, 200, "{read:?}");
     assert_ne!(read.header("last-modified"), Some(SEEDED_DATE));
     assert_eq!(read.body, "1", "the second write did not land");
-    let bare = send(
-        &app,
-        Method::PUT,
-        "/stamps/1",
-        &[("if-unmodified-since", "yesterday")],
-        "3",
-    )
-    .await;
+    let bare = app
+        .put("/stamps/1", &[("if-unmodified-since", "yesterday")], "3")
+        .await;
     assert_eq!(
         bare.status, 428,
         "a date that is not an HTTP-date is ignored: {bare:?}"
@@ -394,16 +326,13 @@ async fn http_dates_guard_a_whole_second_timestamp_token(app: Router) {
 }
 
 // Point 11: weak tags, only when the service opts in.
-async fn a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(
-    strict: Router,
-    lenient: Router,
-) {
+async fn a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(strict: App, lenient: App) {
     let weak = [("if-match", "W/\"1\"")];
-    let refused = send(&strict, Method::PUT, "/by-key/1", &weak, "90").await;
+    let refused = strict.put("/by-key/1", &weak, "90").await;
     assert_eq!(refused.status, 412, "{refused:?}");
-    let accepted = send(&lenient, Method::PUT, "/by-key/1", &weak, "90").await;
+    let accepted = lenient.put("/by-key/1", &weak, "90").await;
     assert_eq!(accepted.status_etag(), (200, Some("\"2\"")), "{accepted:?}");
-    let stale = send(&lenient, Method::PUT, "/accounts/1", &weak, "80").await;
+    let stale = lenient.put("/accounts/1", &weak, "80").await;
     assert_eq!(
         stale.status_etag(),
         (412, Some("\"2\"")),
@@ -412,11 +341,20 @@ async fn a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(
 }
 
 // Point 8: a pool without a free connection.
-async fn a_pool_error_is_503_with_retry_after(app: Router) {
-    let busy = send(&app, Method::GET, "/busy", &[], "").await;
+async fn a_pool_error_is_503_with_retry_after(app: App) {
+    let busy = app.get("/busy", &[]).await;
     assert_eq!(busy.status, 503, "{busy:?}");
     assert_eq!(busy.header("retry-after"), Some("1"));
     assert_eq!(busy.code(), "unavailable");
+}
+
+/// A handler both flavours share: it touches no database.
+async fn optional(if_match: Option<IfMatch>) -> &'static str {
+    if if_match.is_some() {
+        "present"
+    } else {
+        "absent"
+    }
 }
 
 /// The routes of the table above, on the handlers of the flavour in scope.
@@ -474,7 +412,10 @@ macro_rules! http_scenarios {
             let Some((_lenient_db, lenient)) = $app(&format!("{test}_lenient"), lenient_settings).await else {
                 return;
             };
-            super::super::a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(strict, lenient).await;
+            super::super::a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(
+                super::super::App(strict),
+                super::super::App(lenient),
+            ).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,7 +423,7 @@ macro_rules! http_scenarios {
             let Some((_db, app)) = $busy(concat!(module_path!(), "_busy")).await else {
                 return;
             };
-            super::super::a_pool_error_is_503_with_retry_after(app).await;
+            super::super::a_pool_error_is_503_with_retry_after(super::super::App(app)).await;
         }
     };
     (@each $app:ident: $($scenario:ident),+) => {
@@ -493,7 +434,7 @@ macro_rules! http_scenarios {
                 let Some((_db, app)) = $app(test, diesel_occ_axum::Settings::default()).await else {
                     return;
                 };
-                super::super::$scenario(app).await;
+                super::super::$scenario(super::super::App(app)).await;
             }
         )+
     };
