@@ -51,9 +51,12 @@ pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// The blocking flavour: the item without `.await`, without `async` on its functions,
 /// blocks and closures (`async move { .. }` becomes `{ .. }`), with `Fn`, `FnMut` and
-/// `FnOnce` for `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, and with `#[test]` for
-/// `#[tokio::test]` (and its arguments). `#[flavour(asynchronous)]` drops the item (it
-/// is the async flavour's alone); `#[flavour(blocking)]` keeps it as written.
+/// `FnOnce` for `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, with `T` for
+/// `impl Future<Output = T>` and `impl Future<Output = T> + Send` (a trait's method
+/// whose future must be `Send`, which `async fn` cannot say, returns the value), and
+/// with `#[test]` for `#[tokio::test]` (and its arguments). `#[flavour(asynchronous)]`
+/// drops the item (it is the async flavour's alone); `#[flavour(blocking)]` keeps it as
+/// written.
 #[proc_macro_attribute]
 pub fn blocking(args: TokenStream, item: TokenStream) -> TokenStream {
     match only_in(args) {
@@ -110,6 +113,9 @@ fn strip_async(stream: TokenStream) -> TokenStream {
                         }
                     }
                 }
+                "impl" if is_ident(tokens.peek(), "Future") => {
+                    out.extend(future_output(ident, &mut tokens));
+                }
                 "AsyncFn" => out.push(Ident::new("Fn", ident.span()).into()),
                 "AsyncFnMut" => out.push(Ident::new("FnMut", ident.span()).into()),
                 "AsyncFnOnce" => out.push(Ident::new("FnOnce", ident.span()).into()),
@@ -140,6 +146,56 @@ fn strip_async(stream: TokenStream) -> TokenStream {
         }
     }
     out.into_iter().collect()
+}
+
+/// After `impl`, a future's type, `Future<Output = T>` or `Future<Output = T> + Send`:
+/// `T`, stripped in turn. `impl Future` in any other form is left as written.
+fn future_output(
+    impl_: Ident,
+    tokens: &mut std::iter::Peekable<proc_macro::token_stream::IntoIter>,
+) -> TokenStream {
+    let mut written: Vec<TokenTree> = vec![impl_.into(), tokens.next().expect("peeked")];
+    for expected in ["<", "Output", "="] {
+        match tokens.peek() {
+            Some(token) if token.to_string() == expected => {
+                written.push(tokens.next().expect("peeked"));
+            }
+            _ => return written.into_iter().collect(),
+        }
+    }
+    // `T` ends at the `>` that closes `Future<`: count the angle brackets within it (a
+    // `>` after `-` is an arrow's).
+    let mut output = Vec::new();
+    let (mut depth, mut after_minus) = (0_usize, false);
+    for token in tokens.by_ref() {
+        if let TokenTree::Punct(punct) = &token {
+            match punct.as_char() {
+                '>' if after_minus => {}
+                '>' if depth == 0 => break,
+                '>' => depth -= 1,
+                '<' => depth += 1,
+                _ => {}
+            }
+            after_minus = punct.as_char() == '-';
+        } else {
+            after_minus = false;
+        }
+        output.push(token);
+    }
+    if is_punct(tokens.peek(), '+') {
+        let plus = tokens.next().expect("peeked");
+        if is_ident(tokens.peek(), "Send") {
+            tokens.next();
+        } else {
+            // Another bound: it stays, for the compiler to report.
+            output.push(plus);
+        }
+    }
+    strip_async(output.into_iter().collect())
+}
+
+fn is_punct(token: Option<&TokenTree>, char: char) -> bool {
+    matches!(token, Some(TokenTree::Punct(punct)) if punct.as_char() == char)
 }
 
 fn is_brace_group(token: Option<&TokenTree>) -> bool {
