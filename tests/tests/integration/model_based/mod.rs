@@ -5,11 +5,11 @@
 //! shrinks a failure to the shortest program and the test prints it.
 //!
 //! `model.rs` (the model and the program generator) and `runner.rs` (the checks and
-//! the run) are compiled once; `blocking.rs` and `asynchronous.rs` are only executors,
-//! compiled per backend. `OCC_MODEL_CASES`, `OCC_MODEL_STEPS`, `OCC_MODEL_SEED` and
+//! the run) are compiled once; `scenarios.rs`, the executor and the runs, per backend
+//! and flavour. `OCC_MODEL_CASES`, `OCC_MODEL_STEPS`, `OCC_MODEL_SEED` and
 //! `OCC_MODEL_OPS` set the run (tests/README.md).
 
 mod model;
 mod runner;
 
-on_every_backend!(entities, blocking, asynchronous);
+on_every_backend!(entities, scenarios);
