@@ -879,58 +879,57 @@ impl Model {
                     .boxed(),
             ));
         }
+        let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
+            if ops.has(name) {
+                options.push((weight, strategy));
+            }
+        };
         if !insertable.is_empty() {
             let pick = proptest::sample::select(insertable);
-            if ops.has("insert") {
-                options.push((
-                    3,
-                    (0..clients, pick.clone(), value.clone())
-                        .prop_map(|(client, key, value)| Op::Insert { client, key, value })
-                        .boxed(),
-                ));
-            }
-            if ops.has("insert_from") {
-                options.push((
-                    2,
-                    (0..clients, pick.clone(), value.clone())
-                        .prop_map(|(client, key, value)| Op::InsertFrom { client, key, value })
-                        .boxed(),
-                ));
-            }
-            if ops.has("upsert_none") {
-                options.push((
-                    2,
-                    (0..clients, pick, value.clone())
-                        .prop_map(|(client, key, value)| Op::UpsertNone { client, key, value })
-                        .boxed(),
-                ));
-            }
+            let new_row = |op: fn(usize, Key, i32) -> Op| {
+                (0..clients, pick.clone(), value.clone())
+                    .prop_map(move |(client, key, value)| op(client, key, value))
+                    .boxed()
+            };
+            add(
+                "insert",
+                3,
+                new_row(|client, key, value| Op::Insert { client, key, value }),
+            );
+            add(
+                "insert_from",
+                2,
+                new_row(|client, key, value| Op::InsertFrom { client, key, value }),
+            );
+            add(
+                "upsert_none",
+                2,
+                new_row(|client, key, value| Op::UpsertNone { client, key, value }),
+            );
         }
-        if ops.has("bulk_update") {
-            let all: Vec<Key> = (1..=setup.keys).collect();
-            options.push((
-                1,
-                (
-                    0..clients,
-                    proptest::sample::subsequence(all, 1..=setup.keys as usize),
-                    value.clone(),
-                )
-                    .prop_map(|(client, keys, value)| Op::BulkUpdate {
-                        client,
-                        keys,
-                        value,
-                    })
-                    .boxed(),
-            ));
-        }
-        if ops.has("retry") {
-            options.push((
-                1,
-                (0..clients, keys.clone(), value.clone())
-                    .prop_map(|(client, key, value)| Op::RetrySave { client, key, value })
-                    .boxed(),
-            ));
-        }
+        let all: Vec<Key> = (1..=setup.keys).collect();
+        add(
+            "bulk_update",
+            1,
+            (
+                0..clients,
+                proptest::sample::subsequence(all, 1..=setup.keys as usize),
+                value.clone(),
+            )
+                .prop_map(|(client, keys, value)| Op::BulkUpdate {
+                    client,
+                    keys,
+                    value,
+                })
+                .boxed(),
+        );
+        add(
+            "retry",
+            1,
+            (0..clients, keys.clone(), value.clone())
+                .prop_map(|(client, key, value)| Op::RetrySave { client, key, value })
+                .boxed(),
+        );
         if !slots.is_empty() {
             let slot = if stale.is_empty() {
                 proptest::sample::select(slots).boxed()
@@ -941,17 +940,21 @@ impl Model {
                 ]
                 .boxed()
             };
-            let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
-                if ops.has(name) {
-                    options.push((weight, strategy));
-                }
+            // An operation on a held entity, and one that also writes a value.
+            let held = |op: fn(usize, Key) -> Op| {
+                slot.clone()
+                    .prop_map(move |(client, key)| op(client, key))
+                    .boxed()
+            };
+            let held_value = |op: fn(usize, Key, i32) -> Op| {
+                (slot.clone(), value.clone())
+                    .prop_map(move |((client, key), value)| op(client, key, value))
+                    .boxed()
             };
             add(
                 "save",
                 6,
-                (slot.clone(), value.clone())
-                    .prop_map(|((client, key), value)| Op::Save { client, key, value })
-                    .boxed(),
+                held_value(|client, key, value| Op::Save { client, key, value }),
             );
             add(
                 "save_where",
@@ -966,54 +969,36 @@ impl Model {
                     })
                     .boxed(),
             );
-            add(
-                "delete",
-                2,
-                slot.clone()
-                    .prop_map(|(client, key)| Op::Delete { client, key })
-                    .boxed(),
-            );
+            add("delete", 2, held(|client, key| Op::Delete { client, key }));
             add(
                 "update_by_key",
                 3,
-                (slot.clone(), value.clone())
-                    .prop_map(|((client, key), value)| Op::UpdateByKey { client, key, value })
-                    .boxed(),
+                held_value(|client, key, value| Op::UpdateByKey { client, key, value }),
             );
             add(
                 "delete_by_key",
                 2,
-                slot.clone()
-                    .prop_map(|(client, key)| Op::DeleteByKey { client, key })
-                    .boxed(),
+                held(|client, key| Op::DeleteByKey { client, key }),
             );
             add(
                 "upsert_some",
                 3,
-                (slot.clone(), value.clone())
-                    .prop_map(|((client, key), value)| Op::UpsertSome { client, key, value })
-                    .boxed(),
+                held_value(|client, key, value| Op::UpsertSome { client, key, value }),
             );
             add(
                 "force_increment",
                 1,
-                slot.clone()
-                    .prop_map(|(client, key)| Op::ForceIncrement { client, key })
-                    .boxed(),
+                held(|client, key| Op::ForceIncrement { client, key }),
             );
             add(
                 "soft_delete",
                 1,
-                slot.clone()
-                    .prop_map(|(client, key)| Op::SoftDelete { client, key })
-                    .boxed(),
+                held(|client, key| Op::SoftDelete { client, key }),
             );
             add(
                 "retry",
                 1,
-                (slot.clone(), value.clone())
-                    .prop_map(|((client, key), value)| Op::RetryByKey { client, key, value })
-                    .boxed(),
+                held_value(|client, key, value| Op::RetryByKey { client, key, value }),
             );
             let holders: Vec<usize> = (0..clients)
                 .filter(|&client| !self.held[client].is_empty())

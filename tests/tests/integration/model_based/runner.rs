@@ -324,6 +324,21 @@ struct System<E: Entity, X> {
 }
 
 impl<E: Entity, X: Executor<E>> System<E, X> {
+    /// What a write of `value` to row `key` by its key returned; on success the client
+    /// holds the row at the new token.
+    fn wrote(
+        &mut self,
+        client: usize,
+        key: Key,
+        value: i32,
+        result: Result<E::Token, Error>,
+    ) -> Seen<E::Token> {
+        if let Ok(token) = &result {
+            self.held[client].insert(key, E::with_token(key, value, token.clone()));
+        }
+        Seen::of(&result, |token| Seen::Token(token.clone()))
+    }
+
     /// Runs `op` as the model just did (`model.expect` says what it must return).
     fn apply(&mut self, model: &Model, op: &Op) -> Result<(), String> {
         let held = |system: &Self, client: usize, key: Key| -> E {
@@ -366,24 +381,16 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             }
             Op::InsertFrom { client, key, value } => {
                 let result = self.executor.insert_from(client, key, value);
-                if let Ok(token) = &result {
-                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
-                }
-                Seen::of(&result, |token| Seen::Token(token.clone()))
+                self.wrote(client, key, value, result)
             }
             Op::Delete { client, key } => {
                 let entity = held(self, client, key);
                 Seen::done(&self.executor.delete(client, &entity))
             }
             Op::UpdateByKey { client, key, value } => {
-                let entity = held(self, client, key);
-                let result = self
-                    .executor
-                    .update_by_key(client, key, entity.parts().2, value);
-                if let Ok(token) = &result {
-                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
-                }
-                Seen::of(&result, |token| Seen::Token(token.clone()))
+                let expected = held(self, client, key).parts().2.clone();
+                let result = self.executor.update_by_key(client, key, &expected, value);
+                self.wrote(client, key, value, result)
             }
             Op::DeleteByKey { client, key } => {
                 let entity = held(self, client, key);
@@ -453,14 +460,9 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 Seen::done(&result)
             }
             Op::RetryByKey { client, key, value } => {
-                let entity = held(self, client, key);
-                let result = self
-                    .executor
-                    .retry_by_key(client, key, entity.parts().2, value);
-                if let Ok(token) = &result {
-                    self.held[client].insert(key, E::with_token(key, value, token.clone()));
-                }
-                Seen::of(&result, |token| Seen::Token(token.clone()))
+                let expected = held(self, client, key).parts().2.clone();
+                let result = self.executor.retry_by_key(client, key, &expected, value);
+                self.wrote(client, key, value, result)
             }
             Op::TrackedSave {
                 client,
