@@ -12,7 +12,6 @@ use diesel::prelude::*;
 use diesel_async::SimpleAsyncConnection;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
-use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_axum::{ETag, IfMatch, IfNoneMatch, Preconditions, Problem, Settings, Validators};
@@ -23,6 +22,21 @@ use super::AsyncConn as Conn;
 use diesel_occ_tests::schema::pg::accounts;
 
 type Db = AsyncTestDb<Conn>;
+
+/// `Preconditions::write_async` with the default retry policy, on the `$entity` keyed
+/// `$id` as each attempt reads it; the closure gets it (`None`: absent).
+macro_rules! write_row {
+    ($preconditions:ident, $pool:ident, $entity:ty, $id:ident, |$conn:ident, $current:ident| $body:expr) => {
+        $preconditions
+            .write_async(
+                &$pool,
+                &RetryPolicy::new(),
+                async |conn, attempt| attempt.find::<$entity>(conn, $id).await,
+                async |$conn, $current: Option<$entity>| $body,
+            )
+            .await?
+    };
+}
 
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
@@ -70,36 +84,18 @@ async fn show(
     Ok(preconditions.respond(validators(&account), || json(&account)))
 }
 
-/// The row, read as the retry helper's attempt reads it.
-async fn read(
-    conn: &mut Conn,
-    attempt: diesel_occ::retry::Attempt,
-    id: i32,
-) -> Result<Account, Error> {
-    attempt.find::<Account>(conn, id).await
-}
-
 async fn replace(
     State(pool): State<Pool<Conn>>,
     Path(id): Path<i32>,
     preconditions: Preconditions,
     Json(balance): Json<i32>,
 ) -> Result<ETag, Problem> {
-    let policy = RetryPolicy::new();
-    let version = preconditions
-        .write_async(
-            &pool,
-            &policy,
-            async |conn, attempt| read(conn, attempt, id).await,
-            async |conn, current: Option<Account>| {
-                let mut account =
-                    current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
-                account.balance = balance;
-                account.save_checked(conn).await?;
-                Ok(account.version)
-            },
-        )
-        .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        let mut account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        account.balance = balance;
+        account.save_checked(conn).await?;
+        Ok(account.version)
+    });
     Ok(ETag::from_token(&version))
 }
 
@@ -109,18 +105,10 @@ async fn patch(
     preconditions: Preconditions,
     Json(form): Json<AccountPatch>,
 ) -> Result<ETag, Problem> {
-    let policy = RetryPolicy::new();
-    let version = preconditions
-        .write_async(
-            &pool,
-            &policy,
-            async |conn, attempt| read(conn, attempt, id).await,
-            async |conn, current: Option<Account>| {
-                let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
-                Account::update_by_key(conn, id, &account.version, form.clone()).await
-            },
-        )
-        .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        Account::update_by_key(conn, id, &account.version, form.clone()).await
+    });
     Ok(ETag::from_token(&version))
 }
 
@@ -129,17 +117,12 @@ async fn remove(
     Path(id): Path<i32>,
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
-    preconditions
-        .write_async(
-            &pool,
-            &RetryPolicy::new(),
-            async |conn, attempt| read(conn, attempt, id).await,
-            async |conn, current: Option<Account>| match current {
-                Some(account) => account.delete_checked(conn).await,
-                None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
-            },
-        )
-        .await?;
+    write_row!(preconditions, pool, Account, id, |conn, current| {
+        match current {
+            Some(account) => account.delete_checked(conn).await,
+            None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
+        }
+    });
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -149,23 +132,18 @@ async fn create_if_absent(
     preconditions: Preconditions,
     Json(balance): Json<i32>,
 ) -> Result<(StatusCode, ETag), Problem> {
-    let version = preconditions
-        .write_async(
-            &pool,
-            &RetryPolicy::new(),
-            async |conn, attempt| read(conn, attempt, id).await,
-            async |conn, current: Option<Account>| match current {
-                // `If-None-Match: *` let it through only when absent; a PUT without it
-                // replaces.
-                Some(mut account) => {
-                    account.balance = balance;
-                    account.save_checked(conn).await?;
-                    Ok(account.version)
-                }
-                None => Account::new(id, balance).insert_checked(conn).await,
-            },
-        )
-        .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        match current {
+            // `If-None-Match: *` let it through only when absent; a PUT without it
+            // replaces.
+            Some(mut account) => {
+                account.balance = balance;
+                account.save_checked(conn).await?;
+                Ok(account.version)
+            }
+            None => Account::new(id, balance).insert_checked(conn).await,
+        }
+    });
     Ok((StatusCode::CREATED, ETag::from_token(&version)))
 }
 
@@ -270,19 +248,12 @@ async fn replace_stamp(
     preconditions: Preconditions,
     Json(value): Json<i32>,
 ) -> Result<Response, Problem> {
-    let stamp = preconditions
-        .write_async(
-            &pool,
-            &RetryPolicy::new(),
-            async |conn, attempt| attempt.find::<Stamp>(conn, id).await,
-            async |conn, current: Option<Stamp>| {
-                let mut stamp = current.ok_or_else(|| diesel_occ::NotFound::of::<Stamp>(&id))?;
-                stamp.value = value;
-                stamp.save_checked(conn).await?;
-                Ok(stamp)
-            },
-        )
-        .await?;
+    let stamp = write_row!(preconditions, pool, Stamp, id, |conn, current| {
+        let mut stamp = current.ok_or_else(|| diesel_occ::NotFound::of::<Stamp>(&id))?;
+        stamp.value = value;
+        stamp.save_checked(conn).await?;
+        Ok(stamp)
+    });
     Ok(Validators::of(&stamp.updated_at).into_response())
 }
 

@@ -32,6 +32,22 @@ async fn blocking<R: Send + 'static>(
         .map_err(|_| Problem::internal())?
 }
 
+/// `Preconditions::write` in `spawn_blocking`, with the default retry policy, on the
+/// `$entity` keyed `$id` as each attempt reads it; the closure gets it (`None`: absent).
+macro_rules! write_row {
+    ($preconditions:ident, $pool:ident, $entity:ty, $id:ident, |$conn:ident, $current:ident| $body:expr) => {
+        blocking(move || {
+            $preconditions.write(
+                &$pool,
+                &RetryPolicy::new(),
+                |conn, attempt| attempt.find::<$entity>(conn, $id),
+                |$conn, $current: Option<$entity>| $body,
+            )
+        })
+        .await?
+    };
+}
+
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
     let (db, pool) = seeded(test, 4).await?;
@@ -85,21 +101,12 @@ async fn replace(
     preconditions: Preconditions,
     Json(balance): Json<i32>,
 ) -> Result<ETag, Problem> {
-    let version = blocking(move || {
-        preconditions.write(
-            &pool,
-            &RetryPolicy::new(),
-            |conn, attempt| attempt.find::<Account>(conn, id),
-            |conn, current| {
-                let mut account =
-                    current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
-                account.balance = balance;
-                account.save_checked(conn)?;
-                Ok(account.version)
-            },
-        )
-    })
-    .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        let mut account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        account.balance = balance;
+        account.save_checked(conn)?;
+        Ok(account.version)
+    });
     Ok(ETag::from_token(&version))
 }
 
@@ -109,18 +116,10 @@ async fn patch(
     preconditions: Preconditions,
     Json(form): Json<AccountPatch>,
 ) -> Result<ETag, Problem> {
-    let version = blocking(move || {
-        preconditions.write(
-            &pool,
-            &RetryPolicy::new(),
-            |conn, attempt| attempt.find::<Account>(conn, id),
-            |conn, current| {
-                let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
-                Account::update_by_key(conn, id, &account.version, form.clone())
-            },
-        )
-    })
-    .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        Account::update_by_key(conn, id, &account.version, form.clone())
+    });
     Ok(ETag::from_token(&version))
 }
 
@@ -129,18 +128,12 @@ async fn remove(
     Path(id): Path<i32>,
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
-    blocking(move || {
-        preconditions.write(
-            &pool,
-            &RetryPolicy::new(),
-            |conn, attempt| attempt.find::<Account>(conn, id),
-            |conn, current| match current {
-                Some(account) => account.delete_checked(conn),
-                None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
-            },
-        )
-    })
-    .await?;
+    write_row!(preconditions, pool, Account, id, |conn, current| {
+        match current {
+            Some(account) => account.delete_checked(conn),
+            None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
+        }
+    });
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -150,22 +143,16 @@ async fn create_if_absent(
     preconditions: Preconditions,
     Json(balance): Json<i32>,
 ) -> Result<(StatusCode, ETag), Problem> {
-    let version = blocking(move || {
-        preconditions.write(
-            &pool,
-            &RetryPolicy::new(),
-            |conn, attempt| attempt.find::<Account>(conn, id),
-            |conn, current: Option<Account>| match current {
-                Some(mut account) => {
-                    account.balance = balance;
-                    account.save_checked(conn)?;
-                    Ok(account.version)
-                }
-                None => Account::new(id, balance).insert_checked(conn),
-            },
-        )
-    })
-    .await?;
+    let version = write_row!(preconditions, pool, Account, id, |conn, current| {
+        match current {
+            Some(mut account) => {
+                account.balance = balance;
+                account.save_checked(conn)?;
+                Ok(account.version)
+            }
+            None => Account::new(id, balance).insert_checked(conn),
+        }
+    });
     Ok((StatusCode::CREATED, ETag::from_token(&version)))
 }
 
@@ -287,20 +274,12 @@ async fn replace_stamp(
     preconditions: Preconditions,
     Json(value): Json<i32>,
 ) -> Result<Response, Problem> {
-    let stamp = blocking(move || {
-        preconditions.write(
-            &pool,
-            &RetryPolicy::new(),
-            |conn, attempt| attempt.find::<Stamp>(conn, id),
-            |conn, current| {
-                let mut stamp = current.ok_or_else(|| diesel_occ::NotFound::of::<Stamp>(&id))?;
-                stamp.value = value;
-                stamp.save_checked(conn)?;
-                Ok(stamp)
-            },
-        )
-    })
-    .await?;
+    let stamp = write_row!(preconditions, pool, Stamp, id, |conn, current| {
+        let mut stamp = current.ok_or_else(|| diesel_occ::NotFound::of::<Stamp>(&id))?;
+        stamp.value = value;
+        stamp.save_checked(conn)?;
+        Ok(stamp)
+    });
     Ok(Validators::of(&stamp.updated_at).into_response())
 }
 
