@@ -78,6 +78,19 @@ pub(crate) mod blocking {
         diesel::mysql::MysqlConnection,
         diesel::sqlite::SqliteConnection
     );
+
+    /// Work started by [`spawn`]: a thread of its own.
+    pub(crate) type Spawned<T> = std::thread::JoinHandle<T>;
+
+    /// Starts `work` on a thread of its own (a task, in the async flavour).
+    pub(crate) fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Spawned<T> {
+        std::thread::spawn(work)
+    }
+
+    /// What the spawned work returned, or the payload it panicked with.
+    pub(crate) fn joined<T>(spawned: Spawned<T>) -> std::thread::Result<T> {
+        spawned.join()
+    }
 }
 
 /// The async flavour: diesel-async's connections, the racing writers polled together.
@@ -153,4 +166,22 @@ pub(crate) mod asynchronous {
             diesel::sqlite::SqliteConnection,
         >
     );
+
+    /// Work started by [`spawn`]: a task of its own.
+    pub(crate) type Spawned<T> = tokio::task::JoinHandle<T>;
+
+    /// Starts the future `work` makes on a task of its own (a thread, in the blocking
+    /// flavour, where `work` is the closure itself).
+    pub(crate) fn spawn<F>(work: impl FnOnce() -> F) -> Spawned<F::Output>
+    where
+        F: Future<Output: Send> + Send + 'static,
+    {
+        tokio::spawn(work())
+    }
+
+    /// What the spawned task returned, or the payload it panicked with (a task that was
+    /// aborted is not joined here).
+    pub(crate) async fn joined<T>(spawned: Spawned<T>) -> std::thread::Result<T> {
+        spawned.await.map_err(tokio::task::JoinError::into_panic)
+    }
 }

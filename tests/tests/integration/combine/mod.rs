@@ -3,8 +3,8 @@
 //! never overwritten (the group reads again and runs every change again), a group that
 //! fails for good gives each caller its own error, a change that panics leaves its
 //! group, and (async) a caller that goes away before its group is taken withdraws its
-//! change.
+//! change. One scenario file for both flavours (`scenarios.rs`).
 
-on_every_backend!(asynchronous_counters, blocking, asynchronous);
+on_every_backend!(scenarios);
 
 mod lost_answers;
