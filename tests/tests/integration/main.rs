@@ -16,10 +16,11 @@
 //! `db!()` (a fresh database, [`test_db!`] or [`async_test_db!`]), and from
 //! [`flavours`] Diesel's or diesel-async's `RunQueryDsl` and `Connection`, diesel-occ's
 //! prelude, `TestDb`, `wait_until`, the calls the two APIs spell differently under one
-//! name (`run_in_flavour`, `install_in_flavour`) and the attribute `#[flavour]`. Every
-//! item that awaits carries `#[flavour]`: in `asynchronous` it leaves the item as
-//! written, in `blocking` it drops `.await` and `async` (`AsyncFn` becomes `Fn`) and
-//! turns `#[tokio::test]` into `#[test]` (`occ_test_flavours`, in `tests/flavours`).
+//! name (`run_in_flavour`, `install_in_flavour`), `spawn` and `joined` (a thread, or a
+//! task) and the attribute `#[flavour]`. Every item that awaits carries `#[flavour]`: in
+//! `asynchronous` it leaves the item as written, in `blocking` it drops `.await` and
+//! `async` (`AsyncFn` becomes `Fn`) and turns `#[tokio::test]` into `#[test]`
+//! (`occ_test_flavours`, in `tests/flavours`).
 //!
 //! ```text
 //! #[flavour]
@@ -35,12 +36,9 @@
 //! A scenario only one flavour runs (a race on tasks or on threads, a pool adapter, a
 //! `Send` check, one the other flavour's API cannot express) says so,
 //! `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, and is written in that
-//! flavour's form. Subjects whose scenarios differ by flavour throughout (a combiner's
-//! threads and tasks, sessions killed under a pool, cancellation) keep a file per
-//! flavour instead, `blocking.rs` and `asynchronous.rs`, written against `Conn` and
-//! `AsyncConn`. A subject with both (`retry`: its rules in `scenarios.rs`, its pools'
-//! own tests in the flavour files) includes the flavour files as `blocking_only` and
-//! `asynchronous_only`, beside the scenario file's `blocking` and `asynchronous`.
+//! flavour's form. Subjects whose scenarios differ by flavour throughout (sessions
+//! killed under a pool, cancellation) keep a file per flavour instead, `blocking.rs` and
+//! `asynchronous.rs`, written against `Conn` and `AsyncConn`.
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each
 //! compiled once per backend by [`on_every_app_backend!`] with the apps built for that
@@ -106,11 +104,10 @@ macro_rules! app_db {
 /// `sqlite`, each giving the files below it `Conn` (blocking), `AsyncConn` and `schema`.
 /// The blocking MySQL module needs the client library (feature `mysql`). It takes
 /// `scenarios` (`scenarios.rs` as modules `blocking` and `asynchronous`, see the module
-/// docs), the flavours' own files (`blocking`, `asynchronous`, or `blocking_only`,
-/// `asynchronous_only` beside `scenarios`) and the support they share: the subject's
-/// `entities` (`entities.rs`) and `setup` (`setup.rs`), or `asynchronous_counters` and
-/// `server_counters` from `shared/`, each a module of that name (`counters` for the
-/// shared ones).
+/// docs), the flavours' own files (`blocking`, `asynchronous`) and the support they
+/// share: the subject's `entities` (`entities.rs`) and `setup` (`setup.rs`), or
+/// `asynchronous_counters` and `server_counters` from `shared/`, each a module of that
+/// name (`counters` for the shared ones).
 macro_rules! on_every_backend {
     ($($flavour:ident),+) => {
         // The files sit beside the subject's mod.rs, not in a directory per backend.
@@ -164,8 +161,8 @@ macro_rules! on_every_backend {
                     super::$conn as Conn,
                     crate::flavours::$flavour::{
                         Connection, InstallInFlavour as _, RaceInFlavour as _, RunQueryDsl,
-                        SchemaCheckInFlavour as _, SimpleConnection, TestConnection, TestDb,
-                        flavour, prelude::*, wait_until,
+                        SchemaCheckInFlavour as _, SimpleConnection, Spawned, TestConnection,
+                        TestDb, flavour, joined, prelude::*, spawn, wait_until,
                     },
                 };
                 /// A fresh database for the calling test.
@@ -187,16 +184,6 @@ macro_rules! on_every_backend {
     (@file asynchronous) => {
         #[path = "asynchronous.rs"]
         mod asynchronous;
-    };
-    // Beside a scenario file (whose modules take the flavours' names), what only one
-    // flavour has.
-    (@file blocking_only) => {
-        #[path = "blocking.rs"]
-        mod blocking_only;
-    };
-    (@file asynchronous_only) => {
-        #[path = "asynchronous.rs"]
-        mod asynchronous_only;
     };
     // Support the scenario files of a subject share, beside them in the backend module
     // (`use super::entities::...`): the subject's own `entities.rs`, or a file in
@@ -226,11 +213,6 @@ macro_rules! on_every_backend {
         #[cfg(feature = "mysql")]
         #[path = "blocking.rs"]
         mod blocking;
-    };
-    (@mysql blocking_only) => {
-        #[cfg(feature = "mysql")]
-        #[path = "blocking.rs"]
-        mod blocking_only;
     };
     (@mysql $flavour:ident) => {
         on_every_backend!(@file $flavour);

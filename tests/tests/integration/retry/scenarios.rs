@@ -1,17 +1,37 @@
-//! The retry helper's rules that do not depend on the flavour, written once: an
-//! attempt's atomicity, the caller's own transaction, a batch's conflict and a row
-//! deleted under an attempt. The pools differ (r2d2 and deadpool); the rules do not.
+//! The retry helper on real servers: a fresh checkout per attempt, exhaustion after
+//! exactly N, deadlines, the hot row, an attempt's atomicity, the caller's own
+//! transaction, a batch's conflict and a row deleted under an attempt. The flavours'
+//! pools differ (r2d2 and deadpool) in the order they hand out idle connections, so
+//! each flavour checks its own; the rules do not differ.
+//!
+//! What "fresh" means, and what is asserted: the helper checks a connection out of its
+//! source at the start of every attempt and gives it back before the backoff (one
+//! checkout per attempt, exactly one connection out during each attempt, all back
+//! between attempts). r2d2 keeps idle connections in a stack (last in, first out), so
+//! the next attempt gets the same server connection, checked out anew; deadpool hands
+//! them out first in, first out, so four attempts from a warm pool of four land on
+//! four server connections. A source that connects per attempt gives a new server
+//! connection to each in both flavours.
+//!
+//! Races are forced: interference inside an attempt runs at a fixed point of the
+//! attempt, and the control's writers meet at a barrier.
 
 flavour_prelude!();
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use diesel::QueryDsl;
 #[flavour(blocking)]
 use diesel::connection::TransactionManager;
+#[flavour(blocking)]
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::{ExpressionMethods, QueryDsl};
 #[flavour(asynchronous)]
 use diesel_async::TransactionManager;
+#[flavour(asynchronous)]
+use diesel_async::pooled_connection::deadpool::Pool;
 #[flavour(asynchronous)]
 use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
 #[flavour(blocking)]
@@ -21,16 +41,147 @@ use diesel_occ::{Error, PoolError};
 use diesel_occ_tests::entities::Counter;
 
 #[flavour(blocking)]
-use super::blocking_only::pool;
+use std::sync::Barrier;
+#[flavour(asynchronous)]
+use tokio::sync::Barrier;
+
 use super::schema;
+#[flavour(asynchronous)]
+use crate::pools::Counting;
+
+/// Test settings and a readable identity on every pooled connection.
+#[flavour(blocking)]
+#[derive(Debug)]
+struct Setup;
+
+#[flavour(blocking)]
+impl CustomizeConnection<Conn, diesel::r2d2::Error> for Setup {
+    fn on_acquire(&self, conn: &mut Conn) -> Result<(), diesel::r2d2::Error> {
+        conn.configure();
+        conn.batch_execute(Conn::IDENTITY_SETUP)
+            .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+/// The flavour's pool of test connections.
+#[flavour(blocking)]
+type TestPool = Pool<ConnectionManager<Conn>>;
+
+/// The flavour's pool of test connections.
+#[flavour(asynchronous)]
+type TestPool = Pool<Conn>;
+
+/// An r2d2 pool of `size` connections, all opened before the test starts.
+#[flavour(blocking)]
+fn pool(db: &TestDb<Conn>, size: usize) -> TestPool {
+    let size = u32::try_from(size).expect("a pool's size");
+    Pool::builder()
+        .max_size(size)
+        .min_idle(Some(size))
+        .connection_customizer(Box::new(Setup))
+        .build(ConnectionManager::new(db.url()))
+        .expect("r2d2 pool")
+}
 
 /// Deadpool's pool of `size` connections, all opened before the test starts.
 #[flavour(asynchronous)]
-async fn pool(
-    db: &TestDb<Conn>,
-    size: usize,
-) -> diesel_async::pooled_connection::deadpool::Pool<Conn> {
+async fn pool(db: &TestDb<Conn>, size: usize) -> TestPool {
     crate::pools::warm_pool(db, size).await
+}
+
+/// How many of the pool's connections are checked out.
+#[flavour(blocking)]
+fn in_use(pool: &TestPool) -> u32 {
+    pool.state().connections - pool.state().idle_connections
+}
+
+/// How many of the pool's connections are checked out.
+#[flavour(asynchronous)]
+fn in_use(pool: &TestPool) -> u32 {
+    u32::try_from(pool.status().size - pool.status().available).expect("a count")
+}
+
+/// The r2d2 pool as a source that counts its checkouts.
+#[flavour(blocking)]
+struct Counting<'p> {
+    pool: &'p TestPool,
+    checkouts: AtomicU32,
+}
+
+#[flavour(blocking)]
+impl<'p> Counting<'p> {
+    fn new(pool: &'p TestPool) -> Self {
+        Counting {
+            pool,
+            checkouts: AtomicU32::new(0),
+        }
+    }
+
+    /// How many connections the source handed out.
+    fn checkouts(&self) -> u32 {
+        AtomicU32::load(&self.checkouts, Ordering::SeqCst)
+    }
+}
+
+#[flavour(blocking)]
+impl Source for Counting<'_> {
+    type Connection = Conn;
+    type Pooled<'a>
+        = PooledConnection<ConnectionManager<Conn>>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+        self.checkouts.fetch_add(1, Ordering::SeqCst);
+        self.pool.checkout()
+    }
+}
+
+/// A source that opens a new test connection for every attempt.
+#[flavour(blocking)]
+fn connecting(url: &str) -> impl Source<Connection = Conn> {
+    move || -> Result<Conn, PoolError> {
+        let mut conn = Conn::establish(url)?;
+        conn.configure();
+        conn.batch_execute(Conn::IDENTITY_SETUP).expect("id setup");
+        Ok(conn)
+    }
+}
+
+/// A source that opens a new test connection for every attempt.
+#[flavour(asynchronous)]
+fn connecting(url: &str) -> impl Source<Connection = Conn> {
+    || diesel_occ_tests::connect_async::<Conn>(url)
+}
+
+/// r2d2 hands the connection an attempt gave back to the next one (last in, first
+/// out): the same server connection, checked out anew.
+#[flavour(blocking)]
+fn check_server_connections(seen: &[(u32, i64, u32)]) {
+    let ids: Vec<i64> = seen.iter().map(|s| s.1).collect();
+    eprintln!(
+        "{}: r2d2 server connections per attempt (LIFO): {ids:?}",
+        module_path!()
+    );
+}
+
+/// Deadpool hands idle connections out first in, first out: four attempts from a warm
+/// pool of four land on four server connections.
+#[flavour(asynchronous)]
+fn check_server_connections(seen: &[(u32, i64, u32)]) {
+    let ids: HashSet<i64> = seen.iter().map(|s| s.1).collect();
+    assert_eq!(ids.len(), 4, "four distinct server connections: {seen:?}");
+}
+
+/// The identity of the server connection (PostgreSQL `pg_backend_pid()`, MariaDB
+/// `CONNECTION_ID()`, on SQLite a random id each connection stores in a TEMP table
+/// when it opens).
+#[flavour]
+async fn connection_id(conn: &mut Conn) -> i64 {
+    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        Conn::CONNECTION_ID,
+    ));
+    query.get_result(conn).await.expect("connection id")
 }
 
 /// Rows 1 and 2 of `counters`, at value 0.
@@ -55,13 +206,62 @@ async fn rows(db: &TestDb<Conn>) -> (Counter, Counter) {
     )
 }
 
-/// Another writer's checked increment of row `id`, on a connection of its own.
+/// Another writer's checked increment of row `id`, on a connection of its own; returns
+/// the token it wrote.
 #[flavour]
-async fn bump(db: &TestDb<Conn>, id: i32) {
+async fn bump(db: &TestDb<Conn>, id: i32) -> i32 {
     let mut conn = db.conn().await;
     let mut row = Counter::find(&mut conn, id).await.expect("row");
     row.increment();
     row.save_checked(&mut conn).await.expect("the other writer");
+    row.version
+}
+
+/// Runs attempts through `source` that another writer always overtakes between read
+/// and save, until the helper gives up after exactly `attempts` with the last
+/// conflict's token; returns each attempt's number, server connection and how many of
+/// `pool`'s connections were out during it.
+#[flavour]
+async fn perpetually_overtaken<S: Source<Connection = Conn>>(
+    db: &TestDb<Conn>,
+    source: &S,
+    pool: &TestPool,
+    attempts: u32,
+) -> Vec<(u32, i64, u32)> {
+    let seen = Mutex::new(Vec::new());
+    let last = AtomicI32::new(0);
+    let result: Result<(), Error> = retry(
+        source,
+        &quick().max_attempts(attempts),
+        async |conn, attempt| {
+            let id = connection_id(conn).await;
+            seen.lock()
+                .unwrap()
+                .push((attempt.number(), id, in_use(pool)));
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            last.store(bump(db, 1).await, Ordering::SeqCst);
+            row.increment();
+            row.save_checked(conn).await
+        },
+    )
+    .await;
+    let exhausted = exhausted(result);
+    assert_eq!(exhausted.attempts(), attempts);
+    assert!(!exhausted.deadline_reached());
+    let conflict = exhausted.last_conflict().expect("the last conflict");
+    assert_eq!(
+        conflict.current::<i32>(),
+        Some(AtomicI32::load(&last, Ordering::SeqCst))
+    );
+    seen.into_inner().unwrap()
+}
+
+/// The exhaustion `result` must be.
+fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
+    match result {
+        Err(Error::RetriesExhausted(exhausted)) => exhausted,
+        other => panic!("expected exhaustion, got {other:?}"),
+    }
 }
 
 /// A short backoff: the scenarios force their conflicts, they do not wait them out.
@@ -324,4 +524,246 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     assert!(matches!(result, Err(Error::NotFound(_))), "{result:?}");
     assert_eq!(attempts.into_inner(), 2);
     assert!(started.elapsed() < Duration::from_secs(60), "it slept");
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_attempt_checks_out_anew_until_exactly_n() {
+    let db = db!();
+    seed_two(&db).await;
+    let pool = pool(&db, 4).await;
+    let source = Counting::new(&pool);
+    let seen = perpetually_overtaken(&db, &source, &pool, 4).await;
+    assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert!(
+        seen.iter().all(|s| s.2 == 1),
+        "one connection out at a time: {seen:?}"
+    );
+    assert_eq!(source.checkouts(), 4, "one checkout per attempt");
+    assert_eq!(in_use(&pool), 0, "every connection returned");
+    check_server_connections(&seen);
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
+    let db = db!();
+    seed_two(&db).await;
+    let pool = pool(&db, 1).await;
+    let seen = perpetually_overtaken(&db, &connecting(db.url()), &pool, 4).await;
+    let ids: HashSet<i64> = seen.iter().map(|s| s.1).collect();
+    assert_eq!(ids.len(), 4, "four server connections: {seen:?}");
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
+    #[derive(Debug, PartialEq)]
+    struct SoldOut;
+
+    let db = db!();
+    seed_two(&db).await;
+    let pool = pool(&db, 2).await;
+    let source = Counting::new(&pool);
+    let outcome = retry(&source, &quick(), async |conn, attempt| {
+        let row: Counter = attempt.find(conn, 1).await?;
+        Ok(if row.value < 5 {
+            Err(SoldOut)
+        } else {
+            Ok(row.value)
+        })
+    })
+    .await
+    .expect("a domain outcome is not an error");
+    assert_eq!(outcome, Err(SoldOut));
+    assert_eq!(source.checkouts(), 1);
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_deadline_stops_a_perpetual_conflict() {
+    let db = db!();
+    seed_two(&db).await;
+    let pool = pool(&db, 2).await;
+    let budget = Duration::from_millis(300);
+    let policy = RetryPolicy::new()
+        .max_attempts(10_000)
+        .backoff(Duration::from_millis(1), Duration::from_millis(10))
+        .deadline(budget);
+    let started = Instant::now();
+    let starts = Mutex::new(Vec::new());
+    let result: Result<(), Error> = retry(&pool, &policy, async |conn, attempt| {
+        starts.lock().unwrap().push(started.elapsed());
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        bump(&db, 1).await;
+        row.increment();
+        row.save_checked(conn).await
+    })
+    .await;
+    let elapsed = started.elapsed();
+    let exhausted = exhausted(result);
+    assert!(exhausted.deadline_reached(), "{exhausted:?}");
+    assert!(exhausted.attempts() < 10_000);
+    assert!(exhausted.last_error().is_conflict());
+    let starts = starts.into_inner().unwrap();
+    assert_eq!(starts.len() as u32, exhausted.attempts());
+    // Generous bounds: no attempt starts long after the budget and the loop does not
+    // run on for long.
+    assert!(
+        starts.iter().all(|s| *s < budget + Duration::from_secs(2)),
+        "{starts:?}"
+    );
+    assert!(elapsed < budget + Duration::from_secs(10), "{elapsed:?}");
+    eprintln!(
+        "{}: deadline {budget:?}: {} attempts in {elapsed:?}",
+        module_path!(),
+        exhausted.attempts()
+    );
+}
+
+#[flavour(asynchronous)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retry_futures_are_send_and_run_on_spawned_tasks() {
+    let db = db!();
+    seed_two(&db).await;
+    let pool = pool(&db, 2).await;
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let policy = quick().max_attempts(50).escalate_after(1);
+                retry(&pool, &policy, async |conn, attempt| {
+                    let mut row: Counter = attempt.find(conn, 1).await?;
+                    row.increment();
+                    row.save_checked(conn).await?;
+                    Ok(row.value)
+                })
+                .await
+            })
+        })
+        .collect();
+    let mut values = Vec::new();
+    for task in tasks {
+        values.push(task.await.expect("task").expect("retry"));
+    }
+    values.sort();
+    assert_eq!(values, [1, 2, 3, 4]);
+    rows(&db).await.0.assert_whole();
+}
+
+// ---- the hot row ----
+
+const WORKERS: usize = 8;
+const INCREMENTS: usize = 250;
+
+/// Eight workers (threads, or tasks) run 250 retried increments each on one row under
+/// `policy`; returns the attempts they took. Every increment must land, and no
+/// operation may need more than two attempts: its second one holds the lock.
+#[flavour]
+async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPolicy) -> u32 {
+    let pool = pool(db, WORKERS).await;
+    let started = Instant::now();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (pool, policy) = (pool.clone(), policy.clone());
+            spawn(move || async move {
+                let (mut attempts, mut escalated) = (0_u32, 0_u32);
+                for _ in 0..INCREMENTS {
+                    let (number, locked) = retry(&pool, &policy, async |conn, attempt| {
+                        let mut row: Counter = attempt.find(conn, 1).await?;
+                        row.increment();
+                        row.save_checked(conn).await?;
+                        Ok((attempt.number(), attempt.is_escalated()))
+                    })
+                    .await
+                    .expect("every increment lands within the policy");
+                    attempts += number;
+                    escalated += u32::from(locked);
+                    assert!(number <= 2, "an attempt that holds the lock cannot lose");
+                }
+                (attempts, escalated)
+            })
+        })
+        .collect();
+    let (mut attempts, mut escalated) = (0, 0);
+    for worker in workers {
+        let (a, e) = joined(worker).await.expect("worker");
+        attempts += a;
+        escalated += e;
+    }
+    let row = rows(db).await.0;
+    assert_eq!(
+        row.value,
+        (WORKERS * INCREMENTS) as i32,
+        "no increment lost"
+    );
+    row.assert_whole();
+    eprintln!(
+        "{}: hot row {WORKERS}x{INCREMENTS} ({policy:?}): {attempts} attempts, {escalated} escalated, {:?}",
+        module_path!(),
+        started.elapsed()
+    );
+    attempts
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
+    let db = db!();
+    seed_two(&db).await;
+    let policy = RetryPolicy::new()
+        .max_attempts(100)
+        .backoff(Duration::ZERO, Duration::from_millis(2))
+        .escalate_after(1);
+    eight_workers_times_250_increments(&db, &policy).await;
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() {
+    let db = db!();
+    seed_two(&db).await;
+    let policy = RetryPolicy::new()
+        .max_attempts(100)
+        .backoff(Duration::ZERO, Duration::from_millis(2))
+        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let attempts = eight_workers_times_250_increments(&db, &policy).await;
+    // After the row's first conflict every read of it takes the lock, so only a read
+    // that started before that conflict can lose: at most one per worker.
+    assert!(
+        attempts <= (WORKERS * INCREMENTS + WORKERS) as u32,
+        "{attempts} attempts for 2000 increments"
+    );
+}
+
+/// The control: the same load through plain load-mutate-save. Every round, all eight
+/// workers read, meet at a barrier, write `read + 1` and meet again, so each round adds
+/// exactly one: 250, not 2000, by construction.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn control_the_same_load_through_plain_load_mutate_save_loses_updates() {
+    let db = db!();
+    seed_two(&db).await;
+    let barrier = std::sync::Arc::new(Barrier::new(WORKERS));
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        let (mut conn, barrier) = (db.conn().await, std::sync::Arc::clone(&barrier));
+        workers.push(spawn(move || async move {
+            for _ in 0..INCREMENTS {
+                let row = Counter::find(&mut conn, 1).await.expect("row 1");
+                barrier.wait().await;
+                diesel::update(schema::counters::table.find(1))
+                    .set(schema::counters::value.eq(row.value + 1))
+                    .execute(&mut conn)
+                    .await
+                    .expect("plain write");
+                barrier.wait().await;
+            }
+        }));
+    }
+    for worker in workers {
+        joined(worker).await.expect("worker");
+    }
+    let row = rows(&db).await.0;
+    assert_eq!(row.value, INCREMENTS as i32, "7 of every 8 increments lost");
 }
