@@ -9,6 +9,10 @@
 //!   stale standby with checked saves on the primary lose no update and retry a bounded
 //!   number of times.
 //!
+//! Each cluster writes its scenarios once, in `scenarios.rs`, compiled as modules
+//! `blocking` and `asynchronous` against the cluster's connections as a subject's are
+//! (`on_every_backend!`); what only one flavour runs says so with `#[flavour(..)]`.
+//!
 //! Each test gets a database of its own on the cluster (`diesel_occ_tests::GaleraDb`,
 //! `PgReplicasDb`) and holds the cluster's test lock while it runs: shared, or
 //! exclusive for the tests that kill a node, lock a node or pause the replay, which

@@ -1,10 +1,13 @@
-//! What the blocking and async Galera scenarios share: the row, how a losing writer
-//! lost, and the SQL that makes a node lag or read causally.
+//! What the Galera scenarios share in both flavours: the row, how a losing writer lost,
+//! the SQL that makes a node lag or read causally, and the checks and progress of the
+//! runs under load.
 
 // Each flavour uses a part of it.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use diesel_occ::multi_host::NodeStats;
@@ -219,6 +222,91 @@ pub(super) const PROGRESS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The acknowledged increments and each node's stats at one step of a run.
 pub(super) type Snapshot = (u64, Vec<NodeStats>);
+
+/// What the workers of a node-kill or partition run have acknowledged, for the
+/// controller to wait on (a counter, not a sleep), and whether they should stop.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    acked: Mutex<u64>,
+    changed: Condvar,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    pub(super) fn ack(&self) {
+        *self.acked.lock().unwrap() += 1;
+        self.changed.notify_all();
+    }
+
+    pub(super) fn acked(&self) -> u64 {
+        *self.acked.lock().unwrap()
+    }
+
+    /// Waits until `target` increments were acknowledged (at most [`PROGRESS_TIMEOUT`]);
+    /// `step` names the run's step for the message when they were not. Blocks the
+    /// calling thread (the async controller runs it in place).
+    pub(super) fn wait_for(&self, target: u64, step: &str) {
+        let (acked, timeout) = self
+            .changed
+            .wait_timeout_while(self.acked.lock().unwrap(), PROGRESS_TIMEOUT, |acked| {
+                *acked < target
+            })
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "{step}: only {} of {target} increments acknowledged after {PROGRESS_TIMEOUT:?}",
+            *acked
+        );
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Stops the workers when the controller is done, or fails.
+pub(super) struct StopOnDrop<'a>(pub(super) &'a Progress);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// How one operation of a node-kill or partition run ended.
+#[derive(Debug)]
+pub(super) enum Ended {
+    /// `Ok`: acknowledged.
+    Acknowledged,
+    /// Every attempt failed with a retryable error (nothing was written) until the
+    /// attempts or the deadline ran out: known not applied.
+    GaveUp(Error),
+    /// Any other error: the write may or may not have committed (a lost connection, a
+    /// COMMIT the cut node could not replicate).
+    Unknown(Error),
+}
+
+impl Ended {
+    pub(super) fn of(result: Result<(), Error>) -> Self {
+        match result {
+            Ok(()) => Self::Acknowledged,
+            Err(error @ Error::RetriesExhausted(_)) => Self::GaveUp(error),
+            Err(error) => Self::Unknown(error),
+        }
+    }
+
+    /// The error of an operation that was not acknowledged.
+    pub(super) fn error(&self) -> Option<&Error> {
+        match self {
+            Self::Acknowledged => None,
+            Self::GaveUp(error) | Self::Unknown(error) => Some(error),
+        }
+    }
+}
+
+/// One operation of a node-kill or partition run: its id, whether an attempt of it was
+/// refused by a node that was not ready (1047), how long it took, how it ended.
+pub(super) type Op = (i64, bool, Duration, Ended);
 
 /// An error of a write whose outcome the worker does not know, with the driver's
 /// message (these tests print it; a service would not). Anything but a database error

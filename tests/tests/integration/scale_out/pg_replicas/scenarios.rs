@@ -1,27 +1,84 @@
-//! PostgreSQL primary and standby on async connections.
+//! PostgreSQL primary and standby, in both flavours.
+
+flavour_prelude!();
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
-use diesel_async::pooled_connection::AsyncDieselConnectionManager;
-use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_async::{AsyncPgConnection as Conn, RunQueryDsl};
-use diesel_occ::asynchronous as occ;
-use diesel_occ::asynchronous::prelude::*;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::schema::pg as schema;
-use diesel_occ_tests::{Access, PgReplicasDb, connect_async};
-use tokio::sync::Barrier;
+use diesel_occ_tests::{Access, PgReplicasDb};
 
 use super::common::{
     ATTEMPT_BOUND, Counter, Increment, ROUNDS, WRITERS, bounded_policy, check_increments, seed_row,
 };
 
+#[flavour(blocking)]
+use {
+    diesel::r2d2::{ConnectionManager, Pool},
+    diesel_occ::blocking::{retry, retry_with_standby},
+    std::{sync::Barrier, thread},
+};
+
+#[flavour(asynchronous)]
+use {
+    diesel_async::pooled_connection::AsyncDieselConnectionManager,
+    diesel_async::pooled_connection::deadpool::Pool,
+    diesel_occ::asynchronous::{retry, retry_with_standby},
+    tokio::sync::Barrier,
+};
+
+/// A new connection to `url`, set up as every test connection.
+#[flavour(blocking)]
+fn connect(url: &str) -> Conn {
+    let mut conn = Conn::establish(url).expect("connect");
+    conn.configure();
+    conn
+}
+
+/// A new connection to `url`, set up as every async test connection.
+#[flavour(asynchronous)]
 async fn connect(url: &str) -> Conn {
-    connect_async::<Conn>(url).await.expect("connect")
+    diesel_occ_tests::connect_async(url).await.expect("connect")
+}
+
+/// A pool of `WRITERS` connections to `url`.
+#[flavour(blocking)]
+fn pool(url: &str) -> Pool<ConnectionManager<Conn>> {
+    Pool::builder()
+        .max_size(u32::try_from(WRITERS).unwrap())
+        .build(ConnectionManager::new(url))
+        .expect("pool")
+}
+
+/// A pool of `WRITERS` connections to `url`.
+#[flavour(asynchronous)]
+fn pool(url: &str) -> Pool<Conn> {
+    Pool::builder(AsyncDieselConnectionManager::<Conn>::new(url))
+        .max_size(WRITERS)
+        .build()
+        .expect("pool")
+}
+
+/// Runs `writer` [`WRITERS`] times at once, each on a thread of its own.
+#[flavour(blocking)]
+fn all_writers<T: Send>(writer: impl Fn() -> T + Sync) -> Vec<T> {
+    thread::scope(|scope| {
+        let writers: Vec<_> = (0..WRITERS).map(|_| scope.spawn(&writer)).collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    })
+}
+
+/// Polls `writer` [`WRITERS`] times together on the test's task.
+#[flavour(asynchronous)]
+async fn all_writers<T>(writer: impl AsyncFn() -> T) -> Vec<T> {
+    const _: () = assert!(WRITERS == 4, "one future per writer below");
+    let (a, b, c, d) = tokio::join!(writer(), writer(), writer(), writer());
+    vec![a, b, c, d]
 }
 
 /// Seeds row 1 on the primary and waits until the standby has replayed it.
+#[flavour]
 async fn seed(db: &PgReplicasDb) {
     diesel::insert_into(schema::counters::table)
         .values(seed_row())
@@ -31,8 +88,10 @@ async fn seed(db: &PgReplicasDb) {
     db.wait_replayed();
 }
 
-/// Async twin: a standby read is stale while its replay is paused, current once it
-/// resumes.
+/// With the standby's replay paused, a change committed on the primary is not seen on
+/// the standby: its read is stale (what the retry tests below rely on). Once replay
+/// resumes, the standby catches up.
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     let db = pg_replicas_db!(Access::Exclusive);
@@ -58,23 +117,21 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     assert_eq!((caught_up.value, caught_up.version), (7, 2));
 }
 
-fn pool(url: &str) -> Pool<Conn> {
-    Pool::builder(AsyncDieselConnectionManager::<Conn>::new(url))
-        .max_size(WRITERS)
-        .build()
-        .expect("pool")
-}
-
-/// Async twin of the stale standby run: 4 writers in 5 rounds through the async
-/// `retry_with_standby`, reads from the paused standby, saves on the primary. Only
-/// each increment's first attempt reads the standby (stale, and conflicts); none takes
-/// more than `1 + WRITERS` attempts; the row ends exact. The control retry that keeps
-/// reading the standby never saves.
+/// With the standby's replay paused and the primary one write ahead, 4 writers
+/// increment row 1 through `retry_with_standby` in 5 rounds, all writers of a round
+/// reading (from the standby) before any of them saves (a barrier in the first
+/// attempt). Every increment's first attempt reads the stale row and conflicts on the
+/// primary; every later attempt reads the primary; no increment takes more than
+/// `1 + WRITERS` attempts (the policy allows no more); no update is lost: the row ends
+/// at exactly one more than the writes. The control: a plain retry that keeps reading
+/// the stale standby never gets a save in.
+#[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempts() {
     let db = pg_replicas_db!(Access::Exclusive);
     seed(&db).await;
     let paused = db.pause_replay();
+    // The primary moves on: the standby stays at token 1.
     let mut primary_conn = connect(db.primary_url()).await;
     let mut ahead = Counter::find(&mut primary_conn, 1).await.expect("row 1");
     ahead.value += 1;
@@ -87,7 +144,7 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
     let increments = Mutex::new(Vec::new());
     for _ in 0..ROUNDS {
         let everyone_read = Barrier::new(WRITERS);
-        let writer = async || {
+        let round = all_writers(async || {
             let attempts = AtomicU32::new(0);
             let standby_reads = AtomicU32::new(0);
             let first_read_version = AtomicI32::new(0);
@@ -95,7 +152,7 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
             let (attempts_ref, standby_reads_ref) = (&attempts, &standby_reads);
             let (first_read_ref, first_conflicted_ref) = (&first_read_version, &first_conflicted);
             let everyone_read = &everyone_read;
-            occ::retry_with_standby(&primary, &standby, &policy, async |conns, attempt| {
+            retry_with_standby(&primary, &standby, &policy, async |conns, attempt| {
                 attempts_ref.store(attempt.number(), Ordering::SeqCst);
                 let from_standby = !conns.reads_from_primary();
                 let read = match conns.read().await {
@@ -128,18 +185,15 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
                 first_read_version: AtomicI32::load(&first_read_version, Ordering::SeqCst),
                 first_conflicted: AtomicBool::load(&first_conflicted, Ordering::SeqCst),
             }
-        };
-        const _: () = assert!(WRITERS == 4, "one future per writer below");
-        let round = tokio::join!(writer(), writer(), writer(), writer());
-        increments
-            .lock()
-            .unwrap()
-            .extend([round.0, round.1, round.2, round.3]);
+        })
+        .await;
+        increments.lock().unwrap().extend(round);
     }
     check_increments(&increments.into_inner().unwrap(), 1);
 
+    // The control: reading from the stale standby on every attempt never succeeds.
     let standby_ref = &standby;
-    let control = occ::retry(
+    let control = retry(
         &primary,
         &RetryPolicy::new().max_attempts(5),
         async |conn, _| {
