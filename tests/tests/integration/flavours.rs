@@ -83,7 +83,9 @@ pub(crate) mod blocking {
     pub(crate) type Spawned<T> = std::thread::JoinHandle<T>;
 
     /// Starts `work` on a thread of its own (a task, in the async flavour).
-    pub(crate) fn spawn<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Spawned<T> {
+    pub(crate) fn spawn<T: Send + 'static>(
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Spawned<T> {
         std::thread::spawn(work)
     }
 

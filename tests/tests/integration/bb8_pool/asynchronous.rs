@@ -163,12 +163,9 @@ async fn a_session_lost_mid_attempt_is_not_handed_out_again() {
         let id = connection_id(conn).await;
         let mut row: Counter = attempt.find(conn, 1).await?;
         if attempt.is_first() {
-            diesel_async::SimpleAsyncConnection::batch_execute(
-                &mut *admin.lock().await,
-                &kill(id),
-            )
-            .await
-            .expect("kill the attempt's session");
+            diesel_async::SimpleAsyncConnection::batch_execute(&mut *admin.lock().await, &kill(id))
+                .await
+                .expect("kill the attempt's session");
             *killed.lock().unwrap() = Some(id);
         }
         row.increment();

@@ -4,15 +4,14 @@
 use std::time::Duration;
 
 use diesel::prelude::*;
+use diesel_occ::blocking;
 use diesel_occ::prelude::*;
 use diesel_occ::retry::RetryPolicy;
-use diesel_occ::blocking;
 use diesel_occ::{Error, UuidToken};
 use diesel_occ_tests::entities::Counter;
 
 use super::super::{LABEL, VALUE, assert_no_leak};
 use super::{Conn, schema};
-
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stock)]

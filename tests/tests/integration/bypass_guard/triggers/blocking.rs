@@ -3,8 +3,8 @@
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel_occ::bypass_guard::{BypassGuard, GuardError};
-use diesel_occ::{Dialect, TokenKind};
 use diesel_occ::prelude::*;
+use diesel_occ::{Dialect, TokenKind};
 use diesel_occ_tests::TestConnection;
 
 use super::super::super::dialect;
@@ -104,13 +104,7 @@ fn q(name: &str) -> String {
 
 /// Creates `table (id, note, <token> <token_type>)` holding one row
 /// `(1, 'a', token)`.
-fn create_table(
-    conn: &mut Conn,
-    table: &str,
-    token: &str,
-    token_type: &str,
-    value: i64,
-) {
+fn create_table(conn: &mut Conn, table: &str, token: &str, token_type: &str, value: i64) {
     let (table, token) = (q(table), q(token));
     conn.batch_execute(&format!(
         "CREATE TABLE {table} (id INTEGER PRIMARY KEY, note VARCHAR(20) NOT NULL, \
@@ -126,9 +120,12 @@ fn install(conn: &mut Conn, guard: &BypassGuard) -> QueryResult<()> {
 
 /// A write that bypasses diesel-occ: it changes the note, not the token.
 fn bypass(conn: &mut Conn, table: &str) {
-    diesel::sql_query(format!("UPDATE {} SET note = 'bypass' WHERE id = 1", q(table)))
-        .execute(conn)
-        .expect("bypass update");
+    diesel::sql_query(format!(
+        "UPDATE {} SET note = 'bypass' WHERE id = 1",
+        q(table)
+    ))
+    .execute(conn)
+    .expect("bypass update");
 }
 
 #[test]
@@ -137,8 +134,7 @@ fn guards_whose_readable_names_match_guard_their_own_tables() {
     let mut conn = db.conn();
     create_table(&mut conn, "order_items", "version", "INTEGER", 1);
     create_table(&mut conn, "order", "items_version", "INTEGER", 1);
-    let (items_guard, order_guard) =
-        (BypassGuard::of::<OrderItem>(), BypassGuard::of::<Order>());
+    let (items_guard, order_guard) = (BypassGuard::of::<OrderItem>(), BypassGuard::of::<Order>());
     install(&mut conn, &items_guard).expect("install the order_items guard");
     install(&mut conn, &order_guard).expect("install the order guard");
 
@@ -146,12 +142,19 @@ fn guards_whose_readable_names_match_guard_their_own_tables() {
     bypass(&mut conn, "order");
     let mut item = OrderItem::find(&mut conn, 1).unwrap();
     let mut order = Order::find(&mut conn, 1).unwrap();
-    assert_eq!((item.version, order.items_version), (2, 2), "each trigger advanced its own token");
+    assert_eq!(
+        (item.version, order.items_version),
+        (2, 2),
+        "each trigger advanced its own token"
+    );
 
     item.note = "saved".into();
-    item.save_checked(&mut conn).expect("checked save of the item");
+    item.save_checked(&mut conn)
+        .expect("checked save of the item");
     order.note = "saved".into();
-    order.save_checked(&mut conn).expect("checked save of the order");
+    order
+        .save_checked(&mut conn)
+        .expect("checked save of the order");
     assert_eq!(OrderItem::find(&mut conn, 1).unwrap().version, 3);
     assert_eq!(Order::find(&mut conn, 1).unwrap().items_version, 3);
     assert_ne!(items_guard.trigger_name(), order_guard.trigger_name());
@@ -164,10 +167,17 @@ fn installing_the_same_guard_twice_fails_and_keeps_the_first() {
     create_table(&mut conn, "order_items", "version", "INTEGER", 1);
     let guard = BypassGuard::of::<OrderItem>();
     install(&mut conn, &guard).expect("first install");
-    assert!(install(&mut conn, &guard).is_err(), "a second install must fail loudly");
+    assert!(
+        install(&mut conn, &guard).is_err(),
+        "a second install must fail loudly"
+    );
 
     bypass(&mut conn, "order_items");
-    assert_eq!(OrderItem::find(&mut conn, 1).unwrap().version, 2, "advanced once");
+    assert_eq!(
+        OrderItem::find(&mut conn, 1).unwrap().version,
+        2,
+        "advanced once"
+    );
 }
 
 #[test]
@@ -192,12 +202,18 @@ fn sql_names_with_quotes_and_dollar_quotes_round_trip() {
     fresh.note = "saved".into();
     fresh.save_checked(&mut conn).expect("checked save");
     assert_eq!(OddRow::find(&mut conn, 1).unwrap().version, 3);
-    diesel::sql_query("SELECT 1 FROM sentinel").execute(&mut conn)
+    diesel::sql_query("SELECT 1 FROM sentinel")
+        .execute(&mut conn)
         .expect("the sentinel table survives");
 
-    conn.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL")).expect("uninstall");
+    conn.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL"))
+        .expect("uninstall");
     bypass(&mut conn, table);
-    assert_eq!(OddRow::find(&mut conn, 1).unwrap().version, 3, "no trigger left");
+    assert_eq!(
+        OddRow::find(&mut conn, 1).unwrap().version,
+        3,
+        "no trigger left"
+    );
 }
 
 #[test]
@@ -293,7 +309,8 @@ fn a_schema_qualified_table_is_guarded_in_its_schema() {
         .expect("bypass update");
     mine.note = "stale".into();
     assert!(mine.save_checked(&mut conn).unwrap_err().is_conflict());
-    conn.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL")).expect("uninstall");
+    conn.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL"))
+        .expect("uninstall");
 }
 
 /// MySQL's schemas are databases: a second one, dropped when the test ends.
@@ -301,7 +318,9 @@ struct OtherDatabase<'a>(&'a mut Conn, String);
 
 impl Drop for OtherDatabase<'_> {
     fn drop(&mut self) {
-        let _ = self.0.batch_execute(&format!("DROP DATABASE IF EXISTS {}", q(&self.1)));
+        let _ = self
+            .0
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {}", q(&self.1)));
     }
 }
 
@@ -313,18 +332,23 @@ fn a_guard_in_another_database() {
     let db = test_db!();
     let mut conn = db.conn();
     let name = format!("occ_guard_other_{}", std::process::id());
-    conn.batch_execute(&format!("CREATE DATABASE {}", q(&name))).expect("create database");
+    conn.batch_execute(&format!("CREATE DATABASE {}", q(&name)))
+        .expect("create database");
     let other = OtherDatabase(&mut conn, name.clone());
     let items = format!("{}.{}", q(&name), q("items"));
-    other.0.batch_execute(&format!(
-        "CREATE TABLE {items} (id INTEGER PRIMARY KEY, note VARCHAR(20) NOT NULL, \
+    other
+        .0
+        .batch_execute(&format!(
+            "CREATE TABLE {items} (id INTEGER PRIMARY KEY, note VARCHAR(20) NOT NULL, \
          version INTEGER NOT NULL);\n\
          INSERT INTO {items} (id, note, version) VALUES (1, 'a', 1);"
-    ))
-    .expect("create the other database's table");
-    let guard = BypassGuard::new("items", "version", &["id"], TokenKind::Integer)
-        .in_schema(&name);
-    other.0.batch_execute(&guard.install_sql(GUARD).expect("guard DDL")).expect("install");
+        ))
+        .expect("create the other database's table");
+    let guard = BypassGuard::new("items", "version", &["id"], TokenKind::Integer).in_schema(&name);
+    other
+        .0
+        .batch_execute(&guard.install_sql(GUARD).expect("guard DDL"))
+        .expect("install");
     diesel::sql_query(format!("UPDATE {items} SET note = 'bypass' WHERE id = 1"))
         .execute(other.0)
         .expect("bypass update");
@@ -334,8 +358,15 @@ fn a_guard_in_another_database() {
         .into_iter()
         .map(|row| row.v)
         .collect();
-    assert_eq!(version, [2], "the trigger in the other database advanced the token");
-    other.0.batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL")).expect("uninstall");
+    assert_eq!(
+        version,
+        [2],
+        "the trigger in the other database advanced the token"
+    );
+    other
+        .0
+        .batch_execute(&guard.uninstall_sql(GUARD).expect("guard DDL"))
+        .expect("uninstall");
 }
 
 #[derive(QueryableByName)]
@@ -362,16 +393,19 @@ fn a_hostile_name_from_new_is_refused_or_round_trips() {
     let token = "v$occ$ END; $$";
     create_table(&mut conn, table, token, "INTEGER", 1);
     let guard = BypassGuard::new(table, token, &["id"], kind);
-    conn.batch_execute(&guard.install_sql(GUARD).expect("guard DDL")).expect("install");
+    conn.batch_execute(&guard.install_sql(GUARD).expect("guard DDL"))
+        .expect("install");
     bypass(&mut conn, table);
-    let version: Vec<i32> = diesel::sql_query(format!("SELECT {} AS v FROM {}", q(token), q(table)))
-        .load::<Version>(&mut conn)
-        .expect("read the token")
-        .into_iter()
-        .map(|row| row.v)
-        .collect();
+    let version: Vec<i32> =
+        diesel::sql_query(format!("SELECT {} AS v FROM {}", q(token), q(table)))
+            .load::<Version>(&mut conn)
+            .expect("read the token")
+            .into_iter()
+            .map(|row| row.v)
+            .collect();
     assert_eq!(version, [2]);
-    diesel::sql_query("SELECT 1 FROM sentinel").execute(&mut conn)
+    diesel::sql_query("SELECT 1 FROM sentinel")
+        .execute(&mut conn)
         .expect("the sentinel table survives");
 }
 
