@@ -36,11 +36,11 @@
 //! `Send` check, one the other flavour's API cannot express) says so,
 //! `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, and is written in that
 //! flavour's form. Subjects whose scenarios differ by flavour throughout (a combiner's
-//! threads and tasks, sessions killed under a pool, cancellation) keep a file per
-//! flavour instead, `blocking.rs` and `asynchronous.rs`, written against `Conn` and
-//! `AsyncConn`. A subject with both (`retry`: its rules in `scenarios.rs`, its pools'
-//! own tests in the flavour files) includes the flavour files as `blocking_only` and
-//! `asynchronous_only`, beside the scenario file's `blocking` and `asynchronous`.
+//! threads and tasks, cancellation) keep a file per flavour instead, `blocking.rs` and
+//! `asynchronous.rs`, written against `Conn` and `AsyncConn`. A subject with both
+//! (`retry`: its rules in `scenarios.rs`, its pools' own tests in the flavour files)
+//! includes the flavour files as `blocking_only` and `asynchronous_only`, beside the
+//! scenario file's `blocking` and `asynchronous`.
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each
 //! compiled once per backend by [`on_every_app_backend!`] with the apps built for that
