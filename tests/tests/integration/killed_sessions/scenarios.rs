@@ -16,6 +16,8 @@ use super::counters::{Counter, quick, row, seed, their_save};
 use crate::pools::Counting;
 use crate::servers::Server;
 use diesel::dsl::sql;
+#[flavour(blocking)]
+use diesel::r2d2::{ConnectionManager, PooledConnection};
 use diesel::sql_types::BigInt;
 use diesel_occ::Error;
 #[flavour(asynchronous)]
@@ -36,7 +38,7 @@ macro_rules! server_db {
 }
 
 #[flavour(blocking)]
-type Pool = diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Conn>>;
+type Pool = diesel::r2d2::Pool<ConnectionManager<Conn>>;
 #[flavour(asynchronous)]
 type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
 
@@ -49,7 +51,7 @@ const WAIT: Option<Duration> = Some(Duration::from_secs(10));
 fn tested_pool(db: &ServerDb) -> Pool {
     Pool::builder()
         .max_size(1)
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .build(ConnectionManager::<Conn>::new(db.url()))
         .expect("pool")
 }
 
@@ -68,7 +70,7 @@ fn untested_pool(db: &ServerDb) -> Pool {
     Pool::builder()
         .max_size(1)
         .test_on_check_out(false)
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .build(ConnectionManager::<Conn>::new(db.url()))
         .expect("pool")
 }
 
@@ -106,7 +108,7 @@ impl<'p> Counting<'p> {
 impl ConnectionSource for Counting<'_> {
     type Connection = Conn;
     type Pooled<'a>
-        = diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<Conn>>
+        = PooledConnection<ConnectionManager<Conn>>
     where
         Self: 'a;
 
@@ -114,10 +116,7 @@ impl ConnectionSource for Counting<'_> {
         self.pool.checkout()
     }
 
-    fn discard(
-        &self,
-        pooled: diesel::r2d2::PooledConnection<diesel::r2d2::ConnectionManager<Conn>>,
-    ) {
+    fn discard(&self, pooled: PooledConnection<ConnectionManager<Conn>>) {
         self.discards.fetch_add(1, Ordering::SeqCst);
         self.pool.discard(pooled);
     }
