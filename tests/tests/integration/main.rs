@@ -36,8 +36,8 @@
 //! A scenario only one flavour runs (a race on tasks or on threads, a pool adapter, a
 //! `Send` check, one the other flavour's API cannot express) says so,
 //! `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, and is written in that
-//! flavour's form. Subjects whose scenarios differ by flavour throughout (sessions
-//! killed under a pool, cancellation) keep a file per flavour instead, `blocking.rs` and
+//! flavour's form. Subjects that are about one flavour (cancellation, the bb8 pool, the
+//! HTTP handlers' `spawn_blocking`) keep a file per flavour instead, `blocking.rs` or
 //! `asynchronous.rs`, written against `Conn` and `AsyncConn`.
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each

@@ -71,14 +71,24 @@ impl CapturedEvent {
 pub(crate) struct Captured(Arc<Mutex<Vec<CapturedEvent>>>);
 
 impl Captured {
-    /// Runs `f` with this layer as the thread's subscriber and `totals` as the thread's
-    /// metrics recorder (run async code on a current-thread runtime inside it).
-    pub(crate) fn run<T>(&self, totals: &Totals, f: impl FnOnce() -> T) -> T {
+    /// Makes this layer the thread's subscriber and `totals` the thread's metrics
+    /// recorder until the returned guards drop (an async test holds them across its
+    /// awaits on a current-thread runtime, which polls everything on this thread).
+    pub(crate) fn install<'t>(
+        &self,
+        totals: &'t Totals,
+    ) -> (
+        tracing::subscriber::DefaultGuard,
+        metrics::LocalRecorderGuard<'t>,
+    ) {
         interested_everywhere();
         let subscriber = tracing_subscriber::registry()
             .with(self.clone())
             .with(filter(LevelFilter::TRACE));
-        tracing::subscriber::with_default(subscriber, || metrics::with_local_recorder(totals, f))
+        (
+            tracing::subscriber::set_default(subscriber),
+            metrics::set_default_local_recorder(totals),
+        )
     }
 
     /// Every diesel-occ event.
@@ -279,15 +289,17 @@ impl Exported {
         Exported { exporter, provider }
     }
 
-    /// Runs `f` with the OpenTelemetry layer as the thread's subscriber, keeping what
-    /// `max_level` lets through (run async code on a current-thread runtime inside it).
-    pub(crate) fn run<T>(&self, max_level: LevelFilter, f: impl FnOnce() -> T) -> T {
+    /// Makes the OpenTelemetry layer the thread's subscriber until the returned guard
+    /// drops, keeping what `max_level` lets through (an async test holds the guard
+    /// across its awaits on a current-thread runtime, which polls everything on this
+    /// thread).
+    pub(crate) fn install(&self, max_level: LevelFilter) -> tracing::subscriber::DefaultGuard {
         interested_everywhere();
         let layer = tracing_opentelemetry::layer().with_tracer(self.provider.tracer("tests"));
         let subscriber = tracing_subscriber::registry()
             .with(layer)
             .with(filter(max_level));
-        tracing::subscriber::with_default(subscriber, f)
+        tracing::subscriber::set_default(subscriber)
     }
 
     /// Every span exported so far, in the order they ended.
@@ -379,7 +391,7 @@ thread_local! {
     static KEY_VALUES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Makes the subscribers that [`Captured::run`] and [`Exported::run`] install on this
+/// Makes the subscribers that [`Captured::install`] and [`Exported::install`] install on this
 /// thread enable diesel-occ's key-values target (`on`) or not, as an application's
 /// filter does, for as long as it lives.
 pub(crate) struct KeyValues(());

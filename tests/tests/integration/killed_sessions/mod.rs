@@ -6,4 +6,4 @@
 //! fault the row is read back on a new connection. See RELIABILITY.md for what each
 //! test shows.
 
-on_every_server!(server_counters, blocking, asynchronous);
+on_every_server!(server_counters, scenarios);

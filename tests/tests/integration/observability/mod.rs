@@ -2,4 +2,4 @@
 //! `tracing-opentelemetry` (checked writes, retry loops, conflicts), `tracing` events in
 //! their attempt's span, and `metrics` counters and histograms.
 
-on_every_backend!(asynchronous_counters, blocking, asynchronous);
+on_every_backend!(asynchronous_counters, scenarios);

@@ -1,6 +1,6 @@
 //! The `counters` row of the server fault scenarios (killed sessions, timeouts), its
 //! seed and read-back, and the connections and policy both flavours retry with.
-//! Included once per server beside a subject's `blocking.rs` and `asynchronous.rs`
+//! Included once per server beside a subject's scenario files
 //! (`on_every_server!(server_counters, ...)`).
 
 // Each scenario file uses a part of it.
@@ -35,6 +35,16 @@ pub(super) fn row(db: &TestDb<Conn>) -> (i32, i32) {
         .expect("row 1")
 }
 
+/// Another writer adds `by` to row 1 with a checked save, on a blocking connection of
+/// its own.
+pub(super) fn their_save(db: &TestDb<Conn>, by: i32) {
+    use diesel_occ::{CheckedDsl, EntityDsl};
+    let mut conn = db.conn();
+    let mut theirs: Counter = EntityDsl::find(&mut conn, 1).expect("row 1");
+    theirs.value += by;
+    theirs.save_checked(&mut conn).expect("their save");
+}
+
 /// A source that opens a new, configured connection per attempt.
 pub(super) fn connector(
     db: &TestDb<Conn>,
@@ -59,7 +69,11 @@ pub(super) fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn>
 /// The same pool set up for speed on a server: no test query at checkout
 /// (`RecyclingMethod::Fast`) except for a connection idle for `idle`
 /// (`diesel_occ::asynchronous::verify_when_idle`).
-pub(super) fn fast_pool(db: &TestDb<Conn>, wait: Option<Duration>, idle: Duration) -> Pool<AsyncConn> {
+pub(super) fn fast_pool(
+    db: &TestDb<Conn>,
+    wait: Option<Duration>,
+    idle: Duration,
+) -> Pool<AsyncConn> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     let mut config = ManagerConfig::<AsyncConn>::default();
     config.recycling_method = RecyclingMethod::Fast;

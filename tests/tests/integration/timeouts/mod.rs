@@ -13,4 +13,4 @@ const BOUND: Duration = Duration::from_secs(5);
 /// How long a holder keeps the lock or the connection when nobody releases it.
 const HELD_FOR: Duration = Duration::from_secs(10);
 
-on_every_server!(server_counters, blocking, asynchronous);
+on_every_server!(server_counters, scenarios);

@@ -1,0 +1,394 @@
+//! Sessions killed during a retry attempt, in both flavours: the attempts run on a pool
+//! (r2d2 for the blocking flavour, deadpool for the async one) or, blocking only, on a
+//! new connection each. The kill runs on a blocking connection of the test's own and
+//! returns once the server has removed the session: the barrier.
+
+flavour_prelude!();
+
+use std::sync::Mutex;
+#[flavour(blocking)]
+use std::sync::atomic::{AtomicU32, Ordering};
+#[flavour(asynchronous)]
+use std::time::Duration;
+
+use super::counters::{Counter, quick, row, seed, their_save};
+#[flavour(asynchronous)]
+use crate::pools::Counting;
+use crate::servers::Server;
+use diesel::dsl::sql;
+#[flavour(blocking)]
+use diesel::r2d2::{ConnectionManager, PooledConnection};
+use diesel::sql_types::BigInt;
+use diesel_occ::Error;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::{retry, retry_with_standby};
+#[flavour(blocking)]
+use diesel_occ::blocking::{ConnectionSource, retry, retry_with_standby};
+
+/// The test's database. Both flavours reach it through blocking connections too: the
+/// seed, the other writer, the kills and the read-backs run on them.
+type ServerDb = diesel_occ_tests::TestDb<super::Conn>;
+
+/// A fresh [`ServerDb`] for the calling test (see `test_db!`).
+macro_rules! server_db {
+    () => {{
+        use super::Conn;
+        test_db!()
+    }};
+}
+
+#[flavour(blocking)]
+type Pool = diesel::r2d2::Pool<ConnectionManager<Conn>>;
+#[flavour(asynchronous)]
+type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
+
+/// How long a checkout from an async pool may wait.
+#[flavour(asynchronous)]
+const WAIT: Option<Duration> = Some(Duration::from_secs(10));
+
+/// An r2d2 pool of one connection, which tests a connection at checkout.
+#[flavour(blocking)]
+fn tested_pool(db: &ServerDb) -> Pool {
+    Pool::builder()
+        .max_size(1)
+        .build(ConnectionManager::<Conn>::new(db.url()))
+        .expect("pool")
+}
+
+/// A deadpool pool of one connection, which tests a connection when it is checked out
+/// again (deadpool's recycle check).
+#[flavour(asynchronous)]
+fn tested_pool(db: &ServerDb) -> Pool {
+    super::counters::pool(db, WAIT)
+}
+
+/// An r2d2 pool that hands connections out untested (`test_on_check_out(false)`, the
+/// setting for speed) and holds one connection, so a connection returned to it is the
+/// next one handed out.
+#[flavour(blocking)]
+fn untested_pool(db: &ServerDb) -> Pool {
+    Pool::builder()
+        .max_size(1)
+        .test_on_check_out(false)
+        .build(ConnectionManager::<Conn>::new(db.url()))
+        .expect("pool")
+}
+
+/// A deadpool pool of one connection set up for speed, which hands connections out
+/// untested (`RecyclingMethod::Fast`, and an idle window of an hour for
+/// `verify_when_idle`).
+#[flavour(asynchronous)]
+fn untested_pool(db: &ServerDb) -> Pool {
+    super::counters::fast_pool(db, WAIT, Duration::from_secs(3600))
+}
+
+/// The r2d2 pool as a `ConnectionSource` that also counts the connections it was asked
+/// to drop instead of returning, delegating to the pool's own implementation.
+#[flavour(blocking)]
+struct Counting<'p> {
+    pool: &'p Pool,
+    discards: AtomicU32,
+}
+
+#[flavour(blocking)]
+impl<'p> Counting<'p> {
+    fn new(pool: &'p Pool) -> Self {
+        Counting {
+            pool,
+            discards: Default::default(),
+        }
+    }
+
+    fn discards(&self) -> u32 {
+        AtomicU32::load(&self.discards, Ordering::SeqCst)
+    }
+}
+
+#[flavour(blocking)]
+impl ConnectionSource for Counting<'_> {
+    type Connection = Conn;
+    type Pooled<'a>
+        = PooledConnection<ConnectionManager<Conn>>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<Self::Pooled<'_>, diesel_occ::PoolError> {
+        self.pool.checkout()
+    }
+
+    fn discard(&self, pooled: PooledConnection<ConnectionManager<Conn>>) {
+        self.discards.fetch_add(1, Ordering::SeqCst);
+        self.pool.discard(pooled);
+    }
+}
+
+/// Runs `f`, work on blocking connections of the test's own, to its end before the
+/// test goes on.
+#[flavour(blocking)]
+fn in_line<T>(f: impl FnOnce() -> T) -> T {
+    f()
+}
+
+/// Runs `f`, work on blocking connections of the test's own, to its end before the
+/// test goes on, on a runtime worker it is given (`block_in_place`): the runtime's
+/// other tasks go on meanwhile.
+#[flavour(asynchronous)]
+fn in_line<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Kills session `id`; returns once the server has removed it (the barrier).
+fn kill(db: &ServerDb, id: u64) {
+    in_line(|| db.conn().kill(id));
+}
+
+/// The server's id of the session behind `conn`; an error when the session is gone.
+#[flavour]
+async fn session_id(conn: &mut Conn) -> diesel::QueryResult<u64> {
+    let id: i64 = diesel::select(sql::<BigInt>(Conn::CONNECTION_ID))
+        .get_result(conn)
+        .await?;
+    Ok(id as u64)
+}
+
+/// The attempt meets a conflict (a second writer saved first), then its session is
+/// killed. The helper retries the conflict; `pool` finds the connection dead and opens
+/// a new one; the second attempt re-reads and saves. Both writes are in the row.
+#[flavour]
+async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
+    let sessions = Mutex::new(Vec::new());
+    let saved = retry(pool, &quick(), async |conn, attempt| {
+        let id = session_id(conn).await?;
+        sessions.lock().unwrap().push(id);
+        let mut counter: Counter = attempt.find(conn, 1).await?;
+        if attempt.is_first() {
+            in_line(|| their_save(db, 100));
+        }
+        counter.value += 1;
+        let saved = counter.save_checked(conn).await;
+        if attempt.is_first() {
+            assert!(saved.as_ref().is_err_and(Error::is_conflict), "{saved:?}");
+            kill(db, id);
+        }
+        saved.map(|()| counter.version)
+    })
+    .await
+    .expect("the retry on a new connection");
+    let sessions = sessions.into_inner().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_ne!(sessions[0], sessions[1], "the dead session was not reused");
+    assert_eq!(saved, 3);
+    assert_eq!(row(db), (111, 3), "their write and ours");
+}
+
+/// With a pool of one connection that tests it: the attempt meets a conflict, then its
+/// session is killed; the pool replaces the dead connection and the retry succeeds.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds() {
+    let db = server_db!();
+    seed(&db);
+    killed_between_attempts(&db, &tested_pool(&db)).await;
+}
+
+/// The same with the pool set up for speed: no test query at checkout, except for a
+/// connection idle for the window of `verify_when_idle` (zero here, so the killed
+/// session, idle since its attempt, is tested and replaced).
+#[flavour(asynchronous)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
+    let db = server_db!();
+    seed(&db);
+    let pool = super::counters::fast_pool(&db, WAIT, Duration::ZERO);
+    killed_between_attempts(&db, &pool).await;
+}
+
+/// A session killed while it sat in a pool that does not test it: the next operation
+/// gets it and fails with a typed error, writing nothing; the helper finds the
+/// connection dead and discards it, so the operation after that runs on a new session
+/// instead of failing on the same one.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
+    let db = server_db!();
+    seed(&db);
+    let pool = untested_pool(&db);
+    let policy = quick();
+    let increment = || {
+        retry(&pool, &policy, async |conn, attempt| {
+            let id = session_id(conn).await?;
+            let mut counter: Counter = attempt.find(conn, 1).await?;
+            counter.value += 1;
+            counter.save_checked(conn).await?;
+            Ok(id)
+        })
+    };
+    let first = increment().await.expect("a live session");
+    kill(&db, first);
+    let failed = increment().await;
+    assert!(
+        failed.is_err() || failed.as_ref().is_ok_and(|id| *id != first),
+        "the killed session cannot have run it: {failed:?}"
+    );
+    let next = increment().await.expect("a new session");
+    assert_ne!(
+        next, first,
+        "the dead session was discarded, not pooled again"
+    );
+    let expected = 10 + 1 + i32::from(failed.is_ok()) + 1;
+    assert_eq!(
+        row(&db).0,
+        expected,
+        "every acknowledged write, nothing else"
+    );
+}
+
+/// `retry_with_standby`: the primary's session is killed inside an attempt, after the
+/// read from the standby and before the save. The save fails on the dead connection,
+/// and the helper discards that connection instead of returning it to a pool that
+/// would hand it out again untested: the next checkout gets a new session, and the row
+/// holds every acknowledged write, nothing else.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
+    let db = server_db!();
+    seed(&db);
+    let primary_pool = untested_pool(&db);
+    let primary = Counting::new(&primary_pool);
+    let standby = tested_pool(&db);
+    let sessions = Mutex::new(Vec::new());
+    let outcome = retry_with_standby(&primary, &standby, &quick(), async |conns, attempt| {
+        let mut counter: Counter = attempt.find(conns.read().await?, 1).await?;
+        let conn = conns.write().await?;
+        let id = session_id(conn).await?;
+        sessions.lock().unwrap().push(id);
+        if attempt.is_first() {
+            kill(&db, id);
+        }
+        counter.value += 1;
+        counter.save_checked(conn).await?;
+        Ok(counter.version)
+    })
+    .await;
+    let sessions = sessions.into_inner().unwrap();
+    let killed = sessions[0];
+    assert_eq!(
+        primary.discards(),
+        1,
+        "the dead primary connection is discarded ({outcome:?})"
+    );
+    assert!(
+        sessions[1..].iter().all(|id| *id != killed),
+        "no later attempt ran on the dead session: {sessions:?}"
+    );
+    let mut next = primary_pool.get().await.expect("a primary connection");
+    let next = session_id(&mut next)
+        .await
+        .expect("the next checkout is a live session");
+    assert_ne!(next, killed, "the dead session was not pooled again");
+    let expected = 10 + i32::from(outcome.is_ok());
+    assert_eq!(
+        row(&db).0,
+        expected,
+        "every acknowledged write, nothing else: {outcome:?}"
+    );
+}
+
+/// `Error::Database`, not retryable: how a killed session surfaces.
+#[flavour(blocking)]
+fn assert_typed_connection_error(error: &Error) {
+    let Error::Database(database) = error else {
+        panic!("expected Error::Database, got {error:?}");
+    };
+    assert!(
+        !error.is_retryable(),
+        "a lost connection is not retried as it is: {error:?}"
+    );
+    eprintln!(
+        "{}: killed session surfaces as Error::Database, kind {:?}",
+        module_path!(),
+        database.kind()
+    );
+}
+
+/// The session dies after the attempt read the row and before it writes. The helper
+/// does not retry a lost connection (the retry would not know whether a write it
+/// cannot see went through); it ends with a typed error and nothing was written. The
+/// next call runs on a new connection.
+#[flavour(blocking)]
+#[test]
+fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
+    let db = server_db!();
+    seed(&db);
+    let source = super::counters::connector(&db);
+    let runs = std::cell::Cell::new(0);
+    let result: Result<(), Error> = retry(&source, &quick(), |conn, attempt| {
+        runs.set(runs.get() + 1);
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        kill(&db, conn.session_id());
+        counter.value += 1;
+        counter.save_checked(conn)
+    });
+    let error = result.expect_err("the attempt's session was killed");
+    assert_typed_connection_error(&error);
+    assert_eq!(runs.get(), 1);
+    assert_eq!(row(&db), (10, 1), "nothing was written");
+
+    let saved = retry(&source, &quick(), |conn, attempt| {
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        counter.value += 1;
+        counter.save_checked(conn)?;
+        Ok(counter.version)
+    })
+    .expect("a new connection");
+    assert_eq!(saved, 2);
+    assert_eq!(row(&db), (11, 2));
+}
+
+/// An escalated attempt (a transaction with `SELECT ... FOR UPDATE`) wrote its row; its
+/// session dies before the COMMIT. The helper reports the failed commit, never
+/// success, and the server rolled the write back.
+#[flavour(blocking)]
+#[test]
+fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
+    let db = server_db!();
+    seed(&db);
+    let source = super::counters::connector(&db);
+    let runs = std::cell::Cell::new(0);
+    let result: Result<(), Error> = retry(&source, &quick().escalate_after(0), |conn, attempt| {
+        runs.set(runs.get() + 1);
+        assert!(attempt.is_escalated());
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        counter.value += 1;
+        counter.save_checked(conn)?;
+        kill(&db, conn.session_id());
+        Ok(())
+    });
+    let error = result.expect_err("the commit's session was killed");
+    assert_typed_connection_error(&error);
+    assert_eq!(runs.get(), 1);
+    assert_eq!(row(&db), (10, 1), "the uncommitted write was rolled back");
+}
+
+/// A save that committed in autocommit mode, then the session dies before the attempt
+/// ends: the helper returns the typed error of the failed read-back, and the row holds
+/// the committed write (a re-read tells). The ambiguity is the caller's to resolve;
+/// nothing is lost.
+#[flavour(blocking)]
+#[test]
+fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {
+    let db = server_db!();
+    seed(&db);
+    let source = super::counters::connector(&db);
+    let result: Result<(), Error> = retry(&source, &quick(), |conn, attempt| {
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        counter.value += 1;
+        counter.save_checked(conn)?;
+        kill(&db, conn.session_id());
+        let _: Counter = attempt.find(conn, 1)?;
+        Ok(())
+    });
+    let error = result.expect_err("the read-back's session was killed");
+    assert_typed_connection_error(&error);
+    assert_eq!(row(&db), (11, 2), "the committed save stays");
+}

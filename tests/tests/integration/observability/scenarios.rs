@@ -1,0 +1,696 @@
+//! What diesel-occ reports, in both flavours: the spans OpenTelemetry receives through
+//! `tracing-opentelemetry` and the SDK's in-memory exporter (a client span per checked
+//! write and one per retry loop, in OpenTelemetry's database attribute names, the
+//! conflict event with its tokens), conflicts and retries as `tracing` events inside
+//! their attempt's span, and `metrics` counters and histograms.
+//!
+//! A test installs its capture for as long as it holds the guard; the async flavour's
+//! `#[tokio::test]` runs on a current-thread runtime, so every poll sees it.
+
+flavour_prelude!();
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use diesel::ExpressionMethods;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::retry;
+#[flavour(blocking)]
+use diesel_occ::blocking::retry;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, SaveOutcome, Tracked, Upserted};
+use opentelemetry::trace::{SpanKind, Status};
+use tracing_subscriber::filter::LevelFilter;
+
+use super::counters::{Counter, exhausted};
+use super::schema;
+use crate::observe::{Captured, Exported, ExportedSpan, KeyValues, Totals, system_name};
+
+/// Rows `ids` of `counters`, at value 0.
+#[flavour]
+async fn seed(db: &TestDb<Conn>, ids: std::ops::RangeInclusive<i32>) {
+    let mut conn = db.conn().await;
+    for id in ids {
+        diesel::insert_into(schema::counters::table)
+            .values(Counter::new(id, 0))
+            .execute(&mut conn)
+            .await
+            .expect("seed");
+    }
+}
+
+#[flavour]
+async fn find(conn: &mut Conn, id: i32) -> Counter {
+    Counter::find(conn, id).await.expect("counter row")
+}
+
+/// Another writer's checked increment of row `id`, on a connection of its own.
+#[flavour]
+async fn bump(db: &TestDb<Conn>, id: i32) {
+    let mut conn = db.conn().await;
+    let mut row = find(&mut conn, id).await;
+    row.value += 1;
+    row.save_checked(&mut conn).await.expect("the other writer");
+}
+
+/// Where the retry loops take their connections: a new one per attempt.
+#[flavour(blocking)]
+fn source(db: &TestDb<Conn>) -> impl Fn() -> diesel::ConnectionResult<Conn> + '_ {
+    || Conn::establish(db.url())
+}
+
+/// Where the retry loops take their connections: a pool, opened before the capture.
+#[flavour(asynchronous)]
+async fn source(db: &TestDb<Conn>) -> diesel_async::pooled_connection::deadpool::Pool<Conn> {
+    crate::pools::warm_pool(db, 2).await
+}
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
+}
+
+/// Every other kind of checked write, once each, after a test's conflicting save:
+/// `update_by_key` and `delete_by_key` on row 2; `save_checked_where`,
+/// `force_increment`, `soft_delete_checked` and `delete_checked` on row 3; a batch of
+/// row 4 and the stale `mine`, which conflicts; and `save_merging` of row 4, which
+/// saves it. Returns row 4, tracked.
+#[flavour]
+async fn write_every_way(conn: &mut Conn, mine: &Counter) -> Tracked<Counter> {
+    let token = Counter::update_by_key(conn, 2, &1, schema::counters::value.eq(5))
+        .await
+        .expect("update_by_key");
+    Counter::delete_by_key(conn, 2, &token)
+        .await
+        .expect("delete_by_key");
+
+    let mut third = find(conn, 3).await;
+    third
+        .save_checked_where(conn, schema::counters::value.ge(0))
+        .await
+        .expect("save_checked_where");
+    third.force_increment(conn).await.expect("force_increment");
+    third
+        .soft_delete_checked(conn, schema::counters::label.eq("gone"))
+        .await
+        .expect("soft_delete_checked");
+    third.delete_checked(conn).await.expect("delete_checked");
+
+    // The stale `mine` makes the batch conflict.
+    let mut batch = [find(conn, 4).await, mine.clone()];
+    let error = batch.save_all_checked(conn).await.unwrap_err();
+    assert!(error.as_batch_conflict().is_some(), "{error:?}");
+
+    let mut tracked = Tracked::new(find(conn, 4).await);
+    tracked.edit().value = 7;
+    let outcome = tracked.save_merging(conn).await.expect("save_merging");
+    assert!(matches!(outcome, SaveOutcome::Saved), "{outcome:?}");
+    tracked
+}
+
+/// The one exported span with this name.
+fn one(spans: &[ExportedSpan], name: &str) -> ExportedSpan {
+    let found: Vec<_> = spans.iter().filter(|s| s.name == name).collect();
+    assert_eq!(found.len(), 1, "one span {name} in {spans:#?}");
+    found[0].clone()
+}
+
+/// A checked write's span as OpenTelemetry's database client conventions have it.
+fn assert_client_span(span: &ExportedSpan, system: &str, operation: &str) {
+    assert_eq!(span.kind, SpanKind::Client, "{span:#?}");
+    for (attribute, value) in [
+        ("db.system.name", system),
+        ("db.collection.name", "counters"),
+        ("db.operation.name", operation),
+    ] {
+        assert_eq!(span.attribute(attribute), value, "{attribute} of {span:#?}");
+    }
+}
+
+fn assert_succeeded(span: &ExportedSpan) {
+    assert_eq!(span.status, Status::Unset, "{span:#?}");
+    assert!(!span.attributes.contains_key("error.type"), "{span:#?}");
+}
+
+fn assert_conflicted(span: &ExportedSpan) {
+    assert!(span.failed(), "{span:#?}");
+    assert_eq!(span.attribute("error.type"), "conflict");
+}
+
+/// Every checked write that `CheckedDsl`, `BatchDsl` and `TrackedDsl` offer ends up as
+/// its own client span named `<operation> counters`, with the backend, table and
+/// operation; a conflict fails its span with `error.type = conflict` and carries the
+/// tokens in its event, but no key value while those are off.
+#[flavour]
+#[tokio::test]
+async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
+    let db = db!();
+    let system = system_name(Conn::BACKEND);
+    let _keys = KeyValues::set(false);
+    let mut conn = db.conn().await;
+    seed(&db, 1..=4).await;
+    let exported = Exported::new();
+    {
+        let _installed = exported.install(LevelFilter::TRACE);
+        let mut mine = find(&mut conn, 1).await;
+        let mut theirs = find(&mut conn, 1).await;
+        theirs.value = 1;
+        theirs.save_checked(&mut conn).await.expect("their save");
+        mine.value = 2;
+        let conflict = mine.save_checked(&mut conn).await.unwrap_err();
+        assert!(conflict.is_conflict(), "{conflict:?}");
+        write_every_way(&mut conn, &mine).await;
+    }
+
+    let spans = exported.spans();
+    let saves = exported.named("save_checked counters");
+    // Theirs, mine (the conflict), and the tracked save inside save_merging.
+    assert_eq!(saves.len(), 3, "{spans:#?}");
+    for save in &saves {
+        assert_client_span(save, system, "save_checked");
+    }
+    assert_succeeded(&saves[0]);
+    let conflicted = &saves[1];
+    assert_conflicted(conflicted);
+    let events = conflicted.events_named("occ conflict");
+    assert_eq!(events.len(), 1, "{conflicted:#?}");
+    for (attribute, value) in [
+        ("db.collection.name", "counters"),
+        ("diesel_occ.operation", "update"),
+        ("error.type", "conflict"),
+        ("diesel_occ.conflict.state", "stale"),
+        ("diesel_occ.token.expected", "1"),
+        ("diesel_occ.token.current", "2"),
+    ] {
+        assert_eq!(
+            events[0].get(attribute).map(String::as_str),
+            Some(value),
+            "{attribute} of {conflicted:#?}"
+        );
+    }
+    assert!(
+        !events[0].contains_key("diesel_occ.key"),
+        "key values are off: {conflicted:#?}"
+    );
+
+    for operation in [
+        "update_by_key",
+        "delete_by_key",
+        "save_checked_where",
+        "force_increment",
+        "soft_delete_checked",
+        "delete_checked",
+    ] {
+        let span = one(&spans, &format!("{operation} counters"));
+        assert_client_span(&span, system, operation);
+        assert_succeeded(&span);
+    }
+
+    let batch = one(&spans, "save_all_checked counters");
+    assert_client_span(&batch, system, "save_all_checked");
+    assert_conflicted(&batch);
+    let events = batch.events_named("occ conflict");
+    assert_eq!(events.len(), 1, "the stale entity's conflict: {batch:#?}");
+    assert_eq!(events[0]["diesel_occ.token.current"], "2");
+
+    let merging = one(&spans, "save_merging counters");
+    assert_client_span(&merging, system, "save_merging");
+    assert_succeeded(&merging);
+    assert_succeeded(&saves[2]);
+    assert_eq!(
+        saves[2].parent, merging.id,
+        "the tracked save inside save_merging"
+    );
+}
+
+/// With key values turned on, the conflict event names its row.
+#[flavour]
+#[tokio::test]
+async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
+    let db = db!();
+    let _keys = KeyValues::set(true);
+    let mut conn = db.conn().await;
+    seed(&db, 1..=1).await;
+    let exported = Exported::new();
+    {
+        let _installed = exported.install(LevelFilter::TRACE);
+        let mut mine = find(&mut conn, 1).await;
+        bump(&db, 1).await;
+        mine.value = 9;
+        assert!(
+            mine.save_checked(&mut conn)
+                .await
+                .unwrap_err()
+                .is_conflict()
+        );
+    }
+    let conflicted: Vec<_> = exported
+        .named("save_checked counters")
+        .into_iter()
+        .filter(ExportedSpan::failed)
+        .collect();
+    assert_eq!(conflicted.len(), 1, "{:#?}", exported.spans());
+    let events = conflicted[0].events_named("occ conflict");
+    assert_eq!(
+        events[0].get("diesel_occ.key").map(String::as_str),
+        Some("(id=1)")
+    );
+}
+
+/// A retry loop is an INFO span around its attempts' spans, which hold the checked
+/// writes' client spans; it records how many attempts it ran, and fails with
+/// `retries_exhausted` when it gives up. Each conflict is forced by another writer
+/// that commits between the attempt's read and its save, and fails the attempt's
+/// `save_checked` span with `error.type = conflict` and both tokens.
+#[flavour]
+#[tokio::test]
+async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
+    let db = db!();
+    let system = system_name(Conn::BACKEND);
+    seed(&db, 1..=1).await;
+    let source = source(&db).await;
+    let exported = Exported::new();
+    {
+        let _installed = exported.install(LevelFilter::TRACE);
+        let value = retry(&source, &quick(), async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            if attempt.is_first() {
+                bump(&db, 1).await;
+            }
+            row.value += 1;
+            row.save_checked(conn).await?;
+            Ok(row.value)
+        })
+        .await
+        .expect("the second attempt saves");
+        assert_eq!(value, 2);
+    }
+    let retry_span = one(&exported.spans(), "diesel_occ retry");
+    assert_succeeded(&retry_span);
+    assert_eq!(retry_span.attribute("diesel_occ.retry.attempts"), "2");
+    let attempts = exported.named("occ.attempt");
+    assert_eq!(attempts.len(), 2);
+    assert!(
+        attempts
+            .iter()
+            .all(|attempt| attempt.parent == retry_span.id)
+    );
+    // The other writer's save runs inside the first attempt too.
+    let saves = exported.named("save_checked counters");
+    assert_eq!(
+        saves.len(),
+        3,
+        "theirs, the conflict, the retry: {saves:#?}"
+    );
+    for save in &saves {
+        assert_client_span(save, system, "save_checked");
+    }
+    let in_attempt = |save: &ExportedSpan, number: usize| save.parent == attempts[number].id;
+    assert!(in_attempt(&saves[0], 0) && in_attempt(&saves[1], 0) && in_attempt(&saves[2], 1));
+    assert_succeeded(&saves[0]);
+    assert_conflicted(&saves[1]);
+    assert_succeeded(&saves[2]);
+    let conflict = saves[1].events_named("occ conflict");
+    assert_eq!(conflict[0]["diesel_occ.token.expected"], "1");
+    assert_eq!(conflict[0]["diesel_occ.token.current"], "2");
+
+    let exported = Exported::new();
+    {
+        let _installed = exported.install(LevelFilter::TRACE);
+        let result: Result<(), Error> =
+            retry(&source, &quick().max_attempts(2), async |conn, attempt| {
+                let mut row: Counter = attempt.find(conn, 1).await?;
+                bump(&db, 1).await;
+                row.value += 1;
+                row.save_checked(conn).await
+            })
+            .await;
+        assert_eq!(exhausted(result).attempts(), 2);
+    }
+    let retry_span = one(&exported.spans(), "diesel_occ retry");
+    assert!(retry_span.failed(), "{retry_span:#?}");
+    assert_eq!(retry_span.attribute("error.type"), "retries_exhausted");
+    assert_eq!(retry_span.attribute("diesel_occ.retry.attempts"), "2");
+}
+
+/// At INFO, the usual default, the checked writes' DEBUG spans are skipped and only
+/// the retry loop's span is exported.
+#[flavour]
+#[tokio::test]
+async fn at_info_only_the_retry_loop_span_is_exported() {
+    let db = db!();
+    let mut conn = db.conn().await;
+    seed(&db, 1..=1).await;
+    let source = source(&db).await;
+    let exported = Exported::new();
+    {
+        let _installed = exported.install(LevelFilter::INFO);
+        retry(&source, &quick(), async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            row.value += 1;
+            row.save_checked(conn).await
+        })
+        .await
+        .expect("saved");
+        let mut row = find(&mut conn, 1).await;
+        row.value += 1;
+        row.save_checked(&mut conn).await.expect("saved");
+    }
+    let names: Vec<_> = exported.spans().into_iter().map(|span| span.name).collect();
+    assert_eq!(names, ["diesel_occ retry"]);
+}
+
+/// Conflicts, retries and their end are DEBUG, INFO and WARN events with the row's
+/// table, key and outcome, each conflict inside its attempt's span; and counters and
+/// histograms under the table (the conflicts under the backend and method too). One
+/// retry loop succeeds on its second attempt, the other gives up after two.
+#[flavour]
+#[tokio::test]
+async fn conflicts_and_retries_are_traced_and_counted() {
+    use diesel_occ::observe::{ATTEMPTS, CONFLICTS, RETRIES, RETRIES_EXHAUSTED};
+
+    let db = db!();
+    seed(&db, 1..=1).await;
+    let system = system_name(Conn::BACKEND);
+    let _keys = KeyValues::set(true);
+    let source = source(&db).await;
+    let captured = Captured::default();
+    let totals = Totals::default();
+    let policy = RetryPolicy::new()
+        .max_attempts(2)
+        .backoff(Duration::from_millis(5), Duration::from_millis(5));
+    {
+        let _installed = captured.install(&totals);
+        // One conflict, then success on the second attempt.
+        let value = retry(&source, &policy, async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            if attempt.is_first() {
+                bump(&db, 1).await;
+            }
+            row.value += 1;
+            row.save_checked(conn).await?;
+            Ok(row.value)
+        })
+        .await
+        .expect("second attempt");
+        assert_eq!(value, 2);
+        // A perpetual conflict: exhausted after two attempts.
+        let result: Result<(), Error> = retry(&source, &policy, async |conn, attempt| {
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            bump(&db, 1).await;
+            row.value += 1;
+            row.save_checked(conn).await
+        })
+        .await;
+        assert_eq!(exhausted(result).attempts(), 2);
+    }
+
+    let events = captured.events();
+    let conflicts = captured.named("occ conflict");
+    assert_eq!(conflicts.len(), 3, "{events:#?}");
+    for conflict in &conflicts {
+        assert_eq!(conflict.field("db.collection.name"), "counters");
+        assert_eq!(conflict.field("diesel_occ.key"), "(id=1)");
+        assert_eq!(conflict.field("diesel_occ.operation"), "update");
+        assert_eq!(conflict.field("diesel_occ.conflict.state"), "stale");
+        assert_eq!(conflict.level, tracing::Level::DEBUG);
+    }
+    assert_eq!(
+        conflicts
+            .iter()
+            .map(|c| c.span_field("occ.attempt", "attempt"))
+            .collect::<Vec<_>>(),
+        ["1", "1", "2"],
+        "each conflict inside its attempt's span"
+    );
+    let retries = captured.named("occ retry");
+    assert_eq!(retries.len(), 2, "{events:#?}");
+    for retry in &retries {
+        assert_eq!(retry.field("db.collection.name"), "counters");
+        assert_eq!(retry.field("diesel_occ.key"), "(id=1)");
+        assert_eq!(retry.field("diesel_occ.attempt"), "1");
+        assert_eq!(retry.field("diesel_occ.outcome"), "stale");
+        assert_eq!(retry.field("diesel_occ.escalate"), "false");
+        let backoff: u64 = retry
+            .field("diesel_occ.backoff_ms")
+            .parse()
+            .expect("backoff_ms");
+        assert!(
+            backoff <= 5,
+            "full jitter within the 5 ms ceiling: {backoff}"
+        );
+    }
+    let succeeded = captured.named("occ retry succeeded");
+    assert_eq!(succeeded.len(), 1);
+    assert_eq!(succeeded[0].field("diesel_occ.retry.attempts"), "2");
+    let gave_up = captured.named("occ retries exhausted");
+    assert_eq!(gave_up.len(), 1);
+    assert_eq!(gave_up[0].level, tracing::Level::WARN);
+    for (field, value) in [
+        ("db.collection.name", "counters"),
+        ("diesel_occ.key", "(id=1)"),
+        ("diesel_occ.retry.attempts", "2"),
+        ("diesel_occ.outcome", "stale"),
+        ("diesel_occ.deadline_reached", "false"),
+    ] {
+        assert_eq!(gave_up[0].field(field), value, "{field}");
+    }
+    // The writes inside attempts: the other writer's 3, and the winning save.
+    let applied = captured.named("occ write applied");
+    assert_eq!(applied.len(), 4, "{events:#?}");
+    assert!(
+        applied
+            .iter()
+            .all(|e| e.field("db.collection.name") == "counters")
+    );
+
+    assert_eq!(
+        totals.snapshot(),
+        [
+            (
+                format!(
+                    "{CONFLICTS}{{db.system.name={system},db.collection.name=counters,db.operation.name=save_checked}}"
+                ),
+                3
+            ),
+            (
+                format!("{RETRIES_EXHAUSTED}{{db.collection.name=counters}}"),
+                1
+            ),
+            (format!("{RETRIES}{{db.collection.name=counters}}"), 2),
+        ]
+        .into_iter()
+        .collect::<BTreeMap<_, _>>()
+    );
+    let histograms = totals.histograms();
+    for outcome in ["success", "exhausted"] {
+        assert_eq!(
+            histograms.get(&format!("{ATTEMPTS}{{outcome={outcome}}}")),
+            Some(&vec![2.0]),
+            "{histograms:?}"
+        );
+    }
+}
+
+/// A batch conflict that a retry helper retries is counted under its table, not
+/// `unknown`; the histograms get the attempts and the time of the call.
+#[flavour]
+#[tokio::test]
+async fn a_retried_batch_conflict_is_counted_under_its_table() {
+    use diesel_occ::observe::{ATTEMPTS, CONFLICTS, RETRIES, RETRY_DURATION};
+
+    let db = db!();
+    let system = system_name(Conn::BACKEND);
+    seed(&db, 1..=2).await;
+    let source = source(&db).await;
+    let totals = Totals::default();
+    {
+        let _installed = Captured::default().install(&totals);
+        retry(&source, &quick(), async |conn, attempt| {
+            let mut batch = vec![
+                attempt.find::<Counter>(conn, 1).await?,
+                attempt.find(conn, 2).await?,
+            ];
+            if attempt.is_first() {
+                bump(&db, 2).await;
+            }
+            for row in &mut batch {
+                row.value += 1;
+            }
+            batch.save_all_checked(conn).await
+        })
+        .await
+        .expect("the second attempt saves the batch");
+    }
+    let counters = totals.snapshot();
+    assert_eq!(
+        counters.get(&format!("{RETRIES}{{db.collection.name=counters}}")),
+        Some(&1),
+        "{counters:?}"
+    );
+    let labels = format!(
+        "db.system.name={system},db.collection.name=counters,db.operation.name=save_all_checked"
+    );
+    assert_eq!(
+        counters.get(&format!("{CONFLICTS}{{{labels}}}")),
+        Some(&1),
+        "{counters:?}"
+    );
+    assert!(
+        !counters.keys().any(|name| name.contains("unknown")),
+        "{counters:?}"
+    );
+    let histograms = totals.histograms();
+    assert_eq!(
+        histograms.get(&format!("{ATTEMPTS}{{outcome=success}}")),
+        Some(&vec![2.0]),
+        "{histograms:?}"
+    );
+    let durations = &histograms[&format!("{RETRY_DURATION}{{outcome=success}}")];
+    assert!(
+        durations.len() == 1 && durations[0] >= 0.0,
+        "one duration in seconds: {durations:?}"
+    );
+}
+
+/// The metric key of a write span's attributes: `name{db.system.name=...,...}` in the
+/// order diesel-occ gives its labels, `error.type` last when the span has it.
+fn metric_key(name: &str, span: &ExportedSpan) -> String {
+    let mut labels: Vec<String> = ["db.system.name", "db.collection.name", "db.operation.name"]
+        .into_iter()
+        .map(|attribute| format!("{attribute}={}", span.attribute(attribute)))
+        .collect();
+    if let Some(error) = span.attributes.get("error.type") {
+        labels.push(format!("error.type={error}"));
+    }
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+/// Each checked write records one `db.client.operation.duration` value (seconds),
+/// labelled with exactly its span's attributes (`error.type` included when it failed),
+/// and each conflict is counted under the `db.operation.name` its span has, the
+/// method's name; `find_checked`, which has no span, counts its stale client token
+/// under its own name. Spans and metrics name the backend alike (`mysql` for a MariaDB
+/// server too: the name of the client, Diesel's `Mysql` backend).
+#[flavour]
+#[tokio::test]
+async fn every_checked_write_records_its_duration_under_its_span_attributes() {
+    use diesel_occ::observe::{CONFLICTS, OPERATION_DURATION};
+
+    let db = db!();
+    let system = system_name(Conn::BACKEND);
+    let mut conn = db.conn().await;
+    seed(&db, 1..=4).await;
+    let exported = Exported::new();
+    let totals = Totals::default();
+    {
+        let _installed = exported.install(LevelFilter::TRACE);
+        let _recorder = metrics::set_default_local_recorder(&totals);
+        let mut mine = find(&mut conn, 1).await;
+        bump(&db, 1).await;
+        assert!(
+            mine.save_checked(&mut conn)
+                .await
+                .unwrap_err()
+                .is_conflict()
+        );
+        let stale = Counter::find_checked(&mut conn, 1, &1).await.unwrap_err();
+        assert!(stale.is_conflict(), "{stale:?}");
+        let error = Counter::update_by_key(&mut conn, 2, &0, schema::counters::value.eq(6))
+            .await
+            .unwrap_err();
+        assert!(error.is_conflict(), "{error:?}");
+        let tracked = write_every_way(&mut conn, &mine).await;
+        tracked
+            .delete_checked(&mut conn)
+            .await
+            .expect("tracked delete_checked");
+
+        let mut new = Counter::new(5, 0);
+        new.insert_checked(&mut conn).await.expect("insert_checked");
+        let mut fresh = Counter {
+            id: 6,
+            ..new.clone()
+        };
+        let upserted = fresh
+            .upsert_checked(&mut conn, None)
+            .await
+            .expect("upsert_checked");
+        assert!(matches!(upserted, Upserted::Inserted(_)), "{upserted:?}");
+    }
+
+    let spans: Vec<_> = exported
+        .spans()
+        .into_iter()
+        .filter(|span| span.attributes.contains_key("db.operation.name"))
+        .collect();
+    let operations: BTreeSet<_> = spans
+        .iter()
+        .map(|span| span.attribute("db.operation.name").to_owned())
+        .collect();
+    for operation in [
+        "save_checked",
+        "update_by_key",
+        "delete_by_key",
+        "save_checked_where",
+        "force_increment",
+        "soft_delete_checked",
+        "delete_checked",
+        "save_all_checked",
+        "save_merging",
+        "insert_checked",
+        "upsert_checked",
+    ] {
+        assert!(
+            operations.contains(operation),
+            "{operation} in {operations:?}"
+        );
+    }
+    for span in &spans {
+        assert_eq!(span.attribute("db.system.name"), system, "{span:#?}");
+    }
+
+    // One duration per span, under the span's attributes, and no other.
+    let mut expected: BTreeMap<String, usize> = BTreeMap::new();
+    for span in &spans {
+        *expected
+            .entry(metric_key(OPERATION_DURATION, span))
+            .or_default() += 1;
+    }
+    let histograms = totals.histograms();
+    let recorded: BTreeMap<String, usize> = histograms
+        .iter()
+        .filter(|(key, _)| key.starts_with(OPERATION_DURATION))
+        .map(|(key, values)| (key.clone(), values.len()))
+        .collect();
+    assert_eq!(recorded, expected, "{histograms:#?}");
+    assert!(
+        histograms
+            .values()
+            .flatten()
+            .all(|seconds| *seconds >= 0.0 && *seconds < 60.0),
+        "seconds: {histograms:?}"
+    );
+
+    // The conflicts: under the method that returned each, with the span's labels.
+    let labels = |operation: &str| {
+        format!(
+            "{CONFLICTS}{{db.system.name={system},db.collection.name=counters,db.operation.name={operation}}}"
+        )
+    };
+    let conflicts: BTreeMap<_, _> = totals
+        .snapshot()
+        .into_iter()
+        .filter(|(key, _)| key.starts_with(CONFLICTS))
+        .collect();
+    assert_eq!(
+        conflicts,
+        [
+            (labels("save_checked"), 1),
+            (labels("find_checked"), 1),
+            (labels("update_by_key"), 1),
+            (labels("save_all_checked"), 1),
+        ]
+        .into_iter()
+        .collect(),
+    );
+}

@@ -1,0 +1,281 @@
+//! Waits on a pool's connection (r2d2 for the blocking flavour, deadpool for the async
+//! one), each bounded: an exhausted pool, and the retry policy's deadline bounding a
+//! pool checkout and a locking read with the pools' default settings; and, blocking
+//! only, a statement timeout and a lock wait timeout. After each, nothing was written.
+//!
+//! A holder takes the pool's connection or the row lock before the attempt and keeps it
+//! until the attempt has failed; it lets go after `HELD_FOR` whatever happens, so a
+//! helper that does not bound its wait still returns, and fails the test on its elapsed
+//! time rather than hanging it.
+
+flavour_prelude!();
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[flavour(asynchronous)]
+use diesel::connection::SimpleConnection as _;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::retry;
+#[flavour(blocking)]
+use diesel_occ::blocking::retry;
+use diesel_occ::retry::RetryPolicy;
+use diesel_occ::{Error, PoolErrorKind, TransientKind};
+
+use super::super::{BOUND, DEADLINE, HELD_FOR};
+use super::counters::{Counter, quick, row, seed};
+use crate::servers::Server;
+
+/// The test's database. Both flavours reach it through blocking connections too: the
+/// seed, the lock holder and the read-backs run on them.
+type ServerDb = diesel_occ_tests::TestDb<super::Conn>;
+
+/// A fresh [`ServerDb`] for the calling test (see `test_db!`).
+macro_rules! server_db {
+    () => {{
+        use super::Conn;
+        test_db!()
+    }};
+}
+
+#[flavour(blocking)]
+type Pool = diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Conn>>;
+#[flavour(asynchronous)]
+type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
+
+/// An r2d2 pool of one connection, every other setting r2d2's default
+/// (`connection_timeout` 30 s).
+#[flavour(blocking)]
+fn default_pool(db: &ServerDb) -> Pool {
+    Pool::builder()
+        .max_size(1)
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("pool")
+}
+
+/// A deadpool pool of one connection, every other setting deadpool's default: no
+/// runtime, no wait timeout (a checkout waits forever).
+#[flavour(asynchronous)]
+fn default_pool(db: &ServerDb) -> Pool {
+    use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+    Pool::builder(AsyncDieselConnectionManager::<Conn>::new(db.url()))
+        .max_size(1)
+        .build()
+        .expect("pool")
+}
+
+/// Adds one to row 1 through the retry helper, reading it with `AttemptDsl::find`.
+#[flavour]
+async fn increment(pool: &Pool, policy: &RetryPolicy) -> Result<i32, Error> {
+    retry(pool, policy, async |conn, attempt| {
+        let mut counter: Counter = attempt.find(conn, 1).await?;
+        counter.value += 1;
+        counter.save_checked(conn).await?;
+        Ok(counter.version)
+    })
+    .await
+}
+
+/// What a thread of its own holds, until [`Holder::release`] or `HELD_FOR`.
+struct Holder {
+    release: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+/// Keeps `held` on a thread of its own until released or `HELD_FOR` has passed, then
+/// ends it with `release`.
+fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) -> Holder {
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let thread = thread::spawn(move || {
+        let _ = release_rx.recv_timeout(HELD_FOR);
+        release(held);
+    });
+    Holder {
+        release: release_tx,
+        thread,
+    }
+}
+
+impl Holder {
+    fn release(self) {
+        let _ = self.release.send(());
+        self.thread.join().expect("the holder");
+    }
+}
+
+/// The pool's only connection is checked out elsewhere: the checkout waits for the
+/// time left, not r2d2's 30 s or deadpool's forever, and fails with a pool timeout; the
+/// closure never runs.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
+    let db = server_db!();
+    seed(&db);
+    let pool = default_pool(&db);
+    let holder = hold(pool.get().await.expect("the only connection"), drop);
+    let policy = RetryPolicy::new().deadline(DEADLINE);
+    let started = Instant::now();
+    let result = increment(&pool, &policy).await;
+    let elapsed = started.elapsed();
+    holder.release();
+    eprintln!("{}: {result:?} after {elapsed:?}", module_path!());
+    let Err(Error::Pool(error)) = &result else {
+        panic!("expected Error::Pool, got {result:?} after {elapsed:?}");
+    };
+    assert_eq!(error.kind(), PoolErrorKind::Timeout);
+    assert!(elapsed < BOUND, "took {elapsed:?}");
+    assert_eq!(row(&db), (10, 1), "nothing was written");
+}
+
+/// Another session holds row 1's lock: the escalated attempt's locking read waits for
+/// the time left, not until the lock is released, and the helper gives up with the
+/// deadline reached and a lock wait timeout as the last error. The pool's connection
+/// went back to the pool usable: the next call saves on it.
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
+    let db = server_db!();
+    seed(&db);
+    let pool = default_pool(&db);
+    let mut locker = db.conn();
+    locker.lock_counter(1);
+    let holder = hold(locker, |mut locker| {
+        locker.batch_execute("ROLLBACK").expect("release the lock")
+    });
+    let policy = RetryPolicy::new().escalate_after(0).deadline(DEADLINE);
+    let started = Instant::now();
+    let result = increment(&pool, &policy).await;
+    let elapsed = started.elapsed();
+    holder.release();
+    eprintln!("{}: {result:?} after {elapsed:?}", module_path!());
+    let Err(Error::RetriesExhausted(exhausted)) = &result else {
+        panic!("expected RetriesExhausted, got {result:?} after {elapsed:?}");
+    };
+    assert!(exhausted.deadline_reached(), "{exhausted:?}");
+    assert_eq!(
+        exhausted.last_error().transient_kind(),
+        Some(TransientKind::LockWaitTimeout),
+        "{exhausted:?}"
+    );
+    assert!(elapsed < BOUND, "took {elapsed:?}");
+    assert_eq!(row(&db), (10, 1), "nothing was written");
+
+    let saved = increment(&pool, &policy).await.expect("the lock is free");
+    assert_eq!(saved, 2);
+    assert_eq!(row(&db), (11, 2));
+}
+
+/// A pool of one whose connection is held elsewhere, and that waits 200 ms for it: the
+/// helper returns `Error::Pool` (timed out) once the pool's own wait passes, well
+/// within the policy's deadline, and never runs the closure.
+#[flavour]
+async fn exhausted_pool_fails_within_the_deadline(pool: &Pool) {
+    let _held = pool.get().await.expect("the only connection");
+    let deadline = Duration::from_secs(5);
+    let policy = quick().deadline(deadline);
+    let runs = AtomicU32::new(0);
+    let started = Instant::now();
+    let result: Result<(), Error> = retry(pool, &policy, async |_conn, _attempt| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })
+    .await;
+    let elapsed = started.elapsed();
+    let Err(Error::Pool(error)) = &result else {
+        panic!("expected Error::Pool, got {result:?}");
+    };
+    assert_eq!(error.kind(), PoolErrorKind::Timeout);
+    assert_eq!(AtomicU32::load(&runs, Ordering::SeqCst), 0);
+    assert!(elapsed < deadline, "took {elapsed:?}");
+}
+
+/// An r2d2 pool whose `connection_timeout` is 200 ms.
+#[flavour(blocking)]
+#[test]
+fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
+    let db = server_db!();
+    let pool = Pool::builder()
+        .max_size(1)
+        .connection_timeout(Duration::from_millis(200))
+        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
+        .expect("pool");
+    exhausted_pool_fails_within_the_deadline(&pool);
+}
+
+/// A deadpool pool whose wait timeout is 200 ms.
+#[flavour(asynchronous)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_deadpool_pool_is_a_typed_pool_error_within_the_deadline() {
+    let db = server_db!();
+    let pool = super::counters::pool(&db, Some(Duration::from_millis(200)));
+    exhausted_pool_fails_within_the_deadline(&pool).await;
+}
+
+/// A lock holder keeps the row locked while the attempt's UPDATE waits under
+/// `timeout`, a session setting; returns the helper's result and how many attempts ran.
+#[flavour(blocking)]
+fn timed_out_write(
+    db: &ServerDb,
+    timeout: &'static str,
+    attempts: u32,
+) -> (Result<(), Error>, u32) {
+    seed(db);
+    let mut holder = db.conn();
+    holder.lock_counter(1);
+    let source = super::counters::connector(db);
+    let runs = std::cell::Cell::new(0);
+    let policy = quick().max_attempts(attempts);
+    let result = retry(&source, &policy, |conn, attempt| {
+        runs.set(runs.get() + 1);
+        conn.batch_execute(timeout)?;
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        counter.value += 1;
+        counter.save_checked(conn)
+    });
+    holder.batch_execute("ROLLBACK").expect("release the lock");
+    assert_eq!(row(db), (10, 1), "nothing was written");
+    (result, runs.get())
+}
+
+/// A statement timeout while waiting for a row lock: a typed database error,
+/// classified as the server says (not transient: the helper does not retry it).
+#[flavour(blocking)]
+#[test]
+fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
+    let db = server_db!();
+    let (result, runs) = timed_out_write(&db, Conn::STATEMENT_TIMEOUT, 3);
+    let error = result.expect_err("the statement timed out");
+    assert!(matches!(error, Error::Database(_)), "{error:?}");
+    assert_eq!(
+        error.transient_kind(),
+        Conn::STATEMENT_TIMEOUT_KIND,
+        "{error:?}"
+    );
+    assert_eq!(runs, 1, "not retried");
+    eprintln!(
+        "{}: statement timeout -> {error:?}, transient {:?}",
+        module_path!(),
+        error.transient_kind()
+    );
+}
+
+/// A lock timeout: a transient lock wait timeout; the helper retries it until the
+/// policy gives up, with the timeout as the last error.
+#[flavour(blocking)]
+#[test]
+fn a_lock_timeout_is_transient_and_retried_until_the_policy_gives_up() {
+    let db = server_db!();
+    let (result, runs) = timed_out_write(&db, Conn::LOCK_TIMEOUT, 2);
+    let Err(Error::RetriesExhausted(exhausted)) = result else {
+        panic!("expected RetriesExhausted, got {result:?}");
+    };
+    assert_eq!(exhausted.attempts(), 2);
+    assert_eq!(runs, 2);
+    assert_eq!(
+        exhausted.last_error().transient_kind(),
+        Conn::LOCK_TIMEOUT_KIND,
+        "{exhausted:?}"
+    );
+}
