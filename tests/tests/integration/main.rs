@@ -87,6 +87,16 @@ macro_rules! async_test_db {
     };
 }
 
+/// [`test_db!`] for the blocking connection of the server in scope (see
+/// [`on_every_server!`]), in either flavour: a server's scenarios reach their database
+/// through blocking connections too (`shared/server_counters.rs`'s `ServerDb`).
+macro_rules! server_db {
+    () => {{
+        use super::Conn;
+        test_db!()
+    }};
+}
+
 /// [`test_db!`] for the example apps in scope (`app_backend`, see
 /// [`on_every_app_backend!`]): the fresh database and a pool of the apps' connections on
 /// it, after the apps have applied any migrations they embed beyond the harness's and

@@ -1,16 +1,18 @@
-//! Deadpool pools for the async retry scenarios: warm pools of test connections that
-//! say who they are, a source that counts its checkouts and discards, and a
-//! connection that does not wait for locks.
+//! Pools for the retry scenarios: warm deadpool pools of test connections that say who
+//! they are, a source over a deadpool or r2d2 pool that counts its checkouts and
+//! discards, and a connection that does not wait for locks.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use deadpool::managed::Manager;
+use diesel::r2d2::{ConnectionManager, Pool as R2d2Pool, PooledConnection, R2D2Connection};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, PoolError as ManagerError,
 };
 use diesel_occ::PoolError;
 use diesel_occ::asynchronous::AsyncConnectionSource;
+use diesel_occ::blocking::ConnectionSource;
 use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, connect_async};
 
 /// A deadpool pool of test connections (see `AsyncTestConnection::SETUP`), holding
@@ -46,24 +48,16 @@ pub(crate) async fn impatient<C: AsyncTestConnection>(db: &AsyncTestDb<C>) -> C 
     conn
 }
 
-/// A deadpool pool as an `AsyncConnectionSource` that also counts its checkouts and
-/// discards, delegating to the pool's own implementation.
-pub(crate) struct Counting<'p, C>
-where
-    C: AsyncTestConnection,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
-{
-    pool: &'p Pool<C>,
+/// A pool (deadpool's, or r2d2's) as a connection source that also counts its
+/// checkouts and discards, delegating to the pool's own implementation.
+pub(crate) struct Counting<'p, P> {
+    pool: &'p P,
     checkouts: AtomicU32,
     discards: AtomicU32,
 }
 
-impl<'p, C> Counting<'p, C>
-where
-    C: AsyncTestConnection,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
-{
-    pub(crate) fn new(pool: &'p Pool<C>) -> Self {
+impl<'p, P> Counting<'p, P> {
+    pub(crate) fn new(pool: &'p P) -> Self {
         Counting {
             pool,
             checkouts: AtomicU32::new(0),
@@ -82,7 +76,7 @@ where
     }
 }
 
-impl<C> AsyncConnectionSource for Counting<'_, C>
+impl<C> AsyncConnectionSource for Counting<'_, Pool<C>>
 where
     C: AsyncTestConnection,
     AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError> + Send + Sync,
@@ -99,6 +93,27 @@ where
     }
 
     fn discard(&self, pooled: Object<C>) {
+        self.discards.fetch_add(1, Ordering::SeqCst);
+        self.pool.discard(pooled);
+    }
+}
+
+impl<C> ConnectionSource for Counting<'_, R2d2Pool<ConnectionManager<C>>>
+where
+    C: R2D2Connection + Send + 'static,
+{
+    type Connection = C;
+    type Pooled<'a>
+        = PooledConnection<ConnectionManager<C>>
+    where
+        Self: 'a;
+
+    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
+        self.checkouts.fetch_add(1, Ordering::SeqCst);
+        self.pool.checkout()
+    }
+
+    fn discard(&self, pooled: PooledConnection<ConnectionManager<C>>) {
         self.discards.fetch_add(1, Ordering::SeqCst);
         self.pool.discard(pooled);
     }

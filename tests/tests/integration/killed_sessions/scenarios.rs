@@ -6,36 +6,21 @@
 flavour_prelude!();
 
 use std::sync::Mutex;
-#[flavour(blocking)]
-use std::sync::atomic::{AtomicU32, Ordering};
 #[flavour(asynchronous)]
 use std::time::Duration;
 
-use super::counters::{Counter, quick, row, seed, their_save};
-#[flavour(asynchronous)]
+use super::counters::{Counter, ServerDb, quick, row, seed, their_save};
 use crate::pools::Counting;
 use crate::servers::Server;
 use diesel::dsl::sql;
 #[flavour(blocking)]
-use diesel::r2d2::{ConnectionManager, PooledConnection};
+use diesel::r2d2::ConnectionManager;
 use diesel::sql_types::BigInt;
 use diesel_occ::Error;
 #[flavour(asynchronous)]
 use diesel_occ::asynchronous::{retry, retry_with_standby};
 #[flavour(blocking)]
-use diesel_occ::blocking::{ConnectionSource, retry, retry_with_standby};
-
-/// The test's database. Both flavours reach it through blocking connections too: the
-/// seed, the other writer, the kills and the read-backs run on them.
-type ServerDb = diesel_occ_tests::TestDb<super::Conn>;
-
-/// A fresh [`ServerDb`] for the calling test (see `test_db!`).
-macro_rules! server_db {
-    () => {{
-        use super::Conn;
-        test_db!()
-    }};
-}
+use diesel_occ::blocking::{retry, retry_with_standby};
 
 #[flavour(blocking)]
 type Pool = diesel::r2d2::Pool<ConnectionManager<Conn>>;
@@ -80,46 +65,6 @@ fn untested_pool(db: &ServerDb) -> Pool {
 #[flavour(asynchronous)]
 fn untested_pool(db: &ServerDb) -> Pool {
     super::counters::fast_pool(db, WAIT, Duration::from_secs(3600))
-}
-
-/// The r2d2 pool as a `ConnectionSource` that also counts the connections it was asked
-/// to drop instead of returning, delegating to the pool's own implementation.
-#[flavour(blocking)]
-struct Counting<'p> {
-    pool: &'p Pool,
-    discards: AtomicU32,
-}
-
-#[flavour(blocking)]
-impl<'p> Counting<'p> {
-    fn new(pool: &'p Pool) -> Self {
-        Counting {
-            pool,
-            discards: Default::default(),
-        }
-    }
-
-    fn discards(&self) -> u32 {
-        AtomicU32::load(&self.discards, Ordering::SeqCst)
-    }
-}
-
-#[flavour(blocking)]
-impl ConnectionSource for Counting<'_> {
-    type Connection = Conn;
-    type Pooled<'a>
-        = PooledConnection<ConnectionManager<Conn>>
-    where
-        Self: 'a;
-
-    fn checkout(&self) -> Result<Self::Pooled<'_>, diesel_occ::PoolError> {
-        self.pool.checkout()
-    }
-
-    fn discard(&self, pooled: PooledConnection<ConnectionManager<Conn>>) {
-        self.discards.fetch_add(1, Ordering::SeqCst);
-        self.pool.discard(pooled);
-    }
 }
 
 /// Runs `f`, work on blocking connections of the test's own, to its end before the

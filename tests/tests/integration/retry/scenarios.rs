@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 #[flavour(blocking)]
 use diesel::connection::TransactionManager;
 #[flavour(blocking)]
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::{ExpressionMethods, QueryDsl};
 #[flavour(asynchronous)]
 use diesel_async::TransactionManager;
@@ -46,7 +46,6 @@ use std::sync::Barrier;
 use tokio::sync::Barrier;
 
 use super::schema;
-#[flavour(asynchronous)]
 use crate::pools::Counting;
 
 /// Test settings and a readable identity on every pooled connection.
@@ -99,42 +98,6 @@ fn in_use(pool: &TestPool) -> u32 {
 #[flavour(asynchronous)]
 fn in_use(pool: &TestPool) -> u32 {
     u32::try_from(pool.status().size - pool.status().available).expect("a count")
-}
-
-/// The r2d2 pool as a source that counts its checkouts.
-#[flavour(blocking)]
-struct Counting<'p> {
-    pool: &'p TestPool,
-    checkouts: AtomicU32,
-}
-
-#[flavour(blocking)]
-impl<'p> Counting<'p> {
-    fn new(pool: &'p TestPool) -> Self {
-        Counting {
-            pool,
-            checkouts: AtomicU32::new(0),
-        }
-    }
-
-    /// How many connections the source handed out.
-    fn checkouts(&self) -> u32 {
-        AtomicU32::load(&self.checkouts, Ordering::SeqCst)
-    }
-}
-
-#[flavour(blocking)]
-impl Source for Counting<'_> {
-    type Connection = Conn;
-    type Pooled<'a>
-        = PooledConnection<ConnectionManager<Conn>>
-    where
-        Self: 'a;
-
-    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        self.checkouts.fetch_add(1, Ordering::SeqCst);
-        self.pool.checkout()
-    }
 }
 
 /// A source that opens a new test connection for every attempt.

@@ -18,8 +18,12 @@ use super::{AsyncConn, Conn, schema};
 
 pub(super) use diesel_occ_tests::entities::Counter;
 
+/// The test's database. Both flavours reach it through blocking connections too: the
+/// seed, the other writer, the kills, the lock holder and the read-backs run on them.
+pub(super) type ServerDb = TestDb<Conn>;
+
 /// Row 1 holds value 10 at token 1.
-pub(super) fn seed(db: &TestDb<Conn>) {
+pub(super) fn seed(db: &ServerDb) {
     diesel::insert_into(schema::counters::table)
         .values(Counter::new(1, 10))
         .execute(&mut db.conn())
@@ -27,7 +31,7 @@ pub(super) fn seed(db: &TestDb<Conn>) {
 }
 
 /// `(value, token)` of row 1, read on a new blocking connection.
-pub(super) fn row(db: &TestDb<Conn>) -> (i32, i32) {
+pub(super) fn row(db: &ServerDb) -> (i32, i32) {
     schema::counters::table
         .find(1)
         .select((schema::counters::value, schema::counters::version))
@@ -37,7 +41,7 @@ pub(super) fn row(db: &TestDb<Conn>) -> (i32, i32) {
 
 /// Another writer adds `by` to row 1 with a checked save, on a blocking connection of
 /// its own.
-pub(super) fn their_save(db: &TestDb<Conn>, by: i32) {
+pub(super) fn their_save(db: &ServerDb, by: i32) {
     use diesel_occ::{CheckedDsl, EntityDsl};
     let mut conn = db.conn();
     let mut theirs: Counter = EntityDsl::find(&mut conn, 1).expect("row 1");
@@ -46,9 +50,7 @@ pub(super) fn their_save(db: &TestDb<Conn>, by: i32) {
 }
 
 /// A source that opens a new, configured connection per attempt.
-pub(super) fn connector(
-    db: &TestDb<Conn>,
-) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
+pub(super) fn connector(db: &ServerDb) -> impl Fn() -> Result<Conn, diesel::ConnectionError> + '_ {
     move || {
         let mut conn = Conn::establish(db.url())?;
         conn.configure();
@@ -57,7 +59,7 @@ pub(super) fn connector(
 }
 
 /// A deadpool pool of one async connection that waits `wait` for it.
-pub(super) fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn> {
+pub(super) fn pool(db: &ServerDb, wait: Option<Duration>) -> Pool<AsyncConn> {
     Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new(db.url()))
         .max_size(1)
         .wait_timeout(wait)
@@ -69,11 +71,7 @@ pub(super) fn pool(db: &TestDb<Conn>, wait: Option<Duration>) -> Pool<AsyncConn>
 /// The same pool set up for speed on a server: no test query at checkout
 /// (`RecyclingMethod::Fast`) except for a connection idle for `idle`
 /// (`diesel_occ::asynchronous::verify_when_idle`).
-pub(super) fn fast_pool(
-    db: &TestDb<Conn>,
-    wait: Option<Duration>,
-    idle: Duration,
-) -> Pool<AsyncConn> {
+pub(super) fn fast_pool(db: &ServerDb, wait: Option<Duration>, idle: Duration) -> Pool<AsyncConn> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     let mut config = ManagerConfig::<AsyncConn>::default();
     config.recycling_method = RecyclingMethod::Fast;

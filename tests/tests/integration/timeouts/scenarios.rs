@@ -25,20 +25,8 @@ use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolErrorKind, TransientKind};
 
 use super::super::{BOUND, DEADLINE, HELD_FOR};
-use super::counters::{Counter, quick, row, seed};
+use super::counters::{Counter, ServerDb, quick, row, seed};
 use crate::servers::Server;
-
-/// The test's database. Both flavours reach it through blocking connections too: the
-/// seed, the lock holder and the read-backs run on them.
-type ServerDb = diesel_occ_tests::TestDb<super::Conn>;
-
-/// A fresh [`ServerDb`] for the calling test (see `test_db!`).
-macro_rules! server_db {
-    () => {{
-        use super::Conn;
-        test_db!()
-    }};
-}
 
 #[flavour(blocking)]
 type Pool = diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Conn>>;
