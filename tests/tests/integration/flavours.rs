@@ -93,6 +93,14 @@ pub(crate) mod blocking {
     pub(crate) fn joined<T>(spawned: Spawned<T>) -> std::thread::Result<T> {
         spawned.join()
     }
+
+    /// Runs `sql` as is on a connection of its own: another writer's raw statement,
+    /// past diesel-occ and any token, or the test's own DDL.
+    pub(crate) fn raw_sql<C: TestConnection>(db: &TestDb<C>, sql: &str) {
+        db.conn()
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
 }
 
 /// The async flavour: diesel-async's connections, the racing writers polled together.
@@ -185,5 +193,15 @@ pub(crate) mod asynchronous {
     /// aborted is not joined here).
     pub(crate) async fn joined<T>(spawned: Spawned<T>) -> std::thread::Result<T> {
         spawned.await.map_err(tokio::task::JoinError::into_panic)
+    }
+
+    /// Runs `sql` as is on a connection of its own: another writer's raw statement,
+    /// past diesel-occ and any token, or the test's own DDL.
+    pub(crate) async fn raw_sql<C: TestConnection>(db: &TestDb<C>, sql: &str) {
+        db.conn()
+            .await
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 }

@@ -10,15 +10,6 @@ use diesel_occ::{Error, UuidToken};
 use super::entities::{Account, Stamped, Ticket, expect_conflict, guard_dialect};
 use super::schema;
 
-/// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
-#[flavour]
-async fn raw_update(conn: &mut Conn, sql: &str) {
-    diesel::sql_query(sql)
-        .execute(conn)
-        .await
-        .expect("raw update");
-}
-
 #[flavour]
 async fn seed_account(db: &TestDb<Conn>) {
     diesel::insert_into(schema::accounts::table)
@@ -38,11 +29,7 @@ async fn account(conn: &mut Conn) -> Account {
 async fn bypass_then_save(db: &TestDb<Conn>) -> Result<(), Error> {
     let mut conn = db.conn().await;
     let mut mine = account(&mut conn).await;
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE accounts SET balance = 7 WHERE id = 1",
-    )
-    .await;
+    raw_sql(db, "UPDATE accounts SET balance = 7 WHERE id = 1").await;
     mine.balance = 90;
     mine.save_checked(&mut conn).await
 }
@@ -66,11 +53,7 @@ async fn raw_update_with_the_guard_is_a_conflict() {
     seed_account(&db).await;
     let guard = BypassGuard::of::<Account>();
     let install = guard.install_sql(guard_dialect()).expect("guard DDL");
-    db.conn()
-        .await
-        .batch_execute(&install)
-        .await
-        .expect("install guard");
+    raw_sql(&db, &install).await;
 
     let conflict = expect_conflict(bypass_then_save(&db).await);
     assert_eq!(
@@ -121,11 +104,7 @@ async fn uuid_token_guard_advances_on_raw_updates() {
         .expect("guard DDL");
     conn.batch_execute(&install).await.expect("install guard");
     let mut mine = Ticket::find(&mut conn, 1).await.unwrap();
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE tickets SET seat = 'B2' WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE tickets SET seat = 'B2' WHERE id = 1").await;
     let current = Ticket::find(&mut conn, 1).await.unwrap().version;
     assert_ne!(current, seeded.version, "the trigger drew a fresh UUID");
     mine.seat = "C3".into();
@@ -159,11 +138,7 @@ async fn timestamp_token_guard_advances_on_raw_updates() {
     conn.batch_execute(&install).await.expect("install guard");
 
     let mut mine = Stamped::find(&mut conn, 1).await.unwrap();
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE stamped SET value = 5 WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE stamped SET value = 5 WHERE id = 1").await;
     let current = Stamped::find(&mut conn, 1).await.unwrap().updated_at;
     assert!(
         current > seeded.updated_at,

@@ -297,6 +297,17 @@ where
         .expect("insert");
 }
 
+/// Inserts stock row 1.
+#[flavour(blocking)]
+fn insert_stock(conn: &mut Conn, available: i32, version: UuidToken) {
+    let row = Stock {
+        id: 1,
+        available,
+        version,
+    };
+    insert(conn, schema::stock::table, row);
+}
+
 #[flavour(blocking)]
 #[test]
 fn control_plain_load_mutate_save_loses_an_update() {
@@ -391,15 +402,7 @@ fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
         other => panic!("expected NotFound, got {other:?}"),
     }
 
-    insert(
-        &mut conn,
-        schema::stock::table,
-        Stock {
-            id: 1,
-            available: 5,
-            version: UuidToken::initial(),
-        },
-    );
+    insert_stock(&mut conn, 5, UuidToken::initial());
     let statements = StatementCounter::install(&mut conn);
     let nil = Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
     assert_eq!(
@@ -527,15 +530,7 @@ fn uuid_tokens_are_fresh_stored_and_checked() {
     let db = db!();
     let mut conn = db.conn();
     let first = UuidToken::initial();
-    insert(
-        &mut conn,
-        schema::stock::table,
-        Stock {
-            id: 1,
-            available: 5,
-            version: first,
-        },
-    );
+    insert_stock(&mut conn, 5, first);
     let mut stock = Stock::find_checked(&mut conn, 1, &first).unwrap();
     stock.available -= 1;
     stock.save_checked(&mut conn).expect("save");
@@ -595,15 +590,7 @@ fn timestamp_tokens_advance_at_stored_precision() {
 fn a_failed_statement_is_a_database_error_without_sql_or_values() {
     let db = db!();
     let mut conn = db.conn();
-    insert(
-        &mut conn,
-        schema::stock::table,
-        Stock {
-            id: 1,
-            available: 1,
-            version: UuidToken::initial(),
-        },
-    );
+    insert_stock(&mut conn, 1, UuidToken::initial());
     let mut stock = Stock::find(&mut conn, 1).unwrap();
     let before = stock.clone();
     stock.available = -3; // violates CHECK (available >= 0)

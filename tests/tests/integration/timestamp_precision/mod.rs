@@ -7,6 +7,9 @@
 //! fresh token land in the same second as the old one every time, so the scenarios
 //! need no timing luck.
 
+use diesel::{Insertable, Queryable, Selectable};
+use diesel_occ::Versioned;
+
 /// The token table of every scenario.
 mod schema {
     diesel::table! {
@@ -16,6 +19,16 @@ mod schema {
             updated_at -> Timestamp,
         }
     }
+}
+
+/// The token row, its precision not declared (whole seconds).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
+#[diesel(table_name = schema::stamps)]
+struct Stamp {
+    id: i32,
+    value: i32,
+    #[occ(version)]
+    updated_at: chrono::NaiveDateTime,
 }
 
 /// A token well ahead of the clock, at whole seconds.
@@ -35,6 +48,30 @@ fn assert_out_of_range(result: Result<(), diesel_occ::Error>) {
     }
 }
 
+/// Asserts what the start-up check says of an entity claiming microseconds on
+/// `table.updated_at`, a column storing `digits` fractional digits: nothing on a
+/// microsecond column; on a coarser one, one problem naming the column and both
+/// precisions.
+fn assert_micros_checked(result: Result<(), diesel_occ::Error>, table: &str, digits: u8) {
+    if digits == 6 {
+        result.expect("a microsecond column holds microsecond tokens");
+        return;
+    }
+    let error = result.unwrap_err();
+    let problems = error.as_schema_problems().expect("schema problems");
+    assert_eq!(problems.len(), 1, "{error}");
+    let problem = problems[0]
+        .as_token_column()
+        .unwrap_or_else(|| panic!("a token column problem: {error}"));
+    assert_eq!((problem.table, problem.column), (table, "updated_at"));
+    assert_eq!(problem.needed_precision, Some(6), "{error}");
+    assert_eq!(problem.found_precision, Some(digits), "{error}");
+    assert!(
+        error.to_string().contains(&format!("{table}.updated_at")),
+        "the message names the column: {error}"
+    );
+}
+
 /// Compiles the scenario file for one token column, in both flavours: `Conn` (blocking)
 /// and `AsyncConn` of its backend, `COLUMN` (its SQL type), `DIGITS` (the fractional
 /// digits it really stores) and `Declared`, the token row declaring that precision
@@ -50,7 +87,9 @@ macro_rules! token_column {
             use diesel_occ::Versioned;
 
             #[allow(unused_imports)]
-            use super::{ahead_of_clock, assert_out_of_range, schema::stamps};
+            use super::{
+                Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, schema::stamps,
+            };
 
             $(#[$blocking])*
             type Conn = $conn;

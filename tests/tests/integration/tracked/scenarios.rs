@@ -32,15 +32,6 @@ async fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).await.expect("article row")
 }
 
-/// A write that bypasses diesel-occ: raw SQL that leaves the token alone.
-#[flavour]
-async fn raw_update(conn: &mut Conn, sql: &str) {
-    diesel::sql_query(sql)
-        .execute(conn)
-        .await
-        .expect("raw update");
-}
-
 // ---- tracked saves ------------------------------------------------------------
 
 #[flavour]
@@ -52,11 +43,7 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     let mut tracked = Tracked::new(article(&mut conn).await);
     // Another writer changes `body` without touching the token: a full-row save would
     // overwrite it, a tracked save of `title` must not.
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE wiki_articles SET body = 'Bypass' WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE wiki_articles SET body = 'Bypass' WHERE id = 1").await;
 
     tracked.edit().title = "New title".into();
     assert_eq!(tracked.changed().names().collect::<Vec<_>>(), ["title"]);

@@ -2,9 +2,14 @@
 
 flavour_prelude!();
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use diesel::prelude::*;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::retry;
+#[flavour(blocking)]
+use diesel_occ::blocking::retry;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, InvalidTokenReason, Tracked};
@@ -27,13 +32,10 @@ async fn stored(conn: &mut Conn) -> Item {
     Item::find(conn, 1).await.expect("the item")
 }
 
-/// A write that bypasses diesel-occ.
+/// The item's `qty` as stored now, read on a connection of its own.
 #[flavour]
-async fn raw_update(conn: &mut Conn, sql: &str) {
-    diesel::sql_query(sql)
-        .execute(conn)
-        .await
-        .expect("raw update");
+async fn stored_qty(db: &TestDb<Conn>) -> i32 {
+    stored(&mut db.conn().await).await.qty
 }
 
 #[flavour]
@@ -92,11 +94,7 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
 
     // NULL -> 'blue' by another writer: detected.
     let mut stale = Tracked::new(stored(&mut conn).await);
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET label = 'blue' WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
     assert_eq!(
@@ -115,11 +113,7 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
 
     // 'blue' -> NULL by another writer: detected too.
     let mut stale = Tracked::new(stored(&mut conn).await);
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET label = NULL WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET label = NULL WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
     assert_eq!(current_values(&conflict).get("label"), Some("None"));
@@ -145,11 +139,7 @@ async fn only_the_check_columns_are_compared() {
 
     // A concurrent change of the unchecked `note` is not detected: last writer wins.
     let mut mine = Tracked::new(stored(&mut conn).await);
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET note = 'theirs' WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET note = 'theirs' WHERE id = 1").await;
     mine.edit().note = "mine".into();
     mine.save_checked(&mut conn)
         .await
@@ -158,11 +148,7 @@ async fn only_the_check_columns_are_compared() {
 
     // A concurrent change of a check column is, even when the edit leaves it alone.
     let mut mine = Tracked::new(stored(&mut conn).await);
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET qty = 7 WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET qty = 7 WHERE id = 1").await;
     mine.edit().note = "mine again".into();
     let conflict = expect_conflict(mine.save_checked(&mut conn).await);
     assert_eq!(current_values(&conflict).get("qty"), Some("7"));
@@ -213,11 +199,7 @@ async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
     assert_eq!(expected_values(conflict).get("qty"), Some("10"));
     assert!(conflict.is_retryable());
     assert_eq!(conflict.current::<i32>(), None, "not an integer token");
-    assert_eq!(
-        stored(&mut db.conn().await).await.qty,
-        *won,
-        "the winner's write stands"
-    );
+    assert_eq!(stored_qty(&db).await, *won, "the winner's write stands");
 }
 
 /// The control: the same race through an UPDATE by key alone loses an update, so the
@@ -244,11 +226,7 @@ async fn the_same_race_without_the_check_loses_an_update() {
         )
         .await;
     assert_eq!(report.winners().count(), 2, "{report:?}");
-    assert_eq!(
-        stored(&mut db.conn().await).await.qty,
-        9,
-        "two decrements, one stored"
-    );
+    assert_eq!(stored_qty(&db).await, 9, "two decrements, one stored");
 }
 
 #[flavour]
@@ -260,11 +238,7 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
 
     // Plain: the entity's fields are the values as read.
     let read = stored(&mut conn).await;
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET qty = 4 WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET qty = 4 WHERE id = 1").await;
     let conflict = expect_conflict(read.delete_checked(&mut conn).await);
     assert_eq!(current_values(&conflict).get("qty"), Some("4"));
     assert!(expected_values(&conflict).is_as_read());
@@ -280,11 +254,7 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     let mut tracked = Tracked::new(stored(&mut conn).await);
     tracked.edit().qty = 99;
     tracked.edit().label = None;
-    raw_update(
-        &mut db.conn().await,
-        "UPDATE shelf_items SET label = 'blue' WHERE id = 1",
-    )
-    .await;
+    raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     let conflict = expect_conflict(tracked.delete_checked(&mut conn).await);
     assert_eq!(
         expected_values(&conflict).get("label"),
@@ -303,58 +273,23 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     assert!(Item::find(&mut conn, 1).await.unwrap_err().is_not_found());
 }
 
-/// The retry helper takes a closure of the flavour's shape: the two differ.
-#[flavour(blocking)]
-#[test]
-fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
-    let db = db!();
-    seed(&db, item(Some("red"), 10));
-    let mut other = db.conn();
-    let mut attempts = 0;
-    let source = || Ok::<_, diesel::ConnectionError>(db.conn());
-    let policy = RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO);
-    let saved = diesel_occ::blocking::retry(&source, &policy, |conn, attempt| {
-        attempts = attempt.number();
-        let mut tracked = Tracked::new(attempt.find::<Item>(conn, 1)?);
-        if attempt.number() == 1 {
-            // Another writer takes one between this attempt's read and its save.
-            raw_update(
-                &mut other,
-                "UPDATE shelf_items SET qty = qty - 1 WHERE id = 1",
-            );
-        }
-        tracked.edit().qty -= 1;
-        tracked.save_checked(conn).map(|()| tracked.qty)
-    })
-    .expect("the second attempt saves");
-    assert_eq!((attempts, saved), (2, 8));
-    assert_eq!(stored(&mut db.conn()).qty, 8, "both decrements kept");
-}
-
-#[flavour(asynchronous)]
+/// Another writer takes one between the first attempt's read and its save: the retry
+/// helper reads again and the second attempt saves, both decrements kept.
+#[flavour]
 #[tokio::test]
 async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
     let db = db!();
     seed(&db, item(Some("red"), 10)).await;
-    let other = tokio::sync::Mutex::new(db.conn().await);
-    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let attempts = AtomicU32::new(0);
     let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
     let policy = RetryPolicy::new()
         .max_attempts(3)
         .backoff(Duration::ZERO, Duration::ZERO);
-    let saved = diesel_occ::asynchronous::retry(&source, &policy, async |conn, attempt| {
-        attempts.store(attempt.number(), std::sync::atomic::Ordering::SeqCst);
+    let saved = retry(&source, &policy, async |conn, attempt| {
+        attempts.store(attempt.number(), Ordering::SeqCst);
         let mut tracked = Tracked::new(attempt.find::<Item>(conn, 1).await?);
         if attempt.number() == 1 {
-            // Another writer takes one between this attempt's read and its save.
-            let mut other = other.lock().await;
-            raw_update(
-                &mut other,
-                "UPDATE shelf_items SET qty = qty - 1 WHERE id = 1",
-            )
-            .await;
+            raw_sql(&db, "UPDATE shelf_items SET qty = qty - 1 WHERE id = 1").await;
         }
         tracked.edit().qty -= 1;
         tracked.save_checked(conn).await.map(|()| tracked.qty)
@@ -362,11 +297,7 @@ async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
     .await
     .expect("the second attempt saves");
     assert_eq!((attempts.into_inner(), saved), (2, 8));
-    assert_eq!(
-        stored(&mut db.conn().await).await.qty,
-        8,
-        "both decrements kept"
-    );
+    assert_eq!(stored_qty(&db).await, 8, "both decrements kept");
 }
 
 #[flavour]

@@ -114,10 +114,7 @@ async fn xmin_is_its_own_bypass_guard() {
     seed(&db).await;
     let mut conn = db.conn().await;
     let mut doc = Document::find(&mut conn, 1).await.unwrap();
-    diesel::sql_query("UPDATE documents SET body = 'Raw' WHERE id = 1")
-        .execute(&mut db.conn().await)
-        .await
-        .unwrap();
+    raw_sql(&db, "UPDATE documents SET body = 'Raw' WHERE id = 1").await;
     doc.title = "Mine".into();
     let Err(Error::Conflict(conflict)) = doc.save_checked(&mut conn).await else {
         panic!("expected a conflict");

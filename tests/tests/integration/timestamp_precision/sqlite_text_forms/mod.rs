@@ -13,6 +13,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::{Queryable, Selectable};
 use diesel_occ::Versioned;
 
+use super::Stamp;
 use super::schema::stamps;
 
 diesel::table! {
@@ -94,15 +95,6 @@ const THEIR_STAMP: &str = "UPDATE checked_stamps SET updated_at = '2030-01-01T00
 /// `wall` (a clock time `offset_hours` east of UTC) as text with that offset.
 fn with_offset(wall: NaiveDateTime, offset_hours: i32) -> String {
     format!("{}{offset_hours:+03}:00", wall.format("%F %T"))
-}
-
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
-#[diesel(table_name = stamps)]
-struct Stamp {
-    id: i32,
-    value: i32,
-    #[occ(version)]
-    updated_at: NaiveDateTime,
 }
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]

@@ -17,10 +17,7 @@ use super::{
 async fn check_columns_stored_in_other_text_forms_save() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::sql_query(CREATE_CHECKED)
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    raw_sql(&db, CREATE_CHECKED).await;
     let rows = checked_rows();
     for (_, _, insert) in &rows {
         diesel::sql_query(insert).execute(&mut conn).await.unwrap();
@@ -34,10 +31,7 @@ async fn check_columns_stored_in_other_text_forms_save() {
         assert_eq!(CheckedStamp::find(&mut conn, id).await.unwrap().value, 1);
 
         // Another writer moves the timestamp: the stale save still conflicts.
-        diesel::sql_query(format!("{THEIR_STAMP}{id}"))
-            .execute(&mut conn)
-            .await
-            .unwrap();
+        raw_sql(&db, &format!("{THEIR_STAMP}{id}")).await;
         mine.edit().value = 2;
         assert_stale(mine.save_checked(&mut conn).await, form);
 
@@ -54,7 +48,7 @@ async fn check_columns_stored_in_other_text_forms_save() {
 async fn rows_stored_in_other_text_forms_save() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::sql_query(CREATE).execute(&mut conn).await.unwrap();
+    raw_sql(&db, CREATE).await;
     for (id, form) in OTHER_FORMS.iter().enumerate() {
         diesel::sql_query(format!("INSERT INTO stamps VALUES ({id}, 0, '{form}')"))
             .execute(&mut conn)
@@ -83,11 +77,8 @@ async fn rows_stored_in_other_text_forms_save() {
 async fn rows_stored_with_a_utc_offset_save() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::sql_query(CREATE).execute(&mut conn).await.unwrap();
-    diesel::sql_query(CREATE_UTC)
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    raw_sql(&db, CREATE).await;
+    raw_sql(&db, CREATE_UTC).await;
     for (id, form) in OFFSET_FORMS.iter().enumerate() {
         for table in ["stamps", "stamps_utc"] {
             diesel::sql_query(format!("INSERT INTO {table} VALUES ({id}, 0, '{form}')"))
@@ -96,31 +87,28 @@ async fn rows_stored_with_a_utc_offset_save() {
                 .unwrap();
         }
     }
+    // A row of `$entity` holding `form` saves; a stale writer of it conflicts.
+    macro_rules! saves_and_a_stale_writer_conflicts {
+        ($entity:ident, $id:expr, $form:expr, $type:literal) => {{
+            let mut mine = $entity::find(&mut conn, $id).await.unwrap();
+            let mut stale = mine.clone();
+            mine.value = 1;
+            mine.save_checked(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("a {} row holding {:?} saves: {e:?}", $type, $form));
+            stale.value = 2;
+            assert!(
+                matches!(stale.save_checked(&mut conn).await, Err(Error::Conflict(_))),
+                "a stale {} writer of {:?} conflicts",
+                $type,
+                $form
+            );
+        }};
+    }
     for (id, form) in OFFSET_FORMS.iter().enumerate() {
         let id = i32::try_from(id).unwrap();
-        let mut mine = Stamp::find(&mut conn, id).await.unwrap();
-        let mut stale = mine.clone();
-        mine.value = 1;
-        mine.save_checked(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("a NaiveDateTime row holding {form:?} saves: {e:?}"));
-        stale.value = 2;
-        assert!(
-            matches!(stale.save_checked(&mut conn).await, Err(Error::Conflict(_))),
-            "a stale NaiveDateTime writer of {form:?} conflicts"
-        );
-
-        let mut mine = StampUtc::find(&mut conn, id).await.unwrap();
-        let mut stale = mine.clone();
-        mine.value = 1;
-        mine.save_checked(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("a DateTime<Utc> row holding {form:?} saves: {e:?}"));
-        stale.value = 2;
-        assert!(
-            matches!(stale.save_checked(&mut conn).await, Err(Error::Conflict(_))),
-            "a stale DateTime<Utc> writer of {form:?} conflicts"
-        );
+        saves_and_a_stale_writer_conflicts!(Stamp, id, form, "NaiveDateTime");
+        saves_and_a_stale_writer_conflicts!(StampUtc, id, form, "DateTime<Utc>");
     }
 }
 
@@ -129,11 +117,8 @@ async fn rows_stored_with_a_utc_offset_save() {
 async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::sql_query(CREATE).execute(&mut conn).await.unwrap();
-    diesel::sql_query(CREATE_UTC)
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    raw_sql(&db, CREATE).await;
+    raw_sql(&db, CREATE_UTC).await;
     // An hour ahead of the clock, written two hours east of UTC.
     let wall = ahead_of_clock() + TimeDelta::hours(2);
     for table in ["stamps", "stamps_utc"] {
@@ -146,47 +131,34 @@ async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
         .unwrap();
     }
 
-    let mut stale = Stamp::find(&mut conn, 1).await.unwrap();
-    Stamp::bulk_update(stamps::table, stamps::value.eq(7))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let mut bulk = Stamp::find(&mut conn, 1).await.unwrap();
-    assert!(
-        bulk.updated_at > stale.updated_at,
-        "NaiveDateTime: the bulk update moved {} to {}",
-        stale.updated_at,
-        bulk.updated_at
-    );
-    stale.value = 9;
-    assert!(matches!(
-        stale.save_checked(&mut conn).await,
-        Err(Error::Conflict(_))
-    ));
-    bulk.value = 8;
-    bulk.save_checked(&mut conn)
-        .await
-        .expect("the row saves after the bulk update");
-
-    let mut stale = StampUtc::find(&mut conn, 1).await.unwrap();
-    StampUtc::bulk_update(stamps_utc::table, stamps_utc::value.eq(7))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let mut bulk = StampUtc::find(&mut conn, 1).await.unwrap();
-    assert!(
-        bulk.updated_at > stale.updated_at,
-        "DateTime<Utc>: the bulk update moved {} to {}",
-        stale.updated_at,
-        bulk.updated_at
-    );
-    stale.value = 9;
-    assert!(matches!(
-        stale.save_checked(&mut conn).await,
-        Err(Error::Conflict(_))
-    ));
-    bulk.value = 8;
-    bulk.save_checked(&mut conn)
-        .await
-        .expect("the row saves after the bulk update");
+    // The bulk update moves the token of `$entity` forward: the row as read no longer
+    // saves, the row as stored does.
+    macro_rules! a_bulk_update_moves_the_token_forward {
+        ($entity:ident, $table:ident, $type:literal) => {{
+            let mut stale = $entity::find(&mut conn, 1).await.unwrap();
+            $entity::bulk_update($table::table, $table::value.eq(7))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            let mut bulk = $entity::find(&mut conn, 1).await.unwrap();
+            assert!(
+                bulk.updated_at > stale.updated_at,
+                "{}: the bulk update moved {} to {}",
+                $type,
+                stale.updated_at,
+                bulk.updated_at
+            );
+            stale.value = 9;
+            assert!(matches!(
+                stale.save_checked(&mut conn).await,
+                Err(Error::Conflict(_))
+            ));
+            bulk.value = 8;
+            bulk.save_checked(&mut conn)
+                .await
+                .expect("the row saves after the bulk update");
+        }};
+    }
+    a_bulk_update_moves_the_token_forward!(Stamp, stamps, "NaiveDateTime");
+    a_bulk_update_moves_the_token_forward!(StampUtc, stamps_utc, "DateTime<Utc>");
 }
