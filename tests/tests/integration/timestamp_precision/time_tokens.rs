@@ -76,7 +76,9 @@ fn setup(db: &diesel_occ_tests::TestDb<Conn>, seed: PrimitiveDateTime) -> (Conn,
         })
         .execute(&mut a)
         .expect("seed row");
-    let east = seed.assume_utc().to_offset(UtcOffset::from_hms(2, 0, 0).unwrap());
+    let east = seed
+        .assume_utc()
+        .to_offset(UtcOffset::from_hms(2, 0, 0).unwrap());
     diesel::insert_into(time_instants::table)
         .values(Instant {
             id: 1,
@@ -96,14 +98,29 @@ fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
     let (mut a, _) = setup(&db, ahead_of_clock());
     let stored = |conn: &mut Conn, id| Stamp::find(conn, id).expect("the row").updated_at;
 
-    let mut inserted = Stamp { id: 2, value: 0, updated_at: PrimitiveDateTime::MIN };
+    let mut inserted = Stamp {
+        id: 2,
+        value: 0,
+        updated_at: PrimitiveDateTime::MIN,
+    };
     let token = inserted.insert_checked(&mut a).expect("insert");
-    assert_eq!((token, inserted.updated_at), (stored(&mut a, 2), stored(&mut a, 2)));
+    assert_eq!(
+        (token, inserted.updated_at),
+        (stored(&mut a, 2), stored(&mut a, 2))
+    );
     inserted.value = 1;
-    inserted.save_checked(&mut a).expect("the first token matches the row");
+    inserted
+        .save_checked(&mut a)
+        .expect("the first token matches the row");
 
-    let mut upserted = Stamp { id: 3, value: 0, updated_at: PrimitiveDateTime::MIN };
-    let outcome = upserted.upsert_checked(&mut a, None).expect("upsert into a free key");
+    let mut upserted = Stamp {
+        id: 3,
+        value: 0,
+        updated_at: PrimitiveDateTime::MIN,
+    };
+    let outcome = upserted
+        .upsert_checked(&mut a, None)
+        .expect("upsert into a free key");
     assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3)));
 }
 
@@ -139,10 +156,9 @@ fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     assert_eq!(first.updated_at, seed.assume_utc() + Duration::seconds(1));
     second.value = 2;
     match second.save_checked(&mut b) {
-        Err(Error::Conflict(conflict)) => assert_eq!(
-            conflict.current::<OffsetDateTime>(),
-            Some(first.updated_at)
-        ),
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(conflict.current::<OffsetDateTime>(), Some(first.updated_at))
+        }
         other => panic!("the stale writer must not win, got {other:?}"),
     }
     first.value = 3;
@@ -231,7 +247,11 @@ fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
         other => panic!("expected an out-of-range token, got {other:?}"),
     }
     assert_eq!(stamp.updated_at, end, "the entity is untouched");
-    assert_eq!(Stamp::find(&mut a, 1).unwrap().updated_at, seed, "nothing was written");
+    assert_eq!(
+        Stamp::find(&mut a, 1).unwrap().updated_at,
+        seed,
+        "nothing was written"
+    );
 }
 
 #[test]
