@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use diesel::ExpressionMethods;
 #[flavour(asynchronous)]
-use diesel_occ::asynchronous::retry;
+use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
 #[flavour(blocking)]
-use diesel_occ::blocking::retry;
-use diesel_occ::retry::RetryPolicy;
+use diesel_occ::blocking::{ConnectionSource as Source, retry};
+use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{Error, SaveOutcome, Tracked, Upserted};
 use opentelemetry::trace::{SpanKind, Status};
 use tracing_subscriber::filter::LevelFilter;
@@ -63,6 +63,27 @@ fn source(db: &TestDb<Conn>) -> impl Fn() -> diesel::ConnectionResult<Conn> + '_
 #[flavour(asynchronous)]
 async fn source(db: &TestDb<Conn>) -> diesel_async::pooled_connection::deadpool::Pool<Conn> {
     crate::pools::warm_pool(db, 2).await
+}
+
+/// Increments row 1 through `retry`, another writer committing inside each attempt
+/// `overtaken` picks, between its read and its save; returns the value saved.
+#[flavour]
+async fn overtaken_increment<S: Source<Connection = Conn>>(
+    db: &TestDb<Conn>,
+    source: &S,
+    policy: &RetryPolicy,
+    overtaken: impl Fn(&Attempt) -> bool + Sync,
+) -> Result<i32, Error> {
+    retry(source, policy, async |conn, attempt| {
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        if overtaken(&attempt) {
+            bump(db, 1).await;
+        }
+        row.value += 1;
+        row.save_checked(conn).await?;
+        Ok(row.value)
+    })
+    .await
 }
 
 fn quick() -> RetryPolicy {
@@ -271,18 +292,8 @@ async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
     let exported = Exported::new();
     {
         let _installed = exported.install(LevelFilter::TRACE);
-        let value = retry(&source, &quick(), async |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, 1).await?;
-            if attempt.is_first() {
-                bump(&db, 1).await;
-            }
-            row.value += 1;
-            row.save_checked(conn).await?;
-            Ok(row.value)
-        })
-        .await
-        .expect("the second attempt saves");
-        assert_eq!(value, 2);
+        let value = overtaken_increment(&db, &source, &quick(), Attempt::is_first).await;
+        assert_eq!(value.expect("the second attempt saves"), 2);
     }
     let retry_span = one(&exported.spans(), "diesel_occ retry");
     assert_succeeded(&retry_span);
@@ -316,14 +327,8 @@ async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
     let exported = Exported::new();
     {
         let _installed = exported.install(LevelFilter::TRACE);
-        let result: Result<(), Error> =
-            retry(&source, &quick().max_attempts(2), async |conn, attempt| {
-                let mut row: Counter = attempt.find(conn, 1).await?;
-                bump(&db, 1).await;
-                row.value += 1;
-                row.save_checked(conn).await
-            })
-            .await;
+        let policy = quick().max_attempts(2);
+        let result = overtaken_increment(&db, &source, &policy, |_| true).await;
         assert_eq!(exhausted(result).attempts(), 2);
     }
     let retry_span = one(&exported.spans(), "diesel_occ retry");
@@ -381,26 +386,10 @@ async fn conflicts_and_retries_are_traced_and_counted() {
     {
         let _installed = captured.install(&totals);
         // One conflict, then success on the second attempt.
-        let value = retry(&source, &policy, async |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, 1).await?;
-            if attempt.is_first() {
-                bump(&db, 1).await;
-            }
-            row.value += 1;
-            row.save_checked(conn).await?;
-            Ok(row.value)
-        })
-        .await
-        .expect("second attempt");
-        assert_eq!(value, 2);
+        let value = overtaken_increment(&db, &source, &policy, Attempt::is_first).await;
+        assert_eq!(value.expect("second attempt"), 2);
         // A perpetual conflict: exhausted after two attempts.
-        let result: Result<(), Error> = retry(&source, &policy, async |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, 1).await?;
-            bump(&db, 1).await;
-            row.value += 1;
-            row.save_checked(conn).await
-        })
-        .await;
+        let result = overtaken_increment(&db, &source, &policy, |_| true).await;
         assert_eq!(exhausted(result).attempts(), 2);
     }
 
