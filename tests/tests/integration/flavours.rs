@@ -97,8 +97,22 @@ pub(crate) mod blocking {
     /// Runs `sql` as is on a connection of its own: another writer's raw statement,
     /// past diesel-occ and any token, or the test's own DDL.
     pub(crate) fn raw_sql<C: TestConnection>(db: &TestDb<C>, sql: &str) {
-        db.conn()
-            .batch_execute(sql)
+        run_sql(&mut db.conn(), sql);
+    }
+
+    /// Inserts `values` into `table` on `conn` (a `&mut` connection), past diesel-occ:
+    /// the test's own seed rows.
+    macro_rules! insert_rows {
+        ($conn:expr, $table:expr, $values:expr) => {
+            diesel::RunQueryDsl::execute(diesel::insert_into($table).values($values), $conn)
+                .expect("insert the seed rows")
+        };
+    }
+    pub(crate) use insert_rows;
+
+    /// Runs `sql` as is on `conn`: the test's own DDL or session settings.
+    pub(crate) fn run_sql(conn: &mut impl SimpleConnection, sql: &str) {
+        conn.batch_execute(sql)
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 }
@@ -198,9 +212,23 @@ pub(crate) mod asynchronous {
     /// Runs `sql` as is on a connection of its own: another writer's raw statement,
     /// past diesel-occ and any token, or the test's own DDL.
     pub(crate) async fn raw_sql<C: TestConnection>(db: &TestDb<C>, sql: &str) {
-        db.conn()
-            .await
-            .batch_execute(sql)
+        run_sql(&mut db.conn().await, sql).await;
+    }
+
+    /// Inserts `values` into `table` on `conn` (a `&mut` connection), past diesel-occ:
+    /// the test's own seed rows.
+    macro_rules! insert_rows_async {
+        ($conn:expr, $table:expr, $values:expr) => {
+            diesel_async::RunQueryDsl::execute(diesel::insert_into($table).values($values), $conn)
+                .await
+                .expect("insert the seed rows")
+        };
+    }
+    pub(crate) use insert_rows_async as insert_rows;
+
+    /// Runs `sql` as is on `conn`: the test's own DDL or session settings.
+    pub(crate) async fn run_sql(conn: &mut impl SimpleConnection, sql: &str) {
+        conn.batch_execute(sql)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }

@@ -172,7 +172,8 @@ macro_rules! on_every_backend {
                     crate::flavours::$flavour::{
                         Connection, InstallInFlavour as _, RaceInFlavour as _, RunQueryDsl,
                         SchemaCheckInFlavour as _, SimpleConnection, Spawned, TestConnection,
-                        TestDb, flavour, joined, prelude::*, raw_sql, spawn, wait_until,
+                        TestDb, flavour, insert_rows, joined, prelude::*, raw_sql, run_sql,
+                        spawn, wait_until,
                     },
                 };
                 /// A fresh database for the calling test.

@@ -7,12 +7,8 @@ use proptest::prelude::*;
 
 fn naive_micros() -> impl Strategy<Value = NaiveDateTime> {
     // Years 1..=9999 at microsecond precision: what the databases store.
-    (-62_135_596_800_000_000_i64..253_402_300_799_999_999_i64).prop_map(|micros| {
-        Utc.timestamp_micros(micros)
-            .single()
-            .expect("in range")
-            .naive_utc()
-    })
+    let years_1_to_9999 = -62_135_596_800_000_000_i64..253_402_300_799_999_999_i64;
+    years_1_to_9999.prop_map(|micros| Utc.timestamp_micros(micros).unwrap().naive_utc())
 }
 
 proptest! {
@@ -90,35 +86,29 @@ fn check_decode<T: VersionToken>(text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Why `T` refuses `text`.
+fn refusal<T: VersionToken>(text: &str) -> InvalidTokenReason {
+    T::decode(text).unwrap_err().reason
+}
+
 #[test]
 fn extremes_wrap_and_survive_their_client_form() {
+    use InvalidTokenReason::{Empty, Malformed};
     assert_eq!(i64::MAX.next_token(), i64::MIN);
     assert_eq!(i16::MAX.next_token(), i16::MIN);
     assert_eq!(i64::decode(&i64::MIN.encode()), Ok(i64::MIN));
-    assert_eq!(
-        i16::decode("32768").unwrap_err().reason,
-        InvalidTokenReason::Malformed
-    );
-    assert_eq!(
-        UuidToken::decode("").unwrap_err().reason,
-        InvalidTokenReason::Empty
-    );
-    assert_eq!(
-        UuidToken::decode("not-a-uuid").unwrap_err().reason,
-        InvalidTokenReason::Malformed
-    );
+    assert_eq!(refusal::<i16>("32768"), Malformed);
+    assert_eq!(refusal::<UuidToken>(""), Empty);
+    assert_eq!(refusal::<UuidToken>("not-a-uuid"), Malformed);
 }
 
 #[test]
 fn i32_counters_wrap_and_out_of_range_text_is_refused() {
     assert_eq!(i32::MAX.next_token(), i32::MIN);
     assert_eq!(i32::decode(&i32::MAX.encode()), Ok(i32::MAX));
+    assert_eq!(refusal::<i32>("2147483648"), InvalidTokenReason::Malformed);
     assert_eq!(
-        i32::decode("2147483648").unwrap_err().reason,
-        InvalidTokenReason::Malformed
-    );
-    assert_eq!(
-        i64::decode("9223372036854775808").unwrap_err().reason,
+        refusal::<i64>("9223372036854775808"),
         InvalidTokenReason::Malformed
     );
 }

@@ -3,7 +3,8 @@
 flavour_prelude!();
 
 use diesel::prelude::{ExpressionMethods, QueryDsl};
-use diesel_occ::{Error, UuidToken};
+use diesel_occ::UuidToken;
+use diesel_occ_tests::expect_conflict;
 
 use super::entities::{Account, Big, Medium, Small, Ticket};
 use super::schema;
@@ -18,23 +19,18 @@ macro_rules! wrap_scenario {
         let mut conn = db.conn().await;
         let row = $row;
         for (id, version) in [(1, <$int>::MAX), (2, 5)] {
-            diesel::insert_into(schema::$table::table)
-                .values($entity {
-                    id,
-                    version,
-                    ..row.clone()
-                })
-                .execute(&mut conn)
-                .await
-                .expect("insert");
+            let row = $entity {
+                id,
+                version,
+                ..row.clone()
+            };
+            insert_rows!(&mut conn, schema::$table::table, row);
         }
         let mut in_flight = $entity::find(&mut conn, 1).await.expect("row 1");
 
-        let touched = $entity::bulk_update(schema::$table::table, schema::$table::value.eq(7))
-            .execute(&mut conn)
-            .await
-            .expect("a bulk update of a row at MAX");
-        assert_eq!(touched, 2);
+        let bulk = $entity::bulk_update(schema::$table::table, schema::$table::value.eq(7));
+        let touched = bulk.execute(&mut conn).await;
+        assert_eq!(touched.expect("a bulk update of a row at MAX"), 2);
 
         let mut wrapped = $entity::find(&mut conn, 1).await.expect("row 1");
         assert_eq!((wrapped.value, wrapped.version), (7, <$int>::MIN));
@@ -48,12 +44,8 @@ macro_rules! wrap_scenario {
         assert_eq!(wrapped.version, <$int>::MIN + 1);
 
         in_flight.value = 9;
-        match in_flight.save_checked(&mut conn).await {
-            Err(Error::Conflict(conflict)) => {
-                assert_eq!(conflict.current::<$int>(), Some(<$int>::MIN + 1))
-            }
-            other => panic!("expected a conflict, got {other:?}"),
-        }
+        let conflict = expect_conflict(in_flight.save_checked(&mut conn).await);
+        assert_eq!(conflict.current::<$int>(), Some(<$int>::MIN + 1));
         assert_eq!($entity::find(&mut conn, 1).await.expect("row 1"), wrapped);
     }};
 }
@@ -61,58 +53,42 @@ macro_rules! wrap_scenario {
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i16_token_at_max() {
-    wrap_scenario!(
-        Small,
-        small_counters,
-        i16,
-        Small {
-            id: 0,
-            value: 0,
-            version: 0
-        }
-    );
+    let row = Small {
+        id: 0,
+        value: 0,
+        version: 0,
+    };
+    wrap_scenario!(Small, small_counters, i16, row);
 }
 
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i32_token_at_max() {
-    wrap_scenario!(
-        Medium,
-        counters,
-        i32,
-        Medium {
-            id: 0,
-            value: 0,
-            label: None,
-            version: 0
-        }
-    );
+    let row = Medium {
+        id: 0,
+        value: 0,
+        label: None,
+        version: 0,
+    };
+    wrap_scenario!(Medium, counters, i32, row);
 }
 
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i64_token_at_max() {
-    wrap_scenario!(
-        Big,
-        big_counters,
-        i64,
-        Big {
-            id: 0,
-            value: 0,
-            version: 0
-        }
-    );
+    let row = Big {
+        id: 0,
+        value: 0,
+        version: 0,
+    };
+    wrap_scenario!(Big, big_counters, i64, row);
 }
 
 /// Accounts 1..=n, balance 100, version 1.
 #[flavour]
 async fn seed_accounts(conn: &mut Conn, n: i32) {
     for id in 1..=n {
-        diesel::insert_into(schema::accounts::table)
-            .values(Account::new(id, 100))
-            .execute(conn)
-            .await
-            .expect("insert account");
+        insert_rows!(&mut *conn, schema::accounts::table, Account::new(id, 100));
     }
 }
 
@@ -123,27 +99,19 @@ async fn bulk_update_advances_the_token_of_every_row_it_touches() {
     let mut conn = db.conn().await;
     seed_accounts(&mut conn, 3).await;
     let mut in_flight = Vec::new();
-    for id in 1..=3 {
-        in_flight.push(Account::find(&mut conn, id).await.expect("account row"));
+    for key in 1..=3 {
+        in_flight.push(Account::find(&mut conn, key).await.expect("account row"));
     }
 
-    let touched = Account::bulk_update(
-        schema::accounts::table.filter(schema::accounts::id.le(2)),
-        schema::accounts::balance.eq(0),
-    )
-    .execute(&mut conn)
-    .await
-    .expect("bulk update");
-    assert_eq!(touched, 2);
+    use schema::accounts::{balance, id, table};
+    let bulk = Account::bulk_update(table.filter(id.le(2)), balance.eq(0));
+    assert_eq!(bulk.execute(&mut conn).await.expect("bulk update"), 2);
 
     for mut a in in_flight {
         a.balance += 1;
         let result = a.save_checked(&mut conn).await;
         if a.id <= 2 {
-            match result {
-                Err(Error::Conflict(conflict)) => assert_eq!(conflict.current::<i32>(), Some(2)),
-                other => panic!("expected a conflict, got {other:?}"),
-            }
+            assert_eq!(expect_conflict(result).current::<i32>(), Some(2));
             let stored = Account::find(&mut conn, a.id).await.expect("account row");
             assert_eq!(stored.balance, 0, "the bulk write survives");
         } else {
@@ -159,16 +127,11 @@ async fn control_plain_bulk_update_is_silently_overwritten() {
     let mut conn = db.conn().await;
     seed_accounts(&mut conn, 1).await;
     let mut in_flight = Account::find(&mut conn, 1).await.expect("account row");
-    diesel::update(schema::accounts::table)
-        .set(schema::accounts::balance.eq(0))
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    let plain = diesel::update(schema::accounts::table).set(schema::accounts::balance.eq(0));
+    plain.execute(&mut conn).await.unwrap();
     in_flight.balance += 1;
-    in_flight
-        .save_checked(&mut conn)
-        .await
-        .expect("the stale save wins");
+    let saved = in_flight.save_checked(&mut conn).await;
+    saved.expect("the stale save wins");
     let stored = Account::find(&mut conn, 1).await.expect("account row");
     assert_eq!(stored.balance, 101, "the bulk write was lost");
 }
@@ -178,29 +141,18 @@ async fn control_plain_bulk_update_is_silently_overwritten() {
 async fn bulk_update_draws_a_fresh_uuid() {
     let db = db!();
     let mut conn = db.conn().await;
+    let (seat, version) = ("A1".into(), UuidToken::initial());
     let seeded = Ticket {
         id: 1,
-        seat: "A1".into(),
-        version: UuidToken::initial(),
+        seat,
+        version,
     };
-    diesel::insert_into(schema::tickets::table)
-        .values(seeded.clone())
-        .execute(&mut conn)
-        .await
-        .expect("insert ticket");
-    Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"))
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    insert_rows!(&mut conn, schema::tickets::table, seeded.clone());
+    let bulk = Ticket::bulk_update(schema::tickets::table, schema::tickets::seat.eq("Z9"));
+    bulk.execute(&mut conn).await.unwrap();
     let stored = Ticket::find(&mut conn, 1).await.unwrap();
     assert_ne!(stored.version, seeded.version);
     let mut stale = seeded;
     stale.seat = "A2".into();
-    assert!(
-        stale
-            .save_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    expect_conflict(stale.save_checked(&mut conn).await);
 }

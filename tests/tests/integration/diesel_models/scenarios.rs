@@ -17,46 +17,48 @@ async fn stored(conn: &mut Conn, id: i32) -> Counter {
     Counter::find(conn, id).await.expect("the counter")
 }
 
+/// Inserts `counter(id, value)` and returns it as inserted, token and all.
+#[flavour]
+async fn inserted(conn: &mut Conn, id: i32, value: i32) -> Counter {
+    let mut row = counter(id, value);
+    row.insert_checked(conn).await.expect("insert");
+    row
+}
+
+fn patch(value: Option<i32>, label: Option<Option<&str>>) -> CounterPatch {
+    let label = label.map(|label| label.map(String::from));
+    CounterPatch { value, label }
+}
+
+fn labelled(id: i32, value: i32, label: Option<&str>, version: i32) -> Counter {
+    let label = label.map(String::from);
+    Counter {
+        id,
+        value,
+        label,
+        version,
+    }
+}
+
 #[flavour]
 #[tokio::test]
 async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
     let db = db!();
     let mut conn = db.conn().await;
-    let etag = counter(1, 5)
-        .insert_checked(&mut conn)
-        .await
-        .expect("insert");
-
-    let patch = CounterPatch {
-        value: Some(6),
-        label: None,
-    };
-    let etag = Counter::update_by_key(&mut conn, 1, &etag, &patch)
-        .await
-        .expect("patch");
-    assert_eq!(etag, 2);
-    let patch = CounterPatch {
-        value: None,
-        label: Some(Some("six".into())),
-    };
-    let etag = Counter::update_by_key(&mut conn, 1, &etag, patch)
+    let etag = inserted(&mut conn, 1, 5).await.version;
+    let six = patch(Some(6), None);
+    let etag = Counter::update_by_key(&mut conn, 1, &etag, &six).await;
+    assert_eq!(etag.expect("patch"), 2);
+    let etag = Counter::update_by_key(&mut conn, 1, &2, patch(None, Some(Some("six"))))
         .await
         .expect("owned patch");
     assert_eq!(
         stored(&mut conn, 1).await,
-        Counter {
-            id: 1,
-            value: 6,
-            label: Some("six".into()),
-            version: etag,
-        }
+        labelled(1, 6, Some("six"), etag)
     );
 
     // A form sent with a stale token is refused and writes nothing.
-    let stale = CounterPatch {
-        value: Some(0),
-        label: None,
-    };
+    let stale = patch(Some(0), None);
     let conflict = expect_conflict(Counter::update_by_key(&mut conn, 1, &2, &stale).await);
     assert_eq!(conflict.current::<i32>(), Some(3));
     assert_eq!(stored(&mut conn, 1).await.value, 6);
@@ -75,18 +77,9 @@ async fn a_derived_put_form_writes_none_as_null() {
         value: 7,
         label: None,
     };
-    let etag = Counter::update_by_key(&mut conn, 1, &etag, &put)
-        .await
-        .expect("put");
-    assert_eq!(
-        stored(&mut conn, 1).await,
-        Counter {
-            id: 1,
-            value: 7,
-            label: None,
-            version: etag
-        }
-    );
+    let etag = Counter::update_by_key(&mut conn, 1, &etag, &put).await;
+    let etag = etag.expect("put");
+    assert_eq!(stored(&mut conn, 1).await, labelled(1, 7, None, etag));
 }
 
 #[flavour]
@@ -94,43 +87,24 @@ async fn a_derived_put_form_writes_none_as_null() {
 async fn derived_forms_drive_soft_delete_and_bulk_update() {
     let db = db!();
     let mut conn = db.conn().await;
-    let mut first = counter(1, 5);
-    first.insert_checked(&mut conn).await.expect("insert");
-    counter(2, 50)
-        .insert_checked(&mut conn)
-        .await
-        .expect("insert");
+    let mut first = inserted(&mut conn, 1, 5).await;
+    inserted(&mut conn, 2, 50).await;
     let mut in_flight = first.clone();
 
-    let tombstone = CounterPatch {
-        value: None,
-        label: Some(Some("deleted".into())),
-    };
-    first
-        .soft_delete_checked(&mut conn, &tombstone)
-        .await
-        .expect("soft delete");
+    let tombstone = patch(None, Some(Some("deleted")));
+    let deleted = first.soft_delete_checked(&mut conn, &tombstone).await;
+    deleted.expect("soft delete");
     assert_eq!(first.version, 2);
     assert_eq!(stored(&mut conn, 1).await.label.as_deref(), Some("deleted"));
     in_flight.value = 0;
     expect_conflict(in_flight.save_checked(&mut conn).await);
 
-    let reset = CounterPatch {
-        value: Some(0),
-        label: None,
-    };
+    let reset = patch(Some(0), None);
     let touched = Counter::bulk_update(counters::table.filter(counters::value.gt(10)), &reset)
         .execute(&mut conn)
-        .await
-        .expect("bulk update");
-    assert_eq!(touched, 1);
-    assert_eq!(
-        (
-            stored(&mut conn, 2).await.value,
-            stored(&mut conn, 2).await.version
-        ),
-        (0, 2)
-    );
+        .await;
+    assert_eq!(touched.expect("bulk update"), 1);
+    assert_eq!(stored(&mut conn, 2).await, labelled(2, 0, None, 2));
 }
 
 #[flavour]
@@ -144,12 +118,13 @@ async fn insert_checked_sets_the_initial_token_of_each_kind() {
     assert_eq!(row.version, 1);
     assert_eq!(stored(&mut conn, 1).await, row);
 
+    let placeholder = diesel_occ::UuidToken::initial();
+    let (id, available) = (1, 3);
     let mut stock = Stock {
-        id: 1,
-        available: 3,
-        version: diesel_occ::UuidToken::initial(),
+        id,
+        available,
+        version: placeholder,
     };
-    let placeholder = stock.version;
     let etag = stock.insert_checked(&mut conn).await.expect("insert stock");
     assert_ne!(etag, placeholder, "a fresh initial token");
     assert!(etag.validate().is_ok());
@@ -169,19 +144,9 @@ async fn insert_checked_from_an_insertable_struct_adds_the_token() {
         value: 9,
         label: Some("new"),
     };
-    let etag = Counter::insert_checked_from(&mut conn, &new)
-        .await
-        .expect("insert");
-    assert_eq!(etag, 1);
-    assert_eq!(
-        stored(&mut conn, 3).await,
-        Counter {
-            id: 3,
-            value: 9,
-            label: Some("new".into()),
-            version: 1
-        }
-    );
+    let etag = Counter::insert_checked_from(&mut conn, &new).await;
+    assert_eq!(etag.expect("insert"), 1);
+    assert_eq!(stored(&mut conn, 3).await, labelled(3, 9, Some("new"), 1));
     match Counter::insert_checked_from(&mut conn, new).await {
         Err(Error::UniqueViolation(taken)) => assert_eq!(taken.key(), None),
         other => panic!("expected a unique violation, got {other:?}"),
@@ -193,21 +158,15 @@ async fn insert_checked_from_an_insertable_struct_adds_the_token() {
 async fn a_taken_key_is_a_typed_unique_violation_and_the_entity_is_untouched() {
     let db = db!();
     let mut conn = db.conn().await;
-    counter(1, 5)
-        .insert_checked(&mut conn)
-        .await
-        .expect("insert");
-    let mut again = counter(1, 6);
-    again.version = 7;
+    inserted(&mut conn, 1, 5).await;
+    let mut again = labelled(1, 6, None, 7);
     let error = again.insert_checked(&mut conn).await.unwrap_err();
     assert!(!error.is_retryable());
     match error {
         Error::UniqueViolation(taken) => {
             assert_eq!(taken.table(), "counters");
-            assert_eq!(
-                taken.key().map(ToString::to_string).as_deref(),
-                Some("(id=1)")
-            );
+            let key = taken.key().map(ToString::to_string);
+            assert_eq!(key.as_deref(), Some("(id=1)"));
         }
         other => panic!("expected a unique violation, got {other:?}"),
     }
@@ -221,19 +180,13 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     let db = db!();
     let mut conn = db.conn().await;
     let mut row = counter(1, 5);
-    assert_eq!(
-        row.upsert_checked(&mut conn, None).await.expect("upsert"),
-        Upserted::Inserted(1)
-    );
+    let upserted = row.upsert_checked(&mut conn, None).await;
+    assert_eq!(upserted.expect("upsert"), Upserted::Inserted(1));
     assert_eq!(row.version, 1);
 
     row.value = 6;
-    assert_eq!(
-        row.upsert_checked(&mut conn, Some(&1))
-            .await
-            .expect("upsert"),
-        Upserted::Updated(2)
-    );
+    let upserted = row.upsert_checked(&mut conn, Some(&1)).await;
+    assert_eq!(upserted.expect("upsert"), Upserted::Updated(2));
     assert_eq!(stored(&mut conn, 1).await, row);
 
     // A stale token: a conflict with the current one, nothing written.
@@ -246,15 +199,10 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     );
     // Expecting no row while one exists: a conflict too, even though the row holds
     // the very token an insert would store.
-    let mut create = counter(2, 1);
-    create.insert_checked(&mut conn).await.expect("insert");
+    inserted(&mut conn, 2, 1).await;
     let conflict = expect_conflict(counter(2, 0).upsert_checked(&mut conn, None).await);
-    assert_eq!(
-        conflict.state(),
-        &ConflictState::Stale {
-            current: 1.to_value()
-        }
-    );
+    let current = 1.to_value();
+    assert_eq!(conflict.state(), &ConflictState::Stale { current });
     assert_eq!(stale.version, 0, "untouched");
     assert_eq!(stored(&mut conn, 1).await.value, 6);
     assert_eq!(stored(&mut conn, 2).await.value, 1);
@@ -265,22 +213,12 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
 async fn an_upsert_expecting_a_token_updates_to_the_next_one() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::insert_into(counters::table)
-        .values((
-            counters::id.eq(1),
-            counters::value.eq(1),
-            counters::version.eq(0),
-        ))
-        .execute(&mut conn)
-        .await
-        .expect("a row at version 0");
+    let at_version_0 = labelled(1, 1, None, 0);
+    let seeded = diesel::insert_into(counters::table).values(&at_version_0);
+    seeded.execute(&mut conn).await.expect("a row at version 0");
     let mut row = counter(1, 2);
-    assert_eq!(
-        row.upsert_checked(&mut conn, Some(&0))
-            .await
-            .expect("upsert"),
-        Upserted::Updated(1)
-    );
+    let upserted = row.upsert_checked(&mut conn, Some(&0)).await;
+    assert_eq!(upserted.expect("upsert"), Upserted::Updated(1));
     assert_eq!(stored(&mut conn, 1).await, row);
 }
 
@@ -291,11 +229,10 @@ async fn an_upsert_expecting_a_token_updates_to_the_next_one() {
 async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
     let db = db!();
     let mut conn = db.conn().await;
-    let mut stale = counter(1, 5);
-    let read = stale.insert_checked(&mut conn).await.expect("insert");
-    Counter::delete_by_key(&mut conn, 1, &read)
-        .await
-        .expect("the acknowledged delete");
+    let mut stale = inserted(&mut conn, 1, 5).await;
+    let read = stale.version;
+    let deleted = Counter::delete_by_key(&mut conn, 1, &read).await;
+    deleted.expect("the acknowledged delete");
 
     stale.value = 6;
     let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&read)).await);
@@ -305,13 +242,8 @@ async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
         "a client-token conflict is not retried"
     );
     assert_eq!(stale.version, read, "untouched");
-    assert!(
-        Counter::find(&mut conn, 1)
-            .await
-            .unwrap_err()
-            .is_not_found(),
-        "still deleted"
-    );
+    let gone = Counter::find(&mut conn, 1).await.unwrap_err();
+    assert!(gone.is_not_found(), "still deleted");
 }
 
 diesel::table! {
@@ -354,22 +286,15 @@ async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation()
     .execute(&mut conn)
     .await
     .expect("table");
-    coded(1, "a")
-        .insert_checked(&mut conn)
-        .await
-        .expect("insert");
+    coded(1, "a").insert_checked(&mut conn).await.expect("a");
     let mut second = coded(2, "b");
     second.insert_checked(&mut conn).await.expect("insert");
 
-    match coded(3, "a").upsert_checked(&mut conn, None).await {
-        Err(Error::UniqueViolation(_)) => {}
-        other => panic!("expected a unique violation, got {other:?}"),
-    }
+    let taken = coded(3, "a").upsert_checked(&mut conn, None).await;
+    assert!(matches!(taken, Err(Error::UniqueViolation(_))), "{taken:?}");
     second.code = "a".into();
-    match second.upsert_checked(&mut conn, Some(&1)).await {
-        Err(Error::UniqueViolation(_)) => {}
-        other => panic!("expected a unique violation, got {other:?}"),
-    }
+    let taken = second.upsert_checked(&mut conn, Some(&1)).await;
+    assert!(matches!(taken, Err(Error::UniqueViolation(_))), "{taken:?}");
     assert_eq!(second.version, 1, "untouched");
     assert_eq!(Coded::find(&mut conn, 2).await.expect("read").code, "b");
 }
@@ -388,14 +313,9 @@ async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
     let (mut a, mut b) = (db.conn().await, db.conn().await);
     let outcome = a
         .transaction(async |a| {
-            assert!(
-                Counter::find(a, 1).await.unwrap_err().is_not_found(),
-                "the snapshot: no row"
-            );
-            counter(1, 5)
-                .insert_checked(&mut b)
-                .await
-                .expect("another writer's row");
+            let none = Counter::find(a, 1).await.unwrap_err();
+            assert!(none.is_not_found(), "the snapshot: no row");
+            inserted(&mut b, 1, 5).await;
             Ok::<_, Error>(counter(1, 6).upsert_checked(a, None).await)
         })
         .await;
@@ -404,34 +324,34 @@ async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
     assert_eq!(stored(&mut b, 1).await.value, 5);
 }
 
+/// Retries up to five times, and would call a row hot after one conflict.
+fn hot_after_one_conflict(memory: &diesel_occ::retry::HotRows) -> diesel_occ::retry::RetryPolicy {
+    use std::time::Duration;
+    diesel_occ::retry::RetryPolicy::new()
+        .max_attempts(5)
+        .backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .escalate_hot_rows_with(memory, 1, Duration::from_secs(60))
+}
+
 /// A conflict of a write that takes the token as an argument cannot be resolved by
 /// running the same call again: the retry helper returns it after one attempt, as a
 /// client-token conflict, and does not count the row as hot.
 #[flavour(blocking)]
 #[test]
 fn client_token_conflicts_are_not_retried_nor_hot() {
-    use diesel_occ::retry::{HotRows, RetryPolicy};
-    use std::time::Duration;
+    use diesel_occ::retry::HotRows;
 
     let db = db!();
     let mut conn = db.conn();
-    let mut row = counter(1, 5);
-    row.insert_checked(&mut conn).expect("insert");
-    row.save_checked(&mut conn)
-        .expect("the row moves to version 2");
+    let mut row = inserted(&mut conn, 1, 5);
+    row.save_checked(&mut conn).expect("version 2");
     let pool = diesel::r2d2::Pool::builder()
         .max_size(1)
         .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
         .expect("r2d2 pool");
     let memory = HotRows::new();
-    let policy = RetryPolicy::new()
-        .max_attempts(5)
-        .backoff(Duration::from_millis(1), Duration::from_millis(2))
-        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
-    let patch = CounterPatch {
-        value: Some(0),
-        label: None,
-    };
+    let policy = hot_after_one_conflict(&memory);
+    let patch = patch(Some(0), None);
     type Write = fn(&mut Conn, &CounterPatch) -> Result<(), Error>;
     let writes: [(&str, Write); 3] = [
         ("update_by_key", |conn, patch| {
@@ -462,31 +382,19 @@ fn client_token_conflicts_are_not_retried_nor_hot() {
 #[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_token_conflicts_are_not_retried_nor_hot() {
-    use diesel_occ::retry::{HotRows, RetryPolicy};
-    use std::time::Duration;
+    use diesel_occ::retry::HotRows;
 
     let db = db!();
     let mut conn = db.conn().await;
-    let mut row = counter(1, 5);
-    row.insert_checked(&mut conn).await.expect("insert");
-    row.save_checked(&mut conn)
-        .await
-        .expect("the row moves to version 2");
+    let mut row = inserted(&mut conn, 1, 5).await;
+    row.save_checked(&mut conn).await.expect("version 2");
     let memory = HotRows::new();
-    let policy = RetryPolicy::new()
-        .max_attempts(5)
-        .backoff(Duration::from_millis(1), Duration::from_millis(2))
-        .escalate_hot_rows_with(&memory, 1, Duration::from_secs(60));
+    let policy = hot_after_one_conflict(&memory);
     let pool = crate::pools::warm_pool(&db, 1).await;
-    let attempts = std::sync::atomic::AtomicU32::new(0);
-    let attempts = &attempts;
+    let attempts = &std::sync::atomic::AtomicU32::new(0);
     let outcome = diesel_occ::asynchronous::retry(&pool, &policy, async |conn, _| {
         attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let patch = CounterPatch {
-            value: Some(0),
-            label: None,
-        };
-        Counter::update_by_key(conn, 1, &1, &patch).await
+        Counter::update_by_key(conn, 1, &1, patch(Some(0), None)).await
     })
     .await;
     let conflict = expect_conflict(outcome);
@@ -500,58 +408,41 @@ async fn client_token_conflicts_are_not_retried_nor_hot() {
     assert_eq!(stored(&mut conn, 1).await, row, "nothing written");
 }
 
+/// Four clients upsert row 1 from `expected` at once: one `wins`, the others conflict
+/// with the winner's token, and the winner's row is stored.
 #[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_upserts_of_one_key_insert_once_and_lose_nothing() {
-    let db = db!();
-    // Four clients create the same row: one insert, three conflicts.
-    let report = Race::new(4)
-        .run_in_flavour(
-            async |_| db.conn().await,
-            async |writer, mut conn: Conn| {
-                let mut row = counter(1, writer as i32);
-                let outcome = row.upsert_checked(&mut conn, None).await;
-                outcome.map(|outcome| (outcome, row))
-            },
-        )
-        .await;
-    let outcomes = report.into_values().unwrap();
-    let inserted: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
-    assert_eq!(inserted.len(), 1, "{outcomes:?}");
-    let (outcome, winner) = inserted[0];
-    assert_eq!(outcome, &Upserted::Inserted(1));
-    for loss in outcomes.iter().filter_map(|r| r.as_ref().err()) {
-        let conflict = loss.as_conflict().expect("a conflict");
-        assert_eq!(conflict.current::<i32>(), Some(1), "{loss:?}");
-    }
-    assert_eq!(stored(&mut db.conn().await, 1).await, *winner);
-
-    // Four clients update it from the token they all read: one update, three conflicts.
+async fn one_upsert_wins(db: &TestDb<Conn>, expected: Option<i32>, wins: Upserted<i32>) {
     let report = Race::new(4)
         .run_in_flavour(
             async |_| db.conn().await,
             async |writer, mut conn: Conn| {
                 let mut row = counter(1, 10 + writer as i32);
-                let outcome = row.upsert_checked(&mut conn, Some(&1)).await;
+                let outcome = row.upsert_checked(&mut conn, expected.as_ref()).await;
                 outcome.map(|outcome| (outcome, row))
             },
         )
         .await;
     let outcomes = report.into_values().unwrap();
-    let updated: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
-    assert_eq!(updated.len(), 1, "{outcomes:?}");
-    let (outcome, winner) = updated[0];
-    assert_eq!(outcome, &Upserted::Updated(2));
+    let won: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "{outcomes:?}");
+    let (outcome, winner) = won[0];
+    assert_eq!(outcome, &wins);
     for loss in outcomes.iter().filter_map(|r| r.as_ref().err()) {
-        assert_eq!(
-            loss.as_conflict().and_then(|c| c.current::<i32>()),
-            Some(2),
-            "{loss:?}"
-        );
+        let current = loss.as_conflict().and_then(|c| c.current::<i32>());
+        assert_eq!(current, Some(*wins.token()), "{loss:?}");
     }
     assert_eq!(
         stored(&mut db.conn().await, 1).await,
         *winner,
-        "the one acknowledged write is stored"
+        "the acknowledged write"
     );
+}
+
+#[flavour]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_upserts_of_one_key_insert_once_and_lose_nothing() {
+    let db = db!();
+    one_upsert_wins(&db, None, Upserted::Inserted(1)).await;
+    // All four read the inserted token: one update, three conflicts.
+    one_upsert_wins(&db, Some(1), Upserted::Updated(2)).await;
 }

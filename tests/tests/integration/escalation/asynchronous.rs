@@ -16,6 +16,12 @@ use super::AsyncConn as Conn;
 use super::counters::{Counter, load, quick, seed, try_plain_increment};
 use crate::pools::{impatient, warm_pool};
 
+/// The lock is gone with the commit: the other writer's plain increment lands at once.
+async fn assert_unlocked(other: &Mutex<Conn>) {
+    let unblocked = try_plain_increment(&mut *other.lock().await, 1).await;
+    assert_eq!(unblocked.expect("unblocked"), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
     let db = async_test_db!();
@@ -30,9 +36,8 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
             let mut row: Counter = attempt.find(conn, 1).await?;
             // The other writer tries in every attempt, after the read.
             let blocked = try_plain_increment(&mut *other.lock().await, 1).await;
-            seen.lock()
-                .unwrap()
-                .push((attempt.number(), attempt.is_escalated(), blocked.is_err()));
+            let what = (attempt.number(), attempt.is_escalated(), blocked.is_err());
+            seen.lock().unwrap().push(what);
             row.increment();
             row.save_checked(conn).await?;
             Ok(row)
@@ -40,10 +45,11 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
     )
     .await
     .expect("the escalated attempt wins");
+    // Attempt 1 is lock-free and loses; attempt 2 holds the lock, so the other
+    // writer cannot get in.
     assert_eq!(
         seen.into_inner().unwrap(),
-        [(1, false, false), (2, true, true)],
-        "attempt 1 is lock-free and loses; attempt 2 holds the lock, so the other writer cannot get in"
+        [(1, false, false), (2, true, true)]
     );
     let stored = load(&mut db.conn().await, 1).await;
     assert_eq!(
@@ -54,13 +60,7 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
         stored.value, 2,
         "the other writer's first increment and ours"
     );
-    // The lock is gone with the commit.
-    assert_eq!(
-        try_plain_increment(&mut *other.lock().await, 1)
-            .await
-            .expect("unblocked"),
-        1
-    );
+    assert_unlocked(&other).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -70,9 +70,8 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
     seed(&db, 2).await;
     let pool = warm_pool(&db, 2).await;
     let other = Mutex::new(impatient(&db).await);
-    let policy = quick()
-        .max_attempts(3)
-        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let policy = quick().max_attempts(3);
+    let policy = policy.escalate_hot_rows(1, Duration::from_secs(3600));
     let seen = StdMutex::new(Vec::new());
     for id in [1, 1, 2] {
         occ::retry(&pool, &policy, async |conn, attempt| {
@@ -80,9 +79,8 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
             let mut row: Counter = attempt.find(conn, id).await?;
             // The other writer tries in every attempt, after the read.
             let blocked = try_plain_increment(&mut *other.lock().await, id).await;
-            seen.lock()
-                .unwrap()
-                .push((id, attempt.number(), locks, blocked.is_err()));
+            let what = (id, attempt.number(), locks, blocked.is_err());
+            seen.lock().unwrap().push(what);
             row.increment();
             row.save_checked(conn).await?;
             Ok(row)
@@ -112,16 +110,9 @@ async fn a_row_that_conflicted_is_locked_from_the_first_read_of_the_next_operati
     assert_eq!(seen.into_inner().unwrap(), expected);
     // Every locking transaction was committed and the locks are gone.
     assert_eq!(load(&mut db.conn().await, 1).await.value, 3);
-    assert_eq!(
-        load(&mut db.conn().await, 2).await.value,
-        if sqlite { 1 } else { 2 }
-    );
-    assert_eq!(
-        try_plain_increment(&mut *other.lock().await, 1)
-            .await
-            .expect("unblocked"),
-        1
-    );
+    let row_two = load(&mut db.conn().await, 2).await.value;
+    assert_eq!(row_two, if sqlite { 1 } else { 2 });
+    assert_unlocked(&other).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -14,26 +14,20 @@ use super::schema;
 #[flavour]
 async fn seed_order(db: &TestDb<Conn>) {
     let mut conn = db.conn().await;
-    diesel::insert_into(schema::purchase_orders::table)
-        .values(Order {
-            id: 1,
-            note: "order".into(),
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("insert order");
+    let order = Order {
+        id: 1,
+        note: "order".into(),
+        version: 1,
+    };
+    insert_rows!(&mut conn, schema::purchase_orders::table, order);
     for line_no in 1..=2 {
-        diesel::insert_into(schema::purchase_order_items::table)
-            .values(OrderItem {
-                order_id: 1,
-                line_no,
-                quantity: 1,
-                version: 1,
-            })
-            .execute(&mut conn)
-            .await
-            .expect("insert item");
+        let item = OrderItem {
+            order_id: 1,
+            line_no,
+            quantity: 1,
+            version: 1,
+        };
+        insert_rows!(&mut conn, schema::purchase_order_items::table, item);
     }
 }
 
@@ -46,9 +40,8 @@ async fn race_items(db: &TestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
             async |writer| {
                 let mut conn = db.conn().await;
                 let order = Order::find(&mut conn, 1).await.expect("order");
-                let item = OrderItem::find(&mut conn, (1, writer as i32 + 1))
-                    .await
-                    .expect("item");
+                let item = OrderItem::find(&mut conn, (1, writer as i32 + 1)).await;
+                let item = item.expect("item");
                 (conn, order, item)
             },
             async |_, (mut conn, mut order, mut item): (Conn, Order, OrderItem)| {
@@ -73,11 +66,8 @@ async fn force_increment_makes_writers_of_different_children_conflict_on_the_roo
     let db = db!();
     seed_order(&db).await;
     let outcomes = race_items(&db, true).await;
-    assert_eq!(
-        outcomes.iter().filter(|o| o.is_ok()).count(),
-        1,
-        "{outcomes:?}"
-    );
+    let saved = outcomes.iter().filter(|o| o.is_ok()).count();
+    assert_eq!(saved, 1, "{outcomes:?}");
     let loser = outcomes.into_iter().find_map(Result::err).unwrap();
     let Error::Conflict(conflict) = loser else {
         panic!("expected a concurrency conflict, got {loser:?}");
@@ -88,15 +78,12 @@ async fn force_increment_makes_writers_of_different_children_conflict_on_the_roo
 
     let mut conn = db.conn().await;
     assert_eq!(Order::find(&mut conn, 1).await.unwrap().version, 2);
-    let quantities: Vec<i32> = schema::purchase_order_items::table
-        .order(schema::purchase_order_items::line_no)
-        .select(schema::purchase_order_items::quantity)
-        .load(&mut conn)
-        .await
-        .unwrap();
+    use schema::purchase_order_items::{line_no, quantity, table};
+    let query = table.order(line_no).select(quantity);
+    let quantities: Vec<i32> = query.load(&mut conn).await.unwrap();
+    let written = quantities.iter().filter(|&&q| q == 6).count();
     assert_eq!(
-        quantities.iter().filter(|&&q| q == 6).count(),
-        1,
+        written, 1,
         "the loser's item write rolled back: {quantities:?}"
     );
 }
@@ -108,11 +95,8 @@ async fn control_without_force_increment_both_children_writes_commit() {
     seed_order(&db).await;
     let outcomes = race_items(&db, false).await;
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
-    assert_eq!(
-        Order::find(&mut db.conn().await, 1).await.unwrap().version,
-        1,
-        "the root never moved"
-    );
+    let root = Order::find(&mut db.conn().await, 1).await.unwrap();
+    assert_eq!(root.version, 1, "the root never moved");
 }
 
 #[flavour]

@@ -133,23 +133,16 @@ fn quoted(backend: Backend, name: &str) -> String {
 /// The DDL the check names for `columns` of `table`: the primary key where the table
 /// has none and the backend can add one, a unique index otherwise.
 pub(crate) fn expected_fix(backend: Backend, table: &str, columns: &[&str], keyed: bool) -> String {
-    let list = columns
+    let list: Vec<_> = columns
         .iter()
         .map(|column| quoted(backend, column))
-        .collect::<Vec<_>>()
-        .join(", ");
+        .collect();
+    let (list, quoted_table) = (list.join(", "), quoted(backend, table));
     if !keyed && backend != Backend::Sqlite {
-        format!(
-            "ALTER TABLE {} ADD PRIMARY KEY ({list})",
-            quoted(backend, table)
-        )
+        format!("ALTER TABLE {quoted_table} ADD PRIMARY KEY ({list})")
     } else {
-        let index = format!("{table}_{}_key", columns.join("_"));
-        format!(
-            "CREATE UNIQUE INDEX {} ON {} ({list})",
-            quoted(backend, &index),
-            quoted(backend, table)
-        )
+        let index = quoted(backend, &format!("{table}_{}_key", columns.join("_")));
+        format!("CREATE UNIQUE INDEX {index} ON {quoted_table} ({list})")
     }
 }
 
@@ -160,18 +153,13 @@ pub(crate) fn assert_unenforced(
     table: &str,
     columns: &[&str],
 ) -> UnenforcedKey {
-    let error = match result {
-        Err(error) => error,
-        Ok(()) => panic!("a key without a unique index passed the schema check"),
-    };
-    let problems = error
-        .as_schema_problems()
-        .unwrap_or_else(|| panic!("expected schema problems, got {error:?}"));
+    let error = result.expect_err("a key without a unique index passed the schema check");
+    let problems = error.as_schema_problems();
+    let problems = problems.unwrap_or_else(|| panic!("expected schema problems, got {error:?}"));
     assert_eq!(problems.len(), 1, "{error}");
-    let key = problems[0]
-        .as_unenforced_key()
-        .unwrap_or_else(|| panic!("expected a key not kept unique, got {error}"))
-        .clone();
+    let key = problems[0].as_unenforced_key();
+    let key = key.unwrap_or_else(|| panic!("expected a key not kept unique, got {error}"));
+    let key = key.clone();
     assert_eq!((key.table, key.columns), (table, columns), "{error}");
     let shown = error.to_string();
     let named = format!("{table} key ({})", columns.join(", "));
@@ -191,17 +179,9 @@ pub(crate) fn assert_no_values_or_queries(error: &Error) {
         format!("{error:?}"),
         format!("{error:#?}"),
     ];
-    let needles = [
-        "7361905",
-        "SELECT",
-        "FROM",
-        "information_schema",
-        "STATISTICS",
-        "pg_index",
-        "pragma",
-    ];
+    let needles = "7361905 SELECT FROM information_schema STATISTICS pg_index pragma";
     for text in &shown {
-        for needle in needles {
+        for needle in needles.split(' ') {
             assert!(
                 !text.contains(needle),
                 "{needle:?} shows in the error: {text}"

@@ -24,12 +24,8 @@ macro_rules! check {
 /// How many rows of `loose_items` have key `id`.
 #[flavour]
 async fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
-    loose_items::table
-        .filter(loose_items::id.eq(id))
-        .count()
-        .get_result(conn)
-        .await
-        .expect("count")
+    let count = loose_items::table.filter(loose_items::id.eq(id)).count();
+    count.get_result(conn).await.expect("count")
 }
 
 #[flavour]
@@ -37,50 +33,35 @@ async fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
 async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(ITEMS).await.expect("table");
+    run_sql(&mut conn, ITEMS).await;
     let key = assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
-    assert_eq!(
-        key.fix,
-        expected_fix(Conn::BACKEND, "loose_items", &["id"], false)
-    );
+    let fix = expected_fix(Conn::BACKEND, "loose_items", &["id"], false);
+    assert_eq!(key.fix, fix);
     // A token the database assigns does not exempt the key; two entities of one key
     // report it once.
     assert_unenforced(check!(&mut conn, GeneratedItem), "loose_items", &["id"]);
-    assert_unenforced(
-        check!(&mut conn, LooseItem, GeneratedItem),
-        "loose_items",
-        &["id"],
-    );
+    let both = check!(&mut conn, LooseItem, GeneratedItem);
+    assert_unenforced(both, "loose_items", &["id"]);
 
     // Why: the database takes the key twice.
     let mut first = item(1);
     let mut second = item(1);
-    first
-        .insert_checked(&mut conn)
-        .await
-        .expect("the first insert");
+    first.insert_checked(&mut conn).await.expect("the first");
     second
         .insert_checked(&mut conn)
         .await
-        .expect("a second row with the same key");
+        .expect("the same key again");
     assert_eq!(items_with_key(&mut conn, 1).await, 2);
 
     // The fix runs once the duplicate is gone; then the check passes and the key is
     // taken.
-    diesel::delete(loose_items::table)
-        .execute(&mut conn)
-        .await
-        .expect("delete");
-    conn.batch_execute(&key.fix).await.expect("the fix runs");
+    let delete = diesel::delete(loose_items::table);
+    delete.execute(&mut conn).await.expect("delete");
+    run_sql(&mut conn, &key.fix).await;
     check!(&mut conn, LooseItem, GeneratedItem).expect("the key is kept unique");
-    first
-        .insert_checked(&mut conn)
-        .await
-        .expect("the first insert");
-    match second.insert_checked(&mut conn).await {
-        Err(Error::UniqueViolation(_)) => {}
-        other => panic!("expected the key taken, got {other:?}"),
-    }
+    first.insert_checked(&mut conn).await.expect("the first");
+    let taken = second.insert_checked(&mut conn).await;
+    assert!(matches!(taken, Err(Error::UniqueViolation(_))), "{taken:?}");
     assert_eq!(items_with_key(&mut conn, 1).await, 1);
 }
 
@@ -89,10 +70,12 @@ async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
 async fn a_unique_index_on_exactly_the_key_passes() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(ITEMS).await.expect("table");
-    conn.batch_execute("CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)")
-        .await
-        .expect("index");
+    run_sql(&mut conn, ITEMS).await;
+    run_sql(
+        &mut conn,
+        "CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)",
+    )
+    .await;
     check!(&mut conn, LooseItem).expect("a unique index on the key");
 }
 
@@ -101,12 +84,12 @@ async fn a_unique_index_on_exactly_the_key_passes() {
 async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(LINES).await.expect("table");
-    conn.batch_execute(
+    run_sql(&mut conn, LINES).await;
+    run_sql(
+        &mut conn,
         "CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)",
     )
-    .await
-    .expect("index");
+    .await;
     check!(&mut conn, LooseLine).expect("the key's columns in another order");
 }
 
@@ -115,36 +98,32 @@ async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
 async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(LINES).await.expect("table");
-    conn.batch_execute(
+    run_sql(&mut conn, LINES).await;
+    run_sql(
+        &mut conn,
         "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines (order_id, line_no, quantity); \
          CREATE INDEX loose_lines_plain ON loose_lines (order_id, line_no)",
     )
-    .await
-    .expect("indexes");
+    .await;
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
-    assert_eq!(
-        key.fix,
-        expected_fix(Conn::BACKEND, "loose_lines", &columns, false)
-    );
+    let fix = expected_fix(Conn::BACKEND, "loose_lines", &columns, false);
+    assert_eq!(key.fix, fix);
 
     // Why: the wider index lets the key in twice.
     line(1, 1)
         .insert_checked(&mut conn)
         .await
-        .expect("the first insert");
+        .expect("the first");
     let mut again = line(1, 1);
     again.quantity = 2;
     again
         .insert_checked(&mut conn)
         .await
-        .expect("a second row with the same key");
-    diesel::delete(loose_lines::table)
-        .execute(&mut conn)
-        .await
-        .expect("delete");
-    conn.batch_execute(&key.fix).await.expect("the fix runs");
+        .expect("the same key again");
+    let delete = diesel::delete(loose_lines::table);
+    delete.execute(&mut conn).await.expect("delete");
+    run_sql(&mut conn, &key.fix).await;
     check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
@@ -153,16 +132,12 @@ async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
 async fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(LINES_KEYED_ELSEWHERE)
-        .await
-        .expect("table");
+    run_sql(&mut conn, LINES_KEYED_ELSEWHERE).await;
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
-    assert_eq!(
-        key.fix,
-        expected_fix(Conn::BACKEND, "loose_lines", &columns, true)
-    );
-    conn.batch_execute(&key.fix).await.expect("the fix runs");
+    let fix = expected_fix(Conn::BACKEND, "loose_lines", &columns, true);
+    assert_eq!(key.fix, fix);
+    run_sql(&mut conn, &key.fix).await;
     check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
@@ -175,12 +150,12 @@ async fn a_partial_unique_index_does_not_count() {
     }
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(ITEMS).await.expect("table");
-    conn.batch_execute(
+    run_sql(&mut conn, ITEMS).await;
+    run_sql(
+        &mut conn,
         "CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0",
     )
-    .await
-    .expect("index");
+    .await;
     assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
 }
 
@@ -189,9 +164,7 @@ async fn a_partial_unique_index_does_not_count() {
 async fn a_key_in_a_schema_is_looked_up_there() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(&schema_table(Conn::BACKEND))
-        .await
-        .expect("schema and table");
+    run_sql(&mut conn, &schema_table(Conn::BACKEND)).await;
     let key = assert_unenforced(check!(&mut conn, SchemaLooseKey), "occ_loose_keys", &["id"]);
     assert_eq!(key.schema, Some("occ_app"));
     let fix = match Conn::BACKEND {
@@ -204,7 +177,7 @@ async fn a_key_in_a_schema_is_looked_up_there() {
     assert_eq!(key.fix, fix);
     // The schema is the test's own on PostgreSQL and SQLite, shared on MariaDB.
     if Conn::BACKEND != Backend::Mysql {
-        conn.batch_execute(&key.fix).await.expect("the fix runs");
+        run_sql(&mut conn, &key.fix).await;
         check!(&mut conn, SchemaLooseKey).expect("the key is kept unique");
     }
 }
@@ -214,7 +187,7 @@ async fn a_key_in_a_schema_is_looked_up_there() {
 async fn the_error_shows_neither_values_nor_the_catalog_queries() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(ITEMS).await.expect("table");
+    run_sql(&mut conn, ITEMS).await;
     item(1).insert_checked(&mut conn).await.expect("insert");
     item(1).insert_checked(&mut conn).await.expect("insert");
     let error = check!(&mut conn, LooseItem).expect_err("the key is not kept unique");

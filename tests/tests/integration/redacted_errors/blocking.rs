@@ -1,16 +1,13 @@
 //! Errors a database produced, on a blocking connection: a unique violation and a
 //! check violation carrying values, a conflict, retries exhausted, a missing row.
 
-use std::time::Duration;
-
 use diesel::prelude::*;
 use diesel_occ::blocking;
 use diesel_occ::prelude::*;
-use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, UuidToken};
 use diesel_occ_tests::entities::Counter;
 
-use super::super::{LABEL, VALUE, assert_no_leak};
+use super::super::{LABEL, VALUE, assert_no_leak, policy};
 use super::{Conn, schema};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -23,28 +20,27 @@ struct Stock {
 }
 
 fn secret_counter() -> Counter {
+    let label = Some(LABEL.to_owned());
     Counter {
         id: 1,
         value: VALUE,
-        label: Some(LABEL.to_owned()),
+        label,
         version: 1,
     }
+}
+
+/// Inserts the secret counter: Ok once, a unique violation from then on.
+fn insert_secret_counter(conn: &mut Conn) -> QueryResult<usize> {
+    let insert = diesel::insert_into(schema::counters::table).values(secret_counter());
+    insert.execute(conn)
 }
 
 #[test]
 fn constraint_violations_do_not_show_the_values_or_the_statement() {
     let db = test_db!();
     let mut conn = db.conn();
-    let counters = schema::counters::table;
-    diesel::insert_into(counters)
-        .values(secret_counter())
-        .execute(&mut conn)
-        .expect("first insert");
-    let duplicate = diesel::insert_into(counters)
-        .values(secret_counter())
-        .execute(&mut conn)
-        .expect_err("duplicate key");
-    let error = Error::from(duplicate);
+    insert_secret_counter(&mut conn).expect("first insert");
+    let error = Error::from(insert_secret_counter(&mut conn).expect_err("duplicate key"));
     assert_eq!(
         error.to_string(),
         "database error: unique violation",
@@ -57,10 +53,8 @@ fn constraint_violations_do_not_show_the_values_or_the_statement() {
         available: 5,
         version: UuidToken::initial(),
     };
-    diesel::insert_into(schema::stock::table)
-        .values(&stock)
-        .execute(&mut conn)
-        .expect("stock");
+    let insert = diesel::insert_into(schema::stock::table).values(&stock);
+    insert.execute(&mut conn).expect("stock");
     stock.available = -VALUE;
     let error = stock
         .save_checked(&mut conn)
@@ -73,10 +67,7 @@ fn constraint_violations_do_not_show_the_values_or_the_statement() {
 fn conflicts_and_exhausted_retries_show_key_and_tokens_only() {
     let db = test_db!();
     let mut conn = db.conn();
-    diesel::insert_into(schema::counters::table)
-        .values(secret_counter())
-        .execute(&mut conn)
-        .expect("seed");
+    insert_secret_counter(&mut conn).expect("seed");
     let mut mine: Counter = Counter::find(&mut conn, 1).expect("row");
     let mut theirs = mine.clone();
     theirs.value += 1;
@@ -93,11 +84,8 @@ fn conflicts_and_exhausted_retries_show_key_and_tokens_only() {
     let secrets: Vec<&str> = values.iter().map(String::as_str).chain([LABEL]).collect();
     assert_no_leak(&error, &secrets);
 
-    let policy = RetryPolicy::new()
-        .max_attempts(2)
-        .backoff(Duration::ZERO, Duration::ZERO);
     let source = || Conn::establish(db.url());
-    let result: Result<(), Error> = blocking::retry(&source, &policy, |conn, attempt| {
+    let result: Result<(), Error> = blocking::retry(&source, &policy(), |conn, attempt| {
         let mut mine: Counter = attempt.find(conn, 1)?;
         let mut theirs = mine.clone();
         theirs.label = Some(format!("{LABEL}-{}", attempt.number()));

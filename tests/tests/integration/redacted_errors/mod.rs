@@ -49,6 +49,7 @@ fn assert_no_leak(error: &dyn StdError, secrets: &[&str]) {
     eprintln!("shown: {} | {:?}", shown[0], error);
 }
 
+/// Two attempts, no backoff.
 fn policy() -> RetryPolicy {
     RetryPolicy::new()
         .max_attempts(2)

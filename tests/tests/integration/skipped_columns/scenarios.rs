@@ -18,24 +18,23 @@ async fn article(conn: &mut Conn) -> Article {
 async fn skipped_columns_are_never_written_by_checked_saves() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::insert_into(schema::wiki_articles::table)
-        .values(Article {
-            id: 1,
-            title: "Title".into(),
-            body: "Body".into(),
-            summary: Some("Summary".into()),
-            views: 0,
-            version: 1,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("insert article");
+    let (title, body, summary) = ("Title".into(), "Body".into(), Some("Summary".into()));
+    let row = Article {
+        id: 1,
+        title,
+        body,
+        summary,
+        views: 0,
+        version: 1,
+    };
+    insert_rows!(&mut conn, schema::wiki_articles::table, row);
     let mut occ_skip = article(&mut conn).await;
     // The counter is maintained by atomic SQL elsewhere, token untouched.
-    diesel::sql_query("UPDATE wiki_articles SET views = views + 1 WHERE id = 1")
-        .execute(&mut db.conn().await)
-        .await
-        .expect("raw update");
+    raw_sql(
+        &db,
+        "UPDATE wiki_articles SET views = views + 1 WHERE id = 1",
+    )
+    .await;
 
     let log = StatementCounter::install_in_flavour(&mut conn);
     occ_skip.views = 999;

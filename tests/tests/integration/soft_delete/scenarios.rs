@@ -13,25 +13,20 @@ use super::schema;
 async fn soft_delete_is_checked_and_advances_the_token() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::insert_into(schema::accounts::table)
-        .values(Account::new(1, 100))
-        .execute(&mut conn)
-        .await
-        .expect("insert account");
+    insert_rows!(&mut conn, schema::accounts::table, Account::new(1, 100));
     let mut first = Account::find(&mut conn, 1).await.expect("account row");
     let mut second = first.clone();
 
     first.balance = 1; // not written by the soft delete
+    let tombstone = schema::accounts::deleted.eq(true);
     first
-        .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
+        .soft_delete_checked(&mut conn, tombstone)
         .await
         .expect("soft delete");
     assert_eq!(first.version, 2);
     let stored = Account::find(&mut conn, 1).await.expect("account row");
-    assert_eq!(
-        (stored.deleted, stored.balance, stored.version),
-        (true, 100, 2)
-    );
+    let columns = (stored.deleted, stored.balance, stored.version);
+    assert_eq!(columns, (true, 100, 2));
 
     // A writer still holding the live row cannot resurrect or edit it...
     second.balance = 5;
@@ -39,14 +34,8 @@ async fn soft_delete_is_checked_and_advances_the_token() {
     let conflict = expect_conflict(second.save_checked(&mut conn).await);
     assert_eq!(conflict.current::<i32>(), Some(2));
     // ...nor soft-delete it again from a stale token.
-    let conflict = expect_conflict(
-        third
-            .soft_delete_checked(&mut conn, schema::accounts::deleted.eq(true))
-            .await,
-    );
-    assert_eq!(conflict.operation(), Operation::SoftDelete);
-    assert_eq!(
-        Account::find(&mut conn, 1).await.expect("account row"),
-        stored
-    );
+    let again = third.soft_delete_checked(&mut conn, tombstone).await;
+    assert_eq!(expect_conflict(again).operation(), Operation::SoftDelete);
+    let now = Account::find(&mut conn, 1).await.expect("account row");
+    assert_eq!(now, stored);
 }

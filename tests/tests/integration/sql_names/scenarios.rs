@@ -11,31 +11,24 @@ use super::super::{BadItem, NamedItem, SameItem, SchemaItem, assert_reported, cr
 async fn the_schema_check_reads_the_columns_by_their_sql_names() {
     let db = db!();
     let mut conn = db.conn().await;
-    conn.batch_execute(&create(Conn::BACKEND))
-        .await
-        .expect("tables");
-    SchemaCheck::new()
+    run_sql(&mut conn, &create(Conn::BACKEND)).await;
+    let check = SchemaCheck::new()
         .entity::<NamedItem>()
+        .entity::<SchemaItem>();
+    let fitting = check
+        .clone()
         .entity::<SameItem>()
-        .entity::<SchemaItem>()
         .run_in_flavour(&mut conn)
-        .await
-        .expect("every token column fits");
-    let fix = assert_reported(
-        SchemaCheck::new()
-            .entity::<NamedItem>()
-            .entity::<BadItem>()
-            .entity::<SchemaItem>()
-            .run_in_flavour(&mut conn)
-            .await,
-    );
+        .await;
+    fitting.expect("every token column fits");
+    let fix = assert_reported(check.entity::<BadItem>().run_in_flavour(&mut conn).await);
     // The DDL in the message is the fix: run, it makes the column fit.
-    conn.batch_execute(&fix).await.expect("the fix runs");
-    SchemaCheck::new()
+    run_sql(&mut conn, &fix).await;
+    let fixed = SchemaCheck::new()
         .entity::<BadItem>()
         .run_in_flavour(&mut conn)
-        .await
-        .expect("the column fits once fixed");
+        .await;
+    fixed.expect("the column fits once fixed");
 }
 
 /// The hot-row memory through the blocking retry helper.
@@ -54,11 +47,8 @@ fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
     assert_eq!(SchemaItem::sql_table_name(), "occ_app.occ_schema_items");
 
     let memory = HotRows::new();
-    let policy = RetryPolicy::new().max_attempts(1).escalate_hot_rows_with(
-        &memory,
-        1,
-        Duration::from_secs(3600),
-    );
+    let policy = RetryPolicy::new().max_attempts(1);
+    let policy = policy.escalate_hot_rows_with(&memory, 1, Duration::from_secs(3600));
     let source = || Ok::<_, diesel::ConnectionError>(db.conn());
     let mut other = db.conn();
     let _ = blocking::retry(&source, &policy, |conn, attempt| {
@@ -69,10 +59,8 @@ fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
     });
     // A conflict names the table and key by their SQL names.
     let mut stale = NamedItem::find(&mut conn, 1).expect("row");
-    NamedItem::find(&mut other, 1)
-        .expect("row")
-        .save_checked(&mut other)
-        .expect("their save");
+    let mut theirs = NamedItem::find(&mut other, 1).expect("row");
+    theirs.save_checked(&mut other).expect("their save");
     let error = stale.save_checked(&mut conn).unwrap_err();
     let conflict = error.as_conflict().expect("a conflict");
     assert_eq!(conflict.table(), "occ_named_items", "{error}");

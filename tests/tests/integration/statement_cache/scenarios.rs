@@ -4,11 +4,11 @@ flavour_prelude!();
 
 use diesel_occ::Tracked;
 
-#[flavour(asynchronous)]
-use super::super::AsyncOpenStatements as OpenStatements;
-#[flavour(blocking)]
-use super::super::OpenStatements;
-use super::super::{CREATE, PATTERNS, SEED, Wide, assert_bounded, condition, patch, values};
+use super::super::{
+    CREATE, Count, MYSQL_OPEN, MYSQL_SERVER, PATTERNS, PG_OPEN, SEED, Status, Wide, assert_bounded,
+    condition, mysql_open, patch, status_value, values,
+};
+use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::StatementCounter;
 
 /// The counts before a test's writes, on a connection that holds the wide row.
@@ -18,15 +18,39 @@ struct Before {
     server: Option<i64>,
 }
 
+/// The statements the server holds open for this session, and (on MariaDB) for the
+/// whole server; `None` where the backend has no server to ask.
+#[flavour]
+async fn server_counts(conn: &mut Conn) -> (Option<i64>, Option<i64>) {
+    match Conn::BACKEND {
+        Backend::Postgres => {
+            let count = diesel::sql_query(PG_OPEN).get_result::<Count>(conn).await;
+            (Some(count.expect("pg_prepared_statements").count), None)
+        }
+        Backend::Mysql => {
+            let session = diesel::sql_query(MYSQL_OPEN).load::<Status>(conn).await;
+            let server = diesel::sql_query(MYSQL_SERVER).load::<Status>(conn).await;
+            let server = status_value(&server.expect("global status"), "Prepared_stmt_count");
+            (
+                Some(mysql_open(&session.expect("session status"))),
+                Some(server),
+            )
+        }
+        Backend::Sqlite => (None, None),
+    }
+}
+
 /// Creates the wide row, then counts.
 #[flavour]
 async fn wide_row_counted(conn: &mut Conn) -> Before {
-    conn.batch_execute(CREATE).await.expect("create table");
-    conn.batch_execute(SEED).await.expect("seed row");
+    run_sql(conn, CREATE).await;
+    run_sql(conn, SEED).await;
+    let statements = StatementCounter::install_in_flavour(conn);
+    let (open, server) = server_counts(conn).await;
     Before {
-        statements: StatementCounter::install_in_flavour(conn),
-        open: conn.open_statements().await,
-        server: conn.server_prepared().await,
+        statements,
+        open,
+        server,
     }
 }
 
@@ -44,14 +68,9 @@ async fn assert_every_pattern_written(conn: &mut Conn) {
 /// The three counts after the writes stay within the bound.
 #[flavour]
 async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
-    let after = (conn.open_statements().await, conn.server_prepared().await);
     let cached = before.statements.take_cached().len();
-    assert_bounded(
-        what,
-        cached,
-        (before.open, after.0),
-        (before.server, after.1),
-    );
+    let (open, server) = server_counts(conn).await;
+    assert_bounded(what, cached, (before.open, open), (before.server, server));
 }
 
 #[flavour]

@@ -12,19 +12,34 @@ use super::schema;
 
 #[flavour]
 async fn seed_article(db: &TestDb<Conn>) {
+    let (title, body, summary) = ("Title".into(), "Body".into(), Some("Summary".into()));
     let row = Article {
         id: 1,
-        title: "Title".into(),
-        body: "Body".into(),
-        summary: Some("Summary".into()),
+        title,
+        body,
+        summary,
         views: 0,
         version: 1,
     };
-    diesel::insert_into(schema::wiki_articles::table)
-        .values(row)
+    let insert = diesel::insert_into(schema::wiki_articles::table).values(row);
+    insert
         .execute(&mut db.conn().await)
         .await
         .expect("insert article");
+}
+
+/// Seeds the article; returns a connection and the article read twice, tracked.
+#[flavour]
+async fn seeded(db: &TestDb<Conn>) -> (Conn, Tracked<Article>, Tracked<Article>) {
+    seed_article(db).await;
+    let mut conn = db.conn().await;
+    let mine = Tracked::new(article(&mut conn).await);
+    let theirs = Tracked::new(article(&mut conn).await);
+    (conn, mine, theirs)
+}
+
+fn names(fields: Fields<Article>) -> Vec<&'static str> {
+    fields.names().collect()
 }
 
 #[flavour]
@@ -38,15 +53,13 @@ async fn article(conn: &mut Conn) -> Article {
 #[tokio::test]
 async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     let db = db!();
-    seed_article(&db).await;
-    let mut conn = db.conn().await;
-    let mut tracked = Tracked::new(article(&mut conn).await);
+    let (mut conn, mut tracked, _) = seeded(&db).await;
     // Another writer changes `body` without touching the token: a full-row save would
     // overwrite it, a tracked save of `title` must not.
     raw_sql(&db, "UPDATE wiki_articles SET body = 'Bypass' WHERE id = 1").await;
 
     tracked.edit().title = "New title".into();
-    assert_eq!(tracked.changed().names().collect::<Vec<_>>(), ["title"]);
+    assert_eq!(names(tracked.changed()), ["title"]);
     let log = StatementCounter::install_in_flavour(&mut conn);
     tracked.save_checked(&mut conn).await.expect("tracked save");
     let statements = log.take_sql();
@@ -57,11 +70,8 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     assert!(!sql.contains("summary"), "not the others: {sql}");
 
     assert_eq!(tracked.version, 2);
-    assert_eq!(
-        tracked.original(),
-        tracked.current(),
-        "saved values become the base"
-    );
+    let base = tracked.original();
+    assert_eq!(base, tracked.current(), "saved values become the base");
     let stored = article(&mut conn).await;
     assert_eq!(stored.title, "New title");
     assert_eq!(
@@ -75,18 +85,12 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
 #[tokio::test]
 async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
     let db = db!();
-    seed_article(&db).await;
-    let mut conn = db.conn().await;
-    let mut mine = Tracked::new(article(&mut conn).await);
-    let mut theirs = Tracked::new(article(&mut conn).await);
+    let (mut conn, mut mine, mut theirs) = seeded(&db).await;
 
     theirs.edit().summary = None;
     theirs.save_checked(&mut conn).await.expect("their save");
-    assert_eq!(
-        article(&mut conn).await.summary,
-        None,
-        "an edit to None is written"
-    );
+    let summary = article(&mut conn).await.summary;
+    assert_eq!(summary, None, "an edit to None is written");
 
     mine.edit().body = "Mine".into();
     let before = mine.clone();
@@ -100,10 +104,7 @@ async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
 #[tokio::test]
 async fn three_way_diff_names_only_mine_only_theirs_and_both() {
     let db = db!();
-    seed_article(&db).await;
-    let mut conn = db.conn().await;
-    let mut mine = Tracked::new(article(&mut conn).await);
-    let mut theirs = Tracked::new(article(&mut conn).await);
+    let (mut conn, mut mine, mut theirs) = seeded(&db).await;
 
     theirs.edit().body = "Their body".into();
     theirs.edit().summary = Some("Their summary".into());
@@ -111,15 +112,9 @@ async fn three_way_diff_names_only_mine_only_theirs_and_both() {
 
     mine.edit().title = "My title".into();
     mine.edit().summary = Some("My summary".into());
-    assert!(
-        mine.save_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    expect_conflict(mine.save_checked(&mut conn).await);
     let current = mine.load_current(&mut conn).await.expect("current row");
     let diff = mine.three_way(&current);
-    let names = |f: Fields<Article>| f.names().collect::<Vec<_>>();
     assert_eq!(names(diff.only_mine()), ["title"]);
     assert_eq!(names(diff.only_theirs()), ["body"]);
     assert_eq!(names(diff.both()), ["summary"]);
@@ -169,8 +164,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
     .await;
     let saved = outcomes
         .iter()
-        .filter(|(o, _)| matches!(o, Ok(SaveOutcome::Saved)))
-        .count();
+        .filter(|(o, _)| matches!(o, Ok(SaveOutcome::Saved)));
     let merged: Vec<_> = outcomes
         .iter()
         .filter_map(|(o, t)| match o {
@@ -178,11 +172,8 @@ async fn non_overlapping_edits_merge_and_both_survive() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        (saved, merged.len()),
-        (1, 1),
-        "one saved, one merged: {outcomes:?}"
-    );
+    let counts = (saved.count(), merged.len());
+    assert_eq!(counts, (1, 1), "one saved, one merged: {outcomes:?}");
     let (theirs, merger) = merged[0];
     assert_eq!(theirs.len(), 1, "the merger saw the other's one field");
 
@@ -213,19 +204,14 @@ async fn control_full_row_saves_lose_the_other_field() {
                 (conn, row)
             },
             async |writer, (mut conn, mut row): (Conn, Article)| {
-                if writer == 0 {
-                    row.title = "Title by 0".into();
-                } else {
-                    row.body = "Body by 1".into();
+                use schema::wiki_articles::{body, table, title};
+                match writer {
+                    0 => row.title = "Title by 0".into(),
+                    _ => row.body = "Body by 1".into(),
                 }
-                diesel::update(schema::wiki_articles::table.find(row.id))
-                    .set((
-                        schema::wiki_articles::title.eq(&row.title),
-                        schema::wiki_articles::body.eq(&row.body),
-                    ))
-                    .execute(&mut conn)
-                    .await
-                    .expect("plain update")
+                let full_row = (title.eq(&row.title), body.eq(&row.body));
+                let update = diesel::update(table.find(row.id)).set(full_row);
+                update.execute(&mut conn).await.expect("plain update")
             },
         )
         .await;
@@ -256,7 +242,7 @@ async fn overlapping_edits_return_both_values_and_write_nothing() {
     let Ok(SaveOutcome::Overlap(overlap)) = outcome else {
         panic!("expected an overlap, got {outcome:?}");
     };
-    assert_eq!(overlap.fields().names().collect::<Vec<_>>(), ["title"]);
+    assert_eq!(names(overlap.fields()), ["title"]);
     assert_eq!(overlap.mine().title, format!("Title by {loser}"));
     assert_eq!(overlap.theirs().title, format!("Title by {winner}"));
     assert_eq!(overlap.base().title, "Title");
@@ -282,10 +268,8 @@ async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
             async |writer, (mut conn, mut tracked): (Conn, Tracked<Article>)| {
                 if writer == 0 {
                     tracked.edit().title = "Title by 0".into();
-                    tracked
-                        .save_checked(&mut conn)
-                        .await
-                        .expect("writer 0 saves first");
+                    let saved = tracked.save_checked(&mut conn).await;
+                    saved.expect("writer 0 saves first");
                     return None;
                 }
                 // Writer 1 saves after writer 0 has committed.
@@ -305,11 +289,8 @@ async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
         )
         .await;
     let outcomes = report.into_values().unwrap();
-    let resolved = outcomes
-        .into_iter()
-        .flatten()
-        .next()
-        .expect("writer 1 resolved");
+    let resolved = outcomes.into_iter().flatten().next();
+    let resolved = resolved.expect("writer 1 resolved");
     let stored = article(&mut db.conn().await).await;
     assert_eq!(stored, resolved, "the row holds the resolution");
     assert_eq!(stored.version, 3);
@@ -338,23 +319,16 @@ async fn overlap_resolved_store_wins() {
 #[tokio::test]
 async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
     let db = db!();
-    seed_article(&db).await;
-    let mut conn = db.conn().await;
-    let mut mine = Tracked::new(article(&mut conn).await);
-    let mut other = article(&mut conn).await;
+    let (mut conn, mut mine, other) = seeded(&db).await;
+    let mut other = other.into_inner();
     other.body = "Other".into();
     other.save_checked(&mut conn).await.expect("other save");
 
     mine.edit().title = "Mine".into();
-    assert!(
-        mine.save_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    expect_conflict(mine.save_checked(&mut conn).await);
     let current = mine.load_current(&mut conn).await.expect("current");
     let theirs = mine.merge(current).expect("no overlap");
-    assert_eq!(theirs.names().collect::<Vec<_>>(), ["body"]);
+    assert_eq!(names(theirs), ["body"]);
     assert_eq!(mine.version, 2, "rebased onto their token");
     // A third writer gets in between the merge and its save.
     let mut third = article(&mut conn).await;
@@ -365,10 +339,8 @@ async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
     assert_eq!(conflict.current::<i32>(), Some(3));
 
     // The row is deleted: save_merging reports the deleted conflict.
-    diesel::delete(schema::wiki_articles::table)
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    let delete = diesel::delete(schema::wiki_articles::table);
+    delete.execute(&mut conn).await.unwrap();
     let conflict = expect_conflict(mine.save_merging(&mut conn).await);
     assert_eq!(conflict.state(), &ConflictState::Deleted);
 }

@@ -9,8 +9,8 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use diesel::Connection;
 use diesel::connection::SimpleConnection;
-use diesel::{Connection, ExpressionMethods, QueryDsl};
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::{Error, TransientKind};
 use diesel_occ_tests::{TestConnection, TestDb};
@@ -49,10 +49,8 @@ fn sync_deadlock<C: TestConnection>(db: &TestDb<C>, session: &str) -> Vec<diesel
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("worker"))
-            .collect()
+        let outcomes = workers.into_iter().map(|w| w.join().expect("worker"));
+        outcomes.collect()
     })
 }
 
@@ -144,13 +142,8 @@ fn postgres_libpq_repeatable_read_update_is_a_serialization_failure() {
             a.batch_execute(&increment(1))
         })
         .unwrap_err();
-    assert!(matches!(
-        error,
-        diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::SerializationFailure,
-            _
-        )
-    ));
+    use diesel::result::{DatabaseErrorKind::SerializationFailure, Error::DatabaseError};
+    assert!(matches!(error, DatabaseError(SerializationFailure, _)));
     assert_eq!(kind(error), Some(TransientKind::SerializationFailure));
 }
 
@@ -161,12 +154,11 @@ fn postgres_libpq_serializable_write_skew_is_a_serialization_failure() {
     let (mut a, mut b) = (db.conn(), db.conn());
     a.batch_execute(SEED).unwrap();
     let sum = "SELECT sum(value) FROM counters WHERE id IN (1, 2)";
-    a.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-        .unwrap();
-    b.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-        .unwrap();
-    a.batch_execute(sum).unwrap();
-    b.batch_execute(sum).unwrap();
+    for conn in [&mut a, &mut b] {
+        conn.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            .unwrap();
+        conn.batch_execute(sum).unwrap();
+    }
     a.batch_execute(&increment(1)).unwrap();
     let b_result = b.batch_execute(&increment(2));
     a.batch_execute("COMMIT").expect("the first to commit wins");
@@ -182,15 +174,10 @@ async fn postgres_tokio_postgres_repeatable_read_update_is_a_serialization_failu
     let db = async_db!(diesel_async::AsyncPgConnection);
     let (mut a, mut b) = (db.conn().await, db.conn().await);
     a.batch_execute(SEED).await.unwrap();
-    a.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        .await
-        .unwrap();
-    a.batch_execute("SELECT value FROM counters WHERE id = 1")
-        .await
-        .unwrap();
-    b.batch_execute(&increment(1))
-        .await
-        .expect("the other writer commits");
+    let snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT value FROM counters WHERE id = 1";
+    a.batch_execute(snapshot).await.unwrap();
+    let other_writer = b.batch_execute(&increment(1)).await;
+    other_writer.expect("the other writer commits");
     let error = a.batch_execute(&increment(1)).await.unwrap_err();
     a.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(kind(error), Some(TransientKind::SerializationFailure));
@@ -203,10 +190,8 @@ async fn postgres_tokio_postgres_repeatable_read_update_is_a_serialization_failu
 #[test]
 fn mysql_mysqlclient_deadlock_is_a_deadlock() {
     let db = sync_db!(diesel::MysqlConnection);
-    assert_one_deadlock(sync_deadlock(
-        &db,
-        "SET SESSION innodb_lock_wait_timeout = 50",
-    ));
+    let session = "SET SESSION innodb_lock_wait_timeout = 50";
+    assert_one_deadlock(sync_deadlock(&db, session));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -215,45 +200,37 @@ async fn mysql_mysql_async_deadlock_is_a_deadlock() {
     assert_one_deadlock(async_deadlock(&db, "SET SESSION innodb_lock_wait_timeout = 50").await);
 }
 
+/// The kind of the error another connection's held lock gives an impatient writer:
+/// connection `a` runs `hold` and keeps its transaction open while `b`, after its
+/// `impatient` session setting, updates the same row.
+macro_rules! held_lock_kind {
+    ($db:expr, hold $hold:expr, impatient $impatient:expr $(, $dot_await:tt)?) => {{
+        let (mut a, mut b) = ($db.conn()$(.$dot_await)?, $db.conn()$(.$dot_await)?);
+        a.batch_execute(SEED)$(.$dot_await)?.unwrap();
+        b.batch_execute($impatient)$(.$dot_await)?.unwrap();
+        a.batch_execute($hold)$(.$dot_await)?.unwrap();
+        let error = b.batch_execute(&increment(1))$(.$dot_await)?.unwrap_err();
+        a.batch_execute("ROLLBACK")$(.$dot_await)?.unwrap();
+        kind(error)
+    }};
+}
+
+const MYSQL_HOLD: &str = "BEGIN; UPDATE counters SET value = value + 1 WHERE id = 1";
+const MYSQL_IMPATIENT: &str = "SET SESSION innodb_lock_wait_timeout = 1";
+
 #[cfg(feature = "mysql")]
 #[test]
 fn mysql_mysqlclient_lock_wait_timeout_is_classified() {
     let db = sync_db!(diesel::MysqlConnection);
-    let (mut a, mut b) = (db.conn(), db.conn());
-    a.batch_execute(SEED).unwrap();
-    b.batch_execute("SET SESSION innodb_lock_wait_timeout = 1")
-        .unwrap();
-    a.batch_execute("BEGIN").unwrap();
-    a.batch_execute(&increment(1)).unwrap();
-    use diesel_occ_tests::schema::mysql::counters::dsl::*;
-    let error = diesel::RunQueryDsl::execute(
-        diesel::update(counters.find(1)).set(value.eq(value + 1)),
-        &mut b,
-    )
-    .unwrap_err();
-    a.batch_execute("ROLLBACK").unwrap();
-    assert_eq!(kind(error), Some(TransientKind::LockWaitTimeout));
+    let kind = held_lock_kind!(db, hold MYSQL_HOLD, impatient MYSQL_IMPATIENT);
+    assert_eq!(kind, Some(TransientKind::LockWaitTimeout));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mysql_mysql_async_lock_wait_timeout_is_classified() {
     let db = async_db!(diesel_async::AsyncMysqlConnection);
-    let (mut a, mut b) = (db.conn().await, db.conn().await);
-    a.batch_execute(SEED).await.unwrap();
-    b.batch_execute("SET SESSION innodb_lock_wait_timeout = 1")
-        .await
-        .unwrap();
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute(&increment(1)).await.unwrap();
-    use diesel_occ_tests::schema::mysql::counters::dsl::*;
-    let error = diesel_async::RunQueryDsl::execute(
-        diesel::update(counters.find(1)).set(value.eq(value + 1)),
-        &mut b,
-    )
-    .await
-    .unwrap_err();
-    a.batch_execute("ROLLBACK").await.unwrap();
-    assert_eq!(kind(error), Some(TransientKind::LockWaitTimeout));
+    let kind = held_lock_kind!(db, hold MYSQL_HOLD, impatient MYSQL_IMPATIENT, await);
+    assert_eq!(kind, Some(TransientKind::LockWaitTimeout));
 }
 
 // SQLite: a writer that may not wait meets another connection's write lock.
@@ -261,36 +238,16 @@ async fn mysql_mysql_async_lock_wait_timeout_is_classified() {
 #[test]
 fn sqlite_busy_is_classified() {
     let db = sync_db!(Sqlite);
-    let (mut a, mut b) = (db.conn(), db.conn());
-    a.batch_execute(SEED).unwrap();
-    b.batch_execute("PRAGMA busy_timeout = 0").unwrap();
-    a.batch_execute("BEGIN IMMEDIATE").unwrap();
-    use diesel_occ_tests::schema::sqlite::counters::dsl::*;
-    let error = diesel::RunQueryDsl::execute(
-        diesel::update(counters.find(1)).set(value.eq(value + 1)),
-        &mut b,
-    )
-    .unwrap_err();
-    a.batch_execute("ROLLBACK").unwrap();
-    assert_eq!(kind(error), Some(TransientKind::Busy));
+    let kind = held_lock_kind!(db, hold "BEGIN IMMEDIATE", impatient "PRAGMA busy_timeout = 0");
+    assert_eq!(kind, Some(TransientKind::Busy));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_busy_through_the_async_wrapper_is_classified() {
     let db = async_db!(AsyncSqlite);
-    let (mut a, mut b) = (db.conn().await, db.conn().await);
-    a.batch_execute(SEED).await.unwrap();
-    b.batch_execute("PRAGMA busy_timeout = 0").await.unwrap();
-    a.batch_execute("BEGIN IMMEDIATE").await.unwrap();
-    use diesel_occ_tests::schema::sqlite::counters::dsl::*;
-    let error = diesel_async::RunQueryDsl::execute(
-        diesel::update(counters.find(1)).set(value.eq(value + 1)),
-        &mut b,
-    )
-    .await
-    .unwrap_err();
-    a.batch_execute("ROLLBACK").await.unwrap();
-    assert_eq!(kind(error), Some(TransientKind::Busy));
+    let kind =
+        held_lock_kind!(db, hold "BEGIN IMMEDIATE", impatient "PRAGMA busy_timeout = 0", await);
+    assert_eq!(kind, Some(TransientKind::Busy));
 }
 
 mod retried;

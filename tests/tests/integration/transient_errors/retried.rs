@@ -59,10 +59,8 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
             let mut second = match second {
                 Ok(row) => row,
                 Err(error) => {
-                    errors
-                        .lock()
-                        .unwrap()
-                        .push((attempt.number(), error.transient_kind()));
+                    let seen = (attempt.number(), error.transient_kind());
+                    errors.lock().unwrap().push(seen);
                     return Err(error);
                 }
             };
@@ -72,21 +70,15 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
             second.save_checked(conn)?;
             Ok(attempt.number())
         });
-        other
-            .join()
-            .unwrap()
-            .expect("the other transaction commits");
+        let other = other.join().unwrap();
+        other.expect("the other transaction commits");
         result
     });
     assert_eq!(result.expect("retried"), 2);
-    assert_eq!(
-        *errors.lock().unwrap(),
-        [(1, Some(TransientKind::Deadlock))]
-    );
+    let deadlocked = [(1, Some(TransientKind::Deadlock))];
+    assert_eq!(*errors.lock().unwrap(), deadlocked);
     let mut conn = db.conn();
-    let rows: Vec<Counter> = [1, 2]
-        .map(|id| Counter::find(&mut conn, id).unwrap())
-        .into();
+    let rows = [1, 2].map(|id| Counter::find(&mut conn, id).unwrap());
     assert!(
         rows.iter().all(|r| r.value == 2),
         "both writes, whole: {rows:?}"
@@ -116,12 +108,8 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
         conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT 1")
             .await?;
         if attempt.is_first() {
-            other
-                .lock()
-                .await
-                .batch_execute(&increment(1))
-                .await
-                .unwrap();
+            let mut other = other.lock().await;
+            other.batch_execute(&increment(1)).await.unwrap();
         }
         let mut row: Counter = match attempt.find(conn, 1).await {
             Ok(row) => row,
@@ -137,10 +125,8 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
     .await
     .expect("retried");
     assert_eq!(value, 2, "the other writer's increment, then ours");
-    assert_eq!(
-        *errors.lock().unwrap(),
-        [Some(TransientKind::SerializationFailure)]
-    );
+    let failed = [Some(TransientKind::SerializationFailure)];
+    assert_eq!(*errors.lock().unwrap(), failed);
 }
 
 /// MariaDB, async, through deadpool: the same deadlock; InnoDB rolls back the
@@ -156,12 +142,8 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
     db.conn().await.batch_execute(SEED).await.unwrap();
-    let pool = Pool::builder(AsyncDieselConnectionManager::<
-        diesel_async::AsyncMysqlConnection,
-    >::new(db.url()))
-    .max_size(2)
-    .build()
-    .unwrap();
+    let manager = AsyncDieselConnectionManager::<diesel_async::AsyncMysqlConnection>::new(db.url());
+    let pool = Pool::builder(manager).max_size(2).build().unwrap();
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
     let mut other = db.conn().await;
     let other_barrier = Arc::clone(&barrier);
@@ -196,10 +178,8 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
         let mut second: Counter = match attempt.find(conn, 2).await {
             Ok(row) => row,
             Err(error) => {
-                errors
-                    .lock()
-                    .unwrap()
-                    .push((attempt.number(), error.transient_kind()));
+                let seen = (attempt.number(), error.transient_kind());
+                errors.lock().unwrap().push(seen);
                 return Err(error);
             }
         };
@@ -212,10 +192,8 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     .await;
     other.await.unwrap().expect("the other transaction commits");
     assert_eq!(result.expect("retried"), 2);
-    assert_eq!(
-        *errors.lock().unwrap(),
-        [(1, Some(TransientKind::Deadlock))]
-    );
+    let deadlocked = [(1, Some(TransientKind::Deadlock))];
+    assert_eq!(*errors.lock().unwrap(), deadlocked);
     let mut conn = db.conn().await;
     for id in [1, 2] {
         let row = Counter::find(&mut conn, id).await.unwrap();
@@ -223,77 +201,51 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     }
 }
 
+/// An attempt that meets a lock `hold` keeps (its session `impatient`) fails, the holder
+/// lets go, and the second attempt saves; returns the failed attempt's transient kind.
+macro_rules! held_lock_is_retried {
+    ($conn:ty, hold $hold:expr, impatient $impatient:expr) => {{
+        use diesel_occ::asynchronous::prelude::*;
+        use diesel_occ::retry::RetryPolicy;
+
+        let db = async_db!($conn);
+        let holder = tokio::sync::Mutex::new(db.conn().await);
+        let seeded = holder.lock().await.batch_execute(SEED).await;
+        seeded.unwrap();
+        holder.lock().await.batch_execute($hold).await.unwrap();
+        let url = db.url().to_owned();
+        let source = || diesel_occ_tests::connect_async::<$conn>(&url);
+        let errors = Mutex::new(Vec::new());
+        let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
+        let value = diesel_occ::asynchronous::retry(&source, &policy, async |conn, attempt| {
+            conn.batch_execute($impatient).await?;
+            let mut row: Counter = attempt.find(conn, 1).await?;
+            row.increment();
+            if let Err(error) = row.save_checked(conn).await {
+                errors.lock().unwrap().push(error.transient_kind());
+                holder.lock().await.batch_execute("ROLLBACK").await.unwrap();
+                return Err(error);
+            }
+            Ok(row.value)
+        })
+        .await;
+        assert_eq!(value.expect("retried"), 1);
+        errors.into_inner().unwrap()
+    }};
+}
+
 /// MariaDB, async: a lock wait timeout in the first attempt is retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mysql_async_a_lock_wait_timeout_is_retried_and_succeeds() {
-    use diesel_occ::asynchronous as occ;
-    use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::retry::RetryPolicy;
-
-    let db = async_db!(diesel_async::AsyncMysqlConnection);
-    let holder = tokio::sync::Mutex::new(db.conn().await);
-    {
-        let mut holder = holder.lock().await;
-        holder.batch_execute(SEED).await.unwrap();
-        holder.batch_execute("BEGIN").await.unwrap();
-        holder.batch_execute(&increment(1)).await.unwrap();
-    }
-    let url = db.url().to_owned();
-    let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncMysqlConnection>(&url);
-    let errors = Mutex::new(Vec::new());
-    let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
-    let value = occ::retry(&source, &policy, async |conn, attempt| {
-        conn.batch_execute("SET SESSION innodb_lock_wait_timeout = 1")
-            .await?;
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        row.increment();
-        if let Err(error) = row.save_checked(conn).await {
-            errors.lock().unwrap().push(error.transient_kind());
-            holder.lock().await.batch_execute("ROLLBACK").await.unwrap();
-            return Err(error);
-        }
-        Ok(row.value)
-    })
-    .await
-    .expect("retried");
-    assert_eq!(value, 1);
-    assert_eq!(
-        *errors.lock().unwrap(),
-        [Some(TransientKind::LockWaitTimeout)]
-    );
+    let errors = held_lock_is_retried!(diesel_async::AsyncMysqlConnection,
+        hold MYSQL_HOLD, impatient MYSQL_IMPATIENT);
+    assert_eq!(errors, [Some(TransientKind::LockWaitTimeout)]);
 }
 
 /// SQLite, async: a busy database in the first attempt is retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_async_busy_is_retried_and_succeeds() {
-    use diesel_occ::asynchronous as occ;
-    use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::retry::RetryPolicy;
-
-    let db = async_db!(AsyncSqlite);
-    let holder = tokio::sync::Mutex::new(db.conn().await);
-    {
-        let mut holder = holder.lock().await;
-        holder.batch_execute(SEED).await.unwrap();
-        holder.batch_execute("BEGIN IMMEDIATE").await.unwrap();
-    }
-    let url = db.url().to_owned();
-    let source = || diesel_occ_tests::connect_async::<AsyncSqlite>(&url);
-    let errors = Mutex::new(Vec::new());
-    let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
-    let value = occ::retry(&source, &policy, async |conn, attempt| {
-        conn.batch_execute("PRAGMA busy_timeout = 0").await?;
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        row.increment();
-        if let Err(error) = row.save_checked(conn).await {
-            errors.lock().unwrap().push(error.transient_kind());
-            holder.lock().await.batch_execute("ROLLBACK").await.unwrap();
-            return Err(error);
-        }
-        Ok(row.value)
-    })
-    .await
-    .expect("retried");
-    assert_eq!(value, 1);
-    assert_eq!(*errors.lock().unwrap(), [Some(TransientKind::Busy)]);
+    let errors = held_lock_is_retried!(AsyncSqlite,
+        hold "BEGIN IMMEDIATE", impatient "PRAGMA busy_timeout = 0");
+    assert_eq!(errors, [Some(TransientKind::Busy)]);
 }

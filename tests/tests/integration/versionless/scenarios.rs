@@ -15,13 +15,19 @@ use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, InvalidTokenReason, Tracked};
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
-use super::entities::{Item, current_values, expect_conflict, expected_values, item};
+use super::entities::{
+    Item, current_value, expect_conflict, expected_value, expected_values, item,
+};
 use super::schema;
+
+/// A label as a conflict shows it.
+const BLUE: Option<&str> = Some("Some(\"blue\")");
+const RED: Option<&str> = Some("Some(\"red\")");
 
 #[flavour]
 async fn seed(db: &TestDb<Conn>, row: Item) {
-    diesel::insert_into(schema::shelf_items::table)
-        .values(row)
+    let insert = diesel::insert_into(schema::shelf_items::table).values(row);
+    insert
         .execute(&mut db.conn().await)
         .await
         .expect("insert the item");
@@ -64,11 +70,8 @@ async fn tracked_save_is_one_update_guarded_by_the_check_columns_as_read() {
     );
     assert!(!guard.contains("note"), "an unchecked column is not: {sql}");
 
-    assert_eq!(
-        tracked.original(),
-        tracked.current(),
-        "saved values become the base"
-    );
+    let base = tracked.original();
+    assert_eq!(base, tracked.current(), "saved values become the base");
     let row = stored(&mut conn).await;
     assert_eq!((row.qty, row.note.as_str()), (4, "recounted"));
     // The next save is guarded by the values just written.
@@ -97,17 +100,12 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
     raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
-    assert_eq!(
-        current_values(&conflict).get("label"),
-        Some("Some(\"blue\")")
-    );
-    assert_eq!(current_values(&conflict).get("qty"), Some("3"));
-    assert_eq!(expected_values(&conflict).get("label"), Some("None"));
+    assert_eq!(current_value(&conflict, "label"), BLUE);
+    assert_eq!(current_value(&conflict, "qty"), Some("3"));
+    assert_eq!(expected_value(&conflict, "label"), Some("None"));
     let shown = format!("{conflict} {conflict:?}");
-    assert!(
-        shown.contains("label") && !shown.contains("blue"),
-        "no row data: {shown}"
-    );
+    let no_row_data = shown.contains("label") && !shown.contains("blue");
+    assert!(no_row_data, "no row data: {shown}");
     assert_eq!(stale.note, "lost", "the entity is left as it was");
     assert_eq!(stale.original().label, None);
 
@@ -116,16 +114,10 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
     raw_sql(&db, "UPDATE shelf_items SET label = NULL WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
-    assert_eq!(current_values(&conflict).get("label"), Some("None"));
-    assert_eq!(
-        expected_values(&conflict).get("label"),
-        Some("Some(\"blue\")")
-    );
-    assert_eq!(
-        stored(&mut conn).await.note,
-        "first",
-        "neither stale save wrote"
-    );
+    assert_eq!(current_value(&conflict, "label"), Some("None"));
+    assert_eq!(expected_value(&conflict, "label"), BLUE);
+    let note = stored(&mut conn).await.note;
+    assert_eq!(note, "first", "neither stale save wrote");
 }
 
 /// Only the check columns are compared, as EF Core's `[ConcurrencyCheck]`: the columns
@@ -143,7 +135,7 @@ async fn only_the_check_columns_are_compared() {
     mine.edit().note = "mine".into();
     mine.save_checked(&mut conn)
         .await
-        .expect("note is not checked");
+        .expect("note is unchecked");
     assert_eq!(stored(&mut conn).await.note, "mine");
 
     // A concurrent change of a check column is, even when the edit leaves it alone.
@@ -151,22 +143,17 @@ async fn only_the_check_columns_are_compared() {
     raw_sql(&db, "UPDATE shelf_items SET qty = 7 WHERE id = 1").await;
     mine.edit().note = "mine again".into();
     let conflict = expect_conflict(mine.save_checked(&mut conn).await);
-    assert_eq!(current_values(&conflict).get("qty"), Some("7"));
+    assert_eq!(current_value(&conflict, "qty"), Some("7"));
 
     // With nothing edited, the save still checks the columns as read.
-    let unchanged = Tracked::new(item(Some("red"), 3));
-    let mut unchanged = unchanged;
+    let mut unchanged = Tracked::new(item(Some("red"), 3));
     assert!(unchanged.is_unchanged());
     let conflict = expect_conflict(unchanged.save_checked(&mut conn).await);
-    assert!(
-        matches!(conflict.state(), ConflictState::Stale { .. }),
-        "{conflict:?}"
-    );
+    let stale = matches!(conflict.state(), ConflictState::Stale { .. });
+    assert!(stale, "{conflict:?}");
     let mut fresh = Tracked::new(stored(&mut conn).await);
-    fresh
-        .save_checked(&mut conn)
-        .await
-        .expect("an unedited save of the current row");
+    let saved = fresh.save_checked(&mut conn).await;
+    saved.expect("an unedited save of the current row");
     assert_eq!(stored(&mut conn).await.note, "mine", "nothing lost");
 }
 
@@ -192,11 +179,9 @@ async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
     assert_eq!(report.conflicts().count(), 1, "{report:?}");
     let (_, won) = report.winners().next().unwrap();
     let (_, conflict) = report.conflicts().next().unwrap();
-    assert_eq!(
-        current_values(conflict).get("qty"),
-        Some(won.to_string().as_str())
-    );
-    assert_eq!(expected_values(conflict).get("qty"), Some("10"));
+    let won_qty = won.to_string();
+    assert_eq!(current_value(conflict, "qty"), Some(won_qty.as_str()));
+    assert_eq!(expected_value(conflict, "qty"), Some("10"));
     assert!(conflict.is_retryable());
     assert_eq!(conflict.current::<i32>(), None, "not an integer token");
     assert_eq!(stored_qty(&db).await, *won, "the winner's write stands");
@@ -217,11 +202,9 @@ async fn the_same_race_without_the_check_loses_an_update() {
                 (conn, row)
             },
             async |_, (mut conn, row): (Conn, Item)| {
-                diesel::update(schema::shelf_items::table.find(row.id))
-                    .set(schema::shelf_items::qty.eq(row.qty - 1))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(Error::from)
+                use schema::shelf_items::{qty, table};
+                let update = diesel::update(table.find(row.id)).set(qty.eq(row.qty - 1));
+                update.execute(&mut conn).await.map_err(Error::from)
             },
         )
         .await;
@@ -240,7 +223,7 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     let read = stored(&mut conn).await;
     raw_sql(&db, "UPDATE shelf_items SET qty = 4 WHERE id = 1").await;
     let conflict = expect_conflict(read.delete_checked(&mut conn).await);
-    assert_eq!(current_values(&conflict).get("qty"), Some("4"));
+    assert_eq!(current_value(&conflict, "qty"), Some("4"));
     assert!(expected_values(&conflict).is_as_read());
     let read = stored(&mut conn).await;
     read.delete_checked(&mut conn)
@@ -256,20 +239,12 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     tracked.edit().label = None;
     raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     let conflict = expect_conflict(tracked.delete_checked(&mut conn).await);
-    assert_eq!(
-        expected_values(&conflict).get("label"),
-        Some("Some(\"red\")")
-    );
-    assert_eq!(
-        current_values(&conflict).get("label"),
-        Some("Some(\"blue\")")
-    );
+    assert_eq!(expected_value(&conflict, "label"), RED);
+    assert_eq!(current_value(&conflict, "label"), BLUE);
     let mut tracked = Tracked::new(stored(&mut conn).await);
     tracked.edit().qty = 99;
-    tracked
-        .delete_checked(&mut conn)
-        .await
-        .expect("the original values still match");
+    let deleted = tracked.delete_checked(&mut conn).await;
+    deleted.expect("the original values still match");
     assert!(Item::find(&mut conn, 1).await.unwrap_err().is_not_found());
 }
 
@@ -282,9 +257,8 @@ async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
     seed(&db, item(Some("red"), 10)).await;
     let attempts = AtomicU32::new(0);
     let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
-    let policy = RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO);
+    let policy = RetryPolicy::new().max_attempts(3);
+    let policy = policy.backoff(Duration::ZERO, Duration::ZERO);
     let saved = retry(&source, &policy, async |conn, attempt| {
         attempts.store(attempt.number(), Ordering::SeqCst);
         let mut tracked = Tracked::new(attempt.find::<Item>(conn, 1).await?);
@@ -307,12 +281,11 @@ async fn a_versionless_entity_has_no_client_token() {
     seed(&db, item(Some("red"), 3)).await;
     let mut conn = db.conn().await;
     let read = stored(&mut conn).await;
-    match Item::find_checked(&mut conn, 1, read.token()).await {
-        Err(Error::InvalidToken(invalid)) => {
-            assert_eq!(invalid.reason, InvalidTokenReason::Versionless);
-        }
-        other => panic!("expected an invalid token, got {other:?}"),
-    }
+    let found = Item::find_checked(&mut conn, 1, read.token()).await;
+    let Err(Error::InvalidToken(invalid)) = found else {
+        panic!("expected an invalid token, got {found:?}");
+    };
+    assert_eq!(invalid.reason, InvalidTokenReason::Versionless);
     let decoded = <<Item as Versioned>::Token as VersionToken>::decode("3");
     assert_eq!(decoded.unwrap_err().reason, InvalidTokenReason::Versionless);
     assert_eq!(read.token().encode(), "", "nothing to send a client");

@@ -17,37 +17,38 @@ use diesel_occ_tests::statements::{StatementCounter, sql_only};
 use super::super::{Document, NewDocument};
 use super::schema;
 
-/// Document 1, "Title" and "Body".
+/// Document 1, "Title" and "Body"; returns a connection.
 #[flavour]
-async fn seed(db: &TestDb<Conn>) {
-    diesel::insert_into(schema::documents::table)
-        .values(NewDocument {
-            id: 1,
-            title: "Title",
-            body: "Body",
-        })
-        .execute(&mut db.conn().await)
-        .await
-        .expect("insert document");
+async fn seed(db: &TestDb<Conn>) -> Conn {
+    let new = NewDocument {
+        id: 1,
+        title: "Title",
+        body: "Body",
+    };
+    let mut conn = db.conn().await;
+    let insert = diesel::insert_into(schema::documents::table).values(new);
+    insert.execute(&mut conn).await.expect("insert document");
+    conn
+}
+
+#[flavour]
+async fn stored(conn: &mut Conn) -> Document {
+    Document::find(conn, 1).await.expect("document 1")
 }
 
 #[flavour]
 async fn stored_xmin(conn: &mut Conn) -> XminToken {
-    schema::documents::table
-        .find(1)
-        .select(schema::documents::xmin)
-        .get_result(conn)
-        .await
-        .expect("xmin")
+    use schema::documents::{table, xmin};
+    let query = table.find(1).select(xmin);
+    query.get_result(conn).await.expect("xmin")
 }
 
 #[flavour]
 #[tokio::test]
 async fn xmin_is_read_compared_and_returned_in_one_statement() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let mut doc = Document::find(&mut conn, 1).await.unwrap();
+    let mut conn = seed(&db).await;
+    let mut doc = stored(&mut conn).await;
     let read = doc.xmin;
     assert_eq!(read, stored_xmin(&mut conn).await);
 
@@ -58,14 +59,12 @@ async fn xmin_is_read_compared_and_returned_in_one_statement() {
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
     let sql = sql_only(&statements[0]);
     assert!(sql.contains("RETURNING \"documents\".\"xmin\""), "{sql}");
-    assert!(
-        !sql.contains("SET \"xmin\"") && !sql.contains(", \"xmin\" ="),
-        "xmin is never assigned: {sql}"
-    );
+    let assigned = sql.contains("SET \"xmin\"") || sql.contains(", \"xmin\" =");
+    assert!(!assigned, "xmin is never assigned: {sql}");
     assert_ne!(doc.xmin, read, "a new transaction id");
+    let database_assigned = stored_xmin(&mut conn).await;
     assert_eq!(
-        doc.xmin,
-        stored_xmin(&mut conn).await,
+        doc.xmin, database_assigned,
         "the token the database assigned"
     );
 }
@@ -74,9 +73,8 @@ async fn xmin_is_read_compared_and_returned_in_one_statement() {
 #[tokio::test]
 async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let mut first = Document::find(&mut conn, 1).await.unwrap();
+    let mut conn = seed(&db).await;
+    let mut first = stored(&mut conn).await;
     let second = first.clone();
     first.title = "First".into();
     first.save_checked(&mut conn).await.unwrap();
@@ -89,31 +87,23 @@ async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
     assert_eq!(conflict.expected::<XminToken>(), Some(second.xmin));
     assert_eq!(conflict.current::<XminToken>(), Some(first.xmin));
     assert_eq!(stale.xmin, second.xmin, "untouched");
-    assert!(
-        second
-            .delete_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    let deleted = second.delete_checked(&mut conn).await;
+    assert!(deleted.unwrap_err().is_conflict());
     // Found by a client's token, e.g. an ETag.
     let etag = first.xmin.encode();
     let token = XminToken::decode(&etag).unwrap();
     let by_etag = Document::find_checked(&mut conn, 1, &token).await.unwrap();
     assert_eq!(by_etag, first);
-    first
-        .delete_checked(&mut conn)
-        .await
-        .expect("delete with the current xmin");
+    let deleted = first.delete_checked(&mut conn).await;
+    deleted.expect("delete with the current xmin");
 }
 
 #[flavour]
 #[tokio::test]
 async fn xmin_is_its_own_bypass_guard() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let mut doc = Document::find(&mut conn, 1).await.unwrap();
+    let mut conn = seed(&db).await;
+    let mut doc = stored(&mut conn).await;
     raw_sql(&db, "UPDATE documents SET body = 'Raw' WHERE id = 1").await;
     doc.title = "Mine".into();
     let Err(Error::Conflict(conflict)) = doc.save_checked(&mut conn).await else {
@@ -131,7 +121,7 @@ async fn xmin_two_writers_from_one_version_exactly_one_wins() {
         .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
-                let doc = Document::find(&mut conn, 1).await.unwrap();
+                let doc = stored(&mut conn).await;
                 (conn, doc)
             },
             async |writer, (mut conn, mut doc): (Conn, Document)| {
@@ -145,7 +135,7 @@ async fn xmin_two_writers_from_one_version_exactly_one_wins() {
     let winners: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_ok()).collect();
     assert_eq!(winners.len(), 1, "{outcomes:?}");
     assert!(outcomes.iter().any(|(r, _)| *r == Err(true)));
-    let stored = Document::find(&mut db.conn().await, 1).await.unwrap();
+    let stored = stored(&mut db.conn().await).await;
     assert_eq!(&stored, &winners[0].1);
 }
 
@@ -153,10 +143,9 @@ async fn xmin_two_writers_from_one_version_exactly_one_wins() {
 #[tokio::test]
 async fn xmin_tracked_merge_and_batch_save() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let mut mine = Tracked::new(Document::find(&mut conn, 1).await.unwrap());
-    let mut theirs = Document::find(&mut conn, 1).await.unwrap();
+    let mut conn = seed(&db).await;
+    let mut mine = Tracked::new(stored(&mut conn).await);
+    let mut theirs = stored(&mut conn).await;
     theirs.body = "Their body".into();
     theirs.save_checked(&mut conn).await.unwrap();
 
@@ -165,15 +154,11 @@ async fn xmin_tracked_merge_and_batch_save() {
     let outcome = mine.save_merging(&mut conn).await.expect("merge");
     assert!(matches!(outcome, SaveOutcome::Merged { .. }), "{outcome:?}");
     let last = log.take_sql().pop().unwrap();
-    assert!(
-        !sql_only(&last).contains("\"body\""),
-        "the merged save writes my field only: {last}"
-    );
-    let stored = Document::find(&mut conn, 1).await.unwrap();
-    assert_eq!(
-        (stored.title.as_str(), stored.body.as_str()),
-        ("My title", "Their body")
-    );
+    let writes_body = sql_only(&last).contains("\"body\"");
+    assert!(!writes_body, "the merged save writes my field only: {last}");
+    let stored = stored(&mut conn).await;
+    let fields = (stored.title.as_str(), stored.body.as_str());
+    assert_eq!(fields, ("My title", "Their body"));
     assert_eq!(mine.current(), &stored);
 
     let mut batch = [stored.clone()];
@@ -182,14 +167,8 @@ async fn xmin_tracked_merge_and_batch_save() {
     assert_eq!(batch[0].xmin, stored_xmin(&mut conn).await);
     let mut stale = [stored];
     let error = stale.save_all_checked(&mut conn).await.unwrap_err();
-    assert_eq!(
-        error
-            .as_batch_conflict()
-            .unwrap()
-            .indices()
-            .collect::<Vec<_>>(),
-        [0]
-    );
+    let indices = error.as_batch_conflict().unwrap().indices();
+    assert_eq!(indices.collect::<Vec<_>>(), [0]);
 }
 
 /// A generated token in a transaction that rolls back: the save inside it reads the
@@ -200,9 +179,8 @@ async fn xmin_tracked_merge_and_batch_save() {
 #[tokio::test]
 async fn xmin_rolled_back_save_is_restored_then_conflicts() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let read = Document::find(&mut conn, 1).await.unwrap();
+    let mut conn = seed(&db).await;
+    let read = stored(&mut conn).await;
     let mut mine = read.clone();
 
     // 1. Saved inside a transaction that rolls back.
@@ -217,57 +195,38 @@ async fn xmin_rolled_back_save_is_restored_then_conflicts() {
     })
     .await;
     assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
-    assert_eq!(Document::find(&mut conn, 1).await.unwrap(), read);
+    assert_eq!(stored(&mut conn).await, read);
     assert_eq!(mine.xmin, read.xmin, "the token it read, restored");
 
     // The restored entity saves while nobody else wrote...
     let mut restored = mine.clone();
-    restored
-        .save_checked(&mut db.conn().await)
-        .await
-        .expect("the restored token matches the unchanged row");
+    let saved = restored.save_checked(&mut db.conn().await).await;
+    saved.expect("the restored token matches the unchanged row");
     assert_eq!(restored.xmin, stored_xmin(&mut conn).await);
 
     // 2. ...and once another writer saved (here: the restored entity's own save), the
     // rolled-back entity's next save is a typed conflict that reports the row's token.
     let error = mine.save_checked(&mut conn).await.unwrap_err();
     let conflict = error.as_conflict().expect("a conflict");
-    assert_eq!(
-        conflict.state(),
-        &ConflictState::Stale {
-            current: restored.xmin.to_value()
-        }
-    );
-    assert_eq!(
-        Document::find(&mut conn, 1).await.unwrap(),
-        restored,
-        "their write stands"
-    );
+    let current = restored.xmin.to_value();
+    assert_eq!(conflict.state(), &ConflictState::Stale { current });
+    assert_eq!(stored(&mut conn).await, restored, "their write stands");
 }
 
 #[flavour]
 #[tokio::test]
 async fn xmin_tracked_save_without_edits_still_checks_and_advances() {
     let db = db!();
-    seed(&db).await;
-    let mut conn = db.conn().await;
-    let mut tracked = Tracked::new(Document::find(&mut conn, 1).await.unwrap());
+    let mut conn = seed(&db).await;
+    let mut tracked = Tracked::new(stored(&mut conn).await);
     let read = tracked.xmin;
-    tracked
-        .save_checked(&mut conn)
-        .await
-        .expect("save without edits");
+    tracked.save_checked(&mut conn).await.expect("no edits");
     assert_ne!(tracked.xmin, read);
     assert_eq!(tracked.xmin, stored_xmin(&mut conn).await);
     let mut stale = Tracked::new(Document {
         xmin: read,
         ..tracked.current().clone()
     });
-    assert!(
-        stale
-            .save_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    let error = stale.save_checked(&mut conn).await.unwrap_err();
+    assert!(error.is_conflict());
 }
