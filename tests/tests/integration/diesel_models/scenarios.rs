@@ -3,6 +3,10 @@
 flavour_prelude!();
 
 use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::retry;
+#[flavour(blocking)]
+use diesel_occ::blocking::retry;
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, Operation, Upserted, VersionToken};
 
@@ -336,74 +340,34 @@ fn hot_after_one_conflict(memory: &diesel_occ::retry::HotRows) -> diesel_occ::re
 /// A conflict of a write that takes the token as an argument cannot be resolved by
 /// running the same call again: the retry helper returns it after one attempt, as a
 /// client-token conflict, and does not count the row as hot.
-#[flavour(blocking)]
-#[test]
-fn client_token_conflicts_are_not_retried_nor_hot() {
-    use diesel_occ::retry::HotRows;
-
-    let db = db!();
-    let mut conn = db.conn();
-    let mut row = inserted(&mut conn, 1, 5);
-    row.save_checked(&mut conn).expect("version 2");
-    let pool = diesel::r2d2::Pool::builder()
-        .max_size(1)
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
-        .expect("r2d2 pool");
-    let memory = HotRows::new();
-    let policy = hot_after_one_conflict(&memory);
-    let patch = patch(Some(0), None);
-    type Write = fn(&mut Conn, &CounterPatch) -> Result<(), Error>;
-    let writes: [(&str, Write); 3] = [
-        ("update_by_key", |conn, patch| {
-            Counter::update_by_key(conn, 1, &1, patch).map(drop)
-        }),
-        ("delete_by_key", |conn, _| {
-            Counter::delete_by_key(conn, 1, &1)
-        }),
-        ("upsert_checked", |conn, _| {
-            counter(1, 0).upsert_checked(conn, Some(&1)).map(drop)
-        }),
-    ];
-    for (name, write) in writes {
-        let mut attempts = 0;
-        let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, _| {
-            attempts += 1;
-            write(conn, &patch)
-        });
-        let conflict = expect_conflict(outcome);
-        assert_eq!(conflict.operation(), Operation::ClientToken, "{name}");
-        assert_eq!(attempts, 1, "{name} is not retried");
-    }
-    assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
-    assert_eq!(stored(&mut conn, 1), row, "nothing written");
-}
-
-/// The same with the async retry helper, on a deadpool pool.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour]
+#[tokio::test]
 async fn client_token_conflicts_are_not_retried_nor_hot() {
-    use diesel_occ::retry::HotRows;
-
     let db = db!();
     let mut conn = db.conn().await;
     let mut row = inserted(&mut conn, 1, 5).await;
     row.save_checked(&mut conn).await.expect("version 2");
-    let memory = HotRows::new();
+    let memory = diesel_occ::retry::HotRows::new();
     let policy = hot_after_one_conflict(&memory);
-    let pool = crate::pools::warm_pool(&db, 1).await;
-    let attempts = &std::sync::atomic::AtomicU32::new(0);
-    let outcome = diesel_occ::asynchronous::retry(&pool, &policy, async |conn, _| {
-        attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Counter::update_by_key(conn, 1, &1, patch(Some(0), None)).await
-    })
-    .await;
-    let conflict = expect_conflict(outcome);
-    assert_eq!(conflict.operation(), Operation::ClientToken);
-    assert_eq!(
-        attempts.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "not retried"
-    );
+    let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
+    for write in ["update_by_key", "delete_by_key", "upsert_checked"] {
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        let outcome = retry(&source, &policy, async |conn, _| {
+            attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            match write {
+                "update_by_key" => {
+                    let patch = patch(Some(0), None);
+                    Counter::update_by_key(conn, 1, &1, patch).await.map(drop)
+                }
+                "delete_by_key" => Counter::delete_by_key(conn, 1, &1).await,
+                _ => counter(1, 0).upsert_checked(conn, Some(&1)).await.map(drop),
+            }
+        })
+        .await;
+        let conflict = expect_conflict(outcome);
+        assert_eq!(conflict.operation(), Operation::ClientToken, "{write}");
+        assert_eq!(attempts.into_inner(), 1, "{write} is not retried");
+    }
     assert!(!memory.is_hot::<Counter>(&1), "the row is not hot");
     assert_eq!(stored(&mut conn, 1).await, row, "nothing written");
 }
