@@ -3,8 +3,7 @@
 flavour_prelude!();
 
 use chrono::NaiveDateTime;
-use diesel_occ::Dialect;
-use diesel_occ::bypass_guard::BypassGuard;
+use diesel_occ::bypass_guard::{BypassGuard, GuardError};
 use diesel_occ::{Error, UuidToken};
 
 use super::entities::{Account, Stamped, Ticket, expect_conflict, guard_dialect};
@@ -34,6 +33,14 @@ async fn bypass_then_save(db: &TestDb<Conn>) -> Result<(), Error> {
     mine.save_checked(&mut conn).await
 }
 
+/// Installs `guard`; the DDL's error when this backend refuses it.
+#[flavour]
+async fn install(conn: &mut Conn, guard: &BypassGuard) -> Result<(), GuardError> {
+    let install = guard.install_sql(guard_dialect())?;
+    conn.batch_execute(&install).await.expect("install guard");
+    Ok(())
+}
+
 #[flavour]
 #[tokio::test]
 async fn raw_update_without_the_guard_is_a_lost_update() {
@@ -51,32 +58,22 @@ async fn raw_update_without_the_guard_is_a_lost_update() {
 async fn raw_update_with_the_guard_is_a_conflict() {
     let db = db!();
     seed_account(&db).await;
+    let mut conn = db.conn().await;
     let guard = BypassGuard::of::<Account>();
-    let install = guard.install_sql(guard_dialect()).expect("guard DDL");
-    raw_sql(&db, &install).await;
+    install(&mut conn, &guard).await.expect("guard DDL");
 
     let conflict = expect_conflict(bypass_then_save(&db).await);
-    assert_eq!(
-        conflict.current::<i32>(),
-        Some(2),
-        "the trigger advanced the token"
-    );
-    let mut conn = db.conn().await;
-    assert_eq!(
-        account(&mut conn).await.balance,
-        7,
-        "the raw write survives"
-    );
+    let current = conflict.current::<i32>();
+    assert_eq!(current, Some(2), "the trigger advanced the token");
+    let balance = account(&mut conn).await.balance;
+    assert_eq!(balance, 7, "the raw write survives");
 
     // The library's own writes are not bumped twice.
     let mut fresh = account(&mut conn).await;
     fresh.balance = 8;
     fresh.save_checked(&mut conn).await.expect("checked save");
-    assert_eq!(
-        account(&mut conn).await,
-        fresh,
-        "stored token = the one it assigned"
-    );
+    let stored = account(&mut conn).await;
+    assert_eq!(stored, fresh, "stored token = the one it assigned");
 
     // Uninstalled, the lost update is back.
     let uninstall = guard.uninstall_sql(guard_dialect()).expect("guard DDL");
@@ -89,20 +86,19 @@ async fn raw_update_with_the_guard_is_a_conflict() {
 async fn uuid_token_guard_advances_on_raw_updates() {
     let db = db!();
     let mut conn = db.conn().await;
+    let (seat, version) = ("A1".into(), UuidToken::initial());
     let seeded = Ticket {
         id: 1,
-        seat: "A1".into(),
-        version: UuidToken::initial(),
+        seat,
+        version,
     };
     diesel::insert_into(schema::tickets::table)
         .values(seeded.clone())
         .execute(&mut conn)
         .await
         .expect("insert ticket");
-    let install = BypassGuard::of::<Ticket>()
-        .install_sql(guard_dialect())
-        .expect("guard DDL");
-    conn.batch_execute(&install).await.expect("install guard");
+    let guard = BypassGuard::of::<Ticket>();
+    install(&mut conn, &guard).await.expect("guard DDL");
     let mut mine = Ticket::find(&mut conn, 1).await.unwrap();
     raw_sql(&db, "UPDATE tickets SET seat = 'B2' WHERE id = 1").await;
     let current = Ticket::find(&mut conn, 1).await.unwrap().version;
@@ -117,31 +113,29 @@ async fn uuid_token_guard_advances_on_raw_updates() {
 async fn timestamp_token_guard_advances_on_raw_updates() {
     let db = db!();
     let mut conn = db.conn().await;
+    let updated_at = NaiveDateTime::initial();
     let seeded = Stamped {
         id: 1,
         value: 0,
-        updated_at: NaiveDateTime::initial(),
+        updated_at,
     };
     diesel::insert_into(schema::stamped::table)
         .values(seeded.clone())
         .execute(&mut conn)
         .await
         .expect("insert stamped");
-    let install = BypassGuard::of::<Stamped>().install_sql(guard_dialect());
-    let install = match (guard_dialect(), install) {
-        (Dialect::Postgres, install) => install.expect("guard DDL"),
-        (_, install) => {
-            assert!(install.is_err(), "timestamp guards are PostgreSQL only");
-            return;
-        }
-    };
-    conn.batch_execute(&install).await.expect("install guard");
+    let installed = install(&mut conn, &BypassGuard::of::<Stamped>()).await;
+    if guard_dialect() != diesel_occ::Dialect::Postgres {
+        assert!(installed.is_err(), "timestamp guards are PostgreSQL only");
+        return;
+    }
+    installed.expect("guard DDL");
 
     let mut mine = Stamped::find(&mut conn, 1).await.unwrap();
     raw_sql(&db, "UPDATE stamped SET value = 5 WHERE id = 1").await;
     let current = Stamped::find(&mut conn, 1).await.unwrap().updated_at;
     assert!(
-        current > seeded.updated_at,
+        current > updated_at,
         "the trigger moved the timestamp forward"
     );
     mine.value = 9;

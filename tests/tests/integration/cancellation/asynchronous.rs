@@ -11,6 +11,7 @@ use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_occ::Error;
 use diesel_occ::asynchronous as occ;
 use diesel_occ::asynchronous::prelude::*;
+use diesel_occ::retry::RetryPolicy;
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, bump, connection_id, load, quick, seed, try_plain_increment};
@@ -42,6 +43,25 @@ async fn increment(
     cut.stop_at(Stage::AfterSave).await;
     cut.statement(conn).await?;
     Ok(row)
+}
+
+/// A retry of [`increment`] on `source`, stopping at `cut`'s stage.
+async fn cut_retry(source: &Counting<'_, Pool<Conn>>, policy: &RetryPolicy, cut: &Cut) {
+    let retry = occ::retry(source, policy, async |conn, attempt| {
+        increment(conn, &attempt, cut).await.map(drop)
+    });
+    let _: Result<(), Error> = retry.await;
+}
+
+/// Drops an escalated retry of [`increment`] on `pool` where it stands at `stage`;
+/// returns how many connections the retry discarded.
+async fn drop_escalated_retry(pool: &Pool<Conn>, holder: &mut Conn, stage: Stage) -> u32 {
+    let source = Counting::new(pool);
+    let cut = Cut::new(stage);
+    let policy = quick().escalate_after(0);
+    let retry = cut_retry(&source, &policy, &cut);
+    cut.drop_at_stage(pool, holder, retry).await;
+    source.discards()
 }
 
 /// After a cut: the row holds whole writes, exactly `value` of them, and every
@@ -108,9 +128,7 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
             }
             let cut = Cut::new(stage);
             let source = Counting::new(&pool);
-            let retry = occ::retry(&source, &policy, async |conn, attempt| {
-                increment(conn, &attempt, &cut).await.map(drop)
-            });
+            let retry = cut_retry(&source, &policy, &cut);
             cut.drop_at_stage(&pool, &mut holder, retry).await;
             let in_attempt = matches!(
                 stage,
@@ -154,33 +172,16 @@ async fn dropping_a_retry_inside_an_escalated_attempt_rolls_back_and_frees_the_l
     let db = async_test_db!();
     seed(&db, 1).await;
     let pool = warm_pool(&db, 2).await;
-    let mut holder = db.conn().await;
-    let source = Counting::new(&pool);
-    let cut = Cut::new(Stage::AfterSave);
-    let policy = quick().escalate_after(0);
-    let retry = occ::retry(&source, &policy, async |conn, attempt| {
-        increment(conn, &attempt, &cut).await.map(drop)
-    });
-    cut.drop_at_stage(&pool, &mut holder, retry).await;
-    assert_eq!(
-        source.discards(),
-        1,
-        "the attempt's connection is discarded"
-    );
+    let discards = drop_escalated_retry(&pool, &mut db.conn().await, Stage::AfterSave).await;
+    assert_eq!(discards, 1, "the attempt's connection is discarded");
     let mut other = impatient(&db).await;
     let row = load(&mut other, 1).await;
     assert_eq!((row.value, row.version), (0, 1), "nothing committed");
     wait_until_unlocked(&mut other).await;
-    assert_eq!(
-        pool.status().size,
-        1,
-        "the discarded connection left the pool"
-    );
-    drop(
-        pool.get()
-            .await
-            .expect("the pool still hands out connections"),
-    );
+    let size = pool.status().size;
+    assert_eq!(size, 1, "the discarded connection left the pool");
+    let pooled = pool.get().await;
+    drop(pooled.expect("the pool still hands out connections"));
 }
 
 /// A retry dropped while the server is still running its attempt's statement: the
@@ -198,28 +199,16 @@ async fn a_retry_dropped_mid_statement_leaves_no_out_of_step_connection_in_the_p
     // One connection: whatever the next checkout gets, it is not the old one.
     let pool = warm_pool(&db, 1).await;
     let mut holder = db.conn().await;
-    let source = Counting::new(&pool);
     let before = connection_id(&mut pool.get().await.unwrap()).await;
-    let cut = Cut::new(Stage::MidStatement);
-    let policy = quick().escalate_after(0);
-    let retry = occ::retry(&source, &policy, async |conn, attempt| {
-        increment(conn, &attempt, &cut).await.map(drop)
-    });
-    cut.drop_at_stage(&pool, &mut holder, retry).await;
-    assert_eq!(source.discards(), 1);
+    let discards = drop_escalated_retry(&pool, &mut holder, Stage::MidStatement).await;
+    assert_eq!(discards, 1);
     let mut conn = pool.get().await.expect("a new connection");
-    assert_ne!(
-        connection_id(&mut conn).await,
-        before,
-        "not the discarded one"
-    );
+    let id = connection_id(&mut conn).await;
+    assert_ne!(id, before, "not the discarded one");
     for _ in 0..5 {
         let row = load(&mut conn, 1).await;
-        assert_eq!(
-            (row.value, row.version),
-            (0, 1),
-            "the escalated save was rolled back"
-        );
+        let stored = (row.value, row.version);
+        assert_eq!(stored, (0, 1), "the escalated save was rolled back");
     }
 }
 
@@ -247,9 +236,6 @@ async fn control_a_dropped_plain_transaction_keeps_its_lock() {
     drop(conn);
     wait_until_unlocked(&mut other).await;
     let row = load(&mut other, 1).await;
-    assert_eq!(
-        (row.value, row.version),
-        (1, 2),
-        "only the other writer's increment"
-    );
+    let stored = (row.value, row.version);
+    assert_eq!(stored, (1, 2), "only the other writer's increment");
 }

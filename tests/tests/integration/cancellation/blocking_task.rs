@@ -16,11 +16,14 @@ use diesel_async::TransactionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_occ::asynchronous as occ;
 use diesel_occ::prelude::{AttemptDsl, CheckedDsl, EntityDsl};
+use diesel_occ::retry::RetryPolicy;
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
 use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, policies};
 use crate::pools::{Counting, impatient, warm_pool};
+
+type TransactionManagerOf<C> = <C as diesel_async::AsyncConnection>::TransactionManager;
 
 /// The counter's increment as a blocking attempt, stopping at `cut`'s stage until the
 /// future's drop begins.
@@ -47,6 +50,34 @@ fn increment(
     Ok(row)
 }
 
+/// A retry of [`increment`] in a blocking task on `source`, stopping at `cut`'s stage,
+/// counting its attempts in `attempts`; each attempt checks that it runs in a
+/// transaction when `in_transaction`.
+fn cut_retry<'s>(
+    source: &'s Counting<'_, Pool<Conn>>,
+    policy: &'s RetryPolicy,
+    cut: &Arc<Cut>,
+    attempts: &Arc<AtomicU32>,
+    in_transaction: bool,
+) -> impl Future<Output = Result<Counter, diesel_occ::Error>> + 's {
+    let (counted, stopping) = (Arc::clone(attempts), Arc::clone(cut));
+    occ::retry_in_blocking_task(source, policy, move |conn, attempt| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        assert!(!in_transaction || attempt.runs_in_transaction());
+        increment(conn, &attempt, &stopping)
+    })
+}
+
+/// An increment on `pool` under a cut at the checkout, which never stops a running
+/// attempt.
+async fn uncut_increment(pool: &Pool<Conn>) -> Counter {
+    let (uncut, policy) = (Cut::new(Stage::Checkout), quick());
+    let retry = occ::retry_in_blocking_task(pool, &policy, move |conn, attempt| {
+        increment(conn, &attempt, &uncut)
+    });
+    retry.await.expect("the pool works after the drop")
+}
+
 /// The future is dropped while its escalated attempt has saved inside `BEGIN IMMEDIATE`
 /// and is still running on its blocking thread. diesel-async's wrapper makes the drop
 /// wait for that blocking task, so once the drop returns the attempt has ended: its
@@ -68,28 +99,17 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
     let (_, policy) = policies()[1].clone();
     let cut = Cut::new(Stage::AfterSave);
     let attempts = Arc::new(AtomicU32::new(0));
-    let (counted, stopping) = (Arc::clone(&attempts), Arc::clone(&cut));
-    let retry = occ::retry_in_blocking_task(&source, &policy, move |conn, attempt| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        assert!(attempt.runs_in_transaction());
-        increment(conn, &attempt, &stopping)
-    });
+    let retry = cut_retry(&source, &policy, &cut, &attempts, true);
     cut.drop_at_stage(&pool, &mut holder, retry).await;
-    assert_eq!(
-        attempts.load(Ordering::SeqCst),
-        1,
-        "no attempt after the drop"
-    );
+    let ran = || attempts.load(Ordering::SeqCst);
+    assert_eq!(ran(), 1, "no attempt after the drop");
     assert_eq!(
         source.discards(),
         1,
         "the attempt's connection is discarded"
     );
-    assert_eq!(
-        pool.status().size,
-        0,
-        "the discarded connection left the pool"
-    );
+    let size = pool.status().size;
+    assert_eq!(size, 0, "the discarded connection left the pool");
     let mut other = impatient(&db).await;
     let row = load(&mut other, 1).await;
     assert_eq!(
@@ -97,37 +117,20 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
         (1, 2),
         "the dropped attempt's write committed whole, once"
     );
-    try_plain_increment(&mut other, 1)
-        .await
-        .expect("the write lock is free once the drop returned");
-    let mut fresh = pool
-        .get()
-        .await
-        .expect("the pool still hands out connections");
+    let unlocked = try_plain_increment(&mut other, 1).await;
+    unlocked.expect("the write lock is free once the drop returned");
+    let fresh = pool.get().await;
+    let mut fresh = fresh.expect("the pool still hands out connections");
     assert_ne!(connection_id(&mut fresh).await, before, "a new connection");
-    assert_eq!(
-        <Conn as diesel_async::AsyncConnection>::TransactionManager::transaction_manager_status_mut(
-            &mut fresh
-        )
+    let status = TransactionManagerOf::<Conn>::transaction_manager_status_mut(&mut fresh);
+    let depth = status
         .transaction_depth()
-        .expect("a usable transaction manager"),
-        None,
-        "not inside a transaction"
-    );
+        .expect("a usable transaction manager");
+    assert_eq!(depth, None, "not inside a transaction");
     drop(fresh);
-    // A cut at the checkout never stops a running attempt.
-    let uncut = Cut::new(Stage::Checkout);
-    let after = occ::retry_in_blocking_task(&pool, &quick(), move |conn, attempt| {
-        increment(conn, &attempt, &uncut)
-    })
-    .await
-    .expect("the pool works after the drop");
+    let after = uncut_increment(&pool).await;
     assert_eq!((after.value, after.version), (3, 4));
-    assert_eq!(
-        attempts.load(Ordering::SeqCst),
-        1,
-        "the dropped retry never ran again"
-    );
+    assert_eq!(ran(), 1, "the dropped retry never ran again");
 }
 
 /// Retries (optimistic and escalated) dropped at every stage the connection lets a
@@ -152,11 +155,7 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             let cut = Cut::new(stage);
             let source = Counting::new(&pool);
             let attempts = Arc::new(AtomicU32::new(0));
-            let (counted, stopping) = (Arc::clone(&attempts), Arc::clone(&cut));
-            let retry = occ::retry_in_blocking_task(&source, &policy, move |conn, attempt| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                increment(conn, &attempt, &stopping)
-            });
+            let retry = cut_retry(&source, &policy, &cut, &attempts, false);
             cut.drop_at_stage(&pool, &mut holder, retry).await;
             let in_attempt = matches!(stage, Stage::AfterRead | Stage::AfterSave);
             // The interrupted attempt's own write, or the other write that made the
@@ -164,8 +163,9 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             stored += i32::from(stage != Stage::Checkout);
             cuts += 1;
             let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
+            let ran = attempts.load(Ordering::SeqCst);
             assert_eq!(
-                attempts.load(Ordering::SeqCst),
+                ran,
                 u32::from(stage != Stage::Checkout),
                 "{what}: attempts run"
             );
@@ -180,13 +180,7 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             assert_pool_clean(&pool, &row, async |conn| load(conn, 1).await, &what).await;
         }
     }
-    // A cut at the checkout never stops a running attempt.
-    let uncut = Cut::new(Stage::Checkout);
-    let after = occ::retry_in_blocking_task(&pool, &quick(), move |conn, attempt| {
-        increment(conn, &attempt, &uncut)
-    })
-    .await
-    .expect("the pool is usable after all that");
+    let after = uncut_increment(&pool).await;
     after.assert_whole();
     assert_eq!(after.value, stored + 1);
     eprintln!("{}: {cuts} cuts, {stored} writes landed", module_path!());

@@ -117,13 +117,9 @@ impl Cut {
     /// a blocking task cannot be stopped.
     pub(crate) fn block_at(&self, here: Stage) {
         if self.pass(here) {
-            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-            while !*open {
-                open = self
-                    .opened
-                    .wait(open)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+            let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            // A poisoned lock still tells whether the gate is open.
+            drop(self.opened.wait_while(open, |open| !*open));
         }
     }
 
@@ -298,12 +294,16 @@ pub(crate) trait CutConnection: AsyncTestConnection {
     const GATE: &'static str;
 
     /// Makes [`GATE`](Self::GATE) wait on `pooled`, every connection of the pool:
-    /// `holder` takes the lock it waits for.
-    async fn close_gate(holder: &mut Self, pooled: &mut [&mut Self], cut: &Arc<Cut>);
+    /// `holder` takes the lock it waits for. (In place, no statement can be cut.)
+    async fn close_gate(_holder: &mut Self, _pooled: &mut [&mut Self], _cut: &Arc<Cut>) {
+        unreachable!("no statement to cut in place")
+    }
     /// Whether a [`GATE`](Self::GATE) statement is waiting on the server now.
-    async fn gate_waiting(holder: &mut Self, cut: &Cut) -> bool;
+    async fn gate_waiting(_holder: &mut Self, _cut: &Cut) -> bool {
+        unreachable!("no statement to cut in place")
+    }
     /// Lets a waiting [`GATE`](Self::GATE) statement go.
-    async fn open_gate(holder: &mut Self);
+    async fn open_gate(_holder: &mut Self) {}
 }
 
 async fn count<C: AsyncConnection>(conn: &mut C, query: &str) -> i64
@@ -399,22 +399,10 @@ impl CutConnection for SyncConnectionWrapper<SqliteConnection> {
     async fn gate_waiting(_: &mut Self, cut: &Cut) -> bool {
         cut.reached()
     }
-
-    async fn open_gate(_: &mut Self) {}
 }
 
 /// SQLite in place: no future can be dropped inside a statement, so there is no gate.
 impl CutConnection for SyncConnectionWrapper<SqliteConnection, BlockInPlace> {
     const IN_PLACE: bool = true;
     const GATE: &'static str = "SELECT 1";
-
-    async fn close_gate(_: &mut Self, _: &mut [&mut Self], _: &Arc<Cut>) {
-        unreachable!("no statement to cut in place")
-    }
-
-    async fn gate_waiting(_: &mut Self, _: &Cut) -> bool {
-        unreachable!("no statement to cut in place")
-    }
-
-    async fn open_gate(_: &mut Self) {}
 }

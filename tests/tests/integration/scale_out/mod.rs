@@ -1,17 +1,8 @@
 //! The guarantees on replicated engines: a 3-node MariaDB Galera cluster
-//! (multi-primary, certification at commit) and a PostgreSQL primary with a streaming
-//! hot standby, both started by `tests/cluster/*.sh`.
-//!
-//! - `galera`: writers on different nodes race on one row; a stale read from a lagging
-//!   node (`wsrep_sync_wait = 0`) never becomes a lost update; increments through a
-//!   multi-host source over the three nodes; a node killed under load and restarted.
-//! - `pg_replicas`: a standby read is stale while its replay is paused; reads from the
-//!   stale standby with checked saves on the primary lose no update and retry a bounded
-//!   number of times.
-//!
-//! Each cluster writes its scenarios once, in `scenarios.rs`, compiled as modules
-//! `blocking` and `asynchronous` against the cluster's connections as a subject's are
-//! (`on_every_backend!`); what only one flavour runs says so with `#[flavour(..)]`.
+//! (multi-primary, certification at commit, `galera`) and a PostgreSQL primary with a
+//! streaming hot standby (`pg_replicas`), both started by `tests/cluster/*.sh`. Each
+//! cluster writes its scenarios once, in `scenarios.rs`, compiled in both flavours as a
+//! subject's are (`on_every_backend!`).
 //!
 //! Each test gets a database of its own on the cluster (`diesel_occ_tests::GaleraDb`,
 //! `PgReplicasDb`) and holds the cluster's test lock while it runs: shared, or
@@ -25,27 +16,14 @@
 //! prints a SKIPPED line, or fails when `OCC_REQUIRE` names `galera` / `pg-replicas`.
 //! The blocking Galera scenarios need the MySQL client library (feature `mysql`).
 
-/// A fresh database on the Galera cluster for the calling test, with the cluster locked
-/// for `$access`; returns from the test (after a SKIPPED line) when the cluster is
-/// unreachable and not required.
-macro_rules! galera_db {
-    ($access:expr) => {
+/// A fresh database for the calling test on `$cluster` (`GaleraDb`, `PgReplicasDb`), with
+/// the cluster locked for `$access`; returns from the test (after a SKIPPED line) when
+/// the cluster is unreachable and not required.
+macro_rules! cluster_db {
+    ($cluster:ident, $access:expr) => {
         match {
             crate::observe::interested_everywhere();
-            diesel_occ_tests::GaleraDb::create(concat!(module_path!(), "_", line!()), $access)
-        } {
-            Some(db) => db,
-            None => return,
-        }
-    };
-}
-
-/// [`galera_db!`] for the PostgreSQL primary and standby.
-macro_rules! pg_replicas_db {
-    ($access:expr) => {
-        match {
-            crate::observe::interested_everywhere();
-            diesel_occ_tests::PgReplicasDb::create(concat!(module_path!(), "_", line!()), $access)
+            diesel_occ_tests::$cluster::create(concat!(module_path!(), "_", line!()), $access)
         } {
             Some(db) => db,
             None => return,

@@ -66,30 +66,17 @@ async fn increment(pool: &Pool, policy: &RetryPolicy) -> Result<i32, Error> {
     .await
 }
 
-/// What a thread of its own holds, until [`Holder::release`] or `HELD_FOR`.
-struct Holder {
-    release: mpsc::Sender<()>,
-    thread: thread::JoinHandle<()>,
-}
-
-/// Keeps `held` on a thread of its own until released or `HELD_FOR` has passed, then
-/// ends it with `release`.
-fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) -> Holder {
+/// Keeps `held` on a thread of its own until the returned call (which waits for the
+/// thread) or until `HELD_FOR` has passed, then ends it with `release`.
+fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) -> impl FnOnce() {
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let thread = thread::spawn(move || {
         let _ = release_rx.recv_timeout(HELD_FOR);
         release(held);
     });
-    Holder {
-        release: release_tx,
-        thread,
-    }
-}
-
-impl Holder {
-    fn release(self) {
-        let _ = self.release.send(());
-        self.thread.join().expect("the holder");
+    move || {
+        let _ = release_tx.send(());
+        thread.join().expect("the holder");
     }
 }
 
@@ -102,12 +89,12 @@ async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
     let db = server_db!();
     seed(&db);
     let pool = default_pool(&db);
-    let holder = hold(pool.get().await.expect("the only connection"), drop);
+    let release = hold(pool.get().await.expect("the only connection"), drop);
     let policy = RetryPolicy::new().deadline(DEADLINE);
     let started = Instant::now();
     let result = increment(&pool, &policy).await;
     let elapsed = started.elapsed();
-    holder.release();
+    release();
     eprintln!("{}: {result:?} after {elapsed:?}", module_path!());
     let Err(Error::Pool(error)) = &result else {
         panic!("expected Error::Pool, got {result:?} after {elapsed:?}");
@@ -129,14 +116,14 @@ async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
     let pool = default_pool(&db);
     let mut locker = db.conn();
     locker.lock_counter(1);
-    let holder = hold(locker, |mut locker| {
+    let release = hold(locker, |mut locker| {
         locker.batch_execute("ROLLBACK").expect("release the lock")
     });
     let policy = RetryPolicy::new().escalate_after(0).deadline(DEADLINE);
     let started = Instant::now();
     let result = increment(&pool, &policy).await;
     let elapsed = started.elapsed();
-    holder.release();
+    release();
     eprintln!("{}: {result:?} after {elapsed:?}", module_path!());
     let Err(Error::RetriesExhausted(exhausted)) = &result else {
         panic!("expected RetriesExhausted, got {result:?} after {elapsed:?}");

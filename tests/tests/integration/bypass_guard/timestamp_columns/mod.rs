@@ -75,10 +75,10 @@ fn unit(digits: u8) -> TimeDelta {
     TimeDelta::microseconds(10_i64.pow(6 - u32::from(digits)))
 }
 
-/// Compiles the scenario files for one token column: `Stamp`, its entity declaring the
+/// Compiles the scenario files once per token column: `Stamp`, its entity declaring the
 /// column's precision, `COLUMN` (the SQL type) and `DIGITS`.
-macro_rules! token_column {
-    ($name:ident, $table:ident, $token:ty, $column:literal, $digits:literal) => {
+macro_rules! token_columns {
+    ($($name:ident: $table:ident, $token:ty, $column:literal, $digits:literal;)+) => {$(
         // The files sit beside this mod.rs, not in a directory per column.
         #[path = "."]
         mod $name {
@@ -107,23 +107,13 @@ macro_rules! token_column {
 
             on_every_backend!(@file scenarios);
         }
-    };
+    )+};
 }
 
-token_column!(timestamp0, naive, chrono::NaiveDateTime, "TIMESTAMP(0)", 0);
-token_column!(timestamp3, naive, chrono::NaiveDateTime, "TIMESTAMP(3)", 3);
-token_column!(timestamp6, naive, chrono::NaiveDateTime, "TIMESTAMP(6)", 6);
-token_column!(
-    timestamptz0,
-    utc,
-    chrono::DateTime<chrono::Utc>,
-    "TIMESTAMPTZ(0)",
-    0
-);
-token_column!(
-    timestamptz6,
-    utc,
-    chrono::DateTime<chrono::Utc>,
-    "TIMESTAMPTZ(6)",
-    6
-);
+token_columns! {
+    timestamp0: naive, chrono::NaiveDateTime, "TIMESTAMP(0)", 0;
+    timestamp3: naive, chrono::NaiveDateTime, "TIMESTAMP(3)", 3;
+    timestamp6: naive, chrono::NaiveDateTime, "TIMESTAMP(6)", 6;
+    timestamptz0: utc, chrono::DateTime<chrono::Utc>, "TIMESTAMPTZ(0)", 0;
+    timestamptz6: utc, chrono::DateTime<chrono::Utc>, "TIMESTAMPTZ(6)", 6;
+}

@@ -5,82 +5,51 @@
 
 #![allow(missing_docs, unreachable_pub)] // table! output, as in a Diesel schema.rs
 
+/// Each `$entity` and its table `$table (id, note, $token)`, the token its version.
+macro_rules! guarded_tables {
+    ($($entity:ident $(#[$($attr:tt)*])* $table:ident $(in $schema:ident)?
+        { $(#[$($token_attr:tt)*])* $token:ident -> $sql:ident: $rust:ty })+) => {$(
+        diesel::table! {
+            $(#[$($attr)*])*
+            $($schema.)? $table (id) {
+                id -> Integer,
+                note -> Text,
+                $(#[$($token_attr)*])*
+                $token -> $sql,
+            }
+        }
+
+        #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
+        #[diesel(table_name = $table)]
+        pub(crate) struct $entity {
+            pub(crate) id: i32,
+            pub(crate) note: String,
+            #[occ(version)]
+            pub(crate) $token: $rust,
+        }
+    )+};
+}
+
 /// The tables, the same on every backend (integer columns only).
 pub(crate) mod tables {
-    diesel::table! {
-        order_items (id) {
-            id -> Integer,
-            note -> Text,
-            version -> Integer,
-        }
-    }
+    use diesel::{Queryable, Selectable};
+    use diesel_occ::Versioned;
 
-    diesel::table! {
-        order (id) {
-            id -> Integer,
-            note -> Text,
-            items_version -> Integer,
-        }
-    }
-
-    diesel::table! {
-        #[sql_name = "odd \"quoted\" `ticked` $occ$; -- table"]
-        odd_rows (id) {
-            id -> Integer,
-            note -> Text,
+    guarded_tables! {
+        OrderItem order_items { version -> Integer: i32 }
+        Order order { items_version -> Integer: i32 }
+        OddRow #[sql_name = "odd \"quoted\" `ticked` $occ$; -- table"] odd_rows {
             #[sql_name = "ver$occ$'; DROP TABLE sentinel; --"]
-            version -> Integer,
+            version -> Integer: i32
         }
-    }
-
-    diesel::table! {
-        #[sql_name = "long_table_name_that_fills_the_whole_identifier_limit_of_pg_a12"]
-        long_a (id) {
-            id -> Integer,
-            note -> Text,
-            version -> Integer,
-        }
-    }
-
-    diesel::table! {
-        #[sql_name = "long_table_name_that_fills_the_whole_identifier_limit_of_pg_b12"]
-        long_b (id) {
-            id -> Integer,
-            note -> Text,
-            revision -> Integer,
-        }
-    }
-
-    diesel::table! {
-        wrap16 (id) {
-            id -> Integer,
-            note -> Text,
-            version -> SmallInt,
-        }
-    }
-
-    diesel::table! {
-        wrap32 (id) {
-            id -> Integer,
-            note -> Text,
-            version -> Integer,
-        }
-    }
-
-    diesel::table! {
-        wrap64 (id) {
-            id -> Integer,
-            note -> Text,
-            version -> BigInt,
-        }
-    }
-
-    diesel::table! {
-        occ_aux.items (id) {
-            id -> Integer,
-            note -> Text,
-            version -> Integer,
-        }
+        LongA #[sql_name = "long_table_name_that_fills_the_whole_identifier_limit_of_pg_a12"]
+        long_a { version -> Integer: i32 }
+        LongB #[sql_name = "long_table_name_that_fills_the_whole_identifier_limit_of_pg_b12"]
+        long_b { revision -> Integer: i32 }
+        Wrap16 wrap16 { version -> SmallInt: i16 }
+        Wrap32 wrap32 { version -> Integer: i32 }
+        Wrap64 wrap64 { version -> BigInt: i64 }
+        AuxItem items in occ_aux { version -> Integer: i32 }
     }
 }
 

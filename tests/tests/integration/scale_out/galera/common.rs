@@ -6,11 +6,12 @@
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use diesel_occ::multi_host::NodeStats;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ::testing::RaceReport;
 use diesel_occ::{Error, TransientKind};
 
@@ -40,7 +41,7 @@ pub(super) const NODE_STATE: &str = "(SELECT VARIABLE_VALUE FROM information_sch
      WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')";
 
 /// MariaDB's error 1047 on a Galera node that is not ready (joining, or not in the
-/// primary component): `WSREP has not yet prepared node for application use`.
+/// primary component).
 pub(super) const NOT_READY: &str = "WSREP has not yet prepared node for application use";
 
 /// How a writer that did not win lost.
@@ -63,15 +64,14 @@ pub(super) fn loss(error: &Error) -> Loss {
         "a losing writer's error must be retryable: {error:?}"
     );
     if error.is_conflict() {
-        Loss::Conflict
-    } else {
-        assert_eq!(
-            error.transient_kind(),
-            Some(TransientKind::Deadlock),
-            "a loser that is not a conflict is a certification failure (1213): {error:?}"
-        );
-        Loss::Certification
+        return Loss::Conflict;
     }
+    assert_eq!(
+        error.transient_kind(),
+        Some(TransientKind::Deadlock),
+        "a loser that is not a conflict is a certification failure (1213): {error:?}"
+    );
+    Loss::Certification
 }
 
 /// The value writer `writer` of round `round` writes: distinct per writer and round.
@@ -107,8 +107,9 @@ pub(super) fn check_race_round(
 /// committed value) and row 1's value as every node holds it: both saves matched on
 /// their nodes, exactly one commit won, the other failed certification.
 pub(super) fn check_certification(outcomes: &[(bool, Result<i32, Error>)], value: i32) {
+    let saved = outcomes.iter().all(|(saved, _)| *saved);
     assert!(
-        outcomes.iter().all(|(saved, _)| *saved),
+        saved,
         "both checked saves match on their own node: {outcomes:?}"
     );
     let winners: Vec<i32> = outcomes
@@ -142,39 +143,36 @@ pub(super) const INCREMENTS: usize = 250;
 
 /// Retries for a row that 8 writers on 3 nodes increment: plenty of attempts, a short
 /// jittered backoff. Every conflict and certification failure is retried.
-pub(super) fn hot_row_policy() -> diesel_occ::retry::RetryPolicy {
-    diesel_occ::retry::RetryPolicy::new()
+pub(super) fn hot_row_policy() -> RetryPolicy {
+    RetryPolicy::new()
         .max_attempts(500)
-        .backoff(
-            std::time::Duration::from_millis(1),
-            std::time::Duration::from_millis(40),
-        )
+        .backoff(Duration::from_millis(1), Duration::from_millis(40))
 }
 
 /// How the attempts of a run ended, counted by the attempts themselves.
 #[derive(Debug, Default)]
 pub(super) struct AttemptCounts {
-    pub(super) attempts: std::sync::atomic::AtomicU64,
-    pub(super) conflicts: std::sync::atomic::AtomicU64,
-    pub(super) certification_failures: std::sync::atomic::AtomicU64,
+    pub(super) attempts: AtomicU64,
+    pub(super) conflicts: AtomicU64,
+    pub(super) certification_failures: AtomicU64,
 }
 
 impl AttemptCounts {
     /// Counts one attempt and, when it failed with a retryable error, how.
     pub(super) fn record<T>(&self, result: &Result<T, Error>) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.attempts.fetch_add(1, Relaxed);
-        if let Err(error) = result {
-            if error.is_conflict() {
-                self.conflicts.fetch_add(1, Relaxed);
-            } else if error.transient_kind() == Some(TransientKind::Deadlock) {
-                self.certification_failures.fetch_add(1, Relaxed);
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        let counter = match result {
+            Err(error) if error.is_conflict() => &self.conflicts,
+            Err(error) if error.transient_kind() == Some(TransientKind::Deadlock) => {
+                &self.certification_failures
             }
-        }
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(super) fn attempts(&self) -> u64 {
-        self.attempts.load(std::sync::atomic::Ordering::Relaxed)
+        self.attempts.load(Ordering::Relaxed)
     }
 }
 
@@ -195,20 +193,18 @@ pub(super) fn check_multi_host_run(
 ) {
     let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
     assert_eq!((row.value, row.version), (total, total + 1));
+    let served = served(stats);
     eprintln!(
-        "{test}: {total} increments in {elapsed:.2?}: {} attempts ({counts:?}), served per node {:?}",
+        "{test}: {total} increments in {elapsed:.2?}: {} attempts ({counts:?}), served per \
+         node {served:?}",
         counts.attempts(),
-        served(stats)
     );
     assert!(
-        stats.iter().all(|node| node.served > 0),
+        served.iter().all(|n| *n > 0),
         "every node served attempts: {stats:?}"
     );
-    assert_eq!(
-        stats.iter().map(|node| node.served).sum::<u64>(),
-        counts.attempts(),
-        "one checkout per attempt"
-    );
+    let checkouts = served.iter().sum::<u64>();
+    assert_eq!(checkouts, counts.attempts(), "one checkout per attempt");
 }
 
 /// Acknowledged increments before the kill, while the node is down, and after it has
@@ -222,6 +218,11 @@ pub(super) const PROGRESS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The acknowledged increments and each node's stats at one step of a run.
 pub(super) type Snapshot = (u64, Vec<NodeStats>);
+
+/// A snapshot, for messages.
+pub(super) fn show((acked, stats): &Snapshot) -> String {
+    format!("at {acked} acked, served {:?}", served(stats))
+}
 
 /// What the workers of a node-kill or partition run have acknowledged, for the
 /// controller to wait on (a counter, not a sleep), and whether they should stop.
@@ -246,11 +247,10 @@ impl Progress {
     /// `step` names the run's step for the message when they were not. Blocks the
     /// calling thread (the async controller runs it in place).
     pub(super) fn wait_for(&self, target: u64, step: &str) {
+        let acked = self.acked.lock().unwrap();
         let (acked, timeout) = self
             .changed
-            .wait_timeout_while(self.acked.lock().unwrap(), PROGRESS_TIMEOUT, |acked| {
-                *acked < target
-            })
+            .wait_timeout_while(acked, PROGRESS_TIMEOUT, |acked| *acked < target)
             .unwrap();
         assert!(
             !timeout.timed_out(),
@@ -286,36 +286,74 @@ pub(super) enum Ended {
     Unknown(Error),
 }
 
-impl Ended {
-    pub(super) fn of(result: Result<(), Error>) -> Self {
-        match result {
-            Ok(()) => Self::Acknowledged,
-            Err(error @ Error::RetriesExhausted(_)) => Self::GaveUp(error),
-            Err(error) => Self::Unknown(error),
+/// One operation of a node-kill or partition run.
+#[derive(Debug)]
+pub(super) struct Op {
+    pub(super) id: i64,
+    /// Whether an attempt of it was refused by a node that was not ready (1047).
+    pub(super) refused: bool,
+    pub(super) took: Duration,
+    pub(super) ended: Ended,
+}
+
+impl Op {
+    pub(super) fn new(id: i64, refused: bool, took: Duration, result: Result<(), Error>) -> Self {
+        let ended = match result {
+            Ok(()) => Ended::Acknowledged,
+            Err(error @ Error::RetriesExhausted(_)) => Ended::GaveUp(error),
+            Err(error) => Ended::Unknown(error),
+        };
+        Self {
+            id,
+            refused,
+            took,
+            ended,
         }
     }
 
-    /// The error of an operation that was not acknowledged.
-    pub(super) fn error(&self) -> Option<&Error> {
-        match self {
-            Self::Acknowledged => None,
-            Self::GaveUp(error) | Self::Unknown(error) => Some(error),
+    pub(super) fn acknowledged(&self) -> bool {
+        matches!(self.ended, Ended::Acknowledged)
+    }
+
+    /// The error of an operation that was not acknowledged, with the driver's message
+    /// (these tests print it; a service would not). Anything but a database error (a
+    /// lost connection, a node not ready) would be the helper giving up: marked so.
+    pub(super) fn error(&self) -> Option<String> {
+        match &self.ended {
+            Ended::Acknowledged => None,
+            Ended::GaveUp(error) | Ended::Unknown(error) => Some(match error {
+                Error::Database(database) => database.diesel_error().to_string(),
+                other => format!("NOT A DATABASE ERROR: {other:?}"),
+            }),
         }
     }
 }
 
-/// One operation of a node-kill or partition run: its id, whether an attempt of it was
-/// refused by a node that was not ready (1047), how long it took, how it ended.
-pub(super) type Op = (i64, bool, Duration, Ended);
-
-/// An error of a write whose outcome the worker does not know, with the driver's
-/// message (these tests print it; a service would not). Anything but a database error
-/// (a lost connection, a node not ready) would be the helper giving up: marked so.
-pub(super) fn describe(error: &Error) -> String {
-    match error {
-        Error::Database(database) => database.diesel_error().to_string(),
-        other => format!("NOT A DATABASE ERROR: {other:?}"),
-    }
+/// Checks the operations of a node-kill or partition run against the increment log
+/// (`logged`) and row 1 as every node holds it: every acknowledged increment committed,
+/// every logged one was attempted, and the row counts the acknowledged increments plus
+/// the unacknowledged ones that committed, one log row and one token step each.
+pub(super) fn check_ledger(ops: &[Op], logged: &HashSet<i64>, row: &Counter) {
+    let acknowledged: HashSet<i64> = ops
+        .iter()
+        .filter(|op| op.acknowledged())
+        .map(|op| op.id)
+        .collect();
+    assert!(
+        acknowledged.is_subset(logged),
+        "every acknowledged increment committed"
+    );
+    let attempted: HashSet<i64> = ops.iter().map(|op| op.id).collect();
+    assert!(
+        logged.is_subset(&attempted),
+        "every logged increment was attempted"
+    );
+    let unacknowledged = ops.iter().filter(|op| !op.acknowledged());
+    let committed_unknown = unacknowledged.filter(|op| logged.contains(&op.id)).count();
+    let value = usize::try_from(row.value).unwrap();
+    assert_eq!(value, acknowledged.len() + committed_unknown);
+    assert_eq!(value, logged.len(), "one log row per applied increment");
+    assert_eq!(row.version, row.value + 1, "one token step per increment");
 }
 
 /// What the controller of a node-kill run saw at each step.
@@ -328,119 +366,79 @@ pub(super) struct KillSteps {
     pub(super) end: Snapshot,
 }
 
-/// What a node-kill run saw and left behind: the operations acknowledged and those
-/// whose outcome is unknown (with [`describe`]'s text), the log's rows and row 1 as
-/// every node holds it afterwards, and the controller's steps.
-pub(super) struct NodeKillRun {
-    pub(super) acknowledged: HashSet<i64>,
-    pub(super) unknown: Vec<(i64, String)>,
-    pub(super) logged: HashSet<i64>,
-    pub(super) row: Counter,
-    pub(super) steps: KillSteps,
-    pub(super) elapsed: Duration,
-}
-
-impl NodeKillRun {
-    /// Prints the run and checks it: every acknowledged increment committed, an
-    /// increment refused by a node that was not ready never ran, the unknown outcomes
-    /// reconcile through the log (the count is the acknowledged increments plus the
-    /// unknown ones that committed, at one token step each), and the load moved off
-    /// node 3 while it was down and back after it rejoined by IST.
-    pub(super) fn check(&self, test: &str, counts: &AttemptCounts) {
-        let Self {
-            acknowledged,
-            unknown,
-            logged,
-            row,
-            elapsed,
-            ..
-        } = self;
-        let KillSteps {
-            killed,
-            restarting,
-            restart,
-            rejoined,
-            end,
-        } = &self.steps;
-        let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
-        // A node that is rejoining accepts connections before it is ready and refuses
-        // statements with error 1047 unexecuted; the helper retries it (NodeNotReady),
-        // and an operation whose attempts all ran out on it never ran.
-        let refused: Vec<i64> = unknown
+/// Prints a node-kill run and checks it: an increment refused by a node that was not
+/// ready never ran, only a database error left one unacknowledged, the log reconciles
+/// ([`check_ledger`]), and the load moved off node 3 while it was down and back after
+/// it rejoined by IST.
+pub(super) fn check_kill_run(
+    test: &str,
+    ops: &[Op],
+    logged: &HashSet<i64>,
+    row: &Counter,
+    steps: &KillSteps,
+) {
+    let KillSteps {
+        killed,
+        restarting,
+        restart,
+        rejoined,
+        end,
+    } = steps;
+    let unknown: Vec<(i64, String)> = ops
+        .iter()
+        .filter_map(|op| Some((op.id, op.error()?)))
+        .collect();
+    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
+    // A node that is rejoining accepts connections before it is ready and refuses
+    // statements with error 1047 unexecuted; the helper retries it (NodeNotReady),
+    // and an operation whose attempts all ran out on it never ran.
+    let (refused, lost): (Vec<_>, Vec<_>) = unknown
+        .iter()
+        .partition(|(_, error)| error.contains(NOT_READY));
+    eprintln!(
+        "{test}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
+         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}\n  node 3 \
+         killed {}; restarted {}; rejoined in {:.2?} ({}) {}; stopped {}, failures {:?}",
+        ops.len() - unknown.len(),
+        unknown.len(),
+        refused.len(),
+        lost.len(),
+        show(killed),
+        show(restarting),
+        restart.0,
+        restart.1,
+        show(rejoined),
+        show(end),
+        end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
+    );
+    let refused_ran = refused.iter().any(|(op, _)| logged.contains(op));
+    assert!(
+        !refused_ran,
+        "an increment refused by a node that was not ready never ran"
+    );
+    assert!(
+        unknown
             .iter()
-            .filter(|(_, error)| error.contains(NOT_READY))
-            .map(|(op, _)| *op)
-            .collect();
-        let lost: Vec<&(i64, String)> = unknown
-            .iter()
-            .filter(|(_, error)| !error.contains(NOT_READY))
-            .collect();
-        eprintln!(
-            "{test}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
-             {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}; in \
-             {elapsed:.2?}; {counts:?}\n  node 3 killed at {} acked, served {:?}; restarted at \
-             {} acked, served {:?}; rejoined in {:.2?} ({}) at {} acked, served {:?}; stopped \
-             at {} acked, served {:?}, failures {:?}",
-            acknowledged.len(),
-            unknown.len(),
-            refused.len(),
-            lost.len(),
-            killed.0,
-            served(&killed.1),
-            restarting.0,
-            served(&restarting.1),
-            restart.0,
-            restart.1,
-            rejoined.0,
-            served(&rejoined.1),
-            end.0,
-            served(&end.1),
-            end.1.iter().map(|node| node.failures).collect::<Vec<_>>()
-        );
-        assert!(
-            refused.iter().all(|op| !logged.contains(op)),
-            "an increment refused by a node that was not ready never ran"
-        );
-        assert!(
-            unknown
-                .iter()
-                .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
-            "only a database error (a lost connection) leaves an increment unacknowledged"
-        );
-        assert!(
-            acknowledged.is_subset(logged),
-            "every acknowledged increment committed"
-        );
-        let known: HashSet<i64> = unknown.iter().map(|(op, _)| *op).collect();
-        assert!(
-            logged
-                .iter()
-                .all(|op| acknowledged.contains(op) || known.contains(op)),
-            "every logged increment was attempted"
-        );
-        let value = usize::try_from(row.value).unwrap();
-        assert_eq!(value, acknowledged.len() + committed_unknown);
-        assert_eq!(value, logged.len());
-        assert_eq!(row.version, row.value + 1, "one token step per increment");
+            .all(|(_, error)| !error.starts_with("NOT A DATABASE ERROR")),
+        "only a database error (a lost connection) leaves an increment unacknowledged"
+    );
+    check_ledger(ops, logged, row);
 
-        // Node 3 served nothing while it was down and was tried (and skipped); nodes 1
-        // and 2 took the load; after it rejoined it served again.
-        assert_eq!(restarting.1[2].served, killed.1[2].served, "{restarting:?}");
+    // Node 3 served nothing while it was down and was tried (and skipped); nodes 1
+    // and 2 took the load; after it rejoined it served again.
+    let (before, down) = (&killed.1, &restarting.1);
+    assert_eq!(down[2].served, before[2].served, "{restarting:?}");
+    assert!(down[2].failures > before[2].failures, "{restarting:?}");
+    for node in 0..2 {
         assert!(
-            restarting.1[2].failures > killed.1[2].failures,
-            "{restarting:?}"
-        );
-        for node in 0..2 {
-            assert!(
-                restarting.1[node].served > killed.1[node].served,
-                "{killed:?} {restarting:?}"
-            );
-        }
-        assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
-        assert!(
-            restart.1.contains("IST completed"),
-            "rejoined by IST: {}",
-            restart.1
+            down[node].served > before[node].served,
+            "{killed:?} {restarting:?}"
         );
     }
+    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
+    assert!(
+        restart.1.contains("IST completed"),
+        "rejoined by IST: {}",
+        restart.1
+    );
 }

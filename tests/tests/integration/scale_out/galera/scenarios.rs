@@ -1,9 +1,6 @@
-//! Galera in both flavours (`MysqlConnection`, feature `mysql`, on threads;
-//! `AsyncMysqlConnection` on tasks): writers on different nodes race on one row, a
-//! stale read from a lagging node, increments through the multi-host source and a node
-//! killed under load; blocking only, a node cut off from the other two (a network
-//! partition) under load; async only, pessimistic locking on a node that stops
-//! answering (only the async driver lets the helper bound that wait on the client).
+//! Galera in both flavours (see `mod.rs`): blocking on threads, async on tasks. Only
+//! the async driver lets the helper bound a wait on a node that stops answering on the
+//! client.
 
 flavour_prelude!();
 
@@ -24,16 +21,16 @@ use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb};
 
 use super::common::{
-    AFTER_REJOIN, AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, Ended, INCREMENTS,
-    KILL_AT, KillSteps, Loss, NODE_STATE, NodeKillRun, Op, Progress, ROUNDS, STALE_READS_ALLOWED,
-    STOP_APPLYING, Snapshot, StopOnDrop, WHILE_DOWN, WORKERS, check_certification,
-    check_multi_host_run, check_race_round, describe, hot_row_policy, increment_log, loss,
-    seed_row, value_of,
+    AFTER_REJOIN, AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, KILL_AT,
+    KillSteps, Loss, NODE_STATE, Op, Progress, ROUNDS, STALE_READS_ALLOWED, STOP_APPLYING,
+    Snapshot, StopOnDrop, WHILE_DOWN, WORKERS, check_certification, check_kill_run,
+    check_multi_host_run, check_race_round, hot_row_policy, increment_log, loss, seed_row,
+    value_of,
 };
 
 #[flavour(blocking)]
 use {
-    super::common::served,
+    super::common::{Ended, check_ledger, show},
     diesel::r2d2::{ConnectionManager, Pool},
     diesel_occ::blocking::retry,
     std::{sync::Barrier, thread},
@@ -61,15 +58,25 @@ async fn connect(url: &str) -> ConnectionResult<Conn> {
     diesel_occ_tests::connect_async(url).await
 }
 
+/// Runs `sql` on `conn`.
+#[flavour]
+async fn exec(conn: &mut Conn, sql: &str) {
+    let done = conn.batch_execute(sql).await;
+    done.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Row 1, read on `conn`.
+#[flavour]
+async fn row1(conn: &mut Conn) -> Counter {
+    Counter::find(conn, 1).await.expect("row 1")
+}
+
 /// A session on node `node` (1 to 3) whose reads are causal.
 #[flavour]
 async fn causal(db: &GaleraDb, node: usize) -> Conn {
-    let mut conn = connect(db.url(node))
-        .await
-        .unwrap_or_else(|e| panic!("connect to node {node}: {e}"));
-    conn.batch_execute(CAUSAL_READS)
-        .await
-        .expect("wsrep_sync_wait");
+    let conn = connect(db.url(node)).await;
+    let mut conn = conn.unwrap_or_else(|e| panic!("connect to node {node}: {e}"));
+    exec(&mut conn, CAUSAL_READS).await;
     conn
 }
 
@@ -87,8 +94,7 @@ async fn seed(db: &GaleraDb) {
 async fn row_everywhere(db: &GaleraDb) -> Counter {
     let mut rows = Vec::new();
     for node in 1..=db.nodes() {
-        let mut conn = causal(db, node).await;
-        rows.push(Counter::find(&mut conn, 1).await.expect("row 1"));
+        rows.push(row1(&mut causal(db, node).await).await);
     }
     assert!(
         rows.iter().all(|row| *row == rows[0]),
@@ -105,7 +111,7 @@ async fn row_everywhere(db: &GaleraDb) -> Counter {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
-    let db = galera_db!(Access::Shared);
+    let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
     let mut losses: HashMap<Loss, usize> = HashMap::new();
     for round in 0..ROUNDS {
@@ -113,7 +119,7 @@ async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
             .run_in_flavour(
                 async |writer| {
                     let mut conn = causal(&db, writer + 1).await;
-                    let row: Counter = Counter::find(&mut conn, 1).await.expect("row 1");
+                    let row = row1(&mut conn).await;
                     (conn, row)
                 },
                 async |writer, (mut conn, mut row): (Conn, Counter)| {
@@ -157,7 +163,7 @@ async fn both<T>(writer: impl AsyncFn(usize) -> T) -> [T; 2] {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
-    let db = galera_db!(Access::Shared);
+    let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
     let barrier = Barrier::new(2);
     let outcomes = both(async |writer: usize| {
@@ -180,10 +186,7 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
                 save.map(|()| value)
             })
             .await;
-        (
-            AtomicBool::load(&saved_locally, Ordering::SeqCst),
-            committed,
-        )
+        (saved_locally.into_inner(), committed)
     })
     .await;
     check_certification(&outcomes, row_everywhere(&db).await.value);
@@ -197,22 +200,14 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
-    let db = galera_db!(Access::Exclusive);
+    let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;
     let mut reader = causal(&db, 2).await;
-    assert_eq!(
-        Counter::find(&mut reader, 1).await.expect("row 1"),
-        seed_row()
-    );
-    reader
-        .batch_execute(STALE_READS_ALLOWED)
-        .await
-        .expect("wsrep_sync_wait");
+    assert_eq!(row1(&mut reader).await, seed_row());
+    exec(&mut reader, STALE_READS_ALLOWED).await;
 
     let mut lock = causal(&db, 2).await;
-    lock.batch_execute(STOP_APPLYING)
-        .await
-        .expect("global read lock");
+    exec(&mut lock, STOP_APPLYING).await;
     let state: String = diesel::select(sql::<Text>(NODE_STATE))
         .get_result(&mut lock)
         .await
@@ -220,28 +215,22 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     eprintln!("{}: node 2 holding its read lock: {state}", module_path!());
 
     let mut writer = causal(&db, 1).await;
-    let mut fresh = Counter::find(&mut writer, 1).await.expect("row 1");
+    let mut fresh = row1(&mut writer).await;
     fresh.value = 111;
     fresh.save_checked(&mut writer).await.expect("node 1 saves");
 
-    let mut stale = Counter::find(&mut reader, 1).await.expect("row 1");
-    assert_eq!(
-        (stale.value, stale.version),
-        (0, 1),
-        "node 2 lags: its read is stale"
-    );
+    let mut stale = row1(&mut reader).await;
+    let read = (stale.value, stale.version);
+    assert_eq!(read, (0, 1), "node 2 lags: its read is stale");
 
-    lock.batch_execute("UNLOCK TABLES").await.expect("unlock");
+    exec(&mut lock, "UNLOCK TABLES").await;
     drop(lock);
     stale.value = 222;
-    let error = stale
-        .save_checked(&mut reader)
-        .await
-        .expect_err("a stale save must not succeed");
+    let saved = stale.save_checked(&mut reader).await;
+    let lost_by = loss(&saved.expect_err("a stale save must not succeed"));
     eprintln!(
-        "{}: the stale save on node 2 lost by {:?}",
-        module_path!(),
-        loss(&error)
+        "{}: the stale save on node 2 lost by {lost_by:?}",
+        module_path!()
     );
     let row = row_everywhere(&db).await;
     assert_eq!((row.value, row.version), (111, 2), "node 1's change stays");
@@ -250,11 +239,7 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
 /// Creates the increment log on node 1 and checks that the other nodes have it.
 #[flavour]
 async fn create_increment_log(db: &GaleraDb) {
-    causal(db, 1)
-        .await
-        .batch_execute(CREATE_INCREMENT_LOG)
-        .await
-        .expect("increment_log");
+    exec(&mut causal(db, 1).await, CREATE_INCREMENT_LOG).await;
     for node in 2..=3 {
         let rows: i64 = increment_log::table
             .count()
@@ -399,7 +384,7 @@ impl Work for Increments {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
-    let db = galera_db!(Access::Shared);
+    let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
     let run = Arc::new(Increments {
         nodes: MultiHost::new(db.urls().iter().map(|url| pool(url))),
@@ -460,7 +445,7 @@ impl Work for Load {
             if self.progress.stopped() {
                 break;
             }
-            let op = i64::try_from(worker * 1_000_000 + i).unwrap();
+            let id = i64::try_from(worker * 1_000_000 + i).unwrap();
             let refused = AtomicBool::new(false);
             let began = Instant::now();
             let (counts, refused_ref) = (&self.counts, &refused);
@@ -469,7 +454,7 @@ impl Work for Load {
                     .transaction::<_, Error, _>(async |conn| {
                         increment(conn, &attempt).await?;
                         diesel::insert_into(increment_log::table)
-                            .values(increment_log::op.eq(op))
+                            .values(increment_log::op.eq(id))
                             .execute(conn)
                             .await?;
                         Ok(())
@@ -485,24 +470,23 @@ impl Work for Load {
                 self.progress.ack();
             }
             let refused = AtomicBool::load(&refused, Ordering::SeqCst);
-            let ended = (op, refused, began.elapsed(), Ended::of(result));
-            self.ops.lock().unwrap().push(ended);
+            let op = Op::new(id, refused, began.elapsed(), result);
+            self.ops.lock().unwrap().push(op);
         }
     }
 }
 
-/// 8 workers increment row 1 through a `MultiHost` over the three nodes (a connection
-/// per attempt), each increment also logging its operation id in the same transaction.
-/// After 100 acknowledged increments node 3 is SIGKILLed; after 100 more it is
-/// restarted (it rejoins by IST) while the workers go on, and the run stops 100
-/// increments after it is back. Attempts move to nodes 1 and 2 while node 3 is down and
-/// back to it after; the increments whose outcome the workers never learnt (their
-/// connection died) are reconciled through the log: the final count is the acknowledged
-/// increments plus the unknown ones that committed, and equals the number of log rows.
+/// A node-kill run: after 100 acknowledged increments node 3 is SIGKILLed; after 100
+/// more it is restarted (it rejoins by IST) while the workers go on, and the run stops
+/// 100 increments after it is back. Attempts move to nodes 1 and 2 while node 3 is
+/// down and back to it after; the increments whose outcome the workers never learnt
+/// (their connection died) are reconciled through the log: the final count is the
+/// acknowledged increments plus the unknown ones that committed, and equals the number
+/// of log rows.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
-    let db = galera_db!(Access::Exclusive);
+    let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;
     create_increment_log(&db).await;
     let load = Load::new(&db, hot_row_policy());
@@ -518,34 +502,20 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
         let restart = in_place(|| down.restart());
         let rejoined = load.snapshot();
         in_place(|| progress.wait_for(rejoined.0 + AFTER_REJOIN, "node 3 rejoined"));
+        let end = load.snapshot();
         KillSteps {
             killed,
             restarting,
             restart,
             rejoined,
-            end: load.snapshot(),
+            end,
         }
     })
     .await;
     let elapsed = started.elapsed();
-
-    let ops = load.ops();
-    NodeKillRun {
-        acknowledged: ops
-            .iter()
-            .filter(|(.., ended)| matches!(ended, Ended::Acknowledged))
-            .map(|(op, ..)| *op)
-            .collect(),
-        unknown: ops
-            .iter()
-            .filter_map(|(op, .., ended)| Some((*op, describe(ended.error()?))))
-            .collect(),
-        logged: logged(&db).await,
-        row: row_everywhere(&db).await,
-        steps,
-        elapsed,
-    }
-    .check(module_path!(), &load.counts);
+    let (ops, logged, row) = (load.ops(), logged(&db).await, row_everywhere(&db).await);
+    eprintln!("{}: in {elapsed:.2?}, {:?}", module_path!(), load.counts);
+    check_kill_run(module_path!(), &ops, &logged, &row, &steps);
 }
 
 /// Acknowledged increments before the cut, while node 3 is cut off, and after the heal.
@@ -561,22 +531,19 @@ const AFTER_HEAL: u64 = 100;
 #[flavour(blocking)]
 const PARTITION_DEADLINE: Duration = Duration::from_secs(10);
 
-/// 8 workers increment row 1 through a `MultiHost` over the three nodes (a connection
-/// per attempt, as in the node-kill run), each increment logging its id in the same
-/// transaction, under a policy with a 10 s deadline. After 100 acknowledged increments
-/// node 3's group traffic is cut (`galera.sh partition 3`: iptables, clients still reach
-/// it); it goes non-primary and refuses statements with 1047, which the helper retries
-/// on the next node. After 150 more the cut is healed (`galera.sh heal` waits until all
-/// three are Synced, size 3), and the run stops 100 increments later. Checked: every
-/// acknowledged increment committed, nothing committed twice (count = log rows = one
-/// token step each), an operation that gave up wrote nothing, every other error is an
-/// unknown outcome reconciled through the log; operations refused by node 3 while it
-/// was cut off moved to the primary component (they ended acknowledged); node 3 served
-/// again after the heal.
+/// The load of the node-kill run under a policy with a 10 s deadline. After 100
+/// acknowledged increments node 3's group traffic is cut (`galera.sh partition 3`:
+/// iptables, clients still reach it); it goes non-primary and refuses statements with
+/// 1047, which the helper retries on the next node. After 150 more the cut is healed
+/// (`galera.sh heal` waits until all three are Synced, size 3), and the run stops 100
+/// increments later. Checked: the log reconciles as in the node-kill run (nothing lost
+/// or committed twice), an operation that gave up wrote nothing; operations refused by
+/// node 3 while it was cut off moved to the primary component (they ended
+/// acknowledged); node 3 served again after the heal.
 #[flavour(blocking)]
 #[test]
 fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
-    let db = galera_db!(Access::Exclusive);
+    let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db);
     create_increment_log(&db);
     let load = Load::new(&db, hot_row_policy().deadline(PARTITION_DEADLINE));
@@ -597,60 +564,37 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     });
     let elapsed = started.elapsed();
 
-    let ops = load.ops();
-    let counts = &load.counts;
-    let logged = logged(&db);
-    let acknowledged: HashSet<i64> = ops
-        .iter()
-        .filter(|(_, _, _, ended)| matches!(ended, Ended::Acknowledged))
-        .map(|(op, ..)| *op)
-        .collect();
-    let gave_up: Vec<&Op> = ops
-        .iter()
-        .filter(|(_, _, _, ended)| matches!(ended, Ended::GaveUp(_)))
-        .collect();
-    let unknown: Vec<&Op> = ops
-        .iter()
-        .filter(|(_, _, _, ended)| matches!(ended, Ended::Unknown(_)))
-        .collect();
-    let committed_unknown = unknown
-        .iter()
-        .filter(|(op, ..)| logged.contains(op))
-        .count();
-    let errors = |ops: &[&Op]| -> Vec<String> {
-        ops.iter()
-            .map(|(op, _, took, ended)| match ended {
-                Ended::GaveUp(error) => format!("op {op} after {took:.2?}: {error:?}"),
-                Ended::Unknown(error) => format!("op {op} after {took:.2?}: {}", describe(error)),
-                Ended::Acknowledged => format!("op {op} acknowledged"),
-            })
-            .collect()
+    let (ops, logged) = (load.ops(), logged(&db));
+    let ended = |kind: fn(&Ended) -> bool| -> Vec<&Op> {
+        ops.iter().filter(|op| kind(&op.ended)).collect()
     };
+    let gave_up = ended(|ended| matches!(ended, Ended::GaveUp(_)));
+    let unknown = ended(|ended| matches!(ended, Ended::Unknown(_)));
+    let committed_unknown = unknown.iter().filter(|op| logged.contains(&op.id)).count();
+    let errors: Vec<_> = unknown
+        .iter()
+        .map(|op| (op.id, op.took, op.error()))
+        .collect();
     let moved: Vec<&Op> = ops
         .iter()
-        .filter(|(_, refused, _, ended)| *refused && matches!(ended, Ended::Acknowledged))
+        .filter(|op| op.refused && op.acknowledged())
         .collect();
-    let slowest_moved = moved.iter().map(|(_, _, took, _)| *took).max();
-    let slowest = ops.iter().map(|(_, _, took, _)| *took).max();
+    let slowest_moved = moved.iter().map(|op| op.took).max();
+    let slowest = ops.iter().map(|op| op.took).max();
     eprintln!(
-        "{}: {} operations in {elapsed:.2?}: {} acknowledged, {} gave up (nothing written), \
-         {} with the outcome unknown ({committed_unknown} of them committed) {:?}; \
-         {} refused by node 3 (1047) and moved to the primary component, the slowest in \
-         {slowest_moved:?}; slowest operation {slowest:?} (deadline {PARTITION_DEADLINE:?}); \
-         {counts:?}\n  node 3 cut at {} acked in {cut_took:.2?}, served {:?}; healing at {} acked, \
-         served {:?}, failures {:?}; healed in {:.2?} ({}) at {} acked, served {:?}; stopped \
-         at {} acked, served {:?}",
+        "{}: {} operations in {elapsed:.2?}: {} gave up (nothing written), {} with the \
+         outcome unknown ({committed_unknown} of them committed) {errors:?}; {} refused by \
+         node 3 (1047) and moved to the primary component, the slowest in {slowest_moved:?}; \
+         slowest operation {slowest:?} (deadline {PARTITION_DEADLINE:?}); {:?}\n  node 3 cut \
+         {} in {cut_took:.2?}; healing {}, failures {:?}; healed in {:.2?} ({}) {}; stopped {}",
         module_path!(),
         ops.len(),
-        acknowledged.len(),
         gave_up.len(),
         unknown.len(),
-        errors(&unknown),
         moved.len(),
-        cut.0,
-        served(&cut.1),
-        healing.0,
-        served(&healing.1),
+        load.counts,
+        show(&cut),
+        show(&healing),
         healing
             .1
             .iter()
@@ -658,32 +602,17 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
             .collect::<Vec<_>>(),
         heal.0,
         heal.1,
-        healed.0,
-        served(&healed.1),
-        end.0,
-        served(&end.1),
+        show(&healed),
+        show(&end),
     );
 
     // Never an unknown outcome reported as a success, and nothing lost or doubled.
     assert!(
-        acknowledged.is_subset(&logged),
-        "every acknowledged increment committed"
+        gave_up.iter().all(|op| !logged.contains(&op.id)),
+        "an operation that gave up (every attempt failed before writing) wrote nothing: \
+         {gave_up:?}"
     );
-    assert!(
-        gave_up.iter().all(|(op, ..)| !logged.contains(op)),
-        "an operation that gave up (every attempt failed before writing) wrote nothing: {:?}",
-        errors(&gave_up)
-    );
-    let attempted: HashSet<i64> = ops.iter().map(|(op, ..)| *op).collect();
-    assert!(
-        logged.is_subset(&attempted),
-        "every logged increment was attempted"
-    );
-    let row = row_everywhere(&db);
-    let value = usize::try_from(row.value).unwrap();
-    assert_eq!(value, acknowledged.len() + committed_unknown);
-    assert_eq!(value, logged.len(), "one log row per applied increment");
-    assert_eq!(row.version, row.value + 1, "one token step per increment");
+    check_ledger(&ops, &logged, &row_everywhere(&db));
 
     // While cut off, node 3 served attempts that it refused (1047), and the operations
     // they belonged to went on on nodes 1 and 2 and were acknowledged there.
@@ -725,12 +654,11 @@ const NO_ANSWER_CAP: Duration = Duration::from_secs(10);
 #[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline() {
-    let db = galera_db!(Access::Exclusive);
+    let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;
     let node3: MultiHost<UrlSource<Conn>> = MultiHost::from_urls([db.url(3).to_owned()]);
-    let policy = RetryPolicy::new()
-        .escalate_after(0)
-        .deadline(PESSIMISTIC_DEADLINE);
+    let policy = RetryPolicy::new().escalate_after(0);
+    let policy = policy.deadline(PESSIMISTIC_DEADLINE);
     let frozen = Mutex::new(None);
     let started = Instant::now();
     let result = retry(&node3, &policy, async |conn, attempt| {
@@ -738,9 +666,7 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
         // The attempt's transaction is open on node 3: now the node stops answering.
         let guard = in_place(|| db.freeze_node(3));
         *frozen.lock().unwrap() = Some(guard);
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        row.value += 1;
-        row.save_checked(conn).await
+        increment(conn, &attempt).await
     })
     .await;
     let waited = started.elapsed();
@@ -768,14 +694,11 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
 
     // Control: the same locking read, bounded on the server only.
     let mut conn = connect(db.url(3)).await.expect("node 3");
-    conn.batch_execute("BEGIN").await.expect("BEGIN");
+    exec(&mut conn, "BEGIN").await;
     let guard = in_place(|| db.freeze_node(3));
     let started = Instant::now();
-    let read = tokio::time::timeout(
-        NO_ANSWER_CAP,
-        <Counter as EntityDsl<Conn>>::find_locked(&mut conn, 1, Some(PESSIMISTIC_DEADLINE)),
-    )
-    .await;
+    let locked_read = Counter::find_locked(&mut conn, 1, Some(PESSIMISTIC_DEADLINE));
+    let read = tokio::time::timeout(NO_ANSWER_CAP, locked_read).await;
     let control = started.elapsed();
     // The read is still in flight on it: never use it again.
     drop(conn);
@@ -784,11 +707,7 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
         "{}: control, the read bounded on the server only: {} after {control:.2?}; thawed and \
          Synced in {thawed:.2?}",
         module_path!(),
-        if read.is_err() {
-            "no answer, given up"
-        } else {
-            "answered"
-        }
+        read.as_ref().map_or("no answer, given up", |_| "answered")
     );
     assert!(read.is_err(), "a frozen node answered a read: {read:?}");
 
@@ -800,9 +719,7 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
     let result = retry(&node3, &policy, async |conn, attempt| {
         let guard = in_place(|| db.kill_node(3));
         *killed.lock().unwrap() = Some(guard);
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        row.value += 1;
-        row.save_checked(conn).await
+        increment(conn, &attempt).await
     })
     .await;
     let after_kill = started.elapsed();

@@ -26,7 +26,7 @@ pub(super) const ROUNDS: usize = 5;
 pub(super) const ATTEMPT_BOUND: usize = 1 + WRITERS;
 
 /// How one increment of the standby run went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Increment {
     /// Attempts it took.
     pub(super) attempts: u32,

@@ -88,11 +88,7 @@ impl Kind {
     ];
 
     fn id(self, n: i32) -> i32 {
-        if self == Kind::TimestampAhead {
-            100 + n
-        } else {
-            n
-        }
+        n + if self == Kind::TimestampAhead { 100 } else { 0 }
     }
 
     fn seed(self, conn: &mut Conn, n: i32) {
@@ -101,38 +97,43 @@ impl Kind {
             Kind::Integer => diesel::insert_into(schema::counters::table)
                 .values(Counter::new(id, 0))
                 .execute(conn),
-            Kind::Uuid => diesel::insert_into(schema::stock::table)
-                .values(Stock {
+            Kind::Uuid => {
+                let version = uuid::Uuid::initial();
+                let row = Stock {
                     id,
                     available: 0,
-                    version: uuid::Uuid::initial(),
-                })
-                .execute(conn),
+                    version,
+                };
+                diesel::insert_into(schema::stock::table)
+                    .values(row)
+                    .execute(conn)
+            }
             Kind::Timestamp | Kind::TimestampAhead => {
-                let updated_at = if self == Kind::Timestamp {
-                    NaiveDateTime::initial_at(6)
-                } else {
-                    "2999-01-01T00:00:00".parse().expect("a timestamp")
+                let updated_at = match self {
+                    Kind::Timestamp => NaiveDateTime::initial_at(6),
+                    _ => "2999-01-01T00:00:00".parse().expect("a timestamp"),
+                };
+                let row = Stamped {
+                    id,
+                    value: 0,
+                    updated_at,
                 };
                 diesel::insert_into(schema::stamped::table)
-                    .values(Stamped {
-                        id,
-                        value: 0,
-                        updated_at,
-                    })
+                    .values(row)
                     .execute(conn)
             }
         };
         inserted.unwrap_or_else(|e| panic!("seed {self} {id}: {e}"));
     }
 
-    fn load(self, conn: &mut Conn, n: i32) -> Result<Held, Error> {
+    fn load(self, conn: &mut Conn, n: i32) -> Result<Box<dyn Held>, Error> {
         let id = self.id(n);
-        Ok(match self {
-            Kind::Integer => Held::Integer(Counter::find(conn, id)?),
-            Kind::Uuid => Held::Uuid(Stock::find(conn, id)?),
-            Kind::Timestamp | Kind::TimestampAhead => Held::Stamped(Stamped::find(conn, id)?),
-        })
+        let held: Box<dyn Held> = match self {
+            Kind::Integer => Box::new(Counter::find(conn, id)?),
+            Kind::Uuid => Box::new(Stock::find(conn, id)?),
+            Kind::Timestamp | Kind::TimestampAhead => Box::new(Stamped::find(conn, id)?),
+        };
+        Ok(held)
     }
 }
 
@@ -147,39 +148,27 @@ impl fmt::Display for Kind {
     }
 }
 
-/// An entity a client holds.
-#[derive(Debug, Clone)]
-enum Held {
-    Integer(Counter),
-    Uuid(Stock),
-    Stamped(Stamped),
+/// An entity a client holds: its value, and its checked save.
+trait Held: fmt::Debug + Send {
+    fn value(&mut self) -> &mut i32;
+    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error>;
 }
 
-impl Held {
-    fn value(&self) -> i32 {
-        match self {
-            Held::Integer(row) => row.value,
-            Held::Uuid(row) => row.available,
-            Held::Stamped(row) => row.value,
-        }
-    }
+macro_rules! held {
+    ($($entity:ty: $value:ident),+) => {$(
+        impl Held for $entity {
+            fn value(&mut self) -> &mut i32 {
+                &mut self.$value
+            }
 
-    fn set_value(&mut self, value: i32) {
-        match self {
-            Held::Integer(row) => row.value = value,
-            Held::Uuid(row) => row.available = value,
-            Held::Stamped(row) => row.value = value,
+            fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
+                CheckedDsl::save_checked(self, conn)
+            }
         }
-    }
-
-    fn save_checked(&mut self, conn: &mut Conn) -> Result<(), Error> {
-        match self {
-            Held::Integer(row) => row.save_checked(conn),
-            Held::Uuid(row) => row.save_checked(conn),
-            Held::Stamped(row) => row.save_checked(conn),
-        }
-    }
+    )+};
 }
+
+held!(Counter: value, Stock: available, Stamped: value);
 
 /// A node of the clients' `MultiHost`: a new connection per checkout, refused (so the
 /// node is skipped) while the server is a standby, as libpq's
@@ -229,23 +218,20 @@ const A_STALE: i32 = 3_000;
 /// Runs the failover of the module documentation on `setup`, in `db` (exclusive
 /// access); returns the tally per kind, printed.
 fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
-    {
-        let mut primary = db.primary();
-        for kind in Kind::ALL {
-            for n in 1..=ROWS {
-                kind.seed(&mut primary, n);
-            }
-        }
-    }
-    db.wait_replayed();
-    let [primary_url, standby_url] = db.urls();
-    let nodes = MultiHost::new([writable(primary_url), writable(standby_url)]);
     let clients: Vec<(Kind, i32)> = Kind::ALL
         .into_iter()
         .flat_map(|kind| (1..=ROWS).map(move |n| (kind, n)))
         .collect();
+    let mut primary = db.primary();
+    for &(kind, n) in &clients {
+        kind.seed(&mut primary, n);
+    }
+    drop(primary);
+    db.wait_replayed();
+    let [primary_url, standby_url] = db.urls();
+    let nodes = MultiHost::new([writable(primary_url), writable(standby_url)]);
     // Every client A reads its row before anything is disturbed.
-    let mut held: Vec<Held> = clients
+    let mut held: Vec<Box<dyn Held>> = clients
         .iter()
         .map(|&(kind, n)| {
             let mut conn = nodes.checkout().expect("the primary");
@@ -266,7 +252,7 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
             .map(|entity| {
                 let nodes = &nodes;
                 scope.spawn(move || {
-                    entity.set_value(A_FIRST + entity.value());
+                    *entity.value() += A_FIRST;
                     let mut conn = nodes.checkout()?;
                     entity.save_checked(&mut conn)
                 })
@@ -274,10 +260,7 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
             .collect();
         if setup == Setup::Synchronous {
             let mut admin = db.primary();
-            let waiting = format!(
-                "all {} saves to wait for the synchronous standby",
-                saves.len()
-            );
+            let waiting = format!("all {} saves to wait for the sync standby", saves.len());
             wait_until(&waiting, Duration::from_secs(30), || {
                 let n: i64 = diesel::select(sql::<BigInt>(
                     "(SELECT count(*) FROM pg_stat_activity \
@@ -299,42 +282,34 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
     }
     eprint!("{}", pair.promote());
 
-    let mut tallies: Vec<(Kind, Tally)> = Kind::ALL
-        .into_iter()
-        .map(|k| (k, Tally::default()))
-        .collect();
+    let mut tallies: Vec<(Kind, Tally)> = Kind::ALL.map(|kind| (kind, Tally::default())).into();
     for (i, &(kind, n)) in clients.iter().enumerate() {
-        let t = &mut tallies
-            .iter_mut()
-            .find(|(k, _)| *k == kind)
-            .expect("a kind")
-            .1;
+        // The clients go kind by kind, ROWS each.
+        let t = &mut tallies[i / ROWS as usize].1;
         let mut conn = nodes.checkout().expect("the new primary");
-        let now = kind.load(&mut conn, n).expect("the row");
+        let mut now = kind.load(&mut conn, n).expect("the row");
         if first[i].is_ok() {
             t.acknowledged += 1;
-            if now.value() != held[i].value() {
+            if *now.value() != *held[i].value() {
                 t.lost += 1;
             }
         }
         // Client B: a fresh read on the new primary, an acknowledged save.
         let mut b = now;
-        b.set_value(B_VALUE + n);
+        *b.value() = B_VALUE + n;
         b.save_checked(&mut conn)
             .unwrap_or_else(|e| panic!("client B saves {kind} {n} on the new primary: {e:?}"));
         // Client A again, from the entity it kept.
-        held[i].set_value(A_STALE + n);
+        *held[i].value() = A_STALE + n;
         match held[i].save_checked(&mut conn) {
             Ok(()) => t.stale_accepted += 1,
             Err(e) if e.is_conflict() => t.stale_refused += 1,
             Err(e) => panic!("client A's second save of {kind} {n}: {e:?}"),
         }
         // The row holds B's write unless A's stale save overwrote it.
-        let end = kind.load(&mut conn, n).expect("the row").value();
-        assert!(
-            end == B_VALUE + n || end == A_STALE + n,
-            "{kind} {n} ends at {end}"
-        );
+        let end = *kind.load(&mut conn, n).expect("the row").value();
+        let ends = [B_VALUE + n, A_STALE + n];
+        assert!(ends.contains(&end), "{kind} {n} ends at {end}");
     }
     let served: Vec<u64> = nodes.node_stats().iter().map(|s| s.served).collect();
     for (kind, t) in &tallies {
@@ -357,7 +332,7 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
 /// timestamp tokens refuse every one.
 #[test]
 fn an_asynchronous_failover_reissues_integer_tokens_but_not_uuid_or_timestamp_ones() {
-    let db = pg_replicas_db!(Access::Exclusive);
+    let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     let rows = usize::try_from(ROWS).expect("few");
     for (kind, tally) in fail_over(&db, Setup::Asynchronous) {
         let accepted = match kind {
@@ -382,7 +357,7 @@ fn an_asynchronous_failover_reissues_integer_tokens_but_not_uuid_or_timestamp_on
 /// token kind.
 #[test]
 fn a_synchronous_standby_loses_no_acknowledged_write_and_accepts_no_stale_save() {
-    let db = pg_replicas_db!(Access::Exclusive);
+    let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     let rows = usize::try_from(ROWS).expect("few");
     for (kind, tally) in fail_over(&db, Setup::Synchronous) {
         assert_eq!(

@@ -11,7 +11,5 @@ mod failover;
 use diesel::pg::PgConnection as Conn;
 use diesel_async::AsyncPgConnection as AsyncConn;
 
-// `scenarios.rs` as modules `blocking` and `asynchronous`, as a subject's on the
-// PostgreSQL backend; the scenarios take their database from `pg_replicas_db!`, not
-// `db!()`.
+// The scenarios take their database from `cluster_db!`, not `db!()`.
 on_every_backend!(@file scenarios);

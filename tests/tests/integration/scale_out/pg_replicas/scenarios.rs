@@ -3,7 +3,6 @@
 flavour_prelude!();
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::schema::pg as schema;
@@ -88,13 +87,24 @@ async fn seed(db: &PgReplicasDb) {
     db.wait_replayed();
 }
 
+/// Saves row 1 with `value` on the primary.
+#[flavour]
+async fn save_on_primary(db: &PgReplicasDb, value: i32) {
+    let mut primary = connect(db.primary_url()).await;
+    let mut row = Counter::find(&mut primary, 1).await.expect("row 1");
+    row.value = value;
+    row.save_checked(&mut primary)
+        .await
+        .expect("the primary saves");
+}
+
 /// With the standby's replay paused, a change committed on the primary is not seen on
 /// the standby: its read is stale (what the retry tests below rely on). Once replay
 /// resumes, the standby catches up.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_read_is_stale_while_its_replay_is_paused() {
-    let db = pg_replicas_db!(Access::Exclusive);
+    let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     seed(&db).await;
     let mut standby = connect(db.standby_url()).await;
     assert_eq!(
@@ -103,12 +113,7 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     );
 
     let paused = db.pause_replay();
-    let mut primary = connect(db.primary_url()).await;
-    let mut row = Counter::find(&mut primary, 1).await.expect("row 1");
-    row.value = 7;
-    row.save_checked(&mut primary)
-        .await
-        .expect("the primary saves");
+    save_on_primary(&db, 7).await;
     let stale = Counter::find(&mut standby, 1).await.expect("row 1");
     assert_eq!((stale.value, stale.version), (0, 1), "the standby is stale");
 
@@ -128,63 +133,47 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempts() {
-    let db = pg_replicas_db!(Access::Exclusive);
+    let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     seed(&db).await;
     let paused = db.pause_replay();
     // The primary moves on: the standby stays at token 1.
-    let mut primary_conn = connect(db.primary_url()).await;
-    let mut ahead = Counter::find(&mut primary_conn, 1).await.expect("row 1");
-    ahead.value += 1;
-    ahead
-        .save_checked(&mut primary_conn)
-        .await
-        .expect("the primary saves");
+    save_on_primary(&db, 1).await;
     let (primary, standby) = (pool(db.primary_url()), pool(db.standby_url()));
     let policy = bounded_policy();
     let increments = Mutex::new(Vec::new());
     for _ in 0..ROUNDS {
         let everyone_read = Barrier::new(WRITERS);
         let round = all_writers(async || {
-            let attempts = AtomicU32::new(0);
-            let standby_reads = AtomicU32::new(0);
-            let first_read_version = AtomicI32::new(0);
-            let first_conflicted = AtomicBool::new(false);
-            let (attempts_ref, standby_reads_ref) = (&attempts, &standby_reads);
-            let (first_read_ref, first_conflicted_ref) = (&first_read_version, &first_conflicted);
+            // What the attempts saw, each updating it between its awaits.
+            let seen = Mutex::new(Increment::default());
             let everyone_read = &everyone_read;
             retry_with_standby(&primary, &standby, &policy, async |conns, attempt| {
-                attempts_ref.store(attempt.number(), Ordering::SeqCst);
+                let first = attempt.is_first();
+                seen.lock().unwrap().attempts = attempt.number();
                 let from_standby = !conns.reads_from_primary();
                 let read = match conns.read().await {
                     Ok(conn) => attempt.find::<Counter>(conn, 1).await,
                     Err(error) => Err(error),
                 };
-                standby_reads_ref.fetch_add(u32::from(from_standby), Ordering::SeqCst);
-                if attempt.is_first() {
+                seen.lock().unwrap().standby_reads += u32::from(from_standby);
+                if first {
                     everyone_read.wait().await;
                 }
                 let mut row = read?;
-                if attempt.is_first() {
-                    first_read_ref.store(row.version, Ordering::SeqCst);
+                if first {
+                    seen.lock().unwrap().first_read_version = row.version;
                 }
                 row.value += 1;
                 let saved = row.save_checked(conns.write().await?).await;
-                if attempt.is_first() {
-                    first_conflicted_ref.store(
-                        saved.as_ref().is_err_and(|e| e.is_conflict()),
-                        Ordering::SeqCst,
-                    );
+                if first {
+                    seen.lock().unwrap().first_conflicted =
+                        saved.as_ref().is_err_and(|e| e.is_conflict());
                 }
                 saved
             })
             .await
             .unwrap_or_else(|e| panic!("saved within {ATTEMPT_BOUND} attempts: {e:?}"));
-            Increment {
-                attempts: AtomicU32::load(&attempts, Ordering::SeqCst),
-                standby_reads: AtomicU32::load(&standby_reads, Ordering::SeqCst),
-                first_read_version: AtomicI32::load(&first_read_version, Ordering::SeqCst),
-                first_conflicted: AtomicBool::load(&first_conflicted, Ordering::SeqCst),
-            }
+            seen.into_inner().unwrap()
         })
         .await;
         increments.lock().unwrap().extend(round);
@@ -192,21 +181,20 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
     check_increments(&increments.into_inner().unwrap(), 1);
 
     // The control: reading from the stale standby on every attempt never succeeds.
-    let standby_ref = &standby;
-    let control = retry(
-        &primary,
-        &RetryPolicy::new().max_attempts(5),
-        async |conn, _| {
-            let mut standby_conn = standby_ref.get().await.expect("standby");
-            let mut stale: Counter = Counter::find(&mut *standby_conn, 1).await?;
-            stale.value += 1;
-            stale.save_checked(conn).await
-        },
-    )
+    let (standby_ref, policy) = (&standby, RetryPolicy::new().max_attempts(5));
+    let control = retry(&primary, &policy, async |conn, _| {
+        let mut standby_conn = standby_ref.get().await.expect("standby");
+        let mut stale: Counter = Counter::find(&mut *standby_conn, 1).await?;
+        stale.value += 1;
+        stale.save_checked(conn).await
+    })
     .await;
-    let exhausted = control.expect_err("a stale standby read never saves");
+    let Err(diesel_occ::Error::RetriesExhausted(exhausted)) = &control else {
+        panic!("a stale standby read never saves: {control:?}");
+    };
+    let last_conflicted = exhausted.last_error().is_conflict();
     assert!(
-        matches!(&exhausted, diesel_occ::Error::RetriesExhausted(e) if e.attempts() == 5 && e.last_error().is_conflict()),
+        exhausted.attempts() == 5 && last_conflicted,
         "{exhausted:?}"
     );
 
