@@ -5,8 +5,7 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::{Queryable, Selectable};
-use diesel_occ::UuidToken;
-use diesel_occ::Versioned;
+use diesel_occ::{UuidToken, Versioned};
 
 use super::schema;
 

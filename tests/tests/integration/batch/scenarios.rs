@@ -5,8 +5,8 @@ flavour_prelude!();
 use std::fmt::Debug;
 
 use diesel::prelude::{ExpressionMethods, QueryDsl, SelectableHelper};
-use diesel_occ::Error;
 use diesel_occ::testing::Race;
+use diesel_occ::{BatchConflict, Error};
 use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::StatementCounter;
 use diesel_occ_tests::wait;
@@ -15,23 +15,16 @@ use super::entities::{Account, Counter, Note, OrderLine, Stamp, Ticket, WorkItem
 use super::schema;
 use super::setup::{Kind, assert_batch_statements, bump_second, other_writer, seed, seed_accounts};
 
-/// Accounts 1..=n, balance 100, version 1.
+/// Seeds accounts 1..=n (balance 100, version 1); returns a connection and the accounts
+/// as it reads them.
 #[flavour]
-async fn seed_accounts_in(db: &TestDb<Conn>, n: i32) {
-    let mut conn = db.conn().await;
+async fn seeded(db: &TestDb<Conn>, n: i32) -> (Conn, Vec<Account>) {
     for sql in seed_accounts(n) {
-        conn.batch_execute(&sql).await.expect("insert accounts");
+        raw_sql(db, &sql).await;
     }
-}
-
-/// Runs the other writer's SQL on a connection of its own.
-#[flavour]
-async fn other_writes(db: &TestDb<Conn>, sql: &str) {
-    db.conn()
-        .await
-        .batch_execute(sql)
-        .await
-        .expect("the other writer");
+    let mut conn = db.conn().await;
+    let batch = accounts(&mut conn, n).await;
+    (conn, batch)
 }
 
 /// Accounts 1..=n as read, ordered by id.
@@ -51,50 +44,67 @@ async fn account(conn: &mut Conn, id: i32) -> Account {
     Account::find(conn, id).await.expect("account row")
 }
 
-fn assert_statements(statements: &[String], n: usize) {
-    assert_batch_statements(Conn::BACKEND, "accounts", statements, n);
+/// Saves `batch`, which must succeed with the statements a batch of its length sends to
+/// `table` (see [`assert_batch_statements`]); returns them.
+#[flavour]
+async fn save_batch<T>(conn: &mut Conn, table: &str, batch: &mut [T]) -> Vec<String>
+where
+    [T]: BatchDsl<Conn>,
+{
+    let log = StatementCounter::install_in_flavour(conn);
+    batch.save_all_checked(conn).await.expect("batch save");
+    let statements = log.take_sql();
+    assert_batch_statements(Conn::BACKEND, table, &statements, batch.len());
+    statements
+}
+
+/// Saves `batch`, which must fail with a batch conflict naming exactly the entities at
+/// `indices`, every token left as it was; returns the error.
+#[flavour]
+async fn conflicts_at<T>(conn: &mut Conn, batch: &mut [T], indices: &[usize]) -> Error
+where
+    T: Versioned + Clone + PartialEq + Debug,
+    [T]: BatchDsl<Conn>,
+{
+    let before = batch.to_vec();
+    let error = batch.save_all_checked(conn).await.unwrap_err();
+    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    assert_eq!(
+        conflict.indices().collect::<Vec<_>>(),
+        indices,
+        "{conflict:?}"
+    );
+    assert_eq!(batch, before, "no token advanced");
+    error
+}
+
+/// The token the conflict at `index` found in the row.
+fn current_at(conflict: &BatchConflict, index: usize) -> Option<i32> {
+    conflict.conflict_at(index).unwrap().current::<i32>()
 }
 
 #[flavour]
 #[tokio::test]
 async fn batch_saves_all_with_one_update_each() {
     let db = db!();
-    seed_accounts_in(&db, 3).await;
-    let mut conn = db.conn().await;
-    let mut batch = vec![
-        account(&mut conn, 1).await,
-        account(&mut conn, 2).await,
-        account(&mut conn, 3).await,
-    ];
-    for a in &mut batch {
-        a.balance -= 10;
-    }
-    let log = StatementCounter::install_in_flavour(&mut conn);
-    batch.save_all_checked(&mut conn).await.expect("batch save");
-    let statements = log.take_sql();
-    assert_statements(&statements, 3);
+    let (mut conn, mut batch) = seeded(&db, 3).await;
+    batch.iter_mut().for_each(|a| a.balance -= 10);
+    let statements = save_batch(&mut conn, "accounts", &mut batch).await;
+    let read = |s: &String| s.trim_start().to_ascii_uppercase().starts_with("SELECT");
     assert!(
-        statements
-            .iter()
-            .all(|s| !s.trim_start().to_ascii_uppercase().starts_with("SELECT")),
+        !statements.iter().any(read),
         "no read on success: {statements:?}"
     );
-    for a in &batch {
-        assert_eq!(a.version, 2);
-        assert_eq!(&account(&mut conn, a.id).await, a);
-    }
+    assert!(batch.iter().all(|a| a.version == 2));
+    assert_eq!(accounts(&mut conn, 3).await, batch);
 }
 
 #[flavour]
 #[tokio::test]
 async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_100() {
     let db = db!();
-    seed_accounts_in(&db, 100).await;
-    let mut conn = db.conn().await;
+    let (mut conn, mut singles) = seeded(&db, 100).await;
     let log = StatementCounter::install_in_flavour(&mut conn);
-
-    let mut singles = accounts(&mut conn, 100).await;
-    log.take();
     for a in &mut singles {
         a.balance -= 1;
         a.save_checked(&mut conn).await.expect("single save");
@@ -102,13 +112,8 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
     assert_eq!(log.take(), 100, "one statement per single save");
 
     let mut batch = accounts(&mut conn, 100).await;
-    log.take_sql();
-    for a in &mut batch {
-        a.balance -= 1;
-    }
-    batch.save_all_checked(&mut conn).await.expect("batch save");
-    let statements = log.take_sql();
-    assert_statements(&statements, 100);
+    batch.iter_mut().for_each(|a| a.balance -= 1);
+    let statements = save_batch(&mut conn, "accounts", &mut batch).await;
     // PostgreSQL: BEGIN, one UPDATE over 100 VALUES rows, COMMIT.
     let expected = if Conn::BACKEND == Backend::Postgres {
         3
@@ -116,11 +121,8 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
         102
     };
     assert_eq!(statements.len(), expected, "statements for 100 entities");
-    assert_eq!(
-        accounts(&mut conn, 100).await,
-        batch,
-        "every row written, every token fresh"
-    );
+    let rows = accounts(&mut conn, 100).await;
+    assert_eq!(rows, batch, "every row written, every token fresh");
     assert!(batch.iter().all(|a| a.version == 3 && a.balance == 98));
 }
 
@@ -128,47 +130,26 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
 #[tokio::test]
 async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_statement() {
     let db = db!();
-    seed_accounts_in(&db, 1001).await;
-    let mut conn = db.conn().await;
-    let mut batch = accounts(&mut conn, 1001).await;
+    let (mut conn, mut batch) = seeded(&db, 1001).await;
     // Stale: the first entity, the 64th, one in the middle and the last; deleted: the
     // 65th.
-    other_writes(&db, &other_writer(&[1, 64, 500, 1001], 7, &[65])).await;
-
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let before = batch.clone();
-    let error = batch.save_all_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    raw_sql(&db, &other_writer(&[1, 64, 500, 1001], 7, &[65])).await;
+    batch.iter_mut().for_each(|a| a.balance = 0);
+    let error = conflicts_at(&mut conn, &mut batch, &[0, 63, 64, 499, 1000]).await;
+    let conflict = error.as_batch_conflict().unwrap();
     assert_eq!(conflict.total(), 1001);
-    assert_eq!(
-        conflict.indices().collect::<Vec<_>>(),
-        [0, 63, 64, 499, 1000]
-    );
     assert!(conflict.conflict_at(64).unwrap().is_deleted());
     for index in [0, 63, 499, 1000] {
-        assert_eq!(
-            conflict.conflict_at(index).unwrap().current::<i32>(),
-            Some(2)
-        );
+        assert_eq!(current_at(conflict, index), Some(2));
     }
-    assert_eq!(batch, before, "no token advanced");
     let rows = accounts(&mut conn, 1001).await;
     assert_eq!(rows.len(), 1000);
-    assert!(
-        rows.iter().all(|a| a.balance != 0),
-        "nothing of the batch was written"
-    );
+    assert!(rows.iter().all(|a| a.balance != 0), "nothing written");
 
     // Read again, the same batch commits in full: BEGIN, one statement, COMMIT.
     let mut batch = accounts(&mut conn, 1001).await;
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let log = StatementCounter::install_in_flavour(&mut conn);
-    batch.save_all_checked(&mut conn).await.expect("batch save");
-    assert_statements(&log.take_sql(), 1000);
+    batch.iter_mut().for_each(|a| a.balance = 0);
+    save_batch(&mut conn, "accounts", &mut batch).await;
     assert_eq!(accounts(&mut conn, 1001).await, batch);
 }
 
@@ -176,59 +157,38 @@ async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_stateme
 #[tokio::test]
 async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_is_written() {
     let db = db!();
-    seed_accounts_in(&db, 100).await;
-    let mut conn = db.conn().await;
-    let mut batch = accounts(&mut conn, 100).await;
-    other_writes(&db, &other_writer(&[8, 43, 100], 50, &[64])).await;
-
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let before = batch.clone();
+    let (mut conn, mut batch) = seeded(&db, 100).await;
+    raw_sql(&db, &other_writer(&[8, 43, 100], 50, &[64])).await;
+    batch.iter_mut().for_each(|a| a.balance = 0);
     let log = StatementCounter::install_in_flavour(&mut conn);
-    let error = batch.save_all_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [7, 42, 63, 99]);
+    let error = conflicts_at(&mut conn, &mut batch, &[7, 42, 63, 99]).await;
+    let conflict = error.as_batch_conflict().unwrap();
     assert!(conflict.conflict_at(63).unwrap().is_deleted());
     for index in [7, 42, 99] {
-        let stale = conflict.conflict_at(index).unwrap();
-        assert!(!stale.is_deleted());
-        assert_eq!(stale.current::<i32>(), Some(2));
+        assert!(!conflict.conflict_at(index).unwrap().is_deleted());
+        assert_eq!(current_at(conflict, index), Some(2));
     }
     assert!(error.is_retryable());
     let statements = log.take_sql();
-    assert_eq!(
-        statements.last().map(String::as_str),
-        Some("ROLLBACK"),
-        "{statements:?}"
-    );
-    assert_eq!(batch, before, "no token advanced");
+    let last = statements.last().map(String::as_str);
+    assert_eq!(last, Some("ROLLBACK"), "{statements:?}");
     let rows = accounts(&mut conn, 100).await;
     assert_eq!(rows.len(), 99);
     assert!(rows.iter().all(|a| a.balance != 0), "nothing was written");
-    assert!(
-        rows.iter()
-            .filter(|a| a.version == 1)
-            .all(|a| a.balance == 100)
-    );
+    let mut untouched = rows.iter().filter(|a| a.version == 1);
+    assert!(untouched.all(|a| a.balance == 100));
 }
 
 #[flavour]
 #[tokio::test]
 async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
     let db = db!();
-    seed_accounts_in(&db, 3).await;
-    let mut conn = db.conn().await;
-    let mut batch = accounts(&mut conn, 3).await;
+    let (mut conn, mut batch) = seeded(&db, 3).await;
     batch.push(batch[1].clone());
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let error = batch.save_all_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [3]);
+    batch.iter_mut().for_each(|a| a.balance = 0);
+    let error = conflicts_at(&mut conn, &mut batch, &[3]).await;
     // Stale against the token the batch's own first write of the row assigned.
-    assert_eq!(conflict.conflict_at(3).unwrap().current::<i32>(), Some(2));
+    assert_eq!(current_at(error.as_batch_conflict().unwrap(), 3), Some(2));
     let rows = accounts(&mut conn, 3).await;
     assert!(rows.iter().all(|a| a.balance == 100 && a.version == 1));
 }
@@ -243,18 +203,12 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
         return;
     }
     let db = db!();
-    seed_accounts_in(&db, 100).await;
-    let mut conn = db.conn().await;
-    let mut batch = accounts(&mut conn, 100).await;
-    for a in &mut batch {
-        a.balance = 0;
-    }
+    let (mut conn, mut batch) = seeded(&db, 100).await;
+    batch.iter_mut().for_each(|a| a.balance = 0);
     let pid = backend_pid(&mut conn).await;
     let mut locker = db.conn().await;
-    locker
-        .batch_execute("BEGIN; SELECT * FROM accounts WHERE id = 50 FOR UPDATE")
-        .await
-        .expect("lock row 50");
+    let lock = "BEGIN; SELECT * FROM accounts WHERE id = 50 FOR UPDATE";
+    locker.batch_execute(lock).await.expect("lock row 50");
     let mut watcher = db.conn().await;
     {
         let save = batch.save_all_checked(&mut conn);
@@ -268,18 +222,17 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     }
     let mut one = batch[0].clone();
     one.balance = 1;
-    assert!(
-        one.save_checked(&mut conn).await.is_err(),
-        "the connection is broken"
-    );
+    let refused = one.save_checked(&mut conn).await;
+    assert!(refused.is_err(), "the connection is broken");
     assert!(batch.iter().all(|a| a.version == 1), "no token advanced");
     drop(conn);
     locker.batch_execute("COMMIT").await.expect("unlock");
 
     let rows = accounts(&mut watcher, 100).await;
     assert_eq!(rows.len(), 100);
+    let untouched = |a: &Account| a.balance == 100 && a.version == 1;
     assert!(
-        rows.iter().all(|a| a.balance == 100 && a.version == 1),
+        rows.iter().all(untouched),
         "nothing of the batch was written"
     );
 }
@@ -288,33 +241,16 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
 #[tokio::test]
 async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothing() {
     let db = db!();
-    seed_accounts_in(&db, 4).await;
-    let mut conn = db.conn().await;
-    let mut batch = vec![
-        account(&mut conn, 1).await,
-        account(&mut conn, 2).await,
-        account(&mut conn, 3).await,
-        account(&mut conn, 4).await,
-    ];
+    let (mut conn, mut batch) = seeded(&db, 4).await;
     // Another connection: account 2 is stale, account 4 is deleted.
-    other_writes(&db, &other_writer(&[2], 50, &[4])).await;
-
-    for a in &mut batch {
-        a.balance = 0;
-    }
-    let before = batch.clone();
-    let error = batch.save_all_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
+    raw_sql(&db, &other_writer(&[2], 50, &[4])).await;
+    batch.iter_mut().for_each(|a| a.balance = 0);
+    let error = conflicts_at(&mut conn, &mut batch, &[1, 3]).await;
+    let conflict = error.as_batch_conflict().unwrap();
     assert_eq!(conflict.total(), 4);
-    assert_eq!(
-        conflict.indices().collect::<Vec<_>>(),
-        [1, 3],
-        "every conflict: {conflict:?}"
-    );
-    assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
+    assert_eq!(current_at(conflict, 1), Some(2));
     assert!(conflict.conflict_at(3).unwrap().is_deleted());
     assert!(error.is_retryable());
-    assert_eq!(batch, before, "no token advanced");
     assert_eq!(account(&mut conn, 1).await.balance, 100, "rolled back");
     assert_eq!(account(&mut conn, 3).await.balance, 100, "rolled back");
     assert_eq!(account(&mut conn, 2).await.balance, 50);
@@ -324,14 +260,12 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
 #[tokio::test]
 async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
     let db = db!();
-    seed_accounts_in(&db, 3).await;
-    let mut conn = db.conn().await;
-    let mut batch = [account(&mut conn, 1).await, account(&mut conn, 2).await];
-    let mut other = account(&mut conn, 2).await;
+    let (mut conn, mut batch) = seeded(&db, 3).await;
+    let mut three = batch.pop().expect("account 3");
+    let mut other = batch[1].clone();
     other.balance = 42;
     other.save_checked(&mut conn).await.expect("other save");
 
-    let mut three = account(&mut conn, 3).await;
     let batch_error = conn
         .transaction(async |conn| {
             three.balance = 3;
@@ -342,24 +276,11 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
         })
         .await
         .expect("the outer transaction commits");
-    assert_eq!(
-        batch_error
-            .as_batch_conflict()
-            .unwrap()
-            .indices()
-            .collect::<Vec<_>>(),
-        [1]
-    );
-    assert_eq!(
-        account(&mut conn, 3).await.balance,
-        3,
-        "the outer write committed"
-    );
-    assert_eq!(
-        account(&mut conn, 1).await.balance,
-        100,
-        "the batch rolled back"
-    );
+    let conflict = batch_error.as_batch_conflict().unwrap();
+    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
+    let rows = accounts(&mut conn, 3).await;
+    assert_eq!(rows[2].balance, 3, "the outer write committed");
+    assert_eq!(rows[0].balance, 100, "the batch rolled back");
     assert_eq!(batch[0].version, 1);
 }
 
@@ -367,45 +288,33 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
 #[tokio::test]
 async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
     let db = db!();
-    seed_accounts_in(&db, 2).await;
+    seeded(&db, 2).await;
     let report = Race::new(2)
         .run_in_flavour(
             async |_| {
                 let mut conn = db.conn().await;
-                let batch = vec![account(&mut conn, 1).await, account(&mut conn, 2).await];
+                let batch = accounts(&mut conn, 2).await;
                 (conn, batch)
             },
             async |writer, (mut conn, mut batch): (Conn, Vec<Account>)| {
                 if writer == 0 {
-                    for a in &mut batch {
-                        a.balance = 0;
-                    }
-                    batch
-                        .save_all_checked(&mut conn)
-                        .await
-                        .map_err(|e| e.is_retryable())
+                    batch.iter_mut().for_each(|a| a.balance = 0);
+                    let saved = batch.save_all_checked(&mut conn).await;
+                    saved.map_err(|e| e.is_retryable())
                 } else {
                     batch[1].balance = 1;
-                    batch[1]
-                        .save_checked(&mut conn)
-                        .await
-                        .map_err(|e| e.is_conflict())
+                    let saved = batch[1].save_checked(&mut conn).await;
+                    saved.map_err(|e| e.is_conflict())
                 }
             },
         )
         .await;
     let outcomes = report.into_values().unwrap();
-    let mut conn = db.conn().await;
-    let (one, two) = (account(&mut conn, 1).await, account(&mut conn, 2).await);
+    let rows = accounts(&mut db.conn().await, 2).await;
+    let balances = (rows[0].balance, rows[1].balance);
     match (&outcomes[0], &outcomes[1]) {
-        (Ok(()), Err(true)) => assert_eq!((one.balance, two.balance), (0, 0)),
-        (Err(true), Ok(())) => {
-            assert_eq!(
-                (one.balance, two.balance),
-                (100, 1),
-                "the batch wrote nothing"
-            );
-        }
+        (Ok(()), Err(true)) => assert_eq!(balances, (0, 0)),
+        (Err(true), Ok(())) => assert_eq!(balances, (100, 1), "the batch wrote nothing"),
         other => panic!("exactly one writer wins: {other:?}"),
     }
 }
@@ -422,12 +331,8 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
         return;
     }
     let db = db!();
-    seed_accounts_in(&db, 3).await;
-    let mut conn = db.conn().await;
-    let mut batch = accounts(&mut conn, 3).await;
-    for a in &mut batch {
-        a.balance = 0;
-    }
+    let (mut conn, mut batch) = seeded(&db, 3).await;
+    batch.iter_mut().for_each(|a| a.balance = 0);
     let before = batch.clone();
     let pid = backend_pid(&mut conn).await;
 
@@ -452,13 +357,12 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
     let error = outcome.expect_err("the batch must not overwrite the committed write");
     let conflict = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
-    assert_eq!(conflict.conflict_at(1).unwrap().current::<i32>(), Some(2));
+    assert_eq!(current_at(conflict, 1), Some(2));
     assert_eq!(batch, before, "no token advanced");
     let rows = accounts(&mut db.conn().await, 3).await;
+    let rows: Vec<_> = rows.iter().map(|a| (a.balance, a.version)).collect();
     assert_eq!(
-        rows.iter()
-            .map(|a| (a.balance, a.version))
-            .collect::<Vec<_>>(),
+        rows,
         [(100, 1), (42, 2), (100, 1)],
         "the other writer's commit stands, the batch wrote nothing"
     );
@@ -484,12 +388,8 @@ async fn beside<T>(save: impl AsyncFnOnce() -> T, meanwhile: impl AsyncFnOnce())
 /// The PostgreSQL backend process serving `conn`.
 #[flavour]
 async fn backend_pid(conn: &mut Conn) -> i32 {
-    diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-        "pg_backend_pid()",
-    ))
-    .get_result(conn)
-    .await
-    .expect("pid")
+    let pid = diesel::dsl::sql::<diesel::sql_types::Integer>("pg_backend_pid()");
+    diesel::select(pid).get_result(conn).await.expect("pid")
 }
 
 /// Waits until the backend `pid` waits for a lock: the state is polled, the test never
@@ -497,14 +397,12 @@ async fn backend_pid(conn: &mut Conn) -> i32 {
 #[flavour]
 async fn wait_for_lock(watcher: &mut Conn, pid: i32) {
     let what = format!("backend {pid} to wait for a lock");
+    let sql = format!(
+        "(SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock')"
+    );
     wait_until(&what, wait::TIMEOUT, async || {
-        let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
-            "(SELECT count(*) FROM pg_stat_activity \
-                 WHERE pid = {pid} AND wait_event_type = 'Lock')"
-        )))
-        .get_result(&mut *watcher)
-        .await
-        .expect("pg_stat_activity");
+        let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&sql));
+        let waiting: i64 = query.get_result(&mut *watcher).await.expect("lock waits");
         waiting == 1
     })
     .await;
@@ -523,34 +421,24 @@ async fn saves_a_batch_and_names_a_stale_entity<T>(
     T: Versioned + Clone + PartialEq + Debug,
     [T]: BatchDsl<Conn>,
 {
+    raw_sql(db, &seed(kind, Conn::BACKEND)).await;
     let mut conn = db.conn().await;
-    conn.batch_execute(&seed(kind, Conn::BACKEND))
-        .await
-        .expect("seed");
     let mut batch = load(&mut conn).await;
     assert_eq!(batch.len(), 3);
     batch.iter_mut().for_each(edit);
-    let log = StatementCounter::install_in_flavour(&mut conn);
-    batch.save_all_checked(&mut conn).await.expect("batch save");
-    assert_batch_statements(Conn::BACKEND, kind.table(), &log.take_sql(), 3);
+    save_batch(&mut conn, kind.table(), &mut batch).await;
     let saved = load(&mut conn).await;
     assert_eq!(saved, batch, "every row written, every token fresh");
 
     let mut stale = saved.clone();
     stale.iter_mut().for_each(edit);
-    other_writes(db, &bump_second(kind, Conn::BACKEND)).await;
-    let before = stale.clone();
-    let error = stale.save_all_checked(&mut conn).await.unwrap_err();
-    let conflict = error.as_batch_conflict().expect("a batch conflict");
-    assert_eq!(conflict.indices().collect::<Vec<_>>(), [1], "{conflict:?}");
+    raw_sql(db, &bump_second(kind, Conn::BACKEND)).await;
+    let error = conflicts_at(&mut conn, &mut stale, &[1]).await;
+    let conflict = error.as_batch_conflict().unwrap();
     assert!(!conflict.conflict_at(1).unwrap().is_deleted());
-    assert_eq!(stale, before, "no token advanced");
     let rows = load(&mut conn).await;
-    assert_eq!(
-        (&rows[0], &rows[2]),
-        (&saved[0], &saved[2]),
-        "nothing was written"
-    );
+    assert_eq!(rows[0], saved[0], "nothing was written");
+    assert_eq!(rows[2], saved[2], "nothing was written");
     assert_ne!(rows[1], saved[1], "the other writer's row stands");
 }
 
@@ -603,10 +491,8 @@ a_batch_of_each_shape_is_saved_and_checked! {
 #[tokio::test]
 async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
     let db = db!();
+    raw_sql(&db, &seed(Kind::Counters, Conn::BACKEND)).await;
     let mut conn = db.conn().await;
-    conn.batch_execute(&seed(Kind::Counters, Conn::BACKEND))
-        .await
-        .expect("seed");
     async fn load(conn: &mut Conn) -> Vec<Counter> {
         use schema::counters::dsl::*;
         let query = counters.order(id).select(Counter::as_select());
@@ -615,19 +501,13 @@ async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
     let mut batch = load(&mut conn).await;
     batch[0].label = None;
     batch[1].label = Some("second".into());
-    for c in &mut batch {
-        c.value += 10;
-    }
-    let log = StatementCounter::install_in_flavour(&mut conn);
-    batch.save_all_checked(&mut conn).await.expect("batch save");
-    assert_batch_statements(Conn::BACKEND, "counters", &log.take_sql(), 3);
+    batch.iter_mut().for_each(|c| c.value += 10);
+    save_batch(&mut conn, "counters", &mut batch).await;
     let rows = load(&mut conn).await;
-    assert_eq!(
-        rows.iter()
-            .map(|c| (c.value, c.label.as_deref(), c.version))
-            .collect::<Vec<_>>(),
-        [(11, Some("one"), 2), (12, Some("second"), 2), (13, None, 2)]
-    );
+    let written: Vec<_> = rows.iter().map(|c| (c.value, c.label.as_deref())).collect();
+    let expected = [(11, Some("one")), (12, Some("second")), (13, None)];
+    assert_eq!(written, expected);
+    assert!(rows.iter().all(|c| c.version == 2));
 
     let mut singles = load(&mut conn).await;
     singles[0].label = None;

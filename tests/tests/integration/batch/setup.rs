@@ -5,41 +5,30 @@
 use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::{sql_only, updates};
 
+/// `ids` as `a, b, c`.
+fn list(ids: impl IntoIterator<Item = impl ToString>) -> String {
+    let ids: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
+    ids.join(", ")
+}
+
 /// Accounts 1..=n, balance 100, version 1: one INSERT per 500 rows.
 pub(super) fn seed_accounts(n: i32) -> Vec<String> {
     let ids: Vec<i32> = (1..=n).collect();
-    ids.chunks(500)
-        .map(|chunk| {
-            let rows: Vec<String> = chunk
-                .iter()
-                .map(|id| format!("({id}, 100, FALSE, 1)"))
-                .collect();
-            format!(
-                "INSERT INTO accounts (id, balance, deleted, version) VALUES {}",
-                rows.join(", ")
-            )
-        })
-        .collect()
+    let insert = |ids: &[i32]| {
+        let rows = list(ids.iter().map(|id| format!("({id}, 100, FALSE, 1)")));
+        format!("INSERT INTO accounts (id, balance, deleted, version) VALUES {rows}")
+    };
+    ids.chunks(500).map(insert).collect()
 }
 
 /// Another writer that committed before the batch: the accounts in `stale` hold balance
 /// `balance` and version 2, those in `deleted` are gone.
 pub(super) fn other_writer(stale: &[i32], balance: i32, deleted: &[i32]) -> String {
-    let list = |ids: &[i32]| {
-        let ids: Vec<String> = ids.iter().map(i32::to_string).collect();
-        ids.join(", ")
-    };
-    let mut sql = String::new();
-    if !stale.is_empty() {
-        sql += &format!(
-            "UPDATE accounts SET balance = {balance}, version = version + 1 WHERE id IN ({});",
-            list(stale)
-        );
-    }
-    if !deleted.is_empty() {
-        sql += &format!("DELETE FROM accounts WHERE id IN ({});", list(deleted));
-    }
-    sql
+    let (stale, deleted) = (list(stale), list(deleted));
+    format!(
+        "UPDATE accounts SET balance = {balance}, version = version + 1 WHERE id IN ({stale}); \
+         DELETE FROM accounts WHERE id IN ({deleted});"
+    )
 }
 
 /// The tables of one entity kind (see `entities.rs`), three rows each.
@@ -79,55 +68,47 @@ fn uuid(backend: Backend, n: u8) -> String {
 
 /// Rows 1..=3 of `kind`'s table, every token distinct.
 pub(super) fn seed(kind: Kind, backend: Backend) -> String {
-    match kind {
-        Kind::Tickets => format!(
-            "INSERT INTO tickets (id, seat, version) VALUES (1, 'A1', {}), (2, 'A2', {}), (3, 'A3', {})",
-            uuid(backend, 1),
-            uuid(backend, 2),
-            uuid(backend, 3)
-        ),
-        Kind::Stamped => "INSERT INTO stamped (id, value, updated_at) VALUES \
-             (1, 1, '2024-01-02 03:04:05.123456'), (2, 2, '2024-01-02 03:04:05.000001'), \
-             (3, 3, '2024-01-02 03:04:05.999999')"
-            .into(),
-        Kind::OrderLines => {
-            "INSERT INTO order_lines (order_id, line_no, quantity, version) VALUES \
-             (1, 1, 1, 1), (1, 2, 2, 1), (2, 1, 3, 1)"
-                .into()
+    let rows = match kind {
+        Kind::Tickets => {
+            let [a, b, c] = [1, 2, 3].map(|n| uuid(backend, n));
+            format!("(id, seat, version) VALUES (1, 'A1', {a}), (2, 'A2', {b}), (3, 'A3', {c})")
         }
-        Kind::Notes => "INSERT INTO notes (note_id, note_text, rev) VALUES \
-             (1, 'one', 1), (2, 'two', 1), (3, 'three', 1)"
+        Kind::Stamped => "(id, value, updated_at) VALUES (1, 1, '2024-01-02 03:04:05.123456'), \
+             (2, 2, '2024-01-02 03:04:05.000001'), (3, 3, '2024-01-02 03:04:05.999999')"
             .into(),
-        Kind::WorkItems => "INSERT INTO work_items \
-             (id, payload, status, lease_owner, lease_expires_at, fence, version) VALUES \
-             (1, 'a', 'PROCESSING', 'w1', 5, 1, 1), (2, 'b', 'PROCESSING', 'w2', 6, 1, 1), \
+        Kind::OrderLines => "(order_id, line_no, quantity, version) VALUES \
+             (1, 1, 1, 1), (1, 2, 2, 1), (2, 1, 3, 1)"
+            .into(),
+        Kind::Notes => {
+            "(note_id, note_text, rev) VALUES (1, 'one', 1), (2, 'two', 1), (3, 'three', 1)".into()
+        }
+        Kind::WorkItems => "(id, payload, status, lease_owner, lease_expires_at, fence, version) \
+             VALUES (1, 'a', 'PROCESSING', 'w1', 5, 1, 1), (2, 'b', 'PROCESSING', 'w2', 6, 1, 1), \
              (3, 'c', 'PROCESSING', 'w3', 7, 1, 1)"
             .into(),
-        Kind::Counters => "INSERT INTO counters (id, value, label, version) VALUES \
+        Kind::Counters => "(id, value, label, version) VALUES \
              (1, 1, 'one', 1), (2, 2, 'two', 1), (3, 3, NULL, 1)"
             .into(),
-    }
+    };
+    format!("INSERT INTO {} {rows}", kind.table())
 }
 
 /// Another writer that committed after the batch read its rows: the second row of
 /// `kind`'s table holds a new token (and a value the batch never writes).
 pub(super) fn bump_second(kind: Kind, backend: Backend) -> String {
-    match kind {
-        Kind::Tickets => format!(
-            "UPDATE tickets SET seat = 'B2', version = {} WHERE id = 2",
-            uuid(backend, 9)
-        ),
-        Kind::Stamped => "UPDATE stamped SET value = 99, updated_at = '2024-01-02 03:04:05.000002' \
-             WHERE id = 2"
-            .into(),
-        Kind::OrderLines => {
-            "UPDATE order_lines SET quantity = 99, version = version + 10 WHERE order_id = 1 AND line_no = 2"
-                .into()
+    let set = match kind {
+        Kind::Tickets => format!("seat = 'B2', version = {} WHERE id = 2", uuid(backend, 9)),
+        Kind::Stamped => {
+            "value = 99, updated_at = '2024-01-02 03:04:05.000002' WHERE id = 2".into()
         }
-        Kind::Notes => "UPDATE notes SET note_text = 'other', rev = rev + 10 WHERE note_id = 2".into(),
-        Kind::WorkItems => "UPDATE work_items SET payload = 'other', version = version + 10 WHERE id = 2".into(),
-        Kind::Counters => "UPDATE counters SET value = 99, version = version + 10 WHERE id = 2".into(),
-    }
+        Kind::OrderLines => {
+            "quantity = 99, version = version + 10 WHERE order_id = 1 AND line_no = 2".into()
+        }
+        Kind::Notes => "note_text = 'other', rev = rev + 10 WHERE note_id = 2".into(),
+        Kind::WorkItems => "payload = 'other', version = version + 10 WHERE id = 2".into(),
+        Kind::Counters => "value = 99, version = version + 10 WHERE id = 2".into(),
+    };
+    format!("UPDATE {} SET {set}", kind.table())
 }
 
 /// What a successful batch of `n` entities on `table` sends: on PostgreSQL `BEGIN`, ONE
@@ -143,29 +124,22 @@ pub(super) fn assert_batch_statements(
     assert_eq!(first.map(String::as_str), Some("BEGIN"), "{statements:?}");
     assert_eq!(last.map(String::as_str), Some("COMMIT"), "{statements:?}");
     let body = &statements[1..statements.len() - 1];
-    if backend == Backend::Postgres {
-        let [statement] = body else {
-            panic!("one statement for the whole batch: {statements:?}");
-        };
-        let sql = sql_only(statement).trim_end();
-        assert!(
-            sql.starts_with(&format!("UPDATE \"{table}\" SET ")),
-            "{sql}"
-        );
-        assert_eq!(sql.matches("UPDATE").count(), 1, "{sql}");
-        let values = sql.split(" FROM (VALUES ").nth(1).expect("a VALUES list");
-        assert!(values.starts_with("(0, "), "{sql}");
-        assert!(
-            values.contains(&format!("({}, ", n - 1)),
-            "a row per entity: {sql}"
-        );
-        assert!(
-            !values.contains(&format!("({}, ", n)),
-            "a row per entity: {sql}"
-        );
-        assert!(sql.ends_with("RETURNING \"occ_v\".\"occ_pos\""), "{sql}");
-    } else {
+    if backend != Backend::Postgres {
         assert_eq!(updates(body).len(), n, "one UPDATE per entity");
         assert_eq!(body.len(), n, "{statements:?}");
+        return;
     }
+    let [statement] = body else {
+        panic!("one statement for the whole batch: {statements:?}");
+    };
+    let sql = sql_only(statement).trim_end();
+    let update = format!("UPDATE \"{table}\" SET ");
+    assert!(sql.starts_with(&update), "{sql}");
+    assert_eq!(sql.matches("UPDATE").count(), 1, "{sql}");
+    let values = sql.split(" FROM (VALUES ").nth(1).expect("a VALUES list");
+    assert!(values.starts_with("(0, "), "{sql}");
+    let (last, past) = (format!("({}, ", n - 1), format!("({n}, "));
+    assert!(values.contains(&last), "a row per entity: {sql}");
+    assert!(!values.contains(&past), "a row per entity: {sql}");
+    assert!(sql.ends_with("RETURNING \"occ_v\".\"occ_pos\""), "{sql}");
 }

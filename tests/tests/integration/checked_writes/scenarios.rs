@@ -16,8 +16,10 @@ use diesel_occ::{ConflictState, Error, Operation};
 #[flavour(blocking)]
 use diesel_occ::{InvalidTokenReason, UuidToken};
 use diesel_occ_tests::entities::Counter;
+use diesel_occ_tests::expect_conflict;
 use diesel_occ_tests::statements::StatementCounter;
 
+#[flavour(blocking)]
 use super::schema;
 
 #[flavour]
@@ -33,23 +35,12 @@ async fn read_counter(db: &TestDb<Conn>) -> (Conn, Counter) {
     (conn, row)
 }
 
+/// Counter 1 at value 0, token 1.
 #[flavour]
-async fn seed_counter(db: &TestDb<Conn>) -> Counter {
-    let row = Counter {
-        id: 1,
-        value: 0,
-        label: None,
-        version: 1,
-    };
-    diesel::insert_into(schema::counters::table)
-        .values(row.clone())
-        .execute(&mut db.conn().await)
-        .await
-        .expect("insert");
-    row
+async fn seed_counter(db: &TestDb<Conn>) {
+    let insert = "INSERT INTO counters (id, value, version) VALUES (1, 0, 1)";
+    raw_sql(db, insert).await;
 }
-
-use diesel_occ_tests::expect_conflict;
 
 /// Compiles only for a future that can move to another thread (`tokio::spawn`).
 #[flavour(asynchronous)]
@@ -87,11 +78,7 @@ async fn two_writers_from_one_version_exactly_one_wins() {
     let (_, winner) = winners[0];
     let (loss, loser) = outcomes.iter().find(|(r, _)| r.is_err()).unwrap();
 
-    let conflict = loss
-        .as_ref()
-        .unwrap_err()
-        .as_conflict()
-        .expect("a conflict");
+    let conflict = loss.as_ref().unwrap_err().as_conflict().unwrap();
     assert_eq!(conflict.operation(), Operation::Update);
     assert_eq!(conflict.table(), "counters");
     assert_eq!(conflict.expected::<i32>(), Some(1));
@@ -103,10 +90,7 @@ async fn two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(loser.version, 1, "the loser's token is not advanced");
 
     let stored = counter(&mut db.conn().await, 1).await;
-    assert_eq!(
-        &stored, winner,
-        "the row holds the winner's values and token"
-    );
+    assert_eq!(&stored, winner, "the winner's values and token");
     assert_eq!(stored.version, 2);
 }
 
@@ -128,11 +112,7 @@ async fn save_runs_exactly_one_statement_and_advances_the_token() {
     row.save_checked(&mut conn).await.expect("second save");
     assert_eq!(statements.take(), 1);
     let cached = statements.take_cached();
-    assert_eq!(
-        cached.len(),
-        1,
-        "the UPDATE is prepared once, then reused: {cached:?}"
-    );
+    assert_eq!(cached.len(), 1, "prepared once, then reused: {cached:?}");
     assert!(cached[0].starts_with("UPDATE"), "{cached:?}");
     assert_eq!(counter(&mut conn, 1).await, row);
     statements.take();
@@ -140,11 +120,8 @@ async fn save_runs_exactly_one_statement_and_advances_the_token() {
     let mut stale = row.clone();
     stale.version = 1;
     expect_conflict(stale.save_checked(&mut conn).await);
-    assert_eq!(
-        statements.take(),
-        2,
-        "the conflict path adds one classification query"
-    );
+    let taken = statements.take();
+    assert_eq!(taken, 2, "the conflict path adds one classification query");
 
     row.delete_checked(&mut conn).await.expect("delete");
     assert_eq!(statements.take(), 1, "one DELETE on success");
@@ -166,10 +143,8 @@ async fn update_after_a_delete_is_a_deleted_conflict() {
     assert!(conflict.is_deleted());
     assert_eq!(writer.version, 1, "token untouched");
     assert_eq!(writer.value, 7, "edits kept for the caller");
-    assert!(
-        matches!(Counter::find(&mut a, 1).await, Err(Error::NotFound(_))),
-        "not resurrected"
-    );
+    let found = Counter::find(&mut a, 1).await;
+    assert!(matches!(found, Err(Error::NotFound(_))), "not resurrected");
 }
 
 #[flavour]
@@ -186,11 +161,8 @@ async fn delete_after_an_update_is_a_stale_conflict() {
     let conflict = expect_conflict(deleter.delete_checked(&mut b).await);
     assert_eq!(conflict.operation(), Operation::Delete);
     assert_eq!(conflict.current::<i32>(), Some(writer.version));
-    assert_eq!(
-        counter(&mut a, 1).await,
-        writer,
-        "the row survives with the update"
-    );
+    let stored = counter(&mut a, 1).await;
+    assert_eq!(stored, writer, "the row survives with the update");
 }
 
 #[flavour]
@@ -325,15 +297,10 @@ fn control_plain_load_mutate_save_loses_an_update() {
         },
     );
     let outcomes = report.into_values().unwrap();
-    assert_eq!(
-        outcomes.iter().map(|r| *r.as_ref().unwrap()).sum::<usize>(),
-        2
-    );
-    assert_eq!(
-        counter(&mut db.conn(), 1).value,
-        1,
-        "one of two increments was lost"
-    );
+    let updated: usize = outcomes.iter().map(|r| *r.as_ref().unwrap()).sum();
+    assert_eq!(updated, 2);
+    let stored = counter(&mut db.conn(), 1).value;
+    assert_eq!(stored, 1, "one of two increments was lost");
 }
 
 #[flavour(blocking)]
@@ -349,13 +316,10 @@ fn checked_increments_from_one_version_lose_nothing() {
         },
     );
     let outcomes = report.into_values().unwrap();
-    let applied = outcomes.iter().filter(|ok| **ok).count();
+    let applied = outcomes.iter().filter(|ok| **ok).count() as i32;
     assert_eq!(applied, 1);
-    assert_eq!(
-        counter(&mut db.conn(), 1).value,
-        applied as i32,
-        "every acknowledged increment is stored"
-    );
+    let stored = counter(&mut db.conn(), 1).value;
+    assert_eq!(stored, applied, "every acknowledged increment is stored");
 }
 
 #[flavour(blocking)]
@@ -395,40 +359,30 @@ fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
     let db = db!();
     let mut conn = db.conn();
     let missing = Counter::find_checked(&mut conn, 404, &1).unwrap_err();
-    match &missing {
-        Error::NotFound(nf) => {
-            assert_eq!(nf.to_string(), "no row in counters with key (id=404)")
-        }
-        other => panic!("expected NotFound, got {other:?}"),
-    }
+    let Error::NotFound(nf) = &missing else {
+        panic!("expected NotFound, got {missing:?}");
+    };
+    assert_eq!(nf.to_string(), "no row in counters with key (id=404)");
 
     insert_stock(&mut conn, 5, UuidToken::initial());
     let statements = StatementCounter::install(&mut conn);
     let nil = Stock::find_checked(&mut conn, 1, &UuidToken(uuid::Uuid::nil())).unwrap_err();
-    assert_eq!(
-        statements.take(),
-        0,
-        "a nil token is refused without a query"
-    );
-    match nil {
-        Error::InvalidToken(invalid) => {
-            assert_eq!(invalid.reason, InvalidTokenReason::Nil)
-        }
-        other => panic!("expected InvalidToken, got {other:?}"),
-    }
+    assert_eq!(statements.take(), 0, "refused without a query");
+    let Error::InvalidToken(invalid) = &nil else {
+        panic!("expected InvalidToken, got {nil:?}");
+    };
+    assert_eq!(invalid.reason, InvalidTokenReason::Nil);
 }
 
 #[flavour(blocking)]
 #[test]
 fn i16_token_wraps_at_its_maximum() {
     let db = db!();
+    let insert = "INSERT INTO small_counters (id, value, version) VALUES (1, 0, 32767)";
+    raw_sql(&db, insert);
     let mut conn = db.conn();
-    let mut row = SmallCounter {
-        id: 1,
-        value: 0,
-        version: i16::MAX,
-    };
-    insert(&mut conn, schema::small_counters::table, row.clone());
+    let mut row = SmallCounter::find(&mut conn, 1).unwrap();
+    assert_eq!(row.version, i16::MAX);
     let stale = row.clone();
 
     row.value = 1;
@@ -447,13 +401,11 @@ fn i16_token_wraps_at_its_maximum() {
 #[test]
 fn i64_token_wraps_at_its_maximum() {
     let db = db!();
+    let max = i64::MAX;
+    let insert = format!("INSERT INTO big_counters (id, value, version) VALUES (1, 0, {max})");
+    raw_sql(&db, &insert);
     let mut conn = db.conn();
-    let mut row = BigCounter {
-        id: 1,
-        value: 0,
-        version: i64::MAX,
-    };
-    insert(&mut conn, schema::big_counters::table, row.clone());
+    let mut row = BigCounter::find(&mut conn, 1).unwrap();
     row.save_checked(&mut conn).expect("save at i64::MAX");
     assert_eq!(BigCounter::find(&mut conn, 1).unwrap().version, i64::MIN);
 }
@@ -462,36 +414,22 @@ fn i64_token_wraps_at_its_maximum() {
 #[test]
 fn composite_key_guards_only_its_own_row() {
     let db = db!();
+    let columns = "order_lines (order_id, line_no, quantity, version)";
+    let insert = format!("INSERT INTO {columns} VALUES (7, 1, 1, 1), (7, 2, 1, 1)");
+    raw_sql(&db, &insert);
     let mut conn = db.conn();
-    for line_no in 1..=2 {
-        insert(
-            &mut conn,
-            schema::order_lines::table,
-            OrderLine {
-                order_id: 7,
-                line_no,
-                quantity: 1,
-                version: 1,
-            },
-        );
-    }
     let mut line = OrderLine::find(&mut conn, (7, 2)).unwrap();
     let stale = line.clone();
     line.quantity = 5;
     line.save_checked(&mut conn).expect("save line 2");
 
-    let untouched = OrderLine::find(&mut conn, (7, 1)).unwrap();
-    assert_eq!(
-        (untouched.quantity, untouched.version),
-        (1, 1),
-        "line 1 untouched"
-    );
+    let one = OrderLine::find(&mut conn, (7, 1)).unwrap();
+    assert_eq!((one.quantity, one.version), (1, 1), "line 1 untouched");
 
     let conflict = expect_conflict(stale.delete_checked(&mut conn));
     assert_eq!(conflict.key().to_string(), "(order_id=7, line_no=2)");
     assert_eq!(conflict.current::<i32>(), Some(2));
-    line.delete_checked(&mut conn)
-        .expect("delete with the current token");
+    line.delete_checked(&mut conn).expect("current token");
     assert!(OrderLine::find(&mut conn, (7, 1)).is_ok());
 }
 
@@ -499,27 +437,18 @@ fn composite_key_guards_only_its_own_row() {
 #[test]
 fn renamed_columns_are_honoured() {
     let db = db!();
+    let insert = "INSERT INTO notes (note_id, note_text, rev) VALUES (1, 'draft', 1)";
+    raw_sql(&db, insert);
     let mut conn = db.conn();
-    insert(
-        &mut conn,
-        schema::notes::table,
-        Note {
-            id: 1,
-            body: "draft".into(),
-            version: 1,
-        },
-    );
     let mut note = Note::find(&mut conn, 1).unwrap();
     let stale = note.clone();
     note.body = "final".into();
     note.save_checked(&mut conn).expect("save");
-    assert_eq!(
-        schema::notes::table
-            .select((schema::notes::note_text, schema::notes::rev))
-            .first::<(String, i32)>(&mut conn)
-            .unwrap(),
-        ("final".to_owned(), 2)
-    );
+    let stored: (String, i32) = schema::notes::table
+        .select((schema::notes::note_text, schema::notes::rev))
+        .first(&mut conn)
+        .unwrap();
+    assert_eq!(stored, ("final".to_owned(), 2));
     let conflict = expect_conflict(stale.delete_checked(&mut conn));
     assert_eq!(conflict.key().to_string(), "(note_id=1)");
 }
@@ -536,17 +465,11 @@ fn uuid_tokens_are_fresh_stored_and_checked() {
     stock.save_checked(&mut conn).expect("save");
     assert_ne!(stock.version, first);
     assert!(!stock.version.0.is_nil());
-    assert_eq!(
-        Stock::find(&mut conn, 1).unwrap(),
-        stock,
-        "entity token equals the stored one"
-    );
+    let stored = Stock::find(&mut conn, 1).unwrap();
+    assert_eq!(stored, stock, "entity token equals the stored one");
 
-    let conflict = Stock::find_checked(&mut conn, 1, &first).unwrap_err();
-    assert_eq!(
-        conflict.as_conflict().unwrap().current::<UuidToken>(),
-        Some(stock.version)
-    );
+    let conflict = expect_conflict(Stock::find_checked(&mut conn, 1, &first));
+    assert_eq!(conflict.current::<UuidToken>(), Some(stock.version));
 }
 
 #[flavour(blocking)]
@@ -575,11 +498,8 @@ fn timestamp_tokens_advance_at_stored_precision() {
         row.save_checked(&mut conn).expect("save");
         assert!(row.updated_at > *seen.last().unwrap());
         seen.push(row.updated_at);
-        assert_eq!(
-            Stamped::find(&mut conn, 1).unwrap(),
-            row,
-            "entity token equals the stored one"
-        );
+        let stored = Stamped::find(&mut conn, 1).unwrap();
+        assert_eq!(stored, row, "entity token equals the stored one");
     }
     let conflict = expect_conflict(stale.clone().save_checked(&mut conn));
     assert_eq!(conflict.current::<NaiveDateTime>(), Some(row.updated_at));
@@ -608,9 +528,6 @@ fn a_failed_statement_is_a_database_error_without_sql_or_values() {
         assert!(!shown.contains(leak), "{shown:?} leaks {leak:?}");
     }
     assert_eq!(stock.version, before.version, "token untouched");
-    assert_eq!(
-        Stock::find(&mut conn, 1).unwrap(),
-        before,
-        "nothing written"
-    );
+    let stored = Stock::find(&mut conn, 1).unwrap();
+    assert_eq!(stored, before, "nothing written");
 }

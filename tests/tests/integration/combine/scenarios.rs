@@ -39,7 +39,8 @@ fn until_running(running: Receiver<()>) {
     running.recv().expect("the first change runs");
 }
 
-/// Waits for the first change's signal that it runs, off the runtime's workers.
+/// Waits for the first change's signal that it runs, off the runtime's workers: one of
+/// them is held by the change, and a timer would wait on the other.
 #[flavour(asynchronous)]
 async fn until_running(running: Receiver<()>) {
     tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
@@ -84,16 +85,14 @@ fn source(
     }
 }
 
+/// A future that connects.
+#[flavour(asynchronous)]
+type Connecting = std::pin::Pin<Box<dyn Future<Output = diesel::ConnectionResult<Conn>> + Send>>;
+
 /// A source that connects per attempt, as the combiner's writer task needs: `Clone`
 /// and `'static`.
 #[flavour(asynchronous)]
-fn source(
-    db: &TestDb<Conn>,
-) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = diesel::ConnectionResult<Conn>> + Send>>
-+ Clone
-+ Send
-+ Sync
-+ 'static {
+fn source(db: &TestDb<Conn>) -> impl Fn() -> Connecting + Clone + Send + Sync + 'static {
     let url = db.url().to_owned();
     move || {
         let url = url.clone();
@@ -108,12 +107,9 @@ fn policy() -> RetryPolicy {
 /// Rows `keys` at value 0.
 #[flavour]
 async fn seed(db: &TestDb<Conn>, keys: &[i32]) {
-    for &key in keys {
-        diesel::insert_into(schema::counters::table)
-            .values(Counter::new(key, 0))
-            .execute(&mut db.conn().await)
-            .await
-            .expect("seed");
+    for key in keys {
+        let insert = format!("INSERT INTO counters (id, value, version) VALUES ({key}, 0, 1)");
+        raw_sql(db, &insert).await;
     }
 }
 
@@ -254,11 +250,8 @@ async fn a_caller_that_goes_away_before_its_group_is_taken_withdraws_its_change(
     assert_eq!(combiner.waiting(&1), 0, "withdrawn from the queue");
     go.send(()).unwrap();
     assert_eq!(returned(first).await.expect("saved"), 1);
-    assert_eq!(
-        AtomicU32::load(&runs, Ordering::SeqCst),
-        0,
-        "the withdrawn change never ran"
-    );
+    let ran = AtomicU32::load(&runs, Ordering::SeqCst);
+    assert_eq!(ran, 0, "the withdrawn change never ran");
     let saved = row(&db, 1).await;
     assert_eq!((saved.value, saved.version), (1, 2));
 }
@@ -296,11 +289,8 @@ async fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_
     assert_eq!(returned(first).await.expect("saved"), 1);
     assert_eq!(returned(outside).await.expect("saved"), 102);
     assert_eq!(returned(last).await.expect("saved"), 103);
-    assert_eq!(
-        AtomicU32::load(&runs, Ordering::SeqCst),
-        2,
-        "the group read again and ran it again"
-    );
+    let ran = AtomicU32::load(&runs, Ordering::SeqCst);
+    assert_eq!(ran, 2, "the group read again and ran it again");
     let saved = row(&db, 1).await;
     assert_eq!(saved.value, 103, "the outside write is kept");
     // The first group, the outside write, the second group once.
@@ -351,15 +341,10 @@ async fn a_change_that_panics_leaves_its_group_and_panics_in_its_caller() {
     go.send(()).unwrap();
     assert_eq!(returned(first).await.expect("saved"), 1);
     let payload = joined(panics).await.unwrap_err();
-    assert_eq!(
-        payload.downcast_ref::<&str>(),
-        Some(&"the caller's own bug")
-    );
-    assert_eq!(
-        returned(after).await.expect("saved"),
-        2,
-        "its change never counted"
-    );
+    let message = payload.downcast_ref::<&str>();
+    assert_eq!(message, Some(&"the caller's own bug"));
+    let after = returned(after).await.expect("saved");
+    assert_eq!(after, 2, "its change never counted");
     let saved = row(&db, 1).await;
     assert_eq!((saved.value, saved.version), (2, 3));
 }
@@ -463,9 +448,6 @@ async fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result
         other => panic!("expected the CHECK violation, got {other:?}"),
     }
     let saved = Stock::find(&mut db.conn().await, 1).await.expect("the row");
-    assert_eq!(
-        saved.available, 0,
-        "both valid changes, nothing of the other"
-    );
+    assert_eq!(saved.available, 0, "the valid changes, not the other");
     assert_eq!(combiner.waiting(&1), 0);
 }

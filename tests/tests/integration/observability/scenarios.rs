@@ -17,25 +17,22 @@ use diesel::ExpressionMethods;
 use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
 #[flavour(blocking)]
 use diesel_occ::blocking::{ConnectionSource as Source, retry};
+use diesel_occ::observe::CONFLICTS;
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{Error, SaveOutcome, Tracked, Upserted};
 use opentelemetry::trace::{SpanKind, Status};
 use tracing_subscriber::filter::LevelFilter;
 
-use super::counters::{Counter, exhausted};
+use super::counters::{Counter, exhausted, quick};
 use super::schema;
 use crate::observe::{Captured, Exported, ExportedSpan, KeyValues, Totals, system_name};
 
 /// Rows `ids` of `counters`, at value 0.
 #[flavour]
 async fn seed(db: &TestDb<Conn>, ids: std::ops::RangeInclusive<i32>) {
-    let mut conn = db.conn().await;
     for id in ids {
-        diesel::insert_into(schema::counters::table)
-            .values(Counter::new(id, 0))
-            .execute(&mut conn)
-            .await
-            .expect("seed");
+        let insert = format!("INSERT INTO counters (id, value, version) VALUES ({id}, 0, 1)");
+        raw_sql(db, &insert).await;
     }
 }
 
@@ -86,10 +83,6 @@ async fn overtaken_increment<S: Source<Connection = Conn>>(
     .await
 }
 
-fn quick() -> RetryPolicy {
-    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
-}
-
 /// Every other kind of checked write, once each, after a test's conflicting save:
 /// `update_by_key` and `delete_by_key` on row 2; `save_checked_where`,
 /// `force_increment`, `soft_delete_checked` and `delete_checked` on row 3; a batch of
@@ -126,6 +119,27 @@ async fn write_every_way(conn: &mut Conn, mine: &Counter) -> Tracked<Counter> {
     let outcome = tracked.save_merging(conn).await.expect("save_merging");
     assert!(matches!(outcome, SaveOutcome::Saved), "{outcome:?}");
     tracked
+}
+
+/// The checked writes [`write_every_way`] makes that succeed, each once.
+const EVERY_WAY: [&str; 6] = [
+    "update_by_key",
+    "delete_by_key",
+    "save_checked_where",
+    "force_increment",
+    "soft_delete_checked",
+    "delete_checked",
+];
+
+/// The key of the conflicts counter for `operation` on `counters`.
+fn conflicts_key(system: &str, operation: &str) -> String {
+    let labels = "db.collection.name=counters,db.operation.name";
+    format!("{CONFLICTS}{{db.system.name={system},{labels}={operation}}}")
+}
+
+/// The key of metric `name` under table `counters` alone.
+fn on_counters(name: &str) -> String {
+    format!("{name}{{db.collection.name=counters}}")
 }
 
 /// The one exported span with this name.
@@ -202,25 +216,15 @@ async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
         ("diesel_occ.token.expected", "1"),
         ("diesel_occ.token.current", "2"),
     ] {
-        assert_eq!(
-            events[0].get(attribute).map(String::as_str),
-            Some(value),
-            "{attribute} of {conflicted:#?}"
-        );
+        let found = events[0].get(attribute).map(String::as_str);
+        assert_eq!(found, Some(value), "{attribute} of {conflicted:#?}");
     }
     assert!(
         !events[0].contains_key("diesel_occ.key"),
         "key values are off: {conflicted:#?}"
     );
 
-    for operation in [
-        "update_by_key",
-        "delete_by_key",
-        "save_checked_where",
-        "force_increment",
-        "soft_delete_checked",
-        "delete_checked",
-    ] {
+    for operation in EVERY_WAY {
         let span = one(&spans, &format!("{operation} counters"));
         assert_client_span(&span, system, operation);
         assert_succeeded(&span);
@@ -237,10 +241,7 @@ async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
     assert_client_span(&merging, system, "save_merging");
     assert_succeeded(&merging);
     assert_succeeded(&saves[2]);
-    assert_eq!(
-        saves[2].parent, merging.id,
-        "the tracked save inside save_merging"
-    );
+    assert_eq!(saves[2].parent, merging.id, "inside save_merging");
 }
 
 /// With key values turned on, the conflict event names its row.
@@ -257,12 +258,8 @@ async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
         let mut mine = find(&mut conn, 1).await;
         bump(&db, 1).await;
         mine.value = 9;
-        assert!(
-            mine.save_checked(&mut conn)
-                .await
-                .unwrap_err()
-                .is_conflict()
-        );
+        let error = mine.save_checked(&mut conn).await.unwrap_err();
+        assert!(error.is_conflict(), "{error:?}");
     }
     let conflicted: Vec<_> = exported
         .named("save_checked counters")
@@ -271,10 +268,8 @@ async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
         .collect();
     assert_eq!(conflicted.len(), 1, "{:#?}", exported.spans());
     let events = conflicted[0].events_named("occ conflict");
-    assert_eq!(
-        events[0].get("diesel_occ.key").map(String::as_str),
-        Some("(id=1)")
-    );
+    let key = events[0].get("diesel_occ.key").map(String::as_str);
+    assert_eq!(key, Some("(id=1)"));
 }
 
 /// A retry loop is an INFO span around its attempts' spans, which hold the checked
@@ -300,18 +295,10 @@ async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
     assert_eq!(retry_span.attribute("diesel_occ.retry.attempts"), "2");
     let attempts = exported.named("occ.attempt");
     assert_eq!(attempts.len(), 2);
-    assert!(
-        attempts
-            .iter()
-            .all(|attempt| attempt.parent == retry_span.id)
-    );
+    assert!(attempts.iter().all(|a| a.parent == retry_span.id));
     // The other writer's save runs inside the first attempt too.
     let saves = exported.named("save_checked counters");
-    assert_eq!(
-        saves.len(),
-        3,
-        "theirs, the conflict, the retry: {saves:#?}"
-    );
+    assert_eq!(saves.len(), 3, "theirs, conflict, retry: {saves:#?}");
     for save in &saves {
         assert_client_span(save, system, "save_checked");
     }
@@ -371,7 +358,7 @@ async fn at_info_only_the_retry_loop_span_is_exported() {
 #[flavour]
 #[tokio::test]
 async fn conflicts_and_retries_are_traced_and_counted() {
-    use diesel_occ::observe::{ATTEMPTS, CONFLICTS, RETRIES, RETRIES_EXHAUSTED};
+    use diesel_occ::observe::{ATTEMPTS, RETRIES, RETRIES_EXHAUSTED};
 
     let db = db!();
     seed(&db, 1..=1).await;
@@ -419,14 +406,8 @@ async fn conflicts_and_retries_are_traced_and_counted() {
         assert_eq!(retry.field("diesel_occ.attempt"), "1");
         assert_eq!(retry.field("diesel_occ.outcome"), "stale");
         assert_eq!(retry.field("diesel_occ.escalate"), "false");
-        let backoff: u64 = retry
-            .field("diesel_occ.backoff_ms")
-            .parse()
-            .expect("backoff_ms");
-        assert!(
-            backoff <= 5,
-            "full jitter within the 5 ms ceiling: {backoff}"
-        );
+        let backoff: u64 = retry.field("diesel_occ.backoff_ms").parse().unwrap();
+        assert!(backoff <= 5, "jitter within the 5 ms ceiling: {backoff}");
     }
     let succeeded = captured.named("occ retry succeeded");
     assert_eq!(succeeded.len(), 1);
@@ -452,24 +433,12 @@ async fn conflicts_and_retries_are_traced_and_counted() {
             .all(|e| e.field("db.collection.name") == "counters")
     );
 
-    assert_eq!(
-        totals.snapshot(),
-        [
-            (
-                format!(
-                    "{CONFLICTS}{{db.system.name={system},db.collection.name=counters,db.operation.name=save_checked}}"
-                ),
-                3
-            ),
-            (
-                format!("{RETRIES_EXHAUSTED}{{db.collection.name=counters}}"),
-                1
-            ),
-            (format!("{RETRIES}{{db.collection.name=counters}}"), 2),
-        ]
-        .into_iter()
-        .collect::<BTreeMap<_, _>>()
-    );
+    let counted = BTreeMap::from([
+        (conflicts_key(system, "save_checked"), 3),
+        (on_counters(RETRIES_EXHAUSTED), 1),
+        (on_counters(RETRIES), 2),
+    ]);
+    assert_eq!(totals.snapshot(), counted);
     let histograms = totals.histograms();
     for outcome in ["success", "exhausted"] {
         assert_eq!(
@@ -485,7 +454,7 @@ async fn conflicts_and_retries_are_traced_and_counted() {
 #[flavour]
 #[tokio::test]
 async fn a_retried_batch_conflict_is_counted_under_its_table() {
-    use diesel_occ::observe::{ATTEMPTS, CONFLICTS, RETRIES, RETRY_DURATION};
+    use diesel_occ::observe::{ATTEMPTS, RETRIES, RETRY_DURATION};
 
     let db = db!();
     let system = system_name(Conn::BACKEND);
@@ -511,19 +480,10 @@ async fn a_retried_batch_conflict_is_counted_under_its_table() {
         .expect("the second attempt saves the batch");
     }
     let counters = totals.snapshot();
-    assert_eq!(
-        counters.get(&format!("{RETRIES}{{db.collection.name=counters}}")),
-        Some(&1),
-        "{counters:?}"
-    );
-    let labels = format!(
-        "db.system.name={system},db.collection.name=counters,db.operation.name=save_all_checked"
-    );
-    assert_eq!(
-        counters.get(&format!("{CONFLICTS}{{{labels}}}")),
-        Some(&1),
-        "{counters:?}"
-    );
+    let retries = counters.get(&on_counters(RETRIES));
+    assert_eq!(retries, Some(&1), "{counters:?}");
+    let conflicts = counters.get(&conflicts_key(system, "save_all_checked"));
+    assert_eq!(conflicts, Some(&1), "{counters:?}");
     assert!(
         !counters.keys().any(|name| name.contains("unknown")),
         "{counters:?}"
@@ -563,7 +523,7 @@ fn metric_key(name: &str, span: &ExportedSpan) -> String {
 #[flavour]
 #[tokio::test]
 async fn every_checked_write_records_its_duration_under_its_span_attributes() {
-    use diesel_occ::observe::{CONFLICTS, OPERATION_DURATION};
+    use diesel_occ::observe::OPERATION_DURATION;
 
     let db = db!();
     let system = system_name(Conn::BACKEND);
@@ -576,12 +536,8 @@ async fn every_checked_write_records_its_duration_under_its_span_attributes() {
         let _recorder = metrics::set_default_local_recorder(&totals);
         let mut mine = find(&mut conn, 1).await;
         bump(&db, 1).await;
-        assert!(
-            mine.save_checked(&mut conn)
-                .await
-                .unwrap_err()
-                .is_conflict()
-        );
+        let error = mine.save_checked(&mut conn).await.unwrap_err();
+        assert!(error.is_conflict(), "{error:?}");
         let stale = Counter::find_checked(&mut conn, 1, &1).await.unwrap_err();
         assert!(stale.is_conflict(), "{stale:?}");
         let error = Counter::update_by_key(&mut conn, 2, &0, schema::counters::value.eq(6))
@@ -592,7 +548,7 @@ async fn every_checked_write_records_its_duration_under_its_span_attributes() {
         tracked
             .delete_checked(&mut conn)
             .await
-            .expect("tracked delete_checked");
+            .expect("tracked delete");
 
         let mut new = Counter::new(5, 0);
         new.insert_checked(&mut conn).await.expect("insert_checked");
@@ -616,19 +572,13 @@ async fn every_checked_write_records_its_duration_under_its_span_attributes() {
         .iter()
         .map(|span| span.attribute("db.operation.name").to_owned())
         .collect();
-    for operation in [
-        "save_checked",
-        "update_by_key",
-        "delete_by_key",
-        "save_checked_where",
-        "force_increment",
-        "soft_delete_checked",
-        "delete_checked",
+    let others = [
         "save_all_checked",
         "save_merging",
         "insert_checked",
         "upsert_checked",
-    ] {
+    ];
+    for operation in EVERY_WAY.into_iter().chain(others).chain(["save_checked"]) {
         assert!(
             operations.contains(operation),
             "{operation} in {operations:?}"
@@ -661,25 +611,17 @@ async fn every_checked_write_records_its_duration_under_its_span_attributes() {
     );
 
     // The conflicts: under the method that returned each, with the span's labels.
-    let labels = |operation: &str| {
-        format!(
-            "{CONFLICTS}{{db.system.name={system},db.collection.name=counters,db.operation.name={operation}}}"
-        )
-    };
     let conflicts: BTreeMap<_, _> = totals
         .snapshot()
         .into_iter()
         .filter(|(key, _)| key.starts_with(CONFLICTS))
         .collect();
-    assert_eq!(
-        conflicts,
-        [
-            (labels("save_checked"), 1),
-            (labels("find_checked"), 1),
-            (labels("update_by_key"), 1),
-            (labels("save_all_checked"), 1),
-        ]
-        .into_iter()
-        .collect(),
-    );
+    let expected = [
+        "save_checked",
+        "find_checked",
+        "update_by_key",
+        "save_all_checked",
+    ];
+    let expected = expected.map(|operation| (conflicts_key(system, operation), 1));
+    assert_eq!(conflicts, BTreeMap::from(expected));
 }

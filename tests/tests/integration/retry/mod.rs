@@ -2,4 +2,4 @@
 //! exactly N, deadlines, the hot row and an attempt's atomicity (escalation has a subject
 //! of its own). One scenario file for both flavours (`scenarios.rs`).
 
-on_every_backend!(scenarios);
+on_every_backend!(asynchronous_counters, scenarios);

@@ -1,17 +1,11 @@
-//! The retry helper on real servers: a fresh checkout per attempt, exhaustion after
-//! exactly N, deadlines, the hot row, an attempt's atomicity, the caller's own
-//! transaction, a batch's conflict and a row deleted under an attempt. The flavours'
-//! pools differ (r2d2 and deadpool) in the order they hand out idle connections, so
-//! each flavour checks its own; the rules do not differ.
-//!
-//! What "fresh" means, and what is asserted: the helper checks a connection out of its
-//! source at the start of every attempt and gives it back before the backoff (one
-//! checkout per attempt, exactly one connection out during each attempt, all back
-//! between attempts). r2d2 keeps idle connections in a stack (last in, first out), so
-//! the next attempt gets the same server connection, checked out anew; deadpool hands
-//! them out first in, first out, so four attempts from a warm pool of four land on
-//! four server connections. A source that connects per attempt gives a new server
-//! connection to each in both flavours.
+//! The retry helper on real servers, in both flavours. It checks a connection out of its
+//! source at the start of every attempt and gives it back before the backoff: one
+//! checkout per attempt, one connection out during it, all back between attempts. The
+//! flavours' pools differ in the order they hand out idle connections, so each flavour
+//! checks its own: r2d2 last in, first out (the next attempt gets the same server
+//! connection, checked out anew), deadpool first in, first out (four attempts from a
+//! warm pool of four land on four server connections). A source that connects per
+//! attempt gives each a new server connection in both flavours.
 //!
 //! Races are forced: interference inside an attempt runs at a fixed point of the
 //! attempt, and the control's writers meet at a barrier.
@@ -19,14 +13,15 @@
 flavour_prelude!();
 
 use std::collections::HashSet;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 #[flavour(blocking)]
 use diesel::connection::TransactionManager;
 #[flavour(blocking)]
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::sql_types::BigInt;
 use diesel::{ExpressionMethods, QueryDsl};
 #[flavour(asynchronous)]
 use diesel_async::TransactionManager;
@@ -41,10 +36,11 @@ use diesel_occ::{Error, PoolError};
 use diesel_occ_tests::entities::Counter;
 
 #[flavour(blocking)]
-use std::sync::Barrier;
+use std::sync::{Barrier, Mutex, MutexGuard};
 #[flavour(asynchronous)]
-use tokio::sync::Barrier;
+use tokio::sync::{Barrier, Mutex, MutexGuard};
 
+use super::counters::{exhausted, quick};
 use super::schema;
 use crate::pools::Counting;
 
@@ -66,7 +62,6 @@ impl CustomizeConnection<Conn, diesel::r2d2::Error> for Setup {
 #[flavour(blocking)]
 type TestPool = Pool<ConnectionManager<Conn>>;
 
-/// The flavour's pool of test connections.
 #[flavour(asynchronous)]
 type TestPool = Pool<Conn>;
 
@@ -94,7 +89,6 @@ fn in_use(pool: &TestPool) -> u32 {
     pool.state().connections - pool.state().idle_connections
 }
 
-/// How many of the pool's connections are checked out.
 #[flavour(asynchronous)]
 fn in_use(pool: &TestPool) -> u32 {
     u32::try_from(pool.status().size - pool.status().available).expect("a count")
@@ -111,7 +105,6 @@ fn connecting(url: &str) -> impl Source<Connection = Conn> {
     }
 }
 
-/// A source that opens a new test connection for every attempt.
 #[flavour(asynchronous)]
 fn connecting(url: &str) -> impl Source<Connection = Conn> {
     || diesel_occ_tests::connect_async::<Conn>(url)
@@ -141,43 +134,40 @@ fn check_server_connections(seen: &[(u32, i64, u32)]) {
 /// when it opens).
 #[flavour]
 async fn connection_id(conn: &mut Conn) -> i64 {
-    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-        Conn::CONNECTION_ID,
-    ));
+    let query = diesel::select(diesel::dsl::sql::<BigInt>(Conn::CONNECTION_ID));
     query.get_result(conn).await.expect("connection id")
 }
 
 /// Rows 1 and 2 of `counters`, at value 0.
 #[flavour]
 async fn seed_two(db: &TestDb<Conn>) {
-    for id in [1, 2] {
-        diesel::insert_into(schema::counters::table)
-            .values(Counter::whole(id, 0))
-            .execute(&mut db.conn().await)
-            .await
-            .expect("seed");
-    }
+    let insert = "INSERT INTO counters (id, value, label, version) \
+                  VALUES (1, 0, '0', 1), (2, 0, '0', 1)";
+    raw_sql(db, insert).await;
+}
+
+/// Rows 1 and 2 at value 0, and a pool of `size` connections.
+#[flavour]
+async fn seeded(db: &TestDb<Conn>, size: usize) -> TestPool {
+    seed_two(db).await;
+    pool(db, size).await
 }
 
 /// Rows 1 and 2 as they stand.
 #[flavour]
 async fn rows(db: &TestDb<Conn>) -> (Counter, Counter) {
     let mut conn = db.conn().await;
-    (
-        Counter::find(&mut conn, 1).await.expect("row 1"),
-        Counter::find(&mut conn, 2).await.expect("row 2"),
-    )
+    let one = Counter::find(&mut conn, 1).await.expect("row 1");
+    (one, Counter::find(&mut conn, 2).await.expect("row 2"))
 }
 
-/// Another writer's checked increment of row `id`, on a connection of its own; returns
-/// the token it wrote.
+/// Another writer's checked increment of row `id`, on a connection of its own.
 #[flavour]
-async fn bump(db: &TestDb<Conn>, id: i32) -> i32 {
+async fn bump(db: &TestDb<Conn>, id: i32) {
     let mut conn = db.conn().await;
     let mut row = Counter::find(&mut conn, id).await.expect("row");
     row.increment();
     row.save_checked(&mut conn).await.expect("the other writer");
-    row.version
 }
 
 /// Runs attempts through `source` that another writer always overtakes between read
@@ -191,46 +181,28 @@ async fn perpetually_overtaken<S: Source<Connection = Conn>>(
     pool: &TestPool,
     attempts: u32,
 ) -> Vec<(u32, i64, u32)> {
-    let seen = Mutex::new(Vec::new());
-    let last = AtomicI32::new(0);
-    let result: Result<(), Error> = retry(
-        source,
-        &quick().max_attempts(attempts),
-        async |conn, attempt| {
-            let id = connection_id(conn).await;
-            seen.lock()
-                .unwrap()
-                .push((attempt.number(), id, in_use(pool)));
-            let mut row: Counter = attempt.find(conn, 1).await?;
-            last.store(bump(db, 1).await, Ordering::SeqCst);
-            row.increment();
-            row.save_checked(conn).await
-        },
-    )
+    let seen = std::sync::Mutex::new(Vec::new());
+    let policy = quick().max_attempts(attempts);
+    let result: Result<(), Error> = retry(source, &policy, async |conn, attempt| {
+        let at = (attempt.number(), connection_id(conn).await, in_use(pool));
+        seen.lock().unwrap().push(at);
+        let mut row: Counter = attempt.find(conn, 1).await?;
+        bump(db, 1).await;
+        row.increment();
+        row.save_checked(conn).await
+    })
     .await;
     let exhausted = exhausted(result);
     assert_eq!(exhausted.attempts(), attempts);
     assert!(!exhausted.deadline_reached());
+    // The last conflict names the token the last other writer left in the row.
     let conflict = exhausted.last_conflict().expect("the last conflict");
-    assert_eq!(
-        conflict.current::<i32>(),
-        Some(AtomicI32::load(&last, Ordering::SeqCst))
-    );
+    assert_eq!(conflict.current::<i32>(), Some(rows(db).await.0.version));
     seen.into_inner().unwrap()
 }
 
-/// The exhaustion `result` must be.
-fn exhausted<T: std::fmt::Debug>(result: Result<T, Error>) -> diesel_occ::RetriesExhausted {
-    match result {
-        Err(Error::RetriesExhausted(exhausted)) => exhausted,
-        other => panic!("expected exhaustion, got {other:?}"),
-    }
-}
-
-/// A short backoff: the scenarios force their conflicts, they do not wait them out.
-fn quick() -> RetryPolicy {
-    RetryPolicy::new().backoff(Duration::ZERO, Duration::from_millis(2))
-}
+/// A backoff no test waits out, for a row's hot mark.
+const HOUR: Duration = Duration::from_secs(3600);
 
 /// Makes row `id` hot in `policy`'s memory: one attempt that another writer overtakes.
 #[flavour]
@@ -240,23 +212,16 @@ async fn make_hot<S: Source<Connection = Conn>>(
     policy: &RetryPolicy,
     id: i32,
 ) {
-    let _ = retry(
-        source,
-        &policy.clone().max_attempts(1),
-        async |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, id).await?;
-            bump(db, id).await;
-            row.increment();
-            row.save_checked(conn).await
-        },
-    )
+    let once = policy.clone().max_attempts(1);
+    let _ = retry(source, &once, async |conn, attempt| {
+        let mut row: Counter = attempt.find(conn, id).await?;
+        bump(db, id).await;
+        row.increment();
+        row.save_checked(conn).await
+    })
     .await;
-    assert!(
-        policy
-            .hot_row_memory()
-            .expect("a memory")
-            .is_hot::<Counter>(&id)
-    );
+    let memory = policy.hot_row_memory().expect("a memory");
+    assert!(memory.is_hot::<Counter>(&id));
 }
 
 /// Writes row 2, then fails to write row 1 (a stale token), inside the closure's own
@@ -284,24 +249,18 @@ async fn two_rows(conn: &mut Conn, attempt: &Attempt, own: bool) -> Result<(), E
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
-    let hot = quick()
-        .max_attempts(1)
-        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let pool = seeded(&db, 2).await;
+    let hot = quick().max_attempts(1).escalate_hot_rows(1, HOUR);
     make_hot(&db, &pool, &hot, 1).await;
     let plain = quick().max_attempts(1);
+    let escalated = plain.clone().escalate_after(0);
     let cases = [
         ("optimistic", plain.clone(), false),
-        ("optimistic, closure's transaction", plain.clone(), true),
-        ("escalated", plain.clone().escalate_after(0), false),
-        (
-            "escalated, closure's transaction",
-            plain.clone().escalate_after(0),
-            true,
-        ),
+        ("optimistic, closure's transaction", plain, true),
+        ("escalated", escalated.clone(), false),
+        ("escalated, closure's transaction", escalated, true),
         ("hot row", hot.clone(), false),
-        ("hot row, closure's transaction", hot.clone(), true),
+        ("hot row, closure's transaction", hot, true),
     ];
     for (kind, policy, own) in cases {
         let before = rows(&db).await;
@@ -309,10 +268,8 @@ async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says()
             two_rows(conn, &attempt, own).await
         })
         .await;
-        assert!(
-            matches!(result, Err(Error::RetriesExhausted(_))),
-            "{kind}: {result:?}"
-        );
+        let exhausted = matches!(result, Err(Error::RetriesExhausted(_)));
+        assert!(exhausted, "{kind}: {result:?}");
         let after = rows(&db).await;
         if kind == "optimistic" {
             // No transaction encloses the writes: the first one stands.
@@ -325,86 +282,52 @@ async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says()
 }
 
 /// A source whose one connection is inside the caller's test transaction.
-#[flavour(blocking)]
-struct Held(std::sync::Mutex<Conn>);
+struct Held(Mutex<Conn>);
 
-#[flavour(blocking)]
-impl Held {
-    fn new(conn: Conn) -> Held {
-        Held(std::sync::Mutex::new(conn))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
-        self.0.lock().unwrap()
-    }
-}
-
-#[flavour(blocking)]
+#[flavour]
 impl Source for Held {
     type Connection = Conn;
     type Pooled<'a>
-        = std::sync::MutexGuard<'a, Conn>
-    where
-        Self: 'a;
-    fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        Ok(self.lock())
-    }
-}
-
-/// A source whose one connection is inside the caller's test transaction.
-#[flavour(asynchronous)]
-struct Held(tokio::sync::Mutex<Conn>);
-
-#[flavour(asynchronous)]
-impl Held {
-    fn new(conn: Conn) -> Held {
-        Held(tokio::sync::Mutex::new(conn))
-    }
-
-    async fn lock(&self) -> tokio::sync::MutexGuard<'_, Conn> {
-        self.0.lock().await
-    }
-}
-
-#[flavour(asynchronous)]
-impl Source for Held {
-    type Connection = Conn;
-    type Pooled<'a>
-        = tokio::sync::MutexGuard<'a, Conn>
+        = MutexGuard<'a, Conn>
     where
         Self: 'a;
     async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        Ok(self.lock().await)
+        Ok(lock(&self.0).await)
     }
 }
+
+#[flavour(blocking)]
+fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap()
+}
+
+#[flavour(asynchronous)]
+async fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().await
+}
+
+/// The flavour's transaction manager, which knows the caller's transaction depth.
+type Manager = <Conn as Connection>::TransactionManager;
 
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_helper_never_ends_the_callers_transaction() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
-    let policy = quick().escalate_hot_rows(1, Duration::from_secs(3600));
+    let pool = seeded(&db, 2).await;
+    let policy = quick().escalate_hot_rows(1, HOUR);
     make_hot(&db, &pool, &policy, 1).await;
     let before = rows(&db).await;
 
     let mut conn = db.conn().await;
-    conn.begin_test_transaction()
-        .await
-        .expect("test transaction");
+    conn.begin_test_transaction().await.expect("begin");
     // The caller's own work, before the helper runs.
     let mut own = Counter::find(&mut conn, 2).await.expect("row 2");
     own.increment();
-    own.save_checked(&mut conn)
-        .await
-        .expect("the caller's write");
-    let held = Held::new(conn);
+    own.save_checked(&mut conn).await.expect("caller's write");
+    let held = Held(Mutex::new(conn));
     let cases = [
-        (
-            "cold attempt",
-            quick().escalate_hot_rows(1, Duration::from_secs(3600)),
-        ),
-        ("hot row", policy.clone()),
+        ("cold attempt", quick().escalate_hot_rows(1, HOUR)),
+        ("hot row", policy),
         ("escalated", quick().escalate_after(0)),
     ];
     for (kind, policy) in cases {
@@ -416,21 +339,13 @@ async fn the_helper_never_ends_the_callers_transaction() {
         })
         .await
         .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
-        let mut conn = held.lock().await;
-        let depth =
-            <<Conn as Connection>::TransactionManager as TransactionManager<Conn>>::transaction_manager_status_mut(&mut conn)
-                .transaction_depth()
-                .expect("a sound transaction manager");
-        assert_eq!(
-            depth.map(|d| d.get()),
-            Some(1),
-            "{kind}: the caller's transaction is still open"
-        );
-        assert_eq!(
-            Counter::find(&mut *conn, 1).await.expect("row 1").value,
-            value,
-            "{kind}: seen inside it"
-        );
+        let mut conn = lock(&held.0).await;
+        let status = Manager::transaction_manager_status_mut(&mut *conn);
+        let depth = status.transaction_depth().expect("a sound manager");
+        let depth = depth.map(NonZeroU32::get);
+        assert_eq!(depth, Some(1), "{kind}: still in the caller's transaction");
+        let seen = Counter::find(&mut *conn, 1).await.expect("row 1").value;
+        assert_eq!(seen, value, "{kind}: seen inside it");
     }
     // Nothing of it is committed: not the caller's write, not the helper's.
     assert_eq!(rows(&db).await, before);
@@ -440,8 +355,7 @@ async fn the_helper_never_ends_the_callers_transaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
+    let pool = seeded(&db, 2).await;
     // A batch that another writer overtakes counts as a conflict.
     let escalated = retry(
         &pool,
@@ -465,24 +379,20 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
 
     // A row deleted under the attempt: no backoff (an hour here), and the re-read ends
     // the loop with NotFound.
-    let hour = Duration::from_secs(3600);
     let started = Instant::now();
     let attempts = AtomicU32::new(0);
-    let result: Result<(), Error> = retry(
-        &pool,
-        &RetryPolicy::new().backoff(hour, hour).escalate_after(1),
-        async |conn, attempt| {
-            attempts.store(attempt.number(), Ordering::SeqCst);
-            assert!(!attempt.is_escalated(), "a deletion does not escalate");
-            let mut row: Counter = attempt.find(conn, 2).await?;
-            diesel::delete(schema::counters::table.find(2))
-                .execute(&mut db.conn().await)
-                .await
-                .expect("the other writer deletes");
-            row.increment();
-            row.save_checked(conn).await
-        },
-    )
+    let policy = RetryPolicy::new().backoff(HOUR, HOUR).escalate_after(1);
+    let result: Result<(), Error> = retry(&pool, &policy, async |conn, attempt| {
+        attempts.store(attempt.number(), Ordering::SeqCst);
+        assert!(!attempt.is_escalated(), "a deletion does not escalate");
+        let mut row: Counter = attempt.find(conn, 2).await?;
+        diesel::delete(schema::counters::table.find(2))
+            .execute(&mut db.conn().await)
+            .await
+            .expect("the other writer deletes");
+        row.increment();
+        row.save_checked(conn).await
+    })
     .await;
     assert!(matches!(result, Err(Error::NotFound(_))), "{result:?}");
     assert_eq!(attempts.into_inner(), 2);
@@ -493,8 +403,7 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_attempt_checks_out_anew_until_exactly_n() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 4).await;
+    let pool = seeded(&db, 4).await;
     let source = Counting::new(&pool);
     let seen = perpetually_overtaken(&db, &source, &pool, 4).await;
     assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
@@ -511,8 +420,7 @@ async fn each_attempt_checks_out_anew_until_exactly_n() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 1).await;
+    let pool = seeded(&db, 1).await;
     let seen = perpetually_overtaken(&db, &connecting(db.url()), &pool, 4).await;
     let ids: HashSet<i64> = seen.iter().map(|s| s.1).collect();
     assert_eq!(ids.len(), 4, "four server connections: {seen:?}");
@@ -525,8 +433,7 @@ async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
     struct SoldOut;
 
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
+    let pool = seeded(&db, 2).await;
     let source = Counting::new(&pool);
     let outcome = retry(&source, &quick(), async |conn, attempt| {
         let row: Counter = attempt.find(conn, 1).await?;
@@ -546,15 +453,14 @@ async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_deadline_stops_a_perpetual_conflict() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
+    let pool = seeded(&db, 2).await;
     let budget = Duration::from_millis(300);
     let policy = RetryPolicy::new()
         .max_attempts(10_000)
         .backoff(Duration::from_millis(1), Duration::from_millis(10))
         .deadline(budget);
     let started = Instant::now();
-    let starts = Mutex::new(Vec::new());
+    let starts = std::sync::Mutex::new(Vec::new());
     let result: Result<(), Error> = retry(&pool, &policy, async |conn, attempt| {
         starts.lock().unwrap().push(started.elapsed());
         let mut row: Counter = attempt.find(conn, 1).await?;
@@ -572,10 +478,8 @@ async fn the_deadline_stops_a_perpetual_conflict() {
     assert_eq!(starts.len() as u32, exhausted.attempts());
     // Generous bounds: no attempt starts long after the budget and the loop does not
     // run on for long.
-    assert!(
-        starts.iter().all(|s| *s < budget + Duration::from_secs(2)),
-        "{starts:?}"
-    );
+    let late = budget + Duration::from_secs(2);
+    assert!(starts.iter().all(|s| *s < late), "{starts:?}");
     assert!(elapsed < budget + Duration::from_secs(10), "{elapsed:?}");
     eprintln!(
         "{}: deadline {budget:?}: {} attempts in {elapsed:?}",
@@ -588,8 +492,7 @@ async fn the_deadline_stops_a_perpetual_conflict() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn retry_futures_are_send_and_run_on_spawned_tasks() {
     let db = db!();
-    seed_two(&db).await;
-    let pool = pool(&db, 2).await;
+    let pool = seeded(&db, 2).await;
     let tasks: Vec<_> = (0..4)
         .map(|_| {
             let pool = pool.clone();
@@ -618,13 +521,14 @@ async fn retry_futures_are_send_and_run_on_spawned_tasks() {
 
 const WORKERS: usize = 8;
 const INCREMENTS: usize = 250;
+const TOTAL: i32 = (WORKERS * INCREMENTS) as i32;
 
-/// Eight workers (threads, or tasks) run 250 retried increments each on one row under
-/// `policy`; returns the attempts they took. Every increment must land, and no
+/// Eight workers (threads, or tasks) run 250 retried increments each on row 1 (seeded
+/// here) under `policy`; returns the attempts they took. Every increment must land, and no
 /// operation may need more than two attempts: its second one holds the lock.
 #[flavour]
 async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPolicy) -> u32 {
-    let pool = pool(db, WORKERS).await;
+    let pool = seeded(db, WORKERS).await;
     let started = Instant::now();
     let workers: Vec<_> = (0..WORKERS)
         .map(|_| {
@@ -655,11 +559,7 @@ async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPol
         escalated += e;
     }
     let row = rows(db).await.0;
-    assert_eq!(
-        row.value,
-        (WORKERS * INCREMENTS) as i32,
-        "no increment lost"
-    );
+    assert_eq!(row.value, TOTAL, "no increment lost");
     row.assert_whole();
     eprintln!(
         "{}: hot row {WORKERS}x{INCREMENTS} ({policy:?}): {attempts} attempts, {escalated} escalated, {:?}",
@@ -673,11 +573,7 @@ async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPol
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
     let db = db!();
-    seed_two(&db).await;
-    let policy = RetryPolicy::new()
-        .max_attempts(100)
-        .backoff(Duration::ZERO, Duration::from_millis(2))
-        .escalate_after(1);
+    let policy = quick().max_attempts(100).escalate_after(1);
     eight_workers_times_250_increments(&db, &policy).await;
 }
 
@@ -685,11 +581,7 @@ async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() {
     let db = db!();
-    seed_two(&db).await;
-    let policy = RetryPolicy::new()
-        .max_attempts(100)
-        .backoff(Duration::ZERO, Duration::from_millis(2))
-        .escalate_hot_rows(1, Duration::from_secs(3600));
+    let policy = quick().max_attempts(100).escalate_hot_rows(1, HOUR);
     let attempts = eight_workers_times_250_increments(&db, &policy).await;
     // After the row's first conflict every read of it takes the lock, so only a read
     // that started before that conflict can lose: at most one per worker.

@@ -4,22 +4,24 @@
 
 flavour_prelude!();
 
-use std::sync::Arc;
+#[flavour(asynchronous)]
+use std::pin::Pin;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 
 use diesel_occ::Error;
+#[flavour(asynchronous)]
+use diesel_occ::asynchronous::Combiner;
+#[flavour(blocking)]
+use diesel_occ::blocking::Combiner;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{Relay, wait};
 
-use super::schema;
-
 #[flavour]
 async fn seed(db: &TestDb<Conn>) {
-    diesel::insert_into(schema::counters::table)
-        .values(Counter::new(1, 0))
-        .execute(&mut db.conn().await)
-        .await
-        .expect("seed");
+    let insert = "INSERT INTO counters (id, value, version) VALUES (1, 0, 1)";
+    raw_sql(db, insert).await;
 }
 
 #[flavour]
@@ -35,89 +37,65 @@ fn increment(counter: &mut Counter) -> i32 {
     counter.value
 }
 
-/// The first change's gate: it tells the test it runs, then waits for the go.
-type Gate = (std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>);
+/// A change the combiner runs.
+type Change = Box<dyn FnMut(&mut Counter) -> i32 + Send>;
+
+/// Connects to `url` per attempt.
+#[flavour(blocking)]
+fn source(url: String) -> impl Fn() -> diesel::ConnectionResult<Conn> + Clone + Send + Sync {
+    move || Conn::establish(&url)
+}
+
+/// A future that connects.
+#[flavour(asynchronous)]
+type Connecting = Pin<Box<dyn Future<Output = diesel::ConnectionResult<Conn>> + Send>>;
+
+/// Connects to `url` per attempt.
+#[flavour(asynchronous)]
+fn source(url: String) -> impl Fn() -> Connecting + Clone + Send + Sync {
+    move || {
+        let url = url.clone();
+        Box::pin(async move { diesel_occ_tests::connect_async::<Conn>(&url).await })
+    }
+}
+
+/// Waits for the first change's signal that it runs.
+#[flavour(blocking)]
+fn until_running(running: Receiver<()>) {
+    running.recv().expect("the first change runs");
+}
+
+/// Waits for the first change's signal that it runs, off the runtime's workers: one of
+/// them is held by the change, and a timer would wait on the other.
+#[flavour(asynchronous)]
+async fn until_running(running: Receiver<()>) {
+    tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
+        .await
+        .unwrap();
+}
 
 /// Writes two groups through `relay`: the first caller's increment alone, then three
 /// increments as one group, each of which runs `fault` on its first run (before the
-/// group's save). Returns the first caller's result and the three others'.
-#[flavour(blocking)]
-fn two_groups(
-    db: &TestDb<Conn>,
-    relay: &Arc<Relay>,
-    policy: &RetryPolicy,
-    fault: fn(&Relay),
-) -> (Result<i32, Error>, Vec<Result<i32, Error>>) {
-    use diesel_occ::blocking::Combiner;
-    use std::sync::mpsc;
-
-    let url = relay.url(db.url());
-    let source = || Conn::establish(&url);
-    let combiner = Combiner::<Counter>::new();
-    let (combiner, source) = (&combiner, &source);
-    std::thread::scope(|scope| {
-        let (running_tx, running) = mpsc::channel();
-        let (go, go_rx) = mpsc::channel::<()>();
-        let first = scope.spawn(move || {
-            let mut gate: Option<Gate> = Some((running_tx, go_rx));
-            combiner.apply(source, policy, 1, move |counter: &mut Counter| {
-                if let Some((running, go)) = gate.take() {
-                    running.send(()).unwrap();
-                    go.recv().unwrap();
-                }
-                increment(counter)
-            })
-        });
-        running.recv().expect("the first change runs");
-        let rest: Vec<_> = (0..3)
-            .map(|_| {
-                let relay = Arc::clone(relay);
-                scope.spawn(move || {
-                    let mut first_run = true;
-                    combiner.apply(source, policy, 1, move |counter: &mut Counter| {
-                        if std::mem::take(&mut first_run) {
-                            fault(&relay);
-                        }
-                        increment(counter)
-                    })
-                })
-            })
-            .collect();
-        wait_until("3 changes to row 1 to wait", wait::TIMEOUT, || {
-            combiner.waiting(&1) >= 3
-        });
-        go.send(()).unwrap();
-        let first = first.join().unwrap();
-        (first, rest.into_iter().map(|t| t.join().unwrap()).collect())
-    })
-}
-
-/// [`two_groups`] on tasks: the first change holds its writer task on the gate (the
-/// runtime has a second worker for the test).
-#[flavour(asynchronous)]
+/// group's save). Returns the first caller's result and the three others'. Each caller
+/// runs on a thread (blocking) or a task (async) of its own; the first change holds
+/// its writer, thread or task, on a gate (the async runtime has a second worker for
+/// the test).
+#[flavour]
 async fn two_groups(
     db: &TestDb<Conn>,
     relay: &Arc<Relay>,
     policy: &RetryPolicy,
     fault: fn(&Relay),
 ) -> (Result<i32, Error>, Vec<Result<i32, Error>>) {
-    use diesel_occ::asynchronous::Combiner;
-    use std::sync::{Mutex, mpsc};
-
-    let url = relay.url(db.url());
-    let source = move || {
-        let url = url.clone();
-        Box::pin(async move { diesel_occ_tests::connect_async::<Conn>(&url).await })
-            as std::pin::Pin<Box<dyn Future<Output = diesel::ConnectionResult<Conn>> + Send>>
-    };
+    let source = source(relay.url(db.url()));
     let combiner = Arc::new(Combiner::<Counter>::new());
-    let apply = |change: Box<dyn FnMut(&mut Counter) -> i32 + Send>| {
+    let apply = |change: Change| {
         let (combiner, source, policy) = (Arc::clone(&combiner), source.clone(), policy.clone());
-        tokio::spawn(async move { combiner.apply(&source, &policy, 1, change).await })
+        spawn(move || async move { combiner.apply(&source, &policy, 1, change).await })
     };
     let (running_tx, running) = mpsc::channel();
     let (go, go_rx) = mpsc::channel::<()>();
-    let gate: Mutex<Option<Gate>> = Mutex::new(Some((running_tx, go_rx)));
+    let gate = Mutex::new(Some((running_tx, go_rx)));
     let first = apply(Box::new(move |counter| {
         if let Some((running, go)) = gate.lock().unwrap().take() {
             running.send(()).unwrap();
@@ -125,9 +103,7 @@ async fn two_groups(
         }
         increment(counter)
     }));
-    tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
-        .await
-        .unwrap();
+    until_running(running).await;
     let rest: Vec<_> = (0..3)
         .map(|_| {
             let relay = Arc::clone(relay);
@@ -140,15 +116,13 @@ async fn two_groups(
             }))
         })
         .collect();
-    wait_until("3 changes to row 1 to wait", wait::TIMEOUT, async || {
-        combiner.waiting(&1) == 3
-    })
-    .await;
+    let queued = async || combiner.waiting(&1) == 3;
+    wait_until("3 changes to row 1 to wait", wait::TIMEOUT, queued).await;
     go.send(()).unwrap();
-    let first = first.await.unwrap();
+    let first = joined(first).await.unwrap();
     let mut results = Vec::new();
     for caller in rest {
-        results.push(caller.await.unwrap());
+        results.push(joined(caller).await.unwrap());
     }
     (first, results)
 }
