@@ -24,12 +24,16 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use super::super::assert_told;
 use super::app_backend::http::client::{Reply, send};
 use super::app_backend::{AsyncConn, AsyncPool, Pool, async_pool, http};
 use super::{Conn, app_backend};
 
 /// On SQLite a writer locks the whole database, and waits for the lock.
 const SQLITE: bool = matches!(Conn::BACKEND, Backend::Sqlite);
+
+/// A request's headers.
+type Headers<'a> = &'a [(HeaderName, &'a str)];
 
 /// The app's HTTP service, on 127.0.0.1 with an ephemeral port, and a client for it.
 struct App {
@@ -83,10 +87,9 @@ impl App {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(http::serve(listener, pool));
-        let client = Client::new();
         App {
             base,
-            client,
+            client: Client::new(),
             writes,
         }
     }
@@ -94,21 +97,11 @@ impl App {
     /// POSTs an article and returns its URL and ETag.
     async fn create(&self) -> (String, String) {
         let body = json!({"title": "Draft", "body": "First version."});
-        let reply = send(
-            &self.client,
-            Method::POST,
-            &self.url("articles"),
-            &[],
-            Some(body),
-        )
-        .await
-        .unwrap();
+        let url = self.url("articles");
+        let reply = call(&self.client, Method::POST, &url, &[], Some(body)).await;
         assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
-        let id = reply.body["id"].as_str().unwrap();
-        (
-            self.url(&format!("articles/{id}")),
-            reply.etag.expect("an ETag"),
-        )
+        let url = self.url(&format!("articles/{}", reply.body["id"].as_str().unwrap()));
+        (url, reply.etag.expect("an ETag"))
     }
 
     /// The service's URL for `path`.
@@ -116,36 +109,20 @@ impl App {
         format!("{}/{path}", self.base)
     }
 
-    async fn call(
-        &self,
-        method: Method,
-        url: &str,
-        headers: &[(HeaderName, &str)],
-        body: Option<Value>,
-    ) -> Reply {
-        call(&self.client, method, url, headers, body).await
+    async fn get(&self, url: &str, headers: Headers<'_>) -> Reply {
+        call(&self.client, Method::GET, url, headers, None).await
     }
 
-    async fn get(&self, url: &str, headers: &[(HeaderName, &str)]) -> Reply {
-        self.call(Method::GET, url, headers, None).await
+    async fn put(&self, url: &str, headers: Headers<'_>, body: Option<Value>) -> Reply {
+        call(&self.client, Method::PUT, url, headers, body).await
     }
 
-    async fn put(&self, url: &str, headers: &[(HeaderName, &str)], body: Option<Value>) -> Reply {
-        self.call(Method::PUT, url, headers, body).await
-    }
-
-    /// `method` with `If-Match` when given and the body it sends (see [`body_for`]),
-    /// titled `title`.
-    async fn request(
-        &self,
-        method: &Method,
-        url: &str,
-        if_match: Option<&str>,
-        title: &str,
-    ) -> Reply {
-        let headers: Vec<_> = if_match.iter().map(|tag| (IF_MATCH, *tag)).collect();
-        self.call(method.clone(), url, &headers, body_for(method, title))
-            .await
+    /// `method` with `If-Match: tag` when given and the body it sends (see
+    /// [`body_for`]), titled `title`.
+    async fn request(&self, method: &Method, url: &str, tag: Option<&str>, title: &str) -> Reply {
+        let headers: Vec<_> = tag.iter().map(|tag| (IF_MATCH, *tag)).collect();
+        let body = body_for(method, title);
+        call(&self.client, method.clone(), url, &headers, body).await
     }
 }
 
@@ -154,7 +131,7 @@ async fn call(
     client: &Client,
     method: Method,
     url: &str,
-    headers: &[(HeaderName, &str)],
+    headers: Headers<'_>,
     body: Option<Value>,
 ) -> Reply {
     let reply = send(client, method, url, headers, body)
@@ -230,10 +207,9 @@ fn body_for(method: &Method, title: &str) -> Option<Value> {
 
 /// The success status of a write.
 fn success(method: &Method) -> StatusCode {
-    if *method == Method::DELETE {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::OK
+    match *method {
+        Method::DELETE => StatusCode::NO_CONTENT,
+        _ => StatusCode::OK,
     }
 }
 
@@ -286,13 +262,12 @@ impl App {
             let begin = if SQLITE { "BEGIN IMMEDIATE" } else { "BEGIN" };
             conn.batch_execute(begin).unwrap();
             let row = articles::table.find(id);
+            let theirs = (
+                articles::title.eq("Theirs"),
+                articles::version.eq(UuidToken::initial()),
+            );
             match other {
-                Other::Update => diesel::update(row)
-                    .set((
-                        articles::title.eq("Theirs"),
-                        articles::version.eq(UuidToken::initial()),
-                    ))
-                    .execute(&mut conn),
+                Other::Update => diesel::update(row).set(theirs).execute(&mut conn),
                 Other::Delete => diesel::delete(row).execute(&mut conn),
                 Other::Lock => diesel::update(row)
                     .set(articles::title.eq(articles::title))
@@ -356,17 +331,12 @@ async fn get_and_head_return_the_token_as_a_strong_etag() {
     let reply = app.get(&url, &[]).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.etag.as_ref(), Some(&created));
-    assert_eq!(
-        reply.etag,
-        stored_etag(&pool, &url),
-        "strong: quoted, no W/"
-    );
+    // Strong: quoted, no W/.
+    assert_eq!(reply.etag, stored_etag(&pool, &url));
     assert_eq!(reply.body["title"], "Draft");
-    let head = app.call(Method::HEAD, &url, &[], None).await;
-    assert_eq!(
-        (head.status, head.etag, head.body),
-        (StatusCode::OK, Some(created), Value::Null)
-    );
+    let head = call(&app.client, Method::HEAD, &url, &[], None).await;
+    let expected = (StatusCode::OK, Some(created), Value::Null);
+    assert_eq!((head.status, head.etag, head.body), expected);
 }
 
 /// If-None-Match on GET and HEAD (RFC 9110, 13.1.2): weak comparison, lists, `*`; a
@@ -392,19 +362,13 @@ async fn if_none_match_answers_304_when_the_client_holds_the_version() {
         (Method::HEAD, other, StatusCode::OK),
     ] {
         let if_none_match = [(IF_NONE_MATCH, value)];
-        let reply = app.call(method.clone(), &url, &if_none_match, None).await;
-        assert_eq!(reply.status, expected, "{method} If-None-Match: {value}");
-        assert_eq!(
-            reply.etag.as_ref(),
-            Some(&etag),
-            "{method} If-None-Match: {value}"
-        );
+        let reply = call(&app.client, method.clone(), &url, &if_none_match, None).await;
+        let case = format!("{method} If-None-Match: {value}");
+        assert_eq!(reply.status, expected, "{case}");
+        assert_eq!(reply.etag.as_ref(), Some(&etag), "{case}");
         let has_body = reply.body != Value::Null;
-        assert_eq!(
-            has_body,
-            expected == StatusCode::OK && method == Method::GET,
-            "{reply:?}"
-        );
+        let wants_body = expected == StatusCode::OK && method == Method::GET;
+        assert_eq!(has_body, wants_body, "{reply:?}");
     }
     // Two header lines are one list.
     let two_lines = [(IF_NONE_MATCH, other), (IF_NONE_MATCH, etag.as_str())];
@@ -438,17 +402,14 @@ async fn writes_with_a_matching_if_match_succeed() {
                 _ => format!("W/{other}, {etag}"),
             };
             let reply = app.request(&method, &url, Some(&value), "Mine").await;
-            assert_eq!(reply.status, success(&method), "{method} {form}: {reply:?}");
+            let case = format!("{method} {form}");
+            assert_eq!(reply.status, success(&method), "{case}: {reply:?}");
             if method == Method::DELETE {
                 assert_eq!(stored(&pool, &url), None, "{form}");
                 continue;
             }
-            assert_ne!(
-                reply.etag.as_ref(),
-                Some(&etag),
-                "{method} {form}: a new ETag"
-            );
-            assert_eq!(reply.etag, stored_etag(&pool, &url), "{method} {form}");
+            assert_ne!(reply.etag.as_ref(), Some(&etag), "{case}: a new ETag");
+            assert_eq!(reply.etag, stored_etag(&pool, &url), "{case}");
             assert_eq!(reply.body["title"], "Mine");
             assert_eq!(stored(&pool, &url).unwrap().0, "Mine");
         }
@@ -467,26 +428,13 @@ async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
         let current = put.etag.clone().unwrap();
         let weak = format!("W/{current}");
         let list = format!("{old}, W/{current}");
-        for value in [
-            old.as_str(),
-            weak.as_str(),
-            list.as_str(),
-            "\"not-a-uuid\"",
-            "\"00000000-0000-0000-0000-000000000000\"",
-            "\"\"",
-        ] {
+        let nil = "\"00000000-0000-0000-0000-000000000000\"";
+        for value in [old.as_str(), &weak, &list, "\"not-a-uuid\"", nil, "\"\""] {
             let reply = app.request(&method, &url, Some(value), "Late").await;
             assert_412(&reply);
-            assert_eq!(
-                reply.etag.as_ref(),
-                Some(&current),
-                "{method} If-Match: {value}"
-            );
-            assert_eq!(
-                stored(&pool, &url).unwrap().0,
-                "Second",
-                "{method}: nothing written"
-            );
+            assert_eq!(reply.etag, put.etag, "{method} If-Match: {value}");
+            let (title, _) = stored(&pool, &url).unwrap();
+            assert_eq!(title, "Second", "{method}: nothing written");
         }
     }
 }
@@ -534,17 +482,11 @@ async fn malformed_if_match_gets_400() {
     let (_db, pool, app) = started!();
     let (url, etag) = app.create().await;
     let before = stored(&pool, &url);
-    let unquoted = etag.trim_matches('"').to_owned();
+    let unquoted = etag.trim_matches('"');
     let trailing = format!("{etag} junk");
     let with_star = format!("{etag}, *");
     for method in WRITES {
-        for bad in [
-            "abc",
-            unquoted.as_str(),
-            trailing.as_str(),
-            with_star.as_str(),
-            "w/\"a\"",
-        ] {
+        for bad in ["abc", unquoted, &trailing, &with_star, "w/\"a\""] {
             let reply = app.request(&method, &url, Some(bad), "X").await;
             assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_match");
         }
@@ -556,13 +498,9 @@ async fn malformed_if_match_gets_400() {
 async fn deleted_row_gets_404() {
     let (_db, pool, app) = started!();
     let (url, etag) = app.create().await;
-    let deleted = app
-        .call(Method::DELETE, &url, &[(IF_MATCH, &etag)], None)
-        .await;
-    assert_eq!(
-        (deleted.status, deleted.etag),
-        (StatusCode::NO_CONTENT, None)
-    );
+    let deleted = app.request(&Method::DELETE, &url, Some(&etag), "").await;
+    let expected = (StatusCode::NO_CONTENT, None);
+    assert_eq!((deleted.status, deleted.etag), expected);
     for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
         let reply = app.request(&method, &url, Some(&etag), "Gone").await;
         assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
@@ -575,11 +513,8 @@ async fn row_deleted_during_a_patch_gets_404() {
     let (_db, pool, mut app) = started!();
     let (url, reply) = app.race(&pool, Other::Delete, Method::PATCH).await;
     assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
-    assert_eq!(
-        stored(&pool, &url),
-        None,
-        "the late write did not resurrect the row"
-    );
+    // The late write did not resurrect the row.
+    assert_eq!(stored(&pool, &url), None);
 }
 
 /// A write that commits between PATCH's check and its save: the save's predicate
@@ -590,13 +525,9 @@ async fn a_write_committed_between_a_patchs_check_and_save_gets_412() {
     let (_db, pool, mut app) = started!();
     let (url, reply) = app.race(&pool, Other::Update, Method::PATCH).await;
     assert_412(&reply);
-    assert_eq!(
-        reply.etag,
-        stored_etag(&pool, &url),
-        "the other writer's ETag"
-    );
-    let (title, _) = stored(&pool, &url).unwrap();
-    assert_eq!(title, "Theirs", "the row holds the other writer's write");
+    // The other writer's ETag, and the row holds the other writer's write.
+    assert_eq!(reply.etag, stored_etag(&pool, &url));
+    assert_eq!(stored(&pool, &url).unwrap().0, "Theirs");
 }
 
 /// PUT and DELETE check the token in their own statement (`update_by_key`,
@@ -610,10 +541,7 @@ async fn a_write_committed_during_a_put_or_delete_gets_412() {
         assert_412(&reply);
         assert_eq!(reply.etag, stored_etag(&pool, &url), "{method}");
         let (title, _) = stored(&pool, &url).unwrap();
-        assert_eq!(
-            title, "Theirs",
-            "{method}: the row holds the other writer's write"
-        );
+        assert_eq!(title, "Theirs", "{method}: the other writer's write");
     }
 }
 
@@ -642,10 +570,7 @@ async fn two_puts_with_the_same_etag_exactly_one_succeeds() {
     assert_eq!(winner.status, StatusCode::OK, "{winner:?}");
     // The loser's UPDATE ran after the winner's commit and matched no row.
     assert_412(&loser);
-    assert_eq!(
-        loser.etag, winner.etag,
-        "the loser is told the winner's ETag"
-    );
+    assert_eq!(loser.etag, winner.etag, "told the winner's ETag");
     let (title, _) = stored(&pool, &url).unwrap();
     let winners_title = winner.body["title"].as_str().unwrap();
     assert_eq!(title, winners_title, "the row holds the winner's write");
@@ -727,7 +652,7 @@ async fn database_failures_show_no_sql_or_driver_text() {
         assert_eq!(reply.body["detail"], "Internal error.");
     }
     let articles = app.url("articles");
-    let reply = app.call(Method::POST, &articles, &[], edit("New")).await;
+    let reply = call(&app.client, Method::POST, &articles, &[], edit("New")).await;
     assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
 }
 
@@ -752,10 +677,8 @@ async fn metrics_show_the_conflict_counter_and_the_attempts_histogram() {
     assert_eq!(response.status(), StatusCode::OK);
     let text = response.text().await.unwrap();
     let has = |prefix: &str| text.lines().any(|line| line.starts_with(prefix));
-    assert!(
-        has("diesel_occ_conflicts"),
-        "no conflict counter in:\n{text}"
-    );
+    let counter = has("diesel_occ_conflicts");
+    assert!(counter, "no conflict counter in:\n{text}");
     let histogram = has("diesel_occ_attempts_bucket");
     assert!(histogram, "no attempts histogram in:\n{text}");
 }
@@ -767,8 +690,7 @@ async fn walkthrough_tells_the_whole_story() {
     http::client::walkthrough(async_pool(db.url(), 4).unwrap(), &mut out)
         .await
         .unwrap();
-    let out = String::from_utf8(out).unwrap();
-    for expected in [
+    let told = [
         "GET with If-None-Match: the ETag             -> 304, ETag",
         "PUT without If-Match                         -> 428 precondition_required",
         "PUT with If-Match: not-an-etag               -> 400 malformed_if_match",
@@ -777,7 +699,6 @@ async fn walkthrough_tells_the_whole_story() {
         "PUT with If-Match: *                         -> 200, ETag",
         "GET after the delete                         -> 404 not_found",
         "DELETE again with If-Match: *                -> 412 precondition_failed",
-    ] {
-        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
-    }
+    ];
+    assert_told(out, &told);
 }

@@ -12,6 +12,29 @@
 //! barriers), or, for the HTTP service, with a row lock held until every request has
 //! reported its write; never left to timing.
 
+/// Asserts that `$value` matches the pattern (and its guard), showing the value when it
+/// does not, after the message given or else the pattern. The value is matched by
+/// reference.
+macro_rules! assert_matches {
+    ($value:expr, $pattern:pat $(if $guard:expr)?) => {
+        assert_matches!($value, $pattern $(if $guard)?, "expected {}", stringify!($pattern))
+    };
+    ($value:expr, $pattern:pat $(if $guard:expr)?, $($message:tt)+) => {
+        match &$value {
+            $pattern $(if $guard)? => {}
+            other => panic!("{}: got {other:?}", format_args!($($message)+)),
+        }
+    };
+}
+
+/// Asserts that what an app's walkthrough wrote to `out` tells every line `expected`.
+fn assert_told(out: Vec<u8>, expected: &[&str]) {
+    let out = String::from_utf8(out).unwrap();
+    for expected in expected {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+}
+
 on_every_app_backend!(claims, http, inventory, seat, tracked);
 
 /// The HTTP app's pool on PostgreSQL (`postgres::async_pool`, built by `async_pool_with`
