@@ -670,6 +670,10 @@ fn assert_names_the_current_token(saved: Result<(), Error>, current: i32) {
 /// row's real token (or the save fails transiently), never the snapshot's.
 #[flavour]
 async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
+    if isolation == Some("SERIALIZABLE") && Conn::BACKEND == Backend::Mysql {
+        // InnoDB's SERIALIZABLE reads take shared locks: no stale snapshot.
+        return;
+    }
     let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     if read_before {
@@ -687,38 +691,29 @@ async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
     end(&mut conn, raw).await;
 }
 
+/// One test per row, of `in_snapshot` at each `(isolation, read_before, raw)`.
 #[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_default_isolation() {
-    in_snapshot(None, false, false).await;
-    in_snapshot(None, true, false).await;
+macro_rules! snapshot_conflicts {
+    ($($(#[$doc:meta])* $test:ident: $(($($case:expr),+))+;)+) => {$(
+        $(#[$doc])*
+        #[tokio::test]
+        async fn $test() {
+            $(in_snapshot($($case),+).await;)+
+        }
+    )+};
 }
 
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_repeatable_read() {
-    in_snapshot(Some("REPEATABLE READ"), false, false).await;
-    in_snapshot(Some("REPEATABLE READ"), true, false).await;
-}
-
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_serializable() {
-    if Conn::BACKEND == Backend::Mysql {
-        // InnoDB's SERIALIZABLE reads take shared locks: no stale snapshot.
-        return;
-    }
-    in_snapshot(Some("SERIALIZABLE"), false, false).await;
-    in_snapshot(Some("SERIALIZABLE"), true, false).await;
-}
-
-/// A transaction opened with plain SQL, which Diesel's transaction manager does not
-/// see: a conflict on an entity read in its snapshot still names the real token.
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_in_a_raw_sql_transaction() {
-    in_snapshot(None, false, true).await;
-    in_snapshot(Some("REPEATABLE READ"), false, true).await;
+snapshot_conflicts! {
+    snapshot_conflict_reports_current_token_default_isolation:
+        (None, false, false) (None, true, false);
+    snapshot_conflict_reports_current_token_repeatable_read:
+        (Some("REPEATABLE READ"), false, false) (Some("REPEATABLE READ"), true, false);
+    snapshot_conflict_reports_current_token_serializable:
+        (Some("SERIALIZABLE"), false, false) (Some("SERIALIZABLE"), true, false);
+    /// A transaction opened with plain SQL, which Diesel's transaction manager does not
+    /// see: a conflict on an entity read in its snapshot still names the real token.
+    snapshot_conflict_in_a_raw_sql_transaction:
+        (None, false, true) (Some("REPEATABLE READ"), false, true);
 }
 
 /// The same snapshot, opened with diesel-async's own transaction.
