@@ -235,11 +235,8 @@ async fn show_stamp(
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
     let stamp = Stamp::find(&mut pool.get().await?, id).await?;
-    Ok(
-        preconditions.respond(Validators::of(&stamp.updated_at), || {
-            stamp.value.to_string()
-        }),
-    )
+    let validators = Validators::of(&stamp.updated_at);
+    Ok(preconditions.respond(validators, || stamp.value.to_string()))
 }
 
 async fn replace_stamp(
