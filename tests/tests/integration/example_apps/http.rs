@@ -170,26 +170,13 @@ fn assert_clean(reply: &Reply) {
 
 /// An RFC 9457 problem response with this status and code.
 #[track_caller]
-fn assert_problem(reply: &Reply, status: StatusCode, code: &str) {
-    assert_eq!(reply.status, status, "{reply:?}");
-    assert_eq!(
-        reply.content_type.as_deref(),
-        Some("application/problem+json"),
-        "{reply:?}"
-    );
-    assert_eq!(reply.body["status"], status.as_u16(), "{reply:?}");
+fn assert_problem(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(reply.status.as_u16(), status, "{reply:?}");
+    let content_type = reply.content_type.as_deref();
+    assert_eq!(content_type, Some("application/problem+json"), "{reply:?}");
+    assert_eq!(reply.body["status"], status, "{reply:?}");
     assert_eq!(reply.body["code"], code, "{reply:?}");
     assert!(reply.body["title"].is_string() && reply.body["detail"].is_string());
-}
-
-/// [`assert_problem`] for a 412: the precondition failed.
-#[track_caller]
-fn assert_412(reply: &Reply) {
-    assert_problem(
-        reply,
-        StatusCode::PRECONDITION_FAILED,
-        "precondition_failed",
-    );
 }
 
 fn edit(title: &str) -> Option<Value> {
@@ -381,10 +368,10 @@ async fn if_none_match_answers_304_when_the_client_holds_the_version() {
     // A missing resource is 404, `*` or not.
     let missing = app.url("articles/no-such-article");
     let reply = app.get(&missing, &[(IF_NONE_MATCH, "*")]).await;
-    assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
+    assert_problem(&reply, 404, "not_found");
     // A malformed header is 400.
     let reply = app.get(&url, &[(IF_NONE_MATCH, "abc")]).await;
-    assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_none_match");
+    assert_problem(&reply, 400, "malformed_if_none_match");
 }
 
 /// PUT, PATCH and DELETE with the current ETag (alone, in a list, beside weak tags):
@@ -431,7 +418,7 @@ async fn writes_with_a_stale_if_match_get_412_with_the_current_etag() {
         let nil = "\"00000000-0000-0000-0000-000000000000\"";
         for value in [old.as_str(), &weak, &list, "\"not-a-uuid\"", nil, "\"\""] {
             let reply = app.request(&method, &url, Some(value), "Late").await;
-            assert_412(&reply);
+            assert_problem(&reply, 412, "precondition_failed");
             assert_eq!(reply.etag, put.etag, "{method} If-Match: {value}");
             let (title, _) = stored(&pool, &url).unwrap();
             assert_eq!(title, "Second", "{method}: nothing written");
@@ -456,7 +443,7 @@ async fn if_match_star_matches_an_existing_resource_only() {
             assert_eq!(reply.etag, stored_etag(&pool, &url));
         }
         let reply = app.request(&method, &missing, Some("*"), "Starred").await;
-        assert_412(&reply);
+        assert_problem(&reply, 412, "precondition_failed");
         assert_eq!(reply.etag, None, "{method}: no current version");
     }
 }
@@ -468,11 +455,7 @@ async fn writes_without_if_match_get_428() {
     let before = stored(&pool, &url);
     for method in WRITES {
         let reply = app.request(&method, &url, None, "X").await;
-        assert_problem(
-            &reply,
-            StatusCode::PRECONDITION_REQUIRED,
-            "precondition_required",
-        );
+        assert_problem(&reply, 428, "precondition_required");
     }
     assert_eq!(stored(&pool, &url), before, "nothing was written");
 }
@@ -488,7 +471,7 @@ async fn malformed_if_match_gets_400() {
     for method in WRITES {
         for bad in ["abc", unquoted, &trailing, &with_star, "w/\"a\""] {
             let reply = app.request(&method, &url, Some(bad), "X").await;
-            assert_problem(&reply, StatusCode::BAD_REQUEST, "malformed_if_match");
+            assert_problem(&reply, 400, "malformed_if_match");
         }
     }
     assert_eq!(stored(&pool, &url), before);
@@ -503,7 +486,7 @@ async fn deleted_row_gets_404() {
     assert_eq!((deleted.status, deleted.etag), expected);
     for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
         let reply = app.request(&method, &url, Some(&etag), "Gone").await;
-        assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
+        assert_problem(&reply, 404, "not_found");
     }
     assert_eq!(stored(&pool, &url), None);
 }
@@ -512,7 +495,7 @@ async fn deleted_row_gets_404() {
 async fn row_deleted_during_a_patch_gets_404() {
     let (_db, pool, mut app) = started!();
     let (url, reply) = app.race(&pool, Other::Delete, Method::PATCH).await;
-    assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
+    assert_problem(&reply, 404, "not_found");
     // The late write did not resurrect the row.
     assert_eq!(stored(&pool, &url), None);
 }
@@ -524,7 +507,7 @@ async fn row_deleted_during_a_patch_gets_404() {
 async fn a_write_committed_between_a_patchs_check_and_save_gets_412() {
     let (_db, pool, mut app) = started!();
     let (url, reply) = app.race(&pool, Other::Update, Method::PATCH).await;
-    assert_412(&reply);
+    assert_problem(&reply, 412, "precondition_failed");
     // The other writer's ETag, and the row holds the other writer's write.
     assert_eq!(reply.etag, stored_etag(&pool, &url));
     assert_eq!(stored(&pool, &url).unwrap().0, "Theirs");
@@ -538,7 +521,7 @@ async fn a_write_committed_during_a_put_or_delete_gets_412() {
     let (_db, pool, mut app) = started!();
     for method in [Method::PUT, Method::DELETE] {
         let (url, reply) = app.race(&pool, Other::Update, method.clone()).await;
-        assert_412(&reply);
+        assert_problem(&reply, 412, "precondition_failed");
         assert_eq!(reply.etag, stored_etag(&pool, &url), "{method}");
         let (title, _) = stored(&pool, &url).unwrap();
         assert_eq!(title, "Theirs", "{method}: the other writer's write");
@@ -550,7 +533,7 @@ async fn row_deleted_during_a_put_or_delete_gets_404() {
     let (_db, pool, mut app) = started!();
     for method in [Method::PUT, Method::DELETE] {
         let (url, reply) = app.race(&pool, Other::Delete, method.clone()).await;
-        assert_problem(&reply, StatusCode::NOT_FOUND, "not_found");
+        assert_problem(&reply, 404, "not_found");
         assert_eq!(stored(&pool, &url), None, "{method}: the row stays deleted");
     }
 }
@@ -569,7 +552,7 @@ async fn two_puts_with_the_same_etag_exactly_one_succeeds() {
     let [winner, loser] = <[Reply; 2]>::try_from(replies).unwrap();
     assert_eq!(winner.status, StatusCode::OK, "{winner:?}");
     // The loser's UPDATE ran after the winner's commit and matched no row.
-    assert_412(&loser);
+    assert_problem(&loser, 412, "precondition_failed");
     assert_eq!(loser.etag, winner.etag, "told the winner's ETag");
     let (title, _) = stored(&pool, &url).unwrap();
     let winners_title = winner.body["title"].as_str().unwrap();
@@ -588,7 +571,7 @@ async fn invalid_bodies_get_422() {
         json!([1]),
     ] {
         let reply = app.put(&url, &[(IF_MATCH, &etag)], Some(body)).await;
-        assert_problem(&reply, StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+        assert_problem(&reply, 422, "invalid_body");
     }
 }
 
@@ -600,28 +583,12 @@ async fn bodies_that_are_not_json_get_400_and_another_content_type_415() {
     let (url, etag) = app.create().await;
     let whole = r#"{"title": "a", "body": "b"}"#;
     for (content_type, body, status, code) in [
-        (
-            "application/json",
-            r#"{"title": "#,
-            StatusCode::BAD_REQUEST,
-            "malformed_body",
-        ),
-        (
-            "text/plain",
-            whole,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-        ),
+        ("application/json", r#"{"title": "#, 400, "malformed_body"),
+        ("text/plain", whole, 415, "unsupported_media_type"),
     ] {
-        let response = app
-            .client
-            .put(&url)
-            .header(IF_MATCH, &etag)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let request = app.client.put(&url).header(IF_MATCH, &etag);
+        let request = request.header("content-type", content_type).body(body);
+        let response = request.send().await.unwrap();
         let header = |name: &str| {
             let value = response.headers().get(name);
             value.map(|v| v.to_str().unwrap().to_owned())
@@ -648,12 +615,12 @@ async fn database_failures_show_no_sql_or_driver_text() {
         .unwrap();
     for method in [Method::GET, Method::PUT, Method::DELETE] {
         let reply = app.request(&method, &url, Some(&etag), "X").await;
-        assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
+        assert_problem(&reply, 500, "internal");
         assert_eq!(reply.body["detail"], "Internal error.");
     }
     let articles = app.url("articles");
     let reply = call(&app.client, Method::POST, &articles, &[], edit("New")).await;
-    assert_problem(&reply, StatusCode::INTERNAL_SERVER_ERROR, "internal");
+    assert_problem(&reply, 500, "internal");
 }
 
 /// `/metrics` renders diesel-occ's metrics for Prometheus: after a forced conflict (a
