@@ -129,10 +129,8 @@ async fn remove(
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
     write_row!(preconditions, pool, Account, id, |conn, current| {
-        match current {
-            Some(account) => account.delete_checked(conn),
-            None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
-        }
+        let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        account.delete_checked(conn)
     });
     Ok(StatusCode::NO_CONTENT)
 }
