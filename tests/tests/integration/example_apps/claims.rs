@@ -4,12 +4,20 @@ use diesel::prelude::*;
 use diesel_occ::testing::Race;
 use diesel_occ_examples::schema::{work_effects, work_items};
 
+use super::super::assert_told;
 use super::app_backend::Pool;
-use super::app_backend::claims::{self, ClaimError, ClaimStats, Effect, Schedule, Status};
+use super::app_backend::claims::{self, ClaimError, ClaimStats, Effect, Lease, Schedule, Status};
 use super::{Conn, app_backend};
 
 fn enqueue(pool: &Pool, items: i32) {
     claims::enqueue(&mut pool.get().unwrap(), items).unwrap();
+}
+
+type Claimed = Result<Option<Lease>, ClaimError>;
+
+/// `item` claimed by `worker` now, for a minute.
+fn claim(conn: &mut Conn, item: &claims::WorkItem, worker: &str, stats: &ClaimStats) -> Claimed {
+    claims::claim(conn, item, worker, claims::now_ms(), 60_000, stats)
 }
 
 #[test]
@@ -17,33 +25,19 @@ fn one_item_many_workers_exactly_one_claim() {
     let (_db, pool) = app_db!();
     enqueue(&pool, 1);
     let stats = ClaimStats::default();
-    let now = claims::now_ms();
     let report = Race::new(4).run(
         |_| {
             let mut conn = pool.get().unwrap();
             let item = claims::load(&mut conn, 1).unwrap();
             (conn, item)
         },
-        |n, (mut conn, item)| {
-            claims::claim(
-                &mut conn,
-                &item,
-                &format!("worker-{n}"),
-                now,
-                60_000,
-                &stats,
-            )
-            .unwrap()
-        },
+        |n, (mut conn, item)| claim(&mut conn, &item, &format!("worker-{n}"), &stats).unwrap(),
     );
     let leases = report.into_values().unwrap();
     let won: Vec<_> = leases.iter().flatten().collect();
     assert_eq!(won.len(), 1, "exactly one claim: {leases:?}");
-    assert_eq!(
-        stats.snapshot(),
-        (1, 3, 0),
-        "(claims, claim conflicts, fenced)"
-    );
+    let counts = stats.snapshot();
+    assert_eq!(counts, (1, 3, 0), "(claims, claim conflicts, fenced)");
 
     let item = claims::load(&mut pool.get().unwrap(), 1).unwrap();
     assert_eq!(item.status, Status::Processing);
@@ -64,19 +58,8 @@ fn status_is_in_the_claim_predicate() {
         .execute(&mut conn)
         .unwrap();
     let stats = ClaimStats::default();
-    let lease = claims::claim(
-        &mut conn,
-        &read,
-        "worker-1",
-        claims::now_ms(),
-        60_000,
-        &stats,
-    )
-    .unwrap();
-    assert!(
-        lease.is_none(),
-        "the status in the predicate refused the claim"
-    );
+    let lease = claim(&mut conn, &read, "worker-1", &stats).unwrap();
+    assert!(lease.is_none(), "the predicate's status refused it");
     assert_eq!(stats.snapshot().1, 1, "counted as a claim conflict");
     assert_eq!(claims::load(&mut conn, 1).unwrap().status, Status::Done);
 }
@@ -117,14 +100,10 @@ fn handler_is_idempotent() {
     let (_db, pool) = app_db!();
     enqueue(&pool, 1);
     let mut conn = pool.get().unwrap();
-    assert_eq!(
-        claims::apply_effect(&mut conn, 1, "worker-1", 1).unwrap(),
-        Effect::Applied
-    );
-    assert_eq!(
-        claims::apply_effect(&mut conn, 1, "worker-2", 1).unwrap(),
-        Effect::AlreadyApplied
-    );
+    let first = claims::apply_effect(&mut conn, 1, "worker-1", 1).unwrap();
+    assert_eq!(first, Effect::Applied);
+    let second = claims::apply_effect(&mut conn, 1, "worker-2", 1).unwrap();
+    assert_eq!(second, Effect::AlreadyApplied);
     let rows: Vec<(String, i64)> = work_effects::table
         .select((work_effects::worker, work_effects::fence))
         .load(&mut conn)
@@ -139,25 +118,13 @@ fn replayed_completion_does_nothing_twice() {
     let mut conn = pool.get().unwrap();
     let stats = ClaimStats::default();
     let read = claims::load(&mut conn, 1).unwrap();
-    let lease = claims::claim(
-        &mut conn,
-        &read,
-        "worker-1",
-        claims::now_ms(),
-        60_000,
-        &stats,
-    )
-    .unwrap()
-    .unwrap();
-    assert_eq!(
-        claims::complete(&mut conn, &lease, &stats).unwrap(),
-        Effect::Applied
-    );
+    let lease = claim(&mut conn, &read, "worker-1", &stats)
+        .unwrap()
+        .unwrap();
+    let completed = claims::complete(&mut conn, &lease, &stats).unwrap();
+    assert_eq!(completed, Effect::Applied);
     let again = claims::complete(&mut conn, &lease, &stats);
-    assert!(
-        matches!(again, Err(ClaimError::AlreadyCompleted)),
-        "{again:?}"
-    );
+    assert_matches!(again, Err(ClaimError::AlreadyCompleted));
     let effects: i64 = work_effects::table.count().get_result(&mut conn).unwrap();
     assert_eq!(effects, 1);
 }
@@ -168,34 +135,21 @@ fn expired_lease_is_fenced_when_its_worker_wakes() {
     let mut conn = pool.get().unwrap();
     let report = claims::lease_expiry(&mut conn, 1_000_000).unwrap();
     assert_eq!(report.first.fence, 1);
-    assert!(
-        matches!(
-            report.early_claim,
-            Err(ClaimError::NotClaimable {
-                status: Status::Processing
-            })
-        ),
-        "a valid lease keeps others out: {:?}",
-        report.early_claim
+    assert_matches!(
+        report.early_claim,
+        Err(ClaimError::NotClaimable { status }) if *status == Status::Processing,
+        "a valid lease keeps others out"
     );
     assert_eq!(report.second.fence, 2);
-    match &report.late_write {
-        Err(ClaimError::Fenced {
-            mine: 1,
-            current: 2,
-            holder,
-        }) => {
-            assert_eq!(holder.as_deref(), Some("worker-b"))
-        }
-        other => panic!("expected the stale owner to be fenced, got {other:?}"),
-    }
+    assert_matches!(
+        report.late_write,
+        Err(ClaimError::Fenced { mine: 1, current: 2, holder }) if holder.as_deref() == Some("worker-b"),
+        "the stale owner is fenced"
+    );
     assert_eq!(report.second_write.as_ref().unwrap(), &Effect::Applied);
     assert_eq!(report.item.status, Status::Done);
-    assert_eq!(
-        report.effect,
-        Some(("worker-b".to_owned(), 2)),
-        "only the holder's effect"
-    );
+    let holders = Some(("worker-b".to_owned(), 2));
+    assert_eq!(report.effect, holders, "only the holder's effect");
 }
 
 #[test]
@@ -203,13 +157,11 @@ fn walkthrough_tells_the_whole_story() {
     let (_db, pool) = app_db!();
     let mut out = Vec::new();
     claims::walkthrough(&pool, 3, 4, &mut out).unwrap();
-    let out = String::from_utf8(out).unwrap();
-    for expected in [
+    let told = [
         "3 workers, 4 items: 4 processed exactly once, 8 claim conflicts",
         "effect already recorded, nothing done twice",
         "rejected: stale fencing token 1: the item is now at fence 2, held by worker-b",
         "worker-b completes: accepted; item DONE by worker-b (fence 2)",
-    ] {
-        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
-    }
+    ];
+    assert_told(out, &told);
 }

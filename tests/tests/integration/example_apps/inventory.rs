@@ -6,6 +6,7 @@ use diesel_occ::testing::Race;
 use diesel_occ_examples::schema::inventory as table;
 use diesel_occ_tests::statements::StatementCounter;
 
+use super::super::assert_told;
 use super::app_backend::Pool;
 use super::app_backend::inventory::{self, ReserveError, ReserveRequest, Reserved, StockView};
 use super::{Conn, app_backend};
@@ -17,6 +18,16 @@ fn seed(pool: &Pool) -> StockView {
     inventory::add_item(&mut conn, SKU, "Tea kettle", 5).unwrap()
 }
 
+/// The test's database and pool, the item seeded (as it was read), and a connection.
+macro_rules! seeded {
+    () => {{
+        let (db, pool) = app_db!();
+        let read = seed(&pool);
+        let conn = pool.get().unwrap();
+        (db, pool, read, conn)
+    }};
+}
+
 fn request<'a>(quantity: i32, token: Option<&'a str>) -> ReserveRequest<'a> {
     ReserveRequest {
         sku: SKU,
@@ -25,49 +36,38 @@ fn request<'a>(quantity: i32, token: Option<&'a str>) -> ReserveRequest<'a> {
     }
 }
 
+fn reserve(conn: &mut Conn, quantity: i32, token: Option<&str>) -> Result<Reserved, ReserveError> {
+    inventory::reserve(conn, &request(quantity, token))
+}
+
 fn current(pool: &Pool) -> StockView {
     inventory::stock(&mut pool.get().unwrap(), SKU).unwrap()
 }
 
 #[test]
 fn quantity_must_be_positive() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
     for quantity in [0, -1, i32::MIN] {
-        let result = inventory::reserve(&mut conn, &request(quantity, Some(&read.token)));
-        assert!(
-            matches!(result, Err(ReserveError::NonPositiveQuantity(q)) if q == quantity),
-            "{result:?}"
-        );
+        let result = reserve(&mut conn, quantity, Some(&read.token));
+        assert_matches!(result, Err(ReserveError::NonPositiveQuantity(q)) if *q == quantity);
     }
     assert_eq!(current(&pool), read, "nothing was written");
 }
 
 #[test]
 fn token_must_be_present_well_formed_and_not_nil() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
     let counter = StatementCounter::install(&mut *conn);
-    let result = inventory::reserve(&mut conn, &request(1, None));
-    assert!(
-        matches!(result, Err(ReserveError::TokenRequired)),
-        "{result:?}"
-    );
+    let result = reserve(&mut conn, 1, None);
+    assert_matches!(result, Err(ReserveError::TokenRequired));
+    let nil = "00000000-0000-0000-0000-000000000000";
     for (token, reason) in [
         ("", InvalidTokenReason::Empty),
-        (
-            "00000000-0000-0000-0000-000000000000",
-            InvalidTokenReason::Nil,
-        ),
+        (nil, InvalidTokenReason::Nil),
         ("not-a-uuid", InvalidTokenReason::Malformed),
     ] {
-        let result = inventory::reserve(&mut conn, &request(1, Some(token)));
-        assert!(
-            matches!(&result, Err(ReserveError::InvalidToken(r)) if *r == reason),
-            "{token:?}: {result:?}"
-        );
+        let result = reserve(&mut conn, 1, Some(token));
+        assert_matches!(result, Err(ReserveError::InvalidToken(r)) if *r == reason, "{token:?}");
     }
     assert_eq!(counter.take(), 0, "refused without touching the database");
     assert_eq!(current(&pool), read);
@@ -75,88 +75,58 @@ fn token_must_be_present_well_formed_and_not_nil() {
 
 #[test]
 fn unknown_sku_is_a_clear_error() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
-    let result = inventory::reserve(
-        &mut conn,
-        &ReserveRequest {
-            sku: "SKU-NOPE",
-            quantity: 1,
-            token: Some(&read.token),
-        },
-    );
-    match result {
-        Err(ReserveError::UnknownSku(sku)) => assert_eq!(sku, "SKU-NOPE"),
-        other => panic!("expected UnknownSku, got {other:?}"),
-    }
-    assert_eq!(
-        inventory::stock(&mut conn, "SKU-NOPE")
-            .unwrap_err()
-            .to_string(),
-        "unknown SKU SKU-NOPE"
-    );
+    let (_db, _pool, read, mut conn) = seeded!();
+    let mut nope = request(1, Some(&read.token));
+    nope.sku = "SKU-NOPE";
+    let result = inventory::reserve(&mut conn, &nope);
+    assert_matches!(result, Err(ReserveError::UnknownSku(sku)) if sku == "SKU-NOPE");
+    let error = inventory::stock(&mut conn, "SKU-NOPE").unwrap_err();
+    assert_eq!(error.to_string(), "unknown SKU SKU-NOPE");
 }
 
 #[test]
 fn insufficient_stock_is_refused_before_the_save() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
-    let result = inventory::reserve(&mut conn, &request(6, Some(&read.token)));
-    assert!(
-        matches!(
-            result,
-            Err(ReserveError::InsufficientStock {
-                requested: 6,
-                available: 5
-            })
-        ),
-        "{result:?}"
+    let (_db, pool, read, mut conn) = seeded!();
+    let result = reserve(&mut conn, 6, Some(&read.token));
+    assert_matches!(
+        result,
+        Err(ReserveError::InsufficientStock {
+            requested: 6,
+            available: 5
+        })
     );
     assert_eq!(current(&pool), read);
 }
 
 #[test]
 fn a_reservation_returns_the_replacement_token() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
-    let reserved = inventory::reserve(&mut conn, &request(2, Some(&read.token))).unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
+    let reserved = reserve(&mut conn, 2, Some(&read.token)).unwrap();
     assert_eq!(reserved.available, 3);
     assert_ne!(reserved.token, read.token);
     let now = current(&pool);
     assert_eq!((now.available, now.token), (3, reserved.token.clone()));
     // The replacement token works for the next command.
-    let next = inventory::reserve(&mut conn, &request(3, Some(&reserved.token))).unwrap();
+    let next = reserve(&mut conn, 3, Some(&reserved.token)).unwrap();
     assert_eq!(next.available, 0);
 }
 
 #[test]
 fn stale_token_is_rejected_before_the_edit() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
-    let first = inventory::reserve(&mut conn, &request(1, Some(&read.token))).unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
+    let first = reserve(&mut conn, 1, Some(&read.token)).unwrap();
 
     let counter = StatementCounter::install(&mut *conn);
-    let result = inventory::reserve(&mut conn, &request(1, Some(&read.token)));
-    match result {
-        Err(ReserveError::StaleToken { current }) => assert_eq!(current, first.token),
-        other => panic!("expected StaleToken, got {other:?}"),
-    }
+    let result = reserve(&mut conn, 1, Some(&read.token));
+    assert_matches!(result, Err(ReserveError::StaleToken { current }) if *current == first.token);
     assert_eq!(counter.take(), 1, "one SELECT, no UPDATE");
-    assert_eq!(
-        current(&pool).available,
-        4,
-        "the stale command changed nothing"
-    );
+    let now = current(&pool);
+    assert_eq!(now.available, 4, "the stale command changed nothing");
 }
 
 #[test]
 fn race_at_save_is_detected_by_the_predicate() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
+    let (_db, pool, read, _) = seeded!();
     // Two clients with the same token both pass every check, then both save.
     let report = Race::new(2).run(
         |_| {
@@ -171,10 +141,7 @@ fn race_at_save_is_detected_by_the_predicate() {
     let winners: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
     assert_eq!(winners.len(), 1, "exactly one reservation: {outcomes:?}");
     let loser = outcomes.iter().find_map(|o| o.as_ref().err()).unwrap();
-    match loser {
-        ReserveError::Conflict { current } => assert_eq!(current, &winners[0].token),
-        other => panic!("expected Conflict, got {other:?}"),
-    }
+    assert_matches!(loser, ReserveError::Conflict { current } if current == &winners[0].token);
     let now = current(&pool);
     assert_eq!(now.available, 3, "one decrement, not two");
     assert_eq!(now.token, winners[0].token);
@@ -201,28 +168,17 @@ fn control_plain_read_modify_write_loses_a_reservation() {
     );
     let written: Vec<usize> = report.into_values().unwrap();
     assert_eq!(written, vec![1, 1], "both writes reported success");
-    assert_eq!(
-        current(&pool).available,
-        3,
-        "4 units reserved, only 2 taken"
-    );
+    let now = current(&pool);
+    assert_eq!(now.available, 3, "4 units reserved, only 2 taken");
 }
 
 #[test]
 fn check_constraint_is_the_final_guard() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
     let result = inventory::adjust_stock(&mut conn, SKU, -6);
-    assert!(
-        matches!(result, Err(ReserveError::StockGuard)),
-        "{result:?}"
-    );
-    assert_eq!(
-        current(&pool),
-        read,
-        "the refused adjustment changed nothing"
-    );
+    assert_matches!(result, Err(ReserveError::StockGuard));
+    let now = current(&pool);
+    assert_eq!(now, read, "the refused adjustment changed nothing");
     // The message names the guard, not the driver's text.
     assert_eq!(
         result.unwrap_err().to_string(),
@@ -232,45 +188,31 @@ fn check_constraint_is_the_final_guard() {
     // An adjustment within bounds applies and assigns a fresh token, so a client
     // still holding the old one is told it is stale.
     assert_eq!(inventory::adjust_stock(&mut conn, SKU, -5).unwrap(), 0);
-    let result = inventory::reserve(&mut conn, &request(1, Some(&read.token)));
-    assert!(
-        matches!(result, Err(ReserveError::StaleToken { .. })),
-        "{result:?}"
-    );
+    let result = reserve(&mut conn, 1, Some(&read.token));
+    assert_matches!(result, Err(ReserveError::StaleToken { .. }));
 }
 
 #[test]
 fn deleted_row_is_detected() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
     let mut admin = pool.get().unwrap();
 
     // Deleted between the check and the save: the predicate matches nothing.
     let prepared = inventory::prepare(&mut conn, &request(1, Some(&read.token))).unwrap();
     inventory::discontinue(&mut admin, SKU, &read.token).unwrap();
-    let result = prepared.save(&mut conn);
-    assert!(matches!(result, Err(ReserveError::Deleted)), "{result:?}");
+    assert_matches!(prepared.save(&mut conn), Err(ReserveError::Deleted));
 
     // Deleted before the command: an unknown SKU.
-    let result = inventory::reserve(&mut conn, &request(1, Some(&read.token)));
-    assert!(
-        matches!(result, Err(ReserveError::UnknownSku(_))),
-        "{result:?}"
-    );
+    let result = reserve(&mut conn, 1, Some(&read.token));
+    assert_matches!(result, Err(ReserveError::UnknownSku(_)));
 }
 
 #[test]
 fn delete_with_a_stale_token_is_refused() {
-    let (_db, pool) = app_db!();
-    let read = seed(&pool);
-    let mut conn = pool.get().unwrap();
-    inventory::reserve(&mut conn, &request(1, Some(&read.token))).unwrap();
+    let (_db, pool, read, mut conn) = seeded!();
+    reserve(&mut conn, 1, Some(&read.token)).unwrap();
     let result = inventory::discontinue(&mut conn, SKU, &read.token);
-    assert!(
-        matches!(result, Err(ReserveError::StaleToken { .. })),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(ReserveError::StaleToken { .. }));
     assert_eq!(current(&pool).available, 4, "still there");
 }
 
@@ -279,8 +221,7 @@ fn walkthrough_tells_the_whole_story() {
     let (_db, pool) = app_db!();
     let mut out = Vec::new();
     inventory::walkthrough(&pool, &mut out).unwrap();
-    let out = String::from_utf8(out).unwrap();
-    for expected in [
+    let told = [
         "quantity must be positive",
         "a version token is required",
         "the nil UUID is not a valid token",
@@ -289,7 +230,6 @@ fn walkthrough_tells_the_whole_story() {
         "client B saves                     -> refused: stock changed while saving",
         "refused: the database refused a negative stock",
         "refused: the SKU was deleted while saving",
-    ] {
-        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
-    }
+    ];
+    assert_told(out, &told);
 }

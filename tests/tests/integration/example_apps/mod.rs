@@ -12,6 +12,29 @@
 //! barriers), or, for the HTTP service, with a row lock held until every request has
 //! reported its write; never left to timing.
 
+/// Asserts that `$value` matches the pattern (and its guard), showing the value when it
+/// does not, after the message given or else the pattern. The value is matched by
+/// reference.
+macro_rules! assert_matches {
+    ($value:expr, $pattern:pat $(if $guard:expr)?) => {
+        assert_matches!($value, $pattern $(if $guard)?, "expected {}", stringify!($pattern))
+    };
+    ($value:expr, $pattern:pat $(if $guard:expr)?, $($message:tt)+) => {
+        match &$value {
+            $pattern $(if $guard)? => {}
+            other => panic!("{}: got {other:?}", format_args!($($message)+)),
+        }
+    };
+}
+
+/// Asserts that what an app's walkthrough wrote to `out` tells every line `expected`.
+fn assert_told(out: Vec<u8>, expected: &[&str]) {
+    let out = String::from_utf8(out).unwrap();
+    for expected in expected {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+}
+
 on_every_app_backend!(claims, http, inventory, seat, tracked);
 
 /// The HTTP app's pool on PostgreSQL (`postgres::async_pool`, built by `async_pool_with`
@@ -56,29 +79,22 @@ mod http_pool {
         tokio::spawn(http::serve(listener, pool));
         let client = Client::new();
         let body = json!({"title": "Draft", "body": "First version."});
-        let send = |method, url: String, tag: Option<String>| {
-            let body = body.clone();
-            let client = client.clone();
-            async move {
-                let headers: Vec<_> = tag.iter().map(|t| (IF_MATCH, t.as_str())).collect();
-                http::client::send(&client, method, &url, &headers, Some(body))
-                    .await
-                    .expect("a response")
-            }
+        let request = async |method, url: &str, tag: Option<&str>| {
+            let headers: Vec<_> = tag.iter().map(|tag| (IF_MATCH, *tag)).collect();
+            let body = Some(body.clone());
+            let reply = http::client::send(&client, method, url, &headers, body).await;
+            reply.expect("a response")
         };
-        let created = send(Method::POST, format!("{base}/articles"), None).await;
+        let created = request(Method::POST, &format!("{base}/articles"), None).await;
         assert_eq!(created.status, StatusCode::CREATED);
         let url = format!("{base}/articles/{}", created.body["id"].as_str().unwrap());
         let mut tag = created.etag;
         for (method, expected) in [(Method::PUT, 1), (Method::PATCH, 2), (Method::PUT, 1)] {
             let before = statements.load(Ordering::Relaxed);
-            let reply = send(method.clone(), url.clone(), tag.clone()).await;
+            let reply = request(method.clone(), &url, tag.as_deref()).await;
             assert_eq!(reply.status, StatusCode::OK, "{method}: {reply:?}");
             let ran = statements.load(Ordering::Relaxed) - before;
-            assert_eq!(
-                ran, expected,
-                "statements the server received for a {method}"
-            );
+            assert_eq!(ran, expected, "statements received for a {method}");
             tag = reply.etag;
         }
     }

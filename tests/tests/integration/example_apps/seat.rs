@@ -2,6 +2,7 @@
 
 use diesel_occ::retry::RetryPolicy;
 
+use super::super::assert_told;
 use super::app_backend::Pool;
 use super::app_backend::seat::{self, Booking, BookingError, Protocol};
 use super::{Conn, app_backend};
@@ -20,34 +21,25 @@ fn n_buyers_one_seat_exactly_one_confirmation() {
         report.to_string(),
         "4 buyers, 1 seat: 1 confirmed, 3 sold out, available 0"
     );
-    assert_eq!(
-        (report.confirmed(), report.sold_out(), report.failed()),
-        (1, 3, 0)
-    );
+    let counts = (report.confirmed(), report.sold_out(), report.failed());
+    assert_eq!(counts, (1, 3, 0));
 
     // The winner holds seat 1 and is the one assignment; losers saw a conflict at
     // save and then a clear sold-out on their re-read.
-    let winner = report
-        .outcomes
+    let first_try = Booking::Confirmed {
+        seat_no: 1,
+        attempts: 1,
+    };
+    let outcomes = &report.outcomes;
+    let winner = outcomes
         .iter()
-        .position(|o| {
-            matches!(
-                o,
-                Ok(Booking::Confirmed {
-                    seat_no: 1,
-                    attempts: 1
-                })
-            )
-        })
-        .expect("a confirmation on the first attempt");
+        .position(|o| o.as_ref().ok() == Some(&first_try));
+    let winner = winner.expect("a confirmation on the first attempt");
     assert_eq!(report.assignments.len(), 1);
     assert_eq!(report.assignments[0].buyer, format!("buyer-{}", winner + 1));
-    for (n, outcome) in report.outcomes.iter().enumerate() {
+    for (n, outcome) in outcomes.iter().enumerate() {
         if n != winner {
-            assert!(
-                matches!(outcome, Ok(Booking::SoldOut { attempts: 2 })),
-                "{outcome:?}"
-            );
+            assert_matches!(outcome, Ok(Booking::SoldOut { attempts: 2 }));
         }
     }
 
@@ -68,13 +60,8 @@ fn unique_constraint_is_the_final_durable_guard() {
     assert_eq!(report.seat_taken(), 3, "{report:?}");
     assert_eq!(report.assignments.len(), 1, "one holder for seat 1");
     assert_eq!(report.available, 0);
-    for outcome in &report.outcomes {
-        if let Err(error) = outcome {
-            assert!(
-                matches!(error, BookingError::SeatTaken { seat_no: 1 }),
-                "{error:?}"
-            );
-        }
+    for error in report.outcomes.iter().filter_map(|o| o.as_ref().err()) {
+        assert_matches!(error, BookingError::SeatTaken { seat_no: 1 });
     }
 }
 
@@ -114,10 +101,7 @@ fn unknown_concert_is_a_clear_error() {
     let (_db, pool) = app_db!();
     let policy = RetryPolicy::new().max_attempts(3);
     let result = seat::book(&pool, &policy, 42, "buyer", |_| {});
-    assert!(
-        matches!(result, Err(BookingError::UnknownConcert(42))),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(BookingError::UnknownConcert(42)));
 }
 
 #[test]
@@ -125,15 +109,9 @@ fn walkthrough_tells_the_whole_story() {
     let (_db, pool) = app_db!();
     let mut out = Vec::new();
     seat::walkthrough(&pool, 4, &mut out).unwrap();
-    let out = String::from_utf8(out).unwrap();
-    assert!(
-        out.contains(
-            "with the token check:    4 buyers, 1 seat: 1 confirmed, 3 sold out, available 0"
-        ),
-        "{out}"
-    );
-    assert!(
-        out.contains("3 refused by the unique constraint, available 0"),
-        "{out}"
-    );
+    let told = [
+        "with the token check:    4 buyers, 1 seat: 1 confirmed, 3 sold out, available 0",
+        "3 refused by the unique constraint, available 0",
+    ];
+    assert_told(out, &told);
 }

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel_occ::prelude::*;
 use diesel_occ_examples::schema::articles;
 
+use super::super::assert_told;
 use super::app_backend::Pool;
 use super::app_backend::tracked::{self, Article, Edit};
 use super::{Conn, app_backend};
@@ -32,15 +33,10 @@ fn an_unconflicted_save_writes_only_the_edited_columns() {
     draft.edit().title = "Final".into();
     assert_eq!(tracked::save(&mut conn, &mut draft).unwrap(), Edit::Saved);
     let now = stored(&pool);
-    assert_eq!(
-        (now.title.as_str(), now.body.as_str()),
-        ("Final", "Changed behind our back.")
-    );
+    assert_eq!([now.title, now.body], ["Final", "Changed behind our back."]);
     assert_ne!(now.version, read.version, "a fresh token");
-    assert_eq!(
-        now.version, draft.version,
-        "the draft holds the token it wrote"
-    );
+    // The draft holds the token it wrote.
+    assert_eq!(now.version, draft.version);
 }
 
 #[test]
@@ -53,22 +49,14 @@ fn edits_to_different_fields_merge() {
     bob.edit().body = "Bob's body.".into();
     assert_eq!(tracked::save(&mut conn, &mut bob).unwrap(), Edit::Saved);
     alice.edit().title = "Alice's title".into();
-    assert_eq!(
-        tracked::save(&mut conn, &mut alice).unwrap(),
-        Edit::Merged {
-            theirs: vec!["body"]
-        }
-    );
+    let merged = tracked::save(&mut conn, &mut alice).unwrap();
+    let theirs = vec!["body"];
+    assert_eq!(merged, Edit::Merged { theirs });
     let now = stored(&pool);
-    assert_eq!(
-        (now.title.as_str(), now.body.as_str()),
-        ("Alice's title", "Bob's body.")
-    );
+    assert_eq!([now.title, now.body], ["Alice's title", "Bob's body."]);
     assert_eq!(now.version, alice.version);
-    assert_ne!(
-        now.version, bob.version,
-        "the merge's save advanced the token again"
-    );
+    // The merge's save advanced the token again.
+    assert_ne!(now.version, bob.version);
 }
 
 #[test]
@@ -82,17 +70,11 @@ fn overlapping_edits_keep_theirs_for_the_overlap_only() {
     tracked::save(&mut conn, &mut dave).unwrap();
     carol.edit().title = "Carol's title".into();
     carol.edit().body = "Carol's body.".into();
-    assert_eq!(
-        tracked::save(&mut conn, &mut carol).unwrap(),
-        Edit::KeptTheirs {
-            overlap: vec!["title"]
-        }
-    );
+    let kept = tracked::save(&mut conn, &mut carol).unwrap();
+    let overlap = vec!["title"];
+    assert_eq!(kept, Edit::KeptTheirs { overlap });
     let now = stored(&pool);
-    assert_eq!(
-        (now.title.as_str(), now.body.as_str()),
-        ("Dave's title", "Carol's body.")
-    );
+    assert_eq!([now.title, now.body], ["Dave's title", "Carol's body."]);
 }
 
 #[test]
@@ -105,12 +87,8 @@ fn a_deleted_article_is_a_conflict() {
         .execute(&mut conn)
         .unwrap();
     draft.edit().title = "Too late".into();
-    match tracked::save(&mut conn, &mut draft) {
-        Err(diesel_occ::Error::Conflict(conflict)) => {
-            assert!(conflict.is_deleted(), "{conflict:?}")
-        }
-        other => panic!("expected a deleted-row conflict, got {other:?}"),
-    }
+    let saved = tracked::save(&mut conn, &mut draft);
+    assert_matches!(saved, Err(diesel_occ::Error::Conflict(conflict)) if conflict.is_deleted());
 }
 
 #[test]
@@ -118,13 +96,11 @@ fn walkthrough_tells_the_whole_story() {
     let (_db, pool) = app_db!();
     let mut out = Vec::new();
     tracked::walkthrough(&pool, &mut out).unwrap();
-    let out = String::from_utf8(out).unwrap();
-    for expected in [
+    let told = [
         "-> Merged { theirs: [\"body\"] }",
         "stored: \"Optimistic locking\" / \"Second version, by bob.\"",
         "-> KeptTheirs { overlap: [\"title\"] }",
         "stored: \"Optimistic concurrency\" / \"Third version, by carol.\"",
-    ] {
-        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
-    }
+    ];
+    assert_told(out, &told);
 }

@@ -118,10 +118,8 @@ async fn remove(
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
     write_row!(preconditions, pool, Account, id, |conn, current| {
-        match current {
-            Some(account) => account.delete_checked(conn).await,
-            None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
-        }
+        let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        account.delete_checked(conn).await
     });
     Ok(StatusCode::NO_CONTENT)
 }
@@ -235,11 +233,8 @@ async fn show_stamp(
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
     let stamp = Stamp::find(&mut pool.get().await?, id).await?;
-    Ok(
-        preconditions.respond(Validators::of(&stamp.updated_at), || {
-            stamp.value.to_string()
-        }),
-    )
+    let validators = Validators::of(&stamp.updated_at);
+    Ok(preconditions.respond(validators, || stamp.value.to_string()))
 }
 
 async fn replace_stamp(

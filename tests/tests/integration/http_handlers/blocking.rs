@@ -129,10 +129,8 @@ async fn remove(
     preconditions: Preconditions,
 ) -> Result<StatusCode, Problem> {
     write_row!(preconditions, pool, Account, id, |conn, current| {
-        match current {
-            Some(account) => account.delete_checked(conn),
-            None => Err(diesel_occ::NotFound::of::<Account>(&id).into()),
-        }
+        let account = current.ok_or_else(|| diesel_occ::NotFound::of::<Account>(&id))?;
+        account.delete_checked(conn)
     });
     Ok(StatusCode::NO_CONTENT)
 }
@@ -163,13 +161,10 @@ async fn put_by_key(
     Json(balance): Json<i32>,
 ) -> Result<ETag, Problem> {
     let version = blocking(move || {
+        let mut conn = pool.get()?;
+        let expected = token(&if_match)?;
         let change = accounts::balance.eq(balance);
-        Ok(Account::update_by_key(
-            &mut pool.get()?,
-            id,
-            &token(&if_match)?,
-            change,
-        )?)
+        Ok(Account::update_by_key(&mut conn, id, &expected, change)?)
     })
     .await?;
     Ok(ETag::from_token(&version))
@@ -181,11 +176,8 @@ async fn delete_by_key(
     if_match: IfMatch,
 ) -> Result<StatusCode, Problem> {
     blocking(move || {
-        Ok(Account::delete_by_key(
-            &mut pool.get()?,
-            id,
-            &token(&if_match)?,
-        )?)
+        let mut conn = pool.get()?;
+        Ok(Account::delete_by_key(&mut conn, id, &token(&if_match)?)?)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -261,11 +253,8 @@ async fn show_stamp(
     preconditions: Preconditions,
 ) -> Result<Response, Problem> {
     let stamp = blocking(move || Ok(Stamp::find(&mut pool.get()?, id)?)).await?;
-    Ok(
-        preconditions.respond(Validators::of(&stamp.updated_at), || {
-            stamp.value.to_string()
-        }),
-    )
+    let validators = Validators::of(&stamp.updated_at);
+    Ok(preconditions.respond(validators, || stamp.value.to_string()))
 }
 
 async fn replace_stamp(

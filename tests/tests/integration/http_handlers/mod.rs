@@ -68,11 +68,9 @@ fn json(account: &Account) -> axum::Json<Value> {
 /// The representation's validators and the cache headers its 200 and 304 share.
 fn validators(account: &Account) -> Validators {
     let location = HeaderValue::from_str(&format!("/accounts/{}", account.id)).unwrap();
+    let private = HeaderValue::from_static("private, max-age=0");
     Validators::of(&account.version)
-        .header(
-            CACHE_CONTROL,
-            HeaderValue::from_static("private, max-age=0"),
-        )
+        .header(CACHE_CONTROL, private)
         .header(VARY, HeaderValue::from_static("accept"))
         .header(CONTENT_LOCATION, location)
 }
@@ -151,18 +149,6 @@ impl App {
         self.send(Method::PUT, uri, headers, body).await
     }
 
-    async fn patch(&self, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-        self.send(Method::PATCH, uri, headers, body).await
-    }
-
-    async fn delete(&self, uri: &str, headers: &[(&str, &str)]) -> Reply {
-        self.send(Method::DELETE, uri, headers, "").await
-    }
-
-    async fn post(&self, uri: &str, body: &str) -> Reply {
-        self.send(Method::POST, uri, &[], body).await
-    }
-
     /// The account's balance and ETag, as a GET answers them.
     async fn account(&self, id: i32) -> (u16, Option<i64>, Option<String>) {
         let reply = self.get(&format!("/accounts/{id}"), &[]).await;
@@ -202,12 +188,12 @@ async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app
 
 // Point 2: a taken key is a conflict, not a server error.
 async fn a_taken_key_is_409_and_412_under_if_none_match_any(app: App) {
-    let taken = app.post("/accounts", "[1, 5]").await;
+    let taken = app.send(Method::POST, "/accounts", &[], "[1, 5]").await;
     assert_eq!(taken.status, 409, "{taken:?}");
     assert_eq!(taken.code(), "already_exists");
     let taken = app.put("/insert/1", &[("if-none-match", "*")], "5").await;
     assert_eq!(taken.status, 412, "{taken:?}");
-    let created = app.post("/accounts", "[3, 5]").await;
+    let created = app.send(Method::POST, "/accounts", &[], "[3, 5]").await;
     assert_eq!(created.status_etag(), (201, Some("\"1\"")), "{created:?}");
     let untouched = (200, Some(100), Some("\"1\"".into()));
     assert_eq!(app.account(1).await, untouched, "untouched");
@@ -284,19 +270,26 @@ async fn writes_evaluate_their_preconditions_in_the_retry_helper(app: App) {
         assert_eq!(put.status_etag(), (200, Some(etag)), "{tag}: {put:?}");
     }
     let at_4 = [("if-match", "\"4\"")];
-    let patch = app.patch("/accounts/1", &at_4, r#"{"balance": 50}"#).await;
+    let patch = app
+        .send(Method::PATCH, "/accounts/1", &at_4, r#"{"balance": 50}"#)
+        .await;
     assert_eq!(patch.status_etag(), (200, Some("\"5\"")), "{patch:?}");
-    let stale = app.patch("/accounts/1", &at_4, r#"{"balance": 40}"#).await;
+    let stale = app
+        .send(Method::PATCH, "/accounts/1", &at_4, r#"{"balance": 40}"#)
+        .await;
     assert_eq!(stale.status_etag(), (412, Some("\"5\"")), "{stale:?}");
     let bare = app.put("/accounts/1", &[], "30").await;
     assert_eq!(bare.status, 428, "{bare:?}");
     assert_eq!(app.account(1).await, (200, Some(50), Some("\"5\"".into())));
-    let delete = app.delete("/accounts/1", &[("if-match", "\"5\"")]).await;
+    let at_5 = [("if-match", "\"5\"")];
+    let delete = app.send(Method::DELETE, "/accounts/1", &at_5, "").await;
     assert_eq!(delete.status, 204, "{delete:?}");
     assert_eq!(app.account(1).await.0, 404);
-    let gone = app.delete("/accounts/1", &[("if-match", "*")]).await;
+    let gone = app
+        .send(Method::DELETE, "/accounts/1", &[("if-match", "*")], "")
+        .await;
     assert_eq!(gone.status, 412, "`*` on a missing resource: {gone:?}");
-    let gone = app.put("/accounts/1", &[("if-match", "\"5\"")], "1").await;
+    let gone = app.put("/accounts/1", &at_5, "1").await;
     assert_eq!(gone.status, 404, "a tag on a missing resource: {gone:?}");
 }
 
@@ -359,31 +352,23 @@ async fn optional(if_match: Option<IfMatch>) -> &'static str {
 
 /// The routes of the table above, on the handlers of the flavour in scope.
 macro_rules! routes {
-    () => {
+    () => {{
+        use axum::routing::{delete, get, post, put};
         axum::Router::new()
-            .route("/accounts", axum::routing::post(create))
+            .route("/accounts", post(create))
             .route(
                 "/accounts/{id}",
-                axum::routing::get(show)
-                    .put(replace)
-                    .patch(patch)
-                    .delete(remove),
+                get(show).put(replace).patch(patch).delete(remove),
             )
-            .route("/create/{id}", axum::routing::put(create_if_absent))
-            .route(
-                "/by-key/{id}",
-                axum::routing::put(put_by_key).delete(delete_by_key),
-            )
-            .route("/soft/{id}", axum::routing::delete(soft_delete))
-            .route("/upsert/{id}", axum::routing::put(upsert))
-            .route("/insert/{id}", axum::routing::put(insert_if_none_match))
-            .route("/respond/{id}", axum::routing::put(respond_to_a_put))
-            .route("/optional", axum::routing::get(optional))
-            .route(
-                "/stamps/{id}",
-                axum::routing::get(show_stamp).put(replace_stamp),
-            )
-    };
+            .route("/create/{id}", put(create_if_absent))
+            .route("/by-key/{id}", put(put_by_key).delete(delete_by_key))
+            .route("/soft/{id}", delete(soft_delete))
+            .route("/upsert/{id}", put(upsert))
+            .route("/insert/{id}", put(insert_if_none_match))
+            .route("/respond/{id}", put(respond_to_a_put))
+            .route("/optional", get(optional))
+            .route("/stamps/{id}", get(show_stamp).put(replace_stamp))
+    }};
 }
 
 /// The scenarios above as tests of a flavour: `$app(settings)` builds its router over a

@@ -31,6 +31,17 @@ struct Stamp {
     updated_at: chrono::NaiveDateTime,
 }
 
+impl Stamp {
+    /// Row `id` holding `value` at the token `updated_at`.
+    fn new(id: i32, value: i32, updated_at: chrono::NaiveDateTime) -> Self {
+        Self {
+            id,
+            value,
+            updated_at,
+        }
+    }
+}
+
 /// A token well ahead of the clock, at whole seconds.
 fn ahead_of_clock() -> chrono::NaiveDateTime {
     use chrono::SubsecRound;
@@ -72,13 +83,12 @@ fn assert_micros_checked(result: Result<(), diesel_occ::Error>, table: &str, dig
     );
 }
 
-/// Compiles the scenario file for one token column, in both flavours: `Conn` (blocking)
-/// and `AsyncConn` of its backend, `COLUMN` (its SQL type), `DIGITS` (the fractional
-/// digits it really stores) and `Declared`, the token row declaring that precision
-/// (`#[occ(precision)]` takes a literal). Attributes before the blocking connection type
-/// apply to the blocking scenarios.
+/// Compiles the scenario file for each token column, in both flavours: `Conn` (blocking)
+/// and `AsyncConn` of its backend (`postgres`, `mysql` or `sqlite`), `COLUMN` (its SQL
+/// type), `DIGITS` (the fractional digits it really stores) and `Declared`, the token row
+/// declaring that precision (`#[occ(precision)]` takes a literal).
 macro_rules! token_column {
-    ($name:ident, $(#[$blocking:meta])* $conn:ty, $async_conn:ty, $column:literal, $digits:literal) => {
+    ($($name:ident: $backend:ident, $column:literal, $digits:literal;)+) => {$(
         // The files sit beside this mod.rs, not in a directory per column.
         #[path = "."]
         mod $name {
@@ -90,10 +100,6 @@ macro_rules! token_column {
             use super::{
                 Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, schema::stamps,
             };
-
-            $(#[$blocking])*
-            type Conn = $conn;
-            type AsyncConn = $async_conn;
 
             /// The SQL type of the token column.
             const COLUMN: &str = $column;
@@ -110,75 +116,46 @@ macro_rules! token_column {
                 updated_at: NaiveDateTime,
             }
 
-            // `scenarios.rs` in both flavours (see `on_every_backend!`).
-            $(#[$blocking])*
-            on_every_backend!(@scenarios blocking, Conn, test_db);
-            on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+            token_column!(@$backend);
         }
+    )+};
+    // `scenarios.rs` in both flavours (see `on_every_backend!`), on the backend's
+    // connections.
+    (@postgres) => {
+        use {diesel::pg::PgConnection as Conn, diesel_async::AsyncPgConnection as AsyncConn};
+        on_every_backend!(@file scenarios);
+    };
+    (@mysql) => {
+        #[cfg(feature = "mysql")]
+        use diesel::mysql::MysqlConnection as Conn;
+        use diesel_async::AsyncMysqlConnection as AsyncConn;
+        on_every_backend!(@mysql scenarios);
+    };
+    (@sqlite) => {
+        use diesel::sqlite::SqliteConnection as Conn;
+        type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<Conn>;
+        on_every_backend!(@file scenarios);
     };
 }
 
-token_column!(
-    postgres_timestamp0,
-    diesel::pg::PgConnection,
-    diesel_async::AsyncPgConnection,
-    "TIMESTAMP(0)",
-    0
-);
-token_column!(
-    postgres_timestamp3,
-    diesel::pg::PgConnection,
-    diesel_async::AsyncPgConnection,
-    "TIMESTAMP(3)",
-    3
-);
-token_column!(
-    postgres_timestamp6,
-    diesel::pg::PgConnection,
-    diesel_async::AsyncPgConnection,
-    "TIMESTAMP",
-    6
-);
-token_column!(
-    mysql_datetime,
-    #[cfg(feature = "mysql")]
-    diesel::mysql::MysqlConnection,
-    diesel_async::AsyncMysqlConnection,
-    "DATETIME",
-    0
-);
-token_column!(
-    mysql_timestamp,
-    #[cfg(feature = "mysql")]
-    diesel::mysql::MysqlConnection,
-    diesel_async::AsyncMysqlConnection,
-    "TIMESTAMP",
-    0
-);
-token_column!(
-    mysql_datetime6,
-    #[cfg(feature = "mysql")]
-    diesel::mysql::MysqlConnection,
-    diesel_async::AsyncMysqlConnection,
-    "DATETIME(6)",
-    6
-);
-token_column!(
-    sqlite_text,
-    diesel::sqlite::SqliteConnection,
-    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::sqlite::SqliteConnection>,
-    "TIMESTAMP",
-    6
-);
+token_column! {
+    postgres_timestamp0: postgres, "TIMESTAMP(0)", 0;
+    postgres_timestamp3: postgres, "TIMESTAMP(3)", 3;
+    postgres_timestamp6: postgres, "TIMESTAMP", 6;
+    mysql_datetime: mysql, "DATETIME", 0;
+    mysql_timestamp: mysql, "TIMESTAMP", 0;
+    mysql_datetime6: mysql, "DATETIME(6)", 6;
+    sqlite_text: sqlite, "TIMESTAMP", 6;
+}
 
 mod now_writers;
 mod sqlite_text_forms;
 
-/// Compiles time_tokens.rs for one backend: `Conn`, the SQL of the `PrimitiveDateTime`
+/// Compiles time_tokens.rs for each backend: `Conn`, the SQL of the `PrimitiveDateTime`
 /// column (`COLUMN`, storing `DIGITS` fractional digits, `Declared` declaring them) and
 /// of the `OffsetDateTime` column (`INSTANT_COLUMN`, Diesel's SQL type `$instant`).
 macro_rules! time_column {
-    ($name:ident, $(#[$cfg:meta])* $conn:ty, $column:literal, $digits:literal, $instant_column:literal, $instant:ident) => {
+    ($($(#[$cfg:meta])* $name:ident: $conn:ty, $column:literal, $digits:literal, $instant_column:literal, $instant:ident;)+) => {$(
         $(#[$cfg])*
         // The file sits beside this mod.rs.
         #[path = "."]
@@ -207,72 +184,42 @@ macro_rules! time_column {
             #[path = "time_tokens.rs"]
             mod blocking;
         }
-    };
+    )+};
 }
 
-time_column!(
-    time_postgres,
-    diesel::pg::PgConnection,
-    "TIMESTAMP(3)",
-    3,
-    "TIMESTAMPTZ",
-    Timestamptz
-);
-time_column!(
-    time_mysql,
+time_column! {
+    time_postgres: diesel::pg::PgConnection, "TIMESTAMP(3)", 3, "TIMESTAMPTZ", Timestamptz;
     #[cfg(feature = "mysql")]
-    diesel::mysql::MysqlConnection,
-    "DATETIME",
-    0,
-    "DATETIME(6)",
-    Datetime
-);
-time_column!(
-    time_sqlite,
-    diesel::sqlite::SqliteConnection,
-    "TIMESTAMP",
-    6,
-    "TEXT",
-    TimestamptzSqlite
-);
+    time_mysql: diesel::mysql::MysqlConnection, "DATETIME", 0, "DATETIME(6)", Datetime;
+    time_sqlite: diesel::sqlite::SqliteConnection, "TIMESTAMP", 6, "TEXT", TimestamptzSqlite;
+}
 mod time_text_forms;
 
 /// `DateTime<Utc>` tokens under a bulk update, on the backends where Diesel maps them:
-/// PostgreSQL (`timestamptz`) and SQLite (text with an offset).
+/// PostgreSQL (`timestamptz`) and SQLite (text with an offset): utc.rs for each, with
+/// `Conn`, the token column's SQL type (`COLUMN`) and Diesel's (`$sql_type`).
+macro_rules! utc_column {
+    ($($name:ident: $conn:ty, $column:literal, $sql_type:ident;)+) => {$(
+        // The file sits beside this mod.rs.
+        #[path = "."]
+        mod $name {
+            use super::super::ahead_of_clock;
+            type Conn = $conn;
+            /// The SQL type of the token column.
+            const COLUMN: &str = $column;
+            diesel::table! {
+                stamps_utc (id) { id -> Integer, value -> Integer, updated_at -> $sql_type, }
+            }
+            #[path = "utc.rs"]
+            mod blocking;
+        }
+    )+};
+}
+
 #[path = "."]
 mod utc {
-    // The file sits beside this mod.rs.
-    #[path = "."]
-    mod postgres_timestamptz {
-        use super::super::ahead_of_clock;
-        use diesel::pg::PgConnection as Conn;
-        /// The SQL type of the token column.
-        const COLUMN: &str = "TIMESTAMPTZ";
-        diesel::table! {
-            stamps_utc (id) {
-                id -> Integer,
-                value -> Integer,
-                updated_at -> Timestamptz,
-            }
-        }
-        #[path = "utc.rs"]
-        mod blocking;
-    }
-    // The file sits beside this mod.rs.
-    #[path = "."]
-    mod sqlite_text {
-        use super::super::ahead_of_clock;
-        use diesel::sqlite::SqliteConnection as Conn;
-        /// The SQL type of the token column.
-        const COLUMN: &str = "TEXT";
-        diesel::table! {
-            stamps_utc (id) {
-                id -> Integer,
-                value -> Integer,
-                updated_at -> TimestamptzSqlite,
-            }
-        }
-        #[path = "utc.rs"]
-        mod blocking;
+    utc_column! {
+        postgres_timestamptz: diesel::pg::PgConnection, "TIMESTAMPTZ", Timestamptz;
+        sqlite_text: diesel::sqlite::SqliteConnection, "TEXT", TimestamptzSqlite;
     }
 }

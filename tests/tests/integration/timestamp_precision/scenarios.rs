@@ -4,9 +4,8 @@ flavour_prelude!();
 
 use chrono::{NaiveDateTime, TimeDelta};
 use diesel::{ExpressionMethods, Queryable, Selectable};
-use diesel_occ::Error;
 use diesel_occ::schema_check::SchemaCheck;
-use diesel_occ_tests::Backend;
+use diesel_occ_tests::{Backend, expect_conflict};
 
 use super::{
     COLUMN, DIGITS, Declared, Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range,
@@ -38,11 +37,7 @@ async fn setup(db: &TestDb<Conn>) -> (Conn, Conn, NaiveDateTime) {
     .expect("token table");
     let seed = ahead_of_clock();
     diesel::insert_into(stamps::table)
-        .values(Stamp {
-            id: 1,
-            value: 0,
-            updated_at: seed,
-        })
+        .values(Stamp::new(1, 0, seed))
         .execute(&mut a)
         .await
         .expect("seed row");
@@ -54,6 +49,12 @@ fn declared_step() -> TimeDelta {
     TimeDelta::microseconds(10_i64.pow(6 - u32::from(DIGITS)))
 }
 
+/// The token row `id` stores.
+#[flavour]
+async fn stored(conn: &mut Conn, id: i32) -> NaiveDateTime {
+    Stamp::find(conn, id).await.expect("the row").updated_at
+}
+
 /// The default precision (whole seconds) on every column: a checked insert and an
 /// upsert return, and leave in the entity, the token the row stores.
 #[flavour]
@@ -61,46 +62,22 @@ fn declared_step() -> TimeDelta {
 async fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
     let db = db!();
     let (mut a, _, _) = setup(&db).await;
-    #[flavour]
-    async fn stored(conn: &mut Conn, id: i32) -> NaiveDateTime {
-        Stamp::find(conn, id).await.expect("the row").updated_at
-    }
-
-    let mut inserted = Stamp {
-        id: 2,
-        value: 0,
-        updated_at: NaiveDateTime::MIN,
-    };
+    let mut inserted = Stamp::new(2, 0, NaiveDateTime::MIN);
     let token = inserted.insert_checked(&mut a).await.expect("insert");
     assert_eq!(token, stored(&mut a, 2).await);
     assert_eq!(inserted.updated_at, token);
     inserted.value = 1;
-    inserted
-        .save_checked(&mut a)
-        .await
-        .expect("the first token matches the row");
+    let saved = inserted.save_checked(&mut a).await;
+    saved.expect("the first token matches the row");
 
-    let mut upserted = Stamp {
-        id: 3,
-        value: 0,
-        updated_at: NaiveDateTime::MIN,
-    };
-    let outcome = upserted
-        .upsert_checked(&mut a, None)
-        .await
-        .expect("upsert into a free key");
-    assert_eq!(
-        outcome,
-        diesel_occ::Upserted::Inserted(stored(&mut a, 3).await)
-    );
-    let outcome = upserted
-        .upsert_checked(&mut a, Some(outcome.token()))
-        .await
-        .expect("upsert");
-    assert_eq!(
-        outcome,
-        diesel_occ::Upserted::Updated(stored(&mut a, 3).await)
-    );
+    let mut upserted = Stamp::new(3, 0, NaiveDateTime::MIN);
+    let outcome = upserted.upsert_checked(&mut a, None).await;
+    let outcome = outcome.expect("upsert into a free key");
+    let inserted = diesel_occ::Upserted::Inserted(stored(&mut a, 3).await);
+    assert_eq!(outcome, inserted);
+    let outcome = upserted.upsert_checked(&mut a, Some(outcome.token())).await;
+    let updated = diesel_occ::Upserted::Updated(stored(&mut a, 3).await);
+    assert_eq!(outcome.expect("upsert"), updated);
 }
 
 #[flavour]
@@ -112,30 +89,16 @@ async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let mut second = Stamp::find(&mut b, 1).await.unwrap();
 
     first.value = 1;
-    first
-        .save_checked(&mut a)
-        .await
-        .expect("the first writer saves");
+    first.save_checked(&mut a).await.expect("first save");
     second.value = 2;
-    match second.save_checked(&mut b).await {
-        Err(Error::Conflict(conflict)) => assert_eq!(
-            conflict.current::<NaiveDateTime>(),
-            Some(first.updated_at),
-            "the conflict reports the winner's token"
-        ),
-        other => panic!("the stale writer must not win, got {other:?}"),
-    }
-    assert_eq!(
-        Stamp::find(&mut a, 1).await.unwrap(),
-        first,
-        "the row holds the winner's values and exactly its in-memory token"
-    );
+    // The stale writer must not win; the conflict reports the winner's token.
+    let conflict = expect_conflict(second.save_checked(&mut b).await);
+    assert_eq!(conflict.current::<NaiveDateTime>(), Some(first.updated_at));
+    // The row holds the winner's values and exactly its in-memory token.
+    assert_eq!(Stamp::find(&mut a, 1).await.unwrap(), first);
     // The winner's entity still matches its row.
     first.value = 3;
-    first
-        .save_checked(&mut a)
-        .await
-        .expect("the winner saves again");
+    first.save_checked(&mut a).await.expect("saves again");
     assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), first);
 }
 
@@ -148,23 +111,14 @@ async fn a_declared_precision_advances_the_token_in_its_own_steps() {
     let mut second = Declared::find(&mut b, 1).await.unwrap();
 
     first.value = 1;
-    first
-        .save_checked(&mut a)
-        .await
-        .expect("the first writer saves");
+    first.save_checked(&mut a).await.expect("first save");
     // The clock is behind the token: one step of the declared precision.
     assert_eq!(first.updated_at, seed + declared_step());
     second.value = 2;
-    assert!(
-        matches!(second.save_checked(&mut b).await, Err(Error::Conflict(_))),
-        "the stale writer must not win"
-    );
+    expect_conflict(second.save_checked(&mut b).await);
     assert_eq!(Declared::find(&mut b, 1).await.unwrap(), first);
     first.value = 3;
-    first
-        .save_checked(&mut a)
-        .await
-        .expect("the winner saves again");
+    first.save_checked(&mut a).await.expect("saves again");
     assert_eq!(first.updated_at, seed + declared_step() + declared_step());
 }
 
@@ -188,31 +142,22 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         .expect("the bulk update");
     assert_eq!(touched, 1);
     let mut bulk = Stamp::find(&mut a, 1).await.unwrap();
-    assert_eq!(
-        bulk.updated_at,
-        seed + TimeDelta::seconds(2),
-        "one whole second after the token the row held"
-    );
+    // One whole second after the token the row held.
+    assert_eq!(bulk.updated_at, seed + TimeDelta::seconds(2));
 
+    // An entity read before the bulk update conflicts.
     for (stale, token) in [
         (&mut in_flight, seed),
         (&mut writer, seed + TimeDelta::seconds(1)),
     ] {
         stale.value = 9;
-        match stale.save_checked(&mut b).await {
-            Err(Error::Conflict(conflict)) => {
-                assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
-                assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
-            }
-            other => {
-                panic!("an entity read before the bulk update must conflict, got {other:?}")
-            }
-        }
+        let conflict = expect_conflict(stale.save_checked(&mut b).await);
+        assert_eq!(conflict.expected::<NaiveDateTime>(), Some(token));
+        assert_eq!(conflict.current::<NaiveDateTime>(), Some(bulk.updated_at));
     }
     bulk.value = 8;
-    bulk.save_checked(&mut a)
-        .await
-        .expect("the row saves after the bulk update");
+    let saved = bulk.save_checked(&mut a).await;
+    saved.expect("the row saves after the bulk update");
     assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), bulk);
 
     // A declared precision steps in its own unit (SQLite's date functions in
@@ -223,10 +168,9 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         .await
         .expect("the bulk update");
     let after = Declared::find(&mut a, 1).await.unwrap();
-    let step = if Conn::BACKEND == Backend::Sqlite {
-        declared_step().max(TimeDelta::milliseconds(1))
-    } else {
-        declared_step()
+    let step = match Conn::BACKEND {
+        Backend::Sqlite => declared_step().max(TimeDelta::milliseconds(1)),
+        _ => declared_step(),
     };
     assert_eq!(after.updated_at, before.updated_at + step);
 }
@@ -239,30 +183,16 @@ async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     // An entity built from a client's token in the last second of chrono's range: a
     // write would have no later token to store.
     let end = NaiveDateTime::MAX;
-    let mut stamp = Stamp {
-        id: 1,
-        value: 7,
-        updated_at: end,
-    };
+    let mut stamp = Stamp::new(1, 7, end);
     let before = stamp.clone();
     assert_out_of_range(stamp.save_checked(&mut a).await);
     assert_out_of_range(stamp.force_increment(&mut a).await);
-    assert_out_of_range(
-        std::slice::from_mut(&mut stamp)
-            .save_all_checked(&mut a)
-            .await,
-    );
+    let batch = std::slice::from_mut(&mut stamp);
+    assert_out_of_range(batch.save_all_checked(&mut a).await);
     assert_out_of_range(Stamp::find_checked(&mut a, 1, &end).await.map(|_| ()));
     assert_eq!(stamp, before, "the entity is untouched");
-    assert_eq!(
-        Stamp::find(&mut a, 1).await.unwrap(),
-        Stamp {
-            id: 1,
-            value: 0,
-            updated_at: seed
-        },
-        "nothing was written"
-    );
+    let row = Stamp::find(&mut a, 1).await.unwrap();
+    assert_eq!(row, Stamp::new(1, 0, seed), "nothing was written");
 }
 
 #[flavour]
@@ -276,9 +206,7 @@ async fn the_start_up_check_reports_a_column_coarser_than_declared() {
         .run_in_flavour(&mut a)
         .await
         .expect("whole seconds and the real precision fit");
-    let result = SchemaCheck::new()
-        .entity::<Micros>()
-        .run_in_flavour(&mut a)
-        .await;
+    let micros = SchemaCheck::new().entity::<Micros>();
+    let result = micros.run_in_flavour(&mut a).await;
     assert_micros_checked(result, "stamps", DIGITS);
 }

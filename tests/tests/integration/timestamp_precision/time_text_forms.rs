@@ -2,6 +2,7 @@
 //! fraction digits, `Z`, a UTC offset) save with the `time` crate's tokens as with
 //! chrono's, and a stale writer still conflicts.
 
+use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection as Conn;
 use diesel_occ::Error;
@@ -36,51 +37,43 @@ struct Instant {
     updated_at: OffsetDateTime,
 }
 
+/// Row `$id` of `$entity`, holding `$form`, saves and reads back as saved; a stale
+/// writer of it conflicts.
+macro_rules! saves_and_a_stale_writer_conflicts {
+    ($conn:ident, $entity:ident, $id:expr, $form:expr, $type:literal) => {{
+        let mut mine = $entity::find(&mut $conn, $id).unwrap();
+        let mut stale = mine.clone();
+        mine.value = 1;
+        mine.save_checked(&mut $conn)
+            .unwrap_or_else(|e| panic!("a {} row holding {:?} saves: {e:?}", $type, $form));
+        assert_eq!($entity::find(&mut $conn, $id).unwrap(), mine);
+        stale.value = 2;
+        assert!(
+            matches!(stale.save_checked(&mut $conn), Err(Error::Conflict(_))),
+            "a stale {} writer of {:?} conflicts",
+            $type,
+            $form
+        );
+    }};
+}
+
 #[test]
 fn rows_stored_in_other_text_forms_save() {
     let db = test_db!();
     let mut conn = db.conn();
-    for table in ["time_forms", "time_instant_forms"] {
-        diesel::sql_query(format!(
-            "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-             updated_at TEXT NOT NULL)"
-        ))
-        .execute(&mut conn)
-        .unwrap();
-    }
     let forms: Vec<&str> = OTHER_FORMS.iter().chain(OFFSET_FORMS).copied().collect();
-    for (id, form) in forms.iter().enumerate() {
-        for table in ["time_forms", "time_instant_forms"] {
-            diesel::sql_query(format!("INSERT INTO {table} VALUES ({id}, 0, '{form}')"))
-                .execute(&mut conn)
-                .unwrap();
+    for table in ["time_forms", "time_instant_forms"] {
+        let mut sql = format!(
+            "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+             updated_at TEXT NOT NULL);"
+        );
+        for (id, form) in forms.iter().enumerate() {
+            sql += &format!("INSERT INTO {table} VALUES ({id}, 0, '{form}');");
         }
+        conn.batch_execute(&sql).unwrap();
     }
-    for (id, form) in forms.iter().enumerate() {
-        let id = i32::try_from(id).unwrap();
-
-        let mut mine = Stamp::find(&mut conn, id).unwrap();
-        let mut stale = mine.clone();
-        mine.value = 1;
-        mine.save_checked(&mut conn)
-            .unwrap_or_else(|e| panic!("a PrimitiveDateTime row holding {form:?} saves: {e:?}"));
-        assert_eq!(Stamp::find(&mut conn, id).unwrap(), mine);
-        stale.value = 2;
-        assert!(
-            matches!(stale.save_checked(&mut conn), Err(Error::Conflict(_))),
-            "a stale PrimitiveDateTime writer of {form:?} conflicts"
-        );
-
-        let mut mine = Instant::find(&mut conn, id).unwrap();
-        let mut stale = mine.clone();
-        mine.value = 1;
-        mine.save_checked(&mut conn)
-            .unwrap_or_else(|e| panic!("an OffsetDateTime row holding {form:?} saves: {e:?}"));
-        assert_eq!(Instant::find(&mut conn, id).unwrap(), mine);
-        stale.value = 2;
-        assert!(
-            matches!(stale.save_checked(&mut conn), Err(Error::Conflict(_))),
-            "a stale OffsetDateTime writer of {form:?} conflicts"
-        );
+    for (id, form) in (0..).zip(&forms) {
+        saves_and_a_stale_writer_conflicts!(conn, Stamp, id, form, "PrimitiveDateTime");
+        saves_and_a_stale_writer_conflicts!(conn, Instant, id, form, "OffsetDateTime");
     }
 }

@@ -4,9 +4,9 @@
 //! column as it does for chrono's tokens.
 
 use diesel::prelude::*;
-use diesel_occ::Error;
 use diesel_occ::prelude::*;
 use diesel_occ::schema_check::SchemaCheck;
+use diesel_occ_tests::expect_conflict;
 use time::{Duration, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 use super::{COLUMN, Conn, DIGITS, Declared, INSTANT_COLUMN, time_instants, time_stamps};
@@ -35,6 +35,17 @@ struct Stamp {
     updated_at: PrimitiveDateTime,
 }
 
+impl Stamp {
+    /// Row `id` holding `value` at the token `updated_at`.
+    fn new(id: i32, value: i32, updated_at: PrimitiveDateTime) -> Self {
+        Self {
+            id,
+            value,
+            updated_at,
+        }
+    }
+}
+
 /// The same row, claiming microseconds.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Versioned)]
 #[diesel(table_name = time_stamps)]
@@ -55,9 +66,9 @@ struct Instant {
     updated_at: OffsetDateTime,
 }
 
-/// Both token tables, row 1 of each at `seed` (the instant written two hours east of
-/// UTC); two connections.
-fn setup(db: &diesel_occ_tests::TestDb<Conn>, seed: PrimitiveDateTime) -> (Conn, Conn) {
+/// Both token tables, row 1 of each at a token ahead of the clock (the instant written
+/// two hours east of UTC); two connections and that token.
+fn setup(db: &diesel_occ_tests::TestDb<Conn>) -> (Conn, Conn, PrimitiveDateTime) {
     let mut a = db.conn();
     let b = db.conn();
     for (table, column) in [("time_stamps", COLUMN), ("time_instants", INSTANT_COLUMN)] {
@@ -68,26 +79,21 @@ fn setup(db: &diesel_occ_tests::TestDb<Conn>, seed: PrimitiveDateTime) -> (Conn,
         .execute(&mut a)
         .expect("token table");
     }
+    let seed = ahead_of_clock();
     diesel::insert_into(time_stamps::table)
-        .values(Stamp {
-            id: 1,
-            value: 0,
-            updated_at: seed,
-        })
+        .values(Stamp::new(1, 0, seed))
         .execute(&mut a)
         .expect("seed row");
-    let east = seed
-        .assume_utc()
-        .to_offset(UtcOffset::from_hms(2, 0, 0).unwrap());
+    let east = UtcOffset::from_hms(2, 0, 0).unwrap();
     diesel::insert_into(time_instants::table)
         .values(Instant {
             id: 1,
             value: 0,
-            updated_at: east,
+            updated_at: seed.assume_utc().to_offset(east),
         })
         .execute(&mut a)
         .expect("seed row");
-    (a, b)
+    (a, b, seed)
 }
 
 /// The default precision (whole seconds): a checked insert and an upsert of a `time`
@@ -95,56 +101,37 @@ fn setup(db: &diesel_occ_tests::TestDb<Conn>, seed: PrimitiveDateTime) -> (Conn,
 #[test]
 fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
     let db = test_db!();
-    let (mut a, _) = setup(&db, ahead_of_clock());
+    let (mut a, _, _) = setup(&db);
     let stored = |conn: &mut Conn, id| Stamp::find(conn, id).expect("the row").updated_at;
 
-    let mut inserted = Stamp {
-        id: 2,
-        value: 0,
-        updated_at: PrimitiveDateTime::MIN,
-    };
+    let mut inserted = Stamp::new(2, 0, PrimitiveDateTime::MIN);
     let token = inserted.insert_checked(&mut a).expect("insert");
-    assert_eq!(
-        (token, inserted.updated_at),
-        (stored(&mut a, 2), stored(&mut a, 2))
-    );
+    let row = stored(&mut a, 2);
+    assert_eq!((token, inserted.updated_at), (row, row));
     inserted.value = 1;
-    inserted
-        .save_checked(&mut a)
-        .expect("the first token matches the row");
+    let saved = inserted.save_checked(&mut a);
+    saved.expect("the first token matches the row");
 
-    let mut upserted = Stamp {
-        id: 3,
-        value: 0,
-        updated_at: PrimitiveDateTime::MIN,
-    };
-    let outcome = upserted
-        .upsert_checked(&mut a, None)
-        .expect("upsert into a free key");
+    let mut upserted = Stamp::new(3, 0, PrimitiveDateTime::MIN);
+    let outcome = upserted.upsert_checked(&mut a, None);
+    let outcome = outcome.expect("upsert into a free key");
     assert_eq!(outcome, diesel_occ::Upserted::Inserted(stored(&mut a, 3)));
 }
 
 #[test]
 fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let db = test_db!();
-    let seed = ahead_of_clock();
-    let (mut a, mut b) = setup(&db, seed);
+    let (mut a, mut b, seed) = setup(&db);
     let mut first = Stamp::find(&mut a, 1).unwrap();
     let mut second = Stamp::find(&mut b, 1).unwrap();
     first.value = 1;
     first.save_checked(&mut a).expect("the first writer saves");
     assert_eq!(first.updated_at, seed + Duration::seconds(1));
     second.value = 2;
-    match second.save_checked(&mut b) {
-        Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.expected::<PrimitiveDateTime>(), Some(seed));
-            assert_eq!(
-                conflict.current::<PrimitiveDateTime>(),
-                Some(first.updated_at)
-            );
-        }
-        other => panic!("the stale writer must not win, got {other:?}"),
-    }
+    let conflict = expect_conflict(second.save_checked(&mut b));
+    assert_eq!(conflict.expected::<PrimitiveDateTime>(), Some(seed));
+    let current = conflict.current::<PrimitiveDateTime>();
+    assert_eq!(current, Some(first.updated_at));
     assert_eq!(Stamp::find(&mut b, 1).unwrap(), first);
 
     // The instant: the same, and the fresh token is at UTC.
@@ -155,12 +142,8 @@ fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     first.save_checked(&mut a).expect("the first writer saves");
     assert_eq!(first.updated_at, seed.assume_utc() + Duration::seconds(1));
     second.value = 2;
-    match second.save_checked(&mut b) {
-        Err(Error::Conflict(conflict)) => {
-            assert_eq!(conflict.current::<OffsetDateTime>(), Some(first.updated_at))
-        }
-        other => panic!("the stale writer must not win, got {other:?}"),
-    }
+    let conflict = expect_conflict(second.save_checked(&mut b));
+    assert_eq!(conflict.current::<OffsetDateTime>(), Some(first.updated_at));
     first.value = 3;
     first.save_checked(&mut a).expect("the winner saves again");
     assert_eq!(Instant::find(&mut b, 1).unwrap(), first);
@@ -169,26 +152,21 @@ fn a_stale_writer_in_the_same_second_gets_a_conflict() {
 #[test]
 fn a_declared_precision_advances_the_token_in_its_own_steps() {
     let db = test_db!();
-    let seed = ahead_of_clock();
-    let (mut a, mut b) = setup(&db, seed);
+    let (mut a, mut b, seed) = setup(&db);
     let mut first = Declared::find(&mut a, 1).unwrap();
     let mut second = Declared::find(&mut b, 1).unwrap();
     first.value = 1;
     first.save_checked(&mut a).expect("the first writer saves");
     assert_eq!(first.updated_at, seed + declared_step());
     second.value = 2;
-    assert!(
-        matches!(second.save_checked(&mut b), Err(Error::Conflict(_))),
-        "the stale writer must not win"
-    );
+    expect_conflict(second.save_checked(&mut b));
     assert_eq!(Declared::find(&mut b, 1).unwrap(), first);
 }
 
 #[test]
 fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     let db = test_db!();
-    let seed = ahead_of_clock();
-    let (mut a, mut b) = setup(&db, seed);
+    let (mut a, mut b, seed) = setup(&db);
     let mut in_flight = Stamp::find(&mut a, 1).unwrap();
     let mut writer = Stamp::find(&mut b, 1).unwrap();
     writer.value = 1;
@@ -199,19 +177,16 @@ fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     assert_eq!(touched, 1);
     let mut bulk = Stamp::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed + Duration::seconds(2));
+    // An entity read before the bulk update conflicts.
     for stale in [&mut in_flight, &mut writer] {
         stale.value = 9;
-        match stale.save_checked(&mut b) {
-            Err(Error::Conflict(conflict)) => assert_eq!(
-                conflict.current::<PrimitiveDateTime>(),
-                Some(bulk.updated_at)
-            ),
-            other => panic!("an entity read before the bulk update must conflict, got {other:?}"),
-        }
+        let conflict = expect_conflict(stale.save_checked(&mut b));
+        let current = conflict.current::<PrimitiveDateTime>();
+        assert_eq!(current, Some(bulk.updated_at));
     }
     bulk.value = 8;
     bulk.save_checked(&mut a)
-        .expect("the row saves after the bulk update");
+        .expect("saves after the bulk update");
 
     let mut stale = Instant::find(&mut a, 1).unwrap();
     Instant::bulk_update(time_instants::table, time_instants::value.eq(7))
@@ -219,45 +194,31 @@ fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         .expect("the bulk update");
     let mut bulk = Instant::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed.assume_utc() + Duration::seconds(1));
+    // An instant read before the bulk update conflicts.
     stale.value = 9;
-    assert!(
-        matches!(stale.save_checked(&mut b), Err(Error::Conflict(_))),
-        "an instant read before the bulk update must conflict"
-    );
+    expect_conflict(stale.save_checked(&mut b));
     bulk.value = 8;
     bulk.save_checked(&mut a)
-        .expect("the row saves after the bulk update");
+        .expect("saves after the bulk update");
     assert_eq!(Instant::find(&mut b, 1).unwrap(), bulk);
 }
 
 #[test]
 fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     let db = test_db!();
-    let seed = ahead_of_clock();
-    let (mut a, _) = setup(&db, seed);
+    let (mut a, _, seed) = setup(&db);
     let end = PrimitiveDateTime::MAX;
-    let mut stamp = Stamp {
-        id: 1,
-        value: 7,
-        updated_at: end,
-    };
-    match stamp.save_checked(&mut a) {
-        Err(Error::InvalidToken(invalid))
-            if invalid.reason == diesel_occ::InvalidTokenReason::OutOfRange => {}
-        other => panic!("expected an out-of-range token, got {other:?}"),
-    }
+    let mut stamp = Stamp::new(1, 7, end);
+    super::super::assert_out_of_range(stamp.save_checked(&mut a));
     assert_eq!(stamp.updated_at, end, "the entity is untouched");
-    assert_eq!(
-        Stamp::find(&mut a, 1).unwrap().updated_at,
-        seed,
-        "nothing was written"
-    );
+    let row = Stamp::find(&mut a, 1).unwrap();
+    assert_eq!(row.updated_at, seed, "nothing was written");
 }
 
 #[test]
 fn the_start_up_check_reads_the_columns() {
     let db = test_db!();
-    let (mut a, _) = setup(&db, ahead_of_clock());
+    let (mut a, _, _) = setup(&db);
     SchemaCheck::new()
         .entity::<Stamp>()
         .entity::<Instant>()

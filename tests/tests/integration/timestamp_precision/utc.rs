@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use diesel::prelude::*;
-use diesel_occ::Error;
 use diesel_occ::prelude::*;
+use diesel_occ_tests::expect_conflict;
 
 use super::{COLUMN, Conn, ahead_of_clock, stamps_utc};
 
@@ -51,19 +51,14 @@ fn a_bulk_update_moves_a_utc_token_past_every_token_the_row_held() {
     let mut bulk = StampUtc::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed + TimeDelta::seconds(2));
 
+    // An entity read before the bulk update conflicts.
     for stale in [&mut in_flight, &mut writer] {
         stale.value = 9;
-        match stale.save_checked(&mut b) {
-            Err(Error::Conflict(conflict)) => {
-                assert_eq!(conflict.current::<DateTime<Utc>>(), Some(bulk.updated_at))
-            }
-            other => {
-                panic!("an entity read before the bulk update must conflict, got {other:?}")
-            }
-        }
+        let conflict = expect_conflict(stale.save_checked(&mut b));
+        assert_eq!(conflict.current::<DateTime<Utc>>(), Some(bulk.updated_at));
     }
     bulk.value = 8;
     bulk.save_checked(&mut a)
-        .expect("the row saves after the bulk update");
+        .expect("saves after the bulk update");
     assert_eq!(StampUtc::find(&mut b, 1).unwrap(), bulk);
 }

@@ -6,17 +6,6 @@
 
 flavour_prelude!();
 
-#[flavour(asynchronous)]
-use std::any::Any;
-#[flavour(asynchronous)]
-use std::future::{Future, poll_fn};
-#[flavour(asynchronous)]
-use std::panic::{self, AssertUnwindSafe};
-#[flavour(asynchronous)]
-use std::pin::pin;
-#[flavour(asynchronous)]
-use std::task::Poll;
-
 use chrono::NaiveDateTime;
 #[flavour(blocking)]
 use diesel::connection::TransactionManager;
@@ -28,8 +17,6 @@ use diesel_occ::asynchronous::transaction;
 use diesel_occ::transaction;
 use diesel_occ::{ConflictState, Error, Tracked, UuidToken};
 use diesel_occ_tests::Backend;
-#[flavour(asynchronous)]
-use diesel_occ_tests::{AsyncTestDb, wait, wait_until_async};
 
 use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter, rollback};
 use super::schema;
@@ -45,11 +32,48 @@ async fn insert_counters(conn: &mut Conn, rows: &[Counter]) {
     }
 }
 
-/// Counters `ids`, value 0, token 1.
+/// A fresh database holding counters `$id` (value 0, token 1), and a connection to it.
 #[flavour]
-async fn seed_counters(conn: &mut Conn, ids: &[i32]) {
-    let rows: Vec<Counter> = ids.iter().map(|&id| Counter::new(id, 0)).collect();
-    insert_counters(conn, &rows).await;
+macro_rules! seeded {
+    ($($id:expr),+) => {{
+        let db = db!();
+        let mut conn = db.conn().await;
+        let rows: Vec<Counter> = [$($id),+].into_iter().map(|id| Counter::new(id, 0)).collect();
+        insert_counters(&mut conn, &rows).await;
+        (db, conn)
+    }};
+}
+
+/// Counters `ids` as `conn` reads them.
+#[flavour]
+async fn find_all(conn: &mut Conn, ids: &[i32]) -> Vec<Counter> {
+    let mut rows = Vec::new();
+    for &id in ids {
+        rows.push(Counter::find(&mut *conn, id).await.expect("read"));
+    }
+    rows
+}
+
+/// Each counter's key and token.
+fn tokens(counters: &[Counter]) -> Vec<(i32, i32)> {
+    counters.iter().map(|c| (c.id, c.version)).collect()
+}
+
+/// Another writer's legitimate save of counter `id`, its value up by `by`: what it wrote.
+#[flavour]
+async fn bump(db: &TestDb<Conn>, id: i32, by: i32) -> Counter {
+    let mut other = db.conn().await;
+    let mut theirs = Counter::find(&mut other, id).await.expect("their read");
+    theirs.value += by;
+    theirs.save_checked(&mut other).await.expect("their save");
+    theirs
+}
+
+/// A statement the server refuses: `counters` has no such column.
+#[flavour]
+async fn fail_a_statement(conn: &mut Conn) -> diesel::QueryResult<usize> {
+    let sql = "SELECT no_such_column FROM counters";
+    diesel::sql_query(sql).execute(conn).await
 }
 
 /// One test per token kind, in four steps: a save inside a transaction that
@@ -90,13 +114,9 @@ macro_rules! rolled_back_save_then_conflicts {
 
             // 3. The rolled-back entity's next save is a typed conflict.
             let error = mine.save_checked(&mut conn).await.unwrap_err();
-            let conflict = error.as_conflict().expect("a conflict");
-            assert_eq!(
-                conflict.state(),
-                &ConflictState::Stale {
-                    current: theirs.token().to_value()
-                }
-            );
+            let current = theirs.token().to_value();
+            let state = error.as_conflict().expect("a conflict").state();
+            assert_eq!(state, &ConflictState::Stale { current });
             // 4. Their write stands.
             assert_eq!($entity::find(&mut conn, 1).await.expect("row"), theirs);
         }
@@ -120,9 +140,7 @@ rolled_back_save_then_conflicts! {
 #[flavour]
 #[tokio::test]
 async fn restored_entity_saves_when_the_row_is_unchanged() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (_db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 7;
     let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
@@ -131,9 +149,8 @@ async fn restored_entity_saves_when_the_row_is_unchanged() {
     })
     .await;
     assert!(outcome.is_err());
-    mine.save_checked(&mut conn)
-        .await
-        .expect("save after the rollback");
+    let saved = mine.save_checked(&mut conn).await;
+    saved.expect("save after the rollback");
     assert_eq!(Counter::find(&mut conn, 1).await.expect("row"), mine);
     assert_eq!(mine.version, 2);
 }
@@ -143,49 +160,28 @@ async fn restored_entity_saves_when_the_row_is_unchanged() {
 #[flavour]
 #[tokio::test]
 async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2, 3]).await;
+    let (db, mut conn) = seeded!(1, 2, 3);
     let mut root = Counter::find(&mut conn, 1).await.expect("root");
-    let mut lines = vec![
-        Counter::find(&mut conn, 2).await.expect("line"),
-        Counter::find(&mut conn, 3).await.expect("line"),
-    ];
+    let mut lines = find_all(&mut conn, &[2, 3]).await;
     lines[0].value = 5;
     lines[1].value = 6;
-    let outcome = transaction(
-        &mut conn,
-        (&mut root, &mut lines),
-        async |conn, (root, lines)| {
-            lines.save_all_checked(conn).await?;
-            root.force_increment(conn).await?;
-            assert_eq!(
-                (root.version, lines[0].version, lines[1].version),
-                (2, 2, 2)
-            );
-            Err::<(), _>(rollback())
-        },
-    )
+    let both = (&mut root, &mut lines);
+    let outcome = transaction(&mut conn, both, async |conn, (root, lines)| {
+        lines.save_all_checked(conn).await?;
+        root.force_increment(conn).await?;
+        assert_eq!((root.version, tokens(lines)), (2, vec![(2, 2), (3, 2)]));
+        Err::<(), _>(rollback())
+    })
     .await;
     assert!(outcome.is_err());
-    assert_eq!(
-        (root.version, lines[0].version, lines[1].version),
-        (1, 1, 1)
-    );
+    assert_eq!((root.version, tokens(&lines)), (1, vec![(2, 1), (3, 1)]));
 
     // Others write every row once; each of ours must now conflict.
-    let mut other = db.conn().await;
     for id in 1..=3 {
-        let mut theirs = Counter::find(&mut other, id).await.expect("their read");
-        theirs.value = 100;
-        theirs.save_checked(&mut other).await.expect("their save");
+        bump(&db, id, 100).await;
     }
-    assert!(
-        root.force_increment(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    let forced = root.force_increment(&mut conn).await;
+    assert!(forced.unwrap_err().is_conflict());
     let error = lines.save_all_checked(&mut conn).await.unwrap_err();
     let batch = error.as_batch_conflict().expect("a batch conflict");
     assert_eq!(batch.indices().collect::<Vec<_>>(), [0, 1]);
@@ -196,9 +192,7 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
 #[flavour]
 #[tokio::test]
 async fn committed_transaction_keeps_fresh_tokens() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2]).await;
+    let (_db, mut conn) = seeded!(1, 2);
     let mut a = Counter::find(&mut conn, 1).await.expect("a");
     let mut b = Counter::find(&mut conn, 2).await.expect("b");
     let answer = transaction(&mut conn, (&mut a, &mut b), async |conn, (a, b)| {
@@ -208,9 +202,8 @@ async fn committed_transaction_keeps_fresh_tokens() {
         b.save_checked(conn).await?;
         Ok::<_, Error>(42)
     })
-    .await
-    .expect("commit");
-    assert_eq!(answer, 42);
+    .await;
+    assert_eq!(answer.expect("commit"), 42);
     assert_eq!((a.version, b.version), (2, 2));
     assert_eq!(Counter::find(&mut conn, 2).await.expect("row"), b);
 }
@@ -221,19 +214,10 @@ async fn committed_transaction_keeps_fresh_tokens() {
 #[flavour]
 #[tokio::test]
 async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2]).await;
-    let mut second = Counter::find(&mut conn, 2).await.expect("row 2");
-    second.value = 1;
-    second
-        .save_checked(&mut conn)
-        .await
-        .expect("row 2 moves to version 2");
-    let mut mine = vec![
-        Counter::find(&mut conn, 1).await.expect("row 1"),
-        Counter::find(&mut conn, 2).await.expect("row 2"),
-    ];
+    let (db, mut conn) = seeded!(1, 2);
+    // Row 2 moves to version 2.
+    bump(&db, 2, 1).await;
+    let mut mine = find_all(&mut conn, &[1, 2]).await;
     let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
         mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
         for counter in mine.iter_mut() {
@@ -244,26 +228,14 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
     })
     .await;
     assert!(outcome.is_err());
-    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
-    assert_eq!(
-        tokens,
-        [(2, 2), (1, 1)],
-        "each entity holds its own row's token"
-    );
+    let held = tokens(&mine);
+    assert_eq!(held, [(2, 2), (1, 1)], "each its own row's token");
 
     // Another writer moves row 1 to version 2, the token row 2 held.
-    let mut other = db.conn().await;
-    let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
-    theirs.value = 100;
-    theirs.save_checked(&mut other).await.expect("their save");
+    bump(&db, 1, 100).await;
     let row_one = mine.iter_mut().find(|c| c.id == 1).expect("row 1 entity");
-    assert!(
-        row_one
-            .save_checked(&mut conn)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    let saved = row_one.save_checked(&mut conn).await;
+    assert!(saved.unwrap_err().is_conflict());
     assert_eq!(Counter::find(&mut conn, 1).await.expect("row").value, 100);
 }
 
@@ -273,10 +245,8 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
 #[flavour]
 #[tokio::test]
 async fn rolled_back_transaction_drops_entities_the_closure_added() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2]).await;
-    let mut mine = vec![Counter::find(&mut conn, 1).await.expect("row 1")];
+    let (_db, mut conn) = seeded!(1, 2);
+    let mut mine = find_all(&mut conn, &[1]).await;
     let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
         let mut added = Counter::find(conn, 2).await?;
         added.value = 5;
@@ -286,8 +256,7 @@ async fn rolled_back_transaction_drops_entities_the_closure_added() {
     })
     .await;
     assert!(outcome.is_err());
-    let tokens: Vec<(i32, i32)> = mine.iter().map(|c| (c.id, c.version)).collect();
-    assert_eq!(tokens, [(1, 1)]);
+    assert_eq!(tokens(&mine), [(1, 1)]);
 }
 
 /// A trigger that silently skips the write (PostgreSQL `RETURN NULL`, SQLite
@@ -296,9 +265,7 @@ async fn rolled_back_transaction_drops_entities_the_closure_added() {
 #[flavour]
 #[tokio::test]
 async fn skipped_write_is_unmatched_not_stale() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (_db, mut conn) = seeded!(1);
     let ddl = match Conn::BACKEND {
         Backend::Postgres => {
             "CREATE FUNCTION skip_write() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql;
@@ -313,21 +280,18 @@ async fn skipped_write_is_unmatched_not_stale() {
     for in_tx in [false, true] {
         let mut mine = Counter::find(&mut conn, 1).await.expect("read");
         mine.value = 5;
-        let error = if in_tx {
+        let saved = if in_tx {
             let mine = &mut mine;
             conn.transaction(async |conn| mine.save_checked(conn).await)
                 .await
-                .unwrap_err()
         } else {
-            mine.save_checked(&mut conn).await.unwrap_err()
+            mine.save_checked(&mut conn).await
         };
+        let error = saved.unwrap_err();
         let conflict = error.as_conflict().expect("a conflict");
         let case = format!("in a transaction: {in_tx}");
-        assert_eq!(
-            conflict.state(),
-            &ConflictState::Unmatched,
-            "{case}: {conflict}"
-        );
+        let state = conflict.state();
+        assert_eq!(state, &ConflictState::Unmatched, "{case}: {conflict}");
         assert_eq!(conflict.current::<i32>(), None, "{case}");
         assert!(!error.is_retryable(), "{case}");
         assert_eq!(mine.version, 1, "{case}");
@@ -340,27 +304,38 @@ async fn skipped_write_is_unmatched_not_stale() {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    insert_counters(&mut conn, &[counter(1, 1), counter(2, 1)]).await;
+    let (_db, mut conn) = seeded!(1, 2);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     transaction(&mut conn, &mut mine, async |conn, mine| {
         mine.save_checked(conn).await?;
         let mut taken = counter(2, 0);
-        match taken.insert_checked(conn).await {
-            Err(Error::UniqueViolation(_)) => {}
-            other => panic!("expected a taken key, got {other:?}"),
-        }
-        match taken.upsert_checked(conn, None).await {
-            Err(Error::Conflict(_)) => {}
-            other => panic!("expected a conflict, got {other:?}"),
-        }
+        let inserted = taken.insert_checked(conn).await;
+        assert!(
+            matches!(inserted, Err(Error::UniqueViolation(_))),
+            "{inserted:?}"
+        );
+        let upserted = taken.upsert_checked(conn, None).await;
+        assert!(matches!(upserted, Err(Error::Conflict(_))), "{upserted:?}");
         Ok::<_, Error>(())
     })
     .await
     .expect("the transaction commits");
     assert_eq!(Counter::find(&mut conn, 1).await.expect("read"), mine);
+}
+
+/// Counter 1 after a closure that set its value to 5, saved it and caught a failed
+/// statement: on PostgreSQL the statement aborted the transaction, so `outcome` is an
+/// error and nothing was committed; elsewhere only the statement failed, and the write
+/// was committed.
+fn assert_committed_unless_aborted<T: std::fmt::Debug>(outcome: Result<T, Error>, row: &Counter) {
+    if Conn::BACKEND == Backend::Postgres {
+        assert!(outcome.is_err(), "aborted, so not Ok: {outcome:?}");
+        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
+    } else {
+        outcome.expect("only the statement failed: the transaction commits");
+        assert_eq!(row.value, 5);
+    }
 }
 
 /// A database error the closure catches: on PostgreSQL it aborts the transaction, whose
@@ -370,39 +345,24 @@ async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caught_database_error_is_never_reported_committed() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (_db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
         mine.save_checked(conn).await?;
-        let failed = diesel::sql_query("SELECT no_such_column FROM counters")
-            .execute(conn)
-            .await;
-        assert!(failed.is_err(), "the statement fails");
+        assert!(fail_a_statement(conn).await.is_err(), "the statement fails");
         Ok::<_, Error>(())
     })
     .await;
     let row = Counter::find(&mut conn, 1).await.expect("read");
-    if Conn::BACKEND == Backend::Postgres {
-        assert!(
-            outcome.is_err(),
-            "an aborted transaction is not Ok: {outcome:?}"
-        );
-        assert_eq!((row.value, row.version), (0, 1), "nothing was committed");
-    } else {
-        outcome.expect("only the statement failed: the transaction commits");
-        assert_eq!(row.value, 5);
-    }
+    assert_committed_unless_aborted(outcome, &row);
     assert_eq!(
         mine.version, row.version,
         "the entity holds the row's token"
     );
     mine.value = 6;
-    mine.save_checked(&mut conn)
-        .await
-        .expect("the entity saves on the usable connection");
+    let saved = mine.save_checked(&mut conn).await;
+    saved.expect("the entity saves on the usable connection");
 
     // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
     // error too, and the caller's transaction is usable after it.
@@ -414,19 +374,14 @@ async fn a_caught_database_error_is_never_reported_committed() {
             let inner = transaction(conn, &mut *mine, async |conn, mine| {
                 mine.value = 7;
                 mine.save_checked(conn).await?;
-                let _ = diesel::sql_query("SELECT no_such_column FROM counters")
-                    .execute(conn)
-                    .await;
+                let _ = fail_a_statement(conn).await;
                 Ok::<_, Error>(())
             })
             .await;
             let aborted = inner.is_err();
             let kept = if aborted { 0 } else { 1 };
-            assert_eq!(
-                mine.version,
-                before.version + kept,
-                "given back unless committed"
-            );
+            let expected = before.version + kept;
+            assert_eq!(mine.version, expected, "given back unless committed");
             Counter::find(conn, 1).await?;
             Ok::<_, Error>(aborted)
         })
@@ -457,18 +412,12 @@ async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() 
     assert_eq!(mine, passed_in, "the entity as passed in");
 
     // Another writer moves row 2 to version 2, the token row 1 held.
-    let mut theirs = Counter::find(&mut conn, 2).await.expect("read");
-    theirs.value = 3;
-    theirs.save_checked(&mut conn).await.expect("their save");
+    let theirs = bump(&db, 2, 3).await;
     mine.value = 8;
-    mine.save_checked(&mut conn)
-        .await
-        .expect("row 1 is as read");
-    assert_eq!(
-        Counter::find(&mut conn, 2).await.expect("read"),
-        theirs,
-        "row 2 is theirs"
-    );
+    let saved = mine.save_checked(&mut conn).await;
+    saved.expect("row 1 is as read");
+    let row_two = Counter::find(&mut conn, 2).await.expect("read");
+    assert_eq!(row_two, theirs, "row 2 is theirs");
 
     // The same for a tracked entity.
     let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
@@ -493,15 +442,14 @@ fn catch_panic<T>(run: impl FnOnce() -> T) -> std::thread::Result<T> {
 /// Polls `run`'s future to its end, catching a panic raised while it is polled (the
 /// test holds the connection it borrows, so the panic cannot be caught at a task's join).
 #[flavour(asynchronous)]
-async fn catch_panic<T>(run: impl AsyncFnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
-    let mut future = pin!(run());
-    poll_fn(
-        |cx| match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
+async fn catch_panic<T>(run: impl AsyncFnOnce() -> T) -> std::thread::Result<T> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::task::Poll;
+    let mut future = std::pin::pin!(run());
+    std::future::poll_fn(|cx| {
+        let polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        polled.map_or_else(|panic| Poll::Ready(Err(panic)), |poll| poll.map(Ok))
+    })
     .await
 }
 
@@ -511,9 +459,7 @@ async fn catch_panic<T>(run: impl AsyncFnOnce() -> T) -> Result<T, Box<dyn Any +
 #[flavour]
 #[tokio::test]
 async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     let caught = catch_panic(async || {
@@ -532,28 +478,16 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
     let depth = <Conn as Connection>::TransactionManager::transaction_manager_status_mut(&mut conn)
         .transaction_depth();
-    assert!(
-        matches!(depth, Ok(None)),
-        "not left usable outside a transaction: {depth:?}"
-    );
+    assert!(matches!(depth, Ok(None)), "in a transaction: {depth:?}");
 
     let mut again = Counter::find(&mut conn, 1).await.expect("read again");
-    assert_eq!(
-        (again.value, again.version),
-        (0, 1),
-        "the save was rolled back"
-    );
+    assert_eq!((again.value, again.version), (0, 1), "rolled back");
     again.value = 7;
     again.save_checked(&mut conn).await.expect("a later save");
-    let mut other = db.conn().await;
-    assert_eq!(
-        Counter::find(&mut other, 1)
-            .await
-            .expect("their read")
-            .value,
-        7,
-        "the later save was committed"
-    );
+    let theirs = Counter::find(&mut db.conn().await, 1)
+        .await
+        .expect("their read");
+    assert_eq!(theirs.value, 7, "the later save was committed");
 }
 
 // ---- the blocking flavour's own ----
@@ -564,9 +498,7 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
 #[flavour(blocking)]
 #[test]
 fn control_plain_transaction_rollback_loses_an_update() {
-    let db = test_db!();
-    let mut conn = db.conn();
-    seed_counters(&mut conn, &[1]);
+    let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).expect("read");
     mine.value = 1;
     let outcome = conn.transaction(|conn| {
@@ -574,10 +506,7 @@ fn control_plain_transaction_rollback_loses_an_update() {
         Err::<(), _>(rollback())
     });
     assert!(outcome.is_err());
-    let mut other = db.conn();
-    let mut theirs = Counter::find(&mut other, 1).expect("their read");
-    theirs.value = 10;
-    theirs.save_checked(&mut other).expect("their save");
+    bump(&db, 1, 10);
     mine.save_checked(&mut conn).expect("the stale save wins");
     assert_eq!(Counter::find(&mut conn, 1).expect("row").value, 1);
 }
@@ -586,8 +515,7 @@ fn control_plain_transaction_rollback_loses_an_update() {
 #[flavour(blocking)]
 #[test]
 fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() {
-    let db = test_db!();
-    seed_counters(&mut db.conn(), &[1]);
+    let (db, _) = seeded!(1);
     let pool = diesel::r2d2::Pool::builder()
         .max_size(1)
         .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
@@ -597,21 +525,11 @@ fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() 
         let mut row: Counter = attempt.find(conn, 1)?;
         row.value = 5;
         row.save_checked(conn)?;
-        let failed = diesel::sql_query("SELECT no_such_column FROM counters").execute(conn);
-        assert!(failed.is_err(), "the statement fails");
+        assert!(fail_a_statement(conn).is_err(), "the statement fails");
         Ok(())
     });
     let row = Counter::find(&mut db.conn(), 1).expect("read");
-    if Conn::BACKEND == Backend::Postgres {
-        assert!(
-            outcome.is_err(),
-            "an aborted attempt is not Ok: {outcome:?}"
-        );
-        assert_eq!(row.value, 0, "nothing was committed");
-    } else {
-        outcome.expect("only the statement failed: the attempt commits");
-        assert_eq!(row.value, 5);
-    }
+    assert_committed_unless_aborted(outcome, &row);
 }
 
 // ---- the async flavour's own ----
@@ -621,19 +539,16 @@ fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() 
 #[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_runs_inside_a_spawned_task() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (db, mut conn) = seeded!(1);
     let step = 3;
     let task = tokio::spawn(async move {
         let mut mine = Counter::find(&mut conn, 1).await?;
-        let outcome =
-            diesel_occ::asynchronous::transaction(&mut conn, &mut mine, async |conn, mine| {
-                mine.value += step;
-                mine.save_checked(conn).await?;
-                Ok::<_, Error>(mine.value)
-            })
-            .await;
+        let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+            mine.value += step;
+            mine.save_checked(conn).await?;
+            Ok::<_, Error>(mine.value)
+        })
+        .await;
         outcome.map(|value| (value, mine.version))
     });
     let saved = task.await.expect("the spawned task");
@@ -647,46 +562,30 @@ async fn a_transaction_runs_inside_a_spawned_task() {
 #[flavour(asynchronous)]
 #[tokio::test]
 async fn a_nested_transaction_rolls_back_alone() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2]).await;
+    let (db, mut conn) = seeded!(1, 2);
     let mut outer = Counter::find(&mut conn, 1).await.expect("outer");
     let mut inner = Counter::find(&mut conn, 2).await.expect("inner");
     let inner_ref = &mut inner;
-    let outcome =
-        diesel_occ::asynchronous::transaction(&mut conn, &mut outer, async move |conn, outer| {
-            outer.value = 1;
-            outer.save_checked(conn).await?;
-            let nested =
-                diesel_occ::asynchronous::transaction(conn, inner_ref, async |conn, inner| {
-                    inner.value = 2;
-                    inner.save_checked(conn).await?;
-                    Err::<(), _>(rollback())
-                })
-                .await;
-            assert!(nested.is_err(), "{nested:?}");
-            Ok::<_, Error>(())
+    let outcome = transaction(&mut conn, &mut outer, async move |conn, outer| {
+        outer.value = 1;
+        outer.save_checked(conn).await?;
+        let nested = transaction(conn, inner_ref, async |conn, inner| {
+            inner.value = 2;
+            inner.save_checked(conn).await?;
+            Err::<(), _>(rollback())
         })
         .await;
+        assert!(nested.is_err(), "{nested:?}");
+        Ok::<_, Error>(())
+    })
+    .await;
     assert!(outcome.is_ok(), "{outcome:?}");
-    assert_eq!(
-        (outer.version, inner.version),
-        (2, 1),
-        "the inner token restored"
-    );
-    let mut other = db.conn().await;
-    let rows = (
-        Counter::find(&mut other, 1).await.expect("row 1"),
-        Counter::find(&mut other, 2).await.expect("row 2"),
-    );
-    assert_eq!(
-        (
-            (rows.0.value, rows.0.version),
-            (rows.1.value, rows.1.version)
-        ),
-        ((1, 2), (0, 1)),
-        "the outer write committed, the inner one rolled back"
-    );
+    let held = (outer.version, inner.version);
+    assert_eq!(held, (2, 1), "the inner token restored");
+    let rows = find_all(&mut db.conn().await, &[1, 2]).await;
+    let rows: Vec<_> = rows.iter().map(|row| (row.value, row.version)).collect();
+    // The outer write committed, the inner one rolled back.
+    assert_eq!(rows, [(1, 2), (0, 1)]);
 }
 
 /// A panic inside a diesel-async transaction of the closure's own leaves that one open
@@ -696,9 +595,7 @@ async fn a_nested_transaction_rolls_back_alone() {
 #[flavour(asynchronous)]
 #[tokio::test]
 async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_broken() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     let caught = catch_panic(async || {
@@ -756,13 +653,16 @@ async fn end(conn: &mut Conn, raw: bool) {
     }
 }
 
-#[flavour]
-async fn bump(db: &TestDb<Conn>) -> Counter {
-    let mut other = db.conn().await;
-    let mut theirs = Counter::find(&mut other, 1).await.expect("their read");
-    theirs.value += 1;
-    theirs.save_checked(&mut other).await.expect("their save");
-    theirs
+/// Asserts what a stale save inside a snapshot returned: a conflict naming the row's
+/// real token `current`, never the snapshot's, or a transient error.
+fn assert_names_the_current_token(saved: Result<(), Error>, current: i32) {
+    match saved {
+        Err(Error::Conflict(conflict)) => {
+            assert_eq!(conflict.current::<i32>(), Some(current), "{conflict}");
+        }
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
+        Ok(()) => panic!("a stale save succeeded"),
+    }
 }
 
 /// The entity is read inside a snapshot (or before it, while another writer commits
@@ -770,173 +670,131 @@ async fn bump(db: &TestDb<Conn>) -> Counter {
 /// row's real token (or the save fails transiently), never the snapshot's.
 #[flavour]
 async fn in_snapshot(isolation: Option<&str>, read_before: bool, raw: bool) {
-    let db = db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    if isolation == Some("SERIALIZABLE") && Conn::BACKEND == Backend::Mysql {
+        // InnoDB's SERIALIZABLE reads take shared locks: no stale snapshot.
+        return;
+    }
+    let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     if read_before {
-        bump(&db).await;
+        bump(&db, 1, 1).await;
     }
     begin(&mut conn, isolation, raw).await;
     let snapshot = Counter::find(&mut conn, 1).await;
     if !read_before {
         mine = snapshot.expect("read in the snapshot");
     }
-    let theirs = bump(&db).await;
+    let theirs = bump(&db, 1, 1).await;
     mine.value = 100;
-    match mine.save_checked(&mut conn).await {
-        Err(Error::Conflict(conflict)) => {
-            assert_eq!(
-                conflict.current::<i32>(),
-                Some(theirs.version),
-                "{conflict}"
-            );
-        }
-        Err(error) => assert!(error.is_transient(), "{error:?}"),
-        Ok(()) => panic!("a stale save succeeded"),
-    }
+    let saved = mine.save_checked(&mut conn).await;
+    assert_names_the_current_token(saved, theirs.version);
     end(&mut conn, raw).await;
 }
 
+/// One test per row, of `in_snapshot` at each `(isolation, read_before, raw)`.
 #[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_default_isolation() {
-    in_snapshot(None, false, false).await;
-    in_snapshot(None, true, false).await;
+macro_rules! snapshot_conflicts {
+    ($($(#[$doc:meta])* $test:ident: $(($($case:expr),+))+;)+) => {$(
+        $(#[$doc])*
+        #[tokio::test]
+        async fn $test() {
+            $(in_snapshot($($case),+).await;)+
+        }
+    )+};
 }
 
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_repeatable_read() {
-    in_snapshot(Some("REPEATABLE READ"), false, false).await;
-    in_snapshot(Some("REPEATABLE READ"), true, false).await;
-}
-
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_reports_current_token_serializable() {
-    if Conn::BACKEND == Backend::Mysql {
-        // InnoDB's SERIALIZABLE reads take shared locks: no stale snapshot.
-        return;
-    }
-    in_snapshot(Some("SERIALIZABLE"), false, false).await;
-    in_snapshot(Some("SERIALIZABLE"), true, false).await;
-}
-
-/// A transaction opened with plain SQL, which Diesel's transaction manager does not
-/// see: a conflict on an entity read in its snapshot still names the real token.
-#[flavour]
-#[tokio::test]
-async fn snapshot_conflict_in_a_raw_sql_transaction() {
-    in_snapshot(None, false, true).await;
-    in_snapshot(Some("REPEATABLE READ"), false, true).await;
+snapshot_conflicts! {
+    snapshot_conflict_reports_current_token_default_isolation:
+        (None, false, false) (None, true, false);
+    snapshot_conflict_reports_current_token_repeatable_read:
+        (Some("REPEATABLE READ"), false, false) (Some("REPEATABLE READ"), true, false);
+    snapshot_conflict_reports_current_token_serializable:
+        (Some("SERIALIZABLE"), false, false) (Some("SERIALIZABLE"), true, false);
+    /// A transaction opened with plain SQL, which Diesel's transaction manager does not
+    /// see: a conflict on an entity read in its snapshot still names the real token.
+    snapshot_conflict_in_a_raw_sql_transaction:
+        (None, false, true) (Some("REPEATABLE READ"), false, true);
 }
 
 /// The same snapshot, opened with diesel-async's own transaction.
 #[flavour(asynchronous)]
 #[tokio::test]
 async fn snapshot_conflict_in_a_diesel_async_transaction() {
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1]).await;
+    let (db, mut conn) = seeded!(1);
+    let level = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
     if Conn::BACKEND == Backend::Mysql {
-        conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            .await
-            .expect("isolation");
+        conn.batch_execute(level).await.expect("isolation");
     }
     let db = &db;
     let outcome = conn
         .transaction(async |conn| {
             if Conn::BACKEND == Backend::Postgres {
-                conn.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                    .await?;
+                conn.batch_execute(level).await?;
             }
             let mut mine = Counter::find(conn, 1).await?;
-            let theirs = bump(db).await;
+            let theirs = bump(db, 1, 1).await;
             mine.value = 100;
             Ok::<_, Error>((mine.save_checked(conn).await, theirs))
         })
         .await;
     match outcome {
-        Ok((Err(Error::Conflict(conflict)), theirs)) => {
-            assert_eq!(
-                conflict.current::<i32>(),
-                Some(theirs.version),
-                "{conflict}"
-            );
-        }
-        Ok((Err(error), _)) | Err(error) => assert!(error.is_transient(), "{error:?}"),
-        Ok((Ok(()), _)) => panic!("a stale save succeeded"),
+        Ok((saved, theirs)) => assert_names_the_current_token(saved, theirs.version),
+        Err(error) => assert!(error.is_transient(), "{error:?}"),
     }
 }
 
-/// Drops a batch future while its transaction is open: once the server
-/// shows its second UPDATE waiting for a row lock another connection holds.
-#[flavour(asynchronous)]
-async fn drop_batch_mid_transaction(db: &AsyncTestDb<Conn>, conn: &mut Conn) {
-    let mut batch = [
-        Counter::find(conn, 1).await.expect("row 1"),
-        Counter::find(conn, 2).await.expect("row 2"),
-    ];
-    batch[0].value = 11;
-    batch[1].value = 12;
-    match Conn::BACKEND {
-        Backend::Postgres => {
-            let pid: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
-                "pg_backend_pid()",
-            ))
-            .get_result(conn)
-            .await
-            .expect("pid");
-            let mut locker = db.conn().await;
-            locker
-                .batch_execute("BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE")
-                .await
-                .expect("lock row 2");
-            let mut watcher = db.conn().await;
-            {
-                let save = batch.save_all_checked(conn);
-                tokio::pin!(save);
-                let waiting = wait_until_async(
-                    "the batch's second UPDATE to wait for row 2's lock",
-                    wait::TIMEOUT,
-                    async || {
-                        let waiting: i64 = diesel::select(diesel::dsl::sql::<
-                            diesel::sql_types::BigInt,
-                        >(&format!(
-                            "(SELECT count(*) FROM pg_stat_activity \
-                             WHERE pid = {pid} AND wait_event_type = 'Lock')"
-                        )))
-                        .get_result(&mut watcher)
-                        .await
-                        .expect("pg_stat_activity");
-                        waiting == 1
-                    },
-                );
-                tokio::select! {
-                    biased;
-                    outcome = &mut save => panic!("the batch finished: {outcome:?}"),
-                    () = waiting => {}
-                }
-            }
-            locker.batch_execute("COMMIT").await.expect("unlock");
-        }
-        _ => unreachable!("PostgreSQL only: SQLite has its own test"),
-    }
-}
-
+/// A batch future dropped while its transaction is open (PostgreSQL; SQLite has its own
+/// test) leaves the connection visibly broken: later saves and transactions on it fail,
+/// and nothing of the batch is committed.
 #[flavour(asynchronous)]
 #[tokio::test]
 async fn cancelled_batch_leaves_the_connection_visibly_broken() {
+    use diesel::sql_types::{BigInt, Integer};
     if Conn::BACKEND != Backend::Postgres {
         return;
     }
-    let db = async_test_db!();
-    let mut conn = db.conn().await;
-    seed_counters(&mut conn, &[1, 2, 3]).await;
+    let (db, mut conn) = seeded!(1, 2, 3);
     let mut third = Counter::find(&mut conn, 3).await.expect("row 3");
-
-    drop_batch_mid_transaction(&db, &mut conn).await;
+    let mut batch = find_all(&mut conn, &[1, 2]).await;
+    batch[0].value = 11;
+    batch[1].value = 12;
+    let pid: i32 = diesel::select(diesel::dsl::sql::<Integer>("pg_backend_pid()"))
+        .get_result(&mut conn)
+        .await
+        .expect("pid");
+    let mut locker = db.conn().await;
+    locker
+        .batch_execute("BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE")
+        .await
+        .expect("lock row 2");
+    let mut watcher = db.conn().await;
+    let waiting = format!(
+        "(SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock')"
+    );
+    let waiting = diesel::select(diesel::dsl::sql::<BigInt>(&waiting));
+    {
+        // Dropped once the server shows the batch's second UPDATE waiting for row 2.
+        let save = batch.save_all_checked(&mut conn);
+        tokio::pin!(save);
+        let blocked = wait_until(
+            "the batch's second UPDATE to wait for row 2's lock",
+            diesel_occ_tests::wait::TIMEOUT,
+            async || {
+                let count: i64 = waiting
+                    .clone()
+                    .get_result(&mut watcher)
+                    .await
+                    .expect("stat");
+                count == 1
+            },
+        );
+        tokio::select! {
+            biased;
+            outcome = &mut save => panic!("the batch finished: {outcome:?}"),
+            () = blocked => {}
+        }
+    }
+    locker.batch_execute("COMMIT").await.expect("unlock");
 
     // A later save on the same connection fails loudly...
     third.value = 33;
@@ -949,9 +807,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     drop(conn);
 
     // Nothing of the batch or of the later save was committed.
-    let mut check = db.conn().await;
-    for id in 1..=3 {
-        let row = Counter::find(&mut check, id).await.expect("row");
-        assert_eq!((row.value, row.version), (0, 1), "row {id}");
+    for row in find_all(&mut db.conn().await, &[1, 2, 3]).await {
+        assert_eq!((row.value, row.version), (0, 1), "row {}", row.id);
     }
 }

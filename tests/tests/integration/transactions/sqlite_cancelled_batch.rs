@@ -21,18 +21,23 @@ diesel::define_sql_function! {
     fn occ_test_pause() -> Integer;
 }
 
+/// Meets the trigger's function at `barrier`, on a thread where waiting blocks no task.
+async fn meet(barrier: &Arc<Barrier>) {
+    let barrier = Arc::clone(barrier);
+    let met = tokio::task::spawn_blocking(move || barrier.wait()).await;
+    met.expect("barrier");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     let Some(db) = TestDb::<SqliteConnection>::create(concat!(module_path!(), "_", line!())) else {
         return;
     };
-    let mut setup = db.conn();
-    for id in 1..=3 {
-        diesel::insert_into(schema::counters::table)
-            .values(Counter::new(id, 0))
-            .execute(&mut setup)
-            .expect("seed");
-    }
+    let rows: Vec<_> = (1..=3).map(|id| Counter::new(id, 0)).collect();
+    diesel::insert_into(schema::counters::table)
+        .values(rows)
+        .execute(&mut db.conn())
+        .expect("seed");
     let reached = Arc::new(Barrier::new(2));
     let release = Arc::new(Barrier::new(2));
     let inner = SqliteConnection::establish(db.url()).expect("connection");
@@ -63,26 +68,14 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     {
         let save = batch.save_all_checked(&mut conn);
         tokio::pin!(save);
-        let in_update = tokio::task::spawn_blocking({
-            let reached = Arc::clone(&reached);
-            move || {
-                reached.wait();
-            }
-        });
         tokio::select! {
             biased;
             outcome = &mut save => panic!("the batch finished: {outcome:?}"),
-            joined = in_update => joined.expect("barrier"),
+            () = meet(&reached) => {}
         }
         // The first UPDATE is running inside the batch's transaction: let it end,
         // then drop the batch before it is polled again.
-        let released = tokio::task::spawn_blocking({
-            let release = Arc::clone(&release);
-            move || {
-                release.wait();
-            }
-        });
-        released.await.expect("barrier");
+        meet(&release).await;
     }
 
     third.value = 33;

@@ -41,6 +41,4 @@ fn assert_refused(problems: Option<&SchemaProblems>, error: &dyn std::fmt::Displ
 #[allow(unused_imports)]
 use diesel::mysql::MysqlConnection as Conn;
 use diesel_async::AsyncMysqlConnection as AsyncConn;
-#[cfg(feature = "mysql")]
-on_every_backend!(@scenarios blocking, Conn, test_db);
-on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+on_every_backend!(@mysql scenarios);

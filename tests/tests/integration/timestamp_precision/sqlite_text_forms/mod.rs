@@ -134,5 +134,4 @@ fn assert_stale<T: std::fmt::Debug>(result: Result<T, diesel_occ::Error>, form: 
 #[allow(unused_imports)]
 use diesel::sqlite::SqliteConnection as Conn;
 type AsyncConn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<Conn>;
-on_every_backend!(@scenarios blocking, Conn, test_db);
-on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+on_every_backend!(@file scenarios);
