@@ -14,7 +14,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use proptest_state_machine::strategy::Sequential;
 
 use super::model::{
-    self, Call, Conflict, End, Expect, Held, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
+    self, Call, Conflict, End, Expect, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
 };
 
 /// An entity of the model's table, as the executors handle it.
@@ -63,7 +63,8 @@ impl Entity for Counter {
     }
 }
 
-/// What a call returned, its tokens the real ones.
+/// What a call returned, its tokens the real ones: `Batch` has each conflicted entity's
+/// position and conflict, `Exhausted` what the last attempt of a retry met.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Seen<T> {
     Done,
@@ -80,11 +81,9 @@ pub(crate) enum Seen<T> {
         retryable: bool,
     },
     Taken,
-    /// `Error::Batch`: each conflicted entity's position and conflict.
     Batch(Vec<(usize, Seen<T>)>),
     Count(usize),
     Merge(Merge),
-    /// `Error::RetriesExhausted`, with what the last attempt met.
     Exhausted(Box<Seen<T>>),
     Refused(String),
     Other(String),
@@ -162,18 +161,12 @@ impl<T: VersionToken + Clone> Seen<T> {
 /// model predicts; a serial is bound to the first value seen for it, and a row's
 /// distinct tokens must be distinct values (a fresh token differs from every earlier
 /// one of the row at the column's precision).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Tokens<T> {
     bound: BTreeMap<Tok, (Key, T)>,
 }
 
 impl<T: Clone + PartialEq + Debug> Tokens<T> {
-    fn new() -> Tokens<T> {
-        Tokens {
-            bound: BTreeMap::new(),
-        }
-    }
-
     fn bind<E: Entity<Token = T>>(&mut self, key: Key, token: Tok, real: &T) -> Result<(), String> {
         if E::EXACT {
             let exact = E::real_token(token);
@@ -301,14 +294,21 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             held.extend(self.batch_keys.iter().copied().zip(batch));
             return Ok(seen);
         }
+        let new = matches!(
+            *call,
+            Call::Insert { .. } | Call::UpsertNone { .. } | Call::InsertFrom { .. }
+        );
+        // Calls on the held entity: the client holds it as the call left it.
+        let on_held = !new && !matches!(*call, Call::Find { .. } | Call::RetrySave { .. });
         let mut entity = match *call {
             Call::Insert { value, .. } | Call::UpsertNone { value, .. } => E::create(key, value),
-            // Calls by key: an entity they do not read (a read replaces it).
-            Call::Find { .. }
-            | Call::RetrySave { .. }
-            | Call::InsertFrom { .. }
-            | Call::BulkUpdate { .. } => E::create(key, 0),
-            _ => held.get(&key).cloned().expect("the model holds it too"),
+            Call::InsertFrom { value, .. } => E::create(key, value),
+            Call::BulkUpdate { .. } => {
+                return Ok(self.executor.call(client, call, &mut E::create(key, 0)));
+            }
+            _ if on_held => held.get(&key).cloned().expect("the model holds it too"),
+            // A read replaces it.
+            _ => E::create(key, 0),
         };
         if let Call::Save { value, .. }
         | Call::SaveWhere { value, .. }
@@ -319,46 +319,28 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         let before = entity.clone();
         let seen = self.executor.call(client, call, &mut entity);
         let ok = matches!(seen, Seen::Done | Seen::Token(_) | Seen::Upserted { .. });
-        match *call {
-            Call::Find { .. }
-            | Call::RetrySave { .. }
-            | Call::Insert { .. }
-            | Call::UpsertNone { .. }
-                if ok =>
-            {
-                held.insert(key, entity);
+        match (call, &seen) {
+            (
+                Call::UpdateByKey { value, .. }
+                | Call::RetryByKey { value, .. }
+                | Call::InsertFrom { value, .. },
+                Seen::Token(token),
+            ) => {
+                held.insert(key, E::with_token(key, *value, token.clone()));
             }
-            Call::UpdateByKey { value, .. }
-            | Call::RetryByKey { value, .. }
-            | Call::InsertFrom { value, .. } => {
-                if let Seen::Token(token) = &seen {
-                    held.insert(key, E::with_token(key, value, token.clone()));
-                }
-            }
-            Call::SaveWhere { .. } | Call::Insert { .. }
+            (Call::SaveWhere { .. } | Call::Insert { .. }, _)
                 if !ok && entity.parts() != before.parts() =>
             {
                 return Err(format!("a failed write changed its entity: {entity:?}"));
             }
-            Call::Save { .. }
-            | Call::SaveWhere { .. }
-            | Call::UpsertSome { .. }
-            | Call::ForceIncrement { .. }
-            | Call::SoftDelete { .. }
-            | Call::TrackedSave { .. } => {
-                held.insert(key, entity);
-            }
-            Call::Transaction { .. } => {
-                let committed = matches!(
-                    seen,
-                    Seen::Transaction {
-                        outcome: Outcome::Committed,
-                        ..
-                    }
-                );
+            (Call::Transaction { .. }, Seen::Transaction { outcome, .. }) => {
                 // Rolled back, it is compared in the slot it was passed from.
+                let committed = *outcome == Outcome::Committed;
                 held.remove(&key);
                 held.insert(if committed { entity.parts().0 } else { key }, entity);
+            }
+            _ if ok || on_held => {
+                held.insert(key, entity);
             }
             _ => {}
         }
@@ -524,19 +506,14 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                     return Err(format!("c{client} holds no entity for k{slot}"));
                 };
                 let (key, value, token) = entity.parts();
-                let Held {
-                    key: model_key,
-                    value: model_value,
-                    token: model_token,
-                } = *expect;
+                let (model_key, model_value) = (expect.key, expect.value);
                 if (key, value) != (model_key, model_value) {
                     return Err(format!(
                         "c{client}'s entity e[k{slot}] is row k{key} value {value}, the model's row k{model_key} value {model_value}"
                     ));
                 }
-                let token = token.clone();
                 self.tokens
-                    .bind::<E>(key, model_token, &token)
+                    .bind::<E>(key, expect.token, token)
                     .map_err(|reason| format!("c{client}'s entity e[k{slot}]: {reason}"))?;
             }
         }
@@ -620,7 +597,7 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
     let system = std::cell::RefCell::new(System {
         executor,
         held: vec![BTreeMap::new(); setup.clients],
-        tokens: Tokens::new(),
+        tokens: Tokens::default(),
         retryable_client_tokens: run.retryable_client_tokens,
         batch_keys: Vec::new(),
     });
@@ -668,7 +645,7 @@ fn execute<E: Entity, X: Executor<E>>(
         .collect();
     system.executor.reset(&rows);
     system.held = vec![BTreeMap::new(); initial.setup.clients];
-    system.tokens = Tokens::new();
+    system.tokens = Tokens::default();
     for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
         system
             .tokens

@@ -219,13 +219,13 @@ where
     runner::outcome(called, seen)
 }
 
-/// The entity of `$table` (its token column `$token`, its create form `$form`): its
-/// [`Passed`] forms and the [`Executor`] of it on [`Clients`].
+/// The entity of `$table` (its token column `$token` of type `$tok`, its create form
+/// `$form`): its [`Passed`] forms and the [`Executor`] of it on [`Clients`].
 #[flavour]
 macro_rules! executor {
-    ($entity:ident, $form:ident, $table:ident, $token:ident) => {
+    ($entity:ident, $form:ident, $table:ident, $token:ident, $tok:ty) => {
         impl Passed for $entity {
-            type Token = <$entity as Entity>::Token;
+            type Token = $tok;
 
             fn edit_value(&mut self, value: i32) {
                 self.value = value;
@@ -240,7 +240,7 @@ macro_rules! executor {
             }
 
             async fn replace(&mut self, conn: &mut Conn, key: Key) -> Result<(), Error> {
-                *self = <$entity as EntityDsl<Conn>>::find(conn, key).await?;
+                *self = $entity::find(conn, key).await?;
                 Ok(())
             }
 
@@ -250,7 +250,7 @@ macro_rules! executor {
         }
 
         impl Passed for Tracked<$entity> {
-            type Token = <$entity as Entity>::Token;
+            type Token = $tok;
 
             fn edit_value(&mut self, value: i32) {
                 self.edit().value = value;
@@ -265,7 +265,7 @@ macro_rules! executor {
             }
 
             async fn replace(&mut self, conn: &mut Conn, key: Key) -> Result<(), Error> {
-                *self = Tracked::new(<$entity as EntityDsl<Conn>>::find(conn, key).await?);
+                *self = Tracked::new($entity::find(conn, key).await?);
                 Ok(())
             }
 
@@ -277,7 +277,7 @@ macro_rules! executor {
         impl Executor<$entity> for Clients {
             // In the blocking flavour, `drive` passes on the `()` the block returns.
             #[allow(clippy::unit_arg)]
-            fn reset(&mut self, rows: &[(Key, i32, <$entity as Entity>::Token)]) {
+            fn reset(&mut self, rows: &[(Key, i32, $tok)]) {
                 let conn = &mut self.conns[0];
                 self.driver.drive(async {
                     diesel::delete(schema::$table::table)
@@ -294,7 +294,7 @@ macro_rules! executor {
                 });
             }
 
-            fn rows(&mut self) -> BTreeMap<Key, (i32, <$entity as Entity>::Token)> {
+            fn rows(&mut self) -> BTreeMap<Key, (i32, $tok)> {
                 let all = schema::$table::table.select($entity::as_select());
                 let rows: Vec<$entity> = self
                     .driver
@@ -306,33 +306,22 @@ macro_rules! executor {
                 rows.collect()
             }
 
-            fn save_all(
-                &mut self,
-                client: usize,
-                batch: &mut [$entity],
-            ) -> Seen<<$entity as Entity>::Token> {
+            fn save_all(&mut self, client: usize, batch: &mut [$entity]) -> Seen<$tok> {
                 let conn = &mut self.conns[client];
                 Seen::done(&self.driver.drive(batch.save_all_checked(conn)))
             }
 
-            fn call(
-                &mut self,
-                client: usize,
-                call: &Call,
-                e: &mut $entity,
-            ) -> Seen<<$entity as Entity>::Token> {
+            fn call(&mut self, client: usize, call: &Call, e: &mut $entity) -> Seen<$tok> {
                 use schema::$table::dsl;
-                type Token = <$entity as Entity>::Token;
 
                 async fn update_by_key(
                     conn: &mut Conn,
                     key: Key,
-                    expected: &Token,
+                    expected: &$tok,
                     value: i32,
-                ) -> Result<Token, Error> {
+                ) -> Result<$tok, Error> {
                     let changes = dsl::value.eq(value);
-                    <$entity as VersionColumnDsl<Conn>>::update_by_key(conn, key, expected, changes)
-                        .await
+                    $entity::update_by_key(conn, key, expected, changes).await
                 }
 
                 /// The sabotage twin of `save_checked` (`floor`: of `save_checked_where`
@@ -379,9 +368,7 @@ macro_rules! executor {
                 let sabotage = self.sabotage;
                 self.driver.drive(async {
                     match *call {
-                        Call::Find { key } => {
-                            Seen::found(e, <$entity as EntityDsl<Conn>>::find(conn, key).await)
-                        }
+                        Call::Find { key } => Seen::found(e, $entity::find(conn, key).await),
                         Call::Save { .. } if sabotage => {
                             Seen::done(&blind_save(e, conn, None).await)
                         }
@@ -396,14 +383,9 @@ macro_rules! executor {
                         Call::UpdateByKey { key, value } => {
                             Seen::token(&update_by_key(conn, key, e.token(), value).await)
                         }
-                        Call::DeleteByKey { key } => Seen::done(
-                            &<$entity as VersionColumnDsl<Conn>>::delete_by_key(
-                                conn,
-                                key,
-                                e.token(),
-                            )
-                            .await,
-                        ),
+                        Call::DeleteByKey { key } => {
+                            Seen::done(&$entity::delete_by_key(conn, key, e.token()).await)
+                        }
                         Call::Insert { .. } => Seen::token(&e.insert_checked(conn).await),
                         Call::InsertFrom { key, value } => {
                             if sabotage {
@@ -415,10 +397,7 @@ macro_rules! executor {
                                     .expect("delete the row");
                             }
                             let form = $form { id: key, value };
-                            Seen::token(
-                                &<$entity as InsertDsl<Conn>>::insert_checked_from(conn, form)
-                                    .await,
-                            )
+                            Seen::token(&$entity::insert_checked_from(conn, form).await)
                         }
                         Call::UpsertSome { .. } => {
                             let expected = e.token().clone();
@@ -452,8 +431,7 @@ macro_rules! executor {
                         Call::RetrySave { key, value } => {
                             let source = Borrowed(Lock::new(&mut *conn));
                             let saved = retry(&source, &policy(), async |conn, _| {
-                                let mut entity =
-                                    <$entity as EntityDsl<Conn>>::find(conn, key).await?;
+                                let mut entity = $entity::find(conn, key).await?;
                                 entity.value = value;
                                 entity.save_checked(conn).await?;
                                 Ok(entity)
@@ -488,8 +466,14 @@ macro_rules! executor {
     };
 }
 
-executor!(Counter, NewCounter, counters, version);
-executor!(Stamp, NewStamp, stamped_seconds, updated_at);
+executor!(Counter, NewCounter, counters, version, i32);
+executor!(
+    Stamp,
+    NewStamp,
+    stamped_seconds,
+    updated_at,
+    chrono::NaiveDateTime
+);
 
 /// What the runs of `E` model on this backend.
 fn setup<E: Entity>(ops: Ops) -> Setup {
