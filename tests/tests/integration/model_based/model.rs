@@ -69,21 +69,13 @@ impl Ops {
     /// A comma list of names; `find` is always in (nothing else can be held without it
     /// or an insert).
     pub(crate) fn parse(list: &str) -> Ops {
-        let names = list
-            .split(',')
-            .map(str::trim)
-            .filter(|name| !name.is_empty());
+        let names = list.split(',').map(str::trim).filter(|n| !n.is_empty());
         Ops(names.fold(1, |bits, name| bits | 1 << Self::bit(name)))
     }
 
     fn bit(name: &str) -> usize {
         let known = Self::NAMES.iter().position(|known| *known == name);
-        known.unwrap_or_else(|| {
-            panic!(
-                "OCC_MODEL_OPS: unknown {name:?}, expected one of {:?}",
-                Self::NAMES
-            )
-        })
+        known.unwrap_or_else(|| panic!("OCC_MODEL_OPS: {name:?} is none of {:?}", Self::NAMES))
     }
 
     fn has(self, name: &str) -> bool {
@@ -252,41 +244,30 @@ pub(crate) struct Conflict {
     pub(crate) client_token: bool,
 }
 
-/// What a call must return.
+/// What a call must return (`Nothing` before the first step). `Done`: `Ok` without a
+/// token to check (a find, a save, a delete); `Token`: `Ok` with this token for row
+/// `key` (an insert, `update_by_key`); `Batch`: `Error::Batch` with these entities'
+/// conflicts, by position; `Count`: the rows a bulk update wrote; `Merge`: what
+/// `save_merging` returned; `Unmatched`: the conflict of a checked write whose token
+/// matched but whose condition did not (`ConflictState::Unmatched`), which no retry
+/// repeats; `Refused`: some database error (a refused statement, or any statement after
+/// it in a transaction the database aborted); `Transaction`: each step's outcome, in
+/// order, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Expect {
-    /// Before the first step.
     Nothing,
-    /// `Ok` without a token to check (a find, a save, a delete).
     Done,
-    /// `Ok` with this token for row `key` (an insert, `update_by_key`).
     Token { key: Key, token: Tok },
-    /// `Ok(Upserted::Inserted(t))` or `Ok(Upserted::Updated(t))`.
     Upserted { inserted: bool, token: Tok },
-    /// `Err(Error::NotFound)`.
     NotFound,
-    /// `Err(Error::Batch)` with these entities' conflicts, by position.
     Batch(Vec<(usize, Conflict)>),
-    /// `Ok(n)`: rows written by a bulk update.
     Count(usize),
-    /// `Ok` of `save_merging`.
     Merge(Merge),
-    /// `Err(Error::Conflict)`.
     Conflict(Conflict),
-    /// `Err(Error::Conflict)` of a checked write whose token matched but whose
-    /// condition did not (`ConflictState::Unmatched`): it expected this token, and no
-    /// retry repeats it.
     Unmatched { expected: Tok },
-    /// `Err(Error::UniqueViolation)`.
     Taken,
-    /// Some database error (a refused statement, or any statement after it in a
-    /// transaction the database aborted).
     Refused,
-    /// A transaction: each step's outcome, in order, and how it ended.
-    Transaction {
-        steps: Vec<Expect>,
-        outcome: Outcome,
-    },
+    Transaction { steps: Vec<Self>, outcome: Outcome },
 }
 
 /// How a transaction ends, as its caller sees it: `Ok`, `Err`, or the closure's panic
@@ -597,9 +578,7 @@ impl Model {
                 ref steps,
                 end,
                 tracked,
-            } => {
-                return self.transaction(client, key, steps, end, tracked);
-            }
+            } => return self.transaction(client, key, steps, end, tracked),
         };
         self.expect = expect;
         Ok(self)
@@ -637,11 +616,8 @@ impl Model {
                 Inner::Save { value } | Inner::CatchConflict { value } => {
                     match inside.rows.get(&entity.key).copied() {
                         Some(row) if row.token == entity.token => {
-                            let stored = if !tracked || value != original {
-                                value
-                            } else {
-                                row.value
-                            };
+                            let kept = tracked && value == original;
+                            let stored = if kept { row.value } else { value };
                             entity.token = inside.write(entity.key, entity.token, stored);
                             original = value;
                             (Expect::Done, true)
@@ -713,12 +689,10 @@ impl Model {
     pub(crate) fn transitions(&self) -> BoxedStrategy<Op> {
         let (ops, clients, keys) = (self.setup.ops, self.setup.clients, self.setup.keys);
         let value = 1..1000_i32;
-        let slots: Vec<(usize, Key)> = self
-            .held
-            .iter()
-            .enumerate()
-            .flat_map(|(client, held)| held.keys().map(move |&key| (client, key)))
-            .collect();
+        let mut slots: Vec<(usize, Key)> = Vec::new();
+        for (client, held) in self.held.iter().enumerate() {
+            slots.extend(held.keys().map(|&key| (client, key)));
+        }
         // Stale entities (their row was written or deleted since) are picked as often
         // as all the others together: they are where a missing check shows.
         let stale: Vec<(usize, Key)> = slots

@@ -204,12 +204,9 @@ pub(crate) trait Executor<E: Entity> {
     fn reset(&mut self, rows: &[(Key, i32, E::Token)]);
     /// The table's rows.
     fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)>;
-    /// Makes `call` (any but `SaveAll`) on `client`'s connection, on `entity`: the
-    /// entity the client holds for the call's key, edited as the call says; a new one
-    /// (an insert); or one a read replaces on `Ok` (`find`, the retry of a save).
-    /// Retries make 3 attempts without backoff; a transaction's closure runs the steps
-    /// as a user's code would, then ends as the call says (a planned panic is caught),
-    /// and a tracked one's current becomes `entity`.
+    /// Makes `call` (not `SaveAll`) on `client`'s connection, on `entity`: the one the
+    /// client holds, edited as the call says, a new one, or one a read replaces. Retries
+    /// make 3 attempts without backoff; a planned panic of a transaction is caught.
     fn call(&mut self, client: usize, call: &Call, entity: &mut E) -> Seen<E::Token>;
     /// `save_all_checked` of `batch`.
     fn save_all(&mut self, client: usize, batch: &mut [E]) -> Seen<E::Token>;

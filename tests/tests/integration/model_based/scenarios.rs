@@ -296,14 +296,9 @@ macro_rules! executor {
 
             fn rows(&mut self) -> BTreeMap<Key, (i32, $tok)> {
                 let all = schema::$table::table.select($entity::as_select());
-                let rows: Vec<$entity> = self
-                    .driver
-                    .drive(all.load(&mut self.conns[0]))
-                    .expect("the rows");
-                let rows = rows
-                    .into_iter()
-                    .map(|row| (row.id, (row.value, row.$token)));
-                rows.collect()
+                let conn = &mut self.conns[0];
+                let rows: Vec<$entity> = self.driver.drive(all.load(conn)).expect("the rows");
+                BTreeMap::from_iter(rows.into_iter().map(|r| (r.id, (r.value, r.$token))))
             }
 
             fn save_all(&mut self, client: usize, batch: &mut [$entity]) -> Seen<$tok> {
@@ -420,13 +415,11 @@ macro_rules! executor {
                         }
                         Call::RetryByKey { key, value } => {
                             let source = Borrowed(Lock::new(&mut *conn));
-                            let expected = e.token();
-                            Seen::token(
-                                &retry(&source, &policy(), async |conn, _| {
-                                    update_by_key(conn, key, expected, value).await
-                                })
-                                .await,
-                            )
+                            let retried = retry(&source, &policy(), async |conn, _| {
+                                update_by_key(conn, key, e.token(), value).await
+                            })
+                            .await;
+                            Seen::token(&retried)
                         }
                         Call::RetrySave { key, value } => {
                             let source = Borrowed(Lock::new(&mut *conn));
