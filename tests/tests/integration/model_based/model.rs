@@ -438,10 +438,9 @@ impl Model {
             }
             Call::SaveWhere { key, value, floor } => {
                 self.checked(client, key, Some(value), false, |model, held, row| {
+                    let expected = held.token;
                     if row.value < floor {
-                        return Expect::Unmatched {
-                            expected: held.token,
-                        };
+                        return Expect::Unmatched { expected };
                     }
                     held.token = model.write(key, held.token, value);
                     Expect::Done
@@ -456,12 +455,9 @@ impl Model {
             }
             Call::UpdateByKey { key, value } | Call::RetryByKey { key, value } => {
                 self.checked(client, key, None, true, |model, held, _| {
-                    held.value = value;
-                    held.token = model.write(key, held.token, value);
-                    Expect::Token {
-                        key,
-                        token: held.token,
-                    }
+                    let token = model.write(key, held.token, value);
+                    *held = Held { key, value, token };
+                    Expect::Token { key, token }
                 })?
             }
             Call::Insert { key, value } | Call::InsertFrom { key, value } => {

@@ -351,10 +351,10 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         // nothing (a later fresh token may take the same value).
         let committed = self.tokens.clone();
         let compared = self.compare(op.call.key(), &model.expect, &seen);
-        if let Expect::Transaction { outcome, .. } = model.expect {
-            if outcome != Outcome::Committed {
-                self.tokens = committed;
-            }
+        if let Expect::Transaction { outcome, .. } = model.expect
+            && outcome != Outcome::Committed
+        {
+            self.tokens = committed;
         }
         compared.map_err(|reason| {
             format!(
@@ -410,33 +410,30 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 },
             ) if inserted == was => self.tokens.bind::<E>(key, *token, real),
             (
-                Expect::Conflict(Conflict {
+                Expect::Conflict(conflict),
+                Seen::Conflict {
                     expected,
                     current,
-                    client_token,
-                }),
-                Seen::Conflict {
-                    expected: real_expected,
-                    current: real_current,
                     deleted,
                     retryable,
                 },
             ) => {
-                if *deleted != current.is_none() {
+                let Conflict { client_token, .. } = *conflict;
+                if *deleted != conflict.current.is_none() {
                     return Err("the conflict's state (stale or deleted) is not the model's".into());
                 }
-                if *retryable == *client_token && !(*client_token && self.retryable_client_tokens) {
-                    return Err(if *client_token {
+                if *retryable == client_token && !(client_token && self.retryable_client_tokens) {
+                    return Err(if client_token {
                         "a conflict on a client's token is retryable (contract 4)".into()
                     } else {
                         "a conflict of a checked write is not retryable".into()
                     });
                 }
-                if let (Some(token), Some(real)) = (expected, real_expected) {
-                    self.tokens.bind::<E>(key, *token, real)?;
+                if let (Some(token), Some(real)) = (conflict.expected, expected) {
+                    self.tokens.bind::<E>(key, token, real)?;
                 }
-                match (current, real_current) {
-                    (Some(token), Some(real)) => self.tokens.bind::<E>(key, *token, real),
+                match (conflict.current, current) {
+                    (Some(token), Some(real)) => self.tokens.bind::<E>(key, token, real),
                     (None, None) => Ok(()),
                     _ => Err("the conflict's current token".into()),
                 }
