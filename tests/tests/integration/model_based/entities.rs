@@ -46,35 +46,19 @@ impl Entity for Stamp {
     type Token = NaiveDateTime;
     const EXACT: bool = false;
 
-    fn create(key: Key, value: i32) -> Self {
-        Stamp {
-            id: key,
-            value,
-            updated_at: NaiveDateTime::default(),
-        }
-    }
-
-    fn seed_token() -> NaiveDateTime {
+    fn real_token(_: Tok) -> NaiveDateTime {
         chrono::Utc::now().naive_utc().trunc_subsecs(0)
     }
 
-    fn with_token(key: Key, value: i32, token: NaiveDateTime) -> Self {
+    fn with_token(id: Key, value: i32, updated_at: NaiveDateTime) -> Self {
         Stamp {
-            id: key,
+            id,
             value,
-            updated_at: token,
+            updated_at,
         }
     }
 
     fn parts(&self) -> (Key, i32, &NaiveDateTime) {
         (self.id, self.value, &self.updated_at)
-    }
-
-    fn set_value(&mut self, value: i32) {
-        self.value = value;
-    }
-
-    fn exact(_: Tok) -> Option<NaiveDateTime> {
-        None
     }
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use proptest::prelude::*;
+use proptest::sample::{select, subsequence};
 use proptest::strategy::{BoxedStrategy, Union};
 
 /// A row's key.
@@ -32,7 +33,6 @@ pub(crate) struct Setup {
     pub(crate) keys: Key,
     /// Clients, each on a connection of its own.
     pub(crate) clients: usize,
-    /// The operations generated.
     pub(crate) ops: Ops,
 }
 
@@ -69,32 +69,17 @@ impl Ops {
     /// A comma list of names; `find` is always in (nothing else can be held without it
     /// or an insert).
     pub(crate) fn parse(list: &str) -> Ops {
-        let mut bits = 1;
-        for name in list
-            .split(',')
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-        {
-            let index = Self::NAMES
-                .iter()
-                .position(|known| *known == name)
-                .unwrap_or_else(|| {
-                    panic!(
-                        "OCC_MODEL_OPS: unknown {name:?}, expected one of {:?}",
-                        Self::NAMES
-                    )
-                });
-            bits |= 1 << index;
-        }
-        Ops(bits)
+        let names = list.split(',').map(str::trim).filter(|n| !n.is_empty());
+        Ops(names.fold(1, |bits, name| bits | 1 << Self::bit(name)))
+    }
+
+    fn bit(name: &str) -> usize {
+        let known = Self::NAMES.iter().position(|known| *known == name);
+        known.unwrap_or_else(|| panic!("OCC_MODEL_OPS: {name:?} is none of {:?}", Self::NAMES))
     }
 
     fn has(self, name: &str) -> bool {
-        let index = Self::NAMES
-            .iter()
-            .position(|known| *known == name)
-            .expect("a known name");
-        self.0 & (1 << index) != 0
+        self.0 & (1 << Self::bit(name)) != 0
     }
 }
 
@@ -114,76 +99,101 @@ pub(crate) struct Held {
     pub(crate) token: Tok,
 }
 
-/// One step of a program, by one client. `key` names the entity the client holds for
-/// that key (its "slot"), or the row a new entity is for.
+/// One step of a program: a call by one client.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
+pub(crate) struct Op {
+    pub(crate) client: usize,
+    pub(crate) call: Call,
+}
+
+impl Op {
+    fn new(client: usize, call: Call) -> Op {
+        Op { client, call }
+    }
+}
+
+/// A call. `key` names the entity the client holds for that key (its "slot"), or the
+/// row a new entity is for; `value` is the value it writes. "Edited": the held entity's
+/// value is set first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
     /// `find`: the client now holds the row as read.
-    Find { client: usize, key: Key },
-    /// Sets the held entity's value, then `save_checked`.
-    Save { client: usize, key: Key, value: i32 },
+    Find { key: Key },
+    /// `save_checked` of the edited entity.
+    Save { key: Key, value: i32 },
     /// `delete_checked` of the held entity.
-    Delete { client: usize, key: Key },
+    Delete { key: Key },
     /// `update_by_key` with the held token (a client's If-Match); on `Ok` the client
     /// holds its value and the returned token.
-    UpdateByKey { client: usize, key: Key, value: i32 },
+    UpdateByKey { key: Key, value: i32 },
     /// `delete_by_key` with the held token.
-    DeleteByKey { client: usize, key: Key },
+    DeleteByKey { key: Key },
     /// `insert_checked` of a new entity; on `Ok` the client holds it.
-    Insert { client: usize, key: Key, value: i32 },
+    Insert { key: Key, value: i32 },
     /// `insert_checked_from` of a form without the token column (a create request's
     /// body, written by `InsertableForm::insert_with_token`); on `Ok` the client holds
     /// the row it names, with the returned token.
-    InsertFrom { client: usize, key: Key, value: i32 },
-    /// Sets the held entity's value, then `save_checked_where` under the condition
-    /// `value >= floor` on the row as it is in the database.
-    SaveWhere {
-        client: usize,
-        key: Key,
-        value: i32,
-        floor: i32,
-    },
-    /// Sets the held entity's value, then `upsert_checked(Some(its token))`.
-    UpsertSome { client: usize, key: Key, value: i32 },
+    InsertFrom { key: Key, value: i32 },
+    /// `save_checked_where` of the edited entity under the condition `value >= floor`
+    /// on the row as it is in the database.
+    SaveWhere { key: Key, value: i32, floor: i32 },
+    /// `upsert_checked(Some(its token))` of the edited entity.
+    UpsertSome { key: Key, value: i32 },
     /// `upsert_checked(None)` of a new entity; on `Ok` the client holds it.
-    UpsertNone { client: usize, key: Key, value: i32 },
+    UpsertNone { key: Key, value: i32 },
     /// `force_increment` of the held entity.
-    ForceIncrement { client: usize, key: Key },
-    /// Sets the value of every entity the client holds, then `save_all_checked` of
-    /// them (in key order): all or nothing.
-    SaveAll { client: usize, value: i32 },
+    ForceIncrement { key: Key },
+    /// `save_all_checked` of every entity the client holds, edited (in key order): all
+    /// or nothing.
+    SaveAll { value: i32 },
     /// `bulk_update` of the rows with these keys: `value = value` and a fresh token each.
-    BulkUpdate {
-        client: usize,
-        keys: Vec<Key>,
-        value: i32,
-    },
+    BulkUpdate { keys: Vec<Key>, value: i32 },
     /// `soft_delete_checked` of the held entity, the marker `value = -1`.
-    SoftDelete { client: usize, key: Key },
+    SoftDelete { key: Key },
     /// `update_by_key` with the held token inside the retry helper: a conflict on a
     /// client's token comes back at once (contract 4).
-    RetryByKey { client: usize, key: Key, value: i32 },
+    RetryByKey { key: Key, value: i32 },
     /// The retry helper around a fresh read of row `key`, a new value and its
     /// `save_checked`; on `Ok` the client holds what it saved.
-    RetrySave { client: usize, key: Key, value: i32 },
+    RetrySave { key: Key, value: i32 },
     /// `diesel_occ::transaction` (or the async twin) with the held entity as its single
-    /// `&mut` entity: the steps, then the end.
+    /// `&mut` entity (`tracked`: as a `&mut Tracked<T>`, whose saves write what
+    /// changed): the steps, then the end.
     Transaction {
-        client: usize,
         key: Key,
         steps: Vec<Inner>,
         end: End,
-        /// The entity is passed as a `&mut Tracked<T>` (saves write what changed).
         tracked: bool,
     },
     /// `Tracked::new(e)`, its value edited, then the tracked `save_checked` (which
     /// writes only what changed) or `save_merging`.
-    TrackedSave {
-        client: usize,
-        key: Key,
-        value: i32,
-        merging: bool,
-    },
+    TrackedSave { key: Key, value: i32, merge: bool },
+}
+
+impl Call {
+    /// The row the call is on; 0 for the calls on several rows (each of their rows is
+    /// bound where it is checked).
+    pub(crate) fn key(&self) -> Key {
+        match *self {
+            Call::SaveAll { .. } | Call::BulkUpdate { .. } => 0,
+            Call::Find { key }
+            | Call::Save { key, .. }
+            | Call::Delete { key }
+            | Call::UpdateByKey { key, .. }
+            | Call::DeleteByKey { key }
+            | Call::Insert { key, .. }
+            | Call::InsertFrom { key, .. }
+            | Call::SaveWhere { key, .. }
+            | Call::UpsertSome { key, .. }
+            | Call::UpsertNone { key, .. }
+            | Call::ForceIncrement { key }
+            | Call::SoftDelete { key }
+            | Call::RetryByKey { key, .. }
+            | Call::RetrySave { key, .. }
+            | Call::Transaction { key, .. }
+            | Call::TrackedSave { key, .. } => key,
+        }
+    }
 }
 
 /// What `save_merging` returned.
@@ -215,14 +225,11 @@ pub(crate) enum Inner {
     CatchRefused,
 }
 
-/// How a transaction's closure ends when no step failed.
+/// How a transaction's closure ends when no step failed: `Ok`, an error, a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum End {
-    /// Returns `Ok`.
     Commit,
-    /// Returns an error.
     Fail,
-    /// Panics.
     Panic,
 }
 
@@ -237,51 +244,38 @@ pub(crate) struct Conflict {
     pub(crate) client_token: bool,
 }
 
-/// What a call must return.
+/// What a call must return (`Nothing` before the first step). `Done`: `Ok` without a
+/// token to check (a find, a save, a delete); `Token`: `Ok` with this token for row
+/// `key` (an insert, `update_by_key`); `Batch`: `Error::Batch` with these entities'
+/// conflicts, by position; `Count`: the rows a bulk update wrote; `Merge`: what
+/// `save_merging` returned; `Unmatched`: the conflict of a checked write whose token
+/// matched but whose condition did not (`ConflictState::Unmatched`), which no retry
+/// repeats; `Refused`: some database error (a refused statement, or any statement after
+/// it in a transaction the database aborted); `Transaction`: each step's outcome, in
+/// order, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Expect {
-    /// Before the first step.
     Nothing,
-    /// `Ok` without a token to check (a find, a save, a delete).
     Done,
-    /// `Ok` with this token for row `key` (an insert, `update_by_key`).
     Token { key: Key, token: Tok },
-    /// `Ok(Upserted::Inserted(t))` or `Ok(Upserted::Updated(t))`.
     Upserted { inserted: bool, token: Tok },
-    /// `Err(Error::NotFound)`.
     NotFound,
-    /// `Err(Error::Batch)` with these entities' conflicts, by position.
     Batch(Vec<(usize, Conflict)>),
-    /// `Ok(n)`: rows written by a bulk update.
     Count(usize),
-    /// `Ok` of `save_merging`.
     Merge(Merge),
-    /// `Err(Error::Conflict)`.
     Conflict(Conflict),
-    /// `Err(Error::Conflict)` of a checked write whose token matched but whose
-    /// condition did not (`ConflictState::Unmatched`): it expected this token, and no
-    /// retry repeats it.
     Unmatched { expected: Tok },
-    /// `Err(Error::UniqueViolation)`.
     Taken,
-    /// Some database error (a refused statement, or any statement after it in a
-    /// transaction the database aborted).
     Refused,
-    /// A transaction: each step's outcome, in order, and how it ended.
-    Transaction {
-        steps: Vec<Expect>,
-        outcome: Outcome,
-    },
+    Transaction { steps: Vec<Self>, outcome: Outcome },
 }
 
-/// How a transaction ends, as its caller sees it.
+/// How a transaction ends, as its caller sees it: `Ok`, `Err`, or the closure's panic
+/// resumed in the caller after the rollback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// `Ok`: it committed.
     Committed,
-    /// `Err`: it rolled back.
     RolledBack,
-    /// The closure's panic, resumed in the caller after the rollback.
     Panicked,
 }
 
@@ -316,15 +310,7 @@ impl Model {
             expect: Expect::Nothing,
         };
         for &key in present {
-            let token = model.initial();
-            model.rows.insert(
-                key,
-                Row {
-                    value: key * 100,
-                    token,
-                },
-            );
-            model.used.insert(key);
+            model.insert(key, key * 100).expect("a free key");
         }
         model
     }
@@ -337,12 +323,7 @@ impl Model {
     }
 
     fn initial(&mut self) -> Tok {
-        if self.setup.exact {
-            1
-        } else {
-            self.serial += 1;
-            self.serial
-        }
+        self.next(0)
     }
 
     fn next(&mut self, token: Tok) -> Tok {
@@ -354,18 +335,26 @@ impl Model {
         }
     }
 
+    /// Writes `value` to row `key` at the token after `token`, and returns it.
+    fn write(&mut self, key: Key, token: Tok, value: i32) -> Tok {
+        let token = self.next(token);
+        self.rows.insert(key, Row { value, token });
+        token
+    }
+
     /// Whether a new row may take `key` (`Setup::reinsert`).
     fn insertable(&self, key: Key) -> bool {
         self.setup.reinsert || self.rows.contains_key(&key) || !self.used.contains(&key)
     }
 
     /// The conflict of a write that expected `expected` on row `key`.
-    fn conflict(&self, key: Key, expected: Option<Tok>, client_token: bool) -> Expect {
-        Expect::Conflict(Conflict {
+    fn conflict(&self, key: Key, expected: Option<Tok>, client_token: bool) -> Conflict {
+        let current = self.rows.get(&key).map(|row| row.token);
+        Conflict {
             expected,
-            current: self.rows.get(&key).map(|row| row.token),
+            current,
             client_token,
-        })
+        }
     }
 
     /// A checked write of an entity holding `token` on row `key`: whether it matches.
@@ -373,12 +362,9 @@ impl Model {
         self.rows.get(&key).is_some_and(|row| row.token == token)
     }
 
-    /// Inserts a new row, or says the key is taken.
+    /// Inserts a new row (callers check that the key is free).
     fn insert(&mut self, key: Key, value: i32) -> Result<Tok, Invalid> {
-        if self.rows.contains_key(&key) {
-            return Err(Invalid); // callers check first
-        }
-        if !self.insertable(key) {
+        if self.rows.contains_key(&key) || !self.insertable(key) {
             return Err(Invalid);
         }
         let token = self.initial();
@@ -388,305 +374,207 @@ impl Model {
     }
 
     fn held(&self, client: usize, key: Key) -> Result<Held, Invalid> {
-        self.held
-            .get(client)
-            .and_then(|held| held.get(&key))
-            .copied()
-            .ok_or(Invalid)
+        self.held[client].get(&key).copied().ok_or(Invalid)
+    }
+
+    /// A checked write of the entity `client` holds for `key`, its value set to `edit`
+    /// first: `write` when it holds the row's token (it writes and says what the call
+    /// returns), else a conflict. The client holds the entity as edited and written.
+    fn checked(
+        &mut self,
+        client: usize,
+        key: Key,
+        edit: Option<i32>,
+        client_token: bool,
+        write: impl FnOnce(&mut Model, &mut Held, Row) -> Expect,
+    ) -> Result<Expect, Invalid> {
+        let mut held = self.held(client, key)?;
+        held.value = edit.unwrap_or(held.value);
+        let expect = match self.rows.get(&key).copied() {
+            Some(row) if row.token == held.token => write(self, &mut held, row),
+            _ => Expect::Conflict(self.conflict(key, Some(held.token), client_token)),
+        };
+        self.held[client].insert(key, held);
+        Ok(expect)
+    }
+
+    /// An insert of a new entity: `taken` when the key is, else the client holds it and
+    /// the call returns `inserted(its token)`.
+    fn create(
+        &mut self,
+        client: usize,
+        key: Key,
+        value: i32,
+        taken: Expect,
+        inserted: impl FnOnce(Tok) -> Expect,
+    ) -> Result<Expect, Invalid> {
+        if self.rows.contains_key(&key) {
+            return Ok(taken);
+        }
+        let token = self.insert(key, value)?;
+        self.held[client].insert(key, Held { key, value, token });
+        Ok(inserted(token))
     }
 
     /// Runs `op`: the state after it, with `expect` saying what it must return.
     pub(crate) fn apply(mut self, op: &Op) -> Result<Model, Invalid> {
-        let expect = match *op {
-            Op::Find { client, key } => match self.rows.get(&key).copied() {
-                Some(row) => {
-                    let held = Held {
-                        key,
-                        value: row.value,
-                        token: row.token,
-                    };
-                    self.held.get_mut(client).ok_or(Invalid)?.insert(key, held);
+        let client = op.client;
+        if client >= self.setup.clients {
+            return Err(Invalid);
+        }
+        let expect = match op.call {
+            Call::Find { key } => match self.rows.get(&key).copied() {
+                Some(Row { value, token }) => {
+                    self.held[client].insert(key, Held { key, value, token });
                     Expect::Done
                 }
                 None => Expect::NotFound,
             },
-            Op::Save { client, key, value } => {
-                let mut held = self.held(client, key)?;
-                held.value = value;
-                let expect = if self.matches(held.key, held.token) {
-                    let token = self.next(held.token);
-                    self.rows.insert(held.key, Row { value, token });
-                    held.token = token;
+            Call::Save { key, value } => {
+                self.checked(client, key, Some(value), false, |model, held, _| {
+                    held.token = model.write(key, held.token, value);
                     Expect::Done
-                } else {
-                    self.conflict(held.key, Some(held.token), false)
-                };
-                self.held[client].insert(key, held);
-                expect
+                })?
             }
-            Op::SaveWhere {
-                client,
-                key,
-                value,
-                floor,
-            } => {
-                let mut held = self.held(client, key)?;
-                held.value = value;
-                let expect = match self.rows.get(&held.key).copied() {
-                    Some(row) if row.token == held.token && row.value < floor => {
-                        Expect::Unmatched {
-                            expected: held.token,
-                        }
+            Call::SaveWhere { key, value, floor } => {
+                self.checked(client, key, Some(value), false, |model, held, row| {
+                    let expected = held.token;
+                    if row.value < floor {
+                        return Expect::Unmatched { expected };
                     }
-                    Some(row) if row.token == held.token => {
-                        let token = self.next(held.token);
-                        self.rows.insert(held.key, Row { value, token });
-                        held.token = token;
-                        Expect::Done
-                    }
-                    _ => self.conflict(held.key, Some(held.token), false),
-                };
-                self.held[client].insert(key, held);
-                expect
-            }
-            Op::Delete { client, key } => {
-                let held = self.held(client, key)?;
-                if self.matches(held.key, held.token) {
-                    self.rows.remove(&held.key);
+                    held.token = model.write(key, held.token, value);
                     Expect::Done
-                } else {
-                    self.conflict(held.key, Some(held.token), false)
-                }
+                })?
             }
-            Op::UpdateByKey { client, key, value } => {
-                let mut held = self.held(client, key)?;
-                if self.matches(key, held.token) {
-                    let token = self.next(held.token);
-                    self.rows.insert(key, Row { value, token });
-                    held.value = value;
-                    held.token = token;
-                    self.held[client].insert(key, held);
-                    Expect::Token { key, token }
-                } else {
-                    self.conflict(key, Some(held.token), true)
-                }
-            }
-            Op::DeleteByKey { client, key } => {
-                let held = self.held(client, key)?;
-                if self.matches(key, held.token) {
-                    self.rows.remove(&key);
+            Call::Delete { key } | Call::DeleteByKey { key } => {
+                let client_token = matches!(op.call, Call::DeleteByKey { .. });
+                self.checked(client, key, None, client_token, |model, _, _| {
+                    model.rows.remove(&key);
                     Expect::Done
-                } else {
-                    self.conflict(key, Some(held.token), true)
-                }
+                })?
             }
-            Op::Insert { client, key, value } | Op::InsertFrom { client, key, value } => {
-                if client >= self.setup.clients {
-                    return Err(Invalid);
-                }
-                if self.rows.contains_key(&key) {
-                    Expect::Taken
-                } else {
-                    let token = self.insert(key, value)?;
-                    self.held[client].insert(key, Held { key, value, token });
+            Call::UpdateByKey { key, value } | Call::RetryByKey { key, value } => {
+                self.checked(client, key, None, true, |model, held, _| {
+                    let token = model.write(key, held.token, value);
+                    *held = Held { key, value, token };
                     Expect::Token { key, token }
-                }
+                })?
             }
-            Op::UpsertSome { client, key, value } => {
-                let mut held = self.held(client, key)?;
-                held.value = value;
-                // Contract 3: a stated token never creates or re-creates a row.
-                let expect = if self.matches(key, held.token) {
-                    let token = self.next(held.token);
-                    self.rows.insert(key, Row { value, token });
-                    held.token = token;
+            Call::Insert { key, value } | Call::InsertFrom { key, value } => {
+                self.create(client, key, value, Expect::Taken, |token| Expect::Token {
+                    key,
+                    token,
+                })?
+            }
+            // Contract 3: a stated token never creates or re-creates a row.
+            Call::UpsertSome { key, value } => {
+                self.checked(client, key, Some(value), true, |model, held, _| {
+                    held.token = model.write(key, held.token, value);
                     Expect::Upserted {
                         inserted: false,
-                        token,
+                        token: held.token,
                     }
-                } else {
-                    self.conflict(key, Some(held.token), true)
-                };
-                self.held[client].insert(key, held);
-                expect
+                })?
             }
-            Op::UpsertNone { client, key, value } => {
-                if client >= self.setup.clients {
-                    return Err(Invalid);
-                }
-                if self.rows.contains_key(&key) {
-                    self.conflict(key, None, true)
-                } else {
-                    let token = self.insert(key, value)?;
-                    self.held[client].insert(key, Held { key, value, token });
-                    Expect::Upserted {
-                        inserted: true,
-                        token,
-                    }
-                }
+            Call::UpsertNone { key, value } => {
+                let taken = Expect::Conflict(self.conflict(key, None, true));
+                self.create(client, key, value, taken, |token| Expect::Upserted {
+                    inserted: true,
+                    token,
+                })?
             }
-            Op::ForceIncrement { client, key } => {
-                let mut held = self.held(client, key)?;
-                if self.matches(key, held.token) {
-                    let token = self.next(held.token);
-                    self.rows.get_mut(&key).expect("matched").token = token;
-                    held.token = token;
-                    self.held[client].insert(key, held);
+            Call::ForceIncrement { key } => {
+                self.checked(client, key, None, false, |model, held, row| {
+                    held.token = model.write(key, held.token, row.value);
                     Expect::Done
-                } else {
-                    self.conflict(key, Some(held.token), false)
-                }
+                })?
             }
-            Op::SaveAll { client, value } => {
-                let held = self.held.get(client).ok_or(Invalid)?.clone();
+            Call::SoftDelete { key } => {
+                self.checked(client, key, None, false, |model, held, _| {
+                    held.token = model.write(key, held.token, -1);
+                    Expect::Done
+                })?
+            }
+            Call::SaveAll { value } => {
+                let held = self.held[client].clone();
                 if held.is_empty() {
                     return Err(Invalid);
                 }
-                let mut conflicts = Vec::new();
-                for (index, entity) in held.values().enumerate() {
-                    if !self.matches(entity.key, entity.token) {
-                        conflicts.push((index, entity));
-                    }
-                }
-                let conflicts: Vec<(usize, Conflict)> = conflicts
-                    .into_iter()
+                let conflicts: Vec<(usize, Conflict)> = held
+                    .values()
+                    .enumerate()
+                    .filter(|(_, entity)| !self.matches(entity.key, entity.token))
                     .map(|(index, entity)| {
-                        let Expect::Conflict(conflict) =
-                            self.conflict(entity.key, Some(entity.token), false)
-                        else {
-                            unreachable!()
-                        };
-                        (index, conflict)
+                        (index, self.conflict(entity.key, Some(entity.token), false))
                     })
                     .collect();
-                let all = conflicts.is_empty();
                 for (slot, mut entity) in held {
                     entity.value = value;
-                    if all {
-                        entity.token = self.next(entity.token);
-                        self.rows.insert(
-                            entity.key,
-                            Row {
-                                value,
-                                token: entity.token,
-                            },
-                        );
+                    if conflicts.is_empty() {
+                        entity.token = self.write(entity.key, entity.token, value);
                     }
                     self.held[client].insert(slot, entity);
                 }
-                if all {
+                if conflicts.is_empty() {
                     Expect::Done
                 } else {
                     Expect::Batch(conflicts)
                 }
             }
-            Op::BulkUpdate {
-                client,
-                ref keys,
-                value,
-            } => {
-                if client >= self.setup.clients {
-                    return Err(Invalid);
-                }
+            Call::BulkUpdate { ref keys, value } => {
                 let mut written = 0;
-                for key in keys {
-                    if let Some(row) = self.rows.get(key).copied() {
-                        let token = self.next(row.token);
-                        self.rows.insert(*key, Row { value, token });
+                for &key in keys {
+                    if let Some(row) = self.rows.get(&key).copied() {
+                        self.write(key, row.token, value);
                         written += 1;
                     }
                 }
                 Expect::Count(written)
             }
-            Op::SoftDelete { client, key } => {
-                let mut held = self.held(client, key)?;
-                if self.matches(key, held.token) {
-                    let token = self.next(held.token);
-                    self.rows.insert(key, Row { value: -1, token });
-                    held.token = token;
-                    self.held[client].insert(key, held);
+            Call::RetrySave { key, value } => match self.rows.get(&key).copied() {
+                Some(row) => {
+                    let token = self.write(key, row.token, value);
+                    self.held[client].insert(key, Held { key, value, token });
                     Expect::Done
-                } else {
-                    self.conflict(key, Some(held.token), false)
                 }
-            }
-            Op::RetryByKey { client, key, value } => {
-                return self.apply(&Op::UpdateByKey { client, key, value });
-            }
-            Op::RetrySave { client, key, value } => {
-                if client >= self.setup.clients {
-                    return Err(Invalid);
-                }
-                match self.rows.get(&key).copied() {
-                    Some(row) => {
-                        let token = self.next(row.token);
-                        self.rows.insert(key, Row { value, token });
-                        self.held[client].insert(key, Held { key, value, token });
-                        Expect::Done
-                    }
-                    None => Expect::NotFound,
-                }
-            }
-            Op::TrackedSave {
-                client,
-                key,
-                value,
-                merging,
-            } => {
+                None => Expect::NotFound,
+            },
+            Call::TrackedSave { key, value, merge } => {
                 let mut held = self.held(client, key)?;
-                // The values as read: the entity as held.
+                // The value as read: a tracked save writes it only if edited.
                 let original = held.value;
+                let mine = value != original;
                 held.value = value;
                 let expect = match self.rows.get(&key).copied() {
                     Some(row) if row.token == held.token => {
-                        held.token = self.next(held.token);
-                        let value = if value != original { value } else { row.value };
-                        self.rows.insert(
-                            key,
-                            Row {
-                                value,
-                                token: held.token,
-                            },
-                        );
-                        if merging {
+                        let stored = if mine { value } else { row.value };
+                        held.token = self.write(key, held.token, stored);
+                        if merge {
                             Expect::Merge(Merge::Saved)
                         } else {
                             Expect::Done
                         }
                     }
-                    Some(row) if merging => {
-                        let theirs = row.value != original;
-                        let mine = value != original;
-                        if theirs && mine && row.value != value {
-                            Expect::Merge(Merge::Overlap)
-                        } else {
-                            // Rebased on their row; what differs from it is written.
-                            held.value = if mine { value } else { row.value };
-                            held.token = self.next(row.token);
-                            self.rows.insert(
-                                key,
-                                Row {
-                                    value: held.value,
-                                    token: held.token,
-                                },
-                            );
-                            Expect::Merge(Merge::Merged)
-                        }
+                    Some(row) if merge && mine && row.value != original && row.value != value => {
+                        Expect::Merge(Merge::Overlap)
                     }
-                    _ => self.conflict(key, Some(held.token), false),
+                    Some(row) if merge => {
+                        // Rebased on their row; what differs from it is written.
+                        held.value = if mine { value } else { row.value };
+                        held.token = self.write(key, row.token, held.value);
+                        Expect::Merge(Merge::Merged)
+                    }
+                    _ => Expect::Conflict(self.conflict(key, Some(held.token), false)),
                 };
                 self.held[client].insert(key, held);
                 expect
             }
-            Op::Transaction {
-                client,
+            Call::Transaction {
                 key,
                 ref steps,
                 end,
                 tracked,
-            } => {
-                return self.transaction(client, key, steps, end, tracked);
-            }
+            } => return self.transaction(client, key, steps, end, tracked),
         };
         self.expect = expect;
         Ok(self)
@@ -699,106 +587,72 @@ impl Model {
         self,
         client: usize,
         key: Key,
-        steps: &[Inner],
+        closure: &[Inner],
         end: End,
         tracked: bool,
     ) -> Result<Model, Invalid> {
         let passed = self.held(client, key)?;
         let mut inside = self.clone();
         let mut entity = passed;
-        // A tracked entity's values as read (or as last saved).
+        // A tracked entity's value as read (or as last saved).
         let mut original = passed.value;
-        let mut seen = Vec::new();
+        let mut steps = Vec::new();
         // A statement error the database does not forgive (PostgreSQL).
         let mut doomed = false;
         let mut failed = false;
-        for step in steps {
-            if doomed && !matches!(step, Inner::CatchRefused) {
-                // Any statement in an aborted transaction fails, and nothing catches it.
-                if let Inner::Save { value } | Inner::CatchConflict { value } = *step {
-                    entity.value = value;
-                }
-                seen.push(Expect::Refused);
-                failed = true;
-                break;
+        for step in closure {
+            if let Inner::Save { value } | Inner::CatchConflict { value } = *step {
+                entity.value = value;
             }
-            let result = match *step {
+            let catches = matches!(step, Inner::CatchConflict { .. } | Inner::CatchTaken { .. });
+            let stale = Expect::Conflict(inside.conflict(entity.key, Some(entity.token), false));
+            let (expect, carry_on) = match *step {
+                // Any statement in an aborted transaction fails, and nothing catches it.
+                _ if doomed && *step != Inner::CatchRefused => (Expect::Refused, false),
                 Inner::Save { value } | Inner::CatchConflict { value } => {
-                    entity.value = value;
-                    if inside.matches(entity.key, entity.token) {
-                        let token = inside.next(entity.token);
-                        let row = inside.rows[&entity.key];
-                        let stored = if !tracked || value != original {
-                            value
-                        } else {
-                            row.value
-                        };
-                        inside.rows.insert(
-                            entity.key,
-                            Row {
-                                value: stored,
-                                token,
-                            },
-                        );
-                        entity.token = token;
-                        original = value;
-                        Ok(Expect::Done)
-                    } else {
-                        let conflict = inside.conflict(entity.key, Some(entity.token), false);
-                        if matches!(step, Inner::CatchConflict { .. }) {
-                            Ok(conflict)
-                        } else {
-                            Err(conflict)
+                    match inside.rows.get(&entity.key).copied() {
+                        Some(row) if row.token == entity.token => {
+                            let kept = tracked && value == original;
+                            let stored = if kept { row.value } else { value };
+                            entity.token = inside.write(entity.key, entity.token, stored);
+                            original = value;
+                            (Expect::Done, true)
                         }
+                        _ => (stale, catches),
                     }
                 }
-                Inner::Delete => {
-                    if inside.matches(entity.key, entity.token) {
-                        inside.rows.remove(&entity.key);
-                        Ok(Expect::Done)
-                    } else {
-                        Err(inside.conflict(entity.key, Some(entity.token), false))
-                    }
+                Inner::Delete if inside.matches(entity.key, entity.token) => {
+                    inside.rows.remove(&entity.key);
+                    (Expect::Done, true)
+                }
+                Inner::Delete => (stale, false),
+                // Contract 2: a taken key leaves the transaction usable.
+                Inner::Insert { key, .. } | Inner::CatchTaken { key, .. }
+                    if inside.rows.contains_key(&key) =>
+                {
+                    (Expect::Taken, catches)
                 }
                 Inner::Insert { key, value } | Inner::CatchTaken { key, value } => {
-                    if inside.rows.contains_key(&key) {
-                        // Contract 2: a taken key leaves the transaction usable.
-                        if matches!(step, Inner::CatchTaken { .. }) {
-                            Ok(Expect::Taken)
-                        } else {
-                            Err(Expect::Taken)
-                        }
-                    } else {
-                        Ok(Expect::Token {
-                            key,
-                            token: inside.insert(key, value)?,
-                        })
-                    }
+                    let token = inside.insert(key, value)?;
+                    (Expect::Token { key, token }, true)
                 }
                 Inner::Replace { key } => match inside.rows.get(&key).copied() {
-                    Some(row) => {
-                        entity = Held {
-                            key,
-                            value: row.value,
-                            token: row.token,
-                        };
-                        original = row.value;
-                        Ok(Expect::Done)
+                    Some(Row { value, token }) => {
+                        entity = Held { key, value, token };
+                        original = value;
+                        (Expect::Done, true)
                     }
-                    None => Err(Expect::NotFound),
+                    None => (Expect::NotFound, false),
                 },
                 Inner::CatchRefused => {
                     doomed = inside.setup.dooms;
-                    Ok(Expect::Refused)
+                    (Expect::Refused, true)
                 }
             };
-            match result {
-                Ok(expect) => seen.push(expect),
-                Err(expect) => {
-                    seen.push(expect);
-                    failed = true;
-                    break;
-                }
+            steps.push(expect);
+            if !carry_on {
+                failed = true;
+                break;
             }
         }
         let outcome = match (failed, end) {
@@ -809,75 +663,57 @@ impl Model {
             (false, End::Commit) => Outcome::Committed,
         };
         let mut after = if outcome == Outcome::Committed {
-            let mut after = inside;
-            after.held[client].remove(&key);
-            after.held[client].insert(entity.key, entity);
-            after
+            inside.held[client].remove(&key);
+            inside.held[client].insert(entity.key, entity);
+            inside
         } else {
-            let mut after = self;
             // Serials once handed out stay taken: a later fresh token is another one.
+            let mut after = self;
             after.serial = inside.serial;
             if entity.key == passed.key {
-                after.held[client].insert(
-                    key,
-                    Held {
-                        token: passed.token,
-                        ..entity
-                    },
-                );
+                let token = passed.token;
+                after.held[client].insert(key, Held { token, ..entity });
             }
             after
         };
-        after.expect = Expect::Transaction {
-            steps: seen,
-            outcome,
-        };
+        after.expect = Expect::Transaction { steps, outcome };
         Ok(after)
     }
 
     /// The transitions from this state: every operation on what the clients hold,
     /// weighted so that stale entities, deleted rows and taken keys come up often.
     pub(crate) fn transitions(&self) -> BoxedStrategy<Op> {
-        let setup = self.setup;
-        let ops = setup.ops;
-        let clients = setup.clients;
-        let keys = 1..=setup.keys;
+        let (ops, clients, keys) = (self.setup.ops, self.setup.clients, self.setup.keys);
         let value = 1..1000_i32;
-        let slots: Vec<(usize, Key)> = self
-            .held
-            .iter()
-            .enumerate()
-            .flat_map(|(client, held)| held.keys().map(move |&key| (client, key)))
-            .collect();
+        let mut slots: Vec<(usize, Key)> = Vec::new();
+        for (client, held) in self.held.iter().enumerate() {
+            slots.extend(held.keys().map(|&key| (client, key)));
+        }
         // Stale entities (their row was written or deleted since) are picked as often
         // as all the others together: they are where a missing check shows.
         let stale: Vec<(usize, Key)> = slots
             .iter()
             .copied()
-            .filter(|&(client, key)| {
-                let held = self.held[client][&key];
-                !self.matches(held.key, held.token)
-            })
+            .filter(|&(client, key)| !self.matches(key, self.held[client][&key].token))
             .collect();
-        let insertable: Vec<Key> = (1..=setup.keys)
-            .filter(|&key| self.insertable(key))
-            .collect();
+        let insertable: Vec<Key> = (1..=keys).filter(|&key| self.insertable(key)).collect();
         let present: Vec<Key> = self.rows.keys().copied().collect();
+        // A call by any client on a row, and one that also writes a value.
+        let on_row = |keys: BoxedStrategy<Key>, call: fn(Key) -> Call| {
+            (0..clients, keys)
+                .prop_map(move |(client, key)| Op::new(client, call(key)))
+                .boxed()
+        };
+        let on_row_value = |keys: BoxedStrategy<Key>, call: fn(Key, i32) -> Call| {
+            (0..clients, keys, value.clone())
+                .prop_map(move |(client, key, value)| Op::new(client, call(key, value)))
+                .boxed()
+        };
 
-        let mut options: Vec<(u32, BoxedStrategy<Op>)> = Vec::new();
-        options.push((
-            2,
-            (0..clients, keys.clone())
-                .prop_map(|(client, key)| Op::Find { client, key })
-                .boxed(),
-        ));
+        let find = |key| Call::Find { key };
+        let mut options = vec![(2, on_row((1..=keys).boxed(), find))];
         if !present.is_empty() {
-            options.push((
-                5,
-                (0..clients, proptest::sample::select(present))
-                    .prop_map(|(client, key)| Op::Find { client, key })
-                    .boxed(),
-            ));
+            options.push((5, on_row(select(present).boxed(), find)));
         }
         let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
             if ops.has(name) {
@@ -885,167 +721,91 @@ impl Model {
             }
         };
         if !insertable.is_empty() {
-            let pick = proptest::sample::select(insertable);
-            let new_row = |op: fn(usize, Key, i32) -> Op| {
-                (0..clients, pick.clone(), value.clone())
-                    .prop_map(move |(client, key, value)| op(client, key, value))
-                    .boxed()
-            };
-            add(
-                "insert",
-                3,
-                new_row(|client, key, value| Op::Insert { client, key, value }),
-            );
-            add(
-                "insert_from",
-                2,
-                new_row(|client, key, value| Op::InsertFrom { client, key, value }),
-            );
-            add(
-                "upsert_none",
-                2,
-                new_row(|client, key, value| Op::UpsertNone { client, key, value }),
-            );
+            let pick = || select(insertable.clone()).boxed();
+            let insert = |key, value| Call::Insert { key, value };
+            add("insert", 3, on_row_value(pick(), insert));
+            let insert_from = |key, value| Call::InsertFrom { key, value };
+            add("insert_from", 2, on_row_value(pick(), insert_from));
+            let upsert_none = |key, value| Call::UpsertNone { key, value };
+            add("upsert_none", 2, on_row_value(pick(), upsert_none));
         }
-        let all: Vec<Key> = (1..=setup.keys).collect();
-        add(
-            "bulk_update",
-            1,
-            (
-                0..clients,
-                proptest::sample::subsequence(all, 1..=setup.keys as usize),
-                value.clone(),
-            )
-                .prop_map(|(client, keys, value)| Op::BulkUpdate {
-                    client,
-                    keys,
-                    value,
-                })
-                .boxed(),
-        );
-        add(
-            "retry",
-            1,
-            (0..clients, keys.clone(), value.clone())
-                .prop_map(|(client, key, value)| Op::RetrySave { client, key, value })
-                .boxed(),
-        );
+        let all = subsequence((1..=keys).collect::<Vec<_>>(), 1..=keys as usize);
+        let bulk = (0..clients, all, value.clone());
+        let bulk = bulk
+            .prop_map(|(client, keys, value)| Op::new(client, Call::BulkUpdate { keys, value }));
+        add("bulk_update", 1, bulk.boxed());
+        let retry_save = |key, value| Call::RetrySave { key, value };
+        add("retry", 1, on_row_value((1..=keys).boxed(), retry_save));
         if !slots.is_empty() {
             let slot = if stale.is_empty() {
-                proptest::sample::select(slots).boxed()
+                select(slots).boxed()
             } else {
-                prop_oneof![
-                    proptest::sample::select(slots),
-                    proptest::sample::select(stale)
-                ]
-                .boxed()
+                prop_oneof![select(slots), select(stale)].boxed()
             };
-            // An operation on a held entity, and one that also writes a value.
-            let held = |op: fn(usize, Key) -> Op| {
-                slot.clone()
-                    .prop_map(move |(client, key)| op(client, key))
+            // A call on a held entity, and one that also writes a value.
+            let held = |call: fn(Key) -> Call| {
+                let slot = slot.clone();
+                slot.prop_map(move |(client, key)| Op::new(client, call(key)))
                     .boxed()
             };
-            let held_value = |op: fn(usize, Key, i32) -> Op| {
+            let held_value = |call: fn(Key, i32) -> Call| {
                 (slot.clone(), value.clone())
-                    .prop_map(move |((client, key), value)| op(client, key, value))
+                    .prop_map(move |((client, key), value)| Op::new(client, call(key, value)))
                     .boxed()
             };
-            add(
-                "save",
-                6,
-                held_value(|client, key, value| Op::Save { client, key, value }),
+            let save = |key, value| Call::Save { key, value };
+            add("save", 6, held_value(save));
+            // Floors below most values, so that both outcomes are common.
+            let save_where = (slot.clone(), value.clone(), 0..500_i32).prop_map(
+                |((client, key), value, floor)| {
+                    Op::new(client, Call::SaveWhere { key, value, floor })
+                },
             );
-            add(
-                "save_where",
-                3,
-                // Floors below most values, so that both outcomes are common.
-                (slot.clone(), value.clone(), 0..500_i32)
-                    .prop_map(|((client, key), value, floor)| Op::SaveWhere {
-                        client,
-                        key,
-                        value,
-                        floor,
-                    })
-                    .boxed(),
-            );
-            add("delete", 2, held(|client, key| Op::Delete { client, key }));
-            add(
-                "update_by_key",
-                3,
-                held_value(|client, key, value| Op::UpdateByKey { client, key, value }),
-            );
-            add(
-                "delete_by_key",
-                2,
-                held(|client, key| Op::DeleteByKey { client, key }),
-            );
-            add(
-                "upsert_some",
-                3,
-                held_value(|client, key, value| Op::UpsertSome { client, key, value }),
-            );
-            add(
-                "force_increment",
-                1,
-                held(|client, key| Op::ForceIncrement { client, key }),
-            );
-            add(
-                "soft_delete",
-                1,
-                held(|client, key| Op::SoftDelete { client, key }),
-            );
-            add(
-                "retry",
-                1,
-                held_value(|client, key, value| Op::RetryByKey { client, key, value }),
-            );
+            add("save_where", 3, save_where.boxed());
+            add("delete", 2, held(|key| Call::Delete { key }));
+            let update_by_key = |key, value| Call::UpdateByKey { key, value };
+            add("update_by_key", 3, held_value(update_by_key));
+            add("delete_by_key", 2, held(|key| Call::DeleteByKey { key }));
+            let upsert_some = |key, value| Call::UpsertSome { key, value };
+            add("upsert_some", 3, held_value(upsert_some));
+            let force_increment = |key| Call::ForceIncrement { key };
+            add("force_increment", 1, held(force_increment));
+            add("soft_delete", 1, held(|key| Call::SoftDelete { key }));
+            let retry_by_key = |key, value| Call::RetryByKey { key, value };
+            add("retry", 1, held_value(retry_by_key));
             let holders: Vec<usize> = (0..clients)
                 .filter(|&client| !self.held[client].is_empty())
                 .collect();
-            add(
-                "save_all",
-                2,
-                (proptest::sample::select(holders), value.clone())
-                    .prop_map(|(client, value)| Op::SaveAll { client, value })
-                    .boxed(),
+            let save_all = (select(holders), value.clone())
+                .prop_map(|(client, value)| Op::new(client, Call::SaveAll { value }));
+            add("save_all", 2, save_all.boxed());
+            let tracked_save = (slot.clone(), value.clone(), any::<bool>()).prop_map(
+                |((client, key), value, merge)| {
+                    Op::new(client, Call::TrackedSave { key, value, merge })
+                },
             );
-            add(
-                "tracked",
-                3,
-                (slot.clone(), value.clone(), any::<bool>())
-                    .prop_map(|((client, key), value, merging)| Op::TrackedSave {
-                        client,
-                        key,
-                        value,
-                        merging,
-                    })
-                    .boxed(),
-            );
-            let inner = Inner::strategy(self);
+            add("tracked", 3, tracked_save.boxed());
             let tracked = if ops.has("tracked") {
                 any::<bool>().boxed()
             } else {
                 Just(false).boxed()
             };
-            add(
-                "transaction",
-                5,
-                (
-                    slot,
-                    proptest::collection::vec(inner, 0..=3),
-                    prop_oneof![2 => Just(End::Commit), 2 => Just(End::Fail), 1 => Just(End::Panic)],
-                    tracked,
-                )
-                    .prop_map(|((client, key), steps, end, tracked)| Op::Transaction {
+            let closure = proptest::collection::vec(Inner::strategy(self), 0..=3);
+            let end =
+                prop_oneof![2 => Just(End::Commit), 2 => Just(End::Fail), 1 => Just(End::Panic)];
+            let transaction =
+                (slot, closure, end, tracked).prop_map(|((client, key), steps, end, tracked)| {
+                    Op::new(
                         client,
-                        key,
-                        steps,
-                        end,
-                        tracked,
-                    })
-                    .boxed(),
-            );
+                        Call::Transaction {
+                            key,
+                            steps,
+                            end,
+                            tracked,
+                        },
+                    )
+                });
+            add("transaction", 5, transaction.boxed());
         }
         Union::new_weighted(options).boxed()
     }
@@ -1053,56 +813,38 @@ impl Model {
 
 impl Inner {
     fn strategy(model: &Model) -> BoxedStrategy<Inner> {
-        let keys = 1..=model.setup.keys;
         let value = 1..1000_i32;
-        // Inserts only where the model allows a new row: a free key never used, or a
-        // taken one (a unique violation).
-        let insertable: Vec<Key> = (1..=model.setup.keys)
-            .filter(|&key| model.insertable(key))
-            .collect();
+        let save = value.clone().prop_map(|value| Inner::Save { value });
+        let catch_conflict = value
+            .clone()
+            .prop_map(|value| Inner::CatchConflict { value });
+        let replace = (1..=model.setup.keys).prop_map(|key| Inner::Replace { key });
         let mut options: Vec<(u32, BoxedStrategy<Inner>)> = vec![
-            (
-                4,
-                value
-                    .clone()
-                    .prop_map(|value| Inner::Save { value })
-                    .boxed(),
-            ),
-            (
-                2,
-                value
-                    .clone()
-                    .prop_map(|value| Inner::CatchConflict { value })
-                    .boxed(),
-            ),
+            (4, save.boxed()),
+            (2, catch_conflict.boxed()),
             (1, Just(Inner::Delete).boxed()),
-            (1, keys.prop_map(|key| Inner::Replace { key }).boxed()),
+            (1, replace.boxed()),
             (1, Just(Inner::CatchRefused).boxed()),
         ];
         if !model.rows.is_empty() {
             // Another row that exists: the entity then holds a row it was not read as.
             let present: Vec<Key> = model.rows.keys().copied().collect();
-            options.push((
-                3,
-                proptest::sample::select(present)
-                    .prop_map(|key| Inner::Replace { key })
-                    .boxed(),
-            ));
+            let replace = select(present).prop_map(|key| Inner::Replace { key });
+            options.push((3, replace.boxed()));
         }
+        // Inserts only where the model allows a new row: a free key never used, or a
+        // taken one (a unique violation).
+        let insertable: Vec<Key> = (1..=model.setup.keys)
+            .filter(|&key| model.insertable(key))
+            .collect();
         if !insertable.is_empty() {
-            let pick = proptest::sample::select(insertable);
-            options.push((
-                1,
-                (pick.clone(), value.clone())
-                    .prop_map(|(key, value)| Inner::Insert { key, value })
-                    .boxed(),
-            ));
-            options.push((
-                3,
-                (pick, value)
-                    .prop_map(|(key, value)| Inner::CatchTaken { key, value })
-                    .boxed(),
-            ));
+            let new = (select(insertable), value);
+            let insert = new
+                .clone()
+                .prop_map(|(key, value)| Inner::Insert { key, value });
+            options.push((1, insert.boxed()));
+            let catch = new.prop_map(|(key, value)| Inner::CatchTaken { key, value });
+            options.push((3, catch.boxed()));
         }
         Union::new_weighted(options).boxed()
     }
@@ -1110,101 +852,63 @@ impl Inner {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Op::Find { client, key } => write!(f, "c{client}: find(k{key})"),
-            Op::Save { client, key, value } => {
-                write!(f, "c{client}: e[k{key}].value = {value}; save_checked")
+        write!(f, "c{}: ", self.client)?;
+        match &self.call {
+            Call::Find { key } => write!(f, "find(k{key})"),
+            Call::Save { key, value } => write!(f, "e[k{key}].value = {value}; save_checked"),
+            Call::Delete { key } => write!(f, "e[k{key}].delete_checked"),
+            Call::UpdateByKey { key, value } => {
+                write!(f, "update_by_key(k{key}, e[k{key}].token, value = {value})")
             }
-            Op::Delete { client, key } => write!(f, "c{client}: e[k{key}].delete_checked"),
-            Op::UpdateByKey { client, key, value } => {
-                write!(
-                    f,
-                    "c{client}: update_by_key(k{key}, e[k{key}].token, value = {value})"
-                )
+            Call::DeleteByKey { key } => write!(f, "delete_by_key(k{key}, e[k{key}].token)"),
+            Call::Insert { key, value } => write!(f, "new(k{key}, {value}).insert_checked"),
+            Call::InsertFrom { key, value } => {
+                write!(f, "insert_checked_from(form(k{key}, {value}))")
             }
-            Op::DeleteByKey { client, key } => {
-                write!(f, "c{client}: delete_by_key(k{key}, e[k{key}].token)")
-            }
-            Op::Insert { client, key, value } => {
-                write!(f, "c{client}: new(k{key}, {value}).insert_checked")
-            }
-            Op::InsertFrom { client, key, value } => {
-                write!(f, "c{client}: insert_checked_from(form(k{key}, {value}))")
-            }
-            Op::SaveWhere {
-                client,
-                key,
-                value,
-                floor,
-            } => write!(
+            Call::SaveWhere { key, value, floor } => write!(
                 f,
-                "c{client}: e[k{key}].value = {value}; save_checked_where(value >= {floor})"
+                "e[k{key}].value = {value}; save_checked_where(value >= {floor})"
             ),
-            Op::UpsertSome { client, key, value } => {
-                write!(
-                    f,
-                    "c{client}: e[k{key}].value = {value}; upsert_checked(Some(e[k{key}].token))"
-                )
-            }
-            Op::UpsertNone { client, key, value } => {
-                write!(f, "c{client}: new(k{key}, {value}).upsert_checked(None)")
-            }
-            Op::ForceIncrement { client, key } => write!(f, "c{client}: e[k{key}].force_increment"),
-            Op::TrackedSave {
-                client,
-                key,
-                value,
-                merging,
-            } => {
-                let call = if *merging {
-                    "save_merging"
-                } else {
-                    "save_checked"
-                };
-                write!(
-                    f,
-                    "c{client}: t = Tracked::new(e[k{key}]); t.edit().value = {value}; t.{call}"
-                )
-            }
-            Op::SaveAll { client, value } => {
-                write!(
-                    f,
-                    "c{client}: every e[..].value = {value}; save_all_checked"
-                )
-            }
-            Op::BulkUpdate {
-                client,
-                keys,
-                value,
-            } => {
-                write!(f, "c{client}: bulk_update(id IN {keys:?}, value = {value})")
-            }
-            Op::SoftDelete { client, key } => {
-                write!(f, "c{client}: e[k{key}].soft_delete_checked(value = -1)")
-            }
-            Op::RetryByKey { client, key, value } => write!(
+            Call::UpsertSome { key, value } => write!(
                 f,
-                "c{client}: retry(|conn| update_by_key(k{key}, e[k{key}].token, value = {value}))"
+                "e[k{key}].value = {value}; upsert_checked(Some(e[k{key}].token))"
             ),
-            Op::RetrySave { client, key, value } => write!(
+            Call::UpsertNone { key, value } => {
+                write!(f, "new(k{key}, {value}).upsert_checked(None)")
+            }
+            Call::ForceIncrement { key } => write!(f, "e[k{key}].force_increment"),
+            Call::TrackedSave { key, value, merge } => {
+                let how = if *merge { "merging" } else { "checked" };
+                write!(
+                    f,
+                    "t = Tracked::new(e[k{key}]); t.edit().value = {value}; t.save_{how}"
+                )
+            }
+            Call::SaveAll { value } => write!(f, "every e[..].value = {value}; save_all_checked"),
+            Call::BulkUpdate { keys, value } => {
+                write!(f, "bulk_update(id IN {keys:?}, value = {value})")
+            }
+            Call::SoftDelete { key } => write!(f, "e[k{key}].soft_delete_checked(value = -1)"),
+            Call::RetryByKey { key, value } => write!(
                 f,
-                "c{client}: retry(|conn| {{ e = find(k{key})?; e.value = {value}; e.save_checked }})"
+                "retry(|conn| update_by_key(k{key}, e[k{key}].token, value = {value}))"
             ),
-            Op::Transaction {
-                client,
+            Call::RetrySave { key, value } => write!(
+                f,
+                "retry(|conn| {{ e = find(k{key})?; e.value = {value}; e.save_checked }})"
+            ),
+            Call::Transaction {
                 key,
                 steps,
                 end,
                 tracked,
             } => {
-                if *tracked {
-                    write!(
-                        f,
-                        "c{client}: transaction(&mut Tracked::new(e[k{key}]), |conn, e| {{ "
-                    )?;
+                let passed = if *tracked {
+                    format!("&mut Tracked::new(e[k{key}])")
                 } else {
-                    write!(f, "c{client}: transaction(&mut e[k{key}], |conn, e| {{ ")?;
-                }
+                    format!("&mut e[k{key}]")
+                };
+                write!(f, "transaction({passed}, |conn, e| {{ ")?;
                 for step in steps {
                     write!(f, "{step}; ")?;
                 }
@@ -1230,12 +934,10 @@ impl fmt::Display for Inner {
             }
             Inner::Delete => write!(f, "e.delete_checked(conn)?"),
             Inner::Insert { key, value } => write!(f, "new(k{key}, {value}).insert_checked(conn)?"),
-            Inner::CatchTaken { key, value } => {
-                write!(
-                    f,
-                    "new(k{key}, {value}).insert_checked(conn) (UniqueViolation caught)"
-                )
-            }
+            Inner::CatchTaken { key, value } => write!(
+                f,
+                "new(k{key}, {value}).insert_checked(conn) (UniqueViolation caught)"
+            ),
             Inner::Replace { key } => write!(f, "*e = find(conn, k{key})?"),
             Inner::CatchRefused => write!(f, "a refused statement (error caught)"),
         }

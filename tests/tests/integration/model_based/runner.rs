@@ -6,33 +6,38 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use diesel_occ::{Error, VersionToken};
+use diesel_occ::{Error, Upserted, VersionToken};
 use diesel_occ_tests::entities::Counter;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::strategy::Sequential;
 
 use super::model::{
-    self, Conflict, Expect, Held, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
+    self, Call, Conflict, End, Expect, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
 };
 
 /// An entity of the model's table, as the executors handle it.
 pub(crate) trait Entity: Clone + Debug + Send + Sync + 'static {
-    /// The token type.
-    type Token: VersionToken + Clone + PartialEq + Debug + Send + Sync;
+    type Token: VersionToken + Clone + Default + PartialEq + Debug + Send + Sync;
     /// Whether the model predicts its tokens exactly (integers).
     const EXACT: bool;
 
-    /// A new entity; its token is a placeholder the insert replaces.
-    fn create(key: Key, value: i32) -> Self;
-    /// A token for the rows seeded before a program: what the column stores exactly.
-    fn seed_token() -> Self::Token;
+    /// The token an exact model token stands for; otherwise a token for the rows
+    /// seeded before a program, what the column stores of the time now.
+    fn real_token(token: Tok) -> Self::Token;
     fn with_token(key: Key, value: i32, token: Self::Token) -> Self;
     fn parts(&self) -> (Key, i32, &Self::Token);
-    fn set_value(&mut self, value: i32);
-    /// The token an exact model token stands for.
-    fn exact(token: Tok) -> Option<Self::Token>;
+
+    /// A new entity; its token is a placeholder the insert replaces.
+    fn create(key: Key, value: i32) -> Self {
+        Self::with_token(key, value, Self::Token::default())
+    }
+
+    fn set_value(&mut self, value: i32) {
+        let (key, _, token) = self.parts();
+        *self = Self::with_token(key, value, token.clone());
+    }
 }
 
 /// The integer-token entity, the same type on every backend.
@@ -40,42 +45,26 @@ impl Entity for Counter {
     type Token = i32;
     const EXACT: bool = true;
 
-    fn create(key: Key, value: i32) -> Self {
-        Counter {
-            id: key,
-            value,
-            label: None,
-            version: 0,
-        }
+    fn real_token(token: Tok) -> i32 {
+        i32::try_from(token).expect("a small token")
     }
 
-    fn seed_token() -> i32 {
-        1
-    }
-
-    fn with_token(key: Key, value: i32, token: i32) -> Self {
+    fn with_token(id: Key, value: i32, version: i32) -> Self {
         Counter {
-            id: key,
+            id,
             value,
             label: None,
-            version: token,
+            version,
         }
     }
 
     fn parts(&self) -> (Key, i32, &i32) {
         (self.id, self.value, &self.version)
     }
-
-    fn set_value(&mut self, value: i32) {
-        self.value = value;
-    }
-
-    fn exact(token: Tok) -> Option<i32> {
-        Some(i32::try_from(token).expect("a small token"))
-    }
 }
 
-/// What a call returned, its tokens the real ones.
+/// What a call returned, its tokens the real ones: `Batch` has each conflicted entity's
+/// position and conflict, `Exhausted` what the last attempt of a retry met.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Seen<T> {
     Done,
@@ -92,11 +81,9 @@ pub(crate) enum Seen<T> {
         retryable: bool,
     },
     Taken,
-    /// `Error::Batch`: each conflicted entity's position and conflict.
     Batch(Vec<(usize, Seen<T>)>),
     Count(usize),
     Merge(Merge),
-    /// `Error::RetriesExhausted`, with what the last attempt met.
     Exhausted(Box<Seen<T>>),
     Refused(String),
     Other(String),
@@ -106,13 +93,10 @@ pub(crate) enum Seen<T> {
     },
 }
 
-impl<T: VersionToken> Seen<T> {
+impl<T: VersionToken + Clone> Seen<T> {
     /// A call's result.
     pub(crate) fn of<R>(result: &Result<R, Error>, ok: impl FnOnce(&R) -> Seen<T>) -> Seen<T> {
-        match result {
-            Ok(value) => ok(value),
-            Err(error) => Seen::error(error),
-        }
+        result.as_ref().map_or_else(Seen::error, ok)
     }
 
     /// A call's error.
@@ -147,26 +131,45 @@ impl<T: VersionToken> Seen<T> {
     pub(crate) fn done<R>(result: &Result<R, Error>) -> Seen<T> {
         Seen::of(result, |_| Seen::Done)
     }
+
+    /// `Token` for the token a write returned.
+    pub(crate) fn token(result: &Result<T, Error>) -> Seen<T> {
+        Seen::of(result, |token| Seen::Token(token.clone()))
+    }
+
+    pub(crate) fn upserted(result: &Result<Upserted<T>, Error>) -> Seen<T> {
+        Seen::of(result, |upserted| {
+            let (inserted, token) = match upserted {
+                Upserted::Inserted(token) => (true, token.clone()),
+                Upserted::Updated(token) => (false, token.clone()),
+            };
+            Seen::Upserted { inserted, token }
+        })
+    }
+
+    /// What a read returned; on `Ok`, `entity` is the entity read.
+    pub(crate) fn found<E: Entity<Token = T>>(entity: &mut E, result: Result<E, Error>) -> Seen<T> {
+        let seen = Seen::done(&result);
+        if let Ok(found) = result {
+            *entity = found;
+        }
+        seen
+    }
 }
 
 /// Which real token each model token stands for. An exact token must be the value the
 /// model predicts; a serial is bound to the first value seen for it, and a row's
 /// distinct tokens must be distinct values (a fresh token differs from every earlier
 /// one of the row at the column's precision).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Tokens<T> {
     bound: BTreeMap<Tok, (Key, T)>,
 }
 
 impl<T: Clone + PartialEq + Debug> Tokens<T> {
-    fn new() -> Tokens<T> {
-        Tokens {
-            bound: BTreeMap::new(),
-        }
-    }
-
     fn bind<E: Entity<Token = T>>(&mut self, key: Key, token: Tok, real: &T) -> Result<(), String> {
-        if let Some(exact) = E::exact(token) {
+        if E::EXACT {
+            let exact = E::real_token(token);
             return if &exact == real {
                 Ok(())
             } else {
@@ -195,72 +198,18 @@ impl<T: Clone + PartialEq + Debug> Tokens<T> {
     }
 }
 
-/// One client's connection and the database, as a flavour drives them.
+/// The clients' connections and the database, as a flavour drives them.
 pub(crate) trait Executor<E: Entity> {
     /// Empties the table, then writes `rows` with plain Diesel inserts.
     fn reset(&mut self, rows: &[(Key, i32, E::Token)]);
     /// The table's rows.
     fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)>;
-    fn find(&mut self, client: usize, key: Key) -> Result<E, Error>;
-    fn save(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
-    fn delete(&mut self, client: usize, entity: &E) -> Result<(), Error>;
-    fn update_by_key(
-        &mut self,
-        client: usize,
-        key: Key,
-        expected: &E::Token,
-        value: i32,
-    ) -> Result<E::Token, Error>;
-    fn delete_by_key(&mut self, client: usize, key: Key, expected: &E::Token) -> Result<(), Error>;
-    fn insert(&mut self, client: usize, entity: &mut E) -> Result<E::Token, Error>;
-    /// `insert_checked_from` of a form with `key` and `value` (no token column).
-    fn insert_from(&mut self, client: usize, key: Key, value: i32) -> Result<E::Token, Error>;
-    /// `save_checked_where` under the condition `value >= floor`.
-    fn save_where(&mut self, client: usize, entity: &mut E, floor: i32) -> Result<(), Error>;
-    fn upsert(
-        &mut self,
-        client: usize,
-        entity: &mut E,
-        expected: Option<&E::Token>,
-    ) -> Result<diesel_occ::Upserted<E::Token>, Error>;
-    fn force_increment(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
-    fn save_all(&mut self, client: usize, entities: &mut [E]) -> Result<(), Error>;
-    /// `bulk_update` of the rows with `keys`: `value = value`.
-    fn bulk_update(&mut self, client: usize, keys: &[Key], value: i32) -> Result<usize, Error>;
-    /// `soft_delete_checked` with the marker `value = -1`.
-    fn soft_delete(&mut self, client: usize, entity: &mut E) -> Result<(), Error>;
-    /// `update_by_key` inside the retry helper (no backoff, 3 attempts), on the
-    /// client's connection.
-    fn retry_by_key(
-        &mut self,
-        client: usize,
-        key: Key,
-        expected: &E::Token,
-        value: i32,
-    ) -> Result<E::Token, Error>;
-    /// The retry helper around `find`, `value = value` and `save_checked`.
-    fn retry_save(&mut self, client: usize, key: Key, value: i32) -> Result<E, Error>;
-    /// `Tracked::new(entity)`, its value edited, then the tracked `save_checked`
-    /// (`Ok(None)`) or `save_merging`; `entity` becomes the tracked one's current.
-    fn tracked_save(
-        &mut self,
-        client: usize,
-        entity: &mut E,
-        value: i32,
-        merging: bool,
-    ) -> Result<Option<Merge>, Error>;
-    /// `diesel_occ::transaction` with `entity` as its `&mut` entity (or, `tracked`, a
-    /// `&mut Tracked` of it, whose current becomes `entity`), its closure running
-    /// `steps` as a user's code would, then ending as `end` says: what each step
-    /// returned and how the transaction ended (a planned panic caught here).
-    fn transaction(
-        &mut self,
-        client: usize,
-        entity: &mut E,
-        steps: &[Inner],
-        end: model::End,
-        tracked: bool,
-    ) -> Seen<E::Token>;
+    /// Makes `call` (not `SaveAll`) on `client`'s connection, on `entity`: the one the
+    /// client holds, edited as the call says, a new one, or one a read replaces. Retries
+    /// make 3 attempts without backoff; a planned panic of a transaction is caught.
+    fn call(&mut self, client: usize, call: &Call, entity: &mut E) -> Seen<E::Token>;
+    /// `save_all_checked` of `batch`.
+    fn save_all(&mut self, client: usize, batch: &mut [E]) -> Seen<E::Token>;
 }
 
 /// A panic the program asks for (`End::Panic`): not printed.
@@ -278,14 +227,19 @@ pub(crate) fn caught(step: &Inner, error: &Error) -> bool {
     }
 }
 
-/// The error a closure returns to roll back.
-pub(crate) fn rollback() -> Error {
-    Error::from(diesel::result::Error::RollbackTransaction)
+/// How a transaction's closure ends after its steps: `Ok`, an error that rolls back,
+/// or a [`PlannedPanic`].
+pub(crate) fn end(end: End) -> Result<(), Error> {
+    match end {
+        End::Commit => Ok(()),
+        End::Fail => Err(Error::from(diesel::result::Error::RollbackTransaction)),
+        End::Panic => panic::panic_any(PlannedPanic),
+    }
 }
 
 /// Hides the default panic message of [`PlannedPanic`]s; other panics print as
 /// before.
-pub(crate) fn quiet_planned_panics() {
+fn quiet_planned_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = panic::take_hook();
@@ -324,204 +278,83 @@ struct System<E: Entity, X> {
 }
 
 impl<E: Entity, X: Executor<E>> System<E, X> {
-    /// What a write of `value` to row `key` by its key returned; on success the client
-    /// holds the row at the new token.
-    fn wrote(
-        &mut self,
-        client: usize,
-        key: Key,
-        value: i32,
-        result: Result<E::Token, Error>,
-    ) -> Seen<E::Token> {
-        if let Ok(token) = &result {
-            self.held[client].insert(key, E::with_token(key, value, token.clone()));
+    /// Makes `op`'s call; the client then holds what the model says it holds.
+    fn call(&mut self, op: &Op) -> Result<Seen<E::Token>, String> {
+        let Op { client, ref call } = *op;
+        let key = call.key();
+        let held = &mut self.held[client];
+        if let Call::SaveAll { value } = *call {
+            self.batch_keys = held.keys().copied().collect();
+            let mut batch: Vec<E> = held.values().cloned().collect();
+            batch.iter_mut().for_each(|entity| entity.set_value(value));
+            let seen = self.executor.save_all(client, &mut batch);
+            held.extend(self.batch_keys.iter().copied().zip(batch));
+            return Ok(seen);
         }
-        Seen::of(&result, |token| Seen::Token(token.clone()))
+        let new = matches!(
+            *call,
+            Call::Insert { .. } | Call::UpsertNone { .. } | Call::InsertFrom { .. }
+        );
+        // Calls on the held entity: the client holds it as the call left it.
+        let on_held = !new && !matches!(*call, Call::Find { .. } | Call::RetrySave { .. });
+        let mut entity = match *call {
+            Call::Insert { value, .. } | Call::UpsertNone { value, .. } => E::create(key, value),
+            Call::InsertFrom { value, .. } => E::create(key, value),
+            Call::BulkUpdate { .. } => {
+                return Ok(self.executor.call(client, call, &mut E::create(key, 0)));
+            }
+            _ if on_held => held.get(&key).cloned().expect("the model holds it too"),
+            // A read replaces it.
+            _ => E::create(key, 0),
+        };
+        if let Call::Save { value, .. }
+        | Call::SaveWhere { value, .. }
+        | Call::UpsertSome { value, .. } = *call
+        {
+            entity.set_value(value);
+        }
+        let before = entity.clone();
+        let seen = self.executor.call(client, call, &mut entity);
+        let ok = matches!(seen, Seen::Done | Seen::Token(_) | Seen::Upserted { .. });
+        match (call, &seen) {
+            (
+                Call::UpdateByKey { value, .. }
+                | Call::RetryByKey { value, .. }
+                | Call::InsertFrom { value, .. },
+                Seen::Token(token),
+            ) => {
+                held.insert(key, E::with_token(key, *value, token.clone()));
+            }
+            (Call::SaveWhere { .. } | Call::Insert { .. }, _)
+                if !ok && entity.parts() != before.parts() =>
+            {
+                return Err(format!("a failed write changed its entity: {entity:?}"));
+            }
+            (Call::Transaction { .. }, Seen::Transaction { outcome, .. }) => {
+                // Rolled back, it is compared in the slot it was passed from.
+                let committed = *outcome == Outcome::Committed;
+                held.remove(&key);
+                held.insert(if committed { entity.parts().0 } else { key }, entity);
+            }
+            _ if ok || on_held => {
+                held.insert(key, entity);
+            }
+            _ => {}
+        }
+        Ok(seen)
     }
 
     /// Runs `op` as the model just did (`model.expect` says what it must return).
     fn apply(&mut self, model: &Model, op: &Op) -> Result<(), String> {
-        let held = |system: &Self, client: usize, key: Key| -> E {
-            system.held[client]
-                .get(&key)
-                .cloned()
-                .expect("the model holds it too")
-        };
-        let seen: Seen<E::Token> = match *op {
-            Op::Find { client, key } => {
-                let result = self.executor.find(client, key);
-                let seen = Seen::done(&result);
-                if let Ok(entity) = result {
-                    self.held[client].insert(key, entity);
-                }
-                seen
-            }
-            Op::Save { client, key, value } => {
-                let mut entity = held(self, client, key);
-                entity.set_value(value);
-                let result = self.executor.save(client, &mut entity);
-                self.held[client].insert(key, entity);
-                Seen::done(&result)
-            }
-            Op::SaveWhere {
-                client,
-                key,
-                value,
-                floor,
-            } => {
-                let mut entity = held(self, client, key);
-                entity.set_value(value);
-                let before = entity.clone();
-                let result = self.executor.save_where(client, &mut entity, floor);
-                if result.is_err() && entity.parts() != before.parts() {
-                    return Err(format!("a refused save changed its entity: {entity:?}"));
-                }
-                self.held[client].insert(key, entity);
-                Seen::done(&result)
-            }
-            Op::InsertFrom { client, key, value } => {
-                let result = self.executor.insert_from(client, key, value);
-                self.wrote(client, key, value, result)
-            }
-            Op::Delete { client, key } => {
-                let entity = held(self, client, key);
-                Seen::done(&self.executor.delete(client, &entity))
-            }
-            Op::UpdateByKey { client, key, value } => {
-                let expected = held(self, client, key).parts().2.clone();
-                let result = self.executor.update_by_key(client, key, &expected, value);
-                self.wrote(client, key, value, result)
-            }
-            Op::DeleteByKey { client, key } => {
-                let entity = held(self, client, key);
-                Seen::done(&self.executor.delete_by_key(client, key, entity.parts().2))
-            }
-            Op::Insert { client, key, value } => {
-                let mut entity = E::create(key, value);
-                let placeholder = entity.clone();
-                let result = self.executor.insert(client, &mut entity);
-                match &result {
-                    Ok(_) => {
-                        self.held[client].insert(key, entity);
-                    }
-                    Err(_) if entity.parts() != placeholder.parts() => {
-                        return Err(format!("a failed insert changed its entity: {entity:?}"));
-                    }
-                    Err(_) => {}
-                }
-                Seen::of(&result, |token| Seen::Token(token.clone()))
-            }
-            Op::UpsertSome { client, key, value } => {
-                let mut entity = held(self, client, key);
-                entity.set_value(value);
-                let expected = entity.parts().2.clone();
-                let result = self.executor.upsert(client, &mut entity, Some(&expected));
-                self.held[client].insert(key, entity);
-                Seen::of(&result, upserted)
-            }
-            Op::UpsertNone { client, key, value } => {
-                let mut entity = E::create(key, value);
-                let result = self.executor.upsert(client, &mut entity, None);
-                if result.is_ok() {
-                    self.held[client].insert(key, entity);
-                }
-                Seen::of(&result, upserted)
-            }
-            Op::ForceIncrement { client, key } => {
-                let mut entity = held(self, client, key);
-                let result = self.executor.force_increment(client, &mut entity);
-                self.held[client].insert(key, entity);
-                Seen::done(&result)
-            }
-            Op::SaveAll { client, value } => {
-                let slots: Vec<Key> = self.held[client].keys().copied().collect();
-                self.batch_keys = slots.clone();
-                let mut batch: Vec<E> = self.held[client].values().cloned().collect();
-                for entity in &mut batch {
-                    entity.set_value(value);
-                }
-                let result = self.executor.save_all(client, &mut batch);
-                for (slot, entity) in slots.into_iter().zip(batch) {
-                    self.held[client].insert(slot, entity);
-                }
-                Seen::done(&result)
-            }
-            Op::BulkUpdate {
-                client,
-                ref keys,
-                value,
-            } => Seen::of(&self.executor.bulk_update(client, keys, value), |count| {
-                Seen::Count(*count)
-            }),
-            Op::SoftDelete { client, key } => {
-                let mut entity = held(self, client, key);
-                let result = self.executor.soft_delete(client, &mut entity);
-                self.held[client].insert(key, entity);
-                Seen::done(&result)
-            }
-            Op::RetryByKey { client, key, value } => {
-                let expected = held(self, client, key).parts().2.clone();
-                let result = self.executor.retry_by_key(client, key, &expected, value);
-                self.wrote(client, key, value, result)
-            }
-            Op::TrackedSave {
-                client,
-                key,
-                value,
-                merging,
-            } => {
-                let mut entity = held(self, client, key);
-                let result = self
-                    .executor
-                    .tracked_save(client, &mut entity, value, merging);
-                self.held[client].insert(key, entity);
-                Seen::of(&result, |merge| merge.map_or(Seen::Done, Seen::Merge))
-            }
-            Op::RetrySave { client, key, value } => {
-                let result = self.executor.retry_save(client, key, value);
-                let seen = Seen::done(&result);
-                if let Ok(entity) = result {
-                    self.held[client].insert(key, entity);
-                }
-                seen
-            }
-            Op::Transaction {
-                client,
-                key,
-                ref steps,
-                end,
-                tracked,
-            } => {
-                let mut entity = held(self, client, key);
-                let seen = self
-                    .executor
-                    .transaction(client, &mut entity, steps, end, tracked);
-                let (new_key, ..) = entity.parts();
-                if matches!(
-                    seen,
-                    Seen::Transaction {
-                        outcome: Outcome::Committed,
-                        ..
-                    }
-                ) || new_key == key
-                {
-                    self.held[client].remove(&key);
-                    self.held[client].insert(new_key, entity);
-                } else {
-                    // The model holds it in the slot it was passed from: compare there.
-                    self.held[client].insert(key, entity);
-                }
-                seen
-            }
-        };
+        let seen = self.call(op)?;
         // What a transaction that rolled back wrote was never stored: its tokens bind
         // nothing (a later fresh token may take the same value).
         let committed = self.tokens.clone();
-        let compared = self.compare(op_key(op), &model.expect, &seen);
-        if let Expect::Transaction { outcome, .. } = model.expect {
-            if outcome != Outcome::Committed {
-                self.tokens = committed;
-            }
+        let compared = self.compare(op.call.key(), &model.expect, &seen);
+        if let Expect::Transaction { outcome, .. } = model.expect
+            && outcome != Outcome::Committed
+        {
+            self.tokens = committed;
         }
         compared.map_err(|reason| {
             format!(
@@ -536,16 +369,13 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         match (expect, seen) {
             (Expect::Done, Seen::Done)
             | (Expect::NotFound, Seen::NotFound)
-            | (Expect::Taken, Seen::Taken) => Ok(()),
-            (Expect::Refused, Seen::Refused(_)) => Ok(()),
+            | (Expect::Taken, Seen::Taken)
+            | (Expect::Refused, Seen::Refused(_)) => Ok(()),
             (Expect::Count(count), Seen::Count(real)) if count == real => Ok(()),
             (Expect::Merge(merge), Seen::Merge(real)) if merge == real => Ok(()),
             (Expect::Batch(conflicts), Seen::Batch(real)) => {
-                if conflicts
-                    .iter()
-                    .map(|(index, _)| index)
-                    .ne(real.iter().map(|(index, _)| index))
-                {
+                let positions = conflicts.iter().map(|(index, _)| index);
+                if positions.ne(real.iter().map(|(index, _)| index)) {
                     return Err("the batch's conflicted positions are not the model's".into());
                 }
                 for ((index, conflict), (_, seen)) in conflicts.iter().zip(real) {
@@ -580,33 +410,30 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 },
             ) if inserted == was => self.tokens.bind::<E>(key, *token, real),
             (
-                Expect::Conflict(Conflict {
+                Expect::Conflict(conflict),
+                Seen::Conflict {
                     expected,
                     current,
-                    client_token,
-                }),
-                Seen::Conflict {
-                    expected: real_expected,
-                    current: real_current,
                     deleted,
                     retryable,
                 },
             ) => {
-                if *deleted != current.is_none() {
+                let Conflict { client_token, .. } = *conflict;
+                if *deleted != conflict.current.is_none() {
                     return Err("the conflict's state (stale or deleted) is not the model's".into());
                 }
-                if *retryable == *client_token && !(*client_token && self.retryable_client_tokens) {
-                    return Err(if *client_token {
+                if *retryable == client_token && !(client_token && self.retryable_client_tokens) {
+                    return Err(if client_token {
                         "a conflict on a client's token is retryable (contract 4)".into()
                     } else {
                         "a conflict of a checked write is not retryable".into()
                     });
                 }
-                if let (Some(token), Some(real)) = (expected, real_expected) {
-                    self.tokens.bind::<E>(key, *token, real)?;
+                if let (Some(token), Some(real)) = (conflict.expected, expected) {
+                    self.tokens.bind::<E>(key, token, real)?;
                 }
-                match (current, real_current) {
-                    (Some(token), Some(real)) => self.tokens.bind::<E>(key, *token, real),
+                match (conflict.current, current) {
+                    (Some(token), Some(real)) => self.tokens.bind::<E>(key, token, real),
                     (None, None) => Ok(()),
                     _ => Err("the conflict's current token".into()),
                 }
@@ -648,17 +475,16 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         let keys: Vec<Key> = rows.keys().chain(model.rows.keys()).copied().collect();
         for key in keys {
             match (model.rows.get(&key), rows.get(&key)) {
-                (Some(row), Some((value, token))) => {
-                    if row.value != *value {
-                        return Err(format!(
-                            "row k{key} holds value {value}, the model {}",
-                            row.value
-                        ));
-                    }
-                    self.tokens
-                        .bind::<E>(key, row.token, token)
-                        .map_err(|reason| format!("row k{key}: {reason}"))?;
+                (Some(row), Some((value, _))) if row.value != *value => {
+                    return Err(format!(
+                        "row k{key} holds value {value}, the model {}",
+                        row.value
+                    ));
                 }
+                (Some(row), Some((_, token))) => self
+                    .tokens
+                    .bind::<E>(key, row.token, token)
+                    .map_err(|reason| format!("row k{key}: {reason}"))?,
                 (Some(row), None) => {
                     return Err(format!("row k{key} is gone, the model holds {row:?}"));
                 }
@@ -674,59 +500,18 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                     return Err(format!("c{client} holds no entity for k{slot}"));
                 };
                 let (key, value, token) = entity.parts();
-                let Held {
-                    key: model_key,
-                    value: model_value,
-                    token: model_token,
-                } = *expect;
+                let (model_key, model_value) = (expect.key, expect.value);
                 if (key, value) != (model_key, model_value) {
                     return Err(format!(
                         "c{client}'s entity e[k{slot}] is row k{key} value {value}, the model's row k{model_key} value {model_value}"
                     ));
                 }
-                let token = token.clone();
                 self.tokens
-                    .bind::<E>(key, model_token, &token)
+                    .bind::<E>(key, expect.token, token)
                     .map_err(|reason| format!("c{client}'s entity e[k{slot}]: {reason}"))?;
             }
         }
         Ok(())
-    }
-}
-
-fn op_key(op: &Op) -> Key {
-    match *op {
-        Op::Find { key, .. }
-        | Op::Save { key, .. }
-        | Op::Delete { key, .. }
-        | Op::UpdateByKey { key, .. }
-        | Op::DeleteByKey { key, .. }
-        | Op::Insert { key, .. }
-        | Op::InsertFrom { key, .. }
-        | Op::SaveWhere { key, .. }
-        | Op::UpsertSome { key, .. }
-        | Op::UpsertNone { key, .. }
-        | Op::ForceIncrement { key, .. }
-        | Op::SoftDelete { key, .. }
-        | Op::RetryByKey { key, .. }
-        | Op::RetrySave { key, .. }
-        | Op::TrackedSave { key, .. }
-        | Op::Transaction { key, .. } => key,
-        // Each of their rows is bound where it is checked.
-        Op::SaveAll { .. } | Op::BulkUpdate { .. } => 0,
-    }
-}
-
-fn upserted<T: Clone>(upserted: &diesel_occ::Upserted<T>) -> Seen<T> {
-    match upserted {
-        diesel_occ::Upserted::Inserted(token) => Seen::Upserted {
-            inserted: true,
-            token: token.clone(),
-        },
-        diesel_occ::Upserted::Updated(token) => Seen::Upserted {
-            inserted: false,
-            token: token.clone(),
-        },
     }
 }
 
@@ -747,13 +532,10 @@ pub(crate) struct Run {
 impl Run {
     pub(crate) fn from_env() -> Run {
         fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
-            match std::env::var(name) {
-                Ok(text) => text
-                    .trim()
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{name}: cannot read {text:?}")),
-                Err(_) => default,
-            }
+            std::env::var(name).map_or(default, |text| {
+                let parsed = text.trim().parse();
+                parsed.unwrap_or_else(|_| panic!("{name}: cannot read {text:?}"))
+            })
         }
         Run {
             cases: var("OCC_MODEL_CASES", 64),
@@ -809,7 +591,7 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
     let system = std::cell::RefCell::new(System {
         executor,
         held: vec![BTreeMap::new(); setup.clients],
-        tokens: Tokens::new(),
+        tokens: Tokens::default(),
         retryable_client_tokens: run.retryable_client_tokens,
         batch_keys: Vec::new(),
     });
@@ -823,15 +605,12 @@ pub(crate) fn check<E: Entity, X: Executor<E>>(
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(reason, (initial, ops, _))) => {
-            let (initial, ops, reason) = minimize(
-                &mut system.borrow_mut(),
-                initial,
-                ops,
-                reason.message().to_owned(),
-            );
+            let reason = reason.message().to_owned();
+            let (initial, ops, reason) = minimize(&mut system.borrow_mut(), initial, ops, reason);
+            let program = model::program(&initial, &ops);
             Err(Failure {
                 reason,
-                program: model::program(&initial, &ops),
+                program,
                 steps: ops.len(),
             })
         }
@@ -851,22 +630,16 @@ fn execute<E: Entity, X: Executor<E>>(
     system: &mut System<E, X>,
     initial: &Model,
     ops: &[Op],
-    seen: Option<&std::sync::atomic::AtomicUsize>,
+    seen: Option<&AtomicUsize>,
 ) -> Result<(), Verdict> {
     let rows: Vec<(Key, i32, E::Token)> = initial
         .rows
         .iter()
-        .map(|(&key, row)| {
-            (
-                key,
-                row.value,
-                E::exact(row.token).unwrap_or_else(E::seed_token),
-            )
-        })
+        .map(|(&key, row)| (key, row.value, E::real_token(row.token)))
         .collect();
     system.executor.reset(&rows);
     system.held = vec![BTreeMap::new(); initial.setup.clients];
-    system.tokens = Tokens::new();
+    system.tokens = Tokens::default();
     for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
         system
             .tokens
@@ -886,14 +659,9 @@ fn execute<E: Entity, X: Executor<E>>(
             system.apply(&model, op).and_then(|()| system.check(&model))
         }))
         .unwrap_or_else(|panic| {
-            Err(format!(
-                "panicked: {}",
-                panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
-                    .unwrap_or_default()
-            ))
+            let text = panic.downcast_ref::<String>().cloned();
+            let text = text.or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()));
+            Err(format!("panicked: {}", text.unwrap_or_default()))
         });
         step.map_err(|reason| {
             Verdict::Failed(format!("step {}: {op}\n      {reason}", index + 1))
@@ -919,10 +687,10 @@ fn minimize<E: Entity, X: Executor<E>>(
             candidates.push((initial.clone(), fewer));
         }
         for (index, op) in ops.iter().enumerate() {
-            if let Op::Transaction { steps, .. } = op {
+            if let Call::Transaction { steps, .. } = &op.call {
                 for inner in 0..steps.len() {
                     let mut fewer = ops.clone();
-                    if let Op::Transaction { steps, .. } = &mut fewer[index] {
+                    if let Call::Transaction { steps, .. } = &mut fewer[index].call {
                         steps.remove(inner);
                     }
                     candidates.push((initial.clone(), fewer));
@@ -930,12 +698,7 @@ fn minimize<E: Entity, X: Executor<E>>(
             }
         }
         for &key in initial.rows.keys() {
-            let present: Vec<Key> = initial
-                .rows
-                .keys()
-                .copied()
-                .filter(|&other| other != key)
-                .collect();
+            let present: Vec<Key> = initial.rows.keys().copied().filter(|&k| k != key).collect();
             candidates.push((Model::new(initial.setup, &present), ops.clone()));
         }
         let smaller = candidates.into_iter().find_map(|(start, program)| {
@@ -944,14 +707,10 @@ fn minimize<E: Entity, X: Executor<E>>(
                 _ => None,
             }
         });
-        match smaller {
-            Some((start, program, why)) => {
-                initial = start;
-                ops = program;
-                reason = why;
-            }
-            None => return (initial, ops, reason),
-        }
+        let Some(smaller) = smaller else {
+            return (initial, ops, reason);
+        };
+        (initial, ops, reason) = smaller;
     }
 }
 
