@@ -24,11 +24,7 @@ use super::schema;
 #[flavour]
 async fn insert_counters(conn: &mut Conn, rows: &[Counter]) {
     for row in rows {
-        diesel::insert_into(schema::counters::table)
-            .values(row)
-            .execute(&mut *conn)
-            .await
-            .expect("seed counters");
+        insert_rows!(&mut *conn, schema::counters::table, row);
     }
 }
 
@@ -86,11 +82,7 @@ macro_rules! rolled_back_save_then_conflicts {
         async fn $test() {
             let db = db!();
             let mut conn = db.conn().await;
-            diesel::insert_into(schema::$table::table)
-                .values($row)
-                .execute(&mut conn)
-                .await
-                .expect("seed");
+            insert_rows!(&mut conn, schema::$table::table, $row);
             let read = $entity::find(&mut conn, 1).await.expect("read");
             let mut mine = read.clone();
 
@@ -276,7 +268,7 @@ async fn skipped_write_is_unmatched_not_stale() {
         }
         _ => return,
     };
-    conn.batch_execute(ddl).await.expect("trigger");
+    run_sql(&mut conn, ddl).await;
     for in_tx in [false, true] {
         let mut mine = Counter::find(&mut conn, 1).await.expect("read");
         mine.value = 5;
@@ -628,24 +620,24 @@ async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_bro
 async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     let level = isolation.map(|level| format!("SET TRANSACTION ISOLATION LEVEL {level}"));
     if let (Some(level), Backend::Mysql) = (&level, Conn::BACKEND) {
-        conn.batch_execute(level).await.expect("isolation");
+        run_sql(conn, level).await;
     }
     if raw {
-        conn.batch_execute("BEGIN").await.expect("begin");
+        run_sql(conn, "BEGIN").await;
     } else {
         <Conn as Connection>::TransactionManager::begin_transaction(conn)
             .await
             .expect("begin");
     }
     if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
-        conn.batch_execute(level).await.expect("isolation");
+        run_sql(conn, level).await;
     }
 }
 
 #[flavour]
 async fn end(conn: &mut Conn, raw: bool) {
     if raw {
-        conn.batch_execute("ROLLBACK").await.expect("rollback");
+        run_sql(conn, "ROLLBACK").await;
     } else {
         <Conn as Connection>::TransactionManager::rollback_transaction(conn)
             .await
@@ -723,7 +715,7 @@ async fn snapshot_conflict_in_a_diesel_async_transaction() {
     let (db, mut conn) = seeded!(1);
     let level = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
     if Conn::BACKEND == Backend::Mysql {
-        conn.batch_execute(level).await.expect("isolation");
+        run_sql(&mut conn, level).await;
     }
     let db = &db;
     let outcome = conn
@@ -763,10 +755,11 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         .await
         .expect("pid");
     let mut locker = db.conn().await;
-    locker
-        .batch_execute("BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE")
-        .await
-        .expect("lock row 2");
+    run_sql(
+        &mut locker,
+        "BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE",
+    )
+    .await;
     let mut watcher = db.conn().await;
     let waiting = format!(
         "(SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock')"
@@ -794,7 +787,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
             () = blocked => {}
         }
     }
-    locker.batch_execute("COMMIT").await.expect("unlock");
+    run_sql(&mut locker, "COMMIT").await;
 
     // A later save on the same connection fails loudly...
     third.value = 33;

@@ -58,13 +58,6 @@ async fn connect(url: &str) -> ConnectionResult<Conn> {
     diesel_occ_tests::connect_async(url).await
 }
 
-/// Runs `sql` on `conn`.
-#[flavour]
-async fn exec(conn: &mut Conn, sql: &str) {
-    let done = conn.batch_execute(sql).await;
-    done.unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
 /// Row 1, read on `conn`.
 #[flavour]
 async fn row1(conn: &mut Conn) -> Counter {
@@ -76,17 +69,14 @@ async fn row1(conn: &mut Conn) -> Counter {
 async fn causal(db: &GaleraDb, node: usize) -> Conn {
     let conn = connect(db.url(node)).await;
     let mut conn = conn.unwrap_or_else(|e| panic!("connect to node {node}: {e}"));
-    exec(&mut conn, CAUSAL_READS).await;
+    run_sql(&mut conn, CAUSAL_READS).await;
     conn
 }
 
 #[flavour]
 async fn seed(db: &GaleraDb) {
-    diesel::insert_into(schema::counters::table)
-        .values(seed_row())
-        .execute(&mut causal(db, 1).await)
-        .await
-        .expect("seed");
+    let mut conn = causal(db, 1).await;
+    insert_rows!(&mut conn, schema::counters::table, seed_row());
 }
 
 /// Row 1 as every node holds it (causal reads), after checking that they agree.
@@ -204,10 +194,10 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     seed(&db).await;
     let mut reader = causal(&db, 2).await;
     assert_eq!(row1(&mut reader).await, seed_row());
-    exec(&mut reader, STALE_READS_ALLOWED).await;
+    run_sql(&mut reader, STALE_READS_ALLOWED).await;
 
     let mut lock = causal(&db, 2).await;
-    exec(&mut lock, STOP_APPLYING).await;
+    run_sql(&mut lock, STOP_APPLYING).await;
     let state: String = diesel::select(sql::<Text>(NODE_STATE))
         .get_result(&mut lock)
         .await
@@ -223,7 +213,7 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     let read = (stale.value, stale.version);
     assert_eq!(read, (0, 1), "node 2 lags: its read is stale");
 
-    exec(&mut lock, "UNLOCK TABLES").await;
+    run_sql(&mut lock, "UNLOCK TABLES").await;
     drop(lock);
     stale.value = 222;
     let saved = stale.save_checked(&mut reader).await;
@@ -239,7 +229,7 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
 /// Creates the increment log on node 1 and checks that the other nodes have it.
 #[flavour]
 async fn create_increment_log(db: &GaleraDb) {
-    exec(&mut causal(db, 1).await, CREATE_INCREMENT_LOG).await;
+    run_sql(&mut causal(db, 1).await, CREATE_INCREMENT_LOG).await;
     for node in 2..=3 {
         let rows: i64 = increment_log::table
             .count()
@@ -694,7 +684,7 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
 
     // Control: the same locking read, bounded on the server only.
     let mut conn = connect(db.url(3)).await.expect("node 3");
-    exec(&mut conn, "BEGIN").await;
+    run_sql(&mut conn, "BEGIN").await;
     let guard = in_place(|| db.freeze_node(3));
     let started = Instant::now();
     let locked_read = Counter::find_locked(&mut conn, 1, Some(PESSIMISTIC_DEADLINE));

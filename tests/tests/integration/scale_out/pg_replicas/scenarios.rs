@@ -79,11 +79,8 @@ async fn all_writers<T>(writer: impl AsyncFn() -> T) -> Vec<T> {
 /// Seeds row 1 on the primary and waits until the standby has replayed it.
 #[flavour]
 async fn seed(db: &PgReplicasDb) {
-    diesel::insert_into(schema::counters::table)
-        .values(seed_row())
-        .execute(&mut connect(db.primary_url()).await)
-        .await
-        .expect("seed");
+    let mut primary = connect(db.primary_url()).await;
+    insert_rows!(&mut primary, schema::counters::table, seed_row());
     db.wait_replayed();
 }
 
