@@ -137,3 +137,17 @@ pub struct Article {
     #[occ(version)]
     pub version: i32,
 }
+
+impl Article {
+    /// Article 1 as the scenarios seed it: "Title", "Body", "Summary", no views, token 1.
+    pub fn seed() -> Self {
+        Article {
+            id: 1,
+            title: "Title".into(),
+            body: "Body".into(),
+            summary: Some("Summary".into()),
+            views: 0,
+            version: 1,
+        }
+    }
+}

@@ -18,16 +18,7 @@ async fn article(conn: &mut Conn) -> Article {
 async fn skipped_columns_are_never_written_by_checked_saves() {
     let db = db!();
     let mut conn = db.conn().await;
-    let (title, body, summary) = ("Title".into(), "Body".into(), Some("Summary".into()));
-    let row = Article {
-        id: 1,
-        title,
-        body,
-        summary,
-        views: 0,
-        version: 1,
-    };
-    insert_rows!(&mut conn, schema::wiki_articles::table, row);
+    insert_rows!(&mut conn, schema::wiki_articles::table, Article::seed());
     let mut occ_skip = article(&mut conn).await;
     // The counter is maintained by atomic SQL elsewhere, token untouched.
     raw_sql(

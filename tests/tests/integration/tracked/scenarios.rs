@@ -12,20 +12,8 @@ use super::schema;
 
 #[flavour]
 async fn seed_article(db: &TestDb<Conn>) {
-    let (title, body, summary) = ("Title".into(), "Body".into(), Some("Summary".into()));
-    let row = Article {
-        id: 1,
-        title,
-        body,
-        summary,
-        views: 0,
-        version: 1,
-    };
-    let insert = diesel::insert_into(schema::wiki_articles::table).values(row);
-    insert
-        .execute(&mut db.conn().await)
-        .await
-        .expect("insert article");
+    let mut conn = db.conn().await;
+    insert_rows!(&mut conn, schema::wiki_articles::table, Article::seed());
 }
 
 /// Seeds the article; returns a connection and the article read twice, tracked.
