@@ -117,10 +117,10 @@ macro_rules! app_db {
 /// docs), the flavours' own files (`blocking`, `asynchronous`) and the support they
 /// share: the subject's `entities` (`entities.rs`) and `setup` (`setup.rs`), or
 /// `asynchronous_counters` and `server_counters` from `shared/`, each a module of that
-/// name (`counters` for the shared ones).
+/// name (`counters` for the shared ones). The backend modules are `#[path = "."]` here
+/// and in the macros below: the files sit beside the subject's mod.rs.
 macro_rules! on_every_backend {
     ($($flavour:ident),+) => {
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod postgres {
             #[allow(unused_imports)]
@@ -130,7 +130,6 @@ macro_rules! on_every_backend {
             };
             $(on_every_backend!(@file $flavour);)+
         }
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod mysql {
             #[allow(unused_imports)]
@@ -140,7 +139,6 @@ macro_rules! on_every_backend {
             use diesel::mysql::MysqlConnection as Conn;
             $(on_every_backend!(@mysql $flavour);)+
         }
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod sqlite {
             #[allow(unused_imports)]
@@ -237,7 +235,6 @@ macro_rules! on_every_backend {
 /// lock through a blocking connection.
 macro_rules! on_every_server {
     ($($flavour:ident),+) => {
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod postgres {
             #[allow(unused_imports)]
@@ -247,7 +244,6 @@ macro_rules! on_every_server {
             };
             $(on_every_backend!(@file $flavour);)+
         }
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[cfg(feature = "mysql")]
         #[path = "."]
         pub(crate) mod mysql {
@@ -268,20 +264,17 @@ macro_rules! on_every_server {
 /// ...). The MySQL module needs feature `mysql`: the apps' MySQL module does.
 macro_rules! on_every_app_backend {
     ($($app:ident),+) => {
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod postgres {
             use {diesel::pg::PgConnection as Conn, diesel_occ_examples::postgres as app_backend};
             $(mod $app;)+
         }
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[cfg(feature = "mysql")]
         #[path = "."]
         pub(crate) mod mysql {
             use {diesel::mysql::MysqlConnection as Conn, diesel_occ_examples::mysql as app_backend};
             $(mod $app;)+
         }
-        // The files sit beside the subject's mod.rs, not in a directory per backend.
         #[path = "."]
         pub(crate) mod sqlite {
             use {diesel::sqlite::SqliteConnection as Conn, diesel_occ_examples::sqlite as app_backend};

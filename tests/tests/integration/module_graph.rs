@@ -18,6 +18,14 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 
 const BEGIN: &str = "<!-- module graph: begin -->";
 const END: &str = "<!-- module graph: end -->";
+/// The crate roots, test files and doctest setups: not the library.
+const NOT_LIBRARY: [&str; 5] = [
+    "lib.rs",
+    "main.rs",
+    "tests.rs",
+    "test_support.rs",
+    "doctest_setup.rs",
+];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -36,27 +44,15 @@ fn library_files(src: &Path) -> Vec<(String, PathBuf)> {
                 }
                 continue;
             }
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            let excluded = [
-                "lib.rs",
-                "main.rs",
-                "tests.rs",
-                "test_support.rs",
-                "doctest_setup.rs",
-            ];
-            if !name.ends_with(".rs") || excluded.contains(&name) {
+            let name = path.file_name().and_then(|n| n.to_str());
+            let name = name.unwrap_or_default();
+            if !name.ends_with(".rs") || NOT_LIBRARY.contains(&name) {
                 continue;
             }
             let relative = path.strip_prefix(src).expect("under src");
             let first = relative.components().next().expect("a component");
-            let module = first
-                .as_os_str()
-                .to_string_lossy()
-                .trim_end_matches(".rs")
-                .to_owned();
+            let module = first.as_os_str().to_string_lossy();
+            let module = module.trim_end_matches(".rs").to_owned();
             files.push((module, path));
         }
     }
@@ -71,19 +67,14 @@ fn named_modules(line: &str, modules: &BTreeSet<String>) -> Vec<String> {
             continue;
         }
         let rest = &line[at + "crate::".len()..];
-        let names: Vec<&str> = match rest.strip_prefix('{') {
-            Some(group) => group
-                .split('}')
-                .next()
-                .unwrap_or_default()
-                .split(',')
-                .collect(),
+        let group = rest.strip_prefix('{').map(|group| group.split('}').next());
+        let names: Vec<&str> = match group {
+            Some(group) => group.unwrap_or_default().split(',').collect(),
             None => vec![rest],
         };
         for name in names {
-            let ident: String = name
-                .trim()
-                .chars()
+            let ident = name.trim().chars();
+            let ident: String = ident
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
             if modules.contains(&ident) {
@@ -221,11 +212,8 @@ fn runtime_graph() -> Graph {
 fn the_runtime_modules_import_each_other_without_a_loop() {
     let graph = runtime_graph();
     assert!(graph.len() > 10, "too few modules found: {graph:?}");
-    assert_eq!(
-        loops(&graph),
-        Vec::<Vec<String>>::new(),
-        "import loops in {graph:#?}"
-    );
+    let found = loops(&graph);
+    assert!(found.is_empty(), "import loops {found:?} in {graph:#?}");
 }
 
 #[test]
@@ -234,11 +222,8 @@ fn no_crate_of_the_workspace_has_an_import_loop() {
     assert!(sources.len() >= 7, "too few crates found: {sources:?}");
     let looped: Vec<(PathBuf, Vec<Vec<String>>)> = sources
         .into_iter()
-        .map(|src| {
-            let found = loops(&module_graph(&src));
-            (src, found)
-        })
-        .filter(|(_, found)| !found.is_empty())
+        .map(|src| (loops(&module_graph(&src)), src))
+        .filter_map(|(found, src)| (!found.is_empty()).then_some((src, found)))
         .collect();
     assert!(looped.is_empty(), "import loops: {looped:#?}");
 }
@@ -286,10 +271,8 @@ fn crate_paths_in_groups_and_after_other_text_are_read() {
         named_modules("use crate::{error::Error, token::VersionToken};", &modules),
         ["error", "token"]
     );
-    assert_eq!(
-        named_modules("x: crate::retry::Attempt,", &modules),
-        ["retry"]
-    );
+    let named = named_modules("x: crate::retry::Attempt,", &modules);
+    assert_eq!(named, ["retry"]);
     assert!(named_modules("use diesel_occ::retry;", &modules).is_empty());
     assert!(named_modules("use mycrate::error;", &modules).is_empty());
 }
@@ -303,18 +286,14 @@ fn a_loop_between_a_file_and_a_folder_of_a_crate_is_found() {
         fs::write(path, text).expect("write a source file");
     };
     write("lib.rs", "mod etag;\nmod parse;\nuse crate::parse::tag;\n");
-    write(
-        "etag.rs",
-        "// crate::parse in a comment is no edge\npub struct ETag;\n",
-    );
+    let etag = "// crate::parse in a comment is no edge\npub struct ETag;\n";
+    write("etag.rs", etag);
     write("parse/mod.rs", "mod grammar;\npub fn tag() {}\n");
     write("parse/grammar.rs", "use crate::etag::ETag;\n");
     assert!(loops(&module_graph(src.path())).is_empty());
 
-    write(
-        "etag.rs",
-        "pub struct ETag;\nfn check() { crate::parse::tag() }\n",
-    );
+    let etag = "pub struct ETag;\nfn check() { crate::parse::tag() }\n";
+    write("etag.rs", etag);
     let found = loops(&module_graph(src.path()));
     assert_eq!(found.len(), 1, "{found:?}");
     let mut members = found[0].clone();

@@ -93,13 +93,9 @@ impl Captured {
 
     /// Every diesel-occ event.
     pub(crate) fn events(&self) -> Vec<CapturedEvent> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.target == "diesel_occ")
-            .cloned()
-            .collect()
+        let events = self.0.lock().unwrap();
+        let ours = events.iter().filter(|e| e.target == "diesel_occ");
+        ours.cloned().collect()
     }
 
     /// The diesel-occ events with this message.
@@ -134,21 +130,12 @@ where
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let spans = ctx
-            .event_scope(event)
-            .map(|scope| {
-                scope
-                    .map(|span| {
-                        let fields = span
-                            .extensions()
-                            .get::<Fields>()
-                            .cloned()
-                            .unwrap_or_default();
-                        (span.name().to_owned(), fields)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let spans = ctx.event_scope(event).into_iter().flatten();
+        let spans = spans.map(|span| {
+            let fields = span.extensions().get::<Fields>().cloned();
+            (span.name().to_owned(), fields.unwrap_or_default())
+        });
+        let spans = spans.collect();
         self.0.lock().unwrap().push(CapturedEvent {
             level: *event.metadata().level(),
             target: event.metadata().target().to_owned(),
@@ -179,10 +166,8 @@ impl Totals {
 
 /// `name{label=value,...}` of a metric's key.
 fn key_name(key: &Key) -> String {
-    let labels: Vec<_> = key
-        .labels()
-        .map(|l| format!("{}={}", l.key(), l.value()))
-        .collect();
+    let labels = key.labels().map(|l| format!("{}={}", l.key(), l.value()));
+    let labels: Vec<_> = labels.collect();
     format!("{}{{{}}}", key.name(), labels.join(","))
 }
 
@@ -237,39 +222,10 @@ impl Recorder for Totals {
 pub(crate) fn interested_everywhere() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // Another global subscriber already keeps every callsite alive just as well.
-        let _ = tracing::subscriber::set_global_default(Interested);
+        // A bare registry is interested in every callsite and enables everything. Another
+        // global subscriber already keeps every callsite alive just as well.
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
     });
-}
-
-/// The subscriber [`interested_everywhere`] installs.
-struct Interested;
-
-impl tracing::Subscriber for Interested {
-    fn register_callsite(
-        &self,
-        _: &'static tracing::Metadata<'static>,
-    ) -> tracing::subscriber::Interest {
-        tracing::subscriber::Interest::always()
-    }
-
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, _: &tracing::Event<'_>) {}
-
-    fn enter(&self, _: &tracing::span::Id) {}
-
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// Spans as OpenTelemetry receives them: diesel-occ's `tracing` spans through

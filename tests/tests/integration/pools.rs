@@ -26,10 +26,8 @@ where
     let mut config = ManagerConfig::default();
     config.custom_setup = Box::new(|url| Box::pin(connect_async::<C>(url)));
     let manager = AsyncDieselConnectionManager::<C>::new_with_config(db.url(), config);
-    let pool = Pool::builder(manager)
-        .max_size(size)
-        .build()
-        .expect("deadpool pool");
+    let pool = Pool::builder(manager).max_size(size).build();
+    let pool = pool.expect("deadpool pool");
     let mut warm: Vec<Object<C>> = Vec::new();
     for _ in 0..size {
         warm.push(pool.get().await.expect("warm the pool"));
@@ -42,9 +40,8 @@ where
 /// A new connection that gives up on a row lock (or SQLite's write lock) quickly.
 pub(crate) async fn impatient<C: AsyncTestConnection>(db: &AsyncTestDb<C>) -> C {
     let mut conn = db.conn().await;
-    conn.batch_execute(C::SHORT_LOCK_WAIT)
-        .await
-        .expect("short lock wait");
+    let set = conn.batch_execute(C::SHORT_LOCK_WAIT).await;
+    set.expect("short lock wait");
     conn
 }
 

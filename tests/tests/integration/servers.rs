@@ -53,25 +53,20 @@ impl Server for PgConnection {
     }
 
     fn kill(&mut self, id: u64) {
-        let signalled: bool = diesel::select(sql::<Bool>(&format!("pg_terminate_backend({id})")))
-            .get_result(self)
-            .expect("pg_terminate_backend");
+        let terminate = format!("pg_terminate_backend({id})");
+        let query = diesel::select(sql::<Bool>(&terminate));
+        let signalled: bool = query.get_result(self).expect("terminate");
         assert!(signalled, "no session {id} to terminate");
+        let left = format!("(SELECT count(*) FROM pg_stat_activity WHERE pid = {id})");
         wait_until("the terminated session to go away", wait::TIMEOUT, || {
-            let left: i64 = diesel::select(sql::<BigInt>(&format!(
-                "(SELECT count(*) FROM pg_stat_activity WHERE pid = {id})"
-            )))
-            .get_result(self)
-            .expect("pg_stat_activity");
-            left == 0
+            let left = diesel::select(sql::<BigInt>(&left)).get_result::<i64>(self);
+            left.expect("pg_stat_activity") == 0
         });
     }
 
     fn lock_counter(&mut self, id: i32) {
-        self.batch_execute(&format!(
-            "BEGIN; UPDATE counters SET value = value WHERE id = {id}"
-        ))
-        .expect("take the row lock");
+        let lock = format!("BEGIN; UPDATE counters SET value = value WHERE id = {id}");
+        self.batch_execute(&lock).expect("take the row lock");
     }
 }
 
@@ -92,23 +87,18 @@ impl Server for diesel::mysql::MysqlConnection {
     }
 
     fn kill(&mut self, id: u64) {
-        self.batch_execute(&format!("KILL CONNECTION {id}"))
-            .expect("KILL");
+        let kill = format!("KILL CONNECTION {id}");
+        self.batch_execute(&kill).expect("KILL");
+        let left = format!("(SELECT count(*) FROM information_schema.processlist WHERE id = {id})");
         wait_until("the killed session to go away", wait::TIMEOUT, || {
-            let left: i64 = diesel::select(sql::<BigInt>(&format!(
-                "(SELECT count(*) FROM information_schema.processlist WHERE id = {id})"
-            )))
-            .get_result(self)
-            .expect("processlist");
-            left == 0
+            let left = diesel::select(sql::<BigInt>(&left)).get_result::<i64>(self);
+            left.expect("processlist") == 0
         });
     }
 
     fn lock_counter(&mut self, id: i32) {
         self.batch_execute("BEGIN").expect("BEGIN");
-        self.batch_execute(&format!(
-            "UPDATE counters SET value = value WHERE id = {id}"
-        ))
-        .expect("take the row lock");
+        let lock = format!("UPDATE counters SET value = value WHERE id = {id}");
+        self.batch_execute(&lock).expect("take the row lock");
     }
 }

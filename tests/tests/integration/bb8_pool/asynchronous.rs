@@ -172,10 +172,8 @@ async fn a_session_lost_mid_attempt_is_not_handed_out_again() {
         row.save_checked(conn).await
     })
     .await;
-    assert!(
-        matches!(&result, Err(Error::Database(_))),
-        "a lost session is not retried: {result:?}"
-    );
+    let lost = matches!(&result, Err(Error::Database(_)));
+    assert!(lost, "a lost session is not retried: {result:?}");
     let killed = killed.into_inner().unwrap().expect("the first attempt ran");
     assert_eq!(pool.state().statistics.connections_closed_broken, 1);
     let mut next = pool.get().await.expect("a new connection");

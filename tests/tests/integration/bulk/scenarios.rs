@@ -9,7 +9,8 @@ use diesel_occ_tests::expect_conflict;
 use super::entities::{Account, Big, Medium, Small, Ticket};
 use super::schema;
 
-/// Row 1 holds `MAX`, row 2 an ordinary token; one bulk write touches both.
+/// Row 1 holds `MAX`, row 2 an ordinary token (`$row(id, token)` makes a row); one bulk
+/// write touches both.
 /// Row 1 must wrap to `MIN` (row 2 counts on), then save with a checked save,
 /// while an entity read before the bulk write conflicts.
 #[flavour]
@@ -17,14 +18,8 @@ macro_rules! wrap_scenario {
     ($entity:ident, $table:ident, $int:ty, $row:expr) => {{
         let db = db!();
         let mut conn = db.conn().await;
-        let row = $row;
         for (id, version) in [(1, <$int>::MAX), (2, 5)] {
-            let row = $entity {
-                id,
-                version,
-                ..row.clone()
-            };
-            insert_rows!(&mut conn, schema::$table::table, row);
+            insert_rows!(&mut conn, schema::$table::table, $row(id, version));
         }
         let mut in_flight = $entity::find(&mut conn, 1).await.expect("row 1");
 
@@ -37,10 +32,8 @@ macro_rules! wrap_scenario {
         assert_eq!($entity::find(&mut conn, 2).await.expect("row 2").version, 6);
 
         wrapped.value = 8;
-        wrapped
-            .save_checked(&mut conn)
-            .await
-            .expect("the wrapped row saves");
+        let saved = wrapped.save_checked(&mut conn).await;
+        saved.expect("the wrapped row saves");
         assert_eq!(wrapped.version, <$int>::MIN + 1);
 
         in_flight.value = 9;
@@ -53,10 +46,10 @@ macro_rules! wrap_scenario {
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i16_token_at_max() {
-    let row = Small {
-        id: 0,
+    let row = |id, version| Small {
+        id,
         value: 0,
-        version: 0,
+        version,
     };
     wrap_scenario!(Small, small_counters, i16, row);
 }
@@ -64,11 +57,9 @@ async fn bulk_update_wraps_an_i16_token_at_max() {
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i32_token_at_max() {
-    let row = Medium {
-        id: 0,
-        value: 0,
-        label: None,
-        version: 0,
+    let row = |id, version| Medium {
+        version,
+        ..Medium::new(id, 0)
     };
     wrap_scenario!(Medium, counters, i32, row);
 }
@@ -76,10 +67,10 @@ async fn bulk_update_wraps_an_i32_token_at_max() {
 #[flavour]
 #[tokio::test]
 async fn bulk_update_wraps_an_i64_token_at_max() {
-    let row = Big {
-        id: 0,
+    let row = |id, version| Big {
+        id,
         value: 0,
-        version: 0,
+        version,
     };
     wrap_scenario!(Big, big_counters, i64, row);
 }

@@ -25,14 +25,10 @@ async fn seeded(db: &TestDb<Conn>) -> Conn {
 /// The row as the database holds it now.
 #[flavour]
 async fn row(conn: &mut Conn, id: i32) -> Option<(i32, i32)> {
-    let query = counters::table
-        .find(id)
-        .select((counters::value, counters::version));
-    query
-        .get_result(conn)
-        .await
-        .optional()
-        .expect("read the row")
+    let query = counters::table.find(id);
+    let query = query.select((counters::value, counters::version));
+    let row = query.get_result(conn).await.optional();
+    row.expect("read the row")
 }
 
 /// A stale conflict's state, the row at `current`.
@@ -49,10 +45,8 @@ async fn save_where_writes_when_the_predicate_holds() {
     let conn = &mut seeded(&db).await;
     let mut entity = Counter::find(conn, 1).await.unwrap();
     entity.value = 11;
-    let saved = entity
-        .save_checked_where(conn, counters::value.eq(10))
-        .await;
-    saved.unwrap();
+    let at_ten = counters::value.eq(10);
+    entity.save_checked_where(conn, at_ten).await.unwrap();
     assert_eq!(entity.version, 2);
     assert_eq!(row(conn, 1).await, Some((11, 2)));
 }
@@ -64,9 +58,8 @@ async fn save_where_is_unmatched_when_the_predicate_fails() {
     let conn = &mut seeded(&db).await;
     let mut entity = Counter::find(conn, 1).await.unwrap();
     entity.value = 11;
-    let error = entity
-        .save_checked_where(conn, counters::value.gt(100))
-        .await;
+    let over_100 = counters::value.gt(100);
+    let error = entity.save_checked_where(conn, over_100).await;
     let error = error.unwrap_err();
     assert_eq!(state(&error), &ConflictState::Unmatched);
     assert_eq!(entity.version, 1, "the entity keeps the token it read");
@@ -86,11 +79,7 @@ async fn save_where_reports_a_stale_row() {
     stale.value = 13;
     let error = stale.save_checked_where(conn, counters::value.eq(10)).await;
     assert_eq!(state(&error.unwrap_err()), &stale_at(2));
-    assert_eq!(
-        row(conn, 1).await,
-        Some((12, 2)),
-        "the first writer's value stays"
-    );
+    assert_eq!(row(conn, 1).await, Some((12, 2)), "the first writer's");
 }
 
 #[flavour]
@@ -121,11 +110,7 @@ async fn update_by_key_refuses_a_stale_or_missing_row() {
 
     let stale = Counter::update_by_key(conn, 1, &1, counters::value.eq(0)).await;
     assert_eq!(state(&stale.unwrap_err()), &stale_at(2));
-    assert_eq!(
-        row(conn, 1).await,
-        Some((15, 2)),
-        "the stale client wrote nothing"
-    );
+    assert_eq!(row(conn, 1).await, Some((15, 2)), "stale wrote nothing");
 
     let missing = Counter::update_by_key(conn, 9, &1, counters::value.eq(0)).await;
     assert_eq!(state(&missing.unwrap_err()), &ConflictState::Deleted);
@@ -161,10 +146,7 @@ async fn delete_by_key_deletes_only_with_the_current_token() {
     let conn = &mut seeded(&db).await;
     let stale = Counter::delete_by_key(conn, 1, &7).await.unwrap_err();
     assert_eq!(state(&stale), &stale_at(1));
-    assert!(
-        row(conn, 1).await.is_some(),
-        "a stale delete leaves the row"
-    );
+    assert!(row(conn, 1).await.is_some(), "the stale delete left it");
 
     let statements = StatementCounter::install_in_flavour(conn);
     Counter::delete_by_key(conn, 1, &1).await.unwrap();

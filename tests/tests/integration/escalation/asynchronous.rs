@@ -47,19 +47,11 @@ async fn after_one_conflict_the_attempt_holds_the_row_lock_until_it_commits() {
     .expect("the escalated attempt wins");
     // Attempt 1 is lock-free and loses; attempt 2 holds the lock, so the other
     // writer cannot get in.
-    assert_eq!(
-        seen.into_inner().unwrap(),
-        [(1, false, false), (2, true, true)]
-    );
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen, [(1, false, false), (2, true, true)]);
     let stored = load(&mut db.conn().await, 1).await;
-    assert_eq!(
-        stored, result,
-        "the escalated write is committed and visible"
-    );
-    assert_eq!(
-        stored.value, 2,
-        "the other writer's first increment and ours"
-    );
+    assert_eq!(stored, result, "committed and visible");
+    assert_eq!(stored.value, 2, "their first increment and ours");
     assert_unlocked(&other).await;
 }
 
@@ -132,11 +124,7 @@ async fn a_failing_escalated_attempt_leaves_nothing_written() {
         .await;
     assert!(matches!(result, Err(Error::Database(_))), "{result:?}");
     let row = load(&mut db.conn().await, 1).await;
-    assert_eq!(
-        (row.value, row.version),
-        (0, 1),
-        "the saved row was rolled back"
-    );
+    assert_eq!((row.value, row.version), (0, 1), "rolled back");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

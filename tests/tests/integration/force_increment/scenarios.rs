@@ -82,10 +82,7 @@ async fn force_increment_makes_writers_of_different_children_conflict_on_the_roo
     let query = table.order(line_no).select(quantity);
     let quantities: Vec<i32> = query.load(&mut conn).await.unwrap();
     let written = quantities.iter().filter(|&&q| q == 6).count();
-    assert_eq!(
-        written, 1,
-        "the loser's item write rolled back: {quantities:?}"
-    );
+    assert_eq!(written, 1, "the loser's rolled back: {quantities:?}");
 }
 
 #[flavour]
@@ -108,10 +105,8 @@ async fn force_increment_writes_only_the_token() {
     let mut order = Order::find(&mut conn, 1).await.unwrap();
     order.note = "in memory only".into();
     let log = StatementCounter::install_in_flavour(&mut conn);
-    order
-        .force_increment(&mut conn)
-        .await
-        .expect("force increment");
+    let forced = order.force_increment(&mut conn).await;
+    forced.expect("force increment");
     let statements = log.take_sql();
     assert_eq!(statements.len(), 1);
     assert!(!sql_only(&statements[0]).contains("note"), "{statements:?}");

@@ -22,10 +22,8 @@ struct Stock {
 fn secret_counter() -> Counter {
     let label = Some(LABEL.to_owned());
     Counter {
-        id: 1,
-        value: VALUE,
         label,
-        version: 1,
+        ..Counter::new(1, VALUE)
     }
 }
 
@@ -41,11 +39,8 @@ fn constraint_violations_do_not_show_the_values_or_the_statement() {
     let mut conn = db.conn();
     insert_secret_counter(&mut conn).expect("first insert");
     let error = Error::from(insert_secret_counter(&mut conn).expect_err("duplicate key"));
-    assert_eq!(
-        error.to_string(),
-        "database error: unique violation",
-        "{error:?}"
-    );
+    let shown = error.to_string();
+    assert_eq!(shown, "database error: unique violation", "{error:?}");
     assert_no_leak(&error, &[&VALUE.to_string(), LABEL]);
 
     let mut stock = Stock {
@@ -56,9 +51,8 @@ fn constraint_violations_do_not_show_the_values_or_the_statement() {
     let insert = diesel::insert_into(schema::stock::table).values(&stock);
     insert.execute(&mut conn).expect("stock");
     stock.available = -VALUE;
-    let error = stock
-        .save_checked(&mut conn)
-        .expect_err("CHECK (available >= 0)");
+    let saved = stock.save_checked(&mut conn);
+    let error = saved.expect_err("CHECK (available >= 0)");
     assert!(matches!(error, Error::Database(_)), "{error:?}");
     assert_no_leak(&error, &[&VALUE.to_string()]);
 }

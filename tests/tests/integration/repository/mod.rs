@@ -7,12 +7,8 @@ use diesel_occ_tests::entities::Counter;
 
 /// A new counter; its token is the repository's to assign.
 fn counter(id: i32, value: i32) -> Counter {
-    Counter {
-        id,
-        value,
-        label: None,
-        version: 0,
-    }
+    let new = Counter::new(id, value);
+    Counter { version: 0, ..new }
 }
 
 on_every_backend!(scenarios);

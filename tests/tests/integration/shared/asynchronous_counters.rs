@@ -20,19 +20,14 @@ pub(super) use diesel_occ_tests::entities::Counter;
 
 /// The identity of the server connection (see `AsyncTestConnection::CONNECTION_ID`).
 pub(super) async fn connection_id(conn: &mut Conn) -> i64 {
-    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-        Conn::CONNECTION_ID,
-    ));
+    let id = diesel::dsl::sql::<diesel::sql_types::BigInt>(Conn::CONNECTION_ID);
+    let query = diesel::select(id);
     query.get_result(conn).await.expect("connection id")
 }
 
 pub(super) async fn seed(db: &AsyncTestDb<Conn>, id: i32) {
-    let mut conn = db.conn().await;
-    diesel::insert_into(schema::counters::table)
-        .values(Counter::whole(id, 0))
-        .execute(&mut conn)
-        .await
-        .expect("seed");
+    let insert = diesel::insert_into(schema::counters::table).values(Counter::whole(id, 0));
+    insert.execute(&mut db.conn().await).await.expect("seed");
 }
 
 pub(super) async fn load(conn: &mut Conn, id: i32) -> Counter {
@@ -43,10 +38,9 @@ pub(super) async fn load(conn: &mut Conn, id: i32) -> Counter {
 /// waits for locks briefly.
 pub(super) async fn try_plain_increment(conn: &mut Conn, key: i32) -> diesel::QueryResult<usize> {
     use schema::counters::dsl::*;
-    diesel::update(counters.find(key))
-        .set((value.eq(value + 1), version.eq(version + 1)))
-        .execute(conn)
-        .await
+    let increment = (value.eq(value + 1), version.eq(version + 1));
+    let update = diesel::update(counters.find(key)).set(increment);
+    update.execute(conn).await
 }
 
 pub(super) fn quick() -> RetryPolicy {

@@ -24,19 +24,15 @@ pub(super) type ServerDb = TestDb<Conn>;
 
 /// Row 1 holds value 10 at token 1.
 pub(super) fn seed(db: &ServerDb) {
-    diesel::insert_into(schema::counters::table)
-        .values(Counter::new(1, 10))
-        .execute(&mut db.conn())
-        .expect("seed");
+    let insert = diesel::insert_into(schema::counters::table).values(Counter::new(1, 10));
+    insert.execute(&mut db.conn()).expect("seed");
 }
 
 /// `(value, token)` of row 1, read on a new blocking connection.
 pub(super) fn row(db: &ServerDb) -> (i32, i32) {
-    schema::counters::table
-        .find(1)
-        .select((schema::counters::value, schema::counters::version))
-        .get_result(&mut db.conn())
-        .expect("row 1")
+    use schema::counters::{table, value, version};
+    let query = table.find(1).select((value, version));
+    query.get_result(&mut db.conn()).expect("row 1")
 }
 
 /// Another writer adds `by` to row 1 with a checked save, on a blocking connection of
@@ -60,12 +56,10 @@ pub(super) fn connector(db: &ServerDb) -> impl Fn() -> Result<Conn, diesel::Conn
 
 /// A deadpool pool of one async connection that waits `wait` for it.
 pub(super) fn pool(db: &ServerDb, wait: Option<Duration>) -> Pool<AsyncConn> {
-    Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new(db.url()))
-        .max_size(1)
-        .wait_timeout(wait)
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .expect("pool")
+    let manager = AsyncDieselConnectionManager::<AsyncConn>::new(db.url());
+    let pool = Pool::builder(manager).max_size(1).wait_timeout(wait);
+    let pool = pool.runtime(deadpool::Runtime::Tokio1).build();
+    pool.expect("pool")
 }
 
 /// The same pool set up for speed on a server: no test query at checkout
@@ -75,16 +69,11 @@ pub(super) fn fast_pool(db: &ServerDb, wait: Option<Duration>, idle: Duration) -
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     let mut config = ManagerConfig::<AsyncConn>::default();
     config.recycling_method = RecyclingMethod::Fast;
-    Pool::builder(AsyncDieselConnectionManager::<AsyncConn>::new_with_config(
-        db.url(),
-        config,
-    ))
-    .max_size(1)
-    .wait_timeout(wait)
-    .runtime(deadpool::Runtime::Tokio1)
-    .pre_recycle(diesel_occ::asynchronous::verify_when_idle(idle))
-    .build()
-    .expect("pool")
+    let manager = AsyncDieselConnectionManager::<AsyncConn>::new_with_config(db.url(), config);
+    let pool = Pool::builder(manager).max_size(1).wait_timeout(wait);
+    let pool = pool.runtime(deadpool::Runtime::Tokio1);
+    let verify = diesel_occ::asynchronous::verify_when_idle(idle);
+    pool.pre_recycle(verify).build().expect("pool")
 }
 
 /// Three attempts, no backoff.

@@ -21,11 +21,8 @@ async fn skipped_columns_are_never_written_by_checked_saves() {
     insert_rows!(&mut conn, schema::wiki_articles::table, Article::seed());
     let mut occ_skip = article(&mut conn).await;
     // The counter is maintained by atomic SQL elsewhere, token untouched.
-    raw_sql(
-        &db,
-        "UPDATE wiki_articles SET views = views + 1 WHERE id = 1",
-    )
-    .await;
+    let increment = "UPDATE wiki_articles SET views = views + 1 WHERE id = 1";
+    raw_sql(&db, increment).await;
 
     let log = StatementCounter::install_in_flavour(&mut conn);
     occ_skip.views = 999;

@@ -19,10 +19,8 @@ async fn soft_delete_is_checked_and_advances_the_token() {
 
     first.balance = 1; // not written by the soft delete
     let tombstone = schema::accounts::deleted.eq(true);
-    first
-        .soft_delete_checked(&mut conn, tombstone)
-        .await
-        .expect("soft delete");
+    let deleted = first.soft_delete_checked(&mut conn, tombstone).await;
+    deleted.expect("soft delete");
     assert_eq!(first.version, 2);
     let stored = Account::find(&mut conn, 1).await.expect("account row");
     let columns = (stored.deleted, stored.balance, stored.version);

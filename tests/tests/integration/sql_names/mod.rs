@@ -104,23 +104,18 @@ pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) -> String {
     let problem = problems[0]
         .as_token_column()
         .unwrap_or_else(|| panic!("a token column problem: {error}"));
-    assert_eq!(
-        (problem.schema, problem.table, problem.column),
-        (None, "occ_named_bad", "row_version"),
-        "{error}"
-    );
+    let names = (problem.schema, problem.table, problem.column);
+    assert_eq!(names, (None, "occ_named_bad", "row_version"), "{error}");
     assert!(problem.found.is_some(), "the column exists: {error}");
     let fix = problem.fix.clone().expect("a fix");
+    let by_sql_names = fix.contains("occ_named_bad") && fix.contains("row_version");
     assert!(
-        fix.contains("occ_named_bad") && fix.contains("row_version"),
+        by_sql_names,
         "the fix names the column by its SQL names: {fix}"
     );
-    assert!(
-        error
-            .to_string()
-            .ends_with(&format!("; change it with: {fix}")),
-        "the message names the fix: {error}"
-    );
+    let message = error.to_string();
+    let names_the_fix = message.ends_with(&format!("; change it with: {fix}"));
+    assert!(names_the_fix, "the message names the fix: {error}");
     fix
 }
 

@@ -12,22 +12,16 @@ async fn the_schema_check_reads_the_columns_by_their_sql_names() {
     let db = db!();
     let mut conn = db.conn().await;
     run_sql(&mut conn, &create(Conn::BACKEND)).await;
-    let check = SchemaCheck::new()
-        .entity::<NamedItem>()
-        .entity::<SchemaItem>();
-    let fitting = check
-        .clone()
-        .entity::<SameItem>()
-        .run_in_flavour(&mut conn)
-        .await;
+    let check = SchemaCheck::new().entity::<NamedItem>();
+    let check = check.entity::<SchemaItem>();
+    let fitting = check.clone().entity::<SameItem>();
+    let fitting = fitting.run_in_flavour(&mut conn).await;
     fitting.expect("every token column fits");
     let fix = assert_reported(check.entity::<BadItem>().run_in_flavour(&mut conn).await);
     // The DDL in the message is the fix: run, it makes the column fit.
     run_sql(&mut conn, &fix).await;
-    let fixed = SchemaCheck::new()
-        .entity::<BadItem>()
-        .run_in_flavour(&mut conn)
-        .await;
+    let fixed = SchemaCheck::new().entity::<BadItem>();
+    let fixed = fixed.run_in_flavour(&mut conn).await;
     fixed.expect("the column fits once fixed");
 }
 

@@ -20,14 +20,13 @@ use super::schema;
 /// Document 1, "Title" and "Body"; returns a connection.
 #[flavour]
 async fn seed(db: &TestDb<Conn>) -> Conn {
+    let mut conn = db.conn().await;
     let new = NewDocument {
         id: 1,
         title: "Title",
         body: "Body",
     };
-    let mut conn = db.conn().await;
-    let insert = diesel::insert_into(schema::documents::table).values(new);
-    insert.execute(&mut conn).await.expect("insert document");
+    insert_rows!(&mut conn, schema::documents::table, new);
     conn
 }
 
@@ -63,10 +62,7 @@ async fn xmin_is_read_compared_and_returned_in_one_statement() {
     assert!(!assigned, "xmin is never assigned: {sql}");
     assert_ne!(doc.xmin, read, "a new transaction id");
     let database_assigned = stored_xmin(&mut conn).await;
-    assert_eq!(
-        doc.xmin, database_assigned,
-        "the token the database assigned"
-    );
+    assert_eq!(doc.xmin, database_assigned, "the database's token");
 }
 
 #[flavour]
@@ -187,10 +183,7 @@ async fn xmin_rolled_back_save_is_restored_then_conflicts() {
     mine.body = "Rolled back".into();
     let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
         mine.save_checked(conn).await?;
-        assert_ne!(
-            mine.xmin, read.xmin,
-            "the transaction's own xmin, read back"
-        );
+        assert_ne!(mine.xmin, read.xmin, "the transaction's own xmin");
         Err::<(), Error>(diesel::result::Error::RollbackTransaction.into())
     })
     .await;
