@@ -1,8 +1,6 @@
 //! Cancellation on an async connection: a save or retry future dropped at any stage of
 //! its work leaves no half-applied write, no lock and no out-of-step connection in the
 //! pool; a plain diesel-async transaction dropped the same way is the control.
-//!
-//! Every future is dropped where a [`Cut`] stopped it, never by a deadline.
 
 use std::time::Duration;
 
@@ -11,7 +9,7 @@ use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_occ::Error;
 use diesel_occ::asynchronous as occ;
 use diesel_occ::asynchronous::prelude::*;
-use diesel_occ::retry::RetryPolicy;
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, bump, connection_id, load, quick, seed, try_plain_increment};
@@ -19,11 +17,7 @@ use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, pol
 use crate::pools::{Counting, impatient, warm_pool};
 
 /// The counter's increment as a retry attempt, stopping at `cut`'s stage.
-async fn increment(
-    conn: &mut Conn,
-    attempt: &diesel_occ::retry::Attempt,
-    cut: &Cut,
-) -> Result<Counter, Error> {
+async fn increment(conn: &mut Conn, attempt: &Attempt, cut: &Cut) -> Result<Counter, Error> {
     if !attempt.is_first() {
         // Only when the hour's backoff drew next to nothing: still between the attempts.
         cut.stop_at(Stage::Backoff).await;
@@ -73,9 +67,9 @@ async fn assert_after_cut(checker: &mut Conn, pool: &Pool<Conn>, value: i32, wha
     assert_pool_clean(pool, &row, async |conn| load(conn, 1).await, what).await;
 }
 
-/// Until a plain increment from `other` (which gives up on locks quickly) gets in. The
-/// blocking-pool SQLite wrapper closes a dropped connection once its blocking task ends,
-/// so its lock may outlive the drop briefly.
+/// Until a plain increment from `other` (impatient) gets in: the blocking-pool SQLite
+/// wrapper closes a dropped connection once its blocking task ends, so its lock may
+/// outlive the drop briefly.
 async fn wait_until_unlocked(other: &mut Conn) {
     let mut tries = 0;
     while let Err(error) = try_plain_increment(other, 1).await {
@@ -85,12 +79,11 @@ async fn wait_until_unlocked(other: &mut Conn) {
     }
 }
 
-/// Saves and retries (optimistic and escalated) dropped at every stage they pass:
-/// waiting for a connection, after the read, after the save, inside the next statement
-/// and in the backoff after a conflict. After each drop the row holds exactly the writes
-/// that landed (a save that ran is committed unless its escalated attempt's transaction
-/// was open), each whole, the helper discarded the connection the dropped attempt held,
-/// and the pool hands out only connections outside any transaction that read the row.
+/// Saves and retries (optimistic and escalated) dropped at every [`Stage`] they pass.
+/// After each drop the row holds exactly the writes that landed (a save that ran is
+/// committed unless its escalated attempt's transaction was open), each whole, the
+/// helper discarded the connection the dropped attempt held, and the pool hands out only
+/// connections outside any transaction that read the row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     let db = async_test_db!();
@@ -99,8 +92,9 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     let mut checker = db.conn().await;
     let mut holder = db.conn().await;
     let (mut stored, mut cuts) = (0, 0);
+    use Stage::*;
     for stage in Stage::all_reachable::<Conn>(false) {
-        if !matches!(stage, Stage::Checkout | Stage::Backoff) {
+        if !matches!(stage, Checkout | Backoff) {
             let cut = Cut::new(stage);
             let save = async {
                 // A connection whose query future was dropped must not go back to the
@@ -117,48 +111,39 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
                 cut.statement(&mut conn).await.expect("gate statement");
             };
             cut.drop_at_stage(&pool, &mut holder, save).await;
-            stored += i32::from(stage != Stage::AfterRead);
+            stored += i32::from(stage != AfterRead);
             cuts += 1;
             let what = format!("a plain save cut at {stage:?}");
             assert_after_cut(&mut checker, &pool, stored, &what).await;
         }
         for (escalated, policy) in policies() {
-            if stage == Stage::Backoff && escalated {
+            if stage == Backoff && escalated {
                 continue;
             }
             let cut = Cut::new(stage);
             let source = Counting::new(&pool);
             let retry = cut_retry(&source, &policy, &cut);
             cut.drop_at_stage(&pool, &mut holder, retry).await;
-            let in_attempt = matches!(
-                stage,
-                Stage::AfterRead | Stage::AfterSave | Stage::MidStatement
-            );
+            let in_attempt = matches!(stage, AfterRead | AfterSave | MidStatement);
             let landed = match stage {
-                Stage::AfterSave | Stage::MidStatement => !escalated,
+                AfterSave | MidStatement => !escalated,
                 // The other write that made the attempt conflict.
-                Stage::Backoff => true,
-                Stage::Checkout | Stage::AfterRead => false,
+                Backoff => true,
+                Checkout | AfterRead => false,
             };
             stored += i32::from(landed);
             cuts += 1;
             let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
-            assert_eq!(
-                source.discards(),
-                u32::from(in_attempt),
-                "{what}: the dropped attempt's connection is discarded"
-            );
+            let (discards, expected) = (source.discards(), u32::from(in_attempt));
+            assert_eq!(discards, expected, "{what}: its connection discarded");
             assert_after_cut(&mut checker, &pool, stored, &what).await;
         }
     }
-    let after = occ::retry(&pool, &quick(), async |conn, attempt| {
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        row.increment();
-        row.save_checked(conn).await?;
-        Ok(row)
-    })
-    .await
-    .expect("the pool is usable after all that");
+    let (uncut, policy) = (Cut::new(Stage::Checkout), quick());
+    let after = occ::retry(&pool, &policy, async |conn, attempt| {
+        increment(conn, &attempt, &uncut).await
+    });
+    let after = after.await.expect("the pool is usable after all that");
     after.assert_whole();
     assert_eq!(after.value, stored + 1);
     eprintln!("{}: {cuts} cuts, {stored} writes landed", module_path!());
@@ -229,10 +214,8 @@ async fn control_a_dropped_plain_transaction_keeps_its_lock() {
     });
     cut.drop_when_stopped(transaction).await;
     let mut other = impatient(&db).await;
-    assert!(
-        try_plain_increment(&mut other, 1).await.is_err(),
-        "the dropped transaction still holds the lock"
-    );
+    let blocked = try_plain_increment(&mut other, 1).await.is_err();
+    assert!(blocked, "the dropped transaction still holds the lock");
     drop(conn);
     wait_until_unlocked(&mut other).await;
     let row = load(&mut other, 1).await;

@@ -5,8 +5,6 @@
 //! never in an open transaction) and starts no further attempt; every write lands whole
 //! and at most once. On the in-place wrapper an attempt runs within one poll, so its
 //! future is dropped only while it waits for a connection or in a backoff.
-//!
-//! Every future is dropped where a [`Cut`] stopped it, never by a deadline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,9 +12,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use diesel::SqliteConnection;
 use diesel_async::TransactionManager;
 use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_occ::Error;
 use diesel_occ::asynchronous as occ;
 use diesel_occ::prelude::{AttemptDsl, CheckedDsl, EntityDsl};
-use diesel_occ::retry::RetryPolicy;
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
@@ -27,11 +26,7 @@ type TransactionManagerOf<C> = <C as diesel_async::AsyncConnection>::Transaction
 
 /// The counter's increment as a blocking attempt, stopping at `cut`'s stage until the
 /// future's drop begins.
-fn increment(
-    conn: &mut SqliteConnection,
-    attempt: &diesel_occ::retry::Attempt,
-    cut: &Cut,
-) -> Result<Counter, diesel_occ::Error> {
+fn increment(conn: &mut SqliteConnection, attempt: &Attempt, cut: &Cut) -> Result<Counter, Error> {
     let mut row: Counter = attempt.find(conn, 1)?;
     cut.block_at(Stage::AfterRead);
     if cut.stage() == Stage::Backoff && attempt.is_first() {
@@ -59,7 +54,7 @@ fn cut_retry<'s>(
     cut: &Arc<Cut>,
     attempts: &Arc<AtomicU32>,
     in_transaction: bool,
-) -> impl Future<Output = Result<Counter, diesel_occ::Error>> + 's {
+) -> impl Future<Output = Result<Counter, Error>> + 's {
     let (counted, stopping) = (Arc::clone(attempts), Arc::clone(cut));
     occ::retry_in_blocking_task(source, policy, move |conn, attempt| {
         counted.fetch_add(1, Ordering::SeqCst);
@@ -68,8 +63,7 @@ fn cut_retry<'s>(
     })
 }
 
-/// An increment on `pool` under a cut at the checkout, which never stops a running
-/// attempt.
+/// An increment on `pool` that no cut stops (one at the checkout).
 async fn uncut_increment(pool: &Pool<Conn>) -> Counter {
     let (uncut, policy) = (Cut::new(Stage::Checkout), quick());
     let retry = occ::retry_in_blocking_task(pool, &policy, move |conn, attempt| {
@@ -103,20 +97,14 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
     cut.drop_at_stage(&pool, &mut holder, retry).await;
     let ran = || attempts.load(Ordering::SeqCst);
     assert_eq!(ran(), 1, "no attempt after the drop");
-    assert_eq!(
-        source.discards(),
-        1,
-        "the attempt's connection is discarded"
-    );
+    let discards = source.discards();
+    assert_eq!(discards, 1, "the attempt's connection is discarded");
     let size = pool.status().size;
     assert_eq!(size, 0, "the discarded connection left the pool");
     let mut other = impatient(&db).await;
     let row = load(&mut other, 1).await;
-    assert_eq!(
-        (row.value, row.version),
-        (1, 2),
-        "the dropped attempt's write committed whole, once"
-    );
+    let stored = (row.value, row.version);
+    assert_eq!(stored, (1, 2), "the dropped write committed whole, once");
     let unlocked = try_plain_increment(&mut other, 1).await;
     unlocked.expect("the write lock is free once the drop returned");
     let fresh = pool.get().await;
@@ -133,12 +121,11 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
     assert_eq!(ran(), 1, "the dropped retry never ran again");
 }
 
-/// Retries (optimistic and escalated) dropped at every stage the connection lets a
-/// future stand at: waiting for a connection, inside the attempt after its read or its
-/// save, and in the backoff after a conflict. After each drop the row holds exactly the
-/// writes that landed, each whole and once (an attempt the drop interrupted ran to its
-/// end and committed), the helper discarded the interrupted attempt's connection and
-/// started no other, and the pool hands out only connections outside any transaction.
+/// Retries (optimistic and escalated) dropped at every [`Stage`] the connection lets a
+/// future stand at. After each drop the row holds exactly the writes that landed, each
+/// whole and once (an attempt the drop interrupted ran to its end and committed), the
+/// helper discarded the interrupted attempt's connection and started no other, and the
+/// pool hands out only connections outside any transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
     let db = async_test_db!();
@@ -158,22 +145,16 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             let retry = cut_retry(&source, &policy, &cut, &attempts, false);
             cut.drop_at_stage(&pool, &mut holder, retry).await;
             let in_attempt = matches!(stage, Stage::AfterRead | Stage::AfterSave);
+            let attempted = stage != Stage::Checkout;
             // The interrupted attempt's own write, or the other write that made the
             // attempt conflict.
-            stored += i32::from(stage != Stage::Checkout);
+            stored += i32::from(attempted);
             cuts += 1;
             let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
             let ran = attempts.load(Ordering::SeqCst);
-            assert_eq!(
-                ran,
-                u32::from(stage != Stage::Checkout),
-                "{what}: attempts run"
-            );
-            assert_eq!(
-                source.discards(),
-                u32::from(in_attempt),
-                "{what}: the interrupted attempt's connection is discarded"
-            );
+            assert_eq!(ran, u32::from(attempted), "{what}: attempts run");
+            let (discards, expected) = (source.discards(), u32::from(in_attempt));
+            assert_eq!(discards, expected, "{what}: its connection discarded");
             let row = load(&mut checker, 1).await;
             row.assert_whole();
             assert_eq!(row.value, stored, "{what}: exactly the writes that landed");

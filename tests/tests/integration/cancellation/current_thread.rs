@@ -10,12 +10,12 @@
 use std::sync::Arc;
 
 use diesel::expression::functions::declare_sql_function;
-use diesel_async::SimpleAsyncConnection;
 use diesel_occ::asynchronous::prelude::*;
 
 use super::AsyncConn as Conn;
 use super::counters::{load, seed};
 use crate::cancellation::cut::{Cut, Stage};
+use crate::flavours::asynchronous::run_sql;
 
 #[declare_sql_function]
 extern "SQL" {
@@ -30,20 +30,16 @@ async fn a_save_dropped_on_the_blocking_pool_ends_before_the_next_write_on_its_c
     let mut conn = db.conn().await;
     let cut = Cut::new(Stage::MidStatement);
     let gate = Arc::clone(&cut);
-    conn.spawn_blocking(move |conn| {
+    let registered = conn.spawn_blocking(move |conn| {
         occ_update_gate_utils::register_impl(conn, move || {
             gate.block_at(Stage::MidStatement);
             1
         })
-    })
-    .await
-    .expect("register the gate");
-    conn.batch_execute(
-        "CREATE TEMP TRIGGER occ_stop_update BEFORE UPDATE ON counters \
-         BEGIN SELECT occ_update_gate(); END",
-    )
-    .await
-    .expect("the trigger");
+    });
+    registered.await.expect("register the gate");
+    let trigger = "CREATE TEMP TRIGGER occ_stop_update BEFORE UPDATE ON counters \
+         BEGIN SELECT occ_update_gate(); END";
+    run_sql(&mut conn, trigger).await;
 
     let mut mine = load(&mut conn, 1).await;
     mine.increment();
@@ -65,9 +61,7 @@ async fn a_save_dropped_on_the_blocking_pool_ends_before_the_next_write_on_its_c
 
     let mut fresh = row;
     fresh.increment();
-    fresh
-        .save_checked(&mut conn)
-        .await
-        .expect("the connection works");
+    let saved = fresh.save_checked(&mut conn).await;
+    saved.expect("the connection works");
     assert_eq!(load(&mut conn, 1).await.version, 3);
 }

@@ -10,19 +10,18 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use deadpool::managed::Manager;
-use diesel::connection::TransactionManagerStatus;
+use diesel::QueryResult;
 use diesel::expression::functions::declare_sql_function;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, PoolError as ManagerError};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_async::{
-    AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, SimpleAsyncConnection,
-    TransactionManager,
-};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, TransactionManager};
 use diesel_occ::asynchronous::BlockInPlace;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::AsyncTestConnection;
+
+use crate::flavours::asynchronous::run_sql;
 
 /// Where an operation's future is dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,33 +42,20 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
-    /// Every stage, in the order an attempt passes them.
-    pub(crate) const ALL: [Stage; 5] = [
-        Stage::Checkout,
-        Stage::AfterRead,
-        Stage::AfterSave,
-        Stage::MidStatement,
-        Stage::Backoff,
-    ];
-
-    /// The stages an operation on `C` can stand still at (see [`reachable`](Self::reachable)).
-    pub(crate) fn all_reachable<C: CutConnection>(
-        in_blocking_closure: bool,
-    ) -> impl Iterator<Item = Stage> {
-        Self::ALL
-            .into_iter()
-            .filter(move |stage| stage.reachable::<C>(in_blocking_closure))
-    }
-
-    /// Whether an operation on `C` can stand still at this stage while the test looks:
-    /// not inside a statement or a blocking closure when `C` runs them within one poll
-    /// of their future ([`CutConnection::IN_PLACE`]).
-    pub(crate) fn reachable<C: CutConnection>(self, in_blocking_closure: bool) -> bool {
-        match self {
-            Stage::Checkout | Stage::Backoff => true,
-            Stage::AfterRead | Stage::AfterSave => !(in_blocking_closure && C::IN_PLACE),
-            Stage::MidStatement => !in_blocking_closure && !C::IN_PLACE,
+    /// The stages, in the order an attempt passes them, that an operation on `C` can
+    /// stand still at while the test looks: not inside a statement or a blocking closure
+    /// when `C` runs them within one poll of their future ([`CutConnection::IN_PLACE`]).
+    pub(crate) fn all_reachable<C: CutConnection>(in_blocking_closure: bool) -> Vec<Stage> {
+        use Stage::*;
+        let mut stages = vec![Checkout];
+        if !(in_blocking_closure && C::IN_PLACE) {
+            stages.extend([AfterRead, AfterSave]);
         }
+        if !in_blocking_closure && !C::IN_PLACE {
+            stages.push(MidStatement);
+        }
+        stages.push(Backoff);
+        stages
     }
 }
 
@@ -104,17 +90,16 @@ impl Cut {
         self.stage
     }
 
-    /// In an async operation: at `here`, when that is the cut's stage, tells the test and
-    /// waits for the drop.
+    /// In an async operation: at the cut's stage, tells the test and waits for the drop.
     pub(crate) async fn stop_at(&self, here: Stage) {
         if self.pass(here) {
             std::future::pending::<()>().await;
         }
     }
 
-    /// In a blocking closure: at `here`, when that is the cut's stage, tells the test and
-    /// blocks until the future's drop has begun; the closure then runs on to its end, as
-    /// a blocking task cannot be stopped.
+    /// In a blocking closure: at the cut's stage, tells the test and blocks until the
+    /// future's drop has begun; the closure then runs on to its end (a blocking task
+    /// cannot be stopped).
     pub(crate) fn block_at(&self, here: Stage) {
         if self.pass(here) {
             let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
@@ -143,20 +128,16 @@ impl Cut {
 
     /// In the operation, after its save: runs [`CutConnection::GATE`] when the cut is
     /// mid-statement.
-    pub(crate) async fn statement<C: CutConnection>(
-        &self,
-        conn: &mut C,
-    ) -> diesel::QueryResult<()> {
+    pub(crate) async fn statement<C: CutConnection>(&self, conn: &mut C) -> QueryResult<()> {
         if self.stage == Stage::MidStatement {
             conn.batch_execute(C::GATE).await?;
         }
         Ok(())
     }
 
-    /// Runs `operation` (which works on connections of `pool`) until it stands at the
-    /// cut's stage, then drops it. `holder` is the test's own connection, which holds
-    /// what the gate statement waits for. Panics if the operation ends first, or does
-    /// not get there within a minute.
+    /// Runs `operation` (on connections of `pool`) until it stands at the cut's stage,
+    /// then drops it. `holder`, the test's own connection, holds what the gate statement
+    /// waits for. Panics if the operation ends first, or not there within a minute.
     pub(crate) async fn drop_at_stage<C: CutConnection, F: Future>(
         self: &Arc<Self>,
         pool: &Pool<C>,
@@ -174,9 +155,8 @@ impl Cut {
                 // Bounded, as a gate another connection still holds (a pooled one
                 // that ran the gate statement) would hang the test, not fail it.
                 let closing = C::close_gate(holder, &mut conns, self);
-                tokio::time::timeout(Duration::from_secs(60), closing)
-                    .await
-                    .expect("the gate's lock is free");
+                let closed = tokio::time::timeout(Duration::from_secs(60), closing).await;
+                closed.expect("the gate's lock is free");
                 Vec::new()
             }
             _ => Vec::new(),
@@ -265,29 +245,19 @@ pub(crate) async fn assert_pool_clean<C: CutConnection, R: PartialEq + Debug>(
 {
     let mut held = hold_all(pool).await;
     for conn in &mut held {
-        let status: &mut TransactionManagerStatus =
-            C::TransactionManager::transaction_manager_status_mut(conn);
-        assert_eq!(
-            status
-                .transaction_depth()
-                .expect("a usable transaction manager"),
-            None,
-            "{what}: a pooled connection inside a transaction"
-        );
-        assert_eq!(
-            &read(conn).await,
-            row,
-            "{what}: a pooled connection reads the row"
-        );
+        let status = C::TransactionManager::transaction_manager_status_mut(conn);
+        // (An unusable transaction manager fails too.)
+        let outside = matches!(status.transaction_depth(), Ok(None));
+        assert!(outside, "{what}: a pooled connection in a transaction");
+        let read = read(conn).await;
+        assert_eq!(&read, row, "{what}: a pooled connection reads the row");
     }
 }
 
-/// What a cut needs from a connection type: the statement that waits on the server
-/// until the test lets it go, and whether statements run within one poll.
+/// What a cut needs from a connection type.
 pub(crate) trait CutConnection: AsyncTestConnection {
-    /// Whether the connection runs each statement within one poll of its future
-    /// (`BlockInPlace` on a multi-threaded runtime), so that no future can be dropped
-    /// inside one.
+    /// Whether each statement runs within one poll of its future (`BlockInPlace` on a
+    /// multi-threaded runtime): no future can be dropped inside one.
     const IN_PLACE: bool = false;
     /// A statement that waits, once [`close_gate`](Self::close_gate) ran, until
     /// [`open_gate`](Self::open_gate) (or the drop, on SQLite).
@@ -312,10 +282,8 @@ where
         diesel_async::methods::LoadQuery<'static, C, i64>,
 {
     use diesel_async::RunQueryDsl;
-    diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(query))
-        .get_result(conn)
-        .await
-        .expect("gate query")
+    let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(query));
+    query.get_result(conn).await.expect("gate query")
 }
 
 impl CutConnection for AsyncPgConnection {
@@ -323,27 +291,18 @@ impl CutConnection for AsyncPgConnection {
     const GATE: &'static str = "SELECT pg_advisory_lock(7071)";
 
     async fn close_gate(holder: &mut Self, _: &mut [&mut Self], _: &Arc<Cut>) {
-        holder
-            .batch_execute(Self::GATE)
-            .await
-            .expect("hold the gate");
+        run_sql(holder, Self::GATE).await;
     }
 
     async fn gate_waiting(holder: &mut Self, _: &Cut) -> bool {
-        count(
-            holder,
-            "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
-             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
-        )
-        .await
-            > 0
+        let waiting = "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
+             AND NOT granted AND database = \
+             (SELECT oid FROM pg_database WHERE datname = current_database()))";
+        count(holder, waiting).await > 0
     }
 
     async fn open_gate(holder: &mut Self) {
-        holder
-            .batch_execute("SELECT pg_advisory_unlock(7071)")
-            .await
-            .expect("open the gate");
+        run_sql(holder, "SELECT pg_advisory_unlock(7071)").await;
     }
 }
 
@@ -357,13 +316,9 @@ impl CutConnection for AsyncMysqlConnection {
     }
 
     async fn gate_waiting(holder: &mut Self, _: &Cut) -> bool {
-        count(
-            holder,
-            "(SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-             WHERE DB = DATABASE() AND STATE = 'User lock')",
-        )
-        .await
-            > 0
+        let waiting = "(SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE DB = DATABASE() AND STATE = 'User lock')";
+        count(holder, waiting).await > 0
     }
 
     async fn open_gate(holder: &mut Self) {
@@ -385,14 +340,13 @@ impl CutConnection for SyncConnectionWrapper<SqliteConnection> {
     async fn close_gate(_: &mut Self, pooled: &mut [&mut Self], cut: &Arc<Cut>) {
         for conn in pooled {
             let cut = Arc::clone(cut);
-            conn.spawn_blocking(move |conn| {
+            let registered = conn.spawn_blocking(move |conn| {
                 occ_gate_utils::register_impl(conn, move || {
                     cut.block_at(Stage::MidStatement);
                     1
                 })
-            })
-            .await
-            .expect("register the gate");
+            });
+            registered.await.expect("register the gate");
         }
     }
 

@@ -21,6 +21,8 @@ use diesel_occ::Error;
 use diesel_occ::asynchronous::{retry, retry_with_standby};
 #[flavour(blocking)]
 use diesel_occ::blocking::{retry, retry_with_standby};
+#[flavour(blocking)]
+use diesel_occ::retry::{Attempt, RetryPolicy};
 
 #[flavour(blocking)]
 type Pool = diesel::r2d2::Pool<ConnectionManager<Conn>>;
@@ -31,52 +33,35 @@ type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
 #[flavour(asynchronous)]
 const WAIT: Option<Duration> = Some(Duration::from_secs(10));
 
-/// An r2d2 pool of one connection, which tests a connection at checkout.
+/// A pool of one connection that tests a connection at checkout (`tested`: r2d2's
+/// test, deadpool's recycle check) or hands it out untested, the setting for speed (so a
+/// connection returned to it is the next one handed out).
 #[flavour(blocking)]
-fn tested_pool(db: &ServerDb) -> Pool {
-    Pool::builder()
-        .max_size(1)
+fn pool(db: &ServerDb, tested: bool) -> Pool {
+    let builder = Pool::builder().max_size(1).test_on_check_out(tested);
+    builder
         .build(ConnectionManager::<Conn>::new(db.url()))
         .expect("pool")
 }
 
-/// A deadpool pool of one connection, which tests a connection when it is checked out
-/// again (deadpool's recycle check).
+/// (deadpool untested: `RecyclingMethod::Fast`, an hour's idle window for
+/// `verify_when_idle`.)
 #[flavour(asynchronous)]
-fn tested_pool(db: &ServerDb) -> Pool {
-    super::counters::pool(db, WAIT)
-}
-
-/// An r2d2 pool that hands connections out untested (`test_on_check_out(false)`, the
-/// setting for speed) and holds one connection, so a connection returned to it is the
-/// next one handed out.
-#[flavour(blocking)]
-fn untested_pool(db: &ServerDb) -> Pool {
-    Pool::builder()
-        .max_size(1)
-        .test_on_check_out(false)
-        .build(ConnectionManager::<Conn>::new(db.url()))
-        .expect("pool")
-}
-
-/// A deadpool pool of one connection set up for speed, which hands connections out
-/// untested (`RecyclingMethod::Fast`, and an idle window of an hour for
-/// `verify_when_idle`).
-#[flavour(asynchronous)]
-fn untested_pool(db: &ServerDb) -> Pool {
-    super::counters::fast_pool(db, WAIT, Duration::from_secs(3600))
+fn pool(db: &ServerDb, tested: bool) -> Pool {
+    match tested {
+        true => super::counters::pool(db, WAIT),
+        false => super::counters::fast_pool(db, WAIT, Duration::from_secs(3600)),
+    }
 }
 
 /// Runs `f`, work on blocking connections of the test's own, to its end before the
-/// test goes on.
+/// test goes on (async: on a runtime worker given to it, `block_in_place`, the other
+/// tasks going on meanwhile).
 #[flavour(blocking)]
 fn in_line<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Runs `f`, work on blocking connections of the test's own, to its end before the
-/// test goes on, on a runtime worker it is given (`block_in_place`): the runtime's
-/// other tasks go on meanwhile.
 #[flavour(asynchronous)]
 fn in_line<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
@@ -90,17 +75,16 @@ fn kill(db: &ServerDb, id: u64) {
 /// The server's id of the session behind `conn`; an error when the session is gone.
 #[flavour]
 async fn session_id(conn: &mut Conn) -> diesel::QueryResult<u64> {
-    let id: i64 = diesel::select(sql::<BigInt>(Conn::CONNECTION_ID))
-        .get_result(conn)
-        .await?;
-    Ok(id as u64)
+    let id = diesel::select(sql::<BigInt>(Conn::CONNECTION_ID));
+    Ok(id.get_result::<i64>(conn).await? as u64)
 }
 
-/// The attempt meets a conflict (a second writer saved first), then its session is
-/// killed. The helper retries the conflict; `pool` finds the connection dead and opens
-/// a new one; the second attempt re-reads and saves. Both writes are in the row.
+/// After seeding, the attempt meets a conflict (a second writer saved first), then its
+/// session is killed. The helper retries the conflict; `pool` finds the connection dead
+/// and opens a new one; the second attempt re-reads and saves. Both writes are in the row.
 #[flavour]
 async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
+    seed(db);
     let sessions = Mutex::new(Vec::new());
     let saved = retry(pool, &quick(), async |conn, attempt| {
         let id = session_id(conn).await?;
@@ -132,8 +116,7 @@ async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds() {
     let db = server_db!();
-    seed(&db);
-    killed_between_attempts(&db, &tested_pool(&db)).await;
+    killed_between_attempts(&db, &pool(&db, true)).await;
 }
 
 /// The same with the pool set up for speed: no test query at checkout, except for a
@@ -143,7 +126,6 @@ async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succ
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
     let db = server_db!();
-    seed(&db);
     let pool = super::counters::fast_pool(&db, WAIT, Duration::ZERO);
     killed_between_attempts(&db, &pool).await;
 }
@@ -157,7 +139,7 @@ async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
 async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     let db = server_db!();
     seed(&db);
-    let pool = untested_pool(&db);
+    let pool = pool(&db, false);
     let policy = quick();
     let increment = || {
         retry(&pool, &policy, async |conn, attempt| {
@@ -171,21 +153,12 @@ async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     let first = increment().await.expect("a live session");
     kill(&db, first);
     let failed = increment().await;
-    assert!(
-        failed.is_err() || failed.as_ref().is_ok_and(|id| *id != first),
-        "the killed session cannot have run it: {failed:?}"
-    );
+    let not_run = failed.is_err() || failed.as_ref().is_ok_and(|id| *id != first);
+    assert!(not_run, "the killed session ran it: {failed:?}");
     let next = increment().await.expect("a new session");
-    assert_ne!(
-        next, first,
-        "the dead session was discarded, not pooled again"
-    );
-    let expected = 10 + 1 + i32::from(failed.is_ok()) + 1;
-    assert_eq!(
-        row(&db).0,
-        expected,
-        "every acknowledged write, nothing else"
-    );
+    assert_ne!(next, first, "a new session, not the dead one");
+    let (value, expected) = (row(&db).0, 10 + 1 + i32::from(failed.is_ok()) + 1);
+    assert_eq!(value, expected, "every acknowledged write, nothing else");
 }
 
 /// `retry_with_standby`: the primary's session is killed inside an attempt, after the
@@ -198,9 +171,9 @@ async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
 async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
     let db = server_db!();
     seed(&db);
-    let primary_pool = untested_pool(&db);
+    let primary_pool = pool(&db, false);
     let primary = Counting::new(&primary_pool);
-    let standby = tested_pool(&db);
+    let standby = pool(&db, true);
     let sessions = Mutex::new(Vec::new());
     let outcome = retry_with_standby(&primary, &standby, &quick(), async |conns, attempt| {
         let mut counter: Counter = attempt.find(conns.read().await?, 1).await?;
@@ -217,43 +190,42 @@ async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
     .await;
     let sessions = sessions.into_inner().unwrap();
     let killed = sessions[0];
-    assert_eq!(
-        primary.discards(),
-        1,
-        "the dead primary connection is discarded ({outcome:?})"
-    );
-    assert!(
-        sessions[1..].iter().all(|id| *id != killed),
-        "no later attempt ran on the dead session: {sessions:?}"
-    );
+    let discards = primary.discards();
+    assert_eq!(discards, 1, "primary connection discarded: {outcome:?}");
+    let fresh = sessions[1..].iter().all(|id| *id != killed);
+    assert!(fresh, "a later attempt on the dead session: {sessions:?}");
     let mut next = primary_pool.get().await.expect("a primary connection");
-    let next = session_id(&mut next)
-        .await
-        .expect("the next checkout is a live session");
+    let next = session_id(&mut next).await.expect("a live session");
     assert_ne!(next, killed, "the dead session was not pooled again");
-    let expected = 10 + i32::from(outcome.is_ok());
-    assert_eq!(
-        row(&db).0,
-        expected,
-        "every acknowledged write, nothing else: {outcome:?}"
-    );
+    let (value, expected) = (row(&db).0, 10 + i32::from(outcome.is_ok()));
+    assert_eq!(value, expected, "the acknowledged writes: {outcome:?}");
 }
 
-/// `Error::Database`, not retryable: how a killed session surfaces.
+/// Seeds row 1 and runs `attempt`, which kills its own session, through the retry helper
+/// under `policy` on a new connection per attempt. The helper ends with
+/// `Error::Database`, not retryable (how a killed session surfaces), after that one
+/// attempt.
 #[flavour(blocking)]
-fn assert_typed_connection_error(error: &Error) {
-    let Error::Database(database) = error else {
+fn killed_in_attempt(
+    db: &ServerDb,
+    policy: &RetryPolicy,
+    attempt: impl Fn(&mut Conn, &Attempt) -> Result<(), Error>,
+) {
+    seed(db);
+    let runs = std::cell::Cell::new(0);
+    let result = retry(&super::counters::connector(db), policy, |conn, a| {
+        runs.set(runs.get() + 1);
+        attempt(conn, &a)
+    });
+    let error = result.expect_err("the attempt's session was killed");
+    let Error::Database(database) = &error else {
         panic!("expected Error::Database, got {error:?}");
     };
-    assert!(
-        !error.is_retryable(),
-        "a lost connection is not retried as it is: {error:?}"
-    );
-    eprintln!(
-        "{}: killed session surfaces as Error::Database, kind {:?}",
-        module_path!(),
-        database.kind()
-    );
+    let retryable = error.is_retryable();
+    assert!(!retryable, "a lost connection is not retryable: {error:?}");
+    assert_eq!(runs.get(), 1);
+    let (test, kind) = (module_path!(), database.kind());
+    eprintln!("{test}: killed session surfaces as Error::Database, kind {kind:?}");
 }
 
 /// The session dies after the attempt read the row and before it writes. The helper
@@ -264,29 +236,25 @@ fn assert_typed_connection_error(error: &Error) {
 #[test]
 fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
     let db = server_db!();
-    seed(&db);
-    let source = super::counters::connector(&db);
-    let runs = std::cell::Cell::new(0);
-    let result: Result<(), Error> = retry(&source, &quick(), |conn, attempt| {
-        runs.set(runs.get() + 1);
+    killed_in_attempt(&db, &quick(), |conn, attempt| {
         let mut counter: Counter = attempt.find(conn, 1)?;
         kill(&db, conn.session_id());
         counter.value += 1;
         counter.save_checked(conn)
     });
-    let error = result.expect_err("the attempt's session was killed");
-    assert_typed_connection_error(&error);
-    assert_eq!(runs.get(), 1);
     assert_eq!(row(&db), (10, 1), "nothing was written");
 
-    let saved = retry(&source, &quick(), |conn, attempt| {
-        let mut counter: Counter = attempt.find(conn, 1)?;
-        counter.value += 1;
-        counter.save_checked(conn)?;
-        Ok(counter.version)
-    })
-    .expect("a new connection");
-    assert_eq!(saved, 2);
+    let saved = retry(
+        &super::counters::connector(&db),
+        &quick(),
+        |conn, attempt| {
+            let mut counter: Counter = attempt.find(conn, 1)?;
+            counter.value += 1;
+            counter.save_checked(conn)?;
+            Ok(counter.version)
+        },
+    );
+    assert_eq!(saved.expect("a new connection"), 2);
     assert_eq!(row(&db), (11, 2));
 }
 
@@ -297,11 +265,7 @@ fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
 #[test]
 fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
     let db = server_db!();
-    seed(&db);
-    let source = super::counters::connector(&db);
-    let runs = std::cell::Cell::new(0);
-    let result: Result<(), Error> = retry(&source, &quick().escalate_after(0), |conn, attempt| {
-        runs.set(runs.get() + 1);
+    killed_in_attempt(&db, &quick().escalate_after(0), |conn, attempt| {
         assert!(attempt.is_escalated());
         let mut counter: Counter = attempt.find(conn, 1)?;
         counter.value += 1;
@@ -309,9 +273,6 @@ fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
         kill(&db, conn.session_id());
         Ok(())
     });
-    let error = result.expect_err("the commit's session was killed");
-    assert_typed_connection_error(&error);
-    assert_eq!(runs.get(), 1);
     assert_eq!(row(&db), (10, 1), "the uncommitted write was rolled back");
 }
 
@@ -323,9 +284,7 @@ fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
 #[test]
 fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {
     let db = server_db!();
-    seed(&db);
-    let source = super::counters::connector(&db);
-    let result: Result<(), Error> = retry(&source, &quick(), |conn, attempt| {
+    killed_in_attempt(&db, &quick(), |conn, attempt| {
         let mut counter: Counter = attempt.find(conn, 1)?;
         counter.value += 1;
         counter.save_checked(conn)?;
@@ -333,7 +292,5 @@ fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {
         let _: Counter = attempt.find(conn, 1)?;
         Ok(())
     });
-    let error = result.expect_err("the read-back's session was killed");
-    assert_typed_connection_error(&error);
     assert_eq!(row(&db), (11, 2), "the committed save stays");
 }

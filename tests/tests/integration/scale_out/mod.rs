@@ -1,15 +1,13 @@
-//! The guarantees on replicated engines: a 3-node MariaDB Galera cluster
-//! (multi-primary, certification at commit, `galera`) and a PostgreSQL primary with a
-//! streaming hot standby (`pg_replicas`), both started by `tests/cluster/*.sh`. Each
-//! cluster writes its scenarios once, in `scenarios.rs`, compiled in both flavours as a
-//! subject's are (`on_every_backend!`).
+//! The guarantees on replicated engines: a 3-node MariaDB Galera cluster (multi-primary,
+//! certification at commit, `galera`) and a PostgreSQL primary with a streaming hot
+//! standby (`pg_replicas`), both started by `tests/cluster/*.sh`, each with its
+//! scenarios in `scenarios.rs`, compiled in both flavours (`on_every_backend!`).
 //!
 //! Each test gets a database of its own on the cluster (`diesel_occ_tests::GaleraDb`,
-//! `PgReplicasDb`) and holds the cluster's test lock while it runs: shared, or
-//! exclusive for the tests that kill a node, lock a node or pause the replay, which
-//! therefore never disturb another test, under nextest or `cargo test`. Every
-//! disturbance is undone by a guard, also when the test fails. Interleavings are forced
-//! with barriers, lag with a lock or a paused replay, never with timing.
+//! `PgReplicasDb`) and holds the cluster's test lock: shared, or exclusive for the tests
+//! that kill a node, lock a node or pause the replay, so that they never disturb another
+//! test. Every disturbance is undone by a guard, also when the test fails. Interleavings
+//! are forced with barriers, lag with a lock or a paused replay, never with timing.
 //!
 //! The clusters are chosen with `OCC_GALERA_URLS`, `OCC_PG_PRIMARY_URL` and
 //! `OCC_PG_STANDBY_URL` (`diesel_occ_tests::cluster`); without them running, every test

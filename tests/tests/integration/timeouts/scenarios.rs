@@ -1,12 +1,10 @@
-//! Waits on a pool's connection (r2d2 for the blocking flavour, deadpool for the async
-//! one), each bounded: an exhausted pool, and the retry policy's deadline bounding a
-//! pool checkout and a locking read with the pools' default settings; and, blocking
-//! only, a statement timeout and a lock wait timeout. After each, nothing was written.
+//! Bounded waits in both flavours (r2d2 / deadpool pools): an exhausted pool, the
+//! policy's deadline bounding a checkout and a locking read under the pools' default
+//! settings; blocking only, a statement and a lock wait timeout. Nothing is written.
 //!
-//! A holder takes the pool's connection or the row lock before the attempt and keeps it
-//! until the attempt has failed; it lets go after `HELD_FOR` whatever happens, so a
-//! helper that does not bound its wait still returns, and fails the test on its elapsed
-//! time rather than hanging it.
+//! A holder keeps the pool's connection or the row lock until the attempt has failed, or
+//! `HELD_FOR` at most: a helper that does not bound its wait fails the test on its
+//! elapsed time rather than hanging it.
 
 flavour_prelude!();
 
@@ -33,25 +31,20 @@ type Pool = diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Conn>>;
 #[flavour(asynchronous)]
 type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
 
-/// An r2d2 pool of one connection, every other setting r2d2's default
-/// (`connection_timeout` 30 s).
+/// A pool of one connection, every other setting the pool's default: r2d2 waits 30 s
+/// for a connection (`connection_timeout`); deadpool has no runtime and no wait timeout
+/// (a checkout waits forever).
 #[flavour(blocking)]
 fn default_pool(db: &ServerDb) -> Pool {
-    Pool::builder()
-        .max_size(1)
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
-        .expect("pool")
+    let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
+    Pool::builder().max_size(1).build(manager).expect("pool")
 }
 
-/// A deadpool pool of one connection, every other setting deadpool's default: no
-/// runtime, no wait timeout (a checkout waits forever).
 #[flavour(asynchronous)]
 fn default_pool(db: &ServerDb) -> Pool {
     use diesel_async::pooled_connection::AsyncDieselConnectionManager;
-    Pool::builder(AsyncDieselConnectionManager::<Conn>::new(db.url()))
-        .max_size(1)
-        .build()
-        .expect("pool")
+    let manager = AsyncDieselConnectionManager::<Conn>::new(db.url());
+    Pool::builder(manager).max_size(1).build().expect("pool")
 }
 
 /// Adds one to row 1 through the retry helper, reading it with `AttemptDsl::find`.
@@ -66,8 +59,8 @@ async fn increment(pool: &Pool, policy: &RetryPolicy) -> Result<i32, Error> {
     .await
 }
 
-/// Keeps `held` on a thread of its own until the returned call (which waits for the
-/// thread) or until `HELD_FOR` has passed, then ends it with `release`.
+/// Keeps `held` on a thread until the returned call (which waits for the thread) or
+/// `HELD_FOR`, then ends it with `release`.
 fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) -> impl FnOnce() {
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let thread = thread::spawn(move || {
@@ -129,11 +122,8 @@ async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
         panic!("expected RetriesExhausted, got {result:?} after {elapsed:?}");
     };
     assert!(exhausted.deadline_reached(), "{exhausted:?}");
-    assert_eq!(
-        exhausted.last_error().transient_kind(),
-        Some(TransientKind::LockWaitTimeout),
-        "{exhausted:?}"
-    );
+    let last = exhausted.last_error().transient_kind();
+    assert_eq!(last, Some(TransientKind::LockWaitTimeout), "{exhausted:?}");
     assert!(elapsed < BOUND, "took {elapsed:?}");
     assert_eq!(row(&db), (10, 1), "nothing was written");
 
@@ -171,11 +161,12 @@ async fn exhausted_pool_fails_within_the_deadline(pool: &Pool) {
 #[test]
 fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
     let db = server_db!();
-    let pool = Pool::builder()
-        .max_size(1)
+    let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
+    let builder = Pool::builder().max_size(1);
+    let pool = builder
         .connection_timeout(Duration::from_millis(200))
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
-        .expect("pool");
+        .build(manager);
+    let pool = pool.expect("pool");
     exhausted_pool_fails_within_the_deadline(&pool);
 }
 
@@ -188,8 +179,8 @@ async fn an_exhausted_deadpool_pool_is_a_typed_pool_error_within_the_deadline() 
     exhausted_pool_fails_within_the_deadline(&pool).await;
 }
 
-/// A lock holder keeps the row locked while the attempt's UPDATE waits under
-/// `timeout`, a session setting; returns the helper's result and how many attempts ran.
+/// A holder keeps row 1 locked while the attempt's UPDATE waits under `timeout` (a
+/// session setting); returns the helper's result and how many attempts ran.
 #[flavour(blocking)]
 fn timed_out_write(
     db: &ServerDb,
@@ -223,17 +214,11 @@ fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
     let (result, runs) = timed_out_write(&db, Conn::STATEMENT_TIMEOUT, 3);
     let error = result.expect_err("the statement timed out");
     assert!(matches!(error, Error::Database(_)), "{error:?}");
-    assert_eq!(
-        error.transient_kind(),
-        Conn::STATEMENT_TIMEOUT_KIND,
-        "{error:?}"
-    );
+    let kind = error.transient_kind();
+    assert_eq!(kind, Conn::STATEMENT_TIMEOUT_KIND, "{error:?}");
     assert_eq!(runs, 1, "not retried");
-    eprintln!(
-        "{}: statement timeout -> {error:?}, transient {:?}",
-        module_path!(),
-        error.transient_kind()
-    );
+    let test = module_path!();
+    eprintln!("{test}: statement timeout -> {error:?}, transient {kind:?}");
 }
 
 /// A lock timeout: a transient lock wait timeout; the helper retries it until the
@@ -248,9 +233,6 @@ fn a_lock_timeout_is_transient_and_retried_until_the_policy_gives_up() {
     };
     assert_eq!(exhausted.attempts(), 2);
     assert_eq!(runs, 2);
-    assert_eq!(
-        exhausted.last_error().transient_kind(),
-        Conn::LOCK_TIMEOUT_KIND,
-        "{exhausted:?}"
-    );
+    let last = exhausted.last_error().transient_kind();
+    assert_eq!(last, Conn::LOCK_TIMEOUT_KIND, "{exhausted:?}");
 }

@@ -3,8 +3,6 @@
 //! partition (blocking) and a node that stops answering under pessimistic locking
 //! (async) besides.
 
-mod common;
-
 #[cfg(feature = "mysql")]
 use diesel::mysql::MysqlConnection as Conn;
 use diesel_async::AsyncMysqlConnection as AsyncConn;

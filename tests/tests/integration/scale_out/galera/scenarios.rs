@@ -1,36 +1,27 @@
-//! Galera in both flavours (see `mod.rs`): blocking on threads, async on tasks. Only
-//! the async driver lets the helper bound a wait on a node that stops answering on the
-//! client.
+//! Galera in both flavours: blocking on threads, async on tasks. Only the async driver
+//! lets the helper bound a wait on a node that stops answering on the client.
 
 flavour_prelude!();
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use diesel::dsl::sql;
 use diesel::result::ConnectionResult;
 use diesel::sql_types::Text;
 use diesel::{ExpressionMethods, QueryDsl};
-use diesel_occ::multi_host::{MultiHost, UrlSource};
+use diesel_occ::multi_host::{MultiHost, NodeStats, UrlSource};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::testing::Race;
 use diesel_occ::{Error, TransientKind};
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::schema::mysql as schema;
 use diesel_occ_tests::{Access, GaleraDb};
 
-use super::common::{
-    AFTER_REJOIN, AttemptCounts, CAUSAL_READS, CREATE_INCREMENT_LOG, Counter, INCREMENTS, KILL_AT,
-    KillSteps, Loss, NODE_STATE, Op, Progress, ROUNDS, STALE_READS_ALLOWED, STOP_APPLYING,
-    Snapshot, StopOnDrop, WHILE_DOWN, WORKERS, check_certification, check_kill_run,
-    check_multi_host_run, check_race_round, hot_row_policy, increment_log, loss, seed_row,
-    value_of,
-};
-
 #[flavour(blocking)]
 use {
-    super::common::{Ended, check_ledger, show},
     diesel::r2d2::{ConnectionManager, Pool},
     diesel_occ::blocking::retry,
     std::{sync::Barrier, thread},
@@ -46,13 +37,315 @@ use {
     tokio::{sync::Barrier, task::JoinSet},
 };
 
+/// Reads wait until the node has applied every write set committed before them: never
+/// stale.
+const CAUSAL_READS: &str = "SET SESSION wsrep_sync_wait = 1";
+
+/// Reads take whatever the node has applied (the default): stale on a node that lags.
+const STALE_READS_ALLOWED: &str = "SET SESSION wsrep_sync_wait = 0";
+
+/// Holds the node's global read lock: MariaDB desyncs the node and pauses its applier,
+/// so the node stops applying the other nodes' write sets (they queue up) while its
+/// reads still answer. Released by `UNLOCK TABLES` or when the session ends.
+const STOP_APPLYING: &str = "FLUSH TABLES WITH READ LOCK";
+
+/// `wsrep_local_state_comment` of the session's node.
+const NODE_STATE: &str = "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+     WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')";
+
+/// Error 1047, from a node that is not ready (joining, or not in the primary component).
+const NOT_READY: &str = "WSREP has not yet prepared node for application use";
+
+/// How a writer that did not win lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Loss {
+    /// Its checked write matched no row: the winner's write set was applied on its node
+    /// first (a typed `ConcurrencyConflict`).
+    Conflict,
+    /// Its write matched on its node and the cluster refused it at commit: failed
+    /// certification or a brute-force abort, both error 1213 (deadlock).
+    Certification,
+}
+
+/// How `error` lost, after checking that it is retryable; panics on any other error.
+fn loss(error: &Error) -> Loss {
+    let retryable = error.is_retryable();
+    assert!(retryable, "a loser's error is retryable: {error:?}");
+    if error.is_conflict() {
+        return Loss::Conflict;
+    }
+    assert_eq!(
+        error.transient_kind(),
+        Some(TransientKind::Deadlock),
+        "a loser that is not a conflict is a certification failure (1213): {error:?}"
+    );
+    Loss::Certification
+}
+
+/// The value writer `writer` of round `round` writes: distinct per writer and round.
+fn value_of(round: usize, writer: usize) -> i32 {
+    i32::try_from(1000 * (round + 1) + writer + 1).expect("small")
+}
+
+/// Rounds of the two-node race.
+const ROUNDS: usize = 5;
+
+/// Checks the certification race, given each writer's (saved on its own node, committed
+/// value) and the row's value on every node: both saves matched, one commit won, the
+/// other failed certification.
+fn check_certification(outcomes: &[(bool, Result<i32, Error>)], value: i32) {
+    let saved = outcomes.iter().all(|(saved, _)| *saved);
+    assert!(saved, "both saves match on their nodes: {outcomes:?}");
+    let results = outcomes.iter().map(|(_, result)| result.as_ref());
+    let winners: Vec<i32> = results.clone().filter_map(|r| r.ok().copied()).collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let error = results.filter_map(Result::err).next().expect("a loser");
+    assert_eq!(loss(error), Loss::Certification, "{error:?}");
+    assert_eq!(value, winners[0], "the winner's value on every node");
+}
+
+diesel::table! {
+    /// One row per committed increment of the node-kill scenario, written in the same
+    /// transaction as the increment: an increment whose outcome the client never
+    /// learnt is committed exactly when its row is here.
+    increment_log (op) {
+        op -> BigInt,
+    }
+}
+
+/// Creates [`increment_log`] (run on node 1; Galera replicates the DDL).
+const CREATE_INCREMENT_LOG: &str = "CREATE TABLE increment_log (op BIGINT PRIMARY KEY)";
+
+/// The multi-host run: workers, increments each.
+const WORKERS: usize = 8;
+const INCREMENTS: usize = 250;
+
+/// Retries for a row that 8 writers on 3 nodes increment: plenty of attempts, a short
+/// jittered backoff. Every conflict and certification failure is retried.
+fn hot_row_policy() -> RetryPolicy {
+    RetryPolicy::new()
+        .max_attempts(500)
+        .backoff(Duration::from_millis(1), Duration::from_millis(40))
+}
+
+/// How the attempts of a run ended, counted by the attempts themselves.
+#[derive(Debug, Default)]
+struct AttemptCounts {
+    attempts: AtomicU64,
+    conflicts: AtomicU64,
+    certification_failures: AtomicU64,
+}
+
+impl AttemptCounts {
+    /// Counts one attempt and, when it failed with a retryable error, how.
+    fn record<T>(&self, result: &Result<T, Error>) {
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        let counter = match result {
+            Err(error) if error.is_conflict() => &self.conflicts,
+            Err(error) if error.transient_kind() == Some(TransientKind::Deadlock) => {
+                &self.certification_failures
+            }
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The served counts of `stats`.
+fn served(stats: &[NodeStats]) -> Vec<u64> {
+    stats.iter().map(|node| node.served).collect()
+}
+
+/// Acknowledged increments before the kill, while the node is down, after it rejoined.
+const KILL_AT: u64 = 100;
+const WHILE_DOWN: u64 = 100;
+const AFTER_REJOIN: u64 = 100;
+
+/// How long a node-kill or partition run waits for its next acknowledged increments.
+const PROGRESS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The acknowledged increments and each node's stats at one step of a run.
+type Snapshot = (u64, Vec<NodeStats>);
+
+/// A snapshot, for messages.
+fn show((acked, stats): &Snapshot) -> String {
+    let failures: Vec<_> = stats.iter().map(|node| node.failures).collect();
+    let served = served(stats);
+    format!("at {acked} acked, served {served:?}, failures {failures:?}")
+}
+
+/// What the workers of a node-kill or partition run have acknowledged, for the
+/// controller to wait on (a counter, not a sleep), and whether to stop.
+#[derive(Debug, Default)]
+struct Progress {
+    acked: Mutex<u64>,
+    changed: Condvar,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    fn ack(&self) {
+        *self.acked.lock().unwrap() += 1;
+        self.changed.notify_all();
+    }
+
+    fn acked(&self) -> u64 {
+        *self.acked.lock().unwrap()
+    }
+
+    /// Waits until `target` increments were acknowledged (at most [`PROGRESS_TIMEOUT`]),
+    /// blocking the thread; `step` names the run's step for the message.
+    fn wait_for(&self, target: u64, step: &str) {
+        let acked = self.acked.lock().unwrap();
+        let (acked, timeout) = self
+            .changed
+            .wait_timeout_while(acked, PROGRESS_TIMEOUT, |acked| *acked < target)
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "{step}: only {} of {target} increments acknowledged after {PROGRESS_TIMEOUT:?}",
+            *acked
+        );
+    }
+
+    fn stopped(&self) -> bool {
+        AtomicBool::load(&self.stop, Ordering::SeqCst)
+    }
+}
+
+/// Stops the workers when the controller is done, or fails.
+struct StopOnDrop<'a>(&'a Progress);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// One operation of a node-kill or partition run (only the partition run, blocking,
+/// reads `refused` and `took`).
+#[derive(Debug)]
+#[allow(dead_code)]
+struct Op {
+    id: i64,
+    /// Whether an attempt of it was refused by a node that was not ready (1047).
+    refused: bool,
+    took: Duration,
+    /// `Err(RetriesExhausted)`: every attempt failed with a retryable error, before
+    /// writing: known not applied. Any other error: the write may or may not have
+    /// committed (a lost connection, a COMMIT the cut node could not replicate).
+    result: Result<(), Error>,
+}
+
+impl Op {
+    fn acknowledged(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// The error of an unacknowledged operation, with the driver's message (these tests
+    /// print it; a service would not), marked when it is not a database error.
+    fn error(&self) -> Option<String> {
+        Some(match self.result.as_ref().err()? {
+            Error::Database(database) => database.diesel_error().to_string(),
+            other => format!("NOT A DATABASE ERROR: {other:?}"),
+        })
+    }
+}
+
+#[flavour(blocking)]
+impl Op {
+    fn gave_up(&self) -> bool {
+        matches!(self.result, Err(Error::RetriesExhausted(_)))
+    }
+}
+
+/// Checks a node-kill or partition run's operations against the increment log and the
+/// row on every node: every acknowledged increment committed, every logged one was
+/// attempted, and the row counts the acknowledged ones plus the unacknowledged ones that
+/// committed, one log row and one token step each.
+fn check_ledger(ops: &[Op], logged: &HashSet<i64>, row: &Counter) {
+    let acked = ops.iter().filter(|op| op.acknowledged());
+    let acknowledged: HashSet<i64> = acked.map(|op| op.id).collect();
+    let committed = acknowledged.is_subset(logged);
+    assert!(committed, "every acknowledged increment committed");
+    let attempted: HashSet<i64> = ops.iter().map(|op| op.id).collect();
+    let ran = logged.is_subset(&attempted);
+    assert!(ran, "every logged increment was attempted");
+    let unacknowledged = ops.iter().filter(|op| !op.acknowledged());
+    let committed_unknown = unacknowledged.filter(|op| logged.contains(&op.id)).count();
+    let value = usize::try_from(row.value).unwrap();
+    assert_eq!(value, acknowledged.len() + committed_unknown);
+    assert_eq!(value, logged.len(), "one log row per applied increment");
+    assert_eq!(row.version, row.value + 1, "one token step per increment");
+}
+
+/// Prints a node-kill run and checks it: an increment refused by a node that was not
+/// ready never ran, only a database error left one unacknowledged, the log reconciles
+/// ([`check_ledger`]), and the load moved off node 3 while it was down and back after
+/// it rejoined by IST. `steps` are the snapshots when node 3 was killed, was restarted
+/// and had rejoined and at the end; `restart`, how long the restart took and the
+/// script's line on how the node rejoined.
+fn check_kill_run(
+    test: &str,
+    (ops, logged, row): (&[Op], &HashSet<i64>, &Counter),
+    steps: &[Snapshot; 4],
+    restart: &(Duration, String),
+) {
+    let [killed, restarting, rejoined, end] = steps;
+    let unknown: Vec<(i64, String)> = ops
+        .iter()
+        .filter_map(|op| Some((op.id, op.error()?)))
+        .collect();
+    let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
+    // A rejoining node accepts connections before it is ready and refuses statements
+    // with 1047, unexecuted; the helper retries them (NodeNotReady), and an operation
+    // whose attempts all ran out on it never ran.
+    let (refused, lost): (Vec<_>, Vec<_>) =
+        unknown.iter().partition(|(_, e)| e.contains(NOT_READY));
+    eprintln!(
+        "{test}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
+         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}\n  node 3 \
+         killed {}; restarted {}; rejoined in {:.2?} ({}) {}; stopped {}",
+        ops.len() - unknown.len(),
+        unknown.len(),
+        refused.len(),
+        lost.len(),
+        show(killed),
+        show(restarting),
+        restart.0,
+        restart.1,
+        show(rejoined),
+        show(end),
+    );
+    let refused_ran = refused.iter().any(|(op, _)| logged.contains(op));
+    assert!(!refused_ran, "an increment refused (1047) never ran");
+    let database = unknown
+        .iter()
+        .all(|(_, e)| !e.starts_with("NOT A DATABASE ERROR"));
+    // Only a database error (a lost connection) leaves an increment unacknowledged.
+    assert!(database, "{unknown:?}");
+    check_ledger(ops, logged, row);
+
+    // Node 3 served nothing while it was down and was tried (and skipped); nodes 1
+    // and 2 took the load; after it rejoined it served again.
+    let (before, down) = (&killed.1, &restarting.1);
+    assert_eq!(down[2].served, before[2].served, "{restarting:?}");
+    assert!(down[2].failures > before[2].failures, "{restarting:?}");
+    for node in 0..2 {
+        let took_load = down[node].served > before[node].served;
+        assert!(took_load, "{killed:?} {restarting:?}");
+    }
+    assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
+    let (_, how) = restart;
+    assert!(how.contains("IST completed"), "rejoined by IST: {how}");
+}
+
 /// A new connection to `url`.
 #[flavour(blocking)]
 fn connect(url: &str) -> ConnectionResult<Conn> {
     Conn::establish(url)
 }
 
-/// A new connection to `url`, set up as every async test connection.
 #[flavour(asynchronous)]
 async fn connect(url: &str) -> ConnectionResult<Conn> {
     diesel_occ_tests::connect_async(url).await
@@ -73,10 +366,11 @@ async fn causal(db: &GaleraDb, node: usize) -> Conn {
     conn
 }
 
+/// Seeds row 1: value 0 at token 1.
 #[flavour]
 async fn seed(db: &GaleraDb) {
     let mut conn = causal(db, 1).await;
-    insert_rows!(&mut conn, schema::counters::table, seed_row());
+    insert_rows!(&mut conn, schema::counters::table, Counter::new(1, 0));
 }
 
 /// Row 1 as every node holds it (causal reads), after checking that they agree.
@@ -86,18 +380,14 @@ async fn row_everywhere(db: &GaleraDb) -> Counter {
     for node in 1..=db.nodes() {
         rows.push(row1(&mut causal(db, node).await).await);
     }
-    assert!(
-        rows.iter().all(|row| *row == rows[0]),
-        "the nodes disagree: {rows:?}"
-    );
+    let agree = rows.iter().all(|row| *row == rows[0]);
+    assert!(agree, "the nodes disagree: {rows:?}");
     rows[0].clone()
 }
 
-/// Writer 0 on node 1 and writer 1 on node 2 both read row 1, meet at the race's barrier,
-/// then save it with the token they read (autocommit), in each of a few rounds. Exactly
-/// one wins each round; the other's write matched no row (the winner's write set was
-/// applied first: a typed conflict) or failed certification (1213, retryable). The
-/// row holds the winner's value, on every node.
+/// Writer 0 on node 1 and writer 1 on node 2 read row 1, meet at the race's barrier and
+/// save it (autocommit), for a few rounds. One wins each round; the other lost by a
+/// conflict or by certification (`Loss`). The row holds the winner's value everywhere.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
@@ -105,25 +395,31 @@ async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
     seed(&db).await;
     let mut losses: HashMap<Loss, usize> = HashMap::new();
     for round in 0..ROUNDS {
-        let report = Race::new(2)
-            .run_in_flavour(
-                async |writer| {
-                    let mut conn = causal(&db, writer + 1).await;
-                    let row = row1(&mut conn).await;
-                    (conn, row)
-                },
-                async |writer, (mut conn, mut row): (Conn, Counter)| {
-                    row.value = value_of(round, writer);
-                    row.save_checked(&mut conn).await.map(|()| row.value)
-                },
-            )
-            .await;
-        check_race_round(round, &report, &row_everywhere(&db).await, &mut losses);
+        let read = async |writer: usize| {
+            let mut conn = causal(&db, writer + 1).await;
+            let row = row1(&mut conn).await;
+            (conn, row)
+        };
+        let write = async |writer: usize, (mut conn, mut row): (Conn, Counter)| {
+            row.value = value_of(round, writer);
+            row.save_checked(&mut conn).await.map(|()| row.value)
+        };
+        let report = Race::new(2).run_in_flavour(read, write).await;
+        // One winner, whose value the row holds on every node, one token step a round.
+        let winners: Vec<_> = report.winners().collect();
+        let losers: Vec<_> = report.losers().collect();
+        let counts = (winners.len(), losers.len());
+        assert_eq!(counts, (1, 1), "round {round}: {report:?}");
+        *losses.entry(loss(losers[0].1)).or_default() += 1;
+        let row = row_everywhere(&db).await;
+        assert_eq!(
+            row.value, *winners[0].1,
+            "round {round}: the winner's value"
+        );
+        assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
     }
-    eprintln!(
-        "{}: losers over {ROUNDS} rounds: {losses:?}",
-        module_path!()
-    );
+    let test = module_path!();
+    eprintln!("{test}: losers over {ROUNDS} rounds: {losses:?}");
 }
 
 /// Runs `writer(0)` and `writer(1)` at once, each on a thread of its own.
@@ -131,9 +427,8 @@ async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
 fn both<T: Send>(writer: impl Fn(usize) -> T + Sync) -> [T; 2] {
     let writer = &writer;
     thread::scope(|scope| {
-        [0, 1]
-            .map(|n| scope.spawn(move || writer(n)))
-            .map(|w| w.join().unwrap())
+        let writers = [0, 1].map(|n| scope.spawn(move || writer(n)));
+        writers.map(|w| w.join().unwrap())
     })
 }
 
@@ -144,12 +439,10 @@ async fn both<T>(writer: impl AsyncFn(usize) -> T) -> [T; 2] {
     [first, second]
 }
 
-/// Both writers save inside a transaction, each on its own node, and meet at a barrier
-/// after the save, before the commit. Neither has committed, so each checked save
-/// matches row 1 on its own node: the token check alone cannot stop the second writer
-/// here. Certification does: exactly one commit succeeds, the other fails with error
-/// 1213, which `is_retryable` says a retry would resolve, and the row holds the
-/// winner's value on every node.
+/// Both writers save in a transaction, each on its own node, and meet at a barrier after
+/// the save, before the commit: each checked save matches on its node, so the token
+/// check alone cannot stop the second writer. Certification does: one commit succeeds,
+/// the other fails with 1213 (retryable); the row holds the winner's value everywhere.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
@@ -161,48 +454,45 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
         let saved_locally = AtomicBool::new(false);
         let value = value_of(0, writer);
         let (barrier, saved) = (&barrier, &saved_locally);
-        let committed = conn
-            .transaction::<_, Error, _>(async move |conn| {
-                let save = match Counter::find(conn, 1).await {
-                    Ok(mut row) => {
-                        row.value = value;
-                        row.save_checked(conn).await
-                    }
-                    Err(error) => Err(error),
-                };
-                saved.store(save.is_ok(), Ordering::SeqCst);
-                // Both have saved (or failed) before either commits.
-                barrier.wait().await;
-                save.map(|()| value)
-            })
-            .await;
+        let save_then_meet = async move |conn: &mut Conn| {
+            let save = match Counter::find(conn, 1).await {
+                Ok(mut row) => {
+                    row.value = value;
+                    row.save_checked(conn).await
+                }
+                Err(error) => Err(error),
+            };
+            saved.store(save.is_ok(), Ordering::SeqCst);
+            // Both have saved (or failed) before either commits.
+            barrier.wait().await;
+            save.map(|()| value)
+        };
+        let committed = conn.transaction::<_, Error, _>(save_then_meet).await;
         (saved_locally.into_inner(), committed)
     })
     .await;
     check_certification(&outcomes, row_everywhere(&db).await.value);
 }
 
-/// Node 2 stops applying (a session there holds its global read lock), node 1 saves a
-/// change, and a session on node 2 with stale reads allowed (`wsrep_sync_wait = 0`)
-/// reads the old row: the read IS stale. Once node 2 applies again, saving that stale
-/// entity there must fail, as a conflict or a certification failure, never succeed:
-/// the row keeps node 1's change on every node.
+/// Node 2 stops applying (a session holds its global read lock), node 1 saves a change,
+/// and a session on node 2 with stale reads allowed reads the old row: the read IS stale.
+/// Once node 2 applies again, saving that stale entity there fails (a conflict or by
+/// certification), never succeeds: the row keeps node 1's change on every node.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;
     let mut reader = causal(&db, 2).await;
-    assert_eq!(row1(&mut reader).await, seed_row());
+    assert_eq!(row1(&mut reader).await, Counter::new(1, 0));
     run_sql(&mut reader, STALE_READS_ALLOWED).await;
 
     let mut lock = causal(&db, 2).await;
     run_sql(&mut lock, STOP_APPLYING).await;
-    let state: String = diesel::select(sql::<Text>(NODE_STATE))
-        .get_result(&mut lock)
-        .await
-        .expect("node state");
-    eprintln!("{}: node 2 holding its read lock: {state}", module_path!());
+    let state = diesel::select(sql::<Text>(NODE_STATE));
+    let state: String = state.get_result(&mut lock).await.expect("node state");
+    let test = module_path!();
+    eprintln!("{test}: node 2 holding its read lock: {state}");
 
     let mut writer = causal(&db, 1).await;
     let mut fresh = row1(&mut writer).await;
@@ -218,10 +508,7 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     stale.value = 222;
     let saved = stale.save_checked(&mut reader).await;
     let lost_by = loss(&saved.expect_err("a stale save must not succeed"));
-    eprintln!(
-        "{}: the stale save on node 2 lost by {lost_by:?}",
-        module_path!()
-    );
+    eprintln!("{test}: the stale save on node 2 lost by {lost_by:?}");
     let row = row_everywhere(&db).await;
     assert_eq!((row.value, row.version), (111, 2), "node 1's change stays");
 }
@@ -231,25 +518,18 @@ async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
 async fn create_increment_log(db: &GaleraDb) {
     run_sql(&mut causal(db, 1).await, CREATE_INCREMENT_LOG).await;
     for node in 2..=3 {
-        let rows: i64 = increment_log::table
-            .count()
-            .get_result(&mut causal(db, node).await)
-            .await
-            .expect("increment_log replicated");
-        assert_eq!(rows, 0);
+        let (count, mut conn) = (increment_log::table.count(), causal(db, node).await);
+        let rows = count.get_result::<i64>(&mut conn);
+        assert_eq!(rows.await.expect("increment_log replicated"), 0);
     }
 }
 
 /// The operation ids the increment log holds (read on node 1, causally).
 #[flavour]
 async fn logged(db: &GaleraDb) -> HashSet<i64> {
-    increment_log::table
-        .select(increment_log::op)
-        .load(&mut causal(db, 1).await)
-        .await
-        .expect("the log")
-        .into_iter()
-        .collect()
+    let ops = increment_log::table.select(increment_log::op);
+    let ops: Vec<i64> = ops.load(&mut causal(db, 1).await).await.expect("the log");
+    ops.into_iter().collect()
 }
 
 /// One increment of row 1, as a retry attempt on whatever node the source gave it.
@@ -280,8 +560,7 @@ fn beside_workers<W: Work, T>(run: &Arc<W>, control: impl FnOnce() -> T) -> T {
     })
 }
 
-/// Runs `run`'s workers, each on a task of its own, beside `control` on the test's
-/// task; returns what `control` returns once the workers are done.
+/// Runs `run`'s workers, each on a task of its own, beside `control` on the test's task.
 #[flavour(asynchronous)]
 async fn beside_workers<W: Work, T>(run: &Arc<W>, control: impl AsyncFnOnce() -> T) -> T {
     let mut workers = JoinSet::new();
@@ -297,14 +576,12 @@ async fn beside_workers<W: Work, T>(run: &Arc<W>, control: impl AsyncFnOnce() ->
 }
 
 /// Runs a blocking step of a run's controller (a cluster script, a wait on the
-/// workers' progress) on the test's thread.
+/// workers' progress): in place, the async workers going on on the other threads.
 #[flavour(blocking)]
 fn in_place<T>(step: impl FnOnce() -> T) -> T {
     step()
 }
 
-/// Runs a blocking step of a run's controller (a cluster script, a wait on the
-/// workers' progress) in place, the workers' tasks going on on the other threads.
 #[flavour(asynchronous)]
 fn in_place<T>(step: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(step)
@@ -319,26 +596,22 @@ type NodePool = Pool<Conn>;
 /// A pool of `WORKERS` connections to `url`.
 #[flavour(blocking)]
 fn pool(url: &str) -> NodePool {
-    Pool::builder()
-        .max_size(u32::try_from(WORKERS).unwrap())
-        .connection_timeout(Duration::from_secs(5))
+    let builder = Pool::builder().max_size(u32::try_from(WORKERS).unwrap());
+    let builder = builder.connection_timeout(Duration::from_secs(5));
+    builder
         .build(ConnectionManager::<Conn>::new(url))
         .expect("pool")
 }
 
-/// A pool of `WORKERS` connections to `url`.
 #[flavour(asynchronous)]
 fn pool(url: &str) -> NodePool {
     // Like r2d2's, deadpool's default recycling pings every connection it hands out; a
     // checked-out connection that died fails its statement instead.
     let mut config = ManagerConfig::default();
     config.recycling_method = RecyclingMethod::Fast;
-    Pool::builder(AsyncDieselConnectionManager::<Conn>::new_with_config(
-        url, config,
-    ))
-    .max_size(WORKERS)
-    .build()
-    .expect("pool")
+    let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, config);
+    let builder = Pool::builder(manager).max_size(WORKERS);
+    builder.build().expect("pool")
 }
 
 /// The multi-host run: each worker increments row 1 [`INCREMENTS`] times through the
@@ -356,21 +629,20 @@ impl Work for Increments {
         self.start.wait().await;
         for _ in 0..INCREMENTS {
             let counts = &self.counts;
-            retry(&self.nodes, &self.policy, async |conn, attempt| {
+            let saved = retry(&self.nodes, &self.policy, async |conn, attempt| {
                 let result = increment(conn, &attempt).await;
                 counts.record(&result);
                 result
-            })
-            .await
-            .expect("every increment ends saved");
+            });
+            saved.await.expect("every increment ends saved");
         }
     }
 }
 
-/// 8 workers increment row 1 250 times each through a `MultiHost` over the three
-/// nodes' pools, with the retry helper (reads are not causal: an attempt may read a
-/// stale row on its node, and then conflicts). The row ends at exactly 2000, on every
-/// node, and every node served attempts.
+/// 8 workers increment row 1 250 times each through a `MultiHost` over the nodes' pools
+/// (reads are not causal: an attempt may read a stale row, and then conflicts). The row
+/// ends at exactly 2000 on every node (one token step each), every node served attempts,
+/// and each attempt was one checkout.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
@@ -385,18 +657,28 @@ async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
     let started = Instant::now();
     beside_workers(&run, async || ()).await;
     let elapsed = started.elapsed();
-    check_multi_host_run(
-        module_path!(),
-        &row_everywhere(&db).await,
-        &run.counts,
-        &run.nodes.node_stats(),
-        elapsed,
+    let (row, stats) = (row_everywhere(&db).await, run.nodes.node_stats());
+    let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
+    assert_eq!((row.value, row.version), (total, total + 1));
+    let (served, attempts) = (
+        served(&stats),
+        AtomicU64::load(&run.counts.attempts, Ordering::Relaxed),
     );
+    eprintln!(
+        "{}: {total} increments in {elapsed:.2?}: {attempts} attempts ({:?}), served per \
+         node {served:?}",
+        module_path!(),
+        run.counts
+    );
+    let all_served = served.iter().all(|n| *n > 0);
+    assert!(all_served, "every node served attempts: {stats:?}");
+    let checkouts = served.iter().sum::<u64>();
+    assert_eq!(checkouts, attempts, "one checkout per attempt");
 }
 
-/// The load of the node-kill and partition runs: each worker increments row 1 through
-/// a `MultiHost` over the three nodes (a connection per attempt), each increment also
-/// logging its operation id in the same transaction, until the controller stops it.
+/// The load of the node-kill and partition runs: each worker increments row 1 through a
+/// `MultiHost` over the nodes (a connection per attempt), logging each increment's id in
+/// its transaction, until the controller stops it.
 struct Load {
     nodes: MultiHost<UrlSource<Conn>>,
     policy: RetryPolicy,
@@ -407,9 +689,9 @@ struct Load {
 
 impl Load {
     fn new(db: &GaleraDb, policy: RetryPolicy) -> Arc<Self> {
+        let nodes = MultiHost::from_urls(db.urls().iter().cloned());
         Arc::new(Self {
-            nodes: MultiHost::from_urls(db.urls().iter().cloned())
-                .cool_down(Duration::from_millis(200)),
+            nodes: nodes.cool_down(Duration::from_millis(200)),
             policy,
             counts: AttemptCounts::default(),
             progress: Progress::default(),
@@ -440,16 +722,13 @@ impl Work for Load {
             let began = Instant::now();
             let (counts, refused_ref) = (&self.counts, &refused);
             let result = retry(&self.nodes, &self.policy, async |conn, attempt| {
-                let result = conn
-                    .transaction::<_, Error, _>(async |conn| {
-                        increment(conn, &attempt).await?;
-                        diesel::insert_into(increment_log::table)
-                            .values(increment_log::op.eq(id))
-                            .execute(conn)
-                            .await?;
-                        Ok(())
-                    })
-                    .await;
+                let logged = async |conn: &mut Conn| {
+                    increment(conn, &attempt).await?;
+                    let log = diesel::insert_into(increment_log::table);
+                    log.values(increment_log::op.eq(id)).execute(conn).await?;
+                    Ok::<_, Error>(())
+                };
+                let result = conn.transaction::<_, Error, _>(logged).await;
                 counts.record(&result);
                 let kind = result.as_ref().err().and_then(Error::transient_kind);
                 refused_ref.fetch_or(kind == Some(TransientKind::NodeNotReady), Ordering::SeqCst);
@@ -460,19 +739,21 @@ impl Work for Load {
                 self.progress.ack();
             }
             let refused = AtomicBool::load(&refused, Ordering::SeqCst);
-            let op = Op::new(id, refused, began.elapsed(), result);
-            self.ops.lock().unwrap().push(op);
+            let took = began.elapsed();
+            self.ops.lock().unwrap().push(Op {
+                id,
+                refused,
+                took,
+                result,
+            });
         }
     }
 }
 
-/// A node-kill run: after 100 acknowledged increments node 3 is SIGKILLed; after 100
-/// more it is restarted (it rejoins by IST) while the workers go on, and the run stops
-/// 100 increments after it is back. Attempts move to nodes 1 and 2 while node 3 is
-/// down and back to it after; the increments whose outcome the workers never learnt
-/// (their connection died) are reconciled through the log: the final count is the
-/// acknowledged increments plus the unknown ones that committed, and equals the number
-/// of log rows.
+/// Under load, node 3 is SIGKILLed after 100 acknowledged increments, restarted (it
+/// rejoins by IST) after 100 more, and the run stops 100 after it is back. Attempts move
+/// to nodes 1 and 2 and back; increments whose outcome the workers never learnt (their
+/// connection died) are reconciled through the log (`check_kill_run`).
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
@@ -481,7 +762,7 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     create_increment_log(&db).await;
     let load = Load::new(&db, hot_row_policy());
     let started = Instant::now();
-    let steps = beside_workers(&load, async || {
+    let (steps, restart) = beside_workers(&load, async || {
         let progress = &load.progress;
         let _stop = StopOnDrop(progress);
         in_place(|| progress.wait_for(KILL_AT, "before the kill"));
@@ -492,20 +773,13 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
         let restart = in_place(|| down.restart());
         let rejoined = load.snapshot();
         in_place(|| progress.wait_for(rejoined.0 + AFTER_REJOIN, "node 3 rejoined"));
-        let end = load.snapshot();
-        KillSteps {
-            killed,
-            restarting,
-            restart,
-            rejoined,
-            end,
-        }
+        ([killed, restarting, rejoined, load.snapshot()], restart)
     })
     .await;
-    let elapsed = started.elapsed();
+    let (elapsed, test) = (started.elapsed(), module_path!());
     let (ops, logged, row) = (load.ops(), logged(&db).await, row_everywhere(&db).await);
-    eprintln!("{}: in {elapsed:.2?}, {:?}", module_path!(), load.counts);
-    check_kill_run(module_path!(), &ops, &logged, &row, &steps);
+    eprintln!("{test}: in {elapsed:.2?}, {:?}", load.counts);
+    check_kill_run(test, (&ops, &logged, &row), &steps, &restart);
 }
 
 /// Acknowledged increments before the cut, while node 3 is cut off, and after the heal.
@@ -516,20 +790,18 @@ const WHILE_CUT: u64 = 150;
 #[flavour(blocking)]
 const AFTER_HEAL: u64 = 100;
 
-/// The partition run's policy: the hot-row policy with a deadline that an operation
-/// caught by the cut must be done within, on a node of the primary component.
+/// The deadline an operation caught by the partition must be done within, on a node of
+/// the primary component.
 #[flavour(blocking)]
 const PARTITION_DEADLINE: Duration = Duration::from_secs(10);
 
-/// The load of the node-kill run under a policy with a 10 s deadline. After 100
-/// acknowledged increments node 3's group traffic is cut (`galera.sh partition 3`:
-/// iptables, clients still reach it); it goes non-primary and refuses statements with
-/// 1047, which the helper retries on the next node. After 150 more the cut is healed
-/// (`galera.sh heal` waits until all three are Synced, size 3), and the run stops 100
-/// increments later. Checked: the log reconciles as in the node-kill run (nothing lost
-/// or committed twice), an operation that gave up wrote nothing; operations refused by
-/// node 3 while it was cut off moved to the primary component (they ended
-/// acknowledged); node 3 served again after the heal.
+/// The node-kill run's load with a 10 s deadline. After 100 acknowledged increments node
+/// 3's group traffic is cut (`galera.sh partition 3`: iptables, clients still reach it);
+/// it goes non-primary and refuses statements with 1047, which the helper retries on the
+/// next node. After 150 more the cut is healed (`galera.sh heal` waits until all three
+/// are Synced), and the run stops 100 later. The log reconciles as in the node-kill run,
+/// an operation that gave up wrote nothing, operations refused by node 3 while cut off
+/// were acknowledged on the primary component, and node 3 served again after the heal.
 #[flavour(blocking)]
 #[test]
 fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
@@ -555,20 +827,12 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     let elapsed = started.elapsed();
 
     let (ops, logged) = (load.ops(), logged(&db));
-    let ended = |kind: fn(&Ended) -> bool| -> Vec<&Op> {
-        ops.iter().filter(|op| kind(&op.ended)).collect()
-    };
-    let gave_up = ended(|ended| matches!(ended, Ended::GaveUp(_)));
-    let unknown = ended(|ended| matches!(ended, Ended::Unknown(_)));
-    let committed_unknown = unknown.iter().filter(|op| logged.contains(&op.id)).count();
-    let errors: Vec<_> = unknown
-        .iter()
-        .map(|op| (op.id, op.took, op.error()))
-        .collect();
-    let moved: Vec<&Op> = ops
-        .iter()
-        .filter(|op| op.refused && op.acknowledged())
-        .collect();
+    let gave_up: Vec<&Op> = ops.iter().filter(|op| op.gave_up()).collect();
+    let unknown = ops.iter().filter(|op| !op.acknowledged() && !op.gave_up());
+    let errors: Vec<_> = unknown.map(|op| (op.id, op.took, op.error())).collect();
+    let committed_unknown = errors.iter().filter(|(id, ..)| logged.contains(id)).count();
+    let moved = ops.iter().filter(|op| op.refused && op.acknowledged());
+    let moved: Vec<&Op> = moved.collect();
     let slowest_moved = moved.iter().map(|op| op.took).max();
     let slowest = ops.iter().map(|op| op.took).max();
     eprintln!(
@@ -576,20 +840,15 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
          outcome unknown ({committed_unknown} of them committed) {errors:?}; {} refused by \
          node 3 (1047) and moved to the primary component, the slowest in {slowest_moved:?}; \
          slowest operation {slowest:?} (deadline {PARTITION_DEADLINE:?}); {:?}\n  node 3 cut \
-         {} in {cut_took:.2?}; healing {}, failures {:?}; healed in {:.2?} ({}) {}; stopped {}",
+         {} in {cut_took:.2?}; healing {}; healed in {:.2?} ({}) {}; stopped {}",
         module_path!(),
         ops.len(),
         gave_up.len(),
-        unknown.len(),
+        errors.len(),
         moved.len(),
         load.counts,
         show(&cut),
         show(&healing),
-        healing
-            .1
-            .iter()
-            .map(|node| node.failures)
-            .collect::<Vec<_>>(),
         heal.0,
         heal.1,
         show(&healed),
@@ -597,23 +856,16 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     );
 
     // Never an unknown outcome reported as a success, and nothing lost or doubled.
-    assert!(
-        gave_up.iter().all(|op| !logged.contains(&op.id)),
-        "an operation that gave up (every attempt failed before writing) wrote nothing: \
-         {gave_up:?}"
-    );
+    let none_logged = gave_up.iter().all(|op| !logged.contains(&op.id));
+    assert!(none_logged, "gave up, yet logged: {gave_up:?}");
     check_ledger(&ops, &logged, &row_everywhere(&db));
 
     // While cut off, node 3 served attempts that it refused (1047), and the operations
     // they belonged to went on on nodes 1 and 2 and were acknowledged there.
-    assert!(
-        healing.1[2].served > cut.1[2].served,
-        "node 3 was still handed attempts while cut off: {healing:?}"
-    );
-    assert!(
-        !moved.is_empty(),
-        "operations refused by node 3 moved to the primary component and were acknowledged"
-    );
+    let handed = healing.1[2].served > cut.1[2].served;
+    assert!(handed, "node 3 still served while cut off: {healing:?}");
+    let moved_any = !moved.is_empty();
+    assert!(moved_any, "refused by node 3, acknowledged elsewhere");
     for node in 0..2 {
         assert!(healing.1[node].served > cut.1[node].served);
     }
@@ -625,18 +877,39 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
 /// The deadline of the pessimistic run on a node that stops answering.
 #[flavour(asynchronous)]
 const PESSIMISTIC_DEADLINE: Duration = Duration::from_secs(2);
-/// How long the control waits for a read bounded only on the server before giving up
-/// on it: five times the deadline.
+/// How long the control waits for a read bounded only on the server: five deadlines.
 #[flavour(asynchronous)]
 const NO_ANSWER_CAP: Duration = Duration::from_secs(10);
+
+/// An escalated increment of row 1 on `node3` that calls `disturb` once its attempt's
+/// transaction is open; returns the helper's result, how long it took, and what
+/// `disturb` returned.
+#[flavour(asynchronous)]
+async fn disturbed<G: Send>(
+    node3: &MultiHost<UrlSource<Conn>>,
+    policy: &RetryPolicy,
+    disturb: impl Fn() -> G + Sync,
+) -> (Result<(), Error>, Duration, G) {
+    let guard = Mutex::new(None);
+    let started = Instant::now();
+    let result = retry(node3, policy, async |conn, attempt| {
+        assert!(attempt.is_escalated(), "pessimistic from the first attempt");
+        *guard.lock().unwrap() = Some(in_place(&disturb));
+        increment(conn, &attempt).await
+    })
+    .await;
+    let took = started.elapsed();
+    let guard = guard.into_inner().unwrap().expect("node 3 was disturbed");
+    (result, took, guard)
+}
 
 /// Pessimistic locking (`escalate_after(0)`: every attempt reads with `SELECT ... FOR
 /// UPDATE` in its own transaction) with a 2 s deadline, on node 3, which stops
 /// answering (`galera.sh freeze 3`, SIGSTOP: no socket is closed, as when its host dies)
-/// right after the helper opened the attempt's transaction. The locking read gets no
-/// answer; the helper abandons it at the deadline (plus a grace), discards the
-/// connection and ends with `RetriesExhausted`, deadline reached, the last error a lock
-/// wait timeout: nothing was written (no COMMIT was sent). The wait is printed.
+/// right after the helper opened the attempt's transaction. The helper abandons the
+/// unanswered read at the deadline (plus a grace), discards the connection and ends with
+/// `RetriesExhausted`, deadline reached, the last error a lock wait timeout: nothing was
+/// written (no COMMIT was sent).
 ///
 /// Control, the read as the helper ran it before it had a client-side bound: bounded on
 /// the server only (`SET STATEMENT max_statement_time = 2 FOR ... FOR UPDATE`), on a
@@ -649,36 +922,20 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
     let node3: MultiHost<UrlSource<Conn>> = MultiHost::from_urls([db.url(3).to_owned()]);
     let policy = RetryPolicy::new().escalate_after(0);
     let policy = policy.deadline(PESSIMISTIC_DEADLINE);
-    let frozen = Mutex::new(None);
-    let started = Instant::now();
-    let result = retry(&node3, &policy, async |conn, attempt| {
-        assert!(attempt.is_escalated(), "pessimistic from the first attempt");
-        // The attempt's transaction is open on node 3: now the node stops answering.
-        let guard = in_place(|| db.freeze_node(3));
-        *frozen.lock().unwrap() = Some(guard);
-        increment(conn, &attempt).await
-    })
-    .await;
-    let waited = started.elapsed();
-    let guard = frozen.into_inner().unwrap().expect("node 3 was frozen");
+    let (result, waited, guard) = disturbed(&node3, &policy, || db.freeze_node(3)).await;
     let thawed = in_place(|| guard.thaw());
+    let test = module_path!();
     eprintln!(
-        "{}: pessimistic, deadline {PESSIMISTIC_DEADLINE:?}, node 3 frozen under the locking \
-         read: the helper returned after {waited:.2?} with {result:?}; thawed and Synced in \
-         {thawed:.2?}",
-        module_path!()
+        "{test}: pessimistic, deadline {PESSIMISTIC_DEADLINE:?}, node 3 frozen under the \
+         locking read: the helper returned after {waited:.2?} with {result:?}; thawed and \
+         Synced in {thawed:.2?}"
     );
-    match &result {
-        Err(Error::RetriesExhausted(exhausted)) => {
-            assert!(exhausted.deadline_reached(), "{exhausted:?}");
-            assert_eq!(
-                exhausted.last_error().transient_kind(),
-                Some(TransientKind::LockWaitTimeout),
-                "{exhausted:?}"
-            );
-        }
-        other => panic!("expected the deadline reached, got {other:?}"),
-    }
+    let Err(Error::RetriesExhausted(exhausted)) = &result else {
+        panic!("expected the deadline reached, got {result:?}");
+    };
+    assert!(exhausted.deadline_reached(), "{exhausted:?}");
+    let last = exhausted.last_error().transient_kind();
+    assert_eq!(last, Some(TransientKind::LockWaitTimeout), "{exhausted:?}");
     // Coarse: the helper did not wait for the node to come back.
     assert!(waited < NO_ANSWER_CAP, "{waited:?}");
 
@@ -693,32 +950,21 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
     // The read is still in flight on it: never use it again.
     drop(conn);
     let thawed = in_place(|| guard.thaw());
+    let answer = read.as_ref().map_or("no answer, given up", |_| "answered");
     eprintln!(
-        "{}: control, the read bounded on the server only: {} after {control:.2?}; thawed and \
-         Synced in {thawed:.2?}",
-        module_path!(),
-        read.as_ref().map_or("no answer, given up", |_| "answered")
+        "{test}: control, the read bounded on the server only: {answer} after {control:.2?}; \
+         thawed and Synced in {thawed:.2?}"
     );
     assert!(read.is_err(), "a frozen node answered a read: {read:?}");
 
     // After a node kill instead: node 3 SIGKILLed at the same point. Its sockets close
     // with it, so the read fails at once (a lost connection, whose outcome the helper
     // hands back without retrying); no deadline is needed to end the wait.
-    let killed = Mutex::new(None);
-    let started = Instant::now();
-    let result = retry(&node3, &policy, async |conn, attempt| {
-        let guard = in_place(|| db.kill_node(3));
-        *killed.lock().unwrap() = Some(guard);
-        increment(conn, &attempt).await
-    })
-    .await;
-    let after_kill = started.elapsed();
-    let guard = killed.into_inner().unwrap().expect("node 3 was killed");
+    let (result, after_kill, guard) = disturbed(&node3, &policy, || db.kill_node(3)).await;
     let (restart, how) = in_place(|| guard.restart());
     eprintln!(
-        "{}: pessimistic, node 3 SIGKILLed under the locking read: the helper returned \
-         after {after_kill:.2?} with {result:?}; restarted in {restart:.2?} ({how})",
-        module_path!()
+        "{test}: pessimistic, node 3 SIGKILLed under the locking read: the helper returned \
+         after {after_kill:.2?} with {result:?}; restarted in {restart:.2?} ({how})"
     );
     assert!(result.is_err(), "{result:?}");
     let row = row_everywhere(&db).await;

@@ -5,7 +5,6 @@
 //! asynchronous and a synchronous standby (`failover.rs`, blocking: the guarantee is the
 //! database's and the token kind's, not the flavour's).
 
-mod common;
 mod failover;
 
 use diesel::pg::PgConnection as Conn;

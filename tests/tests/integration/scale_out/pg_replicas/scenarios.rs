@@ -3,14 +3,12 @@
 flavour_prelude!();
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use diesel_occ::retry::RetryPolicy;
+use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::schema::pg as schema;
 use diesel_occ_tests::{Access, PgReplicasDb};
-
-use super::common::{
-    ATTEMPT_BOUND, Counter, Increment, ROUNDS, WRITERS, bounded_policy, check_increments, seed_row,
-};
 
 #[flavour(blocking)]
 use {
@@ -27,6 +25,59 @@ use {
     tokio::sync::Barrier,
 };
 
+/// Writers per round and rounds of the standby run: each writer increments row 1 once a
+/// round, all at once.
+const WRITERS: usize = 4;
+const ROUNDS: usize = 5;
+
+/// The most attempts an increment of the standby run may take: a standby costs at most
+/// one extra attempt (the first, whose stale read conflicts), and on the primary, in a
+/// round where each writer commits once, an attempt can only lose to another writer's
+/// commit: `WRITERS - 1` times. The policy allows no more (`RetriesExhausted`).
+const ATTEMPT_BOUND: usize = 1 + WRITERS;
+
+/// How one increment of the standby run went.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Increment {
+    /// Attempts it took.
+    attempts: u32,
+    /// Attempts that read from the standby.
+    standby_reads: u32,
+    /// The token its first attempt read.
+    first_read_version: i32,
+    /// Whether its first attempt's save conflicted.
+    first_conflicted: bool,
+}
+
+/// Checks the increments of the standby run against the contract, and prints how many
+/// attempts they took. `stale_version` is the token the paused standby shows.
+fn check_increments(increments: &[Increment], stale_version: i32) {
+    assert_eq!(increments.len(), WRITERS * ROUNDS);
+    let mut histogram = [0usize; ATTEMPT_BOUND + 1];
+    for increment in increments {
+        let first = increment.first_read_version;
+        let seen = (increment.standby_reads, first, increment.first_conflicted);
+        assert_eq!(
+            seen,
+            (1, stale_version, true),
+            "only the first attempt read the standby; it read the stale row and its save \
+             conflicted on the primary: {increment:?}"
+        );
+        let attempts = increment.attempts as usize;
+        let ok = (2..=ATTEMPT_BOUND).contains(&attempts);
+        assert!(ok, "attempts beyond 2..={ATTEMPT_BOUND}: {increment:?}");
+        histogram[attempts] += 1;
+    }
+    let n = increments.len();
+    eprintln!("{n} increments, attempts per increment (index = attempts): {histogram:?}");
+}
+
+/// The policy of the standby run: at most [`ATTEMPT_BOUND`] attempts, short backoff.
+fn bounded_policy() -> RetryPolicy {
+    let policy = RetryPolicy::new().max_attempts(u32::try_from(ATTEMPT_BOUND).expect("small"));
+    policy.backoff(Duration::from_millis(1), Duration::from_millis(20))
+}
+
 /// A new connection to `url`, set up as every test connection.
 #[flavour(blocking)]
 fn connect(url: &str) -> Conn {
@@ -35,7 +86,6 @@ fn connect(url: &str) -> Conn {
     conn
 }
 
-/// A new connection to `url`, set up as every async test connection.
 #[flavour(asynchronous)]
 async fn connect(url: &str) -> Conn {
     diesel_occ_tests::connect_async(url).await.expect("connect")
@@ -44,19 +94,15 @@ async fn connect(url: &str) -> Conn {
 /// A pool of `WRITERS` connections to `url`.
 #[flavour(blocking)]
 fn pool(url: &str) -> Pool<ConnectionManager<Conn>> {
-    Pool::builder()
-        .max_size(u32::try_from(WRITERS).unwrap())
-        .build(ConnectionManager::new(url))
-        .expect("pool")
+    let builder = Pool::builder().max_size(u32::try_from(WRITERS).unwrap());
+    builder.build(ConnectionManager::new(url)).expect("pool")
 }
 
-/// A pool of `WRITERS` connections to `url`.
 #[flavour(asynchronous)]
 fn pool(url: &str) -> Pool<Conn> {
-    Pool::builder(AsyncDieselConnectionManager::<Conn>::new(url))
-        .max_size(WRITERS)
-        .build()
-        .expect("pool")
+    let manager = AsyncDieselConnectionManager::<Conn>::new(url);
+    let builder = Pool::builder(manager).max_size(WRITERS);
+    builder.build().expect("pool")
 }
 
 /// Runs `writer` [`WRITERS`] times at once, each on a thread of its own.
@@ -76,23 +122,28 @@ async fn all_writers<T>(writer: impl AsyncFn() -> T) -> Vec<T> {
     vec![a, b, c, d]
 }
 
-/// Seeds row 1 on the primary and waits until the standby has replayed it.
+/// Seeds row 1 (value 0 at token 1) on the primary; waits until the standby replayed it.
 #[flavour]
 async fn seed(db: &PgReplicasDb) {
     let mut primary = connect(db.primary_url()).await;
-    insert_rows!(&mut primary, schema::counters::table, seed_row());
+    insert_rows!(&mut primary, schema::counters::table, Counter::new(1, 0));
     db.wait_replayed();
+}
+
+/// Row 1, read on `conn`.
+#[flavour]
+async fn row1(conn: &mut Conn) -> Counter {
+    Counter::find(conn, 1).await.expect("row 1")
 }
 
 /// Saves row 1 with `value` on the primary.
 #[flavour]
 async fn save_on_primary(db: &PgReplicasDb, value: i32) {
     let mut primary = connect(db.primary_url()).await;
-    let mut row = Counter::find(&mut primary, 1).await.expect("row 1");
+    let mut row = row1(&mut primary).await;
     row.value = value;
-    row.save_checked(&mut primary)
-        .await
-        .expect("the primary saves");
+    let saved = row.save_checked(&mut primary).await;
+    saved.expect("the primary saves");
 }
 
 /// With the standby's replay paused, a change committed on the primary is not seen on
@@ -104,29 +155,24 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     seed(&db).await;
     let mut standby = connect(db.standby_url()).await;
-    assert_eq!(
-        Counter::find(&mut standby, 1).await.expect("row 1"),
-        seed_row()
-    );
+    assert_eq!(row1(&mut standby).await, Counter::new(1, 0));
 
     let paused = db.pause_replay();
     save_on_primary(&db, 7).await;
-    let stale = Counter::find(&mut standby, 1).await.expect("row 1");
+    let stale = row1(&mut standby).await;
     assert_eq!((stale.value, stale.version), (0, 1), "the standby is stale");
 
     paused.resume();
-    let caught_up = Counter::find(&mut standby, 1).await.expect("row 1");
+    let caught_up = row1(&mut standby).await;
     assert_eq!((caught_up.value, caught_up.version), (7, 2));
 }
 
 /// With the standby's replay paused and the primary one write ahead, 4 writers
 /// increment row 1 through `retry_with_standby` in 5 rounds, all writers of a round
-/// reading (from the standby) before any of them saves (a barrier in the first
-/// attempt). Every increment's first attempt reads the stale row and conflicts on the
-/// primary; every later attempt reads the primary; no increment takes more than
-/// `1 + WRITERS` attempts (the policy allows no more); no update is lost: the row ends
-/// at exactly one more than the writes. The control: a plain retry that keeps reading
-/// the stale standby never gets a save in.
+/// reading before any saves (a barrier in the first attempt). Every first attempt reads
+/// the stale row from the standby and conflicts; later attempts read the primary; no
+/// increment takes more than `ATTEMPT_BOUND`; no update is lost. The control: a plain
+/// retry that keeps reading the stale standby never gets a save in.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempts() {
@@ -144,7 +190,7 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
             // What the attempts saw, each updating it between its awaits.
             let seen = Mutex::new(Increment::default());
             let everyone_read = &everyone_read;
-            retry_with_standby(&primary, &standby, &policy, async |conns, attempt| {
+            let saved = retry_with_standby(&primary, &standby, &policy, async |conns, attempt| {
                 let first = attempt.is_first();
                 seen.lock().unwrap().attempts = attempt.number();
                 let from_standby = !conns.reads_from_primary();
@@ -167,9 +213,10 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
                         saved.as_ref().is_err_and(|e| e.is_conflict());
                 }
                 saved
-            })
-            .await
-            .unwrap_or_else(|e| panic!("saved within {ATTEMPT_BOUND} attempts: {e:?}"));
+            });
+            saved
+                .await
+                .unwrap_or_else(|e| panic!("saved within {ATTEMPT_BOUND} attempts: {e:?}"));
             seen.into_inner().unwrap()
         })
         .await;
@@ -189,18 +236,13 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
     let Err(diesel_occ::Error::RetriesExhausted(exhausted)) = &control else {
         panic!("a stale standby read never saves: {control:?}");
     };
-    let last_conflicted = exhausted.last_error().is_conflict();
-    assert!(
-        exhausted.attempts() == 5 && last_conflicted,
-        "{exhausted:?}"
-    );
+    let gave_up = exhausted.attempts() == 5 && exhausted.last_error().is_conflict();
+    assert!(gave_up, "{exhausted:?}");
 
     paused.resume();
     let total = i32::try_from(1 + WRITERS * ROUNDS).unwrap();
     for url in [db.primary_url(), db.standby_url()] {
-        let row = Counter::find(&mut connect(url).await, 1)
-            .await
-            .expect("row 1");
+        let row = row1(&mut connect(url).await).await;
         assert_eq!((row.value, row.version), (total, total + 1));
     }
 }
