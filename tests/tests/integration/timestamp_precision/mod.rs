@@ -42,6 +42,14 @@ impl Stamp {
     }
 }
 
+/// The token table `table`, its token column of SQL type `column`.
+pub(crate) fn create_table(table: &str, column: &str) -> String {
+    format!(
+        "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+         updated_at {column} NOT NULL)"
+    )
+}
+
 /// A token well ahead of the clock, at whole seconds.
 fn ahead_of_clock() -> chrono::NaiveDateTime {
     use chrono::SubsecRound;
@@ -98,7 +106,8 @@ macro_rules! token_column {
 
             #[allow(unused_imports)]
             use super::{
-                Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, schema::stamps,
+                Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, create_table,
+                schema::stamps,
             };
 
             /// The SQL type of the token column.
