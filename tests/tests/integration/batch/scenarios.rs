@@ -30,13 +30,12 @@ async fn seeded(db: &TestDb<Conn>, n: i32) -> (Conn, Vec<Account>) {
 /// Accounts 1..=n as read, ordered by id.
 #[flavour]
 async fn accounts(conn: &mut Conn, n: i32) -> Vec<Account> {
-    schema::accounts::table
-        .filter(schema::accounts::id.le(n))
-        .order(schema::accounts::id)
-        .select(Account::as_select())
-        .load(conn)
-        .await
-        .expect("accounts")
+    use schema::accounts::dsl::{accounts, id};
+    let query = accounts
+        .filter(id.le(n))
+        .order(id)
+        .select(Account::as_select());
+    query.load(conn).await.expect("accounts")
 }
 
 #[flavour]
@@ -69,11 +68,8 @@ where
     let before = batch.to_vec();
     let error = batch.save_all_checked(conn).await.unwrap_err();
     let conflict = error.as_batch_conflict().expect("a batch conflict");
-    assert_eq!(
-        conflict.indices().collect::<Vec<_>>(),
-        indices,
-        "{conflict:?}"
-    );
+    let named: Vec<_> = conflict.indices().collect();
+    assert_eq!(named, indices, "{conflict:?}");
     assert_eq!(batch, before, "no token advanced");
     error
 }
@@ -91,10 +87,8 @@ async fn batch_saves_all_with_one_update_each() {
     batch.iter_mut().for_each(|a| a.balance -= 10);
     let statements = save_batch(&mut conn, "accounts", &mut batch).await;
     let read = |s: &String| s.trim_start().to_ascii_uppercase().starts_with("SELECT");
-    assert!(
-        !statements.iter().any(read),
-        "no read on success: {statements:?}"
-    );
+    let reads = statements.iter().any(read);
+    assert!(!reads, "no read on success: {statements:?}");
     assert!(batch.iter().all(|a| a.version == 2));
     assert_eq!(accounts(&mut conn, 3).await, batch);
 }
@@ -115,11 +109,8 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
     batch.iter_mut().for_each(|a| a.balance -= 1);
     let statements = save_batch(&mut conn, "accounts", &mut batch).await;
     // PostgreSQL: BEGIN, one UPDATE over 100 VALUES rows, COMMIT.
-    let expected = if Conn::BACKEND == Backend::Postgres {
-        3
-    } else {
-        102
-    };
+    let postgres = Conn::BACKEND == Backend::Postgres;
+    let expected = if postgres { 3 } else { 102 };
     assert_eq!(statements.len(), expected, "statements for 100 entities");
     let rows = accounts(&mut conn, 100).await;
     assert_eq!(rows, batch, "every row written, every token fresh");
@@ -230,11 +221,8 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
 
     let rows = accounts(&mut watcher, 100).await;
     assert_eq!(rows.len(), 100);
-    let untouched = |a: &Account| a.balance == 100 && a.version == 1;
-    assert!(
-        rows.iter().all(untouched),
-        "nothing of the batch was written"
-    );
+    let untouched = rows.iter().all(|a| a.balance == 100 && a.version == 1);
+    assert!(untouched, "nothing of the batch was written");
 }
 
 #[flavour]
@@ -266,16 +254,14 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
     other.balance = 42;
     other.save_checked(&mut conn).await.expect("other save");
 
-    let batch_error = conn
-        .transaction(async |conn| {
-            three.balance = 3;
-            three.save_checked(conn).await?;
-            batch[0].balance = 0;
-            let error = batch.save_all_checked(conn).await.unwrap_err();
-            Ok::<_, Error>(error)
-        })
-        .await
-        .expect("the outer transaction commits");
+    let outer = conn.transaction(async |conn| {
+        three.balance = 3;
+        three.save_checked(conn).await?;
+        batch[0].balance = 0;
+        let error = batch.save_all_checked(conn).await.unwrap_err();
+        Ok::<_, Error>(error)
+    });
+    let batch_error = outer.await.expect("the outer transaction commits");
     let conflict = batch_error.as_batch_conflict().unwrap();
     assert_eq!(conflict.indices().collect::<Vec<_>>(), [1]);
     let rows = accounts(&mut conn, 3).await;
