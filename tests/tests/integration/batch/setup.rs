@@ -31,31 +31,6 @@ pub(super) fn other_writer(stale: &[i32], balance: i32, deleted: &[i32]) -> Stri
     )
 }
 
-/// The tables of one entity kind (see `entities.rs`), three rows each.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
-    Tickets,
-    Stamped,
-    OrderLines,
-    Notes,
-    WorkItems,
-    Counters,
-}
-
-impl Kind {
-    /// The kind's table.
-    pub(super) fn table(self) -> &'static str {
-        match self {
-            Kind::Tickets => "tickets",
-            Kind::Stamped => "stamped",
-            Kind::OrderLines => "order_lines",
-            Kind::Notes => "notes",
-            Kind::WorkItems => "work_items",
-            Kind::Counters => "counters",
-        }
-    }
-}
-
 /// A UUID literal: `uuid` on PostgreSQL, 16 bytes elsewhere.
 fn uuid(backend: Backend, n: u8) -> String {
     let hex = format!("{:032x}", u128::from(n));
@@ -66,49 +41,49 @@ fn uuid(backend: Backend, n: u8) -> String {
     }
 }
 
-/// Rows 1..=3 of `kind`'s table, every token distinct.
-pub(super) fn seed(kind: Kind, backend: Backend) -> String {
-    let rows = match kind {
-        Kind::Tickets => {
+/// Rows 1..=3 of `table` (one entity shape of `entities.rs`), every token distinct.
+pub(super) fn seed(table: &str, backend: Backend) -> String {
+    let rows = match table {
+        "tickets" => {
             let [a, b, c] = [1, 2, 3].map(|n| uuid(backend, n));
             format!("(id, seat, version) VALUES (1, 'A1', {a}), (2, 'A2', {b}), (3, 'A3', {c})")
         }
-        Kind::Stamped => "(id, value, updated_at) VALUES (1, 1, '2024-01-02 03:04:05.123456'), \
+        "stamped" => "(id, value, updated_at) VALUES (1, 1, '2024-01-02 03:04:05.123456'), \
              (2, 2, '2024-01-02 03:04:05.000001'), (3, 3, '2024-01-02 03:04:05.999999')"
             .into(),
-        Kind::OrderLines => "(order_id, line_no, quantity, version) VALUES \
+        "order_lines" => "(order_id, line_no, quantity, version) VALUES \
              (1, 1, 1, 1), (1, 2, 2, 1), (2, 1, 3, 1)"
             .into(),
-        Kind::Notes => {
+        "notes" => {
             "(note_id, note_text, rev) VALUES (1, 'one', 1), (2, 'two', 1), (3, 'three', 1)".into()
         }
-        Kind::WorkItems => "(id, payload, status, lease_owner, lease_expires_at, fence, version) \
+        "work_items" => "(id, payload, status, lease_owner, lease_expires_at, fence, version) \
              VALUES (1, 'a', 'PROCESSING', 'w1', 5, 1, 1), (2, 'b', 'PROCESSING', 'w2', 6, 1, 1), \
              (3, 'c', 'PROCESSING', 'w3', 7, 1, 1)"
             .into(),
-        Kind::Counters => "(id, value, label, version) VALUES \
+        "counters" => "(id, value, label, version) VALUES \
              (1, 1, 'one', 1), (2, 2, 'two', 1), (3, 3, NULL, 1)"
             .into(),
+        _ => unreachable!("{table}"),
     };
-    format!("INSERT INTO {} {rows}", kind.table())
+    format!("INSERT INTO {table} {rows}")
 }
 
 /// Another writer that committed after the batch read its rows: the second row of
-/// `kind`'s table holds a new token (and a value the batch never writes).
-pub(super) fn bump_second(kind: Kind, backend: Backend) -> String {
-    let set = match kind {
-        Kind::Tickets => format!("seat = 'B2', version = {} WHERE id = 2", uuid(backend, 9)),
-        Kind::Stamped => {
-            "value = 99, updated_at = '2024-01-02 03:04:05.000002' WHERE id = 2".into()
-        }
-        Kind::OrderLines => {
+/// `table` holds a new token (and a value the batch never writes).
+pub(super) fn bump_second(table: &str, backend: Backend) -> String {
+    let set = match table {
+        "tickets" => format!("seat = 'B2', version = {} WHERE id = 2", uuid(backend, 9)),
+        "stamped" => "value = 99, updated_at = '2024-01-02 03:04:05.000002' WHERE id = 2".into(),
+        "order_lines" => {
             "quantity = 99, version = version + 10 WHERE order_id = 1 AND line_no = 2".into()
         }
-        Kind::Notes => "note_text = 'other', rev = rev + 10 WHERE note_id = 2".into(),
-        Kind::WorkItems => "payload = 'other', version = version + 10 WHERE id = 2".into(),
-        Kind::Counters => "value = 99, version = version + 10 WHERE id = 2".into(),
+        "notes" => "note_text = 'other', rev = rev + 10 WHERE note_id = 2".into(),
+        "work_items" => "payload = 'other', version = version + 10 WHERE id = 2".into(),
+        "counters" => "value = 99, version = version + 10 WHERE id = 2".into(),
+        _ => unreachable!("{table}"),
     };
-    format!("UPDATE {} SET {set}", kind.table())
+    format!("UPDATE {table} SET {set}")
 }
 
 /// What a successful batch of `n` entities on `table` sends: on PostgreSQL `BEGIN`, ONE

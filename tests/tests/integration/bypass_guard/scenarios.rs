@@ -3,6 +3,7 @@
 flavour_prelude!();
 
 use chrono::NaiveDateTime;
+use diesel::ExpressionMethods;
 use diesel_occ::bypass_guard::{BypassGuard, GuardError};
 use diesel_occ::{Error, UuidToken};
 
@@ -11,11 +12,11 @@ use super::schema;
 
 #[flavour]
 async fn seed_account(db: &TestDb<Conn>) {
-    diesel::insert_into(schema::accounts::table)
-        .values(Account::new(1, 100))
-        .execute(&mut db.conn().await)
-        .await
-        .expect("insert account");
+    insert_rows!(
+        &mut db.conn().await,
+        schema::accounts::table,
+        Account::new(1, 100)
+    );
 }
 
 #[flavour]
@@ -46,9 +47,8 @@ async fn install(conn: &mut Conn, guard: &BypassGuard) -> Result<(), GuardError>
 async fn raw_update_without_the_guard_is_a_lost_update() {
     let db = db!();
     seed_account(&db).await;
-    bypass_then_save(&db)
-        .await
-        .expect("the stale save succeeds");
+    let saved = bypass_then_save(&db).await;
+    saved.expect("the stale save succeeds");
     let stored = account(&mut db.conn().await).await;
     assert_eq!(stored.balance, 90, "the raw write (balance 7) was lost");
 }
@@ -86,23 +86,18 @@ async fn raw_update_with_the_guard_is_a_conflict() {
 async fn uuid_token_guard_advances_on_raw_updates() {
     let db = db!();
     let mut conn = db.conn().await;
-    let (seat, version) = ("A1".into(), UuidToken::initial());
-    let seeded = Ticket {
-        id: 1,
-        seat,
-        version,
+    let first = UuidToken::initial();
+    let row = {
+        use schema::tickets::dsl::*;
+        (id.eq(1), seat.eq("A1"), version.eq(first))
     };
-    diesel::insert_into(schema::tickets::table)
-        .values(seeded.clone())
-        .execute(&mut conn)
-        .await
-        .expect("insert ticket");
+    insert_rows!(&mut conn, schema::tickets::table, row);
     let guard = BypassGuard::of::<Ticket>();
     install(&mut conn, &guard).await.expect("guard DDL");
     let mut mine = Ticket::find(&mut conn, 1).await.unwrap();
     raw_sql(&db, "UPDATE tickets SET seat = 'B2' WHERE id = 1").await;
     let current = Ticket::find(&mut conn, 1).await.unwrap().version;
-    assert_ne!(current, seeded.version, "the trigger drew a fresh UUID");
+    assert_ne!(current, first, "the trigger drew a fresh UUID");
     mine.seat = "C3".into();
     let conflict = expect_conflict(mine.save_checked(&mut conn).await);
     assert_eq!(conflict.current::<UuidToken>(), Some(current));
@@ -113,17 +108,12 @@ async fn uuid_token_guard_advances_on_raw_updates() {
 async fn timestamp_token_guard_advances_on_raw_updates() {
     let db = db!();
     let mut conn = db.conn().await;
-    let updated_at = NaiveDateTime::initial();
-    let seeded = Stamped {
-        id: 1,
-        value: 0,
-        updated_at,
+    let first = NaiveDateTime::initial();
+    let row = {
+        use schema::stamped::dsl::*;
+        (id.eq(1), value.eq(0), updated_at.eq(first))
     };
-    diesel::insert_into(schema::stamped::table)
-        .values(seeded.clone())
-        .execute(&mut conn)
-        .await
-        .expect("insert stamped");
+    insert_rows!(&mut conn, schema::stamped::table, row);
     let installed = install(&mut conn, &BypassGuard::of::<Stamped>()).await;
     if guard_dialect() != diesel_occ::Dialect::Postgres {
         assert!(installed.is_err(), "timestamp guards are PostgreSQL only");
@@ -134,10 +124,7 @@ async fn timestamp_token_guard_advances_on_raw_updates() {
     let mut mine = Stamped::find(&mut conn, 1).await.unwrap();
     raw_sql(&db, "UPDATE stamped SET value = 5 WHERE id = 1").await;
     let current = Stamped::find(&mut conn, 1).await.unwrap().updated_at;
-    assert!(
-        current > updated_at,
-        "the trigger moved the timestamp forward"
-    );
+    assert!(current > first, "the trigger moved the timestamp forward");
     mine.value = 9;
     let conflict = expect_conflict(mine.save_checked(&mut conn).await);
     assert_eq!(conflict.current::<NaiveDateTime>(), Some(current));

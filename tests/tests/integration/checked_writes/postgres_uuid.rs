@@ -6,6 +6,8 @@ use diesel_occ::prelude::*;
 use diesel_occ_tests::TestDb;
 use diesel_occ_tests::schema::pg as schema;
 
+use crate::flavours::blocking::insert_rows;
+
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stock)]
 struct Stock {
@@ -22,14 +24,11 @@ fn plain_uuid_token_on_postgres() {
     };
     let mut conn = db.conn();
     let first = uuid::Uuid::initial();
-    diesel::insert_into(schema::stock::table)
-        .values(Stock {
-            id: 1,
-            available: 2,
-            version: first,
-        })
-        .execute(&mut conn)
-        .unwrap();
+    let row = {
+        use schema::stock::dsl::*;
+        (id.eq(1), available.eq(2), version.eq(first))
+    };
+    insert_rows!(&mut conn, schema::stock::table, row);
     let mut stock = Stock::find_checked(&mut conn, 1, &first).unwrap();
     stock.available = 1;
     stock.save_checked(&mut conn).unwrap();

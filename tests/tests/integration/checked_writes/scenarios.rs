@@ -82,11 +82,8 @@ async fn two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(conflict.operation(), Operation::Update);
     assert_eq!(conflict.table(), "counters");
     assert_eq!(conflict.expected::<i32>(), Some(1));
-    assert_eq!(
-        conflict.current::<i32>(),
-        Some(winner.version),
-        "names the winner's token"
-    );
+    let current = conflict.current::<i32>();
+    assert_eq!(current, Some(winner.version), "names the winner's token");
     assert_eq!(loser.version, 1, "the loser's token is not advanced");
 
     let stored = counter(&mut db.conn().await, 1).await;
@@ -178,24 +175,18 @@ async fn stale_client_token_is_rejected_before_any_write() {
     other.save_checked(&mut conn).await.expect("another writer");
 
     let statements = StatementCounter::install_in_flavour(&mut conn);
-    let error = Counter::find_checked(&mut conn, 1, &client_token)
-        .await
-        .unwrap_err();
+    let found = Counter::find_checked(&mut conn, 1, &client_token).await;
+    let error = found.unwrap_err();
     assert_eq!(statements.take(), 1, "one SELECT, no write");
     let conflict = error.as_conflict().expect("stale client token");
     assert_eq!(conflict.operation(), Operation::ClientToken);
-    assert_eq!(
-        conflict.expected::<i32>(),
-        Some(client_token),
-        "the client's token is kept"
-    );
+    let expected = conflict.expected::<i32>();
+    assert_eq!(expected, Some(client_token), "the client's token is kept");
     assert_eq!(conflict.current::<i32>(), Some(other.version));
     assert_eq!(counter(&mut conn, 1).await, other, "nothing written");
 
-    let fresh = Counter::find_checked(&mut conn, 1, &other.version)
-        .await
-        .expect("current token");
-    assert_eq!(fresh, other);
+    let fresh = Counter::find_checked(&mut conn, 1, &other.version).await;
+    assert_eq!(fresh.expect("current token"), other);
 }
 
 #[flavour(blocking)]
@@ -255,29 +246,11 @@ struct Note {
 #[flavour(blocking)]
 use diesel_occ_tests::entities::Stamped;
 
-#[flavour(blocking)]
-fn insert<T, U>(conn: &mut Conn, table: T, row: U)
-where
-    U: diesel::Insertable<T>,
-    diesel::query_builder::InsertStatement<T, U::Values>:
-        diesel::query_dsl::methods::ExecuteDsl<Conn>,
-    T: diesel::Table,
-{
-    diesel::insert_into(table)
-        .values(row)
-        .execute(conn)
-        .expect("insert");
-}
-
 /// Inserts stock row 1.
 #[flavour(blocking)]
-fn insert_stock(conn: &mut Conn, available: i32, version: UuidToken) {
-    let row = Stock {
-        id: 1,
-        available,
-        version,
-    };
-    insert(conn, schema::stock::table, row);
+fn insert_stock(conn: &mut Conn, n: i32, token: UuidToken) {
+    use schema::stock::dsl::*;
+    insert_rows!(conn, stock, (id.eq(1), available.eq(n), version.eq(token)));
 }
 
 #[flavour(blocking)]
@@ -444,10 +417,8 @@ fn renamed_columns_are_honoured() {
     let stale = note.clone();
     note.body = "final".into();
     note.save_checked(&mut conn).expect("save");
-    let stored: (String, i32) = schema::notes::table
-        .select((schema::notes::note_text, schema::notes::rev))
-        .first(&mut conn)
-        .unwrap();
+    let query = schema::notes::table.select((schema::notes::note_text, schema::notes::rev));
+    let stored: (String, i32) = query.first(&mut conn).unwrap();
     assert_eq!(stored, ("final".to_owned(), 2));
     let conflict = expect_conflict(stale.delete_checked(&mut conn));
     assert_eq!(conflict.key().to_string(), "(note_id=1)");
@@ -478,15 +449,11 @@ fn timestamp_tokens_advance_at_stored_precision() {
     let db = db!();
     let mut conn = db.conn();
     let start = NaiveDateTime::initial();
-    insert(
-        &mut conn,
-        schema::stamped::table,
-        Stamped {
-            id: 1,
-            value: 0,
-            updated_at: start,
-        },
-    );
+    let row = {
+        use schema::stamped::dsl::*;
+        (id.eq(1), value.eq(0), updated_at.eq(start))
+    };
+    insert_rows!(&mut conn, schema::stamped::table, row);
     let mut row = Stamped::find(&mut conn, 1).unwrap();
     assert_eq!(row.updated_at, start, "stored without loss");
     let stale = row.clone();
@@ -517,14 +484,15 @@ fn a_failed_statement_is_a_database_error_without_sql_or_values() {
     let error = stock.save_checked(&mut conn).unwrap_err();
     assert!(matches!(error, Error::Database(_)), "got {error:?}");
     let shown = format!("{error} {error:?}");
-    for leak in [
+    let leaks = [
         "UPDATE",
         "available",
         "-3",
         "stock",
         "CHECK",
         "constraint \"",
-    ] {
+    ];
+    for leak in leaks {
         assert!(!shown.contains(leak), "{shown:?} leaks {leak:?}");
     }
     assert_eq!(stock.version, before.version, "token untouched");

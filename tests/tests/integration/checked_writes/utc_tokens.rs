@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel_occ::prelude::*;
 
 use super::{Conn, schema};
+use crate::flavours::blocking::insert_rows;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stamped_utc)]
@@ -21,28 +22,20 @@ fn utc_timestamp_token() {
     let db = test_db!();
     let mut conn = db.conn();
     let start = DateTime::<Utc>::initial();
-    diesel::insert_into(schema::stamped_utc::table)
-        .values(StampedUtc {
-            id: 1,
-            value: 0,
-            updated_at: start,
-        })
-        .execute(&mut conn)
-        .unwrap();
+    let row = {
+        use schema::stamped_utc::dsl::*;
+        (id.eq(1), value.eq(0), updated_at.eq(start))
+    };
+    insert_rows!(&mut conn, schema::stamped_utc::table, row);
     let mut row = StampedUtc::find(&mut conn, 1).unwrap();
     let stale = row.clone();
     for value in 1..=3 {
         row.value = value;
         row.save_checked(&mut conn).unwrap();
-        assert_eq!(
-            StampedUtc::find(&mut conn, 1).unwrap(),
-            row,
-            "microseconds round-trip"
-        );
+        let stored = StampedUtc::find(&mut conn, 1).unwrap();
+        assert_eq!(stored, row, "microseconds round-trip");
     }
-    let conflict = stale.delete_checked(&mut conn).unwrap_err();
-    assert_eq!(
-        conflict.as_conflict().unwrap().current::<DateTime<Utc>>(),
-        Some(row.updated_at)
-    );
+    let error = stale.delete_checked(&mut conn).unwrap_err();
+    let current = error.as_conflict().unwrap().current::<DateTime<Utc>>();
+    assert_eq!(current, Some(row.updated_at));
 }

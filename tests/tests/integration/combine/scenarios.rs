@@ -6,9 +6,9 @@
 
 flavour_prelude!();
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Sender};
 
 use diesel::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
 use diesel_occ::retry::RetryPolicy;
@@ -22,6 +22,11 @@ use diesel_occ::asynchronous::{Combinable, Combiner};
 use diesel_occ::blocking::{Combinable, Combiner};
 
 use super::schema;
+#[flavour(blocking)]
+use crate::combine::until_running;
+#[flavour(asynchronous)]
+use crate::combine::until_running_async as until_running;
+use crate::combine::{gated, increment};
 
 /// A row whose `available` a CHECK constraint keeps at 0 or more.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
@@ -31,21 +36,6 @@ struct Stock {
     available: i32,
     #[occ(version)]
     version: UuidToken,
-}
-
-/// Waits for the first change's signal that it runs.
-#[flavour(blocking)]
-fn until_running(running: Receiver<()>) {
-    running.recv().expect("the first change runs");
-}
-
-/// Waits for the first change's signal that it runs, off the runtime's workers: one of
-/// them is held by the change, and a timer would wait on the other.
-#[flavour(asynchronous)]
-async fn until_running(running: Receiver<()>) {
-    tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
-        .await
-        .unwrap();
 }
 
 /// Runs `write` from inside a change, which cannot await.
@@ -131,34 +121,11 @@ async fn add_outside(conn: &mut Conn, key: i32, amount: i32) {
         .expect("the outside write");
 }
 
-/// The change every caller makes: one more, and the value it left.
-fn increment(counter: &mut Counter) -> i32 {
-    counter.value += 1;
-    counter.value
-}
-
 /// Takes `n` from the stock, returning what is left.
 fn take(n: i32) -> impl FnMut(&mut Stock) -> i32 + Send + 'static {
     move |stock| {
         stock.available -= n;
         stock.available
-    }
-}
-
-/// `change`, whose first run says it is running and waits to be let go: it holds its
-/// group open while the test queues the next ones.
-fn gated<E>(
-    running: Sender<()>,
-    go: Receiver<()>,
-    mut change: impl FnMut(&mut E) -> i32 + Send + 'static,
-) -> impl FnMut(&mut E) -> i32 + Send + 'static {
-    let gate = Mutex::new(Some((running, go)));
-    move |entity| {
-        if let Some((running, go)) = gate.lock().unwrap().take() {
-            running.send(()).unwrap();
-            go.recv().unwrap();
-        }
-        change(entity)
     }
 }
 
@@ -309,10 +276,7 @@ async fn a_group_that_fails_for_good_gives_every_caller_its_own_error() {
         .collect();
     until_waiting(&combiner, 2).await;
     // The row goes while the first group holds what it read.
-    diesel::delete(schema::counters::table.find(1))
-        .execute(&mut db.conn().await)
-        .await
-        .expect("delete");
+    raw_sql(&db, "DELETE FROM counters WHERE id = 1").await;
     go.send(()).unwrap();
     for caller in std::iter::once(first).chain(rest) {
         let error = returned(caller).await.unwrap_err();
@@ -355,13 +319,9 @@ async fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
     let db = db!();
     seed(&db, &[1]).await;
     let combiner = Combiner::<Counter>::new();
-    let seen = combiner
-        .apply(&source(&db), &policy(), 1, |counter: &mut Counter| {
-            counter.value
-        })
-        .await
-        .expect("read");
-    assert_eq!(seen, 0);
+    let read = |counter: &mut Counter| counter.value;
+    let seen = combiner.apply(&source(&db), &policy(), 1, read).await;
+    assert_eq!(seen.expect("read"), 0);
     assert_eq!(row(&db, 1).await.version, 1, "no save, no fresh token");
 }
 
@@ -382,10 +342,8 @@ async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combine
                 let mut saved = [0, 0];
                 for op in 0..40 {
                     let key = 1 + (worker + op) % 2;
-                    combiner
-                        .apply(&source, &policy, key, increment)
-                        .await
-                        .expect("saved");
+                    let applied = combiner.apply(&source, &policy, key, increment).await;
+                    applied.expect("saved");
                     saved[(key - 1) as usize] += 1;
                 }
                 saved
@@ -424,15 +382,11 @@ async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combine
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
     let db = db!();
-    diesel::insert_into(schema::stock::table)
-        .values(Stock {
-            id: 1,
-            available: 2,
-            version: UuidToken::initial(),
-        })
-        .execute(&mut db.conn().await)
-        .await
-        .expect("seed");
+    let row = {
+        use schema::stock::dsl::*;
+        (id.eq(1), available.eq(2), version.eq(UuidToken::initial()))
+    };
+    insert_rows!(&mut db.conn().await, schema::stock::table, row);
     let combiner = Arc::new(Combiner::<Stock>::new());
     let (first, go) = hold_first(&combiner, &db, take(1)).await;
     // Queued first, so it leads the second group.

@@ -42,6 +42,14 @@ impl Stamp {
     }
 }
 
+/// The token table `table`, its token column of SQL type `column`.
+pub(crate) fn create_table(table: &str, column: &str) -> String {
+    format!(
+        "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
+         updated_at {column} NOT NULL)"
+    )
+}
+
 /// A token well ahead of the clock, at whole seconds.
 fn ahead_of_clock() -> chrono::NaiveDateTime {
     use chrono::SubsecRound;
@@ -71,16 +79,13 @@ fn assert_micros_checked(result: Result<(), diesel_occ::Error>, table: &str, dig
     let error = result.unwrap_err();
     let problems = error.as_schema_problems().expect("schema problems");
     assert_eq!(problems.len(), 1, "{error}");
-    let problem = problems[0]
-        .as_token_column()
-        .unwrap_or_else(|| panic!("a token column problem: {error}"));
+    let problem = problems[0].as_token_column();
+    let problem = problem.unwrap_or_else(|| panic!("a token column problem: {error}"));
     assert_eq!((problem.table, problem.column), (table, "updated_at"));
     assert_eq!(problem.needed_precision, Some(6), "{error}");
     assert_eq!(problem.found_precision, Some(digits), "{error}");
-    assert!(
-        error.to_string().contains(&format!("{table}.updated_at")),
-        "the message names the column: {error}"
-    );
+    let named = error.to_string().contains(&format!("{table}.updated_at"));
+    assert!(named, "the message names the column: {error}");
 }
 
 /// Compiles the scenario file for each token column, in both flavours: `Conn` (blocking)
@@ -98,7 +103,8 @@ macro_rules! token_column {
 
             #[allow(unused_imports)]
             use super::{
-                Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, schema::stamps,
+                Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range, create_table,
+                schema::stamps,
             };
 
             /// The SQL type of the token column.

@@ -9,7 +9,7 @@ use diesel_occ_tests::{Backend, expect_conflict};
 
 use super::{
     COLUMN, DIGITS, Declared, Stamp, ahead_of_clock, assert_micros_checked, assert_out_of_range,
-    stamps,
+    create_table, stamps,
 };
 
 /// The same row, claiming microseconds.
@@ -26,21 +26,10 @@ struct Micros {
 /// connections and that token.
 #[flavour]
 async fn setup(db: &TestDb<Conn>) -> (Conn, Conn, NaiveDateTime) {
-    let mut a = db.conn().await;
-    let b = db.conn().await;
-    diesel::sql_query(format!(
-        "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-         updated_at {COLUMN} NOT NULL)"
-    ))
-    .execute(&mut a)
-    .await
-    .expect("token table");
+    let (mut a, b) = (db.conn().await, db.conn().await);
+    run_sql(&mut a, &create_table("stamps", COLUMN)).await;
     let seed = ahead_of_clock();
-    diesel::insert_into(stamps::table)
-        .values(Stamp::new(1, 0, seed))
-        .execute(&mut a)
-        .await
-        .expect("seed row");
+    insert_rows!(&mut a, stamps::table, Stamp::new(1, 0, seed));
     (a, b, seed)
 }
 
@@ -136,11 +125,8 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     writer.save_checked(&mut b).await.expect("a checked save");
     assert_eq!(writer.updated_at, seed + TimeDelta::seconds(1));
 
-    let touched = Stamp::bulk_update(stamps::table, stamps::value.eq(7))
-        .execute(&mut a)
-        .await
-        .expect("the bulk update");
-    assert_eq!(touched, 1);
+    let bulk = Stamp::bulk_update(stamps::table, stamps::value.eq(7));
+    assert_eq!(bulk.execute(&mut a).await.expect("the bulk update"), 1);
     let mut bulk = Stamp::find(&mut a, 1).await.unwrap();
     // One whole second after the token the row held.
     assert_eq!(bulk.updated_at, seed + TimeDelta::seconds(2));
@@ -163,10 +149,8 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     // A declared precision steps in its own unit (SQLite's date functions in
     // milliseconds at least).
     let before = Declared::find(&mut a, 1).await.unwrap();
-    Declared::bulk_update(stamps::table, stamps::value.eq(10))
-        .execute(&mut a)
-        .await
-        .expect("the bulk update");
+    let bulk = Declared::bulk_update(stamps::table, stamps::value.eq(10));
+    bulk.execute(&mut a).await.expect("the bulk update");
     let after = Declared::find(&mut a, 1).await.unwrap();
     let step = match Conn::BACKEND {
         Backend::Sqlite => declared_step().max(TimeDelta::milliseconds(1)),
@@ -200,12 +184,9 @@ async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
 async fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let db = db!();
     let (mut a, _, _) = setup(&db).await;
-    SchemaCheck::new()
-        .entity::<Stamp>()
-        .entity::<Declared>()
-        .run_in_flavour(&mut a)
-        .await
-        .expect("whole seconds and the real precision fit");
+    let check = SchemaCheck::new().entity::<Stamp>().entity::<Declared>();
+    let fits = check.run_in_flavour(&mut a).await;
+    fits.expect("whole seconds and the real precision fit");
     let micros = SchemaCheck::new().entity::<Micros>();
     let result = micros.run_in_flavour(&mut a).await;
     assert_micros_checked(result, "stamps", DIGITS);

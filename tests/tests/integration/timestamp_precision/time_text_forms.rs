@@ -41,19 +41,17 @@ struct Instant {
 /// writer of it conflicts.
 macro_rules! saves_and_a_stale_writer_conflicts {
     ($conn:ident, $entity:ident, $id:expr, $form:expr, $type:literal) => {{
+        let (ty, form) = ($type, $form);
         let mut mine = $entity::find(&mut $conn, $id).unwrap();
         let mut stale = mine.clone();
         mine.value = 1;
-        mine.save_checked(&mut $conn)
-            .unwrap_or_else(|e| panic!("a {} row holding {:?} saves: {e:?}", $type, $form));
+        let saved = mine.save_checked(&mut $conn);
+        saved.unwrap_or_else(|e| panic!("a {ty} row holding {form:?} saves: {e:?}"));
         assert_eq!($entity::find(&mut $conn, $id).unwrap(), mine);
         stale.value = 2;
-        assert!(
-            matches!(stale.save_checked(&mut $conn), Err(Error::Conflict(_))),
-            "a stale {} writer of {:?} conflicts",
-            $type,
-            $form
-        );
+        let saved = stale.save_checked(&mut $conn);
+        let conflicts = matches!(saved, Err(Error::Conflict(_)));
+        assert!(conflicts, "a stale {ty} writer of {form:?} conflicts");
     }};
 }
 
@@ -63,10 +61,7 @@ fn rows_stored_in_other_text_forms_save() {
     let mut conn = db.conn();
     let forms: Vec<&str> = OTHER_FORMS.iter().chain(OFFSET_FORMS).copied().collect();
     for table in ["time_forms", "time_instant_forms"] {
-        let mut sql = format!(
-            "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-             updated_at TEXT NOT NULL);"
-        );
+        let mut sql = super::create_table(table, "TEXT") + ";";
         for (id, form) in forms.iter().enumerate() {
             sql += &format!("INSERT INTO {table} VALUES ({id}, 0, '{form}');");
         }

@@ -9,7 +9,9 @@ use diesel_occ::schema_check::SchemaCheck;
 use diesel_occ_tests::expect_conflict;
 use time::{Duration, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
+use super::super::{assert_micros_checked, assert_out_of_range, create_table};
 use super::{COLUMN, Conn, DIGITS, Declared, INSTANT_COLUMN, time_instants, time_stamps};
+use crate::flavours::blocking::{insert_rows, run_sql};
 
 /// A whole-second token, an hour ahead of the clock: every fresh token lands one step
 /// after it, whatever the time of the run.
@@ -69,30 +71,21 @@ struct Instant {
 /// Both token tables, row 1 of each at a token ahead of the clock (the instant written
 /// two hours east of UTC); two connections and that token.
 fn setup(db: &diesel_occ_tests::TestDb<Conn>) -> (Conn, Conn, PrimitiveDateTime) {
-    let mut a = db.conn();
-    let b = db.conn();
-    for (table, column) in [("time_stamps", COLUMN), ("time_instants", INSTANT_COLUMN)] {
-        diesel::sql_query(format!(
-            "CREATE TABLE {table} (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-             updated_at {column} NOT NULL)"
-        ))
-        .execute(&mut a)
-        .expect("token table");
-    }
+    let (mut a, b) = (db.conn(), db.conn());
+    run_sql(&mut a, &create_table("time_stamps", COLUMN));
+    run_sql(&mut a, &create_table("time_instants", INSTANT_COLUMN));
     let seed = ahead_of_clock();
-    diesel::insert_into(time_stamps::table)
-        .values(Stamp::new(1, 0, seed))
-        .execute(&mut a)
-        .expect("seed row");
+    insert_rows!(&mut a, time_stamps::table, Stamp::new(1, 0, seed));
     let east = UtcOffset::from_hms(2, 0, 0).unwrap();
-    diesel::insert_into(time_instants::table)
-        .values(Instant {
-            id: 1,
-            value: 0,
-            updated_at: seed.assume_utc().to_offset(east),
-        })
-        .execute(&mut a)
-        .expect("seed row");
+    let instant = {
+        use time_instants::{id, updated_at, value};
+        (
+            id.eq(1),
+            value.eq(0),
+            updated_at.eq(seed.assume_utc().to_offset(east)),
+        )
+    };
+    insert_rows!(&mut a, time_instants::table, instant);
     (a, b, seed)
 }
 
@@ -171,10 +164,8 @@ fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     let mut writer = Stamp::find(&mut b, 1).unwrap();
     writer.value = 1;
     writer.save_checked(&mut b).expect("a checked save");
-    let touched = Stamp::bulk_update(time_stamps::table, time_stamps::value.eq(7))
-        .execute(&mut a)
-        .expect("the bulk update");
-    assert_eq!(touched, 1);
+    let bulk = Stamp::bulk_update(time_stamps::table, time_stamps::value.eq(7));
+    assert_eq!(bulk.execute(&mut a).expect("the bulk update"), 1);
     let mut bulk = Stamp::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed + Duration::seconds(2));
     // An entity read before the bulk update conflicts.
@@ -185,21 +176,20 @@ fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
         assert_eq!(current, Some(bulk.updated_at));
     }
     bulk.value = 8;
-    bulk.save_checked(&mut a)
-        .expect("saves after the bulk update");
+    let saved = bulk.save_checked(&mut a);
+    saved.expect("saves after the bulk update");
 
     let mut stale = Instant::find(&mut a, 1).unwrap();
-    Instant::bulk_update(time_instants::table, time_instants::value.eq(7))
-        .execute(&mut a)
-        .expect("the bulk update");
+    let bulk = Instant::bulk_update(time_instants::table, time_instants::value.eq(7));
+    bulk.execute(&mut a).expect("the bulk update");
     let mut bulk = Instant::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed.assume_utc() + Duration::seconds(1));
     // An instant read before the bulk update conflicts.
     stale.value = 9;
     expect_conflict(stale.save_checked(&mut b));
     bulk.value = 8;
-    bulk.save_checked(&mut a)
-        .expect("saves after the bulk update");
+    let saved = bulk.save_checked(&mut a);
+    saved.expect("saves after the bulk update");
     assert_eq!(Instant::find(&mut b, 1).unwrap(), bulk);
 }
 
@@ -209,7 +199,7 @@ fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     let (mut a, _, seed) = setup(&db);
     let end = PrimitiveDateTime::MAX;
     let mut stamp = Stamp::new(1, 7, end);
-    super::super::assert_out_of_range(stamp.save_checked(&mut a));
+    assert_out_of_range(stamp.save_checked(&mut a));
     assert_eq!(stamp.updated_at, end, "the entity is untouched");
     let row = Stamp::find(&mut a, 1).unwrap();
     assert_eq!(row.updated_at, seed, "nothing was written");
@@ -219,12 +209,9 @@ fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
 fn the_start_up_check_reads_the_columns() {
     let db = test_db!();
     let (mut a, _, _) = setup(&db);
-    SchemaCheck::new()
-        .entity::<Stamp>()
-        .entity::<Instant>()
-        .entity::<Declared>()
-        .run(&mut a)
-        .expect("timestamp columns hold timestamp tokens at their real precision");
+    let check = SchemaCheck::new().entity::<Stamp>().entity::<Instant>();
+    let fits = check.entity::<Declared>().run(&mut a);
+    fits.expect("timestamp columns hold timestamp tokens at their real precision");
     let result = SchemaCheck::new().entity::<Micros>().run(&mut a);
-    super::super::assert_micros_checked(result, "time_stamps", DIGITS);
+    assert_micros_checked(result, "time_stamps", DIGITS);
 }

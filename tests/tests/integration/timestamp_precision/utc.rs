@@ -8,6 +8,8 @@ use diesel_occ::prelude::*;
 use diesel_occ_tests::expect_conflict;
 
 use super::{COLUMN, Conn, ahead_of_clock, stamps_utc};
+use crate::flavours::blocking::{insert_rows, run_sql};
+use crate::timestamp_precision::create_table;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = stamps_utc)]
@@ -21,23 +23,14 @@ struct StampUtc {
 #[test]
 fn a_bulk_update_moves_a_utc_token_past_every_token_the_row_held() {
     let db = test_db!();
-    let mut a = db.conn();
-    let mut b = db.conn();
-    diesel::sql_query(format!(
-        "CREATE TABLE stamps_utc (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-         updated_at {COLUMN} NOT NULL)"
-    ))
-    .execute(&mut a)
-    .expect("token table");
+    let (mut a, mut b) = (db.conn(), db.conn());
+    run_sql(&mut a, &create_table("stamps_utc", COLUMN));
     let seed = ahead_of_clock().and_utc();
-    diesel::insert_into(stamps_utc::table)
-        .values(StampUtc {
-            id: 1,
-            value: 0,
-            updated_at: seed,
-        })
-        .execute(&mut a)
-        .expect("seed row");
+    let row = {
+        use stamps_utc::{id, updated_at, value};
+        (id.eq(1), value.eq(0), updated_at.eq(seed))
+    };
+    insert_rows!(&mut a, stamps_utc::table, row);
 
     let mut in_flight = StampUtc::find(&mut a, 1).unwrap();
     let mut writer = StampUtc::find(&mut b, 1).unwrap();
@@ -45,9 +38,8 @@ fn a_bulk_update_moves_a_utc_token_past_every_token_the_row_held() {
     writer.save_checked(&mut b).expect("a checked save");
     assert_eq!(writer.updated_at, seed + TimeDelta::seconds(1));
 
-    StampUtc::bulk_update(stamps_utc::table, stamps_utc::value.eq(7))
-        .execute(&mut a)
-        .expect("the bulk update");
+    let bulk = StampUtc::bulk_update(stamps_utc::table, stamps_utc::value.eq(7));
+    bulk.execute(&mut a).expect("the bulk update");
     let mut bulk = StampUtc::find(&mut a, 1).unwrap();
     assert_eq!(bulk.updated_at, seed + TimeDelta::seconds(2));
 
@@ -58,7 +50,7 @@ fn a_bulk_update_moves_a_utc_token_past_every_token_the_row_held() {
         assert_eq!(conflict.current::<DateTime<Utc>>(), Some(bulk.updated_at));
     }
     bulk.value = 8;
-    bulk.save_checked(&mut a)
-        .expect("saves after the bulk update");
+    let saved = bulk.save_checked(&mut a);
+    saved.expect("saves after the bulk update");
     assert_eq!(StampUtc::find(&mut b, 1).unwrap(), bulk);
 }

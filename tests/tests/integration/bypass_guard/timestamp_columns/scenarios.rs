@@ -3,9 +3,12 @@
 flavour_prelude!();
 
 use chrono::Utc;
+use diesel::ExpressionMethods;
 use diesel_occ::Dialect;
 use diesel_occ::Error;
 use diesel_occ::bypass_guard::BypassGuard;
+
+use crate::timestamp_precision::create_table;
 
 use super::{AsUtc, COLUMN, DIGITS, SESSION_TIME_ZONE, Stamp, seed, stamps, unit};
 
@@ -13,35 +16,22 @@ use super::{AsUtc, COLUMN, DIGITS, SESSION_TIME_ZONE, Stamp, seed, stamps, unit}
 #[flavour]
 async fn guarded_row(db: &TestDb<Conn>, token: <Stamp as Versioned>::Token) {
     let mut conn = db.conn().await;
-    conn.batch_execute(&format!(
-        "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-         updated_at {COLUMN} NOT NULL)"
-    ))
-    .await
-    .expect("token table");
-    diesel::insert_into(stamps::table)
-        .values(Stamp {
-            id: 1,
-            value: 0,
-            updated_at: token,
-        })
-        .execute(&mut conn)
-        .await
-        .expect("seed row");
-    let install = BypassGuard::of::<Stamp>()
-        .install_sql(Dialect::Postgres)
-        .expect("guard DDL");
-    conn.batch_execute(&install).await.expect("install guard");
+    run_sql(&mut conn, &create_table("stamps", COLUMN)).await;
+    let row = {
+        use stamps::{id, updated_at, value};
+        (id.eq(1), value.eq(0), updated_at.eq(token))
+    };
+    insert_rows!(&mut conn, stamps::table, row);
+    let install = BypassGuard::of::<Stamp>().install_sql(Dialect::Postgres);
+    run_sql(&mut conn, &install.expect("guard DDL")).await;
 }
 
 /// Runs `sql` as a writer that bypasses diesel-occ, in a session east of UTC.
 #[flavour]
 async fn bypass(db: &TestDb<Conn>, sql: &str) {
     let mut conn = db.conn().await;
-    conn.batch_execute(&format!("SET TIME ZONE '{SESSION_TIME_ZONE}'"))
-        .await
-        .expect("session time zone");
-    conn.batch_execute(sql).await.expect("bypass write");
+    run_sql(&mut conn, &format!("SET TIME ZONE '{SESSION_TIME_ZONE}'")).await;
+    run_sql(&mut conn, sql).await;
 }
 
 /// Saves `stale` and demands a conflict reporting the row's token.
@@ -51,10 +41,8 @@ async fn assert_stale_save_conflicts(conn: &mut Conn, mut stale: Stamp) -> Stamp
     stale.value = 9;
     match stale.save_checked(conn).await {
         Err(Error::Conflict(conflict)) => {
-            assert_eq!(
-                conflict.current::<<Stamp as Versioned>::Token>(),
-                Some(current.updated_at)
-            );
+            let token = conflict.current::<<Stamp as Versioned>::Token>();
+            assert_eq!(token, Some(current.updated_at));
         }
         other => panic!(
             "{COLUMN}: a save from before the bypass write must conflict, got {other:?} \
@@ -114,21 +102,17 @@ async fn a_bypass_write_that_moves_the_token_back_is_moved_forward() {
     let stale = Stamp::find(&mut conn, 1).await.unwrap();
     let mut writer = stale.clone();
     writer.value = 1;
-    writer
-        .save_checked(&mut conn)
-        .await
-        .expect("a checked save");
+    let saved = writer.save_checked(&mut conn).await;
+    saved.expect("a checked save");
     assert_eq!(writer.updated_at.utc(), seeded + unit(DIGITS));
 
     // A writer that sets the token to its "now", which lags the token by one unit: the
     // token the stale entity holds.
     let step = unit(DIGITS).num_microseconds().unwrap();
+    let back = format!("updated_at = updated_at - INTERVAL '{step} microseconds'");
     bypass(
         &db,
-        &format!(
-            "UPDATE stamps SET value = 5, updated_at = updated_at - INTERVAL '{step} microseconds' \
-             WHERE id = 1"
-        ),
+        &format!("UPDATE stamps SET value = 5, {back} WHERE id = 1"),
     )
     .await;
     let current = assert_stale_save_conflicts(&mut conn, stale).await;

@@ -12,6 +12,7 @@ use super::super::tables::{
     AuxItem, LongA, LongB, OddRow, Order, OrderItem, Wrap16, Wrap32, Wrap64,
 };
 use super::Conn;
+use crate::flavours::blocking::run_sql;
 
 const GUARD: Dialect = dialect(Conn::BACKEND);
 
@@ -25,12 +26,12 @@ fn q(name: &str) -> String {
 
 /// Creates `table (id, note, token token_type)` (names as SQL) holding `(1, 'a', value)`.
 fn create_table_sql(conn: &mut Conn, table: &str, token: &str, token_type: &str, value: &str) {
-    conn.batch_execute(&format!(
+    let sql = format!(
         "CREATE TABLE {table} (id INTEGER PRIMARY KEY, note VARCHAR(20) NOT NULL, \
          {token} {token_type} NOT NULL);\n\
          INSERT INTO {table} (id, note, {token}) VALUES (1, 'a', {value});"
-    ))
-    .expect("create table");
+    );
+    run_sql(conn, &sql);
 }
 
 /// [`create_table_sql`] with the names quoted.
@@ -43,16 +44,16 @@ fn install(conn: &mut Conn, guard: &BypassGuard) -> QueryResult<()> {
 }
 
 fn uninstall(conn: &mut Conn, guard: &BypassGuard) {
-    let sql = guard.uninstall_sql(GUARD).expect("guard DDL");
-    conn.batch_execute(&sql).expect("uninstall");
+    run_sql(conn, &guard.uninstall_sql(GUARD).expect("guard DDL"));
 }
 
 /// A write that bypasses diesel-occ: it changes the note of `table` (as SQL), not the
 /// token.
 fn bypass_sql(conn: &mut Conn, table: &str) {
-    diesel::sql_query(format!("UPDATE {table} SET note = 'bypass' WHERE id = 1"))
-        .execute(conn)
-        .expect("bypass update");
+    run_sql(
+        conn,
+        &format!("UPDATE {table} SET note = 'bypass' WHERE id = 1"),
+    );
 }
 
 /// [`bypass_sql`] on `table`, quoted.
@@ -76,8 +77,7 @@ fn tokens(conn: &mut Conn, token: &str, table: &str) -> Vec<i32> {
 
 /// The table a hostile name would drop if it broke out of its quotes.
 fn create_sentinel(conn: &mut Conn) {
-    conn.batch_execute("CREATE TABLE sentinel (id INTEGER PRIMARY KEY)")
-        .expect("create sentinel");
+    run_sql(conn, "CREATE TABLE sentinel (id INTEGER PRIMARY KEY)");
 }
 
 fn assert_sentinel_survives(conn: &mut Conn) {
@@ -103,13 +103,9 @@ fn guards_whose_readable_names_match_guard_their_own_tables() {
     let tokens = (item.version, order.items_version);
     assert_eq!(tokens, (2, 2), "each trigger advanced its own token");
 
-    item.note = "saved".into();
-    item.save_checked(&mut conn)
-        .expect("checked save of the item");
-    order.note = "saved".into();
-    order
-        .save_checked(&mut conn)
-        .expect("checked save of the order");
+    (item.note, order.note) = ("saved".into(), "saved".into());
+    item.save_checked(&mut conn).expect("save the item");
+    order.save_checked(&mut conn).expect("save the order");
     assert_eq!(OrderItem::find(&mut conn, 1).unwrap().version, 3);
     assert_eq!(Order::find(&mut conn, 1).unwrap().items_version, 3);
     assert_ne!(items_guard.trigger_name(), order_guard.trigger_name());
@@ -135,13 +131,8 @@ fn sql_names_with_quotes_and_dollar_quotes_round_trip() {
     let db = test_db!();
     let mut conn = db.conn();
     let table = "odd \"quoted\" `ticked` $occ$; -- table";
-    create_table(
-        &mut conn,
-        table,
-        "ver$occ$'; DROP TABLE sentinel; --",
-        "INTEGER",
-        1,
-    );
+    let token = "ver$occ$'; DROP TABLE sentinel; --";
+    create_table(&mut conn, table, token, "INTEGER", 1);
     create_sentinel(&mut conn);
 
     let guard = BypassGuard::of::<OddRow>();
@@ -224,7 +215,7 @@ fn a_schema_qualified_table_is_guarded_in_its_schema() {
         Dialect::Sqlite => "ATTACH DATABASE ':memory:' AS occ_aux",
         _ => return,
     };
-    conn.batch_execute(schema).expect("create schema");
+    run_sql(&mut conn, schema);
     create_table_sql(&mut conn, "occ_aux.items", "version", "INTEGER", "1");
     let guard = BypassGuard::of::<AuxItem>();
     install(&mut conn, &guard).expect("install");
@@ -255,8 +246,7 @@ fn a_guard_in_another_database() {
     let db = test_db!();
     let mut conn = db.conn();
     let name = format!("occ_guard_other_{}", std::process::id());
-    conn.batch_execute(&format!("CREATE DATABASE {}", q(&name)))
-        .expect("create database");
+    run_sql(&mut conn, &format!("CREATE DATABASE {}", q(&name)));
     let other = OtherDatabase(&mut conn, name.clone());
     let items = format!("{}.{}", q(&name), q("items"));
     create_table_sql(other.0, &items, "version", "INTEGER", "1");
@@ -264,11 +254,7 @@ fn a_guard_in_another_database() {
     install(other.0, &guard).expect("install");
     bypass_sql(other.0, &items);
     let version = tokens(other.0, "version", &items);
-    assert_eq!(
-        version,
-        [2],
-        "the trigger in the other database advanced the token"
-    );
+    assert_eq!(version, [2], "the other database's trigger advanced it");
     uninstall(other.0, &guard);
 }
 
@@ -324,9 +310,8 @@ fn a_uuid_token_column_of_either_type_gets_a_fresh_uuid() {
         let guard = BypassGuard::new(&table, "version", &["id"], TokenKind::UuidBytes);
         install(&mut conn, &guard).expect("install the guard");
         let read = |conn: &mut Conn| -> String {
-            let token = diesel::sql_query(format!("SELECT {select} AS text FROM {}", q(&table)))
-                .get_result::<Token>(conn)
-                .expect("read the token");
+            let query = diesel::sql_query(format!("SELECT {select} AS text FROM {}", q(&table)));
+            let token: Token = query.get_result(conn).expect("read the token");
             token.text.replace('-', "")
         };
         let before = read(&mut conn);

@@ -6,8 +6,8 @@ flavour_prelude!();
 
 #[flavour(asynchronous)]
 use std::pin::Pin;
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::mpsc;
 
 use diesel_occ::Error;
 #[flavour(asynchronous)]
@@ -17,6 +17,12 @@ use diesel_occ::blocking::Combiner;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{Relay, wait};
+
+#[flavour(blocking)]
+use crate::combine::until_running;
+#[flavour(asynchronous)]
+use crate::combine::until_running_async as until_running;
+use crate::combine::{gated, increment};
 
 #[flavour]
 async fn seed(db: &TestDb<Conn>) {
@@ -30,11 +36,6 @@ async fn row(db: &TestDb<Conn>) -> (i32, i32) {
         .await
         .expect("the row");
     (counter.value, counter.version)
-}
-
-fn increment(counter: &mut Counter) -> i32 {
-    counter.value += 1;
-    counter.value
 }
 
 /// A change the combiner runs.
@@ -59,21 +60,6 @@ fn source(url: String) -> impl Fn() -> Connecting + Clone + Send + Sync {
     }
 }
 
-/// Waits for the first change's signal that it runs.
-#[flavour(blocking)]
-fn until_running(running: Receiver<()>) {
-    running.recv().expect("the first change runs");
-}
-
-/// Waits for the first change's signal that it runs, off the runtime's workers: one of
-/// them is held by the change, and a timer would wait on the other.
-#[flavour(asynchronous)]
-async fn until_running(running: Receiver<()>) {
-    tokio::task::spawn_blocking(move || running.recv().expect("the first change runs"))
-        .await
-        .unwrap();
-}
-
 /// Writes two groups through `relay`: the first caller's increment alone, then three
 /// increments as one group, each of which runs `fault` on its first run (before the
 /// group's save). Returns the first caller's result and the three others'. Each caller
@@ -95,14 +81,7 @@ async fn two_groups(
     };
     let (running_tx, running) = mpsc::channel();
     let (go, go_rx) = mpsc::channel::<()>();
-    let gate = Mutex::new(Some((running_tx, go_rx)));
-    let first = apply(Box::new(move |counter| {
-        if let Some((running, go)) = gate.lock().unwrap().take() {
-            running.send(()).unwrap();
-            go.recv().unwrap();
-        }
-        increment(counter)
-    }));
+    let first = apply(Box::new(gated(running_tx, go_rx, increment)));
     until_running(running).await;
     let rest: Vec<_> = (0..3)
         .map(|_| {

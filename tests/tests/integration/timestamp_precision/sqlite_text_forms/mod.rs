@@ -57,14 +57,6 @@ diesel::table! {
     }
 }
 
-/// The token table.
-const CREATE: &str = "CREATE TABLE stamps (id INTEGER PRIMARY KEY, value INTEGER NOT NULL, \
-                      updated_at TIMESTAMP NOT NULL)";
-
-/// The token table of `DateTime<Utc>` tokens.
-const CREATE_UTC: &str = "CREATE TABLE stamps_utc (id INTEGER PRIMARY KEY, \
-                          value INTEGER NOT NULL, updated_at TEXT NOT NULL)";
-
 /// The table of an entity without a version column, its timestamps checked.
 const CREATE_CHECKED: &str = "CREATE TABLE checked_stamps (id INTEGER PRIMARY KEY, \
                               value INTEGER NOT NULL, updated_at TIMESTAMP NOT NULL, \
@@ -74,18 +66,13 @@ const CREATE_CHECKED: &str = "CREATE TABLE checked_stamps (id INTEGER PRIMARY KE
 /// in both timestamp columns, then one whose `seen_at` is NULL: their ids, with the form.
 fn checked_rows() -> Vec<(i32, &'static str, String)> {
     let forms = OTHER_FORMS.iter().chain(OFFSET_FORMS);
-    let mut rows: Vec<_> = forms
-        .enumerate()
-        .map(|(id, form)| {
-            let id = i32::try_from(id).unwrap();
-            let insert = format!("INSERT INTO checked_stamps VALUES ({id}, 0, '{form}', '{form}')");
-            (id, *form, insert)
-        })
-        .collect();
-    let (id, form) = (i32::try_from(rows.len()).unwrap(), OTHER_FORMS[0]);
-    let insert = format!("INSERT INTO checked_stamps VALUES ({id}, 0, '{form}', NULL)");
-    rows.push((id, form, insert));
-    rows
+    let forms = forms.map(|form| (*form, format!("'{form}'")));
+    let forms = forms.chain([(OTHER_FORMS[0], "NULL".to_owned())]);
+    let row = |(id, (form, seen_at)): (i32, (&'static str, String))| {
+        let insert = format!("INSERT INTO checked_stamps VALUES ({id}, 0, '{form}', {seen_at})");
+        (id, form, insert)
+    };
+    (0..).zip(forms).map(row).collect()
 }
 
 /// A value no row of `checked_rows` holds, in yet another form: another writer's.

@@ -7,10 +7,10 @@ use diesel::ExpressionMethods;
 use diesel_occ::{Error, Tracked};
 use diesel_occ_tests::expect_conflict;
 
-use super::super::ahead_of_clock;
+use super::super::{ahead_of_clock, create_table};
 use super::{
-    CREATE, CREATE_CHECKED, CREATE_UTC, CheckedStamp, OFFSET_FORMS, OTHER_FORMS, Stamp, StampUtc,
-    THEIR_STAMP, assert_stale, checked_rows, stamps, stamps_utc, with_offset,
+    CREATE_CHECKED, CheckedStamp, OFFSET_FORMS, OTHER_FORMS, Stamp, StampUtc, THEIR_STAMP,
+    assert_stale, checked_rows, stamps, stamps_utc, with_offset,
 };
 
 #[flavour]
@@ -26,9 +26,8 @@ async fn check_columns_stored_in_other_text_forms_save() {
     for (id, form, _) in rows {
         let mut mine = Tracked::new(CheckedStamp::find(&mut conn, id).await.unwrap());
         mine.edit().value = 1;
-        mine.save_checked(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("a row holding {form:?} saves: {e:?}"));
+        let saved = mine.save_checked(&mut conn).await;
+        saved.unwrap_or_else(|e| panic!("a row holding {form:?} saves: {e:?}"));
         assert_eq!(CheckedStamp::find(&mut conn, id).await.unwrap().value, 1);
 
         // Another writer moves the timestamp: the stale save still conflicts.
@@ -38,9 +37,8 @@ async fn check_columns_stored_in_other_text_forms_save() {
 
         // A plain delete is guarded by the fields as read, in the row's form.
         let read = CheckedStamp::find(&mut conn, id).await.unwrap();
-        read.delete_checked(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("a row read from {form:?} deletes: {e:?}"));
+        let deleted = read.delete_checked(&mut conn).await;
+        deleted.unwrap_or_else(|e| panic!("a row read from {form:?} deletes: {e:?}"));
     }
 }
 
@@ -49,7 +47,7 @@ async fn check_columns_stored_in_other_text_forms_save() {
 async fn insert_forms(conn: &mut Conn, table: &str, forms: &[&str]) {
     for (id, form) in forms.iter().enumerate() {
         let insert = format!("INSERT INTO {table} VALUES ({id}, 0, '{form}')");
-        diesel::sql_query(insert).execute(&mut *conn).await.unwrap();
+        run_sql(conn, &insert).await;
     }
 }
 
@@ -58,23 +56,17 @@ async fn insert_forms(conn: &mut Conn, table: &str, forms: &[&str]) {
 #[flavour]
 macro_rules! saves_and_a_stale_writer_conflicts {
     ($conn:ident, $entity:ident, $id:expr, $form:expr, $type:literal) => {{
+        let (ty, form) = ($type, $form);
         let mut mine = $entity::find(&mut $conn, $id).await.unwrap();
         let mut stale = mine.clone();
         mine.value = 1;
-        mine.save_checked(&mut $conn)
-            .await
-            .unwrap_or_else(|e| panic!("a {} row holding {:?} saves: {e:?}", $type, $form));
+        let saved = mine.save_checked(&mut $conn).await;
+        saved.unwrap_or_else(|e| panic!("a {ty} row holding {form:?} saves: {e:?}"));
         assert_eq!($entity::find(&mut $conn, $id).await.unwrap(), mine);
         stale.value = 2;
-        assert!(
-            matches!(
-                stale.save_checked(&mut $conn).await,
-                Err(Error::Conflict(_))
-            ),
-            "a stale {} writer of {:?} conflicts",
-            $type,
-            $form
-        );
+        let saved = stale.save_checked(&mut $conn).await;
+        let conflicts = matches!(saved, Err(Error::Conflict(_)));
+        assert!(conflicts, "a stale {ty} writer of {form:?} conflicts");
     }};
 }
 
@@ -83,7 +75,7 @@ macro_rules! saves_and_a_stale_writer_conflicts {
 async fn rows_stored_in_other_text_forms_save() {
     let db = db!();
     let mut conn = db.conn().await;
-    raw_sql(&db, CREATE).await;
+    raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
     insert_forms(&mut conn, "stamps", OTHER_FORMS).await;
     for (id, form) in (0..).zip(OTHER_FORMS) {
         saves_and_a_stale_writer_conflicts!(conn, Stamp, id, form, "NaiveDateTime");
@@ -95,8 +87,8 @@ async fn rows_stored_in_other_text_forms_save() {
 async fn rows_stored_with_a_utc_offset_save() {
     let db = db!();
     let mut conn = db.conn().await;
-    raw_sql(&db, CREATE).await;
-    raw_sql(&db, CREATE_UTC).await;
+    raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
+    raw_sql(&db, &create_table("stamps_utc", "TEXT")).await;
     insert_forms(&mut conn, "stamps", OFFSET_FORMS).await;
     insert_forms(&mut conn, "stamps_utc", OFFSET_FORMS).await;
     for (id, form) in (0..).zip(OFFSET_FORMS) {
@@ -110,8 +102,8 @@ async fn rows_stored_with_a_utc_offset_save() {
 async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
     let db = db!();
     let mut conn = db.conn().await;
-    raw_sql(&db, CREATE).await;
-    raw_sql(&db, CREATE_UTC).await;
+    raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
+    raw_sql(&db, &create_table("stamps_utc", "TEXT")).await;
     // An hour ahead of the clock, written two hours east of UTC.
     let wall = ahead_of_clock() + TimeDelta::hours(2);
     let form = with_offset(wall, 2);
@@ -123,17 +115,13 @@ async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
     macro_rules! a_bulk_update_moves_the_token_forward {
         ($entity:ident, $table:ident, $type:literal) => {{
             let mut stale = $entity::find(&mut conn, 0).await.unwrap();
-            $entity::bulk_update($table::table, $table::value.eq(7))
-                .execute(&mut conn)
-                .await
-                .unwrap();
+            let update = $entity::bulk_update($table::table, $table::value.eq(7));
+            update.execute(&mut conn).await.unwrap();
             let mut bulk = $entity::find(&mut conn, 0).await.unwrap();
+            let (ty, before, after) = ($type, stale.updated_at, bulk.updated_at);
             assert!(
-                bulk.updated_at > stale.updated_at,
-                "{}: the bulk update moved {} to {}",
-                $type,
-                stale.updated_at,
-                bulk.updated_at
+                after > before,
+                "{ty}: the bulk update moved {before} to {after}"
             );
             stale.value = 9;
             expect_conflict(stale.save_checked(&mut conn).await);
