@@ -132,16 +132,13 @@ fn postgres_libpq_repeatable_read_update_is_a_serialization_failure() {
     let db = sync_db!(diesel::PgConnection);
     let (mut a, mut b) = (db.conn(), db.conn());
     a.batch_execute(SEED).unwrap();
-    let error = a
-        .build_transaction()
-        .repeatable_read()
-        .run(|a| {
-            a.batch_execute("SELECT value FROM counters WHERE id = 1")?;
-            b.batch_execute(&increment(1))
-                .expect("the other writer commits");
-            a.batch_execute(&increment(1))
-        })
-        .unwrap_err();
+    let snapshot = a.build_transaction().repeatable_read().run(|a| {
+        a.batch_execute("SELECT value FROM counters WHERE id = 1")?;
+        let other_writer = b.batch_execute(&increment(1));
+        other_writer.expect("the other writer commits");
+        a.batch_execute(&increment(1))
+    });
+    let error = snapshot.unwrap_err();
     use diesel::result::{DatabaseErrorKind::SerializationFailure, Error::DatabaseError};
     assert!(matches!(error, DatabaseError(SerializationFailure, _)));
     assert_eq!(kind(error), Some(TransientKind::SerializationFailure));
@@ -153,11 +150,10 @@ fn postgres_libpq_serializable_write_skew_is_a_serialization_failure() {
     let db = sync_db!(diesel::PgConnection);
     let (mut a, mut b) = (db.conn(), db.conn());
     a.batch_execute(SEED).unwrap();
-    let sum = "SELECT sum(value) FROM counters WHERE id IN (1, 2)";
+    let read_both = "BEGIN ISOLATION LEVEL SERIALIZABLE; \
+        SELECT sum(value) FROM counters WHERE id IN (1, 2)";
     for conn in [&mut a, &mut b] {
-        conn.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-            .unwrap();
-        conn.batch_execute(sum).unwrap();
+        conn.batch_execute(read_both).unwrap();
     }
     a.batch_execute(&increment(1)).unwrap();
     let b_result = b.batch_execute(&increment(2));
