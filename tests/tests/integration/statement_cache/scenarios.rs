@@ -31,10 +31,8 @@ async fn server_counts(conn: &mut Conn) -> (Option<i64>, Option<i64>) {
             let session = diesel::sql_query(MYSQL_OPEN).load::<Status>(conn).await;
             let server = diesel::sql_query(MYSQL_SERVER).load::<Status>(conn).await;
             let server = status_value(&server.expect("global status"), "Prepared_stmt_count");
-            (
-                Some(mysql_open(&session.expect("session status"))),
-                Some(server),
-            )
+            let session = mysql_open(&session.expect("session status"));
+            (Some(session), Some(server))
         }
         Backend::Sqlite => (None, None),
     }
@@ -112,11 +110,8 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
         row.id = 2 + pattern as i32;
         row.set(values(pattern, pattern as i32));
         let inserted = row.upsert_checked(&mut conn, None).await.expect("create");
-        let put = row
-            .upsert_checked(&mut conn, Some(inserted.token()))
-            .await
-            .expect("put");
-        assert!(!put.is_inserted());
+        let put = row.upsert_checked(&mut conn, Some(inserted.token())).await;
+        assert!(!put.expect("put").is_inserted());
     }
     assert_bounded_since(before, &mut conn, "upserts").await;
 }
@@ -164,10 +159,8 @@ async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
     for pattern in 0..PATTERNS {
         // The full save, under a condition with one SQL text per pattern.
         row.set(values(PATTERNS - 1, pattern as i32));
-        let condition = condition(pattern);
-        row.save_checked_where(&mut conn, condition)
-            .await
-            .expect("conditional save");
+        let saved = row.save_checked_where(&mut conn, condition(pattern)).await;
+        saved.expect("conditional save");
     }
     assert_bounded_since(before, &mut conn, "conditional saves").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");
