@@ -16,10 +16,8 @@ type Failures = Mutex<Vec<(u32, Option<TransientKind>)>>;
 /// Notes an error in `failures` as attempt `number`'s.
 fn note(failures: &Failures, number: u32) -> impl Fn(&Error) + '_ {
     move |error| {
-        failures
-            .lock()
-            .unwrap()
-            .push((number, error.transient_kind()))
+        let seen = (number, error.transient_kind());
+        failures.lock().unwrap().push(seen);
     }
 }
 
@@ -84,10 +82,8 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     assert_eq!(*errors.lock().unwrap(), deadlocked);
     let mut conn = db.conn();
     let rows = [1, 2].map(|id| Counter::find(&mut conn, id).unwrap());
-    assert!(
-        rows.iter().all(|r| r.value == 2),
-        "both writes, whole: {rows:?}"
-    );
+    let both = rows.iter().all(|r| r.value == 2);
+    assert!(both, "both writes, whole: {rows:?}");
 }
 
 /// PostgreSQL, async, through a connecting source: the attempt's transaction runs
