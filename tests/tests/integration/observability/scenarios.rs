@@ -15,6 +15,7 @@ use diesel_occ::blocking::{ConnectionSource as Source, retry};
 use diesel_occ::observe::CONFLICTS;
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{Error, SaveOutcome, Tracked, Upserted};
+use diesel_occ_tests::expect_conflict;
 use opentelemetry::trace::{SpanKind, Status};
 use tracing_subscriber::filter::LevelFilter;
 
@@ -80,11 +81,9 @@ async fn overtaken_increment<S: Source<Connection = Conn>>(
     .await
 }
 
-/// Every other kind of checked write, once each, after a test's conflicting save:
-/// `update_by_key` and `delete_by_key` on row 2; `save_checked_where`,
-/// `force_increment`, `soft_delete_checked` and `delete_checked` on row 3; a batch of
-/// row 4 and the stale `mine`, which conflicts; and `save_merging` of row 4, which
-/// saves it. Returns row 4, tracked.
+/// Every other checked write once, after a test's conflicting save: by key on row 2,
+/// the entity's own on row 3, a batch of row 4 and the stale `mine` (a conflict), and
+/// `save_merging` of row 4. Returns row 4, tracked.
 #[flavour]
 async fn write_every_way(conn: &mut Conn, mine: &Counter) -> Tracked<Counter> {
     use schema::counters::{label, value};
@@ -167,10 +166,9 @@ fn assert_conflicted(span: &ExportedSpan) {
     assert_eq!(span.attribute("error.type"), "conflict");
 }
 
-/// Every checked write that `CheckedDsl`, `BatchDsl` and `TrackedDsl` offer ends up as
-/// its own client span named `<operation> counters`, with the backend, table and
-/// operation; a conflict fails its span with `error.type = conflict` and carries the
-/// tokens in its event, but no key value while those are off.
+/// Each checked write is a client span `<operation> counters` with backend, table and
+/// operation; a conflict fails it with `error.type = conflict`, its event carrying the
+/// tokens but no key value while those are off.
 #[flavour]
 #[tokio::test]
 async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
@@ -187,8 +185,7 @@ async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
         theirs.value = 1;
         theirs.save_checked(&mut conn).await.expect("their save");
         mine.value = 2;
-        let conflict = mine.save_checked(&mut conn).await.unwrap_err();
-        assert!(conflict.is_conflict(), "{conflict:?}");
+        expect_conflict(mine.save_checked(&mut conn).await);
         write_every_way(&mut conn, &mine).await;
     }
 
@@ -252,8 +249,7 @@ async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
         let mut mine = find(&mut conn, 1).await;
         bump(&db, 1).await;
         mine.value = 9;
-        let error = mine.save_checked(&mut conn).await.unwrap_err();
-        assert!(error.is_conflict(), "{error:?}");
+        expect_conflict(mine.save_checked(&mut conn).await);
     }
     let mut conflicted = exported.named("save_checked counters");
     conflicted.retain(ExportedSpan::failed);
@@ -263,11 +259,9 @@ async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
     assert_eq!(key, Some("(id=1)"));
 }
 
-/// A retry loop is an INFO span around its attempts' spans, which hold the checked
-/// writes' client spans; it records how many attempts it ran, and fails with
-/// `retries_exhausted` when it gives up. Each conflict is forced by another writer
-/// that commits between the attempt's read and its save, and fails the attempt's
-/// `save_checked` span with `error.type = conflict` and both tokens.
+/// A retry loop is an INFO span around its attempts' spans, which hold the writes'
+/// client spans; it records its attempts, and fails with `retries_exhausted` when it
+/// gives up. Another writer forces each conflict between an attempt's read and save.
 #[flavour]
 #[tokio::test]
 async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
@@ -339,8 +333,7 @@ async fn at_info_only_the_retry_loop_span_is_exported() {
 
 /// Conflicts, retries and their end are DEBUG, INFO and WARN events with the row's
 /// table, key and outcome, each conflict inside its attempt's span; and counters and
-/// histograms under the table (the conflicts under the backend and method too). One
-/// retry loop succeeds on its second attempt, the other gives up after two.
+/// histograms under the table (the conflicts under the backend and method too).
 #[flavour]
 #[tokio::test]
 async fn conflicts_and_retries_are_traced_and_counted() {
@@ -377,11 +370,7 @@ async fn conflicts_and_retries_are_traced_and_counted() {
     }
     let in_attempt = |c: &CapturedEvent| c.span_field("occ.attempt", "attempt");
     let attempts: Vec<_> = conflicts.iter().map(in_attempt).collect();
-    assert_eq!(
-        attempts,
-        ["1", "1", "2"],
-        "each conflict inside its attempt's span"
-    );
+    assert_eq!(attempts, ["1", "1", "2"], "each in its attempt's span");
     let retries = captured.named("occ retry");
     assert_eq!(retries.len(), 2, "{events:#?}");
     for retry in &retries {
@@ -482,12 +471,10 @@ fn metric_key(name: &str, span: &ExportedSpan) -> String {
     format!("{name}{{{}}}", labels.join(","))
 }
 
-/// Each checked write records one `db.client.operation.duration` value (seconds),
-/// labelled with exactly its span's attributes (`error.type` included when it failed),
-/// and each conflict is counted under the `db.operation.name` its span has, the
-/// method's name; `find_checked`, which has no span, counts its stale client token
-/// under its own name. Spans and metrics name the backend alike (`mysql` for a MariaDB
-/// server too: the name of the client, Diesel's `Mysql` backend).
+/// Each checked write records one `db.client.operation.duration` (seconds) under exactly
+/// its span's attributes (`error.type` when it failed); each conflict is counted under
+/// its span's `db.operation.name`, and `find_checked`, which has no span, under its own.
+/// Spans and metrics name a MariaDB server alike: `mysql`, Diesel's backend.
 #[flavour]
 #[tokio::test]
 async fn every_checked_write_records_its_duration_under_its_span_attributes() {
@@ -504,15 +491,10 @@ async fn every_checked_write_records_its_duration_under_its_span_attributes() {
         let _recorder = metrics::set_default_local_recorder(&totals);
         let mut mine = find(&mut conn, 1).await;
         bump(&db, 1).await;
-        let error = mine.save_checked(&mut conn).await.unwrap_err();
-        assert!(error.is_conflict(), "{error:?}");
-        let stale = Counter::find_checked(&mut conn, 1, &1).await.unwrap_err();
-        assert!(stale.is_conflict(), "{stale:?}");
+        expect_conflict(mine.save_checked(&mut conn).await);
+        expect_conflict(Counter::find_checked(&mut conn, 1, &1).await);
         let six = schema::counters::value.eq(6);
-        let error = Counter::update_by_key(&mut conn, 2, &0, six)
-            .await
-            .unwrap_err();
-        assert!(error.is_conflict(), "{error:?}");
+        expect_conflict(Counter::update_by_key(&mut conn, 2, &0, six).await);
         let tracked = write_every_way(&mut conn, &mine).await;
         let deleted = tracked.delete_checked(&mut conn).await;
         deleted.expect("tracked delete");
