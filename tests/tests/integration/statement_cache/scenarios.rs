@@ -11,12 +11,9 @@ use super::super::{
 use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::StatementCounter;
 
-/// The counts before a test's writes, on a connection that holds the wide row.
-struct Before {
-    statements: StatementCounter,
-    open: Option<i64>,
-    server: Option<i64>,
-}
+/// The counts before a test's writes: Diesel's cache (counted from here on), and the
+/// server's (see [`server_counts`]).
+type Before = (StatementCounter, (Option<i64>, Option<i64>));
 
 /// The statements the server holds open for this session, and (on MariaDB) for the
 /// whole server; `None` where the backend has no server to ask.
@@ -44,12 +41,7 @@ async fn wide_row_counted(conn: &mut Conn) -> Before {
     run_sql(conn, CREATE).await;
     run_sql(conn, SEED).await;
     let statements = StatementCounter::install_in_flavour(conn);
-    let (open, server) = server_counts(conn).await;
-    Before {
-        statements,
-        open,
-        server,
-    }
+    (statements, server_counts(conn).await)
 }
 
 /// The row after one write per pattern, each writing the columns of its pattern: column
@@ -66,9 +58,10 @@ async fn assert_every_pattern_written(conn: &mut Conn) {
 /// The three counts after the writes stay within the bound.
 #[flavour]
 async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
-    let cached = before.statements.take_cached().len();
+    let (statements, (open_before, server_before)) = before;
+    let cached = statements.take_cached().len();
     let (open, server) = server_counts(conn).await;
-    assert_bounded(what, cached, (before.open, open), (before.server, server));
+    assert_bounded(what, cached, (open_before, open), (server_before, server));
 }
 
 #[flavour]
