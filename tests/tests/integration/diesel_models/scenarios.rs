@@ -66,8 +66,7 @@ async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
 async fn a_derived_put_form_writes_none_as_null() {
     let db = db!();
     let mut conn = db.conn().await;
-    let mut row = counter(1, 5);
-    row.label = Some("five".into());
+    let mut row = labelled(1, 5, Some("five"), 0);
     let etag = row.insert_checked(&mut conn).await.expect("insert");
 
     let put = CounterPut {
@@ -311,15 +310,6 @@ async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
     assert_eq!(stored(&mut b, 1).await.value, 5);
 }
 
-/// Retries up to five times, and would call a row hot after one conflict.
-fn hot_after_one_conflict(memory: &diesel_occ::retry::HotRows) -> diesel_occ::retry::RetryPolicy {
-    use std::time::Duration;
-    diesel_occ::retry::RetryPolicy::new()
-        .max_attempts(5)
-        .backoff(Duration::from_millis(1), Duration::from_millis(2))
-        .escalate_hot_rows_with(memory, 1, Duration::from_secs(60))
-}
-
 /// A conflict of a write that takes the token as an argument cannot be resolved by
 /// running the same call again: the retry helper returns it after one attempt, as a
 /// client-token conflict, and does not count the row as hot.
@@ -331,7 +321,9 @@ async fn client_token_conflicts_are_not_retried_nor_hot() {
     let mut row = inserted(&mut conn, 1, 5).await;
     row.save_checked(&mut conn).await.expect("version 2");
     let memory = diesel_occ::retry::HotRows::new();
-    let policy = hot_after_one_conflict(&memory);
+    // Five attempts; the row would be hot after one conflict.
+    let policy = diesel_occ::retry::RetryPolicy::new().max_attempts(5);
+    let policy = policy.escalate_hot_rows_with(&memory, 1, std::time::Duration::from_secs(60));
     let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
     for write in ["update_by_key", "delete_by_key", "upsert_checked"] {
         let attempts = std::sync::atomic::AtomicU32::new(0);

@@ -122,9 +122,8 @@ fn check_server_connections(seen: &[(u32, i64, u32)]) {
     assert_eq!(ids.len(), 4, "four distinct server connections: {seen:?}");
 }
 
-/// The identity of the server connection (PostgreSQL `pg_backend_pid()`, MariaDB
-/// `CONNECTION_ID()`, on SQLite a random id each connection stores in a TEMP table
-/// when it opens).
+/// The identity of the server connection (`CONNECTION_ID`: PostgreSQL's backend pid,
+/// MariaDB's `CONNECTION_ID()`, on SQLite a random id stored when the connection opens).
 #[flavour]
 async fn connection_id(conn: &mut Conn) -> i64 {
     let query = diesel::select(diesel::dsl::sql::<BigInt>(Conn::CONNECTION_ID));
@@ -561,10 +560,8 @@ async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() 
     let attempts = eight_workers_times_250_increments(&db, &policy).await;
     // After the row's first conflict every read of it takes the lock, so only a read
     // that started before that conflict can lose: at most one per worker.
-    assert!(
-        attempts <= (WORKERS * INCREMENTS + WORKERS) as u32,
-        "{attempts} attempts for 2000 increments"
-    );
+    let at_most = (WORKERS * INCREMENTS + WORKERS) as u32;
+    assert!(attempts <= at_most, "{attempts} attempts for {TOTAL}");
 }
 
 /// The control: the same load through plain load-mutate-save. Every round, all eight

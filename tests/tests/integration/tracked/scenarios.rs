@@ -69,10 +69,7 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     assert_eq!(base, tracked.current(), "saved values become the base");
     let stored = article(&mut conn).await;
     assert_eq!(stored.title, "New title");
-    assert_eq!(
-        stored.body, "Bypass",
-        "the untouched column kept the other write"
-    );
+    assert_eq!(stored.body, "Bypass", "the other write kept");
     assert_eq!(stored.version, 2);
 }
 
@@ -170,11 +167,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
     assert_eq!(stored.title, "Title by 0");
     assert_eq!(stored.body, "Body by 1");
     assert_eq!(stored.version, 3, "two writes");
-    assert_eq!(
-        merger.current(),
-        &stored,
-        "the merger holds the row as stored"
-    );
+    assert_eq!(merger.current(), &stored, "the merger holds the row");
 }
 
 #[flavour]
@@ -222,10 +215,8 @@ async fn overlapping_edits_return_both_values_and_write_nothing() {
         }
     })
     .await;
-    let winner = outcomes
-        .iter()
-        .position(|(o, _)| matches!(o, Ok(SaveOutcome::Saved)))
-        .expect("one writer saved");
+    let saved = |(o, _): &Merging| matches!(o, Ok(SaveOutcome::Saved));
+    let winner = outcomes.iter().position(saved).expect("one writer saved");
     let loser = 1 - winner;
     let (outcome, tracked) = &outcomes[loser];
     let Ok(SaveOutcome::Overlap(overlap)) = outcome else {
