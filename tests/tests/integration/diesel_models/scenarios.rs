@@ -35,13 +35,9 @@ fn patch(value: Option<i32>, label: Option<Option<&str>>) -> CounterPatch {
 }
 
 fn labelled(id: i32, value: i32, label: Option<&str>, version: i32) -> Counter {
-    let label = label.map(String::from);
-    Counter {
-        id,
-        value,
-        label,
-        version,
-    }
+    let mut row = counter(id, value);
+    (row.label, row.version) = (label.map(String::from), version);
+    row
 }
 
 #[flavour]
@@ -53,13 +49,10 @@ async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
     let six = patch(Some(6), None);
     let etag = Counter::update_by_key(&mut conn, 1, &etag, &six).await;
     assert_eq!(etag.expect("patch"), 2);
-    let etag = Counter::update_by_key(&mut conn, 1, &2, patch(None, Some(Some("six"))))
-        .await
-        .expect("owned patch");
-    assert_eq!(
-        stored(&mut conn, 1).await,
-        labelled(1, 6, Some("six"), etag)
-    );
+    let named = patch(None, Some(Some("six")));
+    let etag = Counter::update_by_key(&mut conn, 1, &2, named).await;
+    let expected = labelled(1, 6, Some("six"), etag.expect("owned patch"));
+    assert_eq!(stored(&mut conn, 1).await, expected);
 
     // A form sent with a stale token is refused and writes nothing.
     let stale = patch(Some(0), None);
@@ -73,8 +66,7 @@ async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
 async fn a_derived_put_form_writes_none_as_null() {
     let db = db!();
     let mut conn = db.conn().await;
-    let mut row = counter(1, 5);
-    row.label = Some("five".into());
+    let mut row = labelled(1, 5, Some("five"), 0);
     let etag = row.insert_checked(&mut conn).await.expect("insert");
 
     let put = CounterPut {
@@ -132,10 +124,8 @@ async fn insert_checked_sets_the_initial_token_of_each_kind() {
     let etag = stock.insert_checked(&mut conn).await.expect("insert stock");
     assert_ne!(etag, placeholder, "a fresh initial token");
     assert!(etag.validate().is_ok());
-    assert_eq!(
-        Stock::find(&mut conn, 1).await.expect("stock").version,
-        etag
-    );
+    let stored_stock = Stock::find(&mut conn, 1).await.expect("stock");
+    assert_eq!(stored_stock.version, etag);
 }
 
 #[flavour]
@@ -197,10 +187,8 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     let mut stale = counter(1, 0);
     let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&1)).await);
     assert_eq!(conflict.operation(), Operation::ClientToken);
-    assert_eq!(
-        (conflict.expected::<i32>(), conflict.current::<i32>()),
-        (Some(1), Some(2))
-    );
+    let tokens = (conflict.expected::<i32>(), conflict.current::<i32>());
+    assert_eq!(tokens, (Some(1), Some(2)));
     // Expecting no row while one exists: a conflict too, even though the row holds
     // the very token an insert would store.
     inserted(&mut conn, 2, 1).await;
@@ -241,10 +229,8 @@ async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
     stale.value = 6;
     let conflict = expect_conflict(stale.upsert_checked(&mut conn, Some(&read)).await);
     assert!(conflict.is_deleted(), "{conflict:?}");
-    assert!(
-        !conflict.is_retryable(),
-        "a client-token conflict is not retried"
-    );
+    let retryable = conflict.is_retryable();
+    assert!(!retryable, "a client-token conflict is not retried");
     assert_eq!(stale.version, read, "untouched");
     let gone = Counter::find(&mut conn, 1).await.unwrap_err();
     assert!(gone.is_not_found(), "still deleted");
@@ -283,13 +269,9 @@ fn coded(id: i32, code: &str) -> Coded {
 async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation() {
     let db = db!();
     let mut conn = db.conn().await;
-    diesel::sql_query(
-        "CREATE TABLE coded (id INTEGER PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, \
-         version INTEGER NOT NULL)",
-    )
-    .execute(&mut conn)
-    .await
-    .expect("table");
+    let create = "CREATE TABLE coded (id INTEGER PRIMARY KEY, \
+        code VARCHAR(16) NOT NULL UNIQUE, version INTEGER NOT NULL)";
+    run_sql(&mut conn, create).await;
     coded(1, "a").insert_checked(&mut conn).await.expect("a");
     let mut second = coded(2, "b");
     second.insert_checked(&mut conn).await.expect("insert");
@@ -328,15 +310,6 @@ async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
     assert_eq!(stored(&mut b, 1).await.value, 5);
 }
 
-/// Retries up to five times, and would call a row hot after one conflict.
-fn hot_after_one_conflict(memory: &diesel_occ::retry::HotRows) -> diesel_occ::retry::RetryPolicy {
-    use std::time::Duration;
-    diesel_occ::retry::RetryPolicy::new()
-        .max_attempts(5)
-        .backoff(Duration::from_millis(1), Duration::from_millis(2))
-        .escalate_hot_rows_with(memory, 1, Duration::from_secs(60))
-}
-
 /// A conflict of a write that takes the token as an argument cannot be resolved by
 /// running the same call again: the retry helper returns it after one attempt, as a
 /// client-token conflict, and does not count the row as hot.
@@ -348,7 +321,9 @@ async fn client_token_conflicts_are_not_retried_nor_hot() {
     let mut row = inserted(&mut conn, 1, 5).await;
     row.save_checked(&mut conn).await.expect("version 2");
     let memory = diesel_occ::retry::HotRows::new();
-    let policy = hot_after_one_conflict(&memory);
+    // Five attempts; the row would be hot after one conflict.
+    let policy = diesel_occ::retry::RetryPolicy::new().max_attempts(5);
+    let policy = policy.escalate_hot_rows_with(&memory, 1, std::time::Duration::from_secs(60));
     let source = || async { Ok::<_, diesel::ConnectionError>(db.conn().await) };
     for write in ["update_by_key", "delete_by_key", "upsert_checked"] {
         let attempts = std::sync::atomic::AtomicU32::new(0);
@@ -376,15 +351,13 @@ async fn client_token_conflicts_are_not_retried_nor_hot() {
 /// with the winner's token, and the winner's row is stored.
 #[flavour]
 async fn one_upsert_wins(db: &TestDb<Conn>, expected: Option<i32>, wins: Upserted<i32>) {
+    let connect = async |_: usize| db.conn().await;
     let report = Race::new(4)
-        .run_in_flavour(
-            async |_| db.conn().await,
-            async |writer, mut conn: Conn| {
-                let mut row = counter(1, 10 + writer as i32);
-                let outcome = row.upsert_checked(&mut conn, expected.as_ref()).await;
-                outcome.map(|outcome| (outcome, row))
-            },
-        )
+        .run_in_flavour(connect, async |writer, mut conn: Conn| {
+            let mut row = counter(1, 10 + writer as i32);
+            let outcome = row.upsert_checked(&mut conn, expected.as_ref()).await;
+            outcome.map(|outcome| (outcome, row))
+        })
         .await;
     let outcomes = report.into_values().unwrap();
     let won: Vec<_> = outcomes.iter().filter_map(|r| r.as_ref().ok()).collect();
@@ -395,11 +368,8 @@ async fn one_upsert_wins(db: &TestDb<Conn>, expected: Option<i32>, wins: Upserte
         let current = loss.as_conflict().and_then(|c| c.current::<i32>());
         assert_eq!(current, Some(*wins.token()), "{loss:?}");
     }
-    assert_eq!(
-        stored(&mut db.conn().await, 1).await,
-        *winner,
-        "the acknowledged write"
-    );
+    let stored_row = stored(&mut db.conn().await, 1).await;
+    assert_eq!(stored_row, *winner, "the acknowledged write");
 }
 
 #[flavour]

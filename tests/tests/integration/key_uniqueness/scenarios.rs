@@ -10,7 +10,7 @@ use diesel_occ_tests::Backend;
 use super::super::{
     GeneratedItem, ITEMS, LINES, LINES_KEYED_ELSEWHERE, LooseItem, LooseLine, SchemaLooseKey,
     assert_no_values_or_queries, assert_unenforced, expected_fix, item, line, loose_items,
-    loose_lines, schema_table,
+    schema_table,
 };
 
 /// The schema check of the entities given, run on `conn`.
@@ -47,16 +47,13 @@ async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     let mut first = item(1);
     let mut second = item(1);
     first.insert_checked(&mut conn).await.expect("the first");
-    second
-        .insert_checked(&mut conn)
-        .await
-        .expect("the same key again");
+    let again = second.insert_checked(&mut conn).await;
+    again.expect("the same key again");
     assert_eq!(items_with_key(&mut conn, 1).await, 2);
 
     // The fix runs once the duplicate is gone; then the check passes and the key is
     // taken.
-    let delete = diesel::delete(loose_items::table);
-    delete.execute(&mut conn).await.expect("delete");
+    run_sql(&mut conn, "DELETE FROM loose_items").await;
     run_sql(&mut conn, &key.fix).await;
     check!(&mut conn, LooseItem, GeneratedItem).expect("the key is kept unique");
     first.insert_checked(&mut conn).await.expect("the first");
@@ -71,11 +68,8 @@ async fn a_unique_index_on_exactly_the_key_passes() {
     let db = db!();
     let mut conn = db.conn().await;
     run_sql(&mut conn, ITEMS).await;
-    run_sql(
-        &mut conn,
-        "CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)",
-    )
-    .await;
+    let index = "CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)";
+    run_sql(&mut conn, index).await;
     check!(&mut conn, LooseItem).expect("a unique index on the key");
 }
 
@@ -85,11 +79,8 @@ async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
     let db = db!();
     let mut conn = db.conn().await;
     run_sql(&mut conn, LINES).await;
-    run_sql(
-        &mut conn,
-        "CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)",
-    )
-    .await;
+    let index = "CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)";
+    run_sql(&mut conn, index).await;
     check!(&mut conn, LooseLine).expect("the key's columns in another order");
 }
 
@@ -99,30 +90,23 @@ async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
     let db = db!();
     let mut conn = db.conn().await;
     run_sql(&mut conn, LINES).await;
-    run_sql(
-        &mut conn,
-        "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines (order_id, line_no, quantity); \
-         CREATE INDEX loose_lines_plain ON loose_lines (order_id, line_no)",
-    )
-    .await;
+    let indexes = "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines \
+        (order_id, line_no, quantity); \
+        CREATE INDEX loose_lines_plain ON loose_lines (order_id, line_no)";
+    run_sql(&mut conn, indexes).await;
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
     let fix = expected_fix(Conn::BACKEND, "loose_lines", &columns, false);
     assert_eq!(key.fix, fix);
 
     // Why: the wider index lets the key in twice.
-    line(1, 1)
-        .insert_checked(&mut conn)
-        .await
-        .expect("the first");
+    let first = line(1, 1).insert_checked(&mut conn).await;
+    first.expect("the first");
     let mut again = line(1, 1);
     again.quantity = 2;
-    again
-        .insert_checked(&mut conn)
-        .await
-        .expect("the same key again");
-    let delete = diesel::delete(loose_lines::table);
-    delete.execute(&mut conn).await.expect("delete");
+    let inserted = again.insert_checked(&mut conn).await;
+    inserted.expect("the same key again");
+    run_sql(&mut conn, "DELETE FROM loose_lines").await;
     run_sql(&mut conn, &key.fix).await;
     check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
@@ -151,11 +135,8 @@ async fn a_partial_unique_index_does_not_count() {
     let db = db!();
     let mut conn = db.conn().await;
     run_sql(&mut conn, ITEMS).await;
-    run_sql(
-        &mut conn,
-        "CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0",
-    )
-    .await;
+    let index = "CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0";
+    run_sql(&mut conn, index).await;
     assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
 }
 

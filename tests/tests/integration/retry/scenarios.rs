@@ -1,11 +1,6 @@
-//! The retry helper on real servers, in both flavours. It checks a connection out of its
-//! source at the start of every attempt and gives it back before the backoff: one
-//! checkout per attempt, one connection out during it, all back between attempts. The
-//! flavours' pools differ in the order they hand out idle connections, so each flavour
-//! checks its own: r2d2 last in, first out (the next attempt gets the same server
-//! connection, checked out anew), deadpool first in, first out (four attempts from a
-//! warm pool of four land on four server connections). A source that connects per
-//! attempt gives each a new server connection in both flavours.
+//! The retry helper on real servers, in both flavours: one checkout per attempt, one
+//! connection out during it, all back before the backoff. The flavours' pools hand out
+//! idle connections in different orders (see `check_server_connections`).
 //!
 //! Races are forced: interference inside an attempt runs at a fixed point of the
 //! attempt, and the control's writers meet at a barrier.
@@ -22,7 +17,6 @@ use diesel::connection::TransactionManager;
 #[flavour(blocking)]
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sql_types::BigInt;
-use diesel::{ExpressionMethods, QueryDsl};
 #[flavour(asynchronous)]
 use diesel_async::TransactionManager;
 #[flavour(asynchronous)]
@@ -41,7 +35,6 @@ use std::sync::{Barrier, Mutex, MutexGuard};
 use tokio::sync::{Barrier, Mutex, MutexGuard};
 
 use super::counters::{exhausted, quick};
-use super::schema;
 use crate::pools::Counting;
 
 /// Test settings and a readable identity on every pooled connection.
@@ -129,9 +122,8 @@ fn check_server_connections(seen: &[(u32, i64, u32)]) {
     assert_eq!(ids.len(), 4, "four distinct server connections: {seen:?}");
 }
 
-/// The identity of the server connection (PostgreSQL `pg_backend_pid()`, MariaDB
-/// `CONNECTION_ID()`, on SQLite a random id each connection stores in a TEMP table
-/// when it opens).
+/// The identity of the server connection (`CONNECTION_ID`: PostgreSQL's backend pid,
+/// MariaDB's `CONNECTION_ID()`, on SQLite a random id stored when the connection opens).
 #[flavour]
 async fn connection_id(conn: &mut Conn) -> i64 {
     let query = diesel::select(diesel::dsl::sql::<BigInt>(Conn::CONNECTION_ID));
@@ -170,6 +162,25 @@ async fn bump(db: &TestDb<Conn>, id: i32) {
     row.save_checked(&mut conn).await.expect("the other writer");
 }
 
+/// An attempt's increment of row `id`, which another writer overtakes between its read
+/// and its save.
+#[flavour]
+async fn overtaken(db: &TestDb<Conn>, conn: &mut Conn, at: &Attempt, id: i32) -> Result<(), Error> {
+    let mut row: Counter = at.find(conn, id).await?;
+    bump(db, id).await;
+    row.increment();
+    row.save_checked(conn).await
+}
+
+/// An attempt's increment of row 1; returns the value it saved.
+#[flavour]
+async fn increment(conn: &mut Conn, attempt: &Attempt) -> Result<i32, Error> {
+    let mut row: Counter = attempt.find(conn, 1).await?;
+    row.increment();
+    row.save_checked(conn).await?;
+    Ok(row.value)
+}
+
 /// Runs attempts through `source` that another writer always overtakes between read
 /// and save, until the helper gives up after exactly `attempts` with the last
 /// conflict's token; returns each attempt's number, server connection and how many of
@@ -186,10 +197,7 @@ async fn perpetually_overtaken<S: Source<Connection = Conn>>(
     let result: Result<(), Error> = retry(source, &policy, async |conn, attempt| {
         let at = (attempt.number(), connection_id(conn).await, in_use(pool));
         seen.lock().unwrap().push(at);
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        bump(db, 1).await;
-        row.increment();
-        row.save_checked(conn).await
+        overtaken(db, conn, &attempt, 1).await
     })
     .await;
     let exhausted = exhausted(result);
@@ -213,13 +221,7 @@ async fn make_hot<S: Source<Connection = Conn>>(
     id: i32,
 ) {
     let once = policy.clone().max_attempts(1);
-    let _ = retry(source, &once, async |conn, attempt| {
-        let mut row: Counter = attempt.find(conn, id).await?;
-        bump(db, id).await;
-        row.increment();
-        row.save_checked(conn).await
-    })
-    .await;
+    let _ = retry(source, &once, async |c, at| overtaken(db, c, &at, id).await).await;
     let memory = policy.hot_row_memory().expect("a memory");
     assert!(memory.is_hot::<Counter>(&id));
 }
@@ -331,14 +333,8 @@ async fn the_helper_never_ends_the_callers_transaction() {
         ("escalated", quick().escalate_after(0)),
     ];
     for (kind, policy) in cases {
-        let value = retry(&held, &policy, async |conn, attempt| {
-            let mut row: Counter = attempt.find(conn, 1).await?;
-            row.increment();
-            row.save_checked(conn).await?;
-            Ok(row.value)
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        let value = retry(&held, &policy, async |c, at| increment(c, &at).await).await;
+        let value = value.unwrap_or_else(|e| panic!("{kind}: {e:?}"));
         let mut conn = lock(&held.0).await;
         let status = Manager::transaction_manager_status_mut(&mut *conn);
         let depth = status.transaction_depth().expect("a sound manager");
@@ -357,22 +353,19 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     let db = db!();
     let pool = seeded(&db, 2).await;
     // A batch that another writer overtakes counts as a conflict.
-    let escalated = retry(
-        &pool,
-        &quick().max_attempts(3).escalate_after(1),
-        async |conn, attempt| {
-            let mut rows = [
-                attempt.find::<Counter>(conn, 1).await?,
-                attempt.find(conn, 2).await?,
-            ];
-            if attempt.is_first() {
-                bump(&db, 1).await;
-            }
-            rows.iter_mut().for_each(Counter::increment);
-            rows.save_all_checked(conn).await?;
-            Ok(attempt.is_escalated())
-        },
-    )
+    let policy = quick().max_attempts(3).escalate_after(1);
+    let escalated = retry(&pool, &policy, async |conn, attempt| {
+        let mut rows = [
+            attempt.find::<Counter>(conn, 1).await?,
+            attempt.find(conn, 2).await?,
+        ];
+        if attempt.is_first() {
+            bump(&db, 1).await;
+        }
+        rows.iter_mut().for_each(Counter::increment);
+        rows.save_all_checked(conn).await?;
+        Ok(attempt.is_escalated())
+    })
     .await
     .expect("the second attempt wins");
     assert!(escalated, "the batch's conflict escalated the next attempt");
@@ -386,10 +379,7 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
         attempts.store(attempt.number(), Ordering::SeqCst);
         assert!(!attempt.is_escalated(), "a deletion does not escalate");
         let mut row: Counter = attempt.find(conn, 2).await?;
-        diesel::delete(schema::counters::table.find(2))
-            .execute(&mut db.conn().await)
-            .await
-            .expect("the other writer deletes");
+        raw_sql(&db, "DELETE FROM counters WHERE id = 2").await;
         row.increment();
         row.save_checked(conn).await
     })
@@ -407,10 +397,8 @@ async fn each_attempt_checks_out_anew_until_exactly_n() {
     let source = Counting::new(&pool);
     let seen = perpetually_overtaken(&db, &source, &pool, 4).await;
     assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
-    assert!(
-        seen.iter().all(|s| s.2 == 1),
-        "one connection out at a time: {seen:?}"
-    );
+    let one_out = seen.iter().all(|s| s.2 == 1);
+    assert!(one_out, "one connection out at a time: {seen:?}");
     assert_eq!(source.checkouts(), 4, "one checkout per attempt");
     assert_eq!(in_use(&pool), 0, "every connection returned");
     check_server_connections(&seen);
@@ -437,11 +425,7 @@ async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
     let source = Counting::new(&pool);
     let outcome = retry(&source, &quick(), async |conn, attempt| {
         let row: Counter = attempt.find(conn, 1).await?;
-        Ok(if row.value < 5 {
-            Err(SoldOut)
-        } else {
-            Ok(row.value)
-        })
+        Ok(Some(row.value).filter(|value| *value >= 5).ok_or(SoldOut))
     })
     .await
     .expect("a domain outcome is not an error");
@@ -463,10 +447,7 @@ async fn the_deadline_stops_a_perpetual_conflict() {
     let starts = std::sync::Mutex::new(Vec::new());
     let result: Result<(), Error> = retry(&pool, &policy, async |conn, attempt| {
         starts.lock().unwrap().push(started.elapsed());
-        let mut row: Counter = attempt.find(conn, 1).await?;
-        bump(&db, 1).await;
-        row.increment();
-        row.save_checked(conn).await
+        overtaken(&db, conn, &attempt, 1).await
     })
     .await;
     let elapsed = started.elapsed();
@@ -498,13 +479,7 @@ async fn retry_futures_are_send_and_run_on_spawned_tasks() {
             let pool = pool.clone();
             tokio::spawn(async move {
                 let policy = quick().max_attempts(50).escalate_after(1);
-                retry(&pool, &policy, async |conn, attempt| {
-                    let mut row: Counter = attempt.find(conn, 1).await?;
-                    row.increment();
-                    row.save_checked(conn).await?;
-                    Ok(row.value)
-                })
-                .await
+                retry(&pool, &policy, async |c, at| increment(c, &at).await).await
             })
         })
         .collect();
@@ -585,10 +560,8 @@ async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() 
     let attempts = eight_workers_times_250_increments(&db, &policy).await;
     // After the row's first conflict every read of it takes the lock, so only a read
     // that started before that conflict can lose: at most one per worker.
-    assert!(
-        attempts <= (WORKERS * INCREMENTS + WORKERS) as u32,
-        "{attempts} attempts for 2000 increments"
-    );
+    let at_most = (WORKERS * INCREMENTS + WORKERS) as u32;
+    assert!(attempts <= at_most, "{attempts} attempts for {TOTAL}");
 }
 
 /// The control: the same load through plain load-mutate-save. Every round, all eight
@@ -607,11 +580,8 @@ async fn control_the_same_load_through_plain_load_mutate_save_loses_updates() {
             for _ in 0..INCREMENTS {
                 let row = Counter::find(&mut conn, 1).await.expect("row 1");
                 barrier.wait().await;
-                diesel::update(schema::counters::table.find(1))
-                    .set(schema::counters::value.eq(row.value + 1))
-                    .execute(&mut conn)
-                    .await
-                    .expect("plain write");
+                let write = format!("UPDATE counters SET value = {} WHERE id = 1", row.value + 1);
+                run_sql(&mut conn, &write).await;
                 barrier.wait().await;
             }
         }));

@@ -21,24 +21,53 @@ pub(crate) const PATTERNS: u32 = 1 << COLUMNS;
 /// and its update), with room to spare. Without the bound it is thousands.
 pub(crate) const BOUND: i64 = 24;
 
-diesel::table! {
-    stmt_wide (id) {
-        id -> Integer,
-        c0 -> Nullable<Integer>,
-        c1 -> Nullable<Integer>,
-        c2 -> Nullable<Integer>,
-        c3 -> Nullable<Integer>,
-        c4 -> Nullable<Integer>,
-        c5 -> Nullable<Integer>,
-        c6 -> Nullable<Integer>,
-        c7 -> Nullable<Integer>,
-        c8 -> Nullable<Integer>,
-        c9 -> Nullable<Integer>,
-        c10 -> Nullable<Integer>,
-        c11 -> Nullable<Integer>,
-        version -> Integer,
-    }
+/// `stmt_wide`, its twelve columns named once: the table, a PATCH and the tracked row.
+macro_rules! wide {
+    ($($c:ident),+) => {
+        diesel::table! {
+            stmt_wide (id) {
+                id -> Integer,
+                $($c -> Nullable<Integer>,)+
+                version -> Integer,
+            }
+        }
+
+        /// A PATCH of the columns in `pattern` (bit i: column i) to `value`, the others
+        /// left alone: one SQL text per pattern.
+        pub(crate) type Patch = ($(Option<diesel::dsl::Eq<stmt_wide::$c, i32>>,)+);
+
+        pub(crate) fn patch(pattern: u32, value: i32) -> Patch {
+            use diesel::ExpressionMethods;
+            let [$($c),+] = values(pattern, value);
+            ($($c.map(|v| stmt_wide::$c.eq(v)),)+)
+        }
+
+        /// One row of `stmt_wide`, tracked.
+        #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+        #[derive(diesel::Insertable, diesel_occ::Versioned)]
+        #[diesel(table_name = stmt_wide)]
+        #[occ(track)]
+        pub(crate) struct Wide {
+            pub(crate) id: i32,
+            $($c: Option<i32>,)+
+            #[occ(version)]
+            version: i32,
+        }
+
+        impl Wide {
+            pub(crate) fn set(&mut self, values: [Option<i32>; COLUMNS]) {
+                let [$($c),+] = values;
+                $(self.$c = $c;)+
+            }
+
+            pub(crate) fn get(&self) -> [Option<i32>; COLUMNS] {
+                [$(self.$c),+]
+            }
+        }
+    };
 }
+
+wide!(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11);
 
 /// The table, in SQL every backend accepts.
 pub(crate) const CREATE: &str = "CREATE TABLE stmt_wide (id INTEGER PRIMARY KEY, \
@@ -53,43 +82,6 @@ pub(crate) fn values(pattern: u32, value: i32) -> [Option<i32>; COLUMNS] {
     std::array::from_fn(|i| (pattern & (1 << i) != 0).then_some(value))
 }
 
-/// A PATCH of the columns in `pattern` (bit i: column i) to `value`, the others left
-/// alone: one SQL text per pattern.
-pub(crate) type Patch = (
-    Option<diesel::dsl::Eq<stmt_wide::c0, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c1, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c2, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c3, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c4, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c5, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c6, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c7, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c8, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c9, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c10, i32>>,
-    Option<diesel::dsl::Eq<stmt_wide::c11, i32>>,
-);
-
-pub(crate) fn patch(pattern: u32, value: i32) -> Patch {
-    use diesel::ExpressionMethods;
-    use stmt_wide::*;
-    let [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11] = values(pattern, value);
-    (
-        v0.map(|v| c0.eq(v)),
-        v1.map(|v| c1.eq(v)),
-        v2.map(|v| c2.eq(v)),
-        v3.map(|v| c3.eq(v)),
-        v4.map(|v| c4.eq(v)),
-        v5.map(|v| c5.eq(v)),
-        v6.map(|v| c6.eq(v)),
-        v7.map(|v| c7.eq(v)),
-        v8.map(|v| c8.eq(v)),
-        v9.map(|v| c9.eq(v)),
-        v10.map(|v| c10.eq(v)),
-        v11.map(|v| c11.eq(v)),
-    )
-}
-
 /// `cI IS NOT NULL` for every column I in `pattern`, as a condition written at run
 /// time: true on the seeded row, one SQL text per pattern.
 pub(crate) fn condition(pattern: u32) -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
@@ -98,46 +90,6 @@ pub(crate) fn condition(pattern: u32) -> diesel::expression::SqlLiteral<diesel::
         text.push_str(&format!(" AND c{i} IS NOT NULL"));
     }
     diesel::dsl::sql(&text)
-}
-
-/// One row of `stmt_wide`, tracked.
-#[derive(
-    Debug, Clone, PartialEq, Queryable, Selectable, diesel::Insertable, diesel_occ::Versioned,
-)]
-#[diesel(table_name = stmt_wide)]
-#[occ(track)]
-pub(crate) struct Wide {
-    pub(crate) id: i32,
-    c0: Option<i32>,
-    c1: Option<i32>,
-    c2: Option<i32>,
-    c3: Option<i32>,
-    c4: Option<i32>,
-    c5: Option<i32>,
-    c6: Option<i32>,
-    c7: Option<i32>,
-    c8: Option<i32>,
-    c9: Option<i32>,
-    c10: Option<i32>,
-    c11: Option<i32>,
-    #[occ(version)]
-    version: i32,
-}
-
-impl Wide {
-    pub(crate) fn set(&mut self, values: [Option<i32>; COLUMNS]) {
-        let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11] = values;
-        (self.c0, self.c1, self.c2, self.c3) = (c0, c1, c2, c3);
-        (self.c4, self.c5, self.c6, self.c7) = (c4, c5, c6, c7);
-        (self.c8, self.c9, self.c10, self.c11) = (c8, c9, c10, c11);
-    }
-
-    pub(crate) fn get(&self) -> [Option<i32>; COLUMNS] {
-        [
-            self.c0, self.c1, self.c2, self.c3, self.c4, self.c5, self.c6, self.c7, self.c8,
-            self.c9, self.c10, self.c11,
-        ]
-    }
 }
 
 /// A row of `SHOW STATUS`.
@@ -165,7 +117,7 @@ pub(crate) fn status_value(rows: &[Status], name: &str) -> i64 {
         .unwrap_or_else(|| panic!("no status {name}"))
 }
 
-/// Statements this MariaDB session prepared and has not closed.
+/// What [`mysql_open`] counts.
 pub(crate) const MYSQL_OPEN: &str =
     "SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_close')";
 pub(crate) const MYSQL_SERVER: &str = "SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'";

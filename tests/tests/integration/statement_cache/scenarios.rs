@@ -11,12 +11,9 @@ use super::super::{
 use diesel_occ_tests::Backend;
 use diesel_occ_tests::statements::StatementCounter;
 
-/// The counts before a test's writes, on a connection that holds the wide row.
-struct Before {
-    statements: StatementCounter,
-    open: Option<i64>,
-    server: Option<i64>,
-}
+/// The counts before a test's writes: Diesel's cache (counted from here on), and the
+/// server's (see [`server_counts`]).
+type Before = (StatementCounter, (Option<i64>, Option<i64>));
 
 /// The statements the server holds open for this session, and (on MariaDB) for the
 /// whole server; `None` where the backend has no server to ask.
@@ -31,10 +28,8 @@ async fn server_counts(conn: &mut Conn) -> (Option<i64>, Option<i64>) {
             let session = diesel::sql_query(MYSQL_OPEN).load::<Status>(conn).await;
             let server = diesel::sql_query(MYSQL_SERVER).load::<Status>(conn).await;
             let server = status_value(&server.expect("global status"), "Prepared_stmt_count");
-            (
-                Some(mysql_open(&session.expect("session status"))),
-                Some(server),
-            )
+            let session = mysql_open(&session.expect("session status"));
+            (Some(session), Some(server))
         }
         Backend::Sqlite => (None, None),
     }
@@ -46,12 +41,7 @@ async fn wide_row_counted(conn: &mut Conn) -> Before {
     run_sql(conn, CREATE).await;
     run_sql(conn, SEED).await;
     let statements = StatementCounter::install_in_flavour(conn);
-    let (open, server) = server_counts(conn).await;
-    Before {
-        statements,
-        open,
-        server,
-    }
+    (statements, server_counts(conn).await)
 }
 
 /// The row after one write per pattern, each writing the columns of its pattern: column
@@ -68,9 +58,10 @@ async fn assert_every_pattern_written(conn: &mut Conn) {
 /// The three counts after the writes stay within the bound.
 #[flavour]
 async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
-    let cached = before.statements.take_cached().len();
+    let (statements, (open_before, server_before)) = before;
+    let cached = statements.take_cached().len();
     let (open, server) = server_counts(conn).await;
-    assert_bounded(what, cached, (before.open, open), (before.server, server));
+    assert_bounded(what, cached, (open_before, open), (server_before, server));
 }
 
 #[flavour]
@@ -112,11 +103,8 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
         row.id = 2 + pattern as i32;
         row.set(values(pattern, pattern as i32));
         let inserted = row.upsert_checked(&mut conn, None).await.expect("create");
-        let put = row
-            .upsert_checked(&mut conn, Some(inserted.token()))
-            .await
-            .expect("put");
-        assert!(!put.is_inserted());
+        let put = row.upsert_checked(&mut conn, Some(inserted.token())).await;
+        assert!(!put.expect("put").is_inserted());
     }
     assert_bounded_since(before, &mut conn, "upserts").await;
 }
@@ -164,10 +152,8 @@ async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
     for pattern in 0..PATTERNS {
         // The full save, under a condition with one SQL text per pattern.
         row.set(values(PATTERNS - 1, pattern as i32));
-        let condition = condition(pattern);
-        row.save_checked_where(&mut conn, condition)
-            .await
-            .expect("conditional save");
+        let saved = row.save_checked_where(&mut conn, condition(pattern)).await;
+        saved.expect("conditional save");
     }
     assert_bounded_since(before, &mut conn, "conditional saves").await;
     let stored = Wide::find(&mut conn, 1).await.expect("row");

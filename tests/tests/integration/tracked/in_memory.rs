@@ -72,11 +72,8 @@ fn the_same_edit_on_both_sides_is_not_an_overlap() {
     assert_eq!(names(only_theirs), ["body"]);
     assert_eq!(mine.original(), &theirs, "rebased onto theirs");
     assert_eq!(decided(&mine), ("mine", "theirs", 2));
-    assert_eq!(
-        names(mine.changed()),
-        ["title"],
-        "only my edit is left to write"
-    );
+    let left = names(mine.changed());
+    assert_eq!(left, ["title"], "only my edit is left to write");
 }
 
 #[test]

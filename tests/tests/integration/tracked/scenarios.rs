@@ -16,12 +16,19 @@ async fn seed_article(db: &TestDb<Conn>) {
     insert_rows!(&mut conn, schema::wiki_articles::table, Article::seed());
 }
 
+/// A connection of its own and the article read on it, tracked.
+#[flavour]
+async fn read_tracked(db: &TestDb<Conn>) -> (Conn, Tracked<Article>) {
+    let mut conn = db.conn().await;
+    let tracked = Tracked::new(article(&mut conn).await);
+    (conn, tracked)
+}
+
 /// Seeds the article; returns a connection and the article read twice, tracked.
 #[flavour]
 async fn seeded(db: &TestDb<Conn>) -> (Conn, Tracked<Article>, Tracked<Article>) {
     seed_article(db).await;
-    let mut conn = db.conn().await;
-    let mine = Tracked::new(article(&mut conn).await);
+    let (mut conn, mine) = read_tracked(db).await;
     let theirs = Tracked::new(article(&mut conn).await);
     (conn, mine, theirs)
 }
@@ -62,10 +69,7 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     assert_eq!(base, tracked.current(), "saved values become the base");
     let stored = article(&mut conn).await;
     assert_eq!(stored.title, "New title");
-    assert_eq!(
-        stored.body, "Bypass",
-        "the untouched column kept the other write"
-    );
+    assert_eq!(stored.body, "Bypass", "the other write kept");
     assert_eq!(stored.version, 2);
 }
 
@@ -125,11 +129,7 @@ async fn race_tracked(
 ) -> Vec<Merging> {
     let report = Race::new(2)
         .run_in_flavour(
-            async |_| {
-                let mut conn = db.conn().await;
-                let tracked = Tracked::new(article(&mut conn).await);
-                (conn, tracked)
-            },
+            async |_| read_tracked(db).await,
             async |writer, (mut conn, mut tracked): (Conn, Tracked<Article>)| {
                 edit(writer, tracked.edit());
                 let outcome = tracked.save_merging(&mut conn).await;
@@ -150,9 +150,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
         _ => a.body = "Body by 1".into(),
     })
     .await;
-    let saved = outcomes
-        .iter()
-        .filter(|(o, _)| matches!(o, Ok(SaveOutcome::Saved)));
+    let saved = |(o, _): &&Merging| matches!(o, Ok(SaveOutcome::Saved));
     let merged: Vec<_> = outcomes
         .iter()
         .filter_map(|(o, t)| match o {
@@ -160,7 +158,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
             _ => None,
         })
         .collect();
-    let counts = (saved.count(), merged.len());
+    let counts = (outcomes.iter().filter(saved).count(), merged.len());
     assert_eq!(counts, (1, 1), "one saved, one merged: {outcomes:?}");
     let (theirs, merger) = merged[0];
     assert_eq!(theirs.len(), 1, "the merger saw the other's one field");
@@ -169,11 +167,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
     assert_eq!(stored.title, "Title by 0");
     assert_eq!(stored.body, "Body by 1");
     assert_eq!(stored.version, 3, "two writes");
-    assert_eq!(
-        merger.current(),
-        &stored,
-        "the merger holds the row as stored"
-    );
+    assert_eq!(merger.current(), &stored, "the merger holds the row");
 }
 
 #[flavour]
@@ -221,10 +215,8 @@ async fn overlapping_edits_return_both_values_and_write_nothing() {
         }
     })
     .await;
-    let winner = outcomes
-        .iter()
-        .position(|(o, _)| matches!(o, Ok(SaveOutcome::Saved)))
-        .expect("one writer saved");
+    let saved = |(o, _): &Merging| matches!(o, Ok(SaveOutcome::Saved));
+    let winner = outcomes.iter().position(saved).expect("one writer saved");
     let loser = 1 - winner;
     let (outcome, tracked) = &outcomes[loser];
     let Ok(SaveOutcome::Overlap(overlap)) = outcome else {
@@ -248,11 +240,7 @@ async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
     let report = Race::new(2)
         .in_order()
         .run_in_flavour(
-            async |_| {
-                let mut conn = db.conn().await;
-                let tracked = Tracked::new(article(&mut conn).await);
-                (conn, tracked)
-            },
+            async |_| read_tracked(db).await,
             async |writer, (mut conn, mut tracked): (Conn, Tracked<Article>)| {
                 if writer == 0 {
                     tracked.edit().title = "Title by 0".into();
@@ -268,10 +256,8 @@ async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
                     panic!("expected an overlap");
                 };
                 tracked.rebase(overlap.into_theirs(), prefer);
-                tracked
-                    .save_checked(&mut conn)
-                    .await
-                    .expect("resolved save");
+                let resolved = tracked.save_checked(&mut conn).await;
+                resolved.expect("resolved save");
                 Some(tracked.into_inner())
             },
         )

@@ -32,23 +32,19 @@ fn increment(id: i32) -> String {
 /// Two blocking transactions in opposite lock order; returns each one's outcome.
 fn sync_deadlock<C: TestConnection>(db: &TestDb<C>, session: &str) -> Vec<diesel::QueryResult<()>> {
     db.conn().batch_execute(SEED).expect("seed");
-    let barrier = Barrier::new(2);
+    let barrier = &Barrier::new(2);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = [(1, 2), (2, 1)]
-            .into_iter()
-            .map(|(first, second)| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let mut conn = db.conn();
-                    conn.batch_execute(session).expect("session settings");
-                    conn.transaction(|conn| {
-                        conn.batch_execute(&increment(first))?;
-                        barrier.wait();
-                        conn.batch_execute(&increment(second))
-                    })
+        let workers = [(1, 2), (2, 1)].map(|(first, second)| {
+            scope.spawn(move || {
+                let mut conn = db.conn();
+                conn.batch_execute(session).expect("session settings");
+                conn.transaction(|conn| {
+                    conn.batch_execute(&increment(first))?;
+                    barrier.wait();
+                    conn.batch_execute(&increment(second))
                 })
             })
-            .collect();
+        });
         let outcomes = workers.into_iter().map(|w| w.join().expect("worker"));
         outcomes.collect()
     })
@@ -91,22 +87,20 @@ fn assert_one_deadlock(outcomes: Vec<diesel::QueryResult<()>>) {
     assert_eq!(kind(error), Some(TransientKind::Deadlock), "{shown}");
 }
 
+/// [`test_db!`] for a blocking `$conn`.
 macro_rules! sync_db {
-    ($conn:ty) => {
-        match TestDb::<$conn>::create(concat!("transient_", line!())) {
-            Some(db) => db,
-            None => return,
-        }
-    };
+    ($conn:ty) => {{
+        type Conn = $conn;
+        test_db!()
+    }};
 }
 
+/// [`async_test_db!`] for an async `$conn`.
 macro_rules! async_db {
-    ($conn:ty) => {
-        match AsyncTestDb::<$conn>::create(concat!("transient_a", line!())).await {
-            Some(db) => db,
-            None => return,
-        }
-    };
+    ($conn:ty) => {{
+        type Conn = $conn;
+        async_test_db!()
+    }};
 }
 
 type Sqlite = diesel::SqliteConnection;
@@ -132,16 +126,13 @@ fn postgres_libpq_repeatable_read_update_is_a_serialization_failure() {
     let db = sync_db!(diesel::PgConnection);
     let (mut a, mut b) = (db.conn(), db.conn());
     a.batch_execute(SEED).unwrap();
-    let error = a
-        .build_transaction()
-        .repeatable_read()
-        .run(|a| {
-            a.batch_execute("SELECT value FROM counters WHERE id = 1")?;
-            b.batch_execute(&increment(1))
-                .expect("the other writer commits");
-            a.batch_execute(&increment(1))
-        })
-        .unwrap_err();
+    let snapshot = a.build_transaction().repeatable_read().run(|a| {
+        a.batch_execute("SELECT value FROM counters WHERE id = 1")?;
+        let other_writer = b.batch_execute(&increment(1));
+        other_writer.expect("the other writer commits");
+        a.batch_execute(&increment(1))
+    });
+    let error = snapshot.unwrap_err();
     use diesel::result::{DatabaseErrorKind::SerializationFailure, Error::DatabaseError};
     assert!(matches!(error, DatabaseError(SerializationFailure, _)));
     assert_eq!(kind(error), Some(TransientKind::SerializationFailure));
@@ -153,11 +144,10 @@ fn postgres_libpq_serializable_write_skew_is_a_serialization_failure() {
     let db = sync_db!(diesel::PgConnection);
     let (mut a, mut b) = (db.conn(), db.conn());
     a.batch_execute(SEED).unwrap();
-    let sum = "SELECT sum(value) FROM counters WHERE id IN (1, 2)";
+    let read_both = "BEGIN ISOLATION LEVEL SERIALIZABLE; \
+        SELECT sum(value) FROM counters WHERE id IN (1, 2)";
     for conn in [&mut a, &mut b] {
-        conn.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-            .unwrap();
-        conn.batch_execute(sum).unwrap();
+        conn.batch_execute(read_both).unwrap();
     }
     a.batch_execute(&increment(1)).unwrap();
     let b_result = b.batch_execute(&increment(2));

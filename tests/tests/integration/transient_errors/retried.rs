@@ -4,9 +4,22 @@
 
 use std::sync::Mutex;
 
+use diesel_occ::asynchronous as occ;
+use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::entities::Counter;
 
 use super::*;
+
+/// Each failed attempt's number and the transient kind of its error.
+type Failures = Mutex<Vec<(u32, Option<TransientKind>)>>;
+
+/// Notes an error in `failures` as attempt `number`'s.
+fn note(failures: &Failures, number: u32) -> impl Fn(&Error) + '_ {
+    move |error| {
+        let seen = (number, error.transient_kind());
+        failures.lock().unwrap().push(seen);
+    }
+}
 
 /// PostgreSQL, blocking, through r2d2: the attempt (in its escalated transaction)
 /// locks row 1, another transaction holds row 2 and asks for row 1, the attempt
@@ -18,16 +31,13 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel::r2d2::{ConnectionManager, Pool};
     use diesel_occ::blocking;
     use diesel_occ::prelude::*;
-    use diesel_occ::retry::RetryPolicy;
 
     let db = sync_db!(diesel::PgConnection);
     db.conn().batch_execute(SEED).unwrap();
-    let pool = Pool::builder()
-        .max_size(2)
-        .build(ConnectionManager::<diesel::PgConnection>::new(db.url()))
-        .unwrap();
+    let manager = ConnectionManager::<diesel::PgConnection>::new(db.url());
+    let pool = Pool::builder().max_size(2).build(manager).unwrap();
     let barrier = Barrier::new(2);
-    let errors = Mutex::new(Vec::new());
+    let errors = Failures::default();
     // The second attempt starts once the other transaction committed: otherwise
     // it could take row 1 before the other does and deadlock again.
     let (committed, other_done) = std::sync::mpsc::channel();
@@ -56,14 +66,7 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
                 barrier.wait();
             }
             let second = attempt.find::<Counter>(conn, 2);
-            let mut second = match second {
-                Ok(row) => row,
-                Err(error) => {
-                    let seen = (attempt.number(), error.transient_kind());
-                    errors.lock().unwrap().push(seen);
-                    return Err(error);
-                }
-            };
+            let mut second = second.inspect_err(note(&errors, attempt.number()))?;
             first.increment();
             second.increment();
             first.save_checked(conn)?;
@@ -79,10 +82,8 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     assert_eq!(*errors.lock().unwrap(), deadlocked);
     let mut conn = db.conn();
     let rows = [1, 2].map(|id| Counter::find(&mut conn, id).unwrap());
-    assert!(
-        rows.iter().all(|r| r.value == 2),
-        "both writes, whole: {rows:?}"
-    );
+    let both = rows.iter().all(|r| r.value == 2);
+    assert!(both, "both writes, whole: {rows:?}");
 }
 
 /// PostgreSQL, async, through a connecting source: the attempt's transaction runs
@@ -91,16 +92,14 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
 /// and the second attempt reads the new row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
-    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::retry::RetryPolicy;
 
     let db = async_db!(diesel_async::AsyncPgConnection);
     let other = tokio::sync::Mutex::new(db.conn().await);
     other.lock().await.batch_execute(SEED).await.unwrap();
     let url = db.url().to_owned();
     let source = || diesel_occ_tests::connect_async::<diesel_async::AsyncPgConnection>(&url);
-    let errors = Mutex::new(Vec::new());
+    let errors = Failures::default();
     let policy = RetryPolicy::new()
         .backoff(Duration::ZERO, Duration::ZERO)
         .escalate_after(0);
@@ -111,13 +110,8 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
             let mut other = other.lock().await;
             other.batch_execute(&increment(1)).await.unwrap();
         }
-        let mut row: Counter = match attempt.find(conn, 1).await {
-            Ok(row) => row,
-            Err(error) => {
-                errors.lock().unwrap().push(error.transient_kind());
-                return Err(error);
-            }
-        };
+        let row = attempt.find::<Counter>(conn, 1).await;
+        let mut row = row.inspect_err(note(&errors, attempt.number()))?;
         row.increment();
         row.save_checked(conn).await?;
         Ok(row.value)
@@ -125,7 +119,7 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
     .await
     .expect("retried");
     assert_eq!(value, 2, "the other writer's increment, then ours");
-    let failed = [Some(TransientKind::SerializationFailure)];
+    let failed = [(1, Some(TransientKind::SerializationFailure))];
     assert_eq!(*errors.lock().unwrap(), failed);
 }
 
@@ -136,9 +130,7 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
 async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel_async::pooled_connection::AsyncDieselConnectionManager;
     use diesel_async::pooled_connection::deadpool::Pool;
-    use diesel_occ::asynchronous as occ;
     use diesel_occ::asynchronous::prelude::*;
-    use diesel_occ::retry::RetryPolicy;
 
     let db = async_db!(diesel_async::AsyncMysqlConnection);
     db.conn().await.batch_execute(SEED).await.unwrap();
@@ -163,7 +155,7 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
         other_committed.notify_one();
         result
     });
-    let errors = Mutex::new(Vec::new());
+    let errors = Failures::default();
     let policy = RetryPolicy::new()
         .backoff(Duration::ZERO, Duration::ZERO)
         .escalate_after(0);
@@ -175,14 +167,8 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
         if attempt.is_first() {
             barrier.wait().await;
         }
-        let mut second: Counter = match attempt.find(conn, 2).await {
-            Ok(row) => row,
-            Err(error) => {
-                let seen = (attempt.number(), error.transient_kind());
-                errors.lock().unwrap().push(seen);
-                return Err(error);
-            }
-        };
+        let second = attempt.find::<Counter>(conn, 2).await;
+        let mut second = second.inspect_err(note(&errors, attempt.number()))?;
         first.increment();
         second.increment();
         first.save_checked(conn).await?;
@@ -206,7 +192,6 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
 macro_rules! held_lock_is_retried {
     ($conn:ty, hold $hold:expr, impatient $impatient:expr) => {{
         use diesel_occ::asynchronous::prelude::*;
-        use diesel_occ::retry::RetryPolicy;
 
         let db = async_db!($conn);
         let holder = tokio::sync::Mutex::new(db.conn().await);
@@ -217,7 +202,7 @@ macro_rules! held_lock_is_retried {
         let source = || diesel_occ_tests::connect_async::<$conn>(&url);
         let errors = Mutex::new(Vec::new());
         let policy = RetryPolicy::new().backoff(Duration::ZERO, Duration::ZERO);
-        let value = diesel_occ::asynchronous::retry(&source, &policy, async |conn, attempt| {
+        let value = occ::retry(&source, &policy, async |conn, attempt| {
             conn.batch_execute($impatient).await?;
             let mut row: Counter = attempt.find(conn, 1).await?;
             row.increment();

@@ -46,19 +46,3 @@ pub(super) fn expected_values(conflict: &ConcurrencyConflict) -> &CheckValues {
         other => panic!("expected the check columns' values, got {other:?}"),
     }
 }
-
-/// Column `column`'s current value, as a stale conflict names it.
-pub(super) fn current_value<'c>(
-    conflict: &'c ConcurrencyConflict,
-    column: &str,
-) -> Option<&'c str> {
-    current_values(conflict).get(column)
-}
-
-/// Column `column`'s value as the write expected it.
-pub(super) fn expected_value<'c>(
-    conflict: &'c ConcurrencyConflict,
-    column: &str,
-) -> Option<&'c str> {
-    expected_values(conflict).get(column)
-}

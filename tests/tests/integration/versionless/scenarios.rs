@@ -15,9 +15,7 @@ use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, InvalidTokenReason, Tracked};
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
-use super::entities::{
-    Item, current_value, expect_conflict, expected_value, expected_values, item,
-};
+use super::entities::{Item, current_values, expect_conflict, expected_values, item};
 use super::schema;
 
 /// A label as a conflict shows it.
@@ -26,11 +24,8 @@ const RED: Option<&str> = Some("Some(\"red\")");
 
 #[flavour]
 async fn seed(db: &TestDb<Conn>, row: Item) {
-    let insert = diesel::insert_into(schema::shelf_items::table).values(row);
-    insert
-        .execute(&mut db.conn().await)
-        .await
-        .expect("insert the item");
+    let mut conn = db.conn().await;
+    insert_rows!(&mut conn, schema::shelf_items::table, row);
 }
 
 #[flavour]
@@ -60,14 +55,9 @@ async fn tracked_save_is_one_update_guarded_by_the_check_columns_as_read() {
     assert_eq!(statements.len(), 1, "one statement: {statements:?}");
     let sql = sql_only(&statements[0]);
     let guard = &sql[sql.find("WHERE").expect("a WHERE")..];
-    assert!(
-        guard.contains("label"),
-        "the unedited check column is compared: {sql}"
-    );
-    assert!(
-        guard.contains("qty"),
-        "the edited check column is compared: {sql}"
-    );
+    let (label, qty) = (guard.contains("label"), guard.contains("qty"));
+    assert!(label, "the unedited check column is compared: {sql}");
+    assert!(qty, "the edited check column is compared: {sql}");
     assert!(!guard.contains("note"), "an unchecked column is not: {sql}");
 
     let base = tracked.original();
@@ -90,19 +80,17 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
     // NULL as read, NULL now: the save matches (a plain `=` never would).
     let mut tracked = Tracked::new(stored(&mut conn).await);
     tracked.edit().note = "first".into();
-    tracked
-        .save_checked(&mut conn)
-        .await
-        .expect("NULL matches NULL");
+    let saved = tracked.save_checked(&mut conn).await;
+    saved.expect("NULL matches NULL");
 
     // NULL -> 'blue' by another writer: detected.
     let mut stale = Tracked::new(stored(&mut conn).await);
     raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
-    assert_eq!(current_value(&conflict, "label"), BLUE);
-    assert_eq!(current_value(&conflict, "qty"), Some("3"));
-    assert_eq!(expected_value(&conflict, "label"), Some("None"));
+    assert_eq!(current_values(&conflict).get("label"), BLUE);
+    assert_eq!(current_values(&conflict).get("qty"), Some("3"));
+    assert_eq!(expected_values(&conflict).get("label"), Some("None"));
     let shown = format!("{conflict} {conflict:?}");
     let no_row_data = shown.contains("label") && !shown.contains("blue");
     assert!(no_row_data, "no row data: {shown}");
@@ -114,8 +102,8 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
     raw_sql(&db, "UPDATE shelf_items SET label = NULL WHERE id = 1").await;
     stale.edit().note = "lost".into();
     let conflict = expect_conflict(stale.save_checked(&mut conn).await);
-    assert_eq!(current_value(&conflict, "label"), Some("None"));
-    assert_eq!(expected_value(&conflict, "label"), BLUE);
+    assert_eq!(current_values(&conflict).get("label"), Some("None"));
+    assert_eq!(expected_values(&conflict).get("label"), BLUE);
     let note = stored(&mut conn).await.note;
     assert_eq!(note, "first", "neither stale save wrote");
 }
@@ -133,9 +121,8 @@ async fn only_the_check_columns_are_compared() {
     let mut mine = Tracked::new(stored(&mut conn).await);
     raw_sql(&db, "UPDATE shelf_items SET note = 'theirs' WHERE id = 1").await;
     mine.edit().note = "mine".into();
-    mine.save_checked(&mut conn)
-        .await
-        .expect("note is unchecked");
+    let saved = mine.save_checked(&mut conn).await;
+    saved.expect("note is unchecked");
     assert_eq!(stored(&mut conn).await.note, "mine");
 
     // A concurrent change of a check column is, even when the edit leaves it alone.
@@ -143,7 +130,7 @@ async fn only_the_check_columns_are_compared() {
     raw_sql(&db, "UPDATE shelf_items SET qty = 7 WHERE id = 1").await;
     mine.edit().note = "mine again".into();
     let conflict = expect_conflict(mine.save_checked(&mut conn).await);
-    assert_eq!(current_value(&conflict, "qty"), Some("7"));
+    assert_eq!(current_values(&conflict).get("qty"), Some("7"));
 
     // With nothing edited, the save still checks the columns as read.
     let mut unchanged = Tracked::new(item(Some("red"), 3));
@@ -180,8 +167,8 @@ async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
     let (_, won) = report.winners().next().unwrap();
     let (_, conflict) = report.conflicts().next().unwrap();
     let won_qty = won.to_string();
-    assert_eq!(current_value(conflict, "qty"), Some(won_qty.as_str()));
-    assert_eq!(expected_value(conflict, "qty"), Some("10"));
+    assert_eq!(current_values(conflict).get("qty"), Some(won_qty.as_str()));
+    assert_eq!(expected_values(conflict).get("qty"), Some("10"));
     assert!(conflict.is_retryable());
     assert_eq!(conflict.current::<i32>(), None, "not an integer token");
     assert_eq!(stored_qty(&db).await, *won, "the winner's write stands");
@@ -223,12 +210,11 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     let read = stored(&mut conn).await;
     raw_sql(&db, "UPDATE shelf_items SET qty = 4 WHERE id = 1").await;
     let conflict = expect_conflict(read.delete_checked(&mut conn).await);
-    assert_eq!(current_value(&conflict, "qty"), Some("4"));
+    assert_eq!(current_values(&conflict).get("qty"), Some("4"));
     assert!(expected_values(&conflict).is_as_read());
     let read = stored(&mut conn).await;
-    read.delete_checked(&mut conn)
-        .await
-        .expect("delete as read");
+    let deleted = read.delete_checked(&mut conn).await;
+    deleted.expect("delete as read");
     let conflict = expect_conflict(read.delete_checked(&mut conn).await);
     assert_eq!(conflict.state(), &ConflictState::Deleted);
 
@@ -239,8 +225,8 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
     tracked.edit().label = None;
     raw_sql(&db, "UPDATE shelf_items SET label = 'blue' WHERE id = 1").await;
     let conflict = expect_conflict(tracked.delete_checked(&mut conn).await);
-    assert_eq!(expected_value(&conflict, "label"), RED);
-    assert_eq!(current_value(&conflict, "label"), BLUE);
+    assert_eq!(expected_values(&conflict).get("label"), RED);
+    assert_eq!(current_values(&conflict).get("label"), BLUE);
     let mut tracked = Tracked::new(stored(&mut conn).await);
     tracked.edit().qty = 99;
     let deleted = tracked.delete_checked(&mut conn).await;
