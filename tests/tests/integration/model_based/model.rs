@@ -734,9 +734,7 @@ impl Model {
             add("force_increment", 1, held(call!(ForceIncrement key)));
             add("soft_delete", 1, held(call!(SoftDelete key)));
             add("retry", 1, held_value(call!(RetryByKey key value)));
-            let holders: Vec<usize> = (0..clients)
-                .filter(|&client| !self.held[client].is_empty())
-                .collect();
+            let holders: Vec<usize> = (0..clients).filter(|&c| !self.held[c].is_empty()).collect();
             let save_all = (select(holders), value.clone())
                 .prop_map(|(client, value)| Op::new(client, Call::SaveAll { value }));
             add("save_all", 2, save_all.boxed());

@@ -49,12 +49,8 @@ struct Driver(tokio::runtime::Runtime);
 #[flavour(asynchronous)]
 impl Driver {
     fn new() -> Driver {
-        Driver(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime"),
-        )
+        let mut runtime = tokio::runtime::Builder::new_current_thread();
+        Driver(runtime.enable_all().build().expect("a runtime"))
     }
 
     fn drive<F: Future>(&self, call: F) -> F::Output {
@@ -93,17 +89,15 @@ impl AsyncConnectionSource for Borrowed<'_> {
         Self: 'a;
 
     async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        Ok(tokio::sync::MutexGuard::map(self.0.lock().await, |conn| {
-            &mut **conn
-        }))
+        let guard = self.0.lock().await;
+        Ok(tokio::sync::MutexGuard::map(guard, |conn| &mut **conn))
     }
 }
 
 /// Three attempts, no backoff: enough to see whether a conflict is retried.
 fn policy() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO)
+    let policy = RetryPolicy::new().max_attempts(3);
+    policy.backoff(Duration::ZERO, Duration::ZERO)
 }
 
 /// One connection per client to a database of the executor's own.
