@@ -113,10 +113,8 @@ fn i32_counters_wrap_and_out_of_range_text_is_refused() {
     );
 }
 
-// ---------------------------------------------------------------------------------
-// The inventory app's token form field, fed hostile input. (The HTTP app's `If-Match`
-// parser is diesel-occ-axum's, with its properties beside it: `diesel-occ-axum/src/parse/tests.rs`.)
-
+/// The inventory app's token form field, fed hostile input. (The `If-Match` parser's
+/// own properties are in `diesel-occ-axum/src/parse/tests.rs`.)
 mod form_field {
     use diesel::Connection;
     use diesel::sqlite::SqliteConnection;
@@ -141,6 +139,16 @@ mod form_field {
         (view.token, view.available)
     }
 
+    /// A reservation of one `sku-1` with this token field.
+    fn request(token: Option<&str>) -> ReserveRequest<'_> {
+        let sku = "sku-1";
+        ReserveRequest {
+            sku,
+            quantity: 1,
+            token,
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -160,8 +168,7 @@ mod form_field {
             ]),
         ) {
             let (_dir, mut conn, token) = app();
-            let request = ReserveRequest { sku: "sku-1", quantity: 1, token: field.as_deref() };
-            let outcome = inventory::reserve(&mut conn, &request);
+            let outcome = inventory::reserve(&mut conn, &request(field.as_deref()));
             let (now, available) = current(&mut conn);
             let decoded = field.as_deref().map(UuidToken::decode);
             match (&decoded, outcome) {
@@ -193,25 +200,15 @@ mod form_field {
     fn the_current_token_is_accepted_once() {
         let (_dir, mut conn, token) = app();
         let padded = format!("  {token}\t");
-        let request = ReserveRequest {
-            sku: "sku-1",
-            quantity: 1,
-            token: Some(&padded),
-        };
-        let reserved = inventory::reserve(&mut conn, &request).expect("current token");
+        let padded = request(Some(&padded));
+        let reserved = inventory::reserve(&mut conn, &padded).expect("current token");
         assert_ne!(reserved.token, token);
-        assert!(matches!(
-            inventory::reserve(&mut conn, &request),
-            Err(ReserveError::StaleToken { .. })
-        ));
+        let again = inventory::reserve(&mut conn, &padded);
+        assert!(matches!(again, Err(ReserveError::StaleToken { .. })));
         let nil = uuid::Uuid::nil().to_string();
-        let request = ReserveRequest {
-            sku: "sku-1",
-            quantity: 1,
-            token: Some(&nil),
-        };
+        let nil = inventory::reserve(&mut conn, &request(Some(&nil)));
         assert!(matches!(
-            inventory::reserve(&mut conn, &request),
+            nil,
             Err(ReserveError::InvalidToken(InvalidTokenReason::Nil))
         ));
     }
@@ -256,12 +253,12 @@ mod http_if_match {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let base = format!("http://{}", listener.local_addr().unwrap());
                 tokio::spawn(http::serve(listener, pool));
+                let article = serde_json::json!({"title": "Draft", "body": "First."});
                 let created = client
                     .post(format!("{base}/articles"))
-                    .json(&serde_json::json!({"title": "Draft", "body": "First."}))
-                    .send()
-                    .await
-                    .expect("create");
+                    .json(&article)
+                    .send();
+                let created = created.await.expect("create");
                 assert_eq!(created.status(), reqwest::StatusCode::CREATED);
                 let body: serde_json::Value = created.json().await.expect("json");
                 format!("{base}/articles/{}", body["id"].as_str().expect("id"))
@@ -278,19 +275,15 @@ mod http_if_match {
     /// The article's current ETag.
     async fn current(app: &App) -> String {
         let reply = app.client.get(&app.url).send().await.expect("GET");
-        reply.headers()[ETAG]
-            .to_str()
-            .expect("ASCII ETag")
-            .to_owned()
+        let etag = reply.headers()[ETAG].to_str();
+        etag.expect("ASCII ETag").to_owned()
     }
 
     /// Bytes a header value may hold: visible ASCII, space, tab and obs-text.
     fn header_line() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![0x20u8..=0x7e, Just(b'\t'), 0x80u8..=0xff];
         prop_oneof![
-            prop::collection::vec(
-                prop_oneof![0x20u8..=0x7e, Just(b'\t'), 0x80u8..=0xff],
-                0..80
-            ),
+            prop::collection::vec(byte, 0..80),
             "[\"W/, *a-f0-9-]{0,60}".prop_map(String::into_bytes),
         ]
         .prop_map(|mut bytes| {
@@ -322,11 +315,8 @@ mod http_if_match {
                     let value = HeaderValue::from_bytes(line).expect("a valid header value");
                     request = request.header(IF_MATCH, value);
                 }
-                let reply = request
-                    .json(&serde_json::json!({"title": "Edited", "body": "Again."}))
-                    .send()
-                    .await
-                    .expect("a response");
+                let edited = serde_json::json!({"title": "Edited", "body": "Again."});
+                let reply = request.json(&edited).send().await.expect("a response");
                 let status = reply.status().as_u16();
                 let etag = reply.headers().get(ETAG).map(|v| v.to_str().expect("ASCII").to_owned());
                 let text = reply.text().await.unwrap_or_default().to_lowercase();

@@ -42,28 +42,12 @@ pub(crate) struct Ops(u32);
 
 impl Ops {
     /// The names `OCC_MODEL_OPS` takes, in bit order.
-    pub(crate) const NAMES: [&'static str; 17] = [
-        "find",
-        "save",
-        "delete",
-        "update_by_key",
-        "delete_by_key",
-        "insert",
-        "upsert_some",
-        "upsert_none",
-        "force_increment",
-        "transaction",
-        "save_all",
-        "bulk_update",
-        "soft_delete",
-        "retry",
-        "tracked",
-        "insert_from",
-        "save_where",
-    ];
+    const NAMES: &'static str = "find save delete update_by_key delete_by_key insert upsert_some \
+        upsert_none force_increment transaction save_all bulk_update soft_delete retry tracked \
+        insert_from save_where";
 
     pub(crate) fn all() -> Ops {
-        Ops((1 << Self::NAMES.len()) - 1)
+        Ops((1 << Self::NAMES.split(' ').count()) - 1)
     }
 
     /// A comma list of names; `find` is always in (nothing else can be held without it
@@ -74,8 +58,8 @@ impl Ops {
     }
 
     fn bit(name: &str) -> usize {
-        let known = Self::NAMES.iter().position(|known| *known == name);
-        known.unwrap_or_else(|| panic!("OCC_MODEL_OPS: {name:?} is none of {:?}", Self::NAMES))
+        let known = Self::NAMES.split(' ').position(|known| known == name);
+        known.unwrap_or_else(|| panic!("OCC_MODEL_OPS: {name:?} is none of {}", Self::NAMES))
     }
 
     fn has(self, name: &str) -> bool {
@@ -131,11 +115,9 @@ pub(crate) enum Call {
     /// `insert_checked` of a new entity; on `Ok` the client holds it.
     Insert { key: Key, value: i32 },
     /// `insert_checked_from` of a form without the token column (a create request's
-    /// body, written by `InsertableForm::insert_with_token`); on `Ok` the client holds
-    /// the row it names, with the returned token.
+    /// body); on `Ok` the client holds the row it names, with the returned token.
     InsertFrom { key: Key, value: i32 },
-    /// `save_checked_where` of the edited entity under the condition `value >= floor`
-    /// on the row as it is in the database.
+    /// `save_checked_where` of the edited entity under `value >= floor` (on the row).
     SaveWhere { key: Key, value: i32, floor: i32 },
     /// `upsert_checked(Some(its token))` of the edited entity.
     UpsertSome { key: Key, value: i32 },
@@ -143,8 +125,7 @@ pub(crate) enum Call {
     UpsertNone { key: Key, value: i32 },
     /// `force_increment` of the held entity.
     ForceIncrement { key: Key },
-    /// `save_all_checked` of every entity the client holds, edited (in key order): all
-    /// or nothing.
+    /// `save_all_checked` of every held entity, edited (in key order): all or nothing.
     SaveAll { value: i32 },
     /// `bulk_update` of the rows with these keys: `value = value` and a fresh token each.
     BulkUpdate { keys: Vec<Key>, value: i32 },
@@ -153,20 +134,18 @@ pub(crate) enum Call {
     /// `update_by_key` with the held token inside the retry helper: a conflict on a
     /// client's token comes back at once (contract 4).
     RetryByKey { key: Key, value: i32 },
-    /// The retry helper around a fresh read of row `key`, a new value and its
-    /// `save_checked`; on `Ok` the client holds what it saved.
+    /// The retry helper around `find(key)`, a new value and `save_checked`; on `Ok` the
+    /// client holds what it saved.
     RetrySave { key: Key, value: i32 },
-    /// `diesel_occ::transaction` (or the async twin) with the held entity as its single
-    /// `&mut` entity (`tracked`: as a `&mut Tracked<T>`, whose saves write what
-    /// changed): the steps, then the end.
+    /// `transaction` with the held entity as its `&mut` entity (`tracked`: as a
+    /// `&mut Tracked<T>`, whose saves write what changed): the steps, then the end.
     Transaction {
         key: Key,
         steps: Vec<Inner>,
         end: End,
         tracked: bool,
     },
-    /// `Tracked::new(e)`, its value edited, then the tracked `save_checked` (which
-    /// writes only what changed) or `save_merging`.
+    /// `Tracked::new(e)`, edited, then `save_checked` (writes what changed) or `save_merging`.
     TrackedSave { key: Key, value: i32, merge: bool },
 }
 
@@ -245,20 +224,18 @@ pub(crate) struct Conflict {
 }
 
 /// What a call must return (`Nothing` before the first step). `Done`: `Ok` without a
-/// token to check (a find, a save, a delete); `Token`: `Ok` with this token for row
-/// `key` (an insert, `update_by_key`); `Batch`: `Error::Batch` with these entities'
-/// conflicts, by position; `Count`: the rows a bulk update wrote; `Merge`: what
-/// `save_merging` returned; `Unmatched`: the conflict of a checked write whose token
-/// matched but whose condition did not (`ConflictState::Unmatched`), which no retry
-/// repeats; `Refused`: some database error (a refused statement, or any statement after
-/// it in a transaction the database aborted); `Transaction`: each step's outcome, in
-/// order, and how it ended.
+/// token to check; `Token`: `Ok` with this token for row `key`; `Batch`: `Error::Batch`
+/// with these entities' conflicts, by position; `Count`: the rows a bulk update wrote;
+/// `Unmatched`: a checked write whose token matched but whose condition did not
+/// (`ConflictState::Unmatched`, never retried); `Refused`: some database error (also
+/// any statement after one in a transaction the database aborted); `Transaction`: each
+/// step's outcome, in order, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Expect {
     Nothing,
     Done,
     Token { key: Key, token: Tok },
-    Upserted { inserted: bool, token: Tok },
+    Upserted { new: bool, token: Tok },
     NotFound,
     Batch(Vec<(usize, Conflict)>),
     Count(usize),
@@ -322,10 +299,6 @@ impl Model {
             .boxed()
     }
 
-    fn initial(&mut self) -> Tok {
-        self.next(0)
-    }
-
     fn next(&mut self, token: Tok) -> Tok {
         if self.setup.exact {
             token + 1
@@ -367,7 +340,7 @@ impl Model {
         if self.rows.contains_key(&key) || !self.insertable(key) {
             return Err(Invalid);
         }
-        let token = self.initial();
+        let token = self.next(0);
         self.rows.insert(key, Row { value, token });
         self.used.insert(key);
         Ok(token)
@@ -423,16 +396,30 @@ impl Model {
             return Err(Invalid);
         }
         let expect = match op.call {
-            Call::Find { key } => match self.rows.get(&key).copied() {
-                Some(Row { value, token }) => {
-                    self.held[client].insert(key, Held { key, value, token });
-                    Expect::Done
+            // A read; `RetrySave` then writes its value.
+            Call::Find { key } | Call::RetrySave { key, .. } => {
+                match self.rows.get(&key).copied() {
+                    Some(Row { value, token }) => {
+                        let (value, token) = match op.call {
+                            Call::RetrySave { value, .. } => (value, self.write(key, token, value)),
+                            _ => (value, token),
+                        };
+                        self.held[client].insert(key, Held { key, value, token });
+                        Expect::Done
+                    }
+                    None => Expect::NotFound,
                 }
-                None => Expect::NotFound,
-            },
-            Call::Save { key, value } => {
-                self.checked(client, key, Some(value), false, |model, held, _| {
-                    held.token = model.write(key, held.token, value);
+            }
+            // A soft delete stores its marker, a forced increment the value as stored.
+            Call::Save { key, .. } | Call::ForceIncrement { key } | Call::SoftDelete { key } => {
+                let soft = matches!(op.call, Call::SoftDelete { .. });
+                let edit = match op.call {
+                    Call::Save { value, .. } => Some(value),
+                    _ => None,
+                };
+                self.checked(client, key, edit, false, |model, held, row| {
+                    let stored = if soft { -1 } else { edit.unwrap_or(row.value) };
+                    held.token = model.write(key, held.token, stored);
                     Expect::Done
                 })?
             }
@@ -461,53 +448,33 @@ impl Model {
                 })?
             }
             Call::Insert { key, value } | Call::InsertFrom { key, value } => {
-                self.create(client, key, value, Expect::Taken, |token| Expect::Token {
-                    key,
-                    token,
-                })?
+                let inserted = |token| Expect::Token { key, token };
+                self.create(client, key, value, Expect::Taken, inserted)?
             }
             // Contract 3: a stated token never creates or re-creates a row.
             Call::UpsertSome { key, value } => {
                 self.checked(client, key, Some(value), true, |model, held, _| {
-                    held.token = model.write(key, held.token, value);
-                    Expect::Upserted {
-                        inserted: false,
-                        token: held.token,
-                    }
+                    let token = model.write(key, held.token, value);
+                    held.token = token;
+                    Expect::Upserted { new: false, token }
                 })?
             }
             Call::UpsertNone { key, value } => {
                 let taken = Expect::Conflict(self.conflict(key, None, true));
-                self.create(client, key, value, taken, |token| Expect::Upserted {
-                    inserted: true,
-                    token,
-                })?
-            }
-            Call::ForceIncrement { key } => {
-                self.checked(client, key, None, false, |model, held, row| {
-                    held.token = model.write(key, held.token, row.value);
-                    Expect::Done
-                })?
-            }
-            Call::SoftDelete { key } => {
-                self.checked(client, key, None, false, |model, held, _| {
-                    held.token = model.write(key, held.token, -1);
-                    Expect::Done
-                })?
+                let inserted = |token| Expect::Upserted { new: true, token };
+                self.create(client, key, value, taken, inserted)?
             }
             Call::SaveAll { value } => {
                 let held = self.held[client].clone();
                 if held.is_empty() {
                     return Err(Invalid);
                 }
-                let conflicts: Vec<(usize, Conflict)> = held
-                    .values()
-                    .enumerate()
-                    .filter(|(_, entity)| !self.matches(entity.key, entity.token))
-                    .map(|(index, entity)| {
-                        (index, self.conflict(entity.key, Some(entity.token), false))
-                    })
-                    .collect();
+                let stale = |(index, e): (usize, &Held)| {
+                    let conflict = self.conflict(e.key, Some(e.token), false);
+                    (!self.matches(e.key, e.token)).then_some((index, conflict))
+                };
+                let conflicts: Vec<(usize, Conflict)> =
+                    held.values().enumerate().filter_map(stale).collect();
                 for (slot, mut entity) in held {
                     entity.value = value;
                     if conflicts.is_empty() {
@@ -531,14 +498,6 @@ impl Model {
                 }
                 Expect::Count(written)
             }
-            Call::RetrySave { key, value } => match self.rows.get(&key).copied() {
-                Some(row) => {
-                    let token = self.write(key, row.token, value);
-                    self.held[client].insert(key, Held { key, value, token });
-                    Expect::Done
-                }
-                None => Expect::NotFound,
-            },
             Call::TrackedSave { key, value, merge } => {
                 let mut held = self.held(client, key)?;
                 // The value as read: a tracked save writes it only if edited.
@@ -691,11 +650,8 @@ impl Model {
         }
         // Stale entities (their row was written or deleted since) are picked as often
         // as all the others together: they are where a missing check shows.
-        let stale: Vec<(usize, Key)> = slots
-            .iter()
-            .copied()
-            .filter(|&(client, key)| !self.matches(key, self.held[client][&key].token))
-            .collect();
+        let stale = |&(c, key): &(usize, Key)| !self.matches(key, self.held[c][&key].token);
+        let stale: Vec<(usize, Key)> = slots.iter().copied().filter(stale).collect();
         let insertable: Vec<Key> = (1..=keys).filter(|&key| self.insertable(key)).collect();
         let present: Vec<Key> = self.rows.keys().copied().collect();
         // A call by any client on a row, and one that also writes a value.
@@ -710,10 +666,13 @@ impl Model {
                 .boxed()
         };
 
-        let find = |key| Call::Find { key };
-        let mut options = vec![(2, on_row((1..=keys).boxed(), find))];
+        // `|fields| Call::$variant { fields }`, as a `fn`.
+        macro_rules! call {
+            ($variant:ident $($field:ident)*) => { |$($field),*| Call::$variant { $($field),* } };
+        }
+        let mut options = vec![(2, on_row((1..=keys).boxed(), call!(Find key)))];
         if !present.is_empty() {
-            options.push((5, on_row(select(present).boxed(), find)));
+            options.push((5, on_row(select(present).boxed(), call!(Find key))));
         }
         let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
             if ops.has(name) {
@@ -722,20 +681,28 @@ impl Model {
         };
         if !insertable.is_empty() {
             let pick = || select(insertable.clone()).boxed();
-            let insert = |key, value| Call::Insert { key, value };
-            add("insert", 3, on_row_value(pick(), insert));
-            let insert_from = |key, value| Call::InsertFrom { key, value };
-            add("insert_from", 2, on_row_value(pick(), insert_from));
-            let upsert_none = |key, value| Call::UpsertNone { key, value };
-            add("upsert_none", 2, on_row_value(pick(), upsert_none));
+            add("insert", 3, on_row_value(pick(), call!(Insert key value)));
+            add(
+                "insert_from",
+                2,
+                on_row_value(pick(), call!(InsertFrom key value)),
+            );
+            add(
+                "upsert_none",
+                2,
+                on_row_value(pick(), call!(UpsertNone key value)),
+            );
         }
         let all = subsequence((1..=keys).collect::<Vec<_>>(), 1..=keys as usize);
         let bulk = (0..clients, all, value.clone());
         let bulk = bulk
             .prop_map(|(client, keys, value)| Op::new(client, Call::BulkUpdate { keys, value }));
         add("bulk_update", 1, bulk.boxed());
-        let retry_save = |key, value| Call::RetrySave { key, value };
-        add("retry", 1, on_row_value((1..=keys).boxed(), retry_save));
+        add(
+            "retry",
+            1,
+            on_row_value((1..=keys).boxed(), call!(RetrySave key value)),
+        );
         if !slots.is_empty() {
             let slot = if stale.is_empty() {
                 select(slots).boxed()
@@ -753,35 +720,28 @@ impl Model {
                     .prop_map(move |((client, key), value)| Op::new(client, call(key, value)))
                     .boxed()
             };
-            let save = |key, value| Call::Save { key, value };
-            add("save", 6, held_value(save));
+            add("save", 6, held_value(call!(Save key value)));
             // Floors below most values, so that both outcomes are common.
+            let save_where = call!(SaveWhere key value floor);
             let save_where = (slot.clone(), value.clone(), 0..500_i32).prop_map(
-                |((client, key), value, floor)| {
-                    Op::new(client, Call::SaveWhere { key, value, floor })
-                },
+                move |((client, key), value, floor)| Op::new(client, save_where(key, value, floor)),
             );
             add("save_where", 3, save_where.boxed());
-            add("delete", 2, held(|key| Call::Delete { key }));
-            let update_by_key = |key, value| Call::UpdateByKey { key, value };
-            add("update_by_key", 3, held_value(update_by_key));
-            add("delete_by_key", 2, held(|key| Call::DeleteByKey { key }));
-            let upsert_some = |key, value| Call::UpsertSome { key, value };
-            add("upsert_some", 3, held_value(upsert_some));
-            let force_increment = |key| Call::ForceIncrement { key };
-            add("force_increment", 1, held(force_increment));
-            add("soft_delete", 1, held(|key| Call::SoftDelete { key }));
-            let retry_by_key = |key, value| Call::RetryByKey { key, value };
-            add("retry", 1, held_value(retry_by_key));
-            let holders: Vec<usize> = (0..clients)
-                .filter(|&client| !self.held[client].is_empty())
-                .collect();
+            add("delete", 2, held(call!(Delete key)));
+            add("update_by_key", 3, held_value(call!(UpdateByKey key value)));
+            add("delete_by_key", 2, held(call!(DeleteByKey key)));
+            add("upsert_some", 3, held_value(call!(UpsertSome key value)));
+            add("force_increment", 1, held(call!(ForceIncrement key)));
+            add("soft_delete", 1, held(call!(SoftDelete key)));
+            add("retry", 1, held_value(call!(RetryByKey key value)));
+            let holders: Vec<usize> = (0..clients).filter(|&c| !self.held[c].is_empty()).collect();
             let save_all = (select(holders), value.clone())
                 .prop_map(|(client, value)| Op::new(client, Call::SaveAll { value }));
             add("save_all", 2, save_all.boxed());
+            let tracked_save = call!(TrackedSave key value merge);
             let tracked_save = (slot.clone(), value.clone(), any::<bool>()).prop_map(
-                |((client, key), value, merge)| {
-                    Op::new(client, Call::TrackedSave { key, value, merge })
+                move |((client, key), value, merge)| {
+                    Op::new(client, tracked_save(key, value, merge))
                 },
             );
             add("tracked", 3, tracked_save.boxed());
@@ -793,18 +753,12 @@ impl Model {
             let closure = proptest::collection::vec(Inner::strategy(self), 0..=3);
             let end =
                 prop_oneof![2 => Just(End::Commit), 2 => Just(End::Fail), 1 => Just(End::Panic)];
-            let transaction =
-                (slot, closure, end, tracked).prop_map(|((client, key), steps, end, tracked)| {
-                    Op::new(
-                        client,
-                        Call::Transaction {
-                            key,
-                            steps,
-                            end,
-                            tracked,
-                        },
-                    )
-                });
+            let transaction = call!(Transaction key steps end tracked);
+            let transaction = (slot, closure, end, tracked).prop_map(
+                move |((client, key), steps, end, tracked)| {
+                    Op::new(client, transaction(key, steps, end, tracked))
+                },
+            );
             add("transaction", 5, transaction.boxed());
         }
         Union::new_weighted(options).boxed()
@@ -813,15 +767,15 @@ impl Model {
 
 impl Inner {
     fn strategy(model: &Model) -> BoxedStrategy<Inner> {
-        let value = 1..1000_i32;
+        let (keys, value) = (model.setup.keys, 1..1000_i32);
         let save = value.clone().prop_map(|value| Inner::Save { value });
-        let catch_conflict = value
+        let conflict = value
             .clone()
             .prop_map(|value| Inner::CatchConflict { value });
-        let replace = (1..=model.setup.keys).prop_map(|key| Inner::Replace { key });
+        let replace = (1..=keys).prop_map(|key| Inner::Replace { key });
         let mut options: Vec<(u32, BoxedStrategy<Inner>)> = vec![
             (4, save.boxed()),
-            (2, catch_conflict.boxed()),
+            (2, conflict.boxed()),
             (1, Just(Inner::Delete).boxed()),
             (1, replace.boxed()),
             (1, Just(Inner::CatchRefused).boxed()),
@@ -834,9 +788,7 @@ impl Inner {
         }
         // Inserts only where the model allows a new row: a free key never used, or a
         // taken one (a unique violation).
-        let insertable: Vec<Key> = (1..=model.setup.keys)
-            .filter(|&key| model.insertable(key))
-            .collect();
+        let insertable: Vec<Key> = (1..=keys).filter(|&key| model.insertable(key)).collect();
         if !insertable.is_empty() {
             let new = (select(insertable), value);
             let insert = new
@@ -879,10 +831,8 @@ impl fmt::Display for Op {
             Call::ForceIncrement { key } => write!(f, "e[k{key}].force_increment"),
             Call::TrackedSave { key, value, merge } => {
                 let how = if *merge { "merging" } else { "checked" };
-                write!(
-                    f,
-                    "t = Tracked::new(e[k{key}]); t.edit().value = {value}; t.save_{how}"
-                )
+                let tracked = format!("t = Tracked::new(e[k{key}]); t.edit().value = {value}");
+                write!(f, "{tracked}; t.save_{how}")
             }
             Call::SaveAll { value } => write!(f, "every e[..].value = {value}; save_all_checked"),
             Call::BulkUpdate { keys, value } => {
@@ -926,12 +876,10 @@ impl fmt::Display for Inner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Inner::Save { value } => write!(f, "e.value = {value}; e.save_checked(conn)?"),
-            Inner::CatchConflict { value } => {
-                write!(
-                    f,
-                    "e.value = {value}; e.save_checked(conn) (conflict caught)"
-                )
-            }
+            Inner::CatchConflict { value } => write!(
+                f,
+                "e.value = {value}; e.save_checked(conn) (conflict caught)"
+            ),
             Inner::Delete => write!(f, "e.delete_checked(conn)?"),
             Inner::Insert { key, value } => write!(f, "new(k{key}, {value}).insert_checked(conn)?"),
             Inner::CatchTaken { key, value } => write!(

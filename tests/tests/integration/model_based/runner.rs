@@ -8,13 +8,13 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use diesel_occ::{Error, Upserted, VersionToken};
+use diesel_occ::{ConcurrencyConflict, Error, Upserted, VersionToken};
 use diesel_occ_tests::entities::Counter;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use proptest_state_machine::strategy::Sequential;
 
 use super::model::{
-    self, Call, Conflict, End, Expect, Inner, Key, Merge, Model, Op, Ops, Outcome, Setup, Tok,
+    self, Call, Conflict, End, Expect, Inner, Key, Merge, Model, Op, Ops, Outcome, Row, Setup, Tok,
 };
 
 /// An entity of the model's table, as the executors handle it.
@@ -69,10 +69,8 @@ impl Entity for Counter {
 pub(crate) enum Seen<T> {
     Done,
     Token(T),
-    Upserted {
-        inserted: bool,
-        token: T,
-    },
+    /// Whether the upsert inserted, and the token.
+    Upserted(bool, T),
     NotFound,
     Conflict {
         expected: Option<T>,
@@ -87,10 +85,8 @@ pub(crate) enum Seen<T> {
     Exhausted(Box<Seen<T>>),
     Refused(String),
     Other(String),
-    Transaction {
-        steps: Vec<Seen<T>>,
-        outcome: Outcome,
-    },
+    /// The closure's steps, and how the transaction ended.
+    Transaction(Vec<Seen<T>>, Outcome),
 }
 
 impl<T: VersionToken + Clone> Seen<T> {
@@ -102,28 +98,27 @@ impl<T: VersionToken + Clone> Seen<T> {
     /// A call's error.
     pub(crate) fn error(error: &Error) -> Seen<T> {
         match error {
-            Error::Conflict(conflict) => Seen::Conflict {
-                expected: conflict.expected::<T>(),
-                current: conflict.current::<T>(),
-                deleted: conflict.is_deleted(),
-                retryable: conflict.is_retryable(),
-            },
+            Error::Conflict(conflict) => Seen::conflict(conflict),
             Error::NotFound(_) => Seen::NotFound,
-            Error::Batch(batch) => Seen::Batch(
-                batch
-                    .conflicts()
-                    .iter()
-                    .map(|(index, conflict)| {
-                        (*index, Seen::error(&Error::Conflict(conflict.clone())))
-                    })
-                    .collect(),
-            ),
+            Error::Batch(batch) => {
+                let conflicts = batch.conflicts().iter();
+                Seen::Batch(conflicts.map(|(at, c)| (*at, Seen::conflict(c))).collect())
+            }
             Error::RetriesExhausted(exhausted) => {
                 Seen::Exhausted(Box::new(Seen::error(exhausted.last_error())))
             }
             Error::UniqueViolation(_) => Seen::Taken,
             Error::Database(error) => Seen::Refused(error.to_string()),
             other => Seen::Other(format!("{other:?}")),
+        }
+    }
+
+    fn conflict(conflict: &ConcurrencyConflict) -> Seen<T> {
+        Seen::Conflict {
+            expected: conflict.expected::<T>(),
+            current: conflict.current::<T>(),
+            deleted: conflict.is_deleted(),
+            retryable: conflict.is_retryable(),
         }
     }
 
@@ -138,12 +133,9 @@ impl<T: VersionToken + Clone> Seen<T> {
     }
 
     pub(crate) fn upserted(result: &Result<Upserted<T>, Error>) -> Seen<T> {
-        Seen::of(result, |upserted| {
-            let (inserted, token) = match upserted {
-                Upserted::Inserted(token) => (true, token.clone()),
-                Upserted::Updated(token) => (false, token.clone()),
-            };
-            Seen::Upserted { inserted, token }
+        Seen::of(result, |upserted| match upserted {
+            Upserted::Inserted(token) => Seen::Upserted(true, token.clone()),
+            Upserted::Updated(token) => Seen::Upserted(false, token.clone()),
         })
     }
 
@@ -182,11 +174,9 @@ impl<T: Clone + PartialEq + Debug> Tokens<T> {
                 "token {real:?} where the model's token was seen as {bound:?}"
             )),
             None => {
-                if let Some((other, _)) = self
-                    .bound
-                    .iter()
-                    .find(|(other, (k, value))| **other != token && *k == key && value == real)
-                {
+                let mut bound = self.bound.iter();
+                let same = bound.find(|(_, (k, value))| *k == key && value == real);
+                if let Some((other, _)) = same {
                     return Err(format!(
                         "k{key}: a fresh token {real:?} equal to an earlier token of the row (model #{other})"
                     ));
@@ -262,7 +252,7 @@ pub(crate) fn outcome<T: VersionToken>(
         Err(panic) if panic.downcast_ref::<PlannedPanic>().is_some() => Outcome::Panicked,
         Err(panic) => panic::resume_unwind(panic),
     };
-    Seen::Transaction { steps, outcome }
+    Seen::Transaction(steps, outcome)
 }
 
 /// The system under test: the executor, the entities each client holds, and the
@@ -315,7 +305,7 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         }
         let before = entity.clone();
         let seen = self.executor.call(client, call, &mut entity);
-        let ok = matches!(seen, Seen::Done | Seen::Token(_) | Seen::Upserted { .. });
+        let ok = matches!(seen, Seen::Done | Seen::Token(_) | Seen::Upserted(..));
         match (call, &seen) {
             (
                 Call::UpdateByKey { value, .. }
@@ -330,7 +320,7 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             {
                 return Err(format!("a failed write changed its entity: {entity:?}"));
             }
-            (Call::Transaction { .. }, Seen::Transaction { outcome, .. }) => {
+            (Call::Transaction { .. }, Seen::Transaction(_, outcome)) => {
                 // Rolled back, it is compared in the slot it was passed from.
                 let committed = *outcome == Outcome::Committed;
                 held.remove(&key);
@@ -402,13 +392,9 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             (Expect::Token { key, token }, Seen::Token(real)) => {
                 self.tokens.bind::<E>(*key, *token, real)
             }
-            (
-                Expect::Upserted { inserted, token },
-                Seen::Upserted {
-                    inserted: was,
-                    token: real,
-                },
-            ) if inserted == was => self.tokens.bind::<E>(key, *token, real),
+            (Expect::Upserted { new, token }, Seen::Upserted(was, real)) if new == was => {
+                self.tokens.bind::<E>(key, *token, real)
+            }
             (
                 Expect::Conflict(conflict),
                 Seen::Conflict {
@@ -438,30 +424,17 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                     _ => Err("the conflict's current token".into()),
                 }
             }
-            (
-                Expect::Transaction { steps, outcome },
-                Seen::Transaction {
-                    steps: real_steps,
-                    outcome: real,
-                },
-            ) => {
-                if steps.len() != real_steps.len() {
-                    return Err(format!(
-                        "the closure ran {} steps, the model {}",
-                        real_steps.len(),
-                        steps.len()
-                    ));
+            (Expect::Transaction { steps, outcome }, Seen::Transaction(real_steps, real)) => {
+                let (ran, modelled) = (real_steps.len(), steps.len());
+                if ran != modelled {
+                    return Err(format!("the closure ran {ran} steps, the model {modelled}"));
                 }
                 for (index, (expect, seen)) in steps.iter().zip(real_steps).enumerate() {
                     self.compare(key, expect, seen)
                         .map_err(|reason| format!("closure step {}: {reason}", index + 1))?;
                 }
-                if outcome != real {
-                    return Err(format!(
-                        "the transaction ended {real:?}, the model says {outcome:?}"
-                    ));
-                }
-                Ok(())
+                let ended = format!("the transaction ended {real:?}, the model {outcome:?}");
+                if outcome != real { Err(ended) } else { Ok(()) }
             }
             _ => Err("another outcome".into()),
         }
@@ -475,11 +448,8 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         let keys: Vec<Key> = rows.keys().chain(model.rows.keys()).copied().collect();
         for key in keys {
             match (model.rows.get(&key), rows.get(&key)) {
-                (Some(row), Some((value, _))) if row.value != *value => {
-                    return Err(format!(
-                        "row k{key} holds value {value}, the model {}",
-                        row.value
-                    ));
+                (Some(Row { value: want, .. }), Some((value, _))) if want != value => {
+                    return Err(format!("row k{key} holds value {value}, the model {want}"));
                 }
                 (Some(row), Some((_, token))) => self
                     .tokens
@@ -632,19 +602,14 @@ fn execute<E: Entity, X: Executor<E>>(
     ops: &[Op],
     seen: Option<&AtomicUsize>,
 ) -> Result<(), Verdict> {
-    let rows: Vec<(Key, i32, E::Token)> = initial
-        .rows
-        .iter()
-        .map(|(&key, row)| (key, row.value, E::real_token(row.token)))
-        .collect();
+    let real = |(&key, row): (&Key, &Row)| (key, row.value, E::real_token(row.token));
+    let rows: Vec<(Key, i32, E::Token)> = initial.rows.iter().map(real).collect();
     system.executor.reset(&rows);
     system.held = vec![BTreeMap::new(); initial.setup.clients];
     system.tokens = Tokens::default();
     for ((key, _, token), row) in rows.iter().zip(initial.rows.values()) {
-        system
-            .tokens
-            .bind::<E>(*key, row.token, token)
-            .map_err(Verdict::Failed)?;
+        let bound = system.tokens.bind::<E>(*key, row.token, token);
+        bound.map_err(Verdict::Failed)?;
     }
     if std::env::var_os("OCC_MODEL_VERBOSE").is_some() {
         eprintln!("program:\n{}", model::program(initial, ops));
@@ -663,9 +628,8 @@ fn execute<E: Entity, X: Executor<E>>(
             let text = text.or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()));
             Err(format!("panicked: {}", text.unwrap_or_default()))
         });
-        step.map_err(|reason| {
-            Verdict::Failed(format!("step {}: {op}\n      {reason}", index + 1))
-        })?;
+        let failed = |reason| Verdict::Failed(format!("step {}: {op}\n      {reason}", index + 1));
+        step.map_err(failed)?;
     }
     Ok(())
 }

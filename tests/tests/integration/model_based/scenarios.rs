@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 #[flavour(asynchronous)]
 use diesel_occ::asynchronous::{AsyncConnectionSource, retry, transaction};
@@ -48,12 +49,8 @@ struct Driver(tokio::runtime::Runtime);
 #[flavour(asynchronous)]
 impl Driver {
     fn new() -> Driver {
-        Driver(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime"),
-        )
+        let mut runtime = tokio::runtime::Builder::new_current_thread();
+        Driver(runtime.enable_all().build().expect("a runtime"))
     }
 
     fn drive<F: Future>(&self, call: F) -> F::Output {
@@ -64,7 +61,6 @@ impl Driver {
 /// What lends a client's connection to one attempt of the retry helper at a time.
 #[flavour(blocking)]
 type Lock<T> = RefCell<T>;
-/// What lends a client's connection to one attempt of the retry helper at a time.
 #[flavour(asynchronous)]
 type Lock<T> = tokio::sync::Mutex<T>;
 
@@ -93,17 +89,15 @@ impl AsyncConnectionSource for Borrowed<'_> {
         Self: 'a;
 
     async fn checkout(&self) -> Result<Self::Pooled<'_>, PoolError> {
-        Ok(tokio::sync::MutexGuard::map(self.0.lock().await, |conn| {
-            &mut **conn
-        }))
+        let guard = self.0.lock().await;
+        Ok(tokio::sync::MutexGuard::map(guard, |conn| &mut **conn))
     }
 }
 
 /// Three attempts, no backoff: enough to see whether a conflict is retried.
 fn policy() -> RetryPolicy {
-    RetryPolicy::new()
-        .max_attempts(3)
-        .backoff(Duration::ZERO, Duration::ZERO)
+    let policy = RetryPolicy::new().max_attempts(3);
+    policy.backoff(Duration::ZERO, Duration::ZERO)
 }
 
 /// One connection per client to a database of the executor's own.
@@ -124,13 +118,7 @@ impl Clients {
         crate::observe::interested_everywhere();
         let driver = Driver::new();
         let db = driver.drive(TestDb::<Conn>::create(test))?;
-        let conns = driver.drive(async {
-            let mut conns = Vec::new();
-            for _ in 0..3 {
-                conns.push(db.conn().await);
-            }
-            conns
-        });
+        let conns = (0..3).map(|_| driver.drive(db.conn())).collect();
         let _db = db;
         Some(Clients {
             driver,
@@ -181,11 +169,10 @@ async fn step<P: Passed>(
             P::insert(conn, key, value).await.map(Seen::Token)
         }
         Inner::Replace { key } => entity.replace(conn, key).await.map(|()| Seen::Done),
-        Inner::CatchRefused => diesel::sql_query("SELECT * FROM occ_no_such_table")
-            .execute(conn)
-            .await
-            .map(|_| Seen::Done)
-            .map_err(Error::from),
+        Inner::CatchRefused => {
+            let refused = diesel::sql_query("SELECT * FROM occ_no_such_table").execute(conn);
+            refused.await.map(|_| Seen::Done).map_err(Error::from)
+        }
     };
     seen.push(result.as_ref().map_or_else(Seen::error, Clone::clone));
     match result {
@@ -278,18 +265,14 @@ macro_rules! executor {
             // In the blocking flavour, `drive` passes on the `()` the block returns.
             #[allow(clippy::unit_arg)]
             fn reset(&mut self, rows: &[(Key, i32, $tok)]) {
-                let conn = &mut self.conns[0];
+                let (conn, table) = (&mut self.conns[0], schema::$table::table);
                 self.driver.drive(async {
-                    diesel::delete(schema::$table::table)
-                        .execute(conn)
-                        .await
-                        .expect("empty the table");
+                    let emptied = diesel::delete(table).execute(conn).await;
+                    emptied.expect("empty the table");
                     for (key, value, token) in rows {
-                        diesel::insert_into(schema::$table::table)
-                            .values($entity::with_token(*key, *value, token.clone()))
-                            .execute(conn)
-                            .await
-                            .expect("seed a row");
+                        let row = $entity::with_token(*key, *value, token.clone());
+                        let seeded = diesel::insert_into(table).values(row).execute(conn).await;
+                        seeded.expect("seed a row");
                     }
                 });
             }
@@ -319,28 +302,28 @@ macro_rules! executor {
                     $entity::update_by_key(conn, key, expected, changes).await
                 }
 
-                /// The sabotage twin of `save_checked` (`floor`: of `save_checked_where`
-                /// under `value >= floor`): the same write without the token in its
-                /// predicate. When it writes nothing, the checked write says why.
-                async fn blind_save(
+                /// `save_checked` (`floor`: `save_checked_where` under `value >= floor`),
+                /// or with `sabotage` its twin: the same write without the token in its
+                /// predicate. When the twin writes nothing, the checked write says why.
+                async fn save(
                     e: &mut $entity,
                     conn: &mut Conn,
                     floor: Option<i32>,
+                    sabotage: bool,
                 ) -> Result<(), Error> {
                     let fresh = e.token().next_token_at(0);
-                    let row = dsl::$table.find(e.id);
-                    let written =
-                        diesel::update(row.filter(dsl::value.ge(floor.unwrap_or(i32::MIN))))
-                            .set((dsl::value.eq(e.value), dsl::$token.eq(&fresh)))
-                            .execute(conn)
-                            .await?;
-                    if written > 0 {
+                    let row = dsl::$table
+                        .find(e.id)
+                        .filter(dsl::value.ge(floor.unwrap_or(i32::MIN)));
+                    let blind =
+                        diesel::update(row).set((dsl::value.eq(e.value), dsl::$token.eq(&fresh)));
+                    if sabotage && blind.execute(conn).await? > 0 {
                         e.set_token(fresh);
-                        Ok(())
-                    } else if let Some(floor) = floor {
-                        e.save_checked_where(conn, dsl::value.ge(floor)).await
-                    } else {
-                        e.save_checked(conn).await
+                        return Ok(());
+                    }
+                    match floor {
+                        Some(floor) => e.save_checked_where(conn, dsl::value.ge(floor)).await,
+                        None => e.save_checked(conn).await,
                     }
                 }
 
@@ -364,15 +347,9 @@ macro_rules! executor {
                 self.driver.drive(async {
                     match *call {
                         Call::Find { key } => Seen::found(e, $entity::find(conn, key).await),
-                        Call::Save { .. } if sabotage => {
-                            Seen::done(&blind_save(e, conn, None).await)
-                        }
-                        Call::Save { .. } => Seen::done(&e.save_checked(conn).await),
-                        Call::SaveWhere { floor, .. } if sabotage => {
-                            Seen::done(&blind_save(e, conn, Some(floor)).await)
-                        }
+                        Call::Save { .. } => Seen::done(&save(e, conn, None, sabotage).await),
                         Call::SaveWhere { floor, .. } => {
-                            Seen::done(&e.save_checked_where(conn, dsl::value.ge(floor)).await)
+                            Seen::done(&save(e, conn, Some(floor), sabotage).await)
                         }
                         Call::Delete { .. } => Seen::done(&e.delete_checked(conn).await),
                         Call::UpdateByKey { key, value } => {
@@ -386,10 +363,8 @@ macro_rules! executor {
                             if sabotage {
                                 // The twin: a taken key's row is deleted first, so the
                                 // insert overwrites it instead of reporting the key taken.
-                                diesel::delete(dsl::$table.find(key))
-                                    .execute(conn)
-                                    .await
-                                    .expect("delete the row");
+                                let taken = diesel::delete(dsl::$table.find(key));
+                                taken.execute(conn).await.expect("delete the row");
                             }
                             let form = $form { id: key, value };
                             Seen::token(&$entity::insert_checked_from(conn, form).await)
@@ -404,10 +379,8 @@ macro_rules! executor {
                         Call::ForceIncrement { .. } => Seen::done(&e.force_increment(conn).await),
                         Call::BulkUpdate { ref keys, value } => {
                             let rows = dsl::$table.filter(dsl::id.eq_any(keys));
-                            let written = $entity::bulk_update(rows, dsl::value.eq(value))
-                                .execute(conn)
-                                .await
-                                .map_err(Error::from);
+                            let update = $entity::bulk_update(rows, dsl::value.eq(value));
+                            let written = update.execute(conn).await.map_err(Error::from);
                             Seen::of(&written, |count| Seen::Count(*count))
                         }
                         Call::SoftDelete { .. } => {
@@ -460,13 +433,7 @@ macro_rules! executor {
 }
 
 executor!(Counter, NewCounter, counters, version, i32);
-executor!(
-    Stamp,
-    NewStamp,
-    stamped_seconds,
-    updated_at,
-    chrono::NaiveDateTime
-);
+executor!(Stamp, NewStamp, stamped_seconds, updated_at, NaiveDateTime);
 
 /// What the runs of `E` model on this backend.
 fn setup<E: Entity>(ops: Ops) -> Setup {
@@ -499,17 +466,15 @@ fn whole_second_timestamp_tokens_follow_the_model() {
 }
 
 /// The twins: writes without their check (`Clients::sabotage`). The same seed and
-/// operations pass with the checked writes and fail with the blind ones, and the shrunk
-/// program shows it, failing at a step that calls `call`. Exact integer tokens and no
-/// clock: the same program every run. The operations are those that meet the contract
-/// on the main this was written on, and a retryable conflict on a client's token
-/// (issue 37 point 6) is accepted, so that only the twin can fail.
+/// operations pass with the checked writes and fail with the blind ones, the shrunk
+/// program failing at a step that calls `call`. Exact integer tokens, no clock: the same
+/// program every run. The operations meet the contract on the main this was written on,
+/// and a retryable conflict on a client's token (issue 37 point 6) is accepted, so that
+/// only the twin can fail.
 #[flavour(blocking)]
 fn assert_twin_caught(ops: &str, call: &str) {
-    let (Some(plain), Some(twin)) = (
-        Clients::open(module_path!(), false),
-        Clients::open(module_path!(), true),
-    ) else {
+    let open = |sabotage| Clients::open(module_path!(), sabotage);
+    let (Some(plain), Some(twin)) = (open(false), open(true)) else {
         return;
     };
     let run = Run {
@@ -526,20 +491,14 @@ fn assert_twin_caught(ops: &str, call: &str) {
     let Err(failure) = runner::check::<Counter, _>(twin, setup, run) else {
         panic!("the model did not catch {call} without its check");
     };
+    let (reason, program, steps) = (&failure.reason, &failure.program, failure.steps);
+    let path = module_path!();
     eprintln!(
-        "{}: the twin of {call} is caught; shortest program ({} steps):\n{}  failed at {}",
-        module_path!(),
-        failure.steps,
-        failure.program,
-        failure.reason
+        "{path}: the twin of {call} is caught; shortest program ({steps} steps):\n{program}  failed at {reason}"
     );
-    let reason = &failure.reason;
-    assert!(
-        reason.contains(call),
-        "the failing step calls {call}: {reason}"
-    );
-    let program = &failure.program;
-    assert!(failure.steps <= 4, "shrunk to a few steps: {program}");
+    let calls = reason.contains(call);
+    assert!(calls, "the failing step calls {call}: {reason}");
+    assert!(steps <= 4, "shrunk to a few steps: {program}");
 }
 
 #[flavour(blocking)]
