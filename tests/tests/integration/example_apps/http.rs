@@ -1,16 +1,8 @@
 //! The HTTP API where the token is the ETag: the real axum server on 127.0.0.1 with an
-//! ephemeral port, driven from outside by a real HTTP client and, for races, by a second
-//! database connection.
-//!
-//! Races are forced the same way on every backend: the second connection changes (or
-//! only locks) the row in an open transaction; the requests are sent; the service's
-//! connections report each UPDATE or DELETE they start (Diesel's instrumentation on the
-//! pool the test gives the service), so the test knows every request has read the row,
-//! passed its precondition and is at its write, waiting for that lock; only then does
-//! the second connection commit (or roll back).
-//!
-//! The conformance cases of RFC 9110's conditional requests (If-Match, If-None-Match,
-//! weak tags, lists, `*`) run against the server on every backend too.
+//! ephemeral port, driven by a real HTTP client and, for races, by a second database
+//! connection holding the row's lock until every request is at its write
+//! ([`App::while_held`]). RFC 9110's conditional-request cases (If-Match, If-None-Match,
+//! weak tags, lists, `*`) run against it on every backend too.
 
 use diesel::connection::{InstrumentationEvent, SimpleConnection};
 use diesel::prelude::*;
@@ -231,9 +223,10 @@ enum Other {
 
 impl App {
     /// `requests` sent while the second connection holds the article at `url` in an
-    /// open transaction that does `other`. Returns once every request has started its
-    /// UPDATE or DELETE (reported on `writes`), and the second connection has then
-    /// ended its transaction, with the replies in the order they came.
+    /// open transaction that does `other`. The service's connections report each UPDATE
+    /// or DELETE they start (on `writes`), so once every request has reported, each has
+    /// read the row, passed its precondition and waits for the lock; only then does the
+    /// second connection end its transaction. The replies, in the order they came.
     async fn while_held(
         &mut self,
         pool: &Pool,

@@ -1,10 +1,10 @@
 //! The handlers a user writes with diesel-occ-axum, through a real `axum::Router`
 //! driven by `tower::ServiceExt::oneshot`, on every backend.
 //!
-//! The scenarios are written once, against a router; `blocking.rs` builds it from
-//! blocking connections (an r2d2 pool, `spawn_blocking`, `Preconditions::write`) and
-//! `asynchronous.rs` from diesel-async ones (a deadpool pool,
-//! `Preconditions::write_async`). Both serve the same routes:
+//! The scenarios are written once, against a router, and so are its handlers
+//! (`handlers.rs`); `blocking.rs` runs them on blocking connections (an r2d2 pool,
+//! `spawn_blocking`, `Preconditions::write`) and `asynchronous.rs` on diesel-async ones
+//! (a deadpool pool, `Preconditions::write_async`). Both serve the same routes:
 //!
 //! | route | what the handler does |
 //! |---|---|
@@ -339,36 +339,6 @@ async fn a_pool_error_is_503_with_retry_after(app: App) {
     assert_eq!(busy.status, 503, "{busy:?}");
     assert_eq!(busy.header("retry-after"), Some("1"));
     assert_eq!(busy.code(), "unavailable");
-}
-
-/// A handler both flavours share: it touches no database.
-async fn optional(if_match: Option<IfMatch>) -> &'static str {
-    if if_match.is_some() {
-        "present"
-    } else {
-        "absent"
-    }
-}
-
-/// The routes of the table above, on the handlers of the flavour in scope.
-macro_rules! routes {
-    () => {{
-        use axum::routing::{delete, get, post, put};
-        axum::Router::new()
-            .route("/accounts", post(create))
-            .route(
-                "/accounts/{id}",
-                get(show).put(replace).patch(patch).delete(remove),
-            )
-            .route("/create/{id}", put(create_if_absent))
-            .route("/by-key/{id}", put(put_by_key).delete(delete_by_key))
-            .route("/soft/{id}", delete(soft_delete))
-            .route("/upsert/{id}", put(upsert))
-            .route("/insert/{id}", put(insert_if_none_match))
-            .route("/respond/{id}", put(respond_to_a_put))
-            .route("/optional", get(optional))
-            .route("/stamps/{id}", get(show_stamp).put(replace_stamp))
-    }};
 }
 
 /// The scenarios above as tests of a flavour: `$app(settings)` builds its router over a

@@ -317,9 +317,8 @@ async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
 }
 
 /// Counter 1 after a closure that set its value to 5, saved it and caught a failed
-/// statement: on PostgreSQL the statement aborted the transaction, so `outcome` is an
-/// error and nothing was committed; elsewhere only the statement failed, and the write
-/// was committed.
+/// statement: an error and nothing committed where that aborts the transaction
+/// (PostgreSQL), the write committed elsewhere.
 fn assert_committed_unless_aborted<T: std::fmt::Debug>(outcome: Result<T, Error>, row: &Counter) {
     if Conn::BACKEND == Backend::Postgres {
         assert!(outcome.is_err(), "aborted, so not Ok: {outcome:?}");
@@ -348,10 +347,7 @@ async fn a_caught_database_error_is_never_reported_committed() {
     .await;
     let row = Counter::find(&mut conn, 1).await.expect("read");
     assert_committed_unless_aborted(outcome, &row);
-    assert_eq!(
-        mine.version, row.version,
-        "the entity holds the row's token"
-    );
+    assert_eq!(mine.version, row.version, "the entity has the row's token");
     mine.value = 6;
     let saved = mine.save_checked(&mut conn).await;
     saved.expect("the entity saves on the usable connection");
@@ -476,9 +472,8 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     assert_eq!((again.value, again.version), (0, 1), "rolled back");
     again.value = 7;
     again.save_checked(&mut conn).await.expect("a later save");
-    let theirs = Counter::find(&mut db.conn().await, 1)
-        .await
-        .expect("their read");
+    let theirs = Counter::find(&mut db.conn().await, 1).await;
+    let theirs = theirs.expect("their read");
     assert_eq!(theirs.value, 7, "the later save was committed");
 }
 
@@ -755,11 +750,8 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         .await
         .expect("pid");
     let mut locker = db.conn().await;
-    run_sql(
-        &mut locker,
-        "BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE",
-    )
-    .await;
+    let lock = "BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE";
+    run_sql(&mut locker, lock).await;
     let mut watcher = db.conn().await;
     let waiting = format!(
         "(SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock')"
@@ -773,12 +765,8 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
             "the batch's second UPDATE to wait for row 2's lock",
             diesel_occ_tests::wait::TIMEOUT,
             async || {
-                let count: i64 = waiting
-                    .clone()
-                    .get_result(&mut watcher)
-                    .await
-                    .expect("stat");
-                count == 1
+                let count = waiting.clone().get_result::<i64>(&mut watcher).await;
+                count.expect("stat") == 1
             },
         );
         tokio::select! {
