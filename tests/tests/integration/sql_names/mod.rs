@@ -109,10 +109,7 @@ pub(crate) fn assert_reported(result: Result<(), diesel_occ::Error>) -> String {
     assert!(problem.found.is_some(), "the column exists: {error}");
     let fix = problem.fix.clone().expect("a fix");
     let by_sql_names = fix.contains("occ_named_bad") && fix.contains("row_version");
-    assert!(
-        by_sql_names,
-        "the fix names the column by its SQL names: {fix}"
-    );
+    assert!(by_sql_names, "the fix names it by its SQL names: {fix}");
     let message = error.to_string();
     let names_the_fix = message.ends_with(&format!("; change it with: {fix}"));
     assert!(names_the_fix, "the message names the fix: {error}");
