@@ -431,7 +431,7 @@ async fn a_retried_batch_conflict_is_counted_under_its_table() {
     {
         let _installed = Captured::default().install(&totals);
         retry(&source, &quick(), async |conn, attempt| {
-            let mut batch = vec![
+            let mut batch = [
                 attempt.find::<Counter>(conn, 1).await?,
                 attempt.find(conn, 2).await?,
             ];
