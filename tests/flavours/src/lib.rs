@@ -29,6 +29,10 @@
 //! }
 //! ```
 //!
+//! A test in both flavours says so once: `#[flavour(test)]` is `#[flavour]` with
+//! `#[tokio::test]`, and `#[flavour(test(flavor = "multi_thread"))]` passes its arguments
+//! to `#[tokio::test(..)]` (the blocking flavour's `#[test]` takes none).
+//!
 //! An item written for one flavour alone says so: `#[flavour(blocking)]`,
 //! `#[flavour(asynchronous)]`; the other flavour drops it.
 //!
@@ -38,13 +42,17 @@
 
 use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree};
 
-/// The async flavour: the item as written. `#[flavour(blocking)]` drops the item
-/// (it is the blocking flavour's alone); `#[flavour(asynchronous)]` keeps it.
+/// The async flavour: the item as written, under `#[tokio::test(..)]` for
+/// `#[flavour(test(..))]`. `#[flavour(blocking)]` drops the item (it is the blocking
+/// flavour's alone); `#[flavour(asynchronous)]` keeps it.
 #[proc_macro_attribute]
 pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
-    match only_in(args) {
-        Ok(None | Some(Flavour::Asynchronous)) => item,
-        Ok(Some(Flavour::Blocking)) => TokenStream::new(),
+    match parse(args) {
+        Ok(Args::Both) | Ok(Args::Only(Flavour::Asynchronous)) => item,
+        Ok(Args::Test(args)) => test_attribute(&["tokio", "test"], args)
+            .chain(item)
+            .collect(),
+        Ok(Args::Only(Flavour::Blocking)) => TokenStream::new(),
         Err(error) => error,
     }
 }
@@ -54,15 +62,18 @@ pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `FnOnce` for `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, with `T` for
 /// `impl Future<Output = T>` and `impl Future<Output = T> + Send` (a trait's method
 /// whose future must be `Send`, which `async fn` cannot say, returns the value), and
-/// with `#[test]` for `#[tokio::test]` (and its arguments). `#[flavour(asynchronous)]`
-/// drops the item (it is the async flavour's alone); `#[flavour(blocking)]` keeps it as
-/// written.
+/// with `#[test]` for `#[tokio::test]` (and its arguments) or `#[flavour(test(..))]`.
+/// `#[flavour(asynchronous)]` drops the item (it is the async flavour's alone);
+/// `#[flavour(blocking)]` keeps it as written.
 #[proc_macro_attribute]
 pub fn blocking(args: TokenStream, item: TokenStream) -> TokenStream {
-    match only_in(args) {
-        Ok(None) => strip_async(item),
-        Ok(Some(Flavour::Blocking)) => item,
-        Ok(Some(Flavour::Asynchronous)) => TokenStream::new(),
+    match parse(args) {
+        Ok(Args::Both) => strip_async(item),
+        Ok(Args::Test(_)) => test_attribute(&["test"], None)
+            .chain(strip_async(item))
+            .collect(),
+        Ok(Args::Only(Flavour::Blocking)) => item,
+        Ok(Args::Only(Flavour::Asynchronous)) => TokenStream::new(),
         Err(error) => error,
     }
 }
@@ -72,26 +83,64 @@ enum Flavour {
     Asynchronous,
 }
 
-/// The flavour an item is written for alone, from `#[flavour(..)]`'s arguments.
-fn only_in(args: TokenStream) -> Result<Option<Flavour>, TokenStream> {
+/// What `#[flavour(..)]` says of its item.
+enum Args {
+    /// `#[flavour]`: the item in both flavours.
+    Both,
+    /// `#[flavour(test)]` or `#[flavour(test(..))]`: a test in both flavours, with the
+    /// arguments of `#[tokio::test(..)]`.
+    Test(Option<Group>),
+    /// `#[flavour(blocking)]` or `#[flavour(asynchronous)]`: one flavour's item.
+    Only(Flavour),
+}
+
+fn parse(args: TokenStream) -> Result<Args, TokenStream> {
     let mut args = args.into_iter();
-    let flavour = match args.next() {
-        None => return Ok(None),
-        Some(TokenTree::Ident(name)) if name.to_string() == "blocking" => Flavour::Blocking,
-        Some(TokenTree::Ident(name)) if name.to_string() == "asynchronous" => Flavour::Asynchronous,
+    let parsed = match args.next() {
+        None => return Ok(Args::Both),
+        Some(TokenTree::Ident(name)) => match name.to_string().as_str() {
+            "blocking" => Args::Only(Flavour::Blocking),
+            "asynchronous" => Args::Only(Flavour::Asynchronous),
+            "test" => match args.next() {
+                None => return Ok(Args::Test(None)),
+                Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Parenthesis => {
+                    Args::Test(Some(group))
+                }
+                Some(other) => return Err(expected_a_flavour(other)),
+            },
+            _ => return Err(expected_a_flavour(name.into())),
+        },
         Some(other) => return Err(expected_a_flavour(other)),
     };
     match args.next() {
-        None => Ok(Some(flavour)),
+        None => Ok(parsed),
         Some(extra) => Err(expected_a_flavour(extra)),
     }
 }
 
 fn expected_a_flavour(at: TokenTree) -> TokenStream {
     compile_error(
-        "expected `#[flavour]`, `#[flavour(blocking)]` or `#[flavour(asynchronous)]`",
+        "expected `#[flavour]`, `#[flavour(test)]`, `#[flavour(test(..))]`, \
+         `#[flavour(blocking)]` or `#[flavour(asynchronous)]`",
         at,
     )
+}
+
+/// The attribute `#[a::b]` or `#[a::b(args)]` for `path` `["a", "b"]`, at the call site.
+fn test_attribute(path: &[&str], args: Option<Group>) -> proc_macro::token_stream::IntoIter {
+    let span = Span::call_site();
+    let mut inside: Vec<TokenTree> = Vec::new();
+    for (i, segment) in path.iter().enumerate() {
+        if i > 0 {
+            inside.push(spanned(Punct::new(':', Spacing::Joint), span));
+            inside.push(spanned(Punct::new(':', Spacing::Alone), span));
+        }
+        inside.push(Ident::new(segment, span).into());
+    }
+    inside.extend(args.map(TokenTree::from));
+    let brackets = Group::new(Delimiter::Bracket, inside.into_iter().collect());
+    let pound = spanned(Punct::new('#', Spacing::Alone), span);
+    TokenStream::from_iter([pound, brackets.into()]).into_iter()
 }
 
 fn strip_async(stream: TokenStream) -> TokenStream {

@@ -13,21 +13,21 @@
 //!
 //! The file opens with `flavour_prelude!();`, which brings what the flavours name alike
 //! but mean differently: `Conn` (the backend's blocking connection, or its async one),
-//! `db!()` (a fresh database, [`test_db!`] or [`async_test_db!`]), and from
-//! [`flavours`] Diesel's or diesel-async's `RunQueryDsl` and `Connection`, diesel-occ's
-//! prelude, `TestDb`, `wait_until`, the calls the two APIs spell differently under one
-//! name (`run_in_flavour`, `install_in_flavour`), `spawn` and `joined` (a thread, or a
-//! task) and the attribute `#[flavour]`. Every item that awaits carries `#[flavour]`: in
-//! `asynchronous` it leaves the item as written, in `blocking` it drops `.await` and
-//! `async` (`AsyncFn` becomes `Fn`) and turns `#[tokio::test]` into `#[test]`
-//! (`occ_test_flavours`, in `tests/flavours`).
+//! `db!()` (a fresh database, [`test_db!`] or [`async_test_db!`]), `db_and_conn!()` (one
+//! and a connection to it), and from [`flavours`] Diesel's or diesel-async's
+//! `RunQueryDsl` and `Connection`, diesel-occ's prelude, `TestDb`, `wait_until`, the
+//! calls the two APIs spell differently under one name (`run_in_flavour`,
+//! `install_in_flavour`), `spawn` and `joined` (a thread, or a task) and the attribute
+//! `#[flavour]`. Every item that awaits carries `#[flavour]`: in `asynchronous` it leaves
+//! the item as written, in `blocking` it drops `.await` and `async` (`AsyncFn` becomes
+//! `Fn`) and turns `#[tokio::test]` into `#[test]` (`occ_test_flavours`, in
+//! `tests/flavours`). A test says `#[flavour(test)]`, which is `#[flavour]` with
+//! `#[tokio::test]` (`#[flavour(test(..))]` passes `tokio::test`'s arguments).
 //!
 //! ```text
-//! #[flavour]
-//! #[tokio::test]
+//! #[flavour(test)]
 //! async fn a_stale_save_conflicts() {
-//!     let db = db!();
-//!     let mut conn = db.conn().await;
+//!     let (_db, mut conn) = db_and_conn!();
 //!     let mut stale = Counter::find(&mut conn, 1).await.expect("row 1");
 //!     // ...
 //! }
@@ -155,10 +155,10 @@ macro_rules! on_every_backend {
     };
     // One scenario file, written async, compiled as both flavours (see the module docs).
     (@file scenarios) => {
-        on_every_backend!(@scenarios blocking, Conn, test_db);
-        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+        on_every_backend!(@scenarios blocking, Conn, test_db,);
+        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db, .await);
     };
-    (@scenarios $flavour:ident, $conn:ident, $db:ident) => {
+    (@scenarios $flavour:ident, $conn:ident, $db:ident, $($await:tt)*) => {
         // What `flavour_prelude!()` brings the scenario file in this flavour: the
         // backend's connection and `crate::flavours::$flavour`.
         macro_rules! flavour_prelude {
@@ -181,6 +181,15 @@ macro_rules! on_every_backend {
                     () => {
                         $db!()
                     };
+                }
+                /// A fresh database for the calling test and a connection to it.
+                #[allow(unused_macros)]
+                macro_rules! db_and_conn {
+                    () => {{
+                        let db = db!();
+                        let conn = db.conn()$($await)*;
+                        (db, conn)
+                    }};
                 }
             };
         }
@@ -216,8 +225,8 @@ macro_rules! on_every_backend {
     };
     (@mysql scenarios) => {
         #[cfg(feature = "mysql")]
-        on_every_backend!(@scenarios blocking, Conn, test_db);
-        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db);
+        on_every_backend!(@scenarios blocking, Conn, test_db,);
+        on_every_backend!(@scenarios asynchronous, AsyncConn, async_test_db, .await);
     };
     (@mysql blocking) => {
         #[cfg(feature = "mysql")]

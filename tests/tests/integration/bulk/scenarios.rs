@@ -16,8 +16,7 @@ use super::schema;
 #[flavour]
 macro_rules! wrap_scenario {
     ($entity:ident, $table:ident, $int:ty, $row:expr) => {{
-        let db = db!();
-        let mut conn = db.conn().await;
+        let (_db, mut conn) = db_and_conn!();
         for (id, version) in [(1, <$int>::MAX), (2, 5)] {
             insert_rows!(&mut conn, schema::$table::table, $row(id, version));
         }
@@ -43,8 +42,7 @@ macro_rules! wrap_scenario {
     }};
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn bulk_update_wraps_an_i16_token_at_max() {
     let row = |id, version| Small {
         id,
@@ -54,8 +52,7 @@ async fn bulk_update_wraps_an_i16_token_at_max() {
     wrap_scenario!(Small, small_counters, i16, row);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn bulk_update_wraps_an_i32_token_at_max() {
     let row = |id, version| Medium {
         version,
@@ -64,8 +61,7 @@ async fn bulk_update_wraps_an_i32_token_at_max() {
     wrap_scenario!(Medium, counters, i32, row);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn bulk_update_wraps_an_i64_token_at_max() {
     let row = |id, version| Big {
         id,
@@ -83,11 +79,9 @@ async fn seed_accounts(conn: &mut Conn, n: i32) {
     }
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn bulk_update_advances_the_token_of_every_row_it_touches() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     seed_accounts(&mut conn, 3).await;
     let mut in_flight = Vec::new();
     for key in 1..=3 {
@@ -111,11 +105,9 @@ async fn bulk_update_advances_the_token_of_every_row_it_touches() {
     }
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn control_plain_bulk_update_is_silently_overwritten() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     seed_accounts(&mut conn, 1).await;
     let mut in_flight = Account::find(&mut conn, 1).await.expect("account row");
     let plain = diesel::update(schema::accounts::table).set(schema::accounts::balance.eq(0));
@@ -127,11 +119,9 @@ async fn control_plain_bulk_update_is_silently_overwritten() {
     assert_eq!(stored.balance, 101, "the bulk write was lost");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn bulk_update_draws_a_fresh_uuid() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let (seat, version) = ("A1".into(), UuidToken::initial());
     let seeded = Ticket {
         id: 1,

@@ -42,8 +42,7 @@ async fn install(conn: &mut Conn, guard: &BypassGuard) -> Result<(), GuardError>
     Ok(())
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn raw_update_without_the_guard_is_a_lost_update() {
     let db = db!();
     seed_account(&db).await;
@@ -53,8 +52,7 @@ async fn raw_update_without_the_guard_is_a_lost_update() {
     assert_eq!(stored.balance, 90, "the raw write (balance 7) was lost");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn raw_update_with_the_guard_is_a_conflict() {
     let db = db!();
     seed_account(&db).await;
@@ -81,11 +79,9 @@ async fn raw_update_with_the_guard_is_a_conflict() {
     bypass_then_save(&db).await.expect("lost update again");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn uuid_token_guard_advances_on_raw_updates() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     let first = UuidToken::initial();
     let row = {
         use schema::tickets::dsl::*;
@@ -103,11 +99,9 @@ async fn uuid_token_guard_advances_on_raw_updates() {
     assert_eq!(conflict.current::<UuidToken>(), Some(current));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn timestamp_token_guard_advances_on_raw_updates() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     let first = NaiveDateTime::initial();
     let row = {
         use schema::stamped::dsl::*;

@@ -38,8 +38,7 @@ fn stale_at(current: i64) -> ConflictState {
     }
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn save_where_writes_when_the_predicate_holds() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -51,8 +50,7 @@ async fn save_where_writes_when_the_predicate_holds() {
     assert_eq!(row(conn, 1).await, Some((11, 2)));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn save_where_is_unmatched_when_the_predicate_fails() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -66,8 +64,7 @@ async fn save_where_is_unmatched_when_the_predicate_fails() {
     assert_eq!(row(conn, 1).await, Some((10, 1)), "nothing written");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn save_where_reports_a_stale_row() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -82,8 +79,7 @@ async fn save_where_reports_a_stale_row() {
     assert_eq!(row(conn, 1).await, Some((12, 2)), "the first writer's");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn update_by_key_writes_in_one_statement() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -100,8 +96,7 @@ async fn update_by_key_writes_in_one_statement() {
     assert_eq!((next, row(conn, 1).await), (3, Some((16, 3))));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn update_by_key_refuses_a_stale_or_missing_row() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -116,8 +111,7 @@ async fn update_by_key_refuses_a_stale_or_missing_row() {
     assert_eq!(state(&missing.unwrap_err()), &ConflictState::Deleted);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn update_by_key_refuses_an_invalid_token_without_a_query() {
     let db = db!();
     let conn = &mut seeded(&db).await;
@@ -139,8 +133,7 @@ async fn update_by_key_refuses_an_invalid_token_without_a_query() {
     assert_eq!(statements.take(), 0);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn delete_by_key_deletes_only_with_the_current_token() {
     let db = db!();
     let conn = &mut seeded(&db).await;

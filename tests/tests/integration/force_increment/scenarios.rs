@@ -60,8 +60,7 @@ async fn race_items(db: &TestDb<Conn>, force: bool) -> Vec<Result<(), Error>> {
     report.into_values().unwrap()
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn force_increment_makes_writers_of_different_children_conflict_on_the_root() {
     let db = db!();
     seed_order(&db).await;
@@ -85,8 +84,7 @@ async fn force_increment_makes_writers_of_different_children_conflict_on_the_roo
     assert_eq!(written, 1, "the loser's rolled back: {quantities:?}");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn control_without_force_increment_both_children_writes_commit() {
     let db = db!();
     seed_order(&db).await;
@@ -96,8 +94,7 @@ async fn control_without_force_increment_both_children_writes_commit() {
     assert_eq!(root.version, 1, "the root never moved");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn force_increment_writes_only_the_token() {
     let db = db!();
     seed_order(&db).await;

@@ -28,11 +28,9 @@ async fn items_with_key(conn: &mut Conn, id: i32) -> i64 {
     count.get_result(conn).await.expect("count")
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, ITEMS).await;
     let key = assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
     let fix = expected_fix(Conn::BACKEND, "loose_items", &["id"], false);
@@ -62,33 +60,27 @@ async fn a_key_without_a_unique_index_is_reported_with_its_fix() {
     assert_eq!(items_with_key(&mut conn, 1).await, 1);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_unique_index_on_exactly_the_key_passes() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, ITEMS).await;
     let index = "CREATE UNIQUE INDEX loose_items_by_id ON loose_items (id)";
     run_sql(&mut conn, index).await;
     check!(&mut conn, LooseItem).expect("a unique index on the key");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_composite_key_passes_with_a_unique_index_in_another_column_order() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, LINES).await;
     let index = "CREATE UNIQUE INDEX loose_lines_by_line ON loose_lines (line_no, order_id)";
     run_sql(&mut conn, index).await;
     check!(&mut conn, LooseLine).expect("the key's columns in another order");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, LINES).await;
     let indexes = "CREATE UNIQUE INDEX loose_lines_wide ON loose_lines \
         (order_id, line_no, quantity); \
@@ -111,11 +103,9 @@ async fn a_unique_index_on_more_columns_than_the_key_is_reported() {
     check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, LINES_KEYED_ELSEWHERE).await;
     let columns = ["order_id", "line_no"];
     let key = assert_unenforced(check!(&mut conn, LooseLine), "loose_lines", &columns);
@@ -125,26 +115,22 @@ async fn a_table_keyed_on_other_columns_gets_a_unique_index_as_its_fix() {
     check!(&mut conn, LooseLine).expect("the key is kept unique");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_partial_unique_index_does_not_count() {
     if Conn::BACKEND == Backend::Mysql {
         // MySQL and MariaDB have no partial indexes.
         return;
     }
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, ITEMS).await;
     let index = "CREATE UNIQUE INDEX loose_items_positive ON loose_items (id) WHERE value > 0";
     run_sql(&mut conn, index).await;
     assert_unenforced(check!(&mut conn, LooseItem), "loose_items", &["id"]);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_key_in_a_schema_is_looked_up_there() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, &schema_table(Conn::BACKEND)).await;
     let key = assert_unenforced(check!(&mut conn, SchemaLooseKey), "occ_loose_keys", &["id"]);
     assert_eq!(key.schema, Some("occ_app"));
@@ -163,11 +149,9 @@ async fn a_key_in_a_schema_is_looked_up_there() {
     }
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_error_shows_neither_values_nor_the_catalog_queries() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, ITEMS).await;
     item(1).insert_checked(&mut conn).await.expect("insert");
     item(1).insert_checked(&mut conn).await.expect("insert");

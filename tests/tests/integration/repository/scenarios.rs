@@ -12,8 +12,7 @@ use diesel_occ_tests::schema::pg::counters;
 
 use super::super::{Counter, counter};
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_generic_repository_runs_every_checked_write_and_refuses_the_stale_writer() {
     let db = db!();
     let conn = &mut db.conn().await;

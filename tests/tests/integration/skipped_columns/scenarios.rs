@@ -13,11 +13,9 @@ async fn article(conn: &mut Conn) -> Article {
     Article::find(conn, 1).await.expect("article row")
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn skipped_columns_are_never_written_by_checked_saves() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     insert_rows!(&mut conn, schema::wiki_articles::table, Article::seed());
     let mut occ_skip = article(&mut conn).await;
     // The counter is maintained by atomic SQL elsewhere, token untouched.

@@ -8,11 +8,9 @@ use diesel_occ::Operation;
 use super::entities::{Account, expect_conflict};
 use super::schema;
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn soft_delete_is_checked_and_advances_the_token() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     insert_rows!(&mut conn, schema::accounts::table, Account::new(1, 100));
     let mut first = Account::find(&mut conn, 1).await.expect("account row");
     let mut second = first.clone();

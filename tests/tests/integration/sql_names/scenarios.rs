@@ -6,11 +6,9 @@ use diesel_occ::schema_check::SchemaCheck;
 
 use super::super::{BadItem, NamedItem, SameItem, SchemaItem, assert_reported, create};
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_schema_check_reads_the_columns_by_their_sql_names() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     run_sql(&mut conn, &create(Conn::BACKEND)).await;
     let check = SchemaCheck::new().entity::<NamedItem>();
     let check = check.entity::<SchemaItem>();

@@ -64,11 +64,9 @@ async fn assert_bounded_since(before: Before, conn: &mut Conn, what: &str) {
     assert_bounded(what, cached, (open_before, open), (server_before, server));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let before = wide_row_counted(&mut conn).await;
     let mut tracked = Tracked::new(Wide::find(&mut conn, 1).await.expect("row"));
     for pattern in 0..PATTERNS {
@@ -89,11 +87,9 @@ async fn tracked_saves_of_every_column_set_keep_the_prepared_statements_bounded(
     assert_eq!(stored.version, 1 + PATTERNS as i32);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     // Every 16th pattern: 256 texts of each statement, far beyond the bound.
@@ -109,11 +105,9 @@ async fn upserts_of_every_none_pattern_keep_the_prepared_statements_bounded() {
     assert_bounded_since(before, &mut conn, "upserts").await;
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {
@@ -125,11 +119,9 @@ async fn full_saves_of_every_none_pattern_keep_the_prepared_statements_bounded()
     assert_every_pattern_written(&mut conn).await;
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let before = wide_row_counted(&mut conn).await;
     let mut token = 1;
     for pattern in 0..PATTERNS {
@@ -142,11 +134,9 @@ async fn patches_by_key_of_every_column_set_keep_the_prepared_statements_bounded
     assert_every_pattern_written(&mut conn).await;
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn saves_under_every_condition_keep_the_prepared_statements_bounded() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let before = wide_row_counted(&mut conn).await;
     let mut row = Wide::find(&mut conn, 1).await.expect("row");
     for pattern in 0..PATTERNS {

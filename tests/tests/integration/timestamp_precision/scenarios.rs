@@ -46,8 +46,7 @@ async fn stored(conn: &mut Conn, id: i32) -> NaiveDateTime {
 
 /// The default precision (whole seconds) on every column: a checked insert and an
 /// upsert return, and leave in the entity, the token the row stores.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
     let db = db!();
     let (mut a, _, _) = setup(&db).await;
@@ -69,8 +68,7 @@ async fn checked_inserts_and_upserts_issue_the_token_the_column_stores() {
     assert_eq!(outcome.expect("upsert"), updated);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     let db = db!();
     let (mut a, mut b, _) = setup(&db).await;
@@ -91,8 +89,7 @@ async fn a_stale_writer_in_the_same_second_gets_a_conflict() {
     assert_eq!(Stamp::find(&mut b, 1).await.unwrap(), first);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_declared_precision_advances_the_token_in_its_own_steps() {
     let db = db!();
     let (mut a, mut b, seed) = setup(&db).await;
@@ -114,8 +111,7 @@ async fn a_declared_precision_advances_the_token_in_its_own_steps() {
 /// The row's tokens run ahead of the clock: a bulk update must still move the token
 /// past every token the row held (a value taken from the clock would go back to one of
 /// them), and every entity read before it conflicts.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     let db = db!();
     let (mut a, mut b, seed) = setup(&db).await;
@@ -159,8 +155,7 @@ async fn a_bulk_update_moves_the_token_past_every_token_the_row_held() {
     assert_eq!(after.updated_at, before.updated_at + step);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     let db = db!();
     let (mut a, _, seed) = setup(&db).await;
@@ -179,8 +174,7 @@ async fn a_token_no_fresh_one_can_follow_is_refused_before_any_write() {
     assert_eq!(row, Stamp::new(1, 0, seed), "nothing was written");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn the_start_up_check_reports_a_column_coarser_than_declared() {
     let db = db!();
     let (mut a, _, _) = setup(&db).await;

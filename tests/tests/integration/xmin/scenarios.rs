@@ -42,8 +42,7 @@ async fn stored_xmin(conn: &mut Conn) -> XminToken {
     query.get_result(conn).await.expect("xmin")
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_is_read_compared_and_returned_in_one_statement() {
     let db = db!();
     let mut conn = seed(&db).await;
@@ -65,8 +64,7 @@ async fn xmin_is_read_compared_and_returned_in_one_statement() {
     assert_eq!(doc.xmin, database_assigned, "the database's token");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
     let db = db!();
     let mut conn = seed(&db).await;
@@ -94,8 +92,7 @@ async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
     deleted.expect("delete with the current xmin");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_is_its_own_bypass_guard() {
     let db = db!();
     let mut conn = seed(&db).await;
@@ -108,8 +105,7 @@ async fn xmin_is_its_own_bypass_guard() {
     assert!(matches!(conflict.state(), ConflictState::Stale { .. }));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_two_writers_from_one_version_exactly_one_wins() {
     let db = db!();
     seed(&db).await;
@@ -135,8 +131,7 @@ async fn xmin_two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(&stored, &winners[0].1);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_tracked_merge_and_batch_save() {
     let db = db!();
     let mut conn = seed(&db).await;
@@ -171,8 +166,7 @@ async fn xmin_tracked_merge_and_batch_save() {
 /// transaction's own `xmin` back, which no committed row will ever hold. The entity
 /// gets the token it read back, so it saves while the row is unchanged and conflicts,
 /// with the real current token, once another writer has saved.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_rolled_back_save_is_restored_then_conflicts() {
     let db = db!();
     let mut conn = seed(&db).await;
@@ -206,8 +200,7 @@ async fn xmin_rolled_back_save_is_restored_then_conflicts() {
     assert_eq!(stored(&mut conn).await, restored, "their write stands");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn xmin_tracked_save_without_edits_still_checks_and_advances() {
     let db = db!();
     let mut conn = seed(&db).await;

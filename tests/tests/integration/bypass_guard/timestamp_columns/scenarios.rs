@@ -53,8 +53,7 @@ async fn assert_stale_save_conflicts(conn: &mut Conn, mut stale: Stamp) -> Stamp
     current
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_bypass_write_ahead_of_the_clock_advances_the_token_one_unit() {
     let db = db!();
     let seeded = seed(1);
@@ -72,8 +71,7 @@ async fn a_bypass_write_ahead_of_the_clock_advances_the_token_one_unit() {
     );
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_bypass_write_behind_the_clock_takes_the_clock_in_utc() {
     let db = db!();
     guarded_row(&db, AsUtc::from_utc(seed(-1))).await;
@@ -92,8 +90,7 @@ async fn a_bypass_write_behind_the_clock_takes_the_clock_in_utc() {
     );
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_bypass_write_that_moves_the_token_back_is_moved_forward() {
     let db = db!();
     let seeded = seed(1);

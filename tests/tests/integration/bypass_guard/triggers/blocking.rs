@@ -50,10 +50,8 @@ fn uninstall(conn: &mut Conn, guard: &BypassGuard) {
 /// A write that bypasses diesel-occ: it changes the note of `table` (as SQL), not the
 /// token.
 fn bypass_sql(conn: &mut Conn, table: &str) {
-    run_sql(
-        conn,
-        &format!("UPDATE {table} SET note = 'bypass' WHERE id = 1"),
-    );
+    let update = format!("UPDATE {table} SET note = 'bypass' WHERE id = 1");
+    run_sql(conn, &update);
 }
 
 /// [`bypass_sql`] on `table`, quoted.
@@ -69,9 +67,8 @@ struct Version {
 
 /// The integer tokens of `table`'s rows (names as SQL).
 fn tokens(conn: &mut Conn, token: &str, table: &str) -> Vec<i32> {
-    let rows = diesel::sql_query(format!("SELECT {token} AS v FROM {table}"))
-        .load::<Version>(conn)
-        .expect("read the token");
+    let query = diesel::sql_query(format!("SELECT {token} AS v FROM {table}"));
+    let rows: Vec<Version> = query.load(conn).expect("read the token");
     rows.into_iter().map(|row| row.v).collect()
 }
 
@@ -81,9 +78,8 @@ fn create_sentinel(conn: &mut Conn) {
 }
 
 fn assert_sentinel_survives(conn: &mut Conn) {
-    diesel::sql_query("SELECT 1 FROM sentinel")
-        .execute(conn)
-        .expect("the sentinel table survives");
+    let query = diesel::sql_query("SELECT 1 FROM sentinel");
+    query.execute(conn).expect("the sentinel table survives");
 }
 
 #[test]
@@ -232,9 +228,8 @@ struct OtherDatabase<'a>(&'a mut Conn, String);
 
 impl Drop for OtherDatabase<'_> {
     fn drop(&mut self) {
-        let _ = self
-            .0
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {}", q(&self.1)));
+        let drop = format!("DROP DATABASE IF EXISTS {}", q(&self.1));
+        let _ = self.0.batch_execute(&drop);
     }
 }
 

@@ -7,11 +7,9 @@ use diesel_occ::schema_check::SchemaCheck;
 use super::super::ahead_of_clock;
 use super::{CREATE, Stamp, assert_refused, pin_clock_to, stamps};
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_schema_check_refuses_a_token_set_to_now_on_update() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     run_sql(&mut conn, CREATE).await;
     let check = SchemaCheck::new().entity::<Stamp>();
     let checked = check.run_in_flavour(&mut conn).await;

@@ -13,11 +13,9 @@ use super::{
     assert_stale, checked_rows, stamps, stamps_utc, with_offset,
 };
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn check_columns_stored_in_other_text_forms_save() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     raw_sql(&db, CREATE_CHECKED).await;
     let rows = checked_rows();
     for (_, _, insert) in &rows {
@@ -70,11 +68,9 @@ macro_rules! saves_and_a_stale_writer_conflicts {
     }};
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn rows_stored_in_other_text_forms_save() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
     insert_forms(&mut conn, "stamps", OTHER_FORMS).await;
     for (id, form) in (0..).zip(OTHER_FORMS) {
@@ -82,11 +78,9 @@ async fn rows_stored_in_other_text_forms_save() {
     }
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn rows_stored_with_a_utc_offset_save() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
     raw_sql(&db, &create_table("stamps_utc", "TEXT")).await;
     insert_forms(&mut conn, "stamps", OFFSET_FORMS).await;
@@ -97,11 +91,9 @@ async fn rows_stored_with_a_utc_offset_save() {
     }
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     raw_sql(&db, &create_table("stamps", "TIMESTAMP")).await;
     raw_sql(&db, &create_table("stamps_utc", "TEXT")).await;
     // An hour ahead of the clock, written two hours east of UTC.
