@@ -12,6 +12,7 @@ use diesel_occ::testing::Race;
 use diesel_occ::transaction;
 use diesel_occ::xmin::XminToken;
 use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
+use diesel_occ_tests::expect_conflict;
 use diesel_occ_tests::statements::{StatementCounter, sql_only};
 
 use super::super::{Document, NewDocument};
@@ -75,9 +76,7 @@ async fn stale_xmin_is_a_typed_conflict_for_save_and_delete() {
 
     let mut stale = second.clone();
     stale.title = "Second".into();
-    let Err(Error::Conflict(conflict)) = stale.save_checked(&mut conn).await else {
-        panic!("expected a conflict");
-    };
+    let conflict = expect_conflict(stale.save_checked(&mut conn).await);
     assert_eq!(conflict.expected::<XminToken>(), Some(second.xmin));
     assert_eq!(conflict.current::<XminToken>(), Some(first.xmin));
     assert_eq!(stale.xmin, second.xmin, "untouched");
@@ -99,9 +98,7 @@ async fn xmin_is_its_own_bypass_guard() {
     let mut doc = stored(&mut conn).await;
     raw_sql(&db, "UPDATE documents SET body = 'Raw' WHERE id = 1").await;
     doc.title = "Mine".into();
-    let Err(Error::Conflict(conflict)) = doc.save_checked(&mut conn).await else {
-        panic!("expected a conflict");
-    };
+    let conflict = expect_conflict(doc.save_checked(&mut conn).await);
     assert!(matches!(conflict.state(), ConflictState::Stale { .. }));
 }
 
