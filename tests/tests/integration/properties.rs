@@ -104,13 +104,11 @@ fn extremes_wrap_and_survive_their_client_form() {
 
 #[test]
 fn i32_counters_wrap_and_out_of_range_text_is_refused() {
+    use InvalidTokenReason::Malformed;
     assert_eq!(i32::MAX.next_token(), i32::MIN);
     assert_eq!(i32::decode(&i32::MAX.encode()), Ok(i32::MAX));
-    assert_eq!(refusal::<i32>("2147483648"), InvalidTokenReason::Malformed);
-    assert_eq!(
-        refusal::<i64>("9223372036854775808"),
-        InvalidTokenReason::Malformed
-    );
+    assert_eq!(refusal::<i32>("2147483648"), Malformed);
+    assert_eq!(refusal::<i64>("9223372036854775808"), Malformed);
 }
 
 /// The inventory app's token form field, fed hostile input. (The `If-Match` parser's
@@ -198,6 +196,7 @@ mod form_field {
     /// sending it again is a stale-token refusal.
     #[test]
     fn the_current_token_is_accepted_once() {
+        use InvalidTokenReason::Nil;
         let (_dir, mut conn, token) = app();
         let padded = format!("  {token}\t");
         let padded = request(Some(&padded));
@@ -207,10 +206,7 @@ mod form_field {
         assert!(matches!(again, Err(ReserveError::StaleToken { .. })));
         let nil = uuid::Uuid::nil().to_string();
         let nil = inventory::reserve(&mut conn, &request(Some(&nil)));
-        assert!(matches!(
-            nil,
-            Err(ReserveError::InvalidToken(InvalidTokenReason::Nil))
-        ));
+        assert!(matches!(nil, Err(ReserveError::InvalidToken(Nil))));
     }
 }
 
@@ -242,11 +238,9 @@ mod http_if_match {
             let path = dir.path().join("http.sqlite3");
             let path = path.to_str().expect("utf-8").to_owned();
             migrate(&path).expect("SQLite");
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
+            let mut runtime = tokio::runtime::Builder::new_multi_thread();
+            let runtime = runtime.worker_threads(2).enable_all().build();
+            let runtime = runtime.expect("runtime");
             let client = reqwest::Client::new();
             let url = runtime.block_on(async {
                 let pool = async_pool(&path, 2).expect("pool");
@@ -254,11 +248,8 @@ mod http_if_match {
                 let base = format!("http://{}", listener.local_addr().unwrap());
                 tokio::spawn(http::serve(listener, pool));
                 let article = serde_json::json!({"title": "Draft", "body": "First."});
-                let created = client
-                    .post(format!("{base}/articles"))
-                    .json(&article)
-                    .send();
-                let created = created.await.expect("create");
+                let created = client.post(format!("{base}/articles")).json(&article);
+                let created = created.send().await.expect("create");
                 assert_eq!(created.status(), reqwest::StatusCode::CREATED);
                 let body: serde_json::Value = created.json().await.expect("json");
                 format!("{base}/articles/{}", body["id"].as_str().expect("id"))

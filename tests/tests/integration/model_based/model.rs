@@ -83,96 +83,81 @@ pub(crate) struct Held {
     pub(crate) token: Tok,
 }
 
-/// One step of a program: a call by one client.
+/// One step of a program: a call by one client on row `key`, writing `value`. `key`
+/// names the entity the client holds for that key (its "slot"), or the row a new entity
+/// is for; it is 0 for the calls on several rows (each of their rows is bound where it
+/// is checked), and `value` is 0 for the calls that write none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Op {
     pub(crate) client: usize,
     pub(crate) call: Call,
+    pub(crate) key: Key,
+    pub(crate) value: i32,
 }
 
 impl Op {
-    fn new(client: usize, call: Call) -> Op {
-        Op { client, call }
+    fn new(client: usize, call: Call, key: Key, value: i32) -> Op {
+        Op {
+            client,
+            call,
+            key,
+            value,
+        }
     }
 }
 
-/// A call. `key` names the entity the client holds for that key (its "slot"), or the
-/// row a new entity is for; `value` is the value it writes. "Edited": the held entity's
-/// value is set first.
+/// A call. "Edited": the held entity's value is set to `value` first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Call {
     /// `find`: the client now holds the row as read.
-    Find { key: Key },
+    Find,
     /// `save_checked` of the edited entity.
-    Save { key: Key, value: i32 },
+    Save,
     /// `delete_checked` of the held entity.
-    Delete { key: Key },
+    Delete,
     /// `update_by_key` with the held token (a client's If-Match); on `Ok` the client
     /// holds its value and the returned token.
-    UpdateByKey { key: Key, value: i32 },
+    UpdateByKey,
     /// `delete_by_key` with the held token.
-    DeleteByKey { key: Key },
+    DeleteByKey,
     /// `insert_checked` of a new entity; on `Ok` the client holds it.
-    Insert { key: Key, value: i32 },
+    Insert,
     /// `insert_checked_from` of a form without the token column (a create request's
     /// body); on `Ok` the client holds the row it names, with the returned token.
-    InsertFrom { key: Key, value: i32 },
+    InsertFrom,
     /// `save_checked_where` of the edited entity under `value >= floor` (on the row).
-    SaveWhere { key: Key, value: i32, floor: i32 },
+    SaveWhere { floor: i32 },
     /// `upsert_checked(Some(its token))` of the edited entity.
-    UpsertSome { key: Key, value: i32 },
+    UpsertSome,
     /// `upsert_checked(None)` of a new entity; on `Ok` the client holds it.
-    UpsertNone { key: Key, value: i32 },
+    UpsertNone,
     /// `force_increment` of the held entity.
-    ForceIncrement { key: Key },
+    ForceIncrement,
     /// `save_all_checked` of every held entity, edited (in key order): all or nothing.
-    SaveAll { value: i32 },
+    SaveAll,
     /// `bulk_update` of the rows with these keys: `value = value` and a fresh token each.
-    BulkUpdate { keys: Vec<Key>, value: i32 },
+    BulkUpdate { keys: Vec<Key> },
     /// `soft_delete_checked` of the held entity, the marker `value = -1`.
-    SoftDelete { key: Key },
+    SoftDelete,
     /// `update_by_key` with the held token inside the retry helper: a conflict on a
     /// client's token comes back at once (contract 4).
-    RetryByKey { key: Key, value: i32 },
+    RetryByKey,
     /// The retry helper around `find(key)`, a new value and `save_checked`; on `Ok` the
     /// client holds what it saved.
-    RetrySave { key: Key, value: i32 },
-    /// `transaction` with the held entity as its `&mut` entity (`tracked`: as a
-    /// `&mut Tracked<T>`, whose saves write what changed): the steps, then the end.
-    Transaction {
-        key: Key,
-        steps: Vec<Inner>,
-        end: End,
-        tracked: bool,
-    },
+    RetrySave,
+    /// `transaction` with the held entity as its `&mut` entity.
+    Transaction(Transaction),
     /// `Tracked::new(e)`, edited, then `save_checked` (writes what changed) or `save_merging`.
-    TrackedSave { key: Key, value: i32, merge: bool },
+    TrackedSave { merge: bool },
 }
 
-impl Call {
-    /// The row the call is on; 0 for the calls on several rows (each of their rows is
-    /// bound where it is checked).
-    pub(crate) fn key(&self) -> Key {
-        match *self {
-            Call::SaveAll { .. } | Call::BulkUpdate { .. } => 0,
-            Call::Find { key }
-            | Call::Save { key, .. }
-            | Call::Delete { key }
-            | Call::UpdateByKey { key, .. }
-            | Call::DeleteByKey { key }
-            | Call::Insert { key, .. }
-            | Call::InsertFrom { key, .. }
-            | Call::SaveWhere { key, .. }
-            | Call::UpsertSome { key, .. }
-            | Call::UpsertNone { key, .. }
-            | Call::ForceIncrement { key }
-            | Call::SoftDelete { key }
-            | Call::RetryByKey { key, .. }
-            | Call::RetrySave { key, .. }
-            | Call::Transaction { key, .. }
-            | Call::TrackedSave { key, .. } => key,
-        }
-    }
+/// A transaction's closure, on the held entity (`tracked`: as a `&mut Tracked<T>`, whose
+/// saves write what changed): the steps, then the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Transaction {
+    pub(crate) steps: Vec<Inner>,
+    pub(crate) end: End,
+    pub(crate) tracked: bool,
 }
 
 /// What `save_merging` returned.
@@ -340,10 +325,8 @@ impl Model {
         if self.rows.contains_key(&key) || !self.insertable(key) {
             return Err(Invalid);
         }
-        let token = self.next(0);
-        self.rows.insert(key, Row { value, token });
         self.used.insert(key);
-        Ok(token)
+        Ok(self.write(key, 0, value))
     }
 
     fn held(&self, client: usize, key: Key) -> Result<Held, Invalid> {
@@ -371,59 +354,36 @@ impl Model {
         Ok(expect)
     }
 
-    /// An insert of a new entity: `taken` when the key is, else the client holds it and
-    /// the call returns `inserted(its token)`.
-    fn create(
-        &mut self,
-        client: usize,
-        key: Key,
-        value: i32,
-        taken: Expect,
-        inserted: impl FnOnce(Tok) -> Expect,
-    ) -> Result<Expect, Invalid> {
-        if self.rows.contains_key(&key) {
-            return Ok(taken);
-        }
-        let token = self.insert(key, value)?;
-        self.held[client].insert(key, Held { key, value, token });
-        Ok(inserted(token))
-    }
-
     /// Runs `op`: the state after it, with `expect` saying what it must return.
     pub(crate) fn apply(mut self, op: &Op) -> Result<Model, Invalid> {
-        let client = op.client;
+        let (client, call, key, value) = (op.client, &op.call, op.key, op.value);
         if client >= self.setup.clients {
             return Err(Invalid);
         }
-        let expect = match op.call {
+        let expect = match *call {
             // A read; `RetrySave` then writes its value.
-            Call::Find { key } | Call::RetrySave { key, .. } => {
-                match self.rows.get(&key).copied() {
-                    Some(Row { value, token }) => {
-                        let (value, token) = match op.call {
-                            Call::RetrySave { value, .. } => (value, self.write(key, token, value)),
-                            _ => (value, token),
-                        };
-                        self.held[client].insert(key, Held { key, value, token });
-                        Expect::Done
-                    }
-                    None => Expect::NotFound,
+            Call::Find | Call::RetrySave => match self.rows.get(&key).copied() {
+                Some(row) => {
+                    let (value, token) = match call {
+                        Call::RetrySave => (value, self.write(key, row.token, value)),
+                        _ => (row.value, row.token),
+                    };
+                    self.held[client].insert(key, Held { key, value, token });
+                    Expect::Done
                 }
-            }
+                None => Expect::NotFound,
+            },
             // A soft delete stores its marker, a forced increment the value as stored.
-            Call::Save { key, .. } | Call::ForceIncrement { key } | Call::SoftDelete { key } => {
-                let soft = matches!(op.call, Call::SoftDelete { .. });
-                let edit = match op.call {
-                    Call::Save { value, .. } => Some(value),
-                    _ => None,
-                };
+            Call::Save | Call::ForceIncrement | Call::SoftDelete => {
+                let soft = *call == Call::SoftDelete;
+                let edit = (*call == Call::Save).then_some(value);
                 self.checked(client, key, edit, false, |model, held, row| {
                     let stored = if soft { -1 } else { edit.unwrap_or(row.value) };
                     held.token = model.write(key, held.token, stored);
                     Expect::Done
                 })?
             }
-            Call::SaveWhere { key, value, floor } => {
+            Call::SaveWhere { floor } => {
                 self.checked(client, key, Some(value), false, |model, held, row| {
                     let expected = held.token;
                     if row.value < floor {
@@ -433,38 +393,44 @@ impl Model {
                     Expect::Done
                 })?
             }
-            Call::Delete { key } | Call::DeleteByKey { key } => {
-                let client_token = matches!(op.call, Call::DeleteByKey { .. });
+            Call::Delete | Call::DeleteByKey => {
+                let client_token = *call == Call::DeleteByKey;
                 self.checked(client, key, None, client_token, |model, _, _| {
                     model.rows.remove(&key);
                     Expect::Done
                 })?
             }
-            Call::UpdateByKey { key, value } | Call::RetryByKey { key, value } => {
+            Call::UpdateByKey | Call::RetryByKey => {
                 self.checked(client, key, None, true, |model, held, _| {
                     let token = model.write(key, held.token, value);
                     *held = Held { key, value, token };
                     Expect::Token { key, token }
                 })?
             }
-            Call::Insert { key, value } | Call::InsertFrom { key, value } => {
-                let inserted = |token| Expect::Token { key, token };
-                self.create(client, key, value, Expect::Taken, inserted)?
+            // A new entity: refused on a taken key, else the client holds it.
+            Call::Insert | Call::InsertFrom | Call::UpsertNone if self.rows.contains_key(&key) => {
+                match call {
+                    Call::UpsertNone => Expect::Conflict(self.conflict(key, None, true)),
+                    _ => Expect::Taken,
+                }
+            }
+            Call::Insert | Call::InsertFrom | Call::UpsertNone => {
+                let token = self.insert(key, value)?;
+                self.held[client].insert(key, Held { key, value, token });
+                match call {
+                    Call::UpsertNone => Expect::Upserted { new: true, token },
+                    _ => Expect::Token { key, token },
+                }
             }
             // Contract 3: a stated token never creates or re-creates a row.
-            Call::UpsertSome { key, value } => {
+            Call::UpsertSome => {
                 self.checked(client, key, Some(value), true, |model, held, _| {
                     let token = model.write(key, held.token, value);
                     held.token = token;
                     Expect::Upserted { new: false, token }
                 })?
             }
-            Call::UpsertNone { key, value } => {
-                let taken = Expect::Conflict(self.conflict(key, None, true));
-                let inserted = |token| Expect::Upserted { new: true, token };
-                self.create(client, key, value, taken, inserted)?
-            }
-            Call::SaveAll { value } => {
+            Call::SaveAll => {
                 let held = self.held[client].clone();
                 if held.is_empty() {
                     return Err(Invalid);
@@ -488,7 +454,7 @@ impl Model {
                     Expect::Batch(conflicts)
                 }
             }
-            Call::BulkUpdate { ref keys, value } => {
+            Call::BulkUpdate { ref keys } => {
                 let mut written = 0;
                 for &key in keys {
                     if let Some(row) = self.rows.get(&key).copied() {
@@ -498,7 +464,7 @@ impl Model {
                 }
                 Expect::Count(written)
             }
-            Call::TrackedSave { key, value, merge } => {
+            Call::TrackedSave { merge } => {
                 let mut held = self.held(client, key)?;
                 // The value as read: a tracked save writes it only if edited.
                 let original = held.value;
@@ -528,12 +494,7 @@ impl Model {
                 self.held[client].insert(key, held);
                 expect
             }
-            Call::Transaction {
-                key,
-                ref steps,
-                end,
-                tracked,
-            } => return self.transaction(client, key, steps, end, tracked),
+            Call::Transaction(ref closure) => return self.transaction(client, key, closure),
         };
         self.expect = expect;
         Ok(self)
@@ -542,14 +503,7 @@ impl Model {
     /// A transaction: the closure's steps on a copy, kept when it commits; on a
     /// rollback the model is as before and the entity as it was passed in, but for
     /// the edits of its value when it is still the same row (contract 1, 2 and 5).
-    fn transaction(
-        self,
-        client: usize,
-        key: Key,
-        closure: &[Inner],
-        end: End,
-        tracked: bool,
-    ) -> Result<Model, Invalid> {
+    fn transaction(self, client: usize, key: Key, closure: &Transaction) -> Result<Model, Invalid> {
         let passed = self.held(client, key)?;
         let mut inside = self.clone();
         let mut entity = passed;
@@ -559,7 +513,7 @@ impl Model {
         // A statement error the database does not forgive (PostgreSQL).
         let mut doomed = false;
         let mut failed = false;
-        for step in closure {
+        for step in &closure.steps {
             if let Inner::Save { value } | Inner::CatchConflict { value } = *step {
                 entity.value = value;
             }
@@ -571,7 +525,7 @@ impl Model {
                 Inner::Save { value } | Inner::CatchConflict { value } => {
                     match inside.rows.get(&entity.key).copied() {
                         Some(row) if row.token == entity.token => {
-                            let kept = tracked && value == original;
+                            let kept = closure.tracked && value == original;
                             let stored = if kept { row.value } else { value };
                             entity.token = inside.write(entity.key, entity.token, stored);
                             original = value;
@@ -614,7 +568,7 @@ impl Model {
                 break;
             }
         }
-        let outcome = match (failed, end) {
+        let outcome = match (failed, closure.end) {
             (true, _) | (false, End::Fail) => Outcome::RolledBack,
             (false, End::Panic) => Outcome::Panicked,
             // Contract 1: never Ok for a transaction the database rolled back.
@@ -655,24 +609,17 @@ impl Model {
         let insertable: Vec<Key> = (1..=keys).filter(|&key| self.insertable(key)).collect();
         let present: Vec<Key> = self.rows.keys().copied().collect();
         // A call by any client on a row, and one that also writes a value.
-        let on_row = |keys: BoxedStrategy<Key>, call: fn(Key) -> Call| {
-            (0..clients, keys)
-                .prop_map(move |(client, key)| Op::new(client, call(key)))
-                .boxed()
+        let on_row = |keys: BoxedStrategy<Key>, call: Call| {
+            let op = move |(client, key)| Op::new(client, call.clone(), key, 0);
+            (0..clients, keys).prop_map(op).boxed()
         };
-        let on_row_value = |keys: BoxedStrategy<Key>, call: fn(Key, i32) -> Call| {
-            (0..clients, keys, value.clone())
-                .prop_map(move |(client, key, value)| Op::new(client, call(key, value)))
-                .boxed()
+        let on_row_value = |keys: BoxedStrategy<Key>, call: Call| {
+            let op = move |(client, key, value)| Op::new(client, call.clone(), key, value);
+            (0..clients, keys, value.clone()).prop_map(op).boxed()
         };
-
-        // `|fields| Call::$variant { fields }`, as a `fn`.
-        macro_rules! call {
-            ($variant:ident $($field:ident)*) => { |$($field),*| Call::$variant { $($field),* } };
-        }
-        let mut options = vec![(2, on_row((1..=keys).boxed(), call!(Find key)))];
+        let mut options = vec![(2, on_row((1..=keys).boxed(), Call::Find))];
         if !present.is_empty() {
-            options.push((5, on_row(select(present).boxed(), call!(Find key))));
+            options.push((5, on_row(select(present).boxed(), Call::Find)));
         }
         let mut add = |name: &str, weight: u32, strategy: BoxedStrategy<Op>| {
             if ops.has(name) {
@@ -681,70 +628,47 @@ impl Model {
         };
         if !insertable.is_empty() {
             let pick = || select(insertable.clone()).boxed();
-            add("insert", 3, on_row_value(pick(), call!(Insert key value)));
-            add(
-                "insert_from",
-                2,
-                on_row_value(pick(), call!(InsertFrom key value)),
-            );
-            add(
-                "upsert_none",
-                2,
-                on_row_value(pick(), call!(UpsertNone key value)),
-            );
+            add("insert", 3, on_row_value(pick(), Call::Insert));
+            add("insert_from", 2, on_row_value(pick(), Call::InsertFrom));
+            add("upsert_none", 2, on_row_value(pick(), Call::UpsertNone));
         }
         let all = subsequence((1..=keys).collect::<Vec<_>>(), 1..=keys as usize);
-        let bulk = (0..clients, all, value.clone());
-        let bulk = bulk
-            .prop_map(|(client, keys, value)| Op::new(client, Call::BulkUpdate { keys, value }));
+        let bulk = |(client, keys, value)| Op::new(client, Call::BulkUpdate { keys }, 0, value);
+        let bulk = (0..clients, all, value.clone()).prop_map(bulk);
         add("bulk_update", 1, bulk.boxed());
-        add(
-            "retry",
-            1,
-            on_row_value((1..=keys).boxed(), call!(RetrySave key value)),
-        );
+        let retry_save = on_row_value((1..=keys).boxed(), Call::RetrySave);
+        add("retry", 1, retry_save);
         if !slots.is_empty() {
             let slot = if stale.is_empty() {
                 select(slots).boxed()
             } else {
                 prop_oneof![select(slots), select(stale)].boxed()
             };
-            // A call on a held entity, and one that also writes a value.
-            let held = |call: fn(Key) -> Call| {
-                let slot = slot.clone();
-                slot.prop_map(move |(client, key)| Op::new(client, call(key)))
-                    .boxed()
+            // A call on a held entity and the value it writes (0 when none), as drawn.
+            let on_held = |values: BoxedStrategy<i32>, calls: BoxedStrategy<Call>| {
+                let op = |((client, key), value, call)| Op::new(client, call, key, value);
+                (slot.clone(), values, calls).prop_map(op).boxed()
             };
-            let held_value = |call: fn(Key, i32) -> Call| {
-                (slot.clone(), value.clone())
-                    .prop_map(move |((client, key), value)| Op::new(client, call(key, value)))
-                    .boxed()
-            };
-            add("save", 6, held_value(call!(Save key value)));
+            let (any_value, no_value) = (|| value.clone().boxed(), || Just(0).boxed());
+            let held = |call: Call| on_held(no_value(), Just(call).boxed());
+            let held_value = |call: Call| on_held(any_value(), Just(call).boxed());
+            add("save", 6, held_value(Call::Save));
             // Floors below most values, so that both outcomes are common.
-            let save_where = call!(SaveWhere key value floor);
-            let save_where = (slot.clone(), value.clone(), 0..500_i32).prop_map(
-                move |((client, key), value, floor)| Op::new(client, save_where(key, value, floor)),
-            );
-            add("save_where", 3, save_where.boxed());
-            add("delete", 2, held(call!(Delete key)));
-            add("update_by_key", 3, held_value(call!(UpdateByKey key value)));
-            add("delete_by_key", 2, held(call!(DeleteByKey key)));
-            add("upsert_some", 3, held_value(call!(UpsertSome key value)));
-            add("force_increment", 1, held(call!(ForceIncrement key)));
-            add("soft_delete", 1, held(call!(SoftDelete key)));
-            add("retry", 1, held_value(call!(RetryByKey key value)));
+            let floors = (0..500_i32).prop_map(|floor| Call::SaveWhere { floor });
+            add("save_where", 3, on_held(any_value(), floors.boxed()));
+            add("delete", 2, held(Call::Delete));
+            add("update_by_key", 3, held_value(Call::UpdateByKey));
+            add("delete_by_key", 2, held(Call::DeleteByKey));
+            add("upsert_some", 3, held_value(Call::UpsertSome));
+            add("force_increment", 1, held(Call::ForceIncrement));
+            add("soft_delete", 1, held(Call::SoftDelete));
+            add("retry", 1, held_value(Call::RetryByKey));
             let holders: Vec<usize> = (0..clients).filter(|&c| !self.held[c].is_empty()).collect();
             let save_all = (select(holders), value.clone())
-                .prop_map(|(client, value)| Op::new(client, Call::SaveAll { value }));
+                .prop_map(|(client, value)| Op::new(client, Call::SaveAll, 0, value));
             add("save_all", 2, save_all.boxed());
-            let tracked_save = call!(TrackedSave key value merge);
-            let tracked_save = (slot.clone(), value.clone(), any::<bool>()).prop_map(
-                move |((client, key), value, merge)| {
-                    Op::new(client, tracked_save(key, value, merge))
-                },
-            );
-            add("tracked", 3, tracked_save.boxed());
+            let merges = any::<bool>().prop_map(|merge| Call::TrackedSave { merge });
+            add("tracked", 3, on_held(any_value(), merges.boxed()));
             let tracked = if ops.has("tracked") {
                 any::<bool>().boxed()
             } else {
@@ -753,13 +677,14 @@ impl Model {
             let closure = proptest::collection::vec(Inner::strategy(self), 0..=3);
             let end =
                 prop_oneof![2 => Just(End::Commit), 2 => Just(End::Fail), 1 => Just(End::Panic)];
-            let transaction = call!(Transaction key steps end tracked);
-            let transaction = (slot, closure, end, tracked).prop_map(
-                move |((client, key), steps, end, tracked)| {
-                    Op::new(client, transaction(key, steps, end, tracked))
-                },
-            );
-            add("transaction", 5, transaction.boxed());
+            let transactions = (closure, end, tracked).prop_map(|(steps, end, tracked)| {
+                Call::Transaction(Transaction {
+                    steps,
+                    end,
+                    tracked,
+                })
+            });
+            add("transaction", 5, on_held(no_value(), transactions.boxed()));
         }
         Union::new_weighted(options).boxed()
     }
@@ -804,71 +729,49 @@ impl Inner {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "c{}: ", self.client)?;
-        match &self.call {
-            Call::Find { key } => write!(f, "find(k{key})"),
-            Call::Save { key, value } => write!(f, "e[k{key}].value = {value}; save_checked"),
-            Call::Delete { key } => write!(f, "e[k{key}].delete_checked"),
-            Call::UpdateByKey { key, value } => {
-                write!(f, "update_by_key(k{key}, e[k{key}].token, value = {value})")
-            }
-            Call::DeleteByKey { key } => write!(f, "delete_by_key(k{key}, e[k{key}].token)"),
-            Call::Insert { key, value } => write!(f, "new(k{key}, {value}).insert_checked"),
-            Call::InsertFrom { key, value } => {
-                write!(f, "insert_checked_from(form(k{key}, {value}))")
-            }
-            Call::SaveWhere { key, value, floor } => write!(
-                f,
-                "e[k{key}].value = {value}; save_checked_where(value >= {floor})"
-            ),
-            Call::UpsertSome { key, value } => write!(
-                f,
-                "e[k{key}].value = {value}; upsert_checked(Some(e[k{key}].token))"
-            ),
-            Call::UpsertNone { key, value } => {
-                write!(f, "new(k{key}, {value}).upsert_checked(None)")
-            }
-            Call::ForceIncrement { key } => write!(f, "e[k{key}].force_increment"),
-            Call::TrackedSave { key, value, merge } => {
+        let (k, v) = (self.key, self.value);
+        let (held, edit) = (format!("e[k{k}]"), format!("e[k{k}].value = {v}; "));
+        let by_key = format!("update_by_key(k{k}, {held}.token, value = {v})");
+        let call = match &self.call {
+            Call::Find => format!("find(k{k})"),
+            Call::Save => format!("{edit}save_checked"),
+            Call::Delete => format!("{held}.delete_checked"),
+            Call::UpdateByKey => by_key,
+            Call::DeleteByKey => format!("delete_by_key(k{k}, {held}.token)"),
+            Call::Insert => format!("new(k{k}, {v}).insert_checked"),
+            Call::InsertFrom => format!("insert_checked_from(form(k{k}, {v}))"),
+            Call::SaveWhere { floor } => format!("{edit}save_checked_where(value >= {floor})"),
+            Call::UpsertSome => format!("{edit}upsert_checked(Some({held}.token))"),
+            Call::UpsertNone => format!("new(k{k}, {v}).upsert_checked(None)"),
+            Call::ForceIncrement => format!("{held}.force_increment"),
+            Call::TrackedSave { merge } => {
                 let how = if *merge { "merging" } else { "checked" };
-                let tracked = format!("t = Tracked::new(e[k{key}]); t.edit().value = {value}");
-                write!(f, "{tracked}; t.save_{how}")
+                format!("t = Tracked::new({held}); t.edit().value = {v}; t.save_{how}")
             }
-            Call::SaveAll { value } => write!(f, "every e[..].value = {value}; save_all_checked"),
-            Call::BulkUpdate { keys, value } => {
-                write!(f, "bulk_update(id IN {keys:?}, value = {value})")
+            Call::SaveAll => format!("every e[..].value = {v}; save_all_checked"),
+            Call::BulkUpdate { keys } => format!("bulk_update(id IN {keys:?}, value = {v})"),
+            Call::SoftDelete => format!("{held}.soft_delete_checked(value = -1)"),
+            Call::RetryByKey => format!("retry(|conn| {by_key})"),
+            Call::RetrySave => {
+                format!("retry(|conn| {{ e = find(k{k})?; e.value = {v}; e.save_checked }})")
             }
-            Call::SoftDelete { key } => write!(f, "e[k{key}].soft_delete_checked(value = -1)"),
-            Call::RetryByKey { key, value } => write!(
-                f,
-                "retry(|conn| update_by_key(k{key}, e[k{key}].token, value = {value}))"
-            ),
-            Call::RetrySave { key, value } => write!(
-                f,
-                "retry(|conn| {{ e = find(k{key})?; e.value = {value}; e.save_checked }})"
-            ),
-            Call::Transaction {
-                key,
-                steps,
-                end,
-                tracked,
-            } => {
-                let passed = if *tracked {
-                    format!("&mut Tracked::new(e[k{key}])")
+            Call::Transaction(closure) => {
+                let passed = if closure.tracked {
+                    format!("Tracked::new({held})")
                 } else {
-                    format!("&mut e[k{key}]")
+                    held
                 };
-                write!(f, "transaction({passed}, |conn, e| {{ ")?;
-                for step in steps {
-                    write!(f, "{step}; ")?;
-                }
-                match end {
-                    End::Commit => write!(f, "Ok(()) }})"),
-                    End::Fail => write!(f, "Err(..) }})"),
-                    End::Panic => write!(f, "panic!() }})"),
-                }
+                let steps = closure.steps.iter().map(|step| format!("{step}; "));
+                let steps: String = steps.collect();
+                let end = match closure.end {
+                    End::Commit => "Ok(())",
+                    End::Fail => "Err(..)",
+                    End::Panic => "panic!()",
+                };
+                format!("transaction(&mut {passed}, |conn, e| {{ {steps}{end} }})")
             }
-        }
+        };
+        write!(f, "c{}: {call}", self.client)
     }
 }
 

@@ -162,11 +162,8 @@ impl<T: Clone + PartialEq + Debug> Tokens<T> {
     fn bind<E: Entity<Token = T>>(&mut self, key: Key, token: Tok, real: &T) -> Result<(), String> {
         if E::EXACT {
             let exact = E::real_token(token);
-            return if &exact == real {
-                Ok(())
-            } else {
-                Err(format!("token {real:?} where the model predicts {exact:?}"))
-            };
+            let wrong = format!("token {real:?} where the model predicts {exact:?}");
+            return if &exact == real { Ok(()) } else { Err(wrong) };
         }
         match self.bound.get(&token) {
             Some((_, bound)) if bound == real => Ok(()),
@@ -194,10 +191,10 @@ pub(crate) trait Executor<E: Entity> {
     fn reset(&mut self, rows: &[(Key, i32, E::Token)]);
     /// The table's rows.
     fn rows(&mut self) -> BTreeMap<Key, (i32, E::Token)>;
-    /// Makes `call` (not `SaveAll`) on `client`'s connection, on `entity`: the one the
-    /// client holds, edited as the call says, a new one, or one a read replaces. Retries
-    /// make 3 attempts without backoff; a planned panic of a transaction is caught.
-    fn call(&mut self, client: usize, call: &Call, entity: &mut E) -> Seen<E::Token>;
+    /// Makes `op`'s call (not `SaveAll`) on its client's connection, on `entity`: the one
+    /// the client holds, edited as the call says, a new one, or one a read replaces.
+    /// Retries make 3 attempts without backoff; a planned panic of a transaction is caught.
+    fn call(&mut self, op: &Op, entity: &mut E) -> Seen<E::Token>;
     /// `save_all_checked` of `batch`.
     fn save_all(&mut self, client: usize, batch: &mut [E]) -> Seen<E::Token>;
 }
@@ -227,8 +224,7 @@ pub(crate) fn end(end: End) -> Result<(), Error> {
     }
 }
 
-/// Hides the default panic message of [`PlannedPanic`]s; other panics print as
-/// before.
+/// Hides the default panic message of [`PlannedPanic`]s, and only theirs.
 fn quiet_planned_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -270,10 +266,9 @@ struct System<E: Entity, X> {
 impl<E: Entity, X: Executor<E>> System<E, X> {
     /// Makes `op`'s call; the client then holds what the model says it holds.
     fn call(&mut self, op: &Op) -> Result<Seen<E::Token>, String> {
-        let Op { client, ref call } = *op;
-        let key = call.key();
+        let (client, call, key, value) = (op.client, &op.call, op.key, op.value);
         let held = &mut self.held[client];
-        if let Call::SaveAll { value } = *call {
+        if *call == Call::SaveAll {
             self.batch_keys = held.keys().copied().collect();
             let mut batch: Vec<E> = held.values().cloned().collect();
             batch.iter_mut().for_each(|entity| entity.set_value(value));
@@ -281,46 +276,32 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             held.extend(self.batch_keys.iter().copied().zip(batch));
             return Ok(seen);
         }
-        let new = matches!(
-            *call,
-            Call::Insert { .. } | Call::UpsertNone { .. } | Call::InsertFrom { .. }
-        );
+        let new = matches!(call, Call::Insert | Call::UpsertNone | Call::InsertFrom);
         // Calls on the held entity: the client holds it as the call left it.
-        let on_held = !new && !matches!(*call, Call::Find { .. } | Call::RetrySave { .. });
-        let mut entity = match *call {
-            Call::Insert { value, .. } | Call::UpsertNone { value, .. } => E::create(key, value),
-            Call::InsertFrom { value, .. } => E::create(key, value),
-            Call::BulkUpdate { .. } => {
-                return Ok(self.executor.call(client, call, &mut E::create(key, 0)));
-            }
+        let on_held = !new && !matches!(call, Call::Find | Call::RetrySave);
+        let mut entity = match call {
+            _ if new => E::create(key, value),
+            Call::BulkUpdate { .. } => return Ok(self.executor.call(op, &mut E::create(key, 0))),
             _ if on_held => held.get(&key).cloned().expect("the model holds it too"),
             // A read replaces it.
             _ => E::create(key, 0),
         };
-        if let Call::Save { value, .. }
-        | Call::SaveWhere { value, .. }
-        | Call::UpsertSome { value, .. } = *call
-        {
+        if matches!(call, Call::Save | Call::SaveWhere { .. } | Call::UpsertSome) {
             entity.set_value(value);
         }
         let before = entity.clone();
-        let seen = self.executor.call(client, call, &mut entity);
+        let seen = self.executor.call(op, &mut entity);
         let ok = matches!(seen, Seen::Done | Seen::Token(_) | Seen::Upserted(..));
         match (call, &seen) {
-            (
-                Call::UpdateByKey { value, .. }
-                | Call::RetryByKey { value, .. }
-                | Call::InsertFrom { value, .. },
-                Seen::Token(token),
-            ) => {
-                held.insert(key, E::with_token(key, *value, token.clone()));
+            (Call::UpdateByKey | Call::RetryByKey | Call::InsertFrom, Seen::Token(token)) => {
+                held.insert(key, E::with_token(key, value, token.clone()));
             }
-            (Call::SaveWhere { .. } | Call::Insert { .. }, _)
+            (Call::SaveWhere { .. } | Call::Insert, _)
                 if !ok && entity.parts() != before.parts() =>
             {
                 return Err(format!("a failed write changed its entity: {entity:?}"));
             }
-            (Call::Transaction { .. }, Seen::Transaction(_, outcome)) => {
+            (Call::Transaction(_), Seen::Transaction(_, outcome)) => {
                 // Rolled back, it is compared in the slot it was passed from.
                 let committed = *outcome == Outcome::Committed;
                 held.remove(&key);
@@ -340,7 +321,7 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         // What a transaction that rolled back wrote was never stored: its tokens bind
         // nothing (a later fresh token may take the same value).
         let committed = self.tokens.clone();
-        let compared = self.compare(op.call.key(), &model.expect, &seen);
+        let compared = self.compare(op.key, &model.expect, &seen);
         if let Expect::Transaction { outcome, .. } = model.expect
             && outcome != Outcome::Committed
         {
@@ -447,22 +428,20 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
         let rows = self.executor.rows();
         let keys: Vec<Key> = rows.keys().chain(model.rows.keys()).copied().collect();
         for key in keys {
-            match (model.rows.get(&key), rows.get(&key)) {
+            let wrong = match (model.rows.get(&key), rows.get(&key)) {
                 (Some(Row { value: want, .. }), Some((value, _))) if want != value => {
-                    return Err(format!("row k{key} holds value {value}, the model {want}"));
+                    format!("row k{key} holds value {value}, the model {want}")
                 }
-                (Some(row), Some((_, token))) => self
-                    .tokens
-                    .bind::<E>(key, row.token, token)
-                    .map_err(|reason| format!("row k{key}: {reason}"))?,
-                (Some(row), None) => {
-                    return Err(format!("row k{key} is gone, the model holds {row:?}"));
+                (Some(row), Some((_, token))) => {
+                    let bound = self.tokens.bind::<E>(key, row.token, token);
+                    bound.map_err(|reason| format!("row k{key}: {reason}"))?;
+                    continue;
                 }
-                (None, Some(row)) => {
-                    return Err(format!("row k{key} exists ({row:?}), the model has none"));
-                }
-                (None, None) => {}
-            }
+                (Some(row), None) => format!("row k{key} is gone, the model holds {row:?}"),
+                (None, Some(row)) => format!("row k{key} exists ({row:?}), the model has none"),
+                (None, None) => continue,
+            };
+            return Err(wrong);
         }
         for (client, held) in model.held.iter().enumerate() {
             for (slot, expect) in held {
@@ -476,9 +455,8 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                         "c{client}'s entity e[k{slot}] is row k{key} value {value}, the model's row k{model_key} value {model_value}"
                     ));
                 }
-                self.tokens
-                    .bind::<E>(key, expect.token, token)
-                    .map_err(|reason| format!("c{client}'s entity e[k{slot}]: {reason}"))?;
+                let bound = self.tokens.bind::<E>(key, expect.token, token);
+                bound.map_err(|reason| format!("c{client}'s entity e[k{slot}]: {reason}"))?;
             }
         }
         Ok(())
@@ -651,11 +629,11 @@ fn minimize<E: Entity, X: Executor<E>>(
             candidates.push((initial.clone(), fewer));
         }
         for (index, op) in ops.iter().enumerate() {
-            if let Call::Transaction { steps, .. } = &op.call {
-                for inner in 0..steps.len() {
+            if let Call::Transaction(closure) = &op.call {
+                for inner in 0..closure.steps.len() {
                     let mut fewer = ops.clone();
-                    if let Call::Transaction { steps, .. } = &mut fewer[index].call {
-                        steps.remove(inner);
+                    if let Call::Transaction(closure) = &mut fewer[index].call {
+                        closure.steps.remove(inner);
                     }
                     candidates.push((initial.clone(), fewer));
                 }

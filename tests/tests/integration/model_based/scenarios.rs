@@ -22,7 +22,7 @@ use diesel_occ::transaction;
 use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, VersionToken};
 use diesel_occ_tests::Backend;
 
-use super::super::model::{Call, End, Inner, Key, Merge, Ops, Setup};
+use super::super::model::{Call, Inner, Key, Merge, Op, Ops, Setup, Transaction};
 use super::super::runner::{self, Entity, Executor, Run, Seen};
 use super::entities::{Counter, NewCounter, NewStamp, Stamp};
 use super::schema;
@@ -181,15 +181,13 @@ async fn step<P: Passed>(
     }
 }
 
-/// `diesel_occ::transaction` (or the async one) with `passed` as its single `&mut`
-/// entity.
+/// This flavour's `transaction` with `passed` as its single `&mut` entity.
 #[flavour]
 fn in_transaction<P: Passed>(
     driver: &Driver,
     conn: &mut Conn,
     passed: &mut P,
-    steps: &[Inner],
-    end: End,
+    closure: &Transaction,
 ) -> Seen<P::Token>
 where
     for<'a> &'a mut P: diesel_occ::Restore + Send,
@@ -197,10 +195,10 @@ where
     let mut seen = Vec::new();
     let called = panic::catch_unwind(AssertUnwindSafe(|| {
         driver.drive(transaction(conn, &mut *passed, async |conn, passed| {
-            for inner in steps {
+            for inner in &closure.steps {
                 step(conn, &mut **passed, inner, &mut seen).await?;
             }
-            runner::end(end)
+            runner::end(closure.end)
         }))
     }));
     runner::outcome(called, seen)
@@ -289,7 +287,7 @@ macro_rules! executor {
                 Seen::done(&self.driver.drive(batch.save_all_checked(conn)))
             }
 
-            fn call(&mut self, client: usize, call: &Call, e: &mut $entity) -> Seen<$tok> {
+            fn call(&mut self, op: &Op, e: &mut $entity) -> Seen<$tok> {
                 use schema::$table::dsl;
 
                 async fn update_by_key(
@@ -327,39 +325,33 @@ macro_rules! executor {
                     }
                 }
 
-                let conn = &mut self.conns[client];
-                if let Call::Transaction {
-                    ref steps,
-                    end,
-                    tracked,
-                    ..
-                } = *call
-                {
-                    if !tracked {
-                        return in_transaction(&self.driver, conn, e, steps, end);
+                let conn = &mut self.conns[op.client];
+                if let Call::Transaction(ref closure) = op.call {
+                    if !closure.tracked {
+                        return in_transaction(&self.driver, conn, e, closure);
                     }
                     let mut passed = Tracked::new(e.clone());
-                    let seen = in_transaction(&self.driver, conn, &mut passed, steps, end);
+                    let seen = in_transaction(&self.driver, conn, &mut passed, closure);
                     *e = passed.into_inner();
                     return seen;
                 }
-                let sabotage = self.sabotage;
+                let (key, value, sabotage) = (op.key, op.value, self.sabotage);
                 self.driver.drive(async {
-                    match *call {
-                        Call::Find { key } => Seen::found(e, $entity::find(conn, key).await),
-                        Call::Save { .. } => Seen::done(&save(e, conn, None, sabotage).await),
-                        Call::SaveWhere { floor, .. } => {
+                    match op.call {
+                        Call::Find => Seen::found(e, $entity::find(conn, key).await),
+                        Call::Save => Seen::done(&save(e, conn, None, sabotage).await),
+                        Call::SaveWhere { floor } => {
                             Seen::done(&save(e, conn, Some(floor), sabotage).await)
                         }
-                        Call::Delete { .. } => Seen::done(&e.delete_checked(conn).await),
-                        Call::UpdateByKey { key, value } => {
+                        Call::Delete => Seen::done(&e.delete_checked(conn).await),
+                        Call::UpdateByKey => {
                             Seen::token(&update_by_key(conn, key, e.token(), value).await)
                         }
-                        Call::DeleteByKey { key } => {
+                        Call::DeleteByKey => {
                             Seen::done(&$entity::delete_by_key(conn, key, e.token()).await)
                         }
-                        Call::Insert { .. } => Seen::token(&e.insert_checked(conn).await),
-                        Call::InsertFrom { key, value } => {
+                        Call::Insert => Seen::token(&e.insert_checked(conn).await),
+                        Call::InsertFrom => {
                             if sabotage {
                                 // The twin: a taken key's row is deleted first, so the
                                 // insert overwrites it instead of reporting the key taken.
@@ -369,24 +361,22 @@ macro_rules! executor {
                             let form = $form { id: key, value };
                             Seen::token(&$entity::insert_checked_from(conn, form).await)
                         }
-                        Call::UpsertSome { .. } => {
+                        Call::UpsertSome => {
                             let expected = e.token().clone();
                             Seen::upserted(&e.upsert_checked(conn, Some(&expected)).await)
                         }
-                        Call::UpsertNone { .. } => {
-                            Seen::upserted(&e.upsert_checked(conn, None).await)
-                        }
-                        Call::ForceIncrement { .. } => Seen::done(&e.force_increment(conn).await),
-                        Call::BulkUpdate { ref keys, value } => {
+                        Call::UpsertNone => Seen::upserted(&e.upsert_checked(conn, None).await),
+                        Call::ForceIncrement => Seen::done(&e.force_increment(conn).await),
+                        Call::BulkUpdate { ref keys } => {
                             let rows = dsl::$table.filter(dsl::id.eq_any(keys));
                             let update = $entity::bulk_update(rows, dsl::value.eq(value));
                             let written = update.execute(conn).await.map_err(Error::from);
                             Seen::of(&written, |count| Seen::Count(*count))
                         }
-                        Call::SoftDelete { .. } => {
+                        Call::SoftDelete => {
                             Seen::done(&e.soft_delete_checked(conn, dsl::value.eq(-1)).await)
                         }
-                        Call::RetryByKey { key, value } => {
+                        Call::RetryByKey => {
                             let source = Borrowed(Lock::new(&mut *conn));
                             let retried = retry(&source, &policy(), async |conn, _| {
                                 update_by_key(conn, key, e.token(), value).await
@@ -394,7 +384,7 @@ macro_rules! executor {
                             .await;
                             Seen::token(&retried)
                         }
-                        Call::RetrySave { key, value } => {
+                        Call::RetrySave => {
                             let source = Borrowed(Lock::new(&mut *conn));
                             let saved = retry(&source, &policy(), async |conn, _| {
                                 let mut entity = $entity::find(conn, key).await?;
@@ -405,7 +395,7 @@ macro_rules! executor {
                             .await;
                             Seen::found(e, saved)
                         }
-                        Call::TrackedSave { value, merge, .. } => {
+                        Call::TrackedSave { merge } => {
                             let mut tracked = Tracked::new(e.clone());
                             tracked.edit().value = value;
                             let seen = if merge {
@@ -422,7 +412,7 @@ macro_rules! executor {
                             *e = tracked.into_inner();
                             seen
                         }
-                        Call::SaveAll { .. } | Call::Transaction { .. } => {
+                        Call::SaveAll | Call::Transaction(_) => {
                             unreachable!("not a call on one entity")
                         }
                     }
@@ -465,12 +455,10 @@ fn whole_second_timestamp_tokens_follow_the_model() {
     runner::assert_model::<Stamp, _>(module_path!(), clients, setup::<Stamp>(run.ops), run);
 }
 
-/// The twins: writes without their check (`Clients::sabotage`). The same seed and
-/// operations pass with the checked writes and fail with the blind ones, the shrunk
-/// program failing at a step that calls `call`. Exact integer tokens, no clock: the same
-/// program every run. The operations meet the contract on the main this was written on,
-/// and a retryable conflict on a client's token (issue 37 point 6) is accepted, so that
-/// only the twin can fail.
+/// The twins: writes without their check (`Clients::sabotage`). With the same seed and
+/// operations (integer tokens: the same programs every run) the checked writes pass and
+/// the blind ones fail, shrunk to a few steps that fail at a call of `call`. A retryable
+/// conflict on a client's token (issue 37 point 6) is accepted: only the twin can fail.
 #[flavour(blocking)]
 fn assert_twin_caught(ops: &str, call: &str) {
     let open = |sabotage| Clients::open(module_path!(), sabotage);
