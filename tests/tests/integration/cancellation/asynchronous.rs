@@ -1,6 +1,6 @@
-//! Cancellation on an async connection: a save or retry future dropped at any stage of
-//! its work leaves no half-applied write, no lock and no out-of-step connection in the
-//! pool; a plain diesel-async transaction dropped the same way is the control.
+//! Cancellation on an async connection: a save or retry future dropped at any stage leaves
+//! no half-applied write, no lock and no out-of-step connection in the pool; a plain
+//! diesel-async transaction dropped the same way is the control.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, bump, connection_id, load, quick, seed, try_plain_increment};
-use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, policies};
+use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_after_cut, policies};
 use crate::pools::{Counting, impatient, warm_pool};
 
 /// The counter's increment as a retry attempt, stopping at `cut`'s stage.
@@ -47,8 +47,7 @@ async fn cut_retry(source: &Counting<'_, Pool<Conn>>, policy: &RetryPolicy, cut:
     let _: Result<(), Error> = retry.await;
 }
 
-/// Drops an escalated retry of [`increment`] on `pool` where it stands at `stage`;
-/// returns how many connections the retry discarded.
+/// Drops an escalated retry of [`increment`] on `pool` at `stage`; returns its discards.
 async fn drop_escalated_retry(pool: &Pool<Conn>, holder: &mut Conn, stage: Stage) -> u32 {
     let source = Counting::new(pool);
     let cut = Cut::new(stage);
@@ -58,18 +57,8 @@ async fn drop_escalated_retry(pool: &Pool<Conn>, holder: &mut Conn, stage: Stage
     source.discards()
 }
 
-/// After a cut: the row holds whole writes, exactly `value` of them, and every
-/// connection of the pool is outside a transaction and reads that row.
-async fn assert_after_cut(checker: &mut Conn, pool: &Pool<Conn>, value: i32, what: &str) {
-    let row = load(checker, 1).await;
-    row.assert_whole();
-    assert_eq!(row.value, value, "{what}: exactly the writes that landed");
-    assert_pool_clean(pool, &row, async |conn| load(conn, 1).await, what).await;
-}
-
-/// Until a plain increment from `other` (impatient) gets in: the blocking-pool SQLite
-/// wrapper closes a dropped connection once its blocking task ends, so its lock may
-/// outlive the drop briefly.
+/// Until a plain increment from `other` (impatient) gets in: the blocking-pool SQLite wrapper
+/// closes a dropped connection once its blocking task ends, so its lock may outlive the drop.
 async fn wait_until_unlocked(other: &mut Conn) {
     let mut tries = 0;
     while let Err(error) = try_plain_increment(other, 1).await {
@@ -79,11 +68,9 @@ async fn wait_until_unlocked(other: &mut Conn) {
     }
 }
 
-/// Saves and retries (optimistic and escalated) dropped at every [`Stage`] they pass.
-/// After each drop the row holds exactly the writes that landed (a save that ran is
-/// committed unless its escalated attempt's transaction was open), each whole, the
-/// helper discarded the connection the dropped attempt held, and the pool hands out only
-/// connections outside any transaction that read the row.
+/// Saves and retries (optimistic and escalated) dropped at every [`Stage`] they pass: the row
+/// holds exactly the writes that landed, whole (a save that ran commits unless its escalated
+/// transaction was open), the attempt's connection was discarded, the pool is clean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     let db = async_test_db!();
@@ -91,16 +78,16 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     let pool: Pool<Conn> = warm_pool(&db, 2).await;
     let mut checker = db.conn().await;
     let mut holder = db.conn().await;
+    let mut read = async |conn: &mut Conn| load(conn, 1).await;
     let (mut stored, mut cuts) = (0, 0);
     use Stage::*;
     for stage in Stage::all_reachable::<Conn>(false) {
         if !matches!(stage, Checkout | Backoff) {
             let cut = Cut::new(stage);
             let save = async {
-                // A connection whose query future was dropped must not go back to the
-                // pool (an AsyncMysqlConnection can be left out of step with its
-                // server): this one leaves the pool and closes with the future, as the
-                // retry helper discards a cancelled attempt's.
+                // A connection whose query future was dropped must not go back to the pool
+                // (an AsyncMysqlConnection can be left out of step with its server): this one
+                // leaves it and closes with the future, as the helper discards an attempt's.
                 let pooled = pool.get().await.expect("pooled connection");
                 let mut conn = Object::take(pooled);
                 let mut row = load(&mut conn, 1).await;
@@ -114,7 +101,7 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
             stored += i32::from(stage != AfterRead);
             cuts += 1;
             let what = format!("a plain save cut at {stage:?}");
-            assert_after_cut(&mut checker, &pool, stored, &what).await;
+            assert_after_cut(&mut checker, &pool, stored, &mut read, &what).await;
         }
         for (escalated, policy) in policies() {
             if stage == Backoff && escalated {
@@ -136,7 +123,7 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
             let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
             let (discards, expected) = (source.discards(), u32::from(in_attempt));
             assert_eq!(discards, expected, "{what}: its connection discarded");
-            assert_after_cut(&mut checker, &pool, stored, &what).await;
+            assert_after_cut(&mut checker, &pool, stored, &mut read, &what).await;
         }
     }
     let (uncut, policy) = (Cut::new(Stage::Checkout), quick());
@@ -149,9 +136,8 @@ async fn cancelled_saves_and_retries_never_leave_a_half_applied_write() {
     eprintln!("{}: {cuts} cuts, {stored} writes landed", module_path!());
 }
 
-/// The retry future is dropped while its escalated attempt has saved and holds the
-/// lock: the connection is discarded (closed), so the server rolls back and the lock
-/// is free.
+/// A retry dropped while its escalated attempt has saved and holds the lock: the connection
+/// is discarded (closed), so the server rolls back and the lock is free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dropping_a_retry_inside_an_escalated_attempt_rolls_back_and_frees_the_lock() {
     let db = async_test_db!();
@@ -169,10 +155,9 @@ async fn dropping_a_retry_inside_an_escalated_attempt_rolls_back_and_frees_the_l
     drop(pooled.expect("the pool still hands out connections"));
 }
 
-/// A retry dropped while the server is still running its attempt's statement: the
-/// attempt's connection is discarded, not returned, so the pool never hands out a
-/// connection whose last response is unread (an `AsyncMysqlConnection` returned in that
-/// state answers the next query with the previous one's rows).
+/// A retry dropped while the server runs its attempt's statement: the connection is
+/// discarded, so the pool never hands out one whose last response is unread (an
+/// `AsyncMysqlConnection` in that state answers the next query with the previous one's rows).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_retry_dropped_mid_statement_leaves_no_out_of_step_connection_in_the_pool() {
     if Conn::IN_PLACE {
@@ -197,8 +182,7 @@ async fn a_retry_dropped_mid_statement_leaves_no_out_of_step_connection_in_the_p
     }
 }
 
-/// The control: a plain diesel-async transaction future, dropped the same way, keeps
-/// its transaction and locks on the connection.
+/// The control: a plain diesel-async transaction dropped the same way keeps its lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn control_a_dropped_plain_transaction_keeps_its_lock() {
     let db = async_test_db!();

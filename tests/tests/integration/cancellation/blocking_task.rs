@@ -1,10 +1,7 @@
-//! Cancellation of `asynchronous::retry_in_blocking_task` (SQLite through
-//! `SyncConnectionWrapper`): a blocking task cannot be stopped, so a dropped future lets
-//! its running attempt finish whole on its blocking thread (diesel-async's wrapper makes
-//! the drop wait for it), discards that attempt's connection (never back in the pool,
-//! never in an open transaction) and starts no further attempt; every write lands whole
-//! and at most once. On the in-place wrapper an attempt runs within one poll, so its
-//! future is dropped only while it waits for a connection or in a backoff.
+//! Cancellation of `asynchronous::retry_in_blocking_task` (SQLite): a blocking task cannot be
+//! stopped, so a dropped future lets its attempt finish whole (the wrapper's drop waits for it),
+//! discards its connection and starts no other: every write lands whole, at most once. In place,
+//! an attempt runs within one poll: its future is dropped only at the checkout or in a backoff.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,13 +16,12 @@ use diesel_occ::retry::{Attempt, RetryPolicy};
 
 use super::AsyncConn as Conn;
 use super::counters::{Counter, connection_id, load, quick, seed, try_plain_increment};
-use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_pool_clean, policies};
+use crate::cancellation::cut::{Cut, CutConnection, Stage, assert_after_cut, policies};
 use crate::pools::{Counting, impatient, warm_pool};
 
 type TransactionManagerOf<C> = <C as diesel_async::AsyncConnection>::TransactionManager;
 
-/// The counter's increment as a blocking attempt, stopping at `cut`'s stage until the
-/// future's drop begins.
+/// The counter's increment as a blocking attempt, stopping at `cut`'s stage until the drop.
 fn increment(conn: &mut SqliteConnection, attempt: &Attempt, cut: &Cut) -> Result<Counter, Error> {
     let mut row: Counter = attempt.find(conn, 1)?;
     cut.block_at(Stage::AfterRead);
@@ -45,9 +41,8 @@ fn increment(conn: &mut SqliteConnection, attempt: &Attempt, cut: &Cut) -> Resul
     Ok(row)
 }
 
-/// A retry of [`increment`] in a blocking task on `source`, stopping at `cut`'s stage,
-/// counting its attempts in `attempts`; each attempt checks that it runs in a
-/// transaction when `in_transaction`.
+/// A retry of [`increment`] in a blocking task on `source`, stopping at `cut`'s stage and
+/// counting its `attempts`, each checking that it runs in a transaction if `in_transaction`.
 fn cut_retry<'s>(
     source: &'s Counting<'_, Pool<Conn>>,
     policy: &'s RetryPolicy,
@@ -72,12 +67,10 @@ async fn uncut_increment(pool: &Pool<Conn>) -> Counter {
     retry.await.expect("the pool works after the drop")
 }
 
-/// The future is dropped while its escalated attempt has saved inside `BEGIN IMMEDIATE`
-/// and is still running on its blocking thread. diesel-async's wrapper makes the drop
-/// wait for that blocking task, so once the drop returns the attempt has ended: its
-/// transaction committed exactly once, the write lock is free, the connection left the
-/// pool (discarded, never returned), no later attempt ran, and the pool hands out a
-/// fresh connection outside any transaction.
+/// The future is dropped while its escalated attempt, on its blocking thread, has saved inside
+/// `BEGIN IMMEDIATE`. The wrapper's drop waits for that task, so once the drop returns the
+/// attempt has ended: it committed exactly once, the write lock is free, the connection was
+/// discarded, no later attempt ran, and the pool hands out a fresh one outside a transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_the_connection() {
     if Conn::IN_PLACE {
@@ -111,21 +104,17 @@ async fn a_dropped_blocking_task_retry_finishes_its_attempt_whole_and_discards_t
     let mut fresh = fresh.expect("the pool still hands out connections");
     assert_ne!(connection_id(&mut fresh).await, before, "a new connection");
     let status = TransactionManagerOf::<Conn>::transaction_manager_status_mut(&mut fresh);
-    let depth = status
-        .transaction_depth()
-        .expect("a usable transaction manager");
-    assert_eq!(depth, None, "not inside a transaction");
+    let outside = matches!(status.transaction_depth(), Ok(None));
+    assert!(outside, "a usable manager, outside any transaction");
     drop(fresh);
     let after = uncut_increment(&pool).await;
     assert_eq!((after.value, after.version), (3, 4));
     assert_eq!(ran(), 1, "the dropped retry never ran again");
 }
 
-/// Retries (optimistic and escalated) dropped at every [`Stage`] the connection lets a
-/// future stand at. After each drop the row holds exactly the writes that landed, each
-/// whole and once (an attempt the drop interrupted ran to its end and committed), the
-/// helper discarded the interrupted attempt's connection and started no other, and the
-/// pool hands out only connections outside any transaction.
+/// Retries (optimistic and escalated) dropped at every reachable [`Stage`]: the row holds
+/// exactly the writes that landed, whole and once (an interrupted attempt ran to its end), the
+/// attempt's connection was discarded, no other attempt started, and the pool is clean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
     let db = async_test_db!();
@@ -133,6 +122,7 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
     let pool: Pool<Conn> = warm_pool(&db, 2).await;
     let mut checker = db.conn().await;
     let mut holder = db.conn().await;
+    let mut read = async |conn: &mut Conn| load(conn, 1).await;
     let (mut stored, mut cuts) = (0, 0);
     for stage in Stage::all_reachable::<Conn>(true) {
         for (escalated, policy) in policies() {
@@ -146,8 +136,7 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             cut.drop_at_stage(&pool, &mut holder, retry).await;
             let in_attempt = matches!(stage, Stage::AfterRead | Stage::AfterSave);
             let attempted = stage != Stage::Checkout;
-            // The interrupted attempt's own write, or the other write that made the
-            // attempt conflict.
+            // The interrupted attempt's own write, or the other one that made it conflict.
             stored += i32::from(attempted);
             cuts += 1;
             let what = format!("a retry (escalated: {escalated}) cut at {stage:?}");
@@ -155,10 +144,7 @@ async fn cancelled_blocking_task_retries_never_leave_a_half_applied_write() {
             assert_eq!(ran, u32::from(attempted), "{what}: attempts run");
             let (discards, expected) = (source.discards(), u32::from(in_attempt));
             assert_eq!(discards, expected, "{what}: its connection discarded");
-            let row = load(&mut checker, 1).await;
-            row.assert_whole();
-            assert_eq!(row.value, stored, "{what}: exactly the writes that landed");
-            assert_pool_clean(&pool, &row, async |conn| load(conn, 1).await, &what).await;
+            assert_after_cut(&mut checker, &pool, stored, &mut read, &what).await;
         }
     }
     let after = uncut_increment(&pool).await;

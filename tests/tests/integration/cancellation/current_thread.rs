@@ -1,15 +1,12 @@
-//! `BlockInPlace` on a current-thread runtime, where `block_in_place` is not available
-//! and each statement runs on the blocking pool: a checked save dropped while its
-//! UPDATE runs there ends before the drop returns, so the next checked write on the
-//! same connection finds it free, gets a typed answer, and the row holds the dropped
-//! write whole.
-//!
-//! The UPDATE is stopped by a trigger that calls a function of the test's, which blocks
-//! until the future's drop begins: no deadline decides where the drop lands.
+//! `BlockInPlace` on a current-thread runtime (no `block_in_place`: statements run on the
+//! blocking pool): a checked save dropped while its UPDATE runs there ends before the drop
+//! returns, so the next checked write on the connection gets a typed answer, and the row holds
+//! the dropped write whole. A trigger stops the UPDATE in a function of the test's until the drop.
 
 use std::sync::Arc;
 
 use diesel::expression::functions::declare_sql_function;
+use diesel_occ::Error;
 use diesel_occ::asynchronous::prelude::*;
 
 use super::AsyncConn as Conn;
@@ -49,11 +46,9 @@ async fn a_save_dropped_on_the_blocking_pool_ends_before_the_next_write_on_its_c
     let mut stale = mine.clone();
     stale.increment();
     let answer = stale.save_checked(&mut conn).await;
-    let conflict = answer
-        .as_ref()
-        .err()
-        .and_then(diesel_occ::Error::as_conflict)
-        .unwrap_or_else(|| panic!("a conflict with the dropped save's token: {answer:?}"));
+    let Some(conflict) = answer.as_ref().err().and_then(Error::as_conflict) else {
+        panic!("a conflict with the dropped save's token: {answer:?}");
+    };
     assert_eq!(conflict.current::<i32>(), Some(2), "{conflict:?}");
     let row = load(&mut conn, 1).await;
     row.assert_whole();

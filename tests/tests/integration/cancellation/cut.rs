@@ -1,8 +1,6 @@
-//! Where a cancellation lands, forced: an operation runs until it stands at the
-//! [`Stage`] the test picked, and only then is its future dropped. No deadline decides
-//! it, so every run is cancelled, and exactly where it says.
+//! Where a cancellation lands, forced: an operation runs until it stands at the [`Stage`] the
+//! test picked, and only then is its future dropped: never a deadline, so exactly there.
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +18,7 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, Tra
 use diesel_occ::asynchronous::BlockInPlace;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::AsyncTestConnection;
+use diesel_occ_tests::entities::Counter;
 
 use crate::flavours::asynchronous::run_sql;
 
@@ -30,21 +29,17 @@ pub(crate) enum Stage {
     Checkout,
     /// After the attempt's read, before its save.
     AfterRead,
-    /// After the save, before the attempt ends: an escalated attempt's transaction is
-    /// open and holds the row.
+    /// After the save, before the attempt ends (an escalated attempt's transaction holds the row).
     AfterSave,
-    /// After the save, while the server runs the attempt's next statement
-    /// ([`CutConnection::GATE`]) and the answer is unread.
+    /// After the save, while the server runs [`CutConnection::GATE`], its answer unread.
     MidStatement,
-    /// In the backoff after an optimistic attempt that conflicted (an escalated attempt
-    /// does not back off: it retries at once, locking).
+    /// In the backoff after an optimistic attempt conflicted (an escalated one retries at once).
     Backoff,
 }
 
 impl Stage {
-    /// The stages, in the order an attempt passes them, that an operation on `C` can
-    /// stand still at while the test looks: not inside a statement or a blocking closure
-    /// when `C` runs them within one poll of their future ([`CutConnection::IN_PLACE`]).
+    /// The stages, in order, an operation on `C` can stand still at: not inside a statement or a
+    /// blocking closure when `C` runs them within one poll ([`CutConnection::IN_PLACE`]).
     pub(crate) fn all_reachable<C: CutConnection>(in_blocking_closure: bool) -> Vec<Stage> {
         use Stage::*;
         let mut stages = vec![Checkout];
@@ -59,9 +54,8 @@ impl Stage {
     }
 }
 
-/// The two kinds of attempt a cut lands in, optimistic and escalated (`true`), with a
-/// backoff long enough that a cut in it cannot miss it: full jitter over an hour, under
-/// a millisecond once in millions.
+/// The attempts a cut lands in, optimistic and escalated (`true`), with a backoff a cut cannot
+/// miss: full jitter over an hour, under a millisecond once in millions.
 pub(crate) fn policies() -> [(bool, RetryPolicy); 2] {
     let patient = RetryPolicy::new().backoff(Duration::from_secs(3600), Duration::from_secs(3600));
     [(false, patient.clone()), (true, patient.escalate_after(0))]
@@ -97,9 +91,8 @@ impl Cut {
         }
     }
 
-    /// In a blocking closure: at the cut's stage, tells the test and blocks until the
-    /// future's drop has begun; the closure then runs on to its end (a blocking task
-    /// cannot be stopped).
+    /// In a blocking closure: at the cut's stage, tells the test and blocks until the drop has
+    /// begun; the closure then runs to its end (a blocking task cannot be stopped).
     pub(crate) fn block_at(&self, here: Stage) {
         if self.pass(here) {
             let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
@@ -126,8 +119,7 @@ impl Cut {
         self.opened.notify_all();
     }
 
-    /// In the operation, after its save: runs [`CutConnection::GATE`] when the cut is
-    /// mid-statement.
+    /// After the operation's save: runs [`CutConnection::GATE`] if the cut is mid-statement.
     pub(crate) async fn statement<C: CutConnection>(&self, conn: &mut C) -> QueryResult<()> {
         if self.stage == Stage::MidStatement {
             conn.batch_execute(C::GATE).await?;
@@ -135,9 +127,8 @@ impl Cut {
         Ok(())
     }
 
-    /// Runs `operation` (on connections of `pool`) until it stands at the cut's stage,
-    /// then drops it. `holder`, the test's own connection, holds what the gate statement
-    /// waits for. Panics if the operation ends first, or not there within a minute.
+    /// Runs `operation` (on `pool`) until it stands at the cut's stage, then drops it; `holder`
+    /// holds what the gate waits for. Panics if it ends first, or is not there within a minute.
     pub(crate) async fn drop_at_stage<C: CutConnection, F: Future>(
         self: &Arc<Self>,
         pool: &Pool<C>,
@@ -164,8 +155,7 @@ impl Cut {
         self.run_until(operation, async || match self.stage {
             Stage::Checkout => pool.status().waiting > 0,
             Stage::MidStatement => C::gate_waiting(holder, self).await,
-            // The attempt that conflicted has ended and given its connection back: the
-            // operation has nothing else to wait for than the backoff.
+            // The attempt that conflicted gave its connection back: only the backoff is left.
             Stage::Backoff => self.reached() && pool.status().available == size,
             Stage::AfterRead | Stage::AfterSave => self.reached(),
         })
@@ -182,28 +172,24 @@ impl Cut {
         self.run_until(operation, async || self.reached()).await;
     }
 
-    /// Polls `operation` until `stopped`, then drops it, opening the gate as the drop
-    /// begins.
+    /// Polls `operation` until `stopped`, then drops it, opening the gate as the drop begins.
     async fn run_until<F: Future>(&self, operation: F, mut stopped: impl AsyncFnMut() -> bool) {
         let mut operation = pin!(operation);
         // Declared after the operation, so dropped before it: a blocking closure stopped
         // at the gate goes on while the operation's drop waits for it.
         let _open = OpenOnDrop(self);
-        let started = Instant::now();
+        let (started, stage) = (Instant::now(), self.stage);
         loop {
             tokio::select! {
                 biased;
-                _ = operation.as_mut() => panic!("the operation ended before its cut at {:?}", self.stage),
+                _ = operation.as_mut() => panic!("the operation ended before its cut at {stage:?}"),
                 () = tokio::time::sleep(Duration::from_millis(2)) => {}
             }
             if stopped().await {
                 return;
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the operation never reached its cut at {:?}",
-                self.stage
-            );
+            let in_time = started.elapsed() < Duration::from_secs(60);
+            assert!(in_time, "the operation never reached its cut at {stage:?}");
         }
     }
 }
@@ -223,8 +209,7 @@ where
 {
     let mut held = Vec::new();
     for _ in 0..pool.status().max_size {
-        // A bound on a wait that should not happen, so a leaked connection fails the
-        // test instead of hanging it.
+        // Bounded, so a leaked connection fails the test instead of hanging it.
         let checkout = tokio::time::timeout(Duration::from_secs(60), pool.get());
         let pooled = checkout.await.expect("a connection of the pool came back");
         held.push(pooled.expect("pooled connection"));
@@ -232,17 +217,21 @@ where
     held
 }
 
-/// Every connection `pool` hands out after a cut is outside any transaction and reads
-/// (`read`) what the test read on a connection of its own, `row`: none went back to the
-/// pool in a broken state.
-pub(crate) async fn assert_pool_clean<C: CutConnection, R: PartialEq + Debug>(
+/// After a cut: the row, as `read` on the test's own `checker`, holds whole writes,
+/// exactly `value` of them, and every connection `pool` hands out is outside any
+/// transaction and reads that row: none went back to the pool in a broken state.
+pub(crate) async fn assert_after_cut<C: CutConnection>(
+    checker: &mut C,
     pool: &Pool<C>,
-    row: &R,
-    mut read: impl AsyncFnMut(&mut C) -> R,
+    value: i32,
+    read: &mut impl AsyncFnMut(&mut C) -> Counter,
     what: &str,
 ) where
     AsyncDieselConnectionManager<C>: Manager<Type = C, Error = ManagerError>,
 {
+    let row = read(checker).await;
+    row.assert_whole();
+    assert_eq!(row.value, value, "{what}: exactly the writes that landed");
     let mut held = hold_all(pool).await;
     for conn in &mut held {
         let status = C::TransactionManager::transaction_manager_status_mut(conn);
@@ -250,14 +239,13 @@ pub(crate) async fn assert_pool_clean<C: CutConnection, R: PartialEq + Debug>(
         let outside = matches!(status.transaction_depth(), Ok(None));
         assert!(outside, "{what}: a pooled connection in a transaction");
         let read = read(conn).await;
-        assert_eq!(&read, row, "{what}: a pooled connection reads the row");
+        assert_eq!(read, row, "{what}: a pooled connection reads the row");
     }
 }
 
 /// What a cut needs from a connection type.
 pub(crate) trait CutConnection: AsyncTestConnection {
-    /// Whether each statement runs within one poll of its future (`BlockInPlace` on a
-    /// multi-threaded runtime): no future can be dropped inside one.
+    /// Whether statements run within one poll (`BlockInPlace`, multi-threaded): none can be cut.
     const IN_PLACE: bool = false;
     /// A statement that waits, once [`close_gate`](Self::close_gate) ran, until
     /// [`open_gate`](Self::open_gate) (or the drop, on SQLite).

@@ -1,7 +1,6 @@
-//! Sessions killed during a retry attempt, in both flavours: the attempts run on a pool
-//! (r2d2 for the blocking flavour, deadpool for the async one) or, blocking only, on a
-//! new connection each. The kill runs on a blocking connection of the test's own and
-//! returns once the server has removed the session: the barrier.
+//! Sessions killed during a retry attempt, in both flavours: the attempts run on a pool (r2d2,
+//! deadpool) or, blocking only, on a new connection each. The kill runs on a blocking
+//! connection of the test's own and returns once the server removed the session: the barrier.
 
 flavour_prelude!();
 
@@ -33,19 +32,16 @@ type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
 #[flavour(asynchronous)]
 const WAIT: Option<Duration> = Some(Duration::from_secs(10));
 
-/// A pool of one connection that tests a connection at checkout (`tested`: r2d2's
-/// test, deadpool's recycle check) or hands it out untested, the setting for speed (so a
-/// connection returned to it is the next one handed out).
+/// A pool of one connection, tested at checkout (`tested`: r2d2's test, deadpool's recycle
+/// check) or not, the setting for speed (a connection returned to it is the next handed out).
 #[flavour(blocking)]
 fn pool(db: &ServerDb, tested: bool) -> Pool {
     let builder = Pool::builder().max_size(1).test_on_check_out(tested);
-    builder
-        .build(ConnectionManager::<Conn>::new(db.url()))
-        .expect("pool")
+    let manager = ConnectionManager::<Conn>::new(db.url());
+    builder.build(manager).expect("pool")
 }
 
-/// (deadpool untested: `RecyclingMethod::Fast`, an hour's idle window for
-/// `verify_when_idle`.)
+/// (deadpool untested: `RecyclingMethod::Fast`, an hour's idle window for `verify_when_idle`.)
 #[flavour(asynchronous)]
 fn pool(db: &ServerDb, tested: bool) -> Pool {
     match tested {
@@ -54,9 +50,8 @@ fn pool(db: &ServerDb, tested: bool) -> Pool {
     }
 }
 
-/// Runs `f`, work on blocking connections of the test's own, to its end before the
-/// test goes on (async: on a runtime worker given to it, `block_in_place`, the other
-/// tasks going on meanwhile).
+/// Runs `f`, work on the test's own blocking connections, to its end before the test goes on
+/// (async: in `block_in_place`, the other tasks going on meanwhile).
 #[flavour(blocking)]
 fn in_line<T>(f: impl FnOnce() -> T) -> T {
     f()
@@ -79,9 +74,8 @@ async fn session_id(conn: &mut Conn) -> diesel::QueryResult<u64> {
     Ok(id.get_result::<i64>(conn).await? as u64)
 }
 
-/// After seeding, the attempt meets a conflict (a second writer saved first), then its
-/// session is killed. The helper retries the conflict; `pool` finds the connection dead
-/// and opens a new one; the second attempt re-reads and saves. Both writes are in the row.
+/// The attempt meets a conflict (a second writer saved first), then its session is killed:
+/// the helper retries, `pool` opens a new connection, and the row holds both writes.
 #[flavour]
 async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
     seed(db);
@@ -110,8 +104,7 @@ async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
     assert_eq!(row(db), (111, 3), "their write and ours");
 }
 
-/// With a pool of one connection that tests it: the attempt meets a conflict, then its
-/// session is killed; the pool replaces the dead connection and the retry succeeds.
+/// With a pool of one connection that tests it, the killed session is replaced.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds() {
@@ -119,9 +112,8 @@ async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succ
     killed_between_attempts(&db, &pool(&db, true)).await;
 }
 
-/// The same with the pool set up for speed: no test query at checkout, except for a
-/// connection idle for the window of `verify_when_idle` (zero here, so the killed
-/// session, idle since its attempt, is tested and replaced).
+/// The same with the pool set up for speed: a connection is tested at checkout only when idle
+/// for `verify_when_idle`'s window (zero here, so the killed session is tested and replaced).
 #[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
@@ -130,10 +122,8 @@ async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
     killed_between_attempts(&db, &pool).await;
 }
 
-/// A session killed while it sat in a pool that does not test it: the next operation
-/// gets it and fails with a typed error, writing nothing; the helper finds the
-/// connection dead and discards it, so the operation after that runs on a new session
-/// instead of failing on the same one.
+/// A session killed while in a pool that does not test it: the next operation fails with a
+/// typed error, writing nothing, and the helper discards it, so the one after gets a new one.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
@@ -161,11 +151,9 @@ async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     assert_eq!(value, expected, "every acknowledged write, nothing else");
 }
 
-/// `retry_with_standby`: the primary's session is killed inside an attempt, after the
-/// read from the standby and before the save. The save fails on the dead connection,
-/// and the helper discards that connection instead of returning it to a pool that
-/// would hand it out again untested: the next checkout gets a new session, and the row
-/// holds every acknowledged write, nothing else.
+/// `retry_with_standby`: the primary's session is killed after the attempt's read from the
+/// standby. The save fails, and the helper discards the connection rather than return it to a
+/// pool that would hand it out untested; the row holds every acknowledged write, nothing else.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
@@ -201,10 +189,8 @@ async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
     assert_eq!(value, expected, "the acknowledged writes: {outcome:?}");
 }
 
-/// Seeds row 1 and runs `attempt`, which kills its own session, through the retry helper
-/// under `policy` on a new connection per attempt. The helper ends with
-/// `Error::Database`, not retryable (how a killed session surfaces), after that one
-/// attempt.
+/// Seeds row 1 and runs `attempt`, which kills its own session, through the retry helper on a
+/// new connection per attempt: it ends after that attempt with a non-retryable `Error::Database`.
 #[flavour(blocking)]
 fn killed_in_attempt(
     db: &ServerDb,
@@ -228,10 +214,8 @@ fn killed_in_attempt(
     eprintln!("{test}: killed session surfaces as Error::Database, kind {kind:?}");
 }
 
-/// The session dies after the attempt read the row and before it writes. The helper
-/// does not retry a lost connection (the retry would not know whether a write it
-/// cannot see went through); it ends with a typed error and nothing was written. The
-/// next call runs on a new connection.
+/// The session dies between the attempt's read and write. The helper does not retry a lost
+/// connection (did a write go through?): a typed error, nothing written; the next call works.
 #[flavour(blocking)]
 #[test]
 fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
@@ -244,23 +228,19 @@ fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
     });
     assert_eq!(row(&db), (10, 1), "nothing was written");
 
-    let saved = retry(
-        &super::counters::connector(&db),
-        &quick(),
-        |conn, attempt| {
-            let mut counter: Counter = attempt.find(conn, 1)?;
-            counter.value += 1;
-            counter.save_checked(conn)?;
-            Ok(counter.version)
-        },
-    );
+    let source = super::counters::connector(&db);
+    let saved = retry(&source, &quick(), |conn, attempt| {
+        let mut counter: Counter = attempt.find(conn, 1)?;
+        counter.value += 1;
+        counter.save_checked(conn)?;
+        Ok(counter.version)
+    });
     assert_eq!(saved.expect("a new connection"), 2);
     assert_eq!(row(&db), (11, 2));
 }
 
-/// An escalated attempt (a transaction with `SELECT ... FOR UPDATE`) wrote its row; its
-/// session dies before the COMMIT. The helper reports the failed commit, never
-/// success, and the server rolled the write back.
+/// An escalated attempt wrote its row and its session dies before the COMMIT: the helper
+/// reports the failed commit, never success, and the server rolled the write back.
 #[flavour(blocking)]
 #[test]
 fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
@@ -276,10 +256,8 @@ fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
     assert_eq!(row(&db), (10, 1), "the uncommitted write was rolled back");
 }
 
-/// A save that committed in autocommit mode, then the session dies before the attempt
-/// ends: the helper returns the typed error of the failed read-back, and the row holds
-/// the committed write (a re-read tells). The ambiguity is the caller's to resolve;
-/// nothing is lost.
+/// A save committed in autocommit mode, then the session dies: the helper returns the failed
+/// read-back's typed error, and the row keeps the write (for the caller to re-read).
 #[flavour(blocking)]
 #[test]
 fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {

@@ -1,10 +1,7 @@
-//! Bounded waits in both flavours (r2d2 / deadpool pools): an exhausted pool, the
-//! policy's deadline bounding a checkout and a locking read under the pools' default
-//! settings; blocking only, a statement and a lock wait timeout. Nothing is written.
-//!
-//! A holder keeps the pool's connection or the row lock until the attempt has failed, or
-//! `HELD_FOR` at most: a helper that does not bound its wait fails the test on its
-//! elapsed time rather than hanging it.
+//! Bounded waits in both flavours (r2d2 / deadpool): an exhausted pool, the policy's deadline
+//! bounding a checkout and a locking read under the pools' defaults; blocking only, statement
+//! and lock wait timeouts. A holder keeps the connection or row lock until the attempt failed,
+//! at most `HELD_FOR`: an unbounded wait fails the test on its elapsed time, not hanging it.
 
 flavour_prelude!();
 
@@ -31,9 +28,8 @@ type Pool = diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Conn>>;
 #[flavour(asynchronous)]
 type Pool = diesel_async::pooled_connection::deadpool::Pool<Conn>;
 
-/// A pool of one connection, every other setting the pool's default: r2d2 waits 30 s
-/// for a connection (`connection_timeout`); deadpool has no runtime and no wait timeout
-/// (a checkout waits forever).
+/// A pool of one connection, otherwise the pool's defaults: r2d2 waits 30 s for a connection;
+/// deadpool has no runtime and no wait timeout (a checkout waits forever).
 #[flavour(blocking)]
 fn default_pool(db: &ServerDb) -> Pool {
     let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
@@ -59,8 +55,7 @@ async fn increment(pool: &Pool, policy: &RetryPolicy) -> Result<i32, Error> {
     .await
 }
 
-/// Keeps `held` on a thread until the returned call (which waits for the thread) or
-/// `HELD_FOR`, then ends it with `release`.
+/// Keeps `held` on a thread until the returned call or `HELD_FOR`, then `release`s it.
 fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) -> impl FnOnce() {
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let thread = thread::spawn(move || {
@@ -73,9 +68,8 @@ fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) ->
     }
 }
 
-/// The pool's only connection is checked out elsewhere: the checkout waits for the
-/// time left, not r2d2's 30 s or deadpool's forever, and fails with a pool timeout; the
-/// closure never runs.
+/// The pool's only connection is checked out elsewhere: the checkout waits for the time left, not
+/// r2d2's 30 s or deadpool's forever, and fails with a pool timeout; the closure never runs.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
@@ -97,10 +91,9 @@ async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
     assert_eq!(row(&db), (10, 1), "nothing was written");
 }
 
-/// Another session holds row 1's lock: the escalated attempt's locking read waits for
-/// the time left, not until the lock is released, and the helper gives up with the
-/// deadline reached and a lock wait timeout as the last error. The pool's connection
-/// went back to the pool usable: the next call saves on it.
+/// Another session holds row 1's lock: the escalated attempt's locking read waits for the
+/// time left, and the helper gives up, the deadline reached, the last error a lock wait
+/// timeout. The connection went back to the pool usable: the next call saves on it.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
@@ -132,9 +125,8 @@ async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
     assert_eq!(row(&db), (11, 2));
 }
 
-/// A pool of one whose connection is held elsewhere, and that waits 200 ms for it: the
-/// helper returns `Error::Pool` (timed out) once the pool's own wait passes, well
-/// within the policy's deadline, and never runs the closure.
+/// A pool of one whose connection is held elsewhere, waiting 200 ms for it: the helper returns
+/// a timed-out `Error::Pool` well within the policy's deadline, and never runs the closure.
 #[flavour]
 async fn exhausted_pool_fails_within_the_deadline(pool: &Pool) {
     let _held = pool.get().await.expect("the only connection");
@@ -163,11 +155,8 @@ fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
     let db = server_db!();
     let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
     let builder = Pool::builder().max_size(1);
-    let pool = builder
-        .connection_timeout(Duration::from_millis(200))
-        .build(manager);
-    let pool = pool.expect("pool");
-    exhausted_pool_fails_within_the_deadline(&pool);
+    let builder = builder.connection_timeout(Duration::from_millis(200));
+    exhausted_pool_fails_within_the_deadline(&builder.build(manager).expect("pool"));
 }
 
 /// A deadpool pool whose wait timeout is 200 ms.
@@ -179,14 +168,10 @@ async fn an_exhausted_deadpool_pool_is_a_typed_pool_error_within_the_deadline() 
     exhausted_pool_fails_within_the_deadline(&pool).await;
 }
 
-/// A holder keeps row 1 locked while the attempt's UPDATE waits under `timeout` (a
-/// session setting); returns the helper's result and how many attempts ran.
+/// A holder keeps row 1 locked while the attempt's UPDATE waits under `timeout` (a session
+/// setting); returns the helper's result and how many attempts ran.
 #[flavour(blocking)]
-fn timed_out_write(
-    db: &ServerDb,
-    timeout: &'static str,
-    attempts: u32,
-) -> (Result<(), Error>, u32) {
+fn timed_out_write(db: &ServerDb, timeout: &str, attempts: u32) -> (Result<(), Error>, u32) {
     seed(db);
     let mut holder = db.conn();
     holder.lock_counter(1);
@@ -205,8 +190,7 @@ fn timed_out_write(
     (result, runs.get())
 }
 
-/// A statement timeout while waiting for a row lock: a typed database error,
-/// classified as the server says (not transient: the helper does not retry it).
+/// A statement timeout on a row lock: a typed error, classified as the server says (not retried).
 #[flavour(blocking)]
 #[test]
 fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
@@ -221,8 +205,7 @@ fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
     eprintln!("{test}: statement timeout -> {error:?}, transient {kind:?}");
 }
 
-/// A lock timeout: a transient lock wait timeout; the helper retries it until the
-/// policy gives up, with the timeout as the last error.
+/// A lock timeout: transient, retried until the policy gives up, the timeout as the last error.
 #[flavour(blocking)]
 #[test]
 fn a_lock_timeout_is_transient_and_retried_until_the_policy_gives_up() {

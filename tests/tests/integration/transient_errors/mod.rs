@@ -1,10 +1,8 @@
-//! Transient errors that the real databases produced, classified through each driver
-//! (libpq and tokio-postgres, mysqlclient and mysql_async, SQLite through both APIs),
-//! and retried by the helpers.
+//! Transient errors the real databases produced, classified through each driver (libpq and
+//! tokio-postgres, mysqlclient and mysql_async, SQLite through both APIs), and retried.
 //!
-//! Deadlocks are forced: two transactions each lock one of two rows, meet at a
-//! barrier, then each asks for the other's row. Serialization failures, lock wait
-//! timeouts and busy errors are produced step by step on two connections.
+//! Deadlocks are forced: two transactions each lock a row, meet at a barrier, then ask for the
+//! other's. Serialization failures, lock waits and busy errors are made step by step.
 
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -13,9 +11,7 @@ use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel_async::{AsyncConnection, SimpleAsyncConnection};
 use diesel_occ::{Error, TransientKind};
-use diesel_occ_tests::{TestConnection, TestDb};
-
-use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb};
+use diesel_occ_tests::{AsyncTestConnection, AsyncTestDb, TestConnection, TestDb};
 
 /// The transient kind of a driver's error, as the retry helpers see it.
 fn kind(error: diesel::result::Error) -> Option<TransientKind> {
@@ -173,8 +169,7 @@ async fn postgres_tokio_postgres_repeatable_read_update_is_a_serialization_failu
     assert_eq!(kind(error), Some(TransientKind::SerializationFailure));
 }
 
-// MariaDB / MySQL: InnoDB detects deadlocks at once; lock waits time out after
-// innodb_lock_wait_timeout seconds (1 here).
+// MariaDB / MySQL: InnoDB detects deadlocks at once; lock waits time out after 1 s here.
 
 #[cfg(feature = "mysql")]
 #[test]
@@ -190,9 +185,8 @@ async fn mysql_mysql_async_deadlock_is_a_deadlock() {
     assert_one_deadlock(async_deadlock(&db, "SET SESSION innodb_lock_wait_timeout = 50").await);
 }
 
-/// The kind of the error another connection's held lock gives an impatient writer:
-/// connection `a` runs `hold` and keeps its transaction open while `b`, after its
-/// `impatient` session setting, updates the same row.
+/// The kind of error a held lock gives an impatient writer: `a` runs `hold` and keeps its
+/// transaction open while `b`, after its `impatient` session setting, updates the same row.
 macro_rules! held_lock_kind {
     ($db:expr, hold $hold:expr, impatient $impatient:expr $(, $dot_await:tt)?) => {{
         let (mut a, mut b) = ($db.conn()$(.$dot_await)?, $db.conn()$(.$dot_await)?);

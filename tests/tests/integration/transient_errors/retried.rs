@@ -1,6 +1,5 @@
-//! The retry helpers retry what the databases produced: a deadlock victim, a
-//! serialization failure, a lock wait timeout and a busy database, each retried until
-//! the attempt succeeds.
+//! The retry helpers retry what the databases produced: a deadlock victim, a serialization failure,
+//! a lock wait timeout and a busy database, each retried until the attempt succeeds.
 
 use std::sync::Mutex;
 
@@ -21,11 +20,9 @@ fn note(failures: &Failures, number: u32) -> impl Fn(&Error) + '_ {
     }
 }
 
-/// PostgreSQL, blocking, through r2d2: the attempt (in its escalated transaction)
-/// locks row 1, another transaction holds row 2 and asks for row 1, the attempt
-/// asks for row 2. The attempt's session checks for deadlocks first (100 ms
-/// against the other's 10 s), so it is the victim; the helper retries it and the
-/// second attempt succeeds.
+/// PostgreSQL, blocking, through r2d2: the escalated attempt locks row 1, another transaction
+/// holds row 2 and asks for row 1, the attempt asks for row 2. Its session checks for deadlocks
+/// first (100 ms, against 10 s), so it is the victim; the helper retries it, and it succeeds.
 #[test]
 fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel::r2d2::{ConnectionManager, Pool};
@@ -38,8 +35,7 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     let pool = Pool::builder().max_size(2).build(manager).unwrap();
     let barrier = Barrier::new(2);
     let errors = Failures::default();
-    // The second attempt starts once the other transaction committed: otherwise
-    // it could take row 1 before the other does and deadlock again.
+    // The second attempt starts once the other transaction committed, or it could deadlock again.
     let (committed, other_done) = std::sync::mpsc::channel();
     let result = std::thread::scope(|scope| {
         let other = scope.spawn(|| {
@@ -86,10 +82,9 @@ fn postgres_a_deadlock_victim_is_retried_and_succeeds() {
     assert!(both, "both writes, whole: {rows:?}");
 }
 
-/// PostgreSQL, async, through a connecting source: the attempt's transaction runs
-/// at REPEATABLE READ and takes its snapshot, another writer commits a change to
-/// the row, and the attempt's locking read fails with 40001; the helper retries
-/// and the second attempt reads the new row.
+/// PostgreSQL, async, through a connecting source: the attempt's transaction runs at REPEATABLE
+/// READ and takes its snapshot, another writer commits a change to the row, and the attempt's
+/// locking read fails with 40001; the helper retries and the second attempt reads the new row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
     use diesel_occ::asynchronous::prelude::*;
@@ -123,9 +118,8 @@ async fn postgres_async_a_serialization_failure_is_retried_and_succeeds() {
     assert_eq!(*errors.lock().unwrap(), failed);
 }
 
-/// MariaDB, async, through deadpool: the same deadlock; InnoDB rolls back the
-/// lighter transaction, and the other one has already written four rows, so the
-/// attempt (which has only locked a row) is the victim.
+/// MariaDB, async, through deadpool: the same deadlock; InnoDB rolls back the lighter
+/// transaction, and the other one wrote four rows, so the attempt (one row) is the victim.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     use diesel_async::pooled_connection::AsyncDieselConnectionManager;
@@ -187,8 +181,8 @@ async fn mysql_async_a_deadlock_victim_is_retried_and_succeeds() {
     }
 }
 
-/// An attempt that meets a lock `hold` keeps (its session `impatient`) fails, the holder
-/// lets go, and the second attempt saves; returns the failed attempt's transient kind.
+/// An attempt meeting a lock `hold` keeps (its session `impatient`) fails, the holder lets go,
+/// and the second attempt saves; returns the failed attempt's transient kind.
 macro_rules! held_lock_is_retried {
     ($conn:ty, hold $hold:expr, impatient $impatient:expr) => {{
         use diesel_occ::asynchronous::prelude::*;

@@ -1,7 +1,6 @@
-//! Galera: multi-primary races, stale reads from a lagging node, the multi-host source
-//! and a node killed under load, in both flavours (`scenarios.rs`), with a network
-//! partition (blocking) and a node that stops answering under pessimistic locking
-//! (async) besides.
+//! Galera: multi-primary races, stale reads from a lagging node, the multi-host source and
+//! a node killed under load in both flavours; a network partition (blocking) and a node that
+//! stops answering under pessimistic locking (async) besides.
 
 #[cfg(feature = "mysql")]
 use diesel::mysql::MysqlConnection as Conn;

@@ -1,5 +1,5 @@
-//! Galera in both flavours: blocking on threads, async on tasks. Only the async driver
-//! lets the helper bound a wait on a node that stops answering on the client.
+//! Galera in both flavours (blocking on threads, async on tasks). Only the async driver lets
+//! the helper bound, on the client, a wait on a node that stops answering.
 
 flavour_prelude!();
 
@@ -37,16 +37,14 @@ use {
     tokio::{sync::Barrier, task::JoinSet},
 };
 
-/// Reads wait until the node has applied every write set committed before them: never
-/// stale.
+/// Reads wait until the node applied every write set committed before them: never stale.
 const CAUSAL_READS: &str = "SET SESSION wsrep_sync_wait = 1";
 
 /// Reads take whatever the node has applied (the default): stale on a node that lags.
 const STALE_READS_ALLOWED: &str = "SET SESSION wsrep_sync_wait = 0";
 
-/// Holds the node's global read lock: MariaDB desyncs the node and pauses its applier,
-/// so the node stops applying the other nodes' write sets (they queue up) while its
-/// reads still answer. Released by `UNLOCK TABLES` or when the session ends.
+/// The node's global read lock: MariaDB desyncs the node and pauses its applier (the other
+/// nodes' write sets queue up) while its reads still answer, until `UNLOCK TABLES`.
 const STOP_APPLYING: &str = "FLUSH TABLES WITH READ LOCK";
 
 /// `wsrep_local_state_comment` of the session's node.
@@ -59,11 +57,9 @@ const NOT_READY: &str = "WSREP has not yet prepared node for application use";
 /// How a writer that did not win lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Loss {
-    /// Its checked write matched no row: the winner's write set was applied on its node
-    /// first (a typed `ConcurrencyConflict`).
+    /// A `ConcurrencyConflict`: the winner's write set was applied on its node first.
     Conflict,
-    /// Its write matched on its node and the cluster refused it at commit: failed
-    /// certification or a brute-force abort, both error 1213 (deadlock).
+    /// Matched on its node, refused at commit: failed certification or a brute-force abort (1213).
     Certification,
 }
 
@@ -74,11 +70,8 @@ fn loss(error: &Error) -> Loss {
     if error.is_conflict() {
         return Loss::Conflict;
     }
-    assert_eq!(
-        error.transient_kind(),
-        Some(TransientKind::Deadlock),
-        "a loser that is not a conflict is a certification failure (1213): {error:?}"
-    );
+    let deadlock = error.transient_kind() == Some(TransientKind::Deadlock);
+    assert!(deadlock, "no conflict, so certification (1213): {error:?}");
     Loss::Certification
 }
 
@@ -90,9 +83,8 @@ fn value_of(round: usize, writer: usize) -> i32 {
 /// Rounds of the two-node race.
 const ROUNDS: usize = 5;
 
-/// Checks the certification race, given each writer's (saved on its own node, committed
-/// value) and the row's value on every node: both saves matched, one commit won, the
-/// other failed certification.
+/// Checks the certification race from each writer's (saved on its node, committed value)
+/// and the row's value: both saves matched, one commit won, the other failed certification.
 fn check_certification(outcomes: &[(bool, Result<i32, Error>)], value: i32) {
     let saved = outcomes.iter().all(|(saved, _)| *saved);
     assert!(saved, "both saves match on their nodes: {outcomes:?}");
@@ -105,9 +97,8 @@ fn check_certification(outcomes: &[(bool, Result<i32, Error>)], value: i32) {
 }
 
 diesel::table! {
-    /// One row per committed increment of the node-kill scenario, written in the same
-    /// transaction as the increment: an increment whose outcome the client never
-    /// learnt is committed exactly when its row is here.
+    /// One row per committed increment of the node-kill scenario, in its transaction: an
+    /// increment whose outcome the client never learnt committed exactly if its row is here.
     increment_log (op) {
         op -> BigInt,
     }
@@ -120,8 +111,7 @@ const CREATE_INCREMENT_LOG: &str = "CREATE TABLE increment_log (op BIGINT PRIMAR
 const WORKERS: usize = 8;
 const INCREMENTS: usize = 250;
 
-/// Retries for a row that 8 writers on 3 nodes increment: plenty of attempts, a short
-/// jittered backoff. Every conflict and certification failure is retried.
+/// Retries for a row 8 writers on 3 nodes increment: many attempts, a short jittered backoff.
 fn hot_row_policy() -> RetryPolicy {
     RetryPolicy::new()
         .max_attempts(500)
@@ -157,9 +147,7 @@ fn served(stats: &[NodeStats]) -> Vec<u64> {
 }
 
 /// Acknowledged increments before the kill, while the node is down, after it rejoined.
-const KILL_AT: u64 = 100;
-const WHILE_DOWN: u64 = 100;
-const AFTER_REJOIN: u64 = 100;
+const KILL_STEPS: [u64; 3] = [100, 100, 100];
 
 /// How long a node-kill or partition run waits for its next acknowledged increments.
 const PROGRESS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -174,8 +162,7 @@ fn show((acked, stats): &Snapshot) -> String {
     format!("at {acked} acked, served {served:?}, failures {failures:?}")
 }
 
-/// What the workers of a node-kill or partition run have acknowledged, for the
-/// controller to wait on (a counter, not a sleep), and whether to stop.
+/// What a run's workers acknowledged, for the controller to wait on (not a sleep); and a stop.
 #[derive(Debug, Default)]
 struct Progress {
     acked: Mutex<u64>,
@@ -193,19 +180,15 @@ impl Progress {
         *self.acked.lock().unwrap()
     }
 
-    /// Waits until `target` increments were acknowledged (at most [`PROGRESS_TIMEOUT`]),
-    /// blocking the thread; `step` names the run's step for the message.
+    /// Blocks until `target` increments were acknowledged, at most [`PROGRESS_TIMEOUT`].
     fn wait_for(&self, target: u64, step: &str) {
         let acked = self.acked.lock().unwrap();
         let (acked, timeout) = self
             .changed
             .wait_timeout_while(acked, PROGRESS_TIMEOUT, |acked| *acked < target)
             .unwrap();
-        assert!(
-            !timeout.timed_out(),
-            "{step}: only {} of {target} increments acknowledged after {PROGRESS_TIMEOUT:?}",
-            *acked
-        );
+        let (on_time, acked) = (!timeout.timed_out(), *acked);
+        assert!(on_time, "{step}: {acked} of {target} acked, timed out");
     }
 
     fn stopped(&self) -> bool {
@@ -222,8 +205,7 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// One operation of a node-kill or partition run (only the partition run, blocking,
-/// reads `refused` and `took`).
+/// One operation of a node-kill or partition run (`refused`, `took`: for the partition run).
 #[derive(Debug)]
 #[allow(dead_code)]
 struct Op {
@@ -231,9 +213,8 @@ struct Op {
     /// Whether an attempt of it was refused by a node that was not ready (1047).
     refused: bool,
     took: Duration,
-    /// `Err(RetriesExhausted)`: every attempt failed with a retryable error, before
-    /// writing: known not applied. Any other error: the write may or may not have
-    /// committed (a lost connection, a COMMIT the cut node could not replicate).
+    /// `Err(RetriesExhausted)`: every attempt failed retryably before writing: not applied. Any
+    /// other error: maybe committed (a lost connection, a COMMIT the cut node could not replicate).
     result: Result<(), Error>,
 }
 
@@ -242,8 +223,8 @@ impl Op {
         self.result.is_ok()
     }
 
-    /// The error of an unacknowledged operation, with the driver's message (these tests
-    /// print it; a service would not), marked when it is not a database error.
+    /// An unacknowledged operation's error with the driver's message (printed by these tests,
+    /// not by a service), marked when not a database error.
     fn error(&self) -> Option<String> {
         Some(match self.result.as_ref().err()? {
             Error::Database(database) => database.diesel_error().to_string(),
@@ -259,10 +240,9 @@ impl Op {
     }
 }
 
-/// Checks a node-kill or partition run's operations against the increment log and the
-/// row on every node: every acknowledged increment committed, every logged one was
-/// attempted, and the row counts the acknowledged ones plus the unacknowledged ones that
-/// committed, one log row and one token step each.
+/// Checks a run's operations against the increment log and the row on every node: every
+/// acknowledged increment committed, every logged one was attempted, and the row counts the
+/// acknowledged ones and the unacknowledged ones that committed, one log row and token step each.
 fn check_ledger(ops: &[Op], logged: &HashSet<i64>, row: &Counter) {
     let acked = ops.iter().filter(|op| op.acknowledged());
     let acknowledged: HashSet<i64> = acked.map(|op| op.id).collect();
@@ -279,12 +259,10 @@ fn check_ledger(ops: &[Op], logged: &HashSet<i64>, row: &Counter) {
     assert_eq!(row.version, row.value + 1, "one token step per increment");
 }
 
-/// Prints a node-kill run and checks it: an increment refused by a node that was not
-/// ready never ran, only a database error left one unacknowledged, the log reconciles
-/// ([`check_ledger`]), and the load moved off node 3 while it was down and back after
-/// it rejoined by IST. `steps` are the snapshots when node 3 was killed, was restarted
-/// and had rejoined and at the end; `restart`, how long the restart took and the
-/// script's line on how the node rejoined.
+/// Prints a node-kill run and checks it: an increment refused (1047) never ran, only a
+/// database error left one unacknowledged, the log reconciles ([`check_ledger`]), and the
+/// load left node 3 while it was down and came back after it rejoined by IST. `steps`: the
+/// snapshots at the kill, restart, rejoin and end; `restart`: its duration, how it rejoined.
 fn check_kill_run(
     test: &str,
     (ops, logged, row): (&[Op], &HashSet<i64>, &Counter),
@@ -292,30 +270,22 @@ fn check_kill_run(
     restart: &(Duration, String),
 ) {
     let [killed, restarting, rejoined, end] = steps;
-    let unknown: Vec<(i64, String)> = ops
-        .iter()
-        .filter_map(|op| Some((op.id, op.error()?)))
-        .collect();
+    let errors = ops.iter().filter_map(|op| Some((op.id, op.error()?)));
+    let unknown: Vec<(i64, String)> = errors.collect();
     let committed_unknown = unknown.iter().filter(|(op, _)| logged.contains(op)).count();
-    // A rejoining node accepts connections before it is ready and refuses statements
-    // with 1047, unexecuted; the helper retries them (NodeNotReady), and an operation
-    // whose attempts all ran out on it never ran.
+    // A rejoining node accepts connections before it is ready and refuses statements (1047,
+    // unexecuted); the helper retries them, and an operation whose attempts ran out never ran.
     let (refused, lost): (Vec<_>, Vec<_>) =
         unknown.iter().partition(|(_, e)| e.contains(NOT_READY));
+    let (acked, unacked) = (ops.len() - unknown.len(), unknown.len());
+    let (refused_n, lost_n) = (refused.len(), lost.len());
+    let [at_kill, at_restart, at_rejoin, at_end] = steps.each_ref().map(show);
+    let (restart_took, how) = restart;
     eprintln!(
-        "{test}: {} acknowledged, {} unacknowledged ({committed_unknown} of them committed): \
-         {} refused by a node not ready (1047), {} with the outcome unknown {lost:?}\n  node 3 \
-         killed {}; restarted {}; rejoined in {:.2?} ({}) {}; stopped {}",
-        ops.len() - unknown.len(),
-        unknown.len(),
-        refused.len(),
-        lost.len(),
-        show(killed),
-        show(restarting),
-        restart.0,
-        restart.1,
-        show(rejoined),
-        show(end),
+        "{test}: {acked} acknowledged, {unacked} unacknowledged ({committed_unknown} of them \
+         committed): {refused_n} refused by a node not ready (1047), {lost_n} with the outcome \
+         unknown {lost:?}\n  node 3 killed {at_kill}; restarted {at_restart}; rejoined in \
+         {restart_took:.2?} ({how}) {at_rejoin}; stopped {at_end}"
     );
     let refused_ran = refused.iter().any(|(op, _)| logged.contains(op));
     assert!(!refused_ran, "an increment refused (1047) never ran");
@@ -336,7 +306,6 @@ fn check_kill_run(
         assert!(took_load, "{killed:?} {restarting:?}");
     }
     assert!(end.1[2].served > rejoined.1[2].served, "{end:?}");
-    let (_, how) = restart;
     assert!(how.contains("IST completed"), "rejoined by IST: {how}");
 }
 
@@ -385,9 +354,8 @@ async fn row_everywhere(db: &GaleraDb) -> Counter {
     rows[0].clone()
 }
 
-/// Writer 0 on node 1 and writer 1 on node 2 read row 1, meet at the race's barrier and
-/// save it (autocommit), for a few rounds. One wins each round; the other lost by a
-/// conflict or by certification (`Loss`). The row holds the winner's value everywhere.
+/// Writers on nodes 1 and 2 read row 1, meet at the race's barrier and save (autocommit),
+/// for a few rounds: one wins each round, the other loses (`Loss`), every node has the winner's.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
@@ -412,10 +380,8 @@ async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
         assert_eq!(counts, (1, 1), "round {round}: {report:?}");
         *losses.entry(loss(losers[0].1)).or_default() += 1;
         let row = row_everywhere(&db).await;
-        assert_eq!(
-            row.value, *winners[0].1,
-            "round {round}: the winner's value"
-        );
+        let winner = *winners[0].1;
+        assert_eq!(row.value, winner, "round {round}: the winner's value");
         assert_eq!(row.version, 2 + i32::try_from(round).unwrap());
     }
     let test = module_path!();
@@ -439,10 +405,8 @@ async fn both<T>(writer: impl AsyncFn(usize) -> T) -> [T; 2] {
     [first, second]
 }
 
-/// Both writers save in a transaction, each on its own node, and meet at a barrier after
-/// the save, before the commit: each checked save matches on its node, so the token
-/// check alone cannot stop the second writer. Certification does: one commit succeeds,
-/// the other fails with 1213 (retryable); the row holds the winner's value everywhere.
+/// Writers on nodes 1 and 2 save in a transaction and meet at a barrier before the commit: the
+/// token check stops neither, certification fails one (1213), and every node has the winner's.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
@@ -474,10 +438,9 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
     check_certification(&outcomes, row_everywhere(&db).await.value);
 }
 
-/// Node 2 stops applying (a session holds its global read lock), node 1 saves a change,
-/// and a session on node 2 with stale reads allowed reads the old row: the read IS stale.
-/// Once node 2 applies again, saving that stale entity there fails (a conflict or by
-/// certification), never succeeds: the row keeps node 1's change on every node.
+/// Node 2 stops applying (a session holds its global read lock), node 1 saves a change, and a
+/// session on node 2 allowing stale reads reads the old row. Once node 2 applies again, saving
+/// that stale entity there fails (`Loss`): the row keeps node 1's change on every node.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
@@ -547,8 +510,7 @@ trait Work: Send + Sync + 'static {
     fn work(&self, worker: usize) -> impl Future<Output = ()> + Send;
 }
 
-/// Runs `run`'s workers, each on a thread of its own, beside `control` on the test's
-/// thread; returns what `control` returns once the workers are done.
+/// Runs `run`'s workers on threads beside `control`; returns its result once they are done.
 #[flavour(blocking)]
 fn beside_workers<W: Work, T>(run: &Arc<W>, control: impl FnOnce() -> T) -> T {
     thread::scope(|scope| {
@@ -575,8 +537,8 @@ async fn beside_workers<W: Work, T>(run: &Arc<W>, control: impl AsyncFnOnce() ->
     result
 }
 
-/// Runs a blocking step of a run's controller (a cluster script, a wait on the
-/// workers' progress): in place, the async workers going on on the other threads.
+/// Runs a blocking step of a run's controller (a cluster script, a wait on the workers) in
+/// place, the async workers going on on the other threads.
 #[flavour(blocking)]
 fn in_place<T>(step: impl FnOnce() -> T) -> T {
     step()
@@ -598,9 +560,8 @@ type NodePool = Pool<Conn>;
 fn pool(url: &str) -> NodePool {
     let builder = Pool::builder().max_size(u32::try_from(WORKERS).unwrap());
     let builder = builder.connection_timeout(Duration::from_secs(5));
-    builder
-        .build(ConnectionManager::<Conn>::new(url))
-        .expect("pool")
+    let manager = ConnectionManager::<Conn>::new(url);
+    builder.build(manager).expect("pool")
 }
 
 #[flavour(asynchronous)]
@@ -614,8 +575,7 @@ fn pool(url: &str) -> NodePool {
     builder.build().expect("pool")
 }
 
-/// The multi-host run: each worker increments row 1 [`INCREMENTS`] times through the
-/// nodes' pools, all workers starting together.
+/// The multi-host run: each worker increments row 1 [`INCREMENTS`] times, all starting at once.
 struct Increments {
     nodes: MultiHost<NodePool>,
     policy: RetryPolicy,
@@ -639,10 +599,8 @@ impl Work for Increments {
     }
 }
 
-/// 8 workers increment row 1 250 times each through a `MultiHost` over the nodes' pools
-/// (reads are not causal: an attempt may read a stale row, and then conflicts). The row
-/// ends at exactly 2000 on every node (one token step each), every node served attempts,
-/// and each attempt was one checkout.
+/// 8 workers increment row 1 250 times each through a `MultiHost` over the nodes' pools (reads
+/// not causal: a stale read conflicts): 2000 on every node, every node served, one checkout each.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
@@ -660,15 +618,12 @@ async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
     let (row, stats) = (row_everywhere(&db).await, run.nodes.node_stats());
     let total = i32::try_from(WORKERS * INCREMENTS).unwrap();
     assert_eq!((row.value, row.version), (total, total + 1));
-    let (served, attempts) = (
-        served(&stats),
-        AtomicU64::load(&run.counts.attempts, Ordering::Relaxed),
-    );
+    let served = served(&stats);
+    let attempts = AtomicU64::load(&run.counts.attempts, Ordering::Relaxed);
+    let (test, counts) = (module_path!(), &run.counts);
     eprintln!(
-        "{}: {total} increments in {elapsed:.2?}: {attempts} attempts ({:?}), served per \
-         node {served:?}",
-        module_path!(),
-        run.counts
+        "{test}: {total} increments in {elapsed:.2?}: {attempts} attempts ({counts:?}), \
+         served per node {served:?}"
     );
     let all_served = served.iter().all(|n| *n > 0);
     assert!(all_served, "every node served attempts: {stats:?}");
@@ -676,9 +631,8 @@ async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
     assert_eq!(checkouts, attempts, "one checkout per attempt");
 }
 
-/// The load of the node-kill and partition runs: each worker increments row 1 through a
-/// `MultiHost` over the nodes (a connection per attempt), logging each increment's id in
-/// its transaction, until the controller stops it.
+/// The node-kill and partition runs' load: workers increment row 1 through a `MultiHost` (a
+/// connection per attempt), logging each increment's id in its transaction, until stopped.
 struct Load {
     nodes: MultiHost<UrlSource<Conn>>,
     policy: RetryPolicy,
@@ -750,10 +704,9 @@ impl Work for Load {
     }
 }
 
-/// Under load, node 3 is SIGKILLed after 100 acknowledged increments, restarted (it
-/// rejoins by IST) after 100 more, and the run stops 100 after it is back. Attempts move
-/// to nodes 1 and 2 and back; increments whose outcome the workers never learnt (their
-/// connection died) are reconciled through the log (`check_kill_run`).
+/// Under load, node 3 is SIGKILLed after 100 acknowledged increments, restarted (rejoining by
+/// IST) after 100 more, and the run stops 100 after it is back. Attempts move to nodes 1 and 2
+/// and back; increments whose outcome was never learnt are reconciled (`check_kill_run`).
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
@@ -761,18 +714,19 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     seed(&db).await;
     create_increment_log(&db).await;
     let load = Load::new(&db, hot_row_policy());
+    let [kill_at, while_down, after_rejoin] = KILL_STEPS;
     let started = Instant::now();
     let (steps, restart) = beside_workers(&load, async || {
         let progress = &load.progress;
         let _stop = StopOnDrop(progress);
-        in_place(|| progress.wait_for(KILL_AT, "before the kill"));
+        in_place(|| progress.wait_for(kill_at, "before the kill"));
         let down = in_place(|| db.kill_node(3));
         let killed = load.snapshot();
-        in_place(|| progress.wait_for(killed.0 + WHILE_DOWN, "node 3 down"));
+        in_place(|| progress.wait_for(killed.0 + while_down, "node 3 down"));
         let restarting = load.snapshot();
         let restart = in_place(|| down.restart());
         let rejoined = load.snapshot();
-        in_place(|| progress.wait_for(rejoined.0 + AFTER_REJOIN, "node 3 rejoined"));
+        in_place(|| progress.wait_for(rejoined.0 + after_rejoin, "node 3 rejoined"));
         ([killed, restarting, rejoined, load.snapshot()], restart)
     })
     .await;
@@ -784,24 +738,16 @@ async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
 
 /// Acknowledged increments before the cut, while node 3 is cut off, and after the heal.
 #[flavour(blocking)]
-const CUT_AT: u64 = 100;
-#[flavour(blocking)]
-const WHILE_CUT: u64 = 150;
-#[flavour(blocking)]
-const AFTER_HEAL: u64 = 100;
+const PARTITION_STEPS: [u64; 3] = [100, 150, 100];
 
-/// The deadline an operation caught by the partition must be done within, on a node of
-/// the primary component.
+/// The partition run's deadline: an operation caught by the cut ends within it.
 #[flavour(blocking)]
 const PARTITION_DEADLINE: Duration = Duration::from_secs(10);
 
-/// The node-kill run's load with a 10 s deadline. After 100 acknowledged increments node
-/// 3's group traffic is cut (`galera.sh partition 3`: iptables, clients still reach it);
-/// it goes non-primary and refuses statements with 1047, which the helper retries on the
-/// next node. After 150 more the cut is healed (`galera.sh heal` waits until all three
-/// are Synced), and the run stops 100 later. The log reconciles as in the node-kill run,
-/// an operation that gave up wrote nothing, operations refused by node 3 while cut off
-/// were acknowledged on the primary component, and node 3 served again after the heal.
+/// The node-kill run's load with a 10 s deadline. After 100 acknowledged increments node 3's
+/// group traffic is cut (`galera.sh partition 3`): it refuses statements (1047), retried on the
+/// next node; 150 later the cut is healed, and 100 later the run stops. The log reconciles,
+/// what gave up wrote nothing, what node 3 refused was acknowledged elsewhere, and it served again.
 #[flavour(blocking)]
 #[test]
 fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
@@ -810,18 +756,19 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     create_increment_log(&db);
     let load = Load::new(&db, hot_row_policy().deadline(PARTITION_DEADLINE));
     let started = Instant::now();
+    let [cut_at, while_cut, after_heal] = PARTITION_STEPS;
     let (cut, healing, healed, end, cut_took, heal) = beside_workers(&load, || {
         let progress = &load.progress;
         let _stop = StopOnDrop(progress);
-        progress.wait_for(CUT_AT, "before the cut");
+        progress.wait_for(cut_at, "before the cut");
         let partition = db.partition_node(3);
         let cut_took = partition.took();
         let cut = load.snapshot();
-        progress.wait_for(cut.0 + WHILE_CUT, "node 3 cut off");
+        progress.wait_for(cut.0 + while_cut, "node 3 cut off");
         let healing = load.snapshot();
         let heal = partition.heal();
         let healed = load.snapshot();
-        progress.wait_for(healed.0 + AFTER_HEAL, "healed");
+        progress.wait_for(healed.0 + after_heal, "healed");
         (cut, healing, healed, load.snapshot(), cut_took, heal)
     });
     let elapsed = started.elapsed();
@@ -835,24 +782,17 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     let moved: Vec<&Op> = moved.collect();
     let slowest_moved = moved.iter().map(|op| op.took).max();
     let slowest = ops.iter().map(|op| op.took).max();
+    let (test, n_ops, n_gave_up, n_unknown) =
+        (module_path!(), ops.len(), gave_up.len(), errors.len());
+    let (n_moved, counts, (heal_took, how)) = (moved.len(), &load.counts, &heal);
+    let [at_cut, at_healing, at_healed, at_end] = [&cut, &healing, &healed, &end].map(show);
     eprintln!(
-        "{}: {} operations in {elapsed:.2?}: {} gave up (nothing written), {} with the \
-         outcome unknown ({committed_unknown} of them committed) {errors:?}; {} refused by \
-         node 3 (1047) and moved to the primary component, the slowest in {slowest_moved:?}; \
-         slowest operation {slowest:?} (deadline {PARTITION_DEADLINE:?}); {:?}\n  node 3 cut \
-         {} in {cut_took:.2?}; healing {}; healed in {:.2?} ({}) {}; stopped {}",
-        module_path!(),
-        ops.len(),
-        gave_up.len(),
-        errors.len(),
-        moved.len(),
-        load.counts,
-        show(&cut),
-        show(&healing),
-        heal.0,
-        heal.1,
-        show(&healed),
-        show(&end),
+        "{test}: {n_ops} operations in {elapsed:.2?}: {n_gave_up} gave up (nothing written), \
+         {n_unknown} with the outcome unknown ({committed_unknown} of them committed) \
+         {errors:?}; {n_moved} refused by node 3 (1047) and moved to the primary component, \
+         the slowest in {slowest_moved:?}; slowest operation {slowest:?} (deadline \
+         {PARTITION_DEADLINE:?}); {counts:?}\n  node 3 cut {at_cut} in {cut_took:.2?}; healing \
+         {at_healing}; healed in {heal_took:.2?} ({how}) {at_healed}; stopped {at_end}"
     );
 
     // Never an unknown outcome reported as a success, and nothing lost or doubled.
@@ -871,7 +811,7 @@ fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     }
     // After the heal node 3 is Synced again (the heal waited for it) and serves again.
     assert!(end.1[2].served > healed.1[2].served, "{end:?}");
-    assert!(heal.1.contains("Synced with cluster size 3"), "{}", heal.1);
+    assert!(how.contains("Synced with cluster size 3"), "{how}");
 }
 
 /// The deadline of the pessimistic run on a node that stops answering.
@@ -881,9 +821,8 @@ const PESSIMISTIC_DEADLINE: Duration = Duration::from_secs(2);
 #[flavour(asynchronous)]
 const NO_ANSWER_CAP: Duration = Duration::from_secs(10);
 
-/// An escalated increment of row 1 on `node3` that calls `disturb` once its attempt's
-/// transaction is open; returns the helper's result, how long it took, and what
-/// `disturb` returned.
+/// An escalated increment of row 1 on `node3` that calls `disturb` once the attempt's
+/// transaction is open; returns the result, how long it took, and what `disturb` returned.
 #[flavour(asynchronous)]
 async fn disturbed<G: Send>(
     node3: &MultiHost<UrlSource<Conn>>,
@@ -903,17 +842,14 @@ async fn disturbed<G: Send>(
     (result, took, guard)
 }
 
-/// Pessimistic locking (`escalate_after(0)`: every attempt reads with `SELECT ... FOR
-/// UPDATE` in its own transaction) with a 2 s deadline, on node 3, which stops
-/// answering (`galera.sh freeze 3`, SIGSTOP: no socket is closed, as when its host dies)
-/// right after the helper opened the attempt's transaction. The helper abandons the
-/// unanswered read at the deadline (plus a grace), discards the connection and ends with
-/// `RetriesExhausted`, deadline reached, the last error a lock wait timeout: nothing was
-/// written (no COMMIT was sent).
+/// Pessimistic locking (`escalate_after(0)`: `SELECT ... FOR UPDATE` in each attempt's
+/// transaction) with a 2 s deadline on node 3, which stops answering (`galera.sh freeze 3`,
+/// SIGSTOP: no socket closes, as when its host dies) once the attempt's transaction is open.
+/// The helper abandons the read at the deadline (plus a grace), discards the connection and
+/// ends with `RetriesExhausted`, the last error a lock wait timeout; nothing was written.
 ///
-/// Control, the read as the helper ran it before it had a client-side bound: bounded on
-/// the server only (`SET STATEMENT max_statement_time = 2 FOR ... FOR UPDATE`), on a
-/// frozen node it gets no answer at all; the test stops waiting after 10 s.
+/// Control: the read bounded on the server only (`SET STATEMENT max_statement_time = 2 FOR
+/// ...`), as before the client-side bound, gets no answer from a frozen node within 10 s.
 #[flavour(asynchronous)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline() {
@@ -957,9 +893,8 @@ async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline(
     );
     assert!(read.is_err(), "a frozen node answered a read: {read:?}");
 
-    // After a node kill instead: node 3 SIGKILLed at the same point. Its sockets close
-    // with it, so the read fails at once (a lost connection, whose outcome the helper
-    // hands back without retrying); no deadline is needed to end the wait.
+    // Node 3 SIGKILLed at the same point instead: its sockets close, so the read fails at
+    // once (a lost connection, handed back without retrying); no deadline needed.
     let (result, after_kill, guard) = disturbed(&node3, &policy, || db.kill_node(3)).await;
     let (restart, how) = in_place(|| guard.restart());
     eprintln!(

@@ -5,24 +5,20 @@
 //! 1. client A (one per row) saves its entity through a `MultiHost` over both servers
 //!    (a node in recovery refuses the connection, so writes go to the primary);
 //! 2. the primary is SIGKILLed and the standby promoted: what it did not receive is gone;
-//! 3. client B reads the row on the new primary (the `MultiHost` skips the dead node)
-//!    and saves it;
+//! 3. client B reads the row on the new primary (the `MultiHost` skips the dead node), saves it;
 //! 4. client A saves its entity again, with the token its first save returned.
 //!
-//! Counted per token kind: A's acknowledged first saves the database lost (its
-//! property), and A's second saves accepted (the library's: a stale save overwriting B's
-//! acknowledged write). With an asynchronous standby every first save is acknowledged
-//! and lost; B then issues an integer token again (`v + 1` twice), so A's stale save
-//! matches: a lost update the library cannot see. A UUID token is random and a timestamp
-//! token the writer's clock, so B's differs and A's save is a `ConcurrencyConflict`,
-//! unless the row's timestamp is ahead of the writers' clocks: then each fresh token is
-//! the old one plus one tick, like an integer (the fourth kind). With a synchronous
-//! standby no first save is acknowledged while the standby cannot have it (each waits
-//! until the kill ends it), so nothing acknowledged is lost and every stale save is
-//! refused.
+//! Counted per token kind: A's acknowledged first saves the database lost (its property), and A's
+//! second saves accepted (the library's: a stale save overwriting B's acknowledged write). With an
+//! asynchronous standby every first save is acknowledged and lost; B then issues an integer token
+//! again (`v + 1` twice), so A's stale save matches: a lost update the library cannot see. A UUID
+//! token is random and a timestamp token the writer's clock, so B's differs and A's save is a
+//! `ConcurrencyConflict`, unless the row's timestamp is ahead of the writers' clocks: then each
+//! fresh token is the old one plus one tick, like an integer (the fourth kind). With a synchronous
+//! standby no first save is acknowledged while the standby cannot have it (each waits until the
+//! kill ends it), so nothing acknowledged is lost and every stale save is refused.
 //!
-//! Each setup is one test that fails the pair over once for every kind, then makes a
-//! new pair (`stop`, `start`: about 12 s) for the tests after it.
+//! Each setup is one test failing the pair over once for all kinds, then making a new pair.
 
 use std::fmt;
 use std::thread;
@@ -55,8 +51,7 @@ struct Stock {
     version: uuid::Uuid,
 }
 
-/// A `timestamp` column stores microseconds: the token is the writer's clock at that
-/// precision.
+/// A `timestamp` column stores microseconds: the token is the writer's clock at that precision.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Versioned)]
 #[diesel(table_name = schema::stamped)]
 struct Stamped {
@@ -149,9 +144,8 @@ macro_rules! held {
 
 held!(Counter: value, Stock: available, Stamped: value);
 
-/// A node of the clients' `MultiHost`: a new connection per checkout, refused (so the
-/// node is skipped) while the server is a standby, as libpq's
-/// `target_session_attrs=read-write` does.
+/// A node of the clients' `MultiHost`: a new connection per checkout, refused (the node is
+/// skipped) while the server is a standby, as libpq's `target_session_attrs=read-write` does.
 fn writable(url: &str) -> impl Fn() -> ConnectionResult<Conn> + Send + Sync + use<> {
     let url = url.to_owned();
     move || {
@@ -189,8 +183,7 @@ const A_FIRST: i32 = 1_000;
 const B_VALUE: i32 = 2_000;
 const A_STALE: i32 = 3_000;
 
-/// Runs the failover of the module documentation on `setup`, in `db` (exclusive
-/// access); returns the tally per kind, printed.
+/// Runs the module documentation's failover on `setup`; returns the tally per kind, printed.
 fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
     let clients: Vec<(Kind, i32)> = Kind::ALL
         .into_iter()
@@ -216,8 +209,7 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
         eprint!("{}", pair.sync(true));
     }
     eprint!("{}", pair.hold_wal());
-    // Client A's first saves, each on a thread: on a synchronous standby they wait for
-    // it, and the kill below ends them.
+    // Client A's first saves, each on a thread: on a synchronous standby the kill ends them.
     let first: Vec<Result<(), Error>> = thread::scope(|scope| {
         let mut saves = Vec::new();
         for entity in &mut held {
@@ -241,10 +233,8 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
             });
             eprint!("{}", pair.kill_primary());
         }
-        saves
-            .into_iter()
-            .map(|save| save.join().expect("client A"))
-            .collect()
+        let joined = saves.into_iter().map(|save| save.join().expect("client A"));
+        joined.collect()
     });
     if setup == Setup::Asynchronous {
         eprint!("{}", pair.kill_primary());
@@ -296,9 +286,8 @@ fn fail_over(db: &PgReplicasDb, setup: Setup) -> Vec<(Kind, Tally)> {
     tallies
 }
 
-/// Asynchronous standby (the default): every acknowledged first save is lost; integer
-/// tokens (and timestamps ahead of the clock) accept every stale save, UUID and
-/// timestamp tokens refuse every one.
+/// Asynchronous standby (the default): every acknowledged first save is lost; integer tokens
+/// (and timestamps ahead of the clock) accept every stale save, UUIDs and timestamps none.
 #[test]
 fn an_asynchronous_failover_reissues_integer_tokens_but_not_uuid_or_timestamp_ones() {
     let db = cluster_db!(PgReplicasDb, Access::Exclusive);
@@ -318,9 +307,8 @@ fn an_asynchronous_failover_reissues_integer_tokens_but_not_uuid_or_timestamp_on
     }
 }
 
-/// Synchronous standby: no first save is acknowledged while the standby cannot have
-/// it, so nothing acknowledged is lost, and every stale save is refused, whatever the
-/// token kind.
+/// Synchronous standby: no first save is acknowledged while the standby cannot have it, so
+/// nothing acknowledged is lost, and every stale save is refused, whatever the token kind.
 #[test]
 fn a_synchronous_standby_loses_no_acknowledged_write_and_accepts_no_stale_save() {
     let db = cluster_db!(PgReplicasDb, Access::Exclusive);

@@ -25,15 +25,13 @@ use {
     tokio::sync::Barrier,
 };
 
-/// Writers per round and rounds of the standby run: each writer increments row 1 once a
-/// round, all at once.
+/// Writers and rounds of the standby run: each writer increments row 1 once a round, at once.
 const WRITERS: usize = 4;
 const ROUNDS: usize = 5;
 
-/// The most attempts an increment of the standby run may take: a standby costs at most
-/// one extra attempt (the first, whose stale read conflicts), and on the primary, in a
-/// round where each writer commits once, an attempt can only lose to another writer's
-/// commit: `WRITERS - 1` times. The policy allows no more (`RetriesExhausted`).
+/// The most attempts an increment of the standby run may take: the standby costs one (the
+/// first, whose stale read conflicts), and on the primary, where each writer commits once a
+/// round, an attempt can only lose to another writer's commit: `WRITERS - 1` times.
 const ATTEMPT_BOUND: usize = 1 + WRITERS;
 
 /// How one increment of the standby run went.
@@ -49,20 +47,16 @@ struct Increment {
     first_conflicted: bool,
 }
 
-/// Checks the increments of the standby run against the contract, and prints how many
-/// attempts they took. `stale_version` is the token the paused standby shows.
+/// Checks the standby run's increments and prints their attempts; `stale_version` is the
+/// token the paused standby shows.
 fn check_increments(increments: &[Increment], stale_version: i32) {
     assert_eq!(increments.len(), WRITERS * ROUNDS);
     let mut histogram = [0usize; ATTEMPT_BOUND + 1];
     for increment in increments {
-        let first = increment.first_read_version;
-        let seen = (increment.standby_reads, first, increment.first_conflicted);
-        assert_eq!(
-            seen,
-            (1, stale_version, true),
-            "only the first attempt read the standby; it read the stale row and its save \
-             conflicted on the primary: {increment:?}"
-        );
+        // Only the first attempt read the standby: the stale row, and its save conflicted.
+        let first = (increment.first_read_version, increment.first_conflicted);
+        let seen = (increment.standby_reads, first);
+        assert_eq!(seen, (1, (stale_version, true)), "{increment:?}");
         let attempts = increment.attempts as usize;
         let ok = (2..=ATTEMPT_BOUND).contains(&attempts);
         assert!(ok, "attempts beyond 2..={ATTEMPT_BOUND}: {increment:?}");
@@ -146,9 +140,8 @@ async fn save_on_primary(db: &PgReplicasDb, value: i32) {
     saved.expect("the primary saves");
 }
 
-/// With the standby's replay paused, a change committed on the primary is not seen on
-/// the standby: its read is stale (what the retry tests below rely on). Once replay
-/// resumes, the standby catches up.
+/// With the standby's replay paused, its read misses a change committed on the primary (as
+/// the retry test below relies on); once replay resumes, the standby catches up.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_read_is_stale_while_its_replay_is_paused() {
@@ -167,12 +160,10 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     assert_eq!((caught_up.value, caught_up.version), (7, 2));
 }
 
-/// With the standby's replay paused and the primary one write ahead, 4 writers
-/// increment row 1 through `retry_with_standby` in 5 rounds, all writers of a round
-/// reading before any saves (a barrier in the first attempt). Every first attempt reads
-/// the stale row from the standby and conflicts; later attempts read the primary; no
-/// increment takes more than `ATTEMPT_BOUND`; no update is lost. The control: a plain
-/// retry that keeps reading the stale standby never gets a save in.
+/// With the standby's replay paused and the primary a write ahead, 4 writers increment row 1
+/// through `retry_with_standby` in 5 rounds, all reading before any saves (a barrier). Each
+/// first attempt reads the stale standby and conflicts, later ones the primary, within
+/// `ATTEMPT_BOUND`; no update is lost. Control: a plain retry reading the standby never saves.
 #[flavour]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempts() {
@@ -200,12 +191,11 @@ async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_a
                 };
                 seen.lock().unwrap().standby_reads += u32::from(from_standby);
                 if first {
+                    let version = read.as_ref().map_or(0, |row| row.version);
+                    seen.lock().unwrap().first_read_version = version;
                     everyone_read.wait().await;
                 }
                 let mut row = read?;
-                if first {
-                    seen.lock().unwrap().first_read_version = row.version;
-                }
                 row.value += 1;
                 let saved = row.save_checked(conns.write().await?).await;
                 if first {
