@@ -53,10 +53,9 @@ fn status_is_in_the_claim_predicate() {
     enqueue(&pool, 1);
     let mut conn = pool.get().unwrap();
     let read = claims::load(&mut conn, 1).unwrap();
-    diesel::update(work_items::table.find(1))
-        .set(work_items::status.eq(Status::Done))
-        .execute(&mut conn)
-        .unwrap();
+    let row = work_items::table.find(1);
+    let done = work_items::status.eq(Status::Done);
+    diesel::update(row).set(done).execute(&mut conn).unwrap();
     let stats = ClaimStats::default();
     let lease = claim(&mut conn, &read, "worker-1", &stats).unwrap();
     assert!(lease.is_none(), "the predicate's status refused it");
@@ -118,9 +117,8 @@ fn replayed_completion_does_nothing_twice() {
     let mut conn = pool.get().unwrap();
     let stats = ClaimStats::default();
     let read = claims::load(&mut conn, 1).unwrap();
-    let lease = claim(&mut conn, &read, "worker-1", &stats)
-        .unwrap()
-        .unwrap();
+    let lease = claim(&mut conn, &read, "worker-1", &stats).unwrap();
+    let lease = lease.expect("a lease");
     let completed = claims::complete(&mut conn, &lease, &stats).unwrap();
     assert_eq!(completed, Effect::Applied);
     let again = claims::complete(&mut conn, &lease, &stats);

@@ -50,9 +50,8 @@ fn n_buyers_one_seat_exactly_one_confirmation() {
 
 #[test]
 fn unique_constraint_is_the_final_durable_guard() {
-    // Buyers that skip the token check all decrement from the same read; only
-    // the unique constraint on (concert, seat) stands between them and a seat
-    // sold four times.
+    // Buyers that skip the token check all decrement from the same read; only the unique
+    // constraint on (concert, seat) stands between them and a seat sold four times.
     let (_db, pool) = app_db!();
     concert(&pool, 1);
     let report = seat::rush(&pool, 1, 4, Protocol::Unchecked).unwrap();

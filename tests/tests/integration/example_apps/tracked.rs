@@ -83,9 +83,8 @@ fn a_deleted_article_is_a_conflict() {
     article(&pool);
     let mut conn = pool.get().unwrap();
     let mut draft = tracked::open(&mut conn, "a-1").unwrap();
-    diesel::delete(articles::table.find("a-1"))
-        .execute(&mut conn)
-        .unwrap();
+    let row = articles::table.find("a-1");
+    diesel::delete(row).execute(&mut conn).unwrap();
     draft.edit().title = "Too late".into();
     let saved = tracked::save(&mut conn, &mut draft);
     assert_matches!(saved, Err(diesel_occ::Error::Conflict(conflict)) if conflict.is_deleted());

@@ -63,15 +63,17 @@ macro_rules! write_row {
 #[path = "handlers.rs"]
 mod handlers;
 
-/// A fresh database holding the seed, and a pool of `size` connections to it that waits
-/// 100 ms for a free one.
+/// A fresh database holding the seed, and a pool of `size` connections to it. r2d2 waits
+/// as long to open them as to hand one out: 30 s, but only 100 ms for the busy test's
+/// pool of one, whose checkout must fail fast.
 async fn seeded(test: &str, size: u32) -> Option<(Db, Pool)> {
     crate::observe::interested_everywhere();
     let db = Db::create(test)?;
     db.conn().batch_execute(SEED).expect("seed");
+    let wait = Duration::from_millis(if size == 1 { 100 } else { 30_000 });
     let pool = Pool::builder()
         .max_size(size)
-        .connection_timeout(Duration::from_millis(100))
+        .connection_timeout(wait)
         .build(ConnectionManager::<Conn>::new(db.url()))
         .expect("a pool");
     Some((db, pool))

@@ -19,12 +19,10 @@ use crate::http_handlers::{Account, AccountPatch, Stamp, json, token, validators
 /// The router over a fresh seeded database for `test`, `None` when the backend is skipped.
 pub(super) async fn app(test: &str, settings: Settings) -> Option<(Db, Router)> {
     let (db, pool) = seeded(test, 4).await?;
+    let account = get(show).put(replace).patch(patch).delete(remove);
     let app = Router::new()
         .route("/accounts", post(create))
-        .route(
-            "/accounts/{id}",
-            get(show).put(replace).patch(patch).delete(remove),
-        )
+        .route("/accounts/{id}", account)
         .route("/create/{id}", put(create_if_absent))
         .route("/by-key/{id}", put(put_by_key).delete(delete_by_key))
         .route("/soft/{id}", delete(soft_delete))

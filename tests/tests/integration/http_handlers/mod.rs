@@ -131,13 +131,12 @@ impl App {
         let response = self.0.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+        let body = String::from_utf8(bytes.unwrap().to_vec()).unwrap();
         Reply {
             status,
             headers,
-            body: String::from_utf8(bytes.to_vec()).unwrap(),
+            body,
         }
     }
 
@@ -152,9 +151,8 @@ impl App {
     /// The account's balance and ETag, as a GET answers them.
     async fn account(&self, id: i32) -> (u16, Option<i64>, Option<String>) {
         let reply = self.get(&format!("/accounts/{id}"), &[]).await;
-        let balance = serde_json::from_str::<Value>(&reply.body)
-            .ok()
-            .and_then(|json| json["balance"].as_i64());
+        let json = serde_json::from_str::<Value>(&reply.body).ok();
+        let balance = json.and_then(|json| json["balance"].as_i64());
         let etag = reply.etag().map(str::to_owned);
         (reply.status.as_u16(), balance, etag)
     }
@@ -172,15 +170,13 @@ async fn a_stale_if_match_through_question_mark_is_412_with_the_current_etag(app
         (Method::PUT, "/upsert/1", "80"),
     ] {
         let stale = app.send(method.clone(), uri, &[STALE], body).await;
-        assert_eq!(
-            stale.status_etag(),
-            (412, Some("\"2\"")),
-            "{method} {uri}: {stale:?}"
-        );
+        let got = stale.status_etag();
+        assert_eq!(got, (412, Some("\"2\"")), "{method} {uri}: {stale:?}");
         assert_eq!(stale.code(), "precondition_failed");
     }
+    let account = app.account(1).await;
     assert_eq!(
-        app.account(1).await,
+        account,
         (200, Some(90), Some("\"2\"".into())),
         "nothing written"
     );
@@ -242,20 +238,16 @@ async fn an_optional_if_match_is_none_without_the_header_and_400_when_malformed(
 async fn a_304_carries_the_cache_headers_of_the_200(app: App) {
     let full = app.get("/accounts/1", &[]).await;
     assert_eq!(full.status_etag(), (200, Some("\"1\"")));
-    let cached = app
-        .get("/accounts/1", &[("if-none-match", "W/\"1\"")])
-        .await;
+    let weak = [("if-none-match", "W/\"1\"")];
+    let cached = app.get("/accounts/1", &weak).await;
     assert_eq!(cached.status_etag(), (304, Some("\"1\"")), "{cached:?}");
     assert!(cached.body.is_empty());
     for name in ["cache-control", "vary", "content-location"] {
         assert!(full.header(name).is_some(), "{name} on the 200");
         assert_eq!(cached.header(name), full.header(name), "{name} on the 304");
     }
-    assert_eq!(
-        cached.header("content-type"),
-        None,
-        "no representation metadata"
-    );
+    let content_type = cached.header("content-type");
+    assert_eq!(content_type, None, "no representation metadata");
 }
 
 // Point 7: PUT, PATCH and DELETE with their preconditions in one call.
@@ -269,14 +261,13 @@ async fn writes_evaluate_their_preconditions_in_the_retry_helper(app: App) {
         let put = app.put("/accounts/1", &[("if-match", tag)], body).await;
         assert_eq!(put.status_etag(), (200, Some(etag)), "{tag}: {put:?}");
     }
-    let at_4 = [("if-match", "\"4\"")];
-    let patch = app
-        .send(Method::PATCH, "/accounts/1", &at_4, r#"{"balance": 50}"#)
-        .await;
+    let patch_at_4 = async |body: &str| {
+        let at_4 = [("if-match", "\"4\"")];
+        app.send(Method::PATCH, "/accounts/1", &at_4, body).await
+    };
+    let patch = patch_at_4(r#"{"balance": 50}"#).await;
     assert_eq!(patch.status_etag(), (200, Some("\"5\"")), "{patch:?}");
-    let stale = app
-        .send(Method::PATCH, "/accounts/1", &at_4, r#"{"balance": 40}"#)
-        .await;
+    let stale = patch_at_4(r#"{"balance": 40}"#).await;
     assert_eq!(stale.status_etag(), (412, Some("\"5\"")), "{stale:?}");
     let bare = app.put("/accounts/1", &[], "30").await;
     assert_eq!(bare.status, 428, "{bare:?}");
@@ -285,9 +276,8 @@ async fn writes_evaluate_their_preconditions_in_the_retry_helper(app: App) {
     let delete = app.send(Method::DELETE, "/accounts/1", &at_5, "").await;
     assert_eq!(delete.status, 204, "{delete:?}");
     assert_eq!(app.account(1).await.0, 404);
-    let gone = app
-        .send(Method::DELETE, "/accounts/1", &[("if-match", "*")], "")
-        .await;
+    let any = [("if-match", "*")];
+    let gone = app.send(Method::DELETE, "/accounts/1", &any, "").await;
     assert_eq!(gone.status, 412, "`*` on a missing resource: {gone:?}");
     let gone = app.put("/accounts/1", &at_5, "1").await;
     assert_eq!(gone.status, 404, "a tag on a missing resource: {gone:?}");
@@ -309,13 +299,9 @@ async fn http_dates_guard_a_whole_second_timestamp_token(app: App) {
     assert_eq!(read.status, 200, "{read:?}");
     assert_ne!(read.header("last-modified"), Some(SEEDED_DATE));
     assert_eq!(read.body, "1", "the second write did not land");
-    let bare = app
-        .put("/stamps/1", &[("if-unmodified-since", "yesterday")], "3")
-        .await;
-    assert_eq!(
-        bare.status, 428,
-        "a date that is not an HTTP-date is ignored: {bare:?}"
-    );
+    let yesterday = [("if-unmodified-since", "yesterday")];
+    let bare = app.put("/stamps/1", &yesterday, "3").await;
+    assert_eq!(bare.status, 428, "not an HTTP-date, so ignored: {bare:?}");
 }
 
 // Point 11: weak tags, only when the service opts in.
@@ -326,11 +312,8 @@ async fn a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(strict: App
     let accepted = lenient.put("/by-key/1", &weak, "90").await;
     assert_eq!(accepted.status_etag(), (200, Some("\"2\"")), "{accepted:?}");
     let stale = lenient.put("/accounts/1", &weak, "80").await;
-    assert_eq!(
-        stale.status_etag(),
-        (412, Some("\"2\"")),
-        "still checked: {stale:?}"
-    );
+    let got = stale.status_etag();
+    assert_eq!(got, (412, Some("\"2\"")), "still checked: {stale:?}");
 }
 
 // Point 8: a pool without a free connection.
@@ -359,25 +342,17 @@ macro_rules! http_scenarios {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_weak_if_match_is_412_unless_the_service_accepts_weak_tags() {
-            let test = concat!(module_path!(), "_weak");
-            let Some((_strict_db, strict)) = $app(&format!("{test}_strict"), diesel_occ_axum::Settings::default()).await else {
-                return;
-            };
-            let lenient_settings = diesel_occ_axum::Settings::default().weak_if_match(true);
-            let Some((_lenient_db, lenient)) = $app(&format!("{test}_lenient"), lenient_settings).await else {
-                return;
-            };
-            super::super::a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(
-                super::super::App(strict),
-                super::super::App(lenient),
-            ).await;
+            let (test, strict) = (concat!(module_path!(), "_weak"), diesel_occ_axum::Settings::default());
+            let lenient = diesel_occ_axum::Settings::default().weak_if_match(true);
+            let Some((_strict_db, strict)) = $app(&format!("{test}_strict"), strict).await else { return };
+            let Some((_lenient_db, lenient)) = $app(&format!("{test}_lenient"), lenient).await else { return };
+            let (strict, lenient) = (super::super::App(strict), super::super::App(lenient));
+            super::super::a_weak_if_match_is_412_unless_the_service_accepts_weak_tags(strict, lenient).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_pool_error_is_503_with_retry_after() {
-            let Some((_db, app)) = $busy(concat!(module_path!(), "_busy")).await else {
-                return;
-            };
+            let Some((_db, app)) = $busy(concat!(module_path!(), "_busy")).await else { return };
             super::super::a_pool_error_is_503_with_retry_after(super::super::App(app)).await;
         }
     };
@@ -386,9 +361,8 @@ macro_rules! http_scenarios {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $scenario() {
                 let test = concat!(module_path!(), "_", stringify!($scenario));
-                let Some((_db, app)) = $app(test, diesel_occ_axum::Settings::default()).await else {
-                    return;
-                };
+                let settings = diesel_occ_axum::Settings::default();
+                let Some((_db, app)) = $app(test, settings).await else { return };
                 super::super::$scenario(super::super::App(app)).await;
             }
         )+

@@ -107,11 +107,8 @@ fn connecting(url: &str) -> impl Source<Connection = Conn> {
 /// out): the same server connection, checked out anew.
 #[flavour(blocking)]
 fn check_server_connections(seen: &[(u32, i64, u32)]) {
-    let ids: Vec<i64> = seen.iter().map(|s| s.1).collect();
-    eprintln!(
-        "{}: r2d2 server connections per attempt (LIFO): {ids:?}",
-        module_path!()
-    );
+    let (ids, module): (Vec<i64>, _) = (seen.iter().map(|s| s.1).collect(), module_path!());
+    eprintln!("{module}: r2d2 server connections per attempt (LIFO): {ids:?}");
 }
 
 /// Deadpool hands idle connections out first in, first out: four attempts from a warm
@@ -266,10 +263,7 @@ async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says()
     ];
     for (kind, policy, own) in cases {
         let before = rows(&db).await;
-        let result: Result<(), Error> = retry(&pool, &policy, async |conn, attempt| {
-            two_rows(conn, &attempt, own).await
-        })
-        .await;
+        let result = retry(&pool, &policy, async |c, at| two_rows(c, &at, own).await).await;
         let exhausted = matches!(result, Err(Error::RetriesExhausted(_)));
         assert!(exhausted, "{kind}: {result:?}");
         let after = rows(&db).await;
@@ -462,11 +456,8 @@ async fn the_deadline_stops_a_perpetual_conflict() {
     let late = budget + Duration::from_secs(2);
     assert!(starts.iter().all(|s| *s < late), "{starts:?}");
     assert!(elapsed < budget + Duration::from_secs(10), "{elapsed:?}");
-    eprintln!(
-        "{}: deadline {budget:?}: {} attempts in {elapsed:?}",
-        module_path!(),
-        exhausted.attempts()
-    );
+    let (module, attempts) = (module_path!(), exhausted.attempts());
+    eprintln!("{module}: deadline {budget:?}: {attempts} attempts in {elapsed:?}");
 }
 
 #[flavour(asynchronous)]
@@ -536,11 +527,9 @@ async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPol
     let row = rows(db).await.0;
     assert_eq!(row.value, TOTAL, "no increment lost");
     row.assert_whole();
-    eprintln!(
-        "{}: hot row {WORKERS}x{INCREMENTS} ({policy:?}): {attempts} attempts, {escalated} escalated, {:?}",
-        module_path!(),
-        started.elapsed()
-    );
+    let (module, took) = (module_path!(), started.elapsed());
+    let load = format!("{WORKERS}x{INCREMENTS} ({policy:?})");
+    eprintln!("{module}: hot row {load}: {attempts} attempts, {escalated} escalated, {took:?}");
     attempts
 }
 

@@ -21,11 +21,27 @@ use diesel_occ_tests::Backend;
 use super::entities::{BigCounter, Counter, SmallCounter, Stamped, Stock, counter, rollback};
 use super::schema;
 
+/// The flavour's transaction manager.
+type Manager = <Conn as Connection>::TransactionManager;
+
 #[flavour]
 async fn insert_counters(conn: &mut Conn, rows: &[Counter]) {
     for row in rows {
         insert_rows!(&mut *conn, schema::counters::table, row);
     }
+}
+
+/// `$body` inside `transaction` on `$entities`, which rolls it back: asserts it failed.
+#[flavour]
+macro_rules! rolled_back {
+    ($conn:expr, $entities:expr, |$c:ident, $e:pat_param| { $($body:tt)* }) => {
+        let outcome = transaction($conn, $entities, async |$c, $e| {
+            $($body)*
+            Err::<(), _>(rollback())
+        })
+        .await;
+        assert!(outcome.is_err(), "{outcome:?}");
+    };
 }
 
 /// A fresh database holding counters `$id` (value 0, token 1), and a connection to it.
@@ -135,12 +151,9 @@ async fn restored_entity_saves_when_the_row_is_unchanged() {
     let (_db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 7;
-    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+    rolled_back!(&mut conn, &mut mine, |conn, mine| {
         mine.save_checked(conn).await?;
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     let saved = mine.save_checked(&mut conn).await;
     saved.expect("save after the rollback");
     assert_eq!(Counter::find(&mut conn, 1).await.expect("row"), mine);
@@ -158,14 +171,11 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     lines[0].value = 5;
     lines[1].value = 6;
     let both = (&mut root, &mut lines);
-    let outcome = transaction(&mut conn, both, async |conn, (root, lines)| {
+    rolled_back!(&mut conn, both, |conn, (root, lines)| {
         lines.save_all_checked(conn).await?;
         root.force_increment(conn).await?;
         assert_eq!((root.version, tokens(lines)), (2, vec![(2, 2), (3, 2)]));
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     assert_eq!((root.version, tokens(&lines)), (1, vec![(2, 1), (3, 1)]));
 
     // Others write every row once; each of ours must now conflict.
@@ -210,16 +220,13 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
     // Row 2 moves to version 2.
     bump(&db, 2, 1).await;
     let mut mine = find_all(&mut conn, &[1, 2]).await;
-    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+    rolled_back!(&mut conn, &mut mine, |conn, mine| {
         mine.sort_by_key(|counter| std::cmp::Reverse(counter.id));
         for counter in mine.iter_mut() {
             counter.value += 10;
             counter.save_checked(conn).await?;
         }
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     let held = tokens(&mine);
     assert_eq!(held, [(2, 2), (1, 1)], "each its own row's token");
 
@@ -239,15 +246,12 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
 async fn rolled_back_transaction_drops_entities_the_closure_added() {
     let (_db, mut conn) = seeded!(1, 2);
     let mut mine = find_all(&mut conn, &[1]).await;
-    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+    rolled_back!(&mut conn, &mut mine, |conn, mine| {
         let mut added = Counter::find(conn, 2).await?;
         added.value = 5;
         added.save_checked(conn).await?;
         mine.insert(0, added);
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     assert_eq!(tokens(&mine), [(1, 1)]);
 }
 
@@ -303,10 +307,8 @@ async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
         mine.save_checked(conn).await?;
         let mut taken = counter(2, 0);
         let inserted = taken.insert_checked(conn).await;
-        assert!(
-            matches!(inserted, Err(Error::UniqueViolation(_))),
-            "{inserted:?}"
-        );
+        let unique = matches!(inserted, Err(Error::UniqueViolation(_)));
+        assert!(unique, "{inserted:?}");
         let upserted = taken.upsert_checked(conn, None).await;
         assert!(matches!(upserted, Err(Error::Conflict(_))), "{upserted:?}");
         Ok::<_, Error>(())
@@ -367,8 +369,7 @@ async fn a_caught_database_error_is_never_reported_committed() {
             })
             .await;
             let aborted = inner.is_err();
-            let kept = if aborted { 0 } else { 1 };
-            let expected = before.version + kept;
+            let expected = before.version + i32::from(!aborted);
             assert_eq!(mine.version, expected, "given back unless committed");
             Counter::find(conn, 1).await?;
             Ok::<_, Error>(aborted)
@@ -389,14 +390,11 @@ async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() 
     insert_counters(&mut conn, &[counter(1, 2), counter(2, 1)]).await;
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     let passed_in = mine.clone();
-    let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+    rolled_back!(&mut conn, &mut mine, |conn, mine| {
         **mine = Counter::find(conn, 2).await?;
         mine.value = 7;
         mine.save_checked(conn).await?;
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     assert_eq!(mine, passed_in, "the entity as passed in");
 
     // Another writer moves row 2 to version 2, the token row 1 held.
@@ -410,14 +408,11 @@ async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() 
     // The same for a tracked entity.
     let mut tracked = Tracked::new(Counter::find(&mut conn, 1).await.expect("read"));
     let passed_in = tracked.clone();
-    let outcome = transaction(&mut conn, &mut tracked, async |conn, tracked| {
+    rolled_back!(&mut conn, &mut tracked, |conn, tracked| {
         **tracked = Tracked::new(Counter::find(conn, 2).await?);
         tracked.edit().value = 9;
         tracked.save_checked(conn).await?;
-        Err::<(), _>(rollback())
-    })
-    .await;
-    assert!(outcome.is_err());
+    });
     assert_eq!(tracked, passed_in, "the tracked entity as passed in");
 }
 
@@ -464,8 +459,7 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     .await;
     assert!(caught.is_err(), "the panic resumes in the caller");
     assert_eq!(mine.version, 1, "the token read, not the rolled-back one");
-    let depth = <Conn as Connection>::TransactionManager::transaction_manager_status_mut(&mut conn)
-        .transaction_depth();
+    let depth = Manager::transaction_manager_status_mut(&mut conn).transaction_depth();
     assert!(matches!(depth, Ok(None)), "in a transaction: {depth:?}");
 
     let mut again = Counter::find(&mut conn, 1).await.expect("read again");
@@ -503,10 +497,9 @@ fn control_plain_transaction_rollback_loses_an_update() {
 #[test]
 fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() {
     let (db, _) = seeded!(1);
-    let pool = diesel::r2d2::Pool::builder()
-        .max_size(1)
-        .build(diesel::r2d2::ConnectionManager::<Conn>::new(db.url()))
-        .expect("r2d2 pool");
+    let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
+    let pool = diesel::r2d2::Pool::builder().max_size(1).build(manager);
+    let pool = pool.expect("r2d2 pool");
     let policy = diesel_occ::retry::RetryPolicy::new().escalate_after(0);
     let outcome = diesel_occ::blocking::retry(&pool, &policy, |conn, attempt| {
         let mut row: Counter = attempt.find(conn, 1)?;
@@ -556,13 +549,10 @@ async fn a_nested_transaction_rolls_back_alone() {
     let outcome = transaction(&mut conn, &mut outer, async move |conn, outer| {
         outer.value = 1;
         outer.save_checked(conn).await?;
-        let nested = transaction(conn, inner_ref, async |conn, inner| {
+        rolled_back!(conn, inner_ref, |conn, inner| {
             inner.value = 2;
             inner.save_checked(conn).await?;
-            Err::<(), _>(rollback())
-        })
-        .await;
-        assert!(nested.is_err(), "{nested:?}");
+        });
         Ok::<_, Error>(())
     })
     .await;
@@ -620,9 +610,7 @@ async fn begin(conn: &mut Conn, isolation: Option<&str>, raw: bool) {
     if raw {
         run_sql(conn, "BEGIN").await;
     } else {
-        <Conn as Connection>::TransactionManager::begin_transaction(conn)
-            .await
-            .expect("begin");
+        Manager::begin_transaction(conn).await.expect("begin");
     }
     if let (Some(level), Backend::Postgres) = (&level, Conn::BACKEND) {
         run_sql(conn, level).await;
@@ -634,9 +622,7 @@ async fn end(conn: &mut Conn, raw: bool) {
     if raw {
         run_sql(conn, "ROLLBACK").await;
     } else {
-        <Conn as Connection>::TransactionManager::rollback_transaction(conn)
-            .await
-            .expect("rollback");
+        Manager::rollback_transaction(conn).await.expect("rollback");
     }
 }
 
@@ -745,10 +731,8 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     let mut batch = find_all(&mut conn, &[1, 2]).await;
     batch[0].value = 11;
     batch[1].value = 12;
-    let pid: i32 = diesel::select(diesel::dsl::sql::<Integer>("pg_backend_pid()"))
-        .get_result(&mut conn)
-        .await
-        .expect("pid");
+    let pid = diesel::select(diesel::dsl::sql::<Integer>("pg_backend_pid()"));
+    let pid: i32 = pid.get_result(&mut conn).await.expect("pid");
     let mut locker = db.conn().await;
     let lock = "BEGIN; SELECT * FROM counters WHERE id = 2 FOR UPDATE";
     run_sql(&mut locker, lock).await;
@@ -761,14 +745,11 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         // Dropped once the server shows the batch's second UPDATE waiting for row 2.
         let save = batch.save_all_checked(&mut conn);
         tokio::pin!(save);
-        let blocked = wait_until(
-            "the batch's second UPDATE to wait for row 2's lock",
-            diesel_occ_tests::wait::TIMEOUT,
-            async || {
-                let count = waiting.clone().get_result::<i64>(&mut watcher).await;
-                count.expect("stat") == 1
-            },
-        );
+        let what = "the batch's second UPDATE to wait for row 2's lock";
+        let blocked = wait_until(what, diesel_occ_tests::wait::TIMEOUT, async || {
+            let count = waiting.clone().get_result::<i64>(&mut watcher).await;
+            count.expect("stat") == 1
+        });
         tokio::select! {
             biased;
             outcome = &mut save => panic!("the batch finished: {outcome:?}"),

@@ -34,10 +34,8 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         return;
     };
     let rows: Vec<_> = (1..=3).map(|id| Counter::new(id, 0)).collect();
-    diesel::insert_into(schema::counters::table)
-        .values(rows)
-        .execute(&mut db.conn())
-        .expect("seed");
+    let seed = diesel::insert_into(schema::counters::table).values(rows);
+    seed.execute(&mut db.conn()).expect("seed");
     let reached = Arc::new(Barrier::new(2));
     let release = Arc::new(Barrier::new(2));
     let inner = SqliteConnection::establish(db.url()).expect("connection");
@@ -51,13 +49,10 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
         .expect("register the pause");
     }
     let mut conn: Conn = SyncConnectionWrapper::new(inner);
-    conn.batch_execute(
-        "PRAGMA busy_timeout = 10000;
+    let pause = "PRAGMA busy_timeout = 10000;
          CREATE TEMP TRIGGER pause BEFORE UPDATE ON counters WHEN OLD.id = 1
-         BEGIN SELECT occ_test_pause(); END;",
-    )
-    .await
-    .expect("pause trigger");
+         BEGIN SELECT occ_test_pause(); END;";
+    conn.batch_execute(pause).await.expect("pause trigger");
     let mut third = Counter::find(&mut conn, 3).await.expect("row 3");
     let mut batch = [
         Counter::find(&mut conn, 1).await.expect("row 1"),
@@ -86,9 +81,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     assert!(tx.is_err(), "{tx:?}");
     drop(conn);
 
-    let mut check = SyncConnectionWrapper::<SqliteConnection>::establish(db.url())
-        .await
-        .expect("connection");
+    let mut check = Conn::establish(db.url()).await.expect("connection");
     for id in 1..=3 {
         let row = Counter::find(&mut check, id).await.expect("row");
         assert_eq!((row.value, row.version), (0, 1), "row {id}");
