@@ -105,8 +105,7 @@ async fn killed_between_attempts(db: &ServerDb, pool: &Pool) {
 }
 
 /// With a pool of one connection that tests it, the killed session is replaced.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succeeds() {
     let db = server_db!();
     killed_between_attempts(&db, &pool(&db, true)).await;
@@ -124,8 +123,7 @@ async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
 
 /// A session killed while in a pool that does not test it: the next operation fails with a
 /// typed error, writing nothing, and the helper discards it, so the one after gets a new one.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
     let db = server_db!();
     seed(&db);
@@ -154,8 +152,7 @@ async fn a_dead_session_handed_out_by_the_pool_fails_once_and_is_discarded() {
 /// `retry_with_standby`: the primary's session is killed after the attempt's read from the
 /// standby. The save fails, and the helper discards the connection rather than return it to a
 /// pool that would hand it out untested; the row holds every acknowledged write, nothing else.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_primary_session_killed_inside_a_standby_attempt_is_discarded() {
     let db = server_db!();
     seed(&db);

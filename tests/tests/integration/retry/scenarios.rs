@@ -244,8 +244,7 @@ async fn two_rows(conn: &mut Conn, attempt: &Attempt, own: bool) -> Result<(), E
     }
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn a_two_row_change_lands_whole_or_not_at_all_as_the_atomicity_rule_says() {
     let db = db!();
     let pool = seeded(&db, 2).await;
@@ -305,8 +304,7 @@ async fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
 /// The flavour's transaction manager, which knows the caller's transaction depth.
 type Manager = <Conn as Connection>::TransactionManager;
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn the_helper_never_ends_the_callers_transaction() {
     let db = db!();
     let pool = seeded(&db, 2).await;
@@ -341,8 +339,7 @@ async fn the_helper_never_ends_the_callers_transaction() {
     assert_eq!(rows(&db).await, before);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     let db = db!();
     let pool = seeded(&db, 2).await;
@@ -383,8 +380,7 @@ async fn a_batch_conflict_escalates_and_a_deleted_row_is_retried_at_once() {
     assert!(started.elapsed() < Duration::from_secs(60), "it slept");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn each_attempt_checks_out_anew_until_exactly_n() {
     let db = db!();
     let pool = seeded(&db, 4).await;
@@ -398,8 +394,7 @@ async fn each_attempt_checks_out_anew_until_exactly_n() {
     check_server_connections(&seen);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
     let db = db!();
     let pool = seeded(&db, 1).await;
@@ -408,8 +403,7 @@ async fn a_connecting_source_runs_each_attempt_on_a_new_server_connection() {
     assert_eq!(ids.len(), 4, "four server connections: {seen:?}");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
     #[derive(Debug, PartialEq)]
     struct SoldOut;
@@ -427,8 +421,7 @@ async fn a_domain_outcome_ends_the_loop_after_one_attempt() {
     assert_eq!(source.checkouts(), 1);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn the_deadline_stops_a_perpetual_conflict() {
     let db = db!();
     let pool = seeded(&db, 2).await;
@@ -533,16 +526,14 @@ async fn eight_workers_times_250_increments(db: &TestDb<Conn>, policy: &RetryPol
     attempts
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn eight_workers_times_250_retried_increments_end_at_exactly_2000() {
     let db = db!();
     let policy = quick().max_attempts(100).escalate_after(1);
     eight_workers_times_250_increments(&db, &policy).await;
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() {
     let db = db!();
     let policy = quick().max_attempts(100).escalate_hot_rows(1, HOUR);
@@ -556,8 +547,7 @@ async fn on_a_hot_row_each_worker_loses_at_most_one_attempt_in_250_increments() 
 /// The control: the same load through plain load-mutate-save. Every round, all eight
 /// workers read, meet at a barrier, write `read + 1` and meet again, so each round adds
 /// exactly one: 250, not 2000, by construction.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn control_the_same_load_through_plain_load_mutate_save_loses_updates() {
     let db = db!();
     seed_two(&db).await;

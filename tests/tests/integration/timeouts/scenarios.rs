@@ -70,8 +70,7 @@ fn hold<H: Send + 'static>(held: H, release: impl FnOnce(H) + Send + 'static) ->
 
 /// The pool's only connection is checked out elsewhere: the checkout waits for the time left, not
 /// r2d2's 30 s or deadpool's forever, and fails with a pool timeout; the closure never runs.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
     let db = server_db!();
     seed(&db);
@@ -94,8 +93,7 @@ async fn an_exhausted_default_pool_is_a_pool_timeout_within_the_deadline() {
 /// Another session holds row 1's lock: the escalated attempt's locking read waits for the
 /// time left, and the helper gives up, the deadline reached, the last error a lock wait
 /// timeout. The connection went back to the pool usable: the next call saves on it.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_held_row_lock_ends_the_escalated_read_within_the_deadline() {
     let db = server_db!();
     seed(&db);

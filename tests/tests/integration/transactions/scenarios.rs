@@ -48,8 +48,7 @@ macro_rules! rolled_back {
 #[flavour]
 macro_rules! seeded {
     ($($id:expr),+) => {{
-        let db = db!();
-        let mut conn = db.conn().await;
+        let (db, mut conn) = db_and_conn!();
         let rows: Vec<Counter> = [$($id),+].into_iter().map(|id| Counter::new(id, 0)).collect();
         insert_counters(&mut conn, &rows).await;
         (db, conn)
@@ -96,8 +95,7 @@ macro_rules! rolled_back_save_then_conflicts {
     ($($test:ident: $entity:ident in $table:ident, edit $field:ident, seed $row:expr;)+) => {$(
         #[tokio::test]
         async fn $test() {
-            let db = db!();
-            let mut conn = db.conn().await;
+            let (db, mut conn) = db_and_conn!();
             insert_rows!(&mut conn, schema::$table::table, $row);
             let read = $entity::find(&mut conn, 1).await.expect("read");
             let mut mine = read.clone();
@@ -145,8 +143,7 @@ rolled_back_save_then_conflicts! {
 
 /// When nobody else wrote, the restored entity saves as if the rolled-back
 /// transaction had never run.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn restored_entity_saves_when_the_row_is_unchanged() {
     let (_db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
@@ -162,8 +159,7 @@ async fn restored_entity_saves_when_the_row_is_unchanged() {
 
 /// A batch and an aggregate root's force increment inside the caller's
 /// transaction: when it rolls back, every token is restored.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     let (db, mut conn) = seeded!(1, 2, 3);
     let mut root = Counter::find(&mut conn, 1).await.expect("root");
@@ -191,8 +187,7 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
 
 /// The restoring transaction commits like any other when the closure
 /// succeeds: the entities keep their fresh tokens.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn committed_transaction_keeps_fresh_tokens() {
     let (_db, mut conn) = seeded!(1, 2);
     let mut a = Counter::find(&mut conn, 1).await.expect("a");
@@ -213,8 +208,7 @@ async fn committed_transaction_keeps_fresh_tokens() {
 /// A closure that reorders its entities before a rollback: each entity gets
 /// its own row's token back (restored by key, not by position), so a later
 /// save of the row whose token moved on conflicts instead of winning.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
     let (db, mut conn) = seeded!(1, 2);
     // Row 2 moves to version 2.
@@ -241,8 +235,7 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
 /// An entity the closure adds to the `Vec` holds what the rolled-back
 /// transaction read and wrote: after the rollback it is gone, and the
 /// entities that were there keep their own tokens.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn rolled_back_transaction_drops_entities_the_closure_added() {
     let (_db, mut conn) = seeded!(1, 2);
     let mut mine = find_all(&mut conn, &[1]).await;
@@ -258,8 +251,7 @@ async fn rolled_back_transaction_drops_entities_the_closure_added() {
 /// A trigger that silently skips the write (PostgreSQL `RETURN NULL`, SQLite
 /// `RAISE(IGNORE)`; MySQL has no such trigger): the save, alone or inside a
 /// transaction, is an unmatched conflict, not a stale one, and not retryable.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn skipped_write_is_unmatched_not_stale() {
     let (_db, mut conn) = seeded!(1);
     let ddl = match Conn::BACKEND {
@@ -297,8 +289,7 @@ async fn skipped_write_is_unmatched_not_stale() {
 /// "Insert, or carry on if the key is taken" inside a transaction: the library's own
 /// taken key (and an upsert's conflict) leave the transaction usable on every backend,
 /// so it commits the closure's other write, and the entity holds the committed token.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_caught_taken_key_leaves_the_transaction_usable_and_it_commits() {
     let (_db, mut conn) = seeded!(1, 2);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
@@ -335,8 +326,7 @@ fn assert_committed_unless_aborted<T: std::fmt::Debug>(outcome: Result<T, Error>
 /// COMMIT answers ROLLBACK, so the helper reports an error and gives the token back; on
 /// MySQL and SQLite only the statement failed and the transaction commits. Either way
 /// `Ok` means committed, and the entity holds the row's token.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_caught_database_error_is_never_reported_committed() {
     let (_db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
@@ -382,11 +372,9 @@ async fn a_caught_database_error_is_never_reported_committed() {
 /// A single entity the closure replaced with another row's entity, then rolled back:
 /// it gets back the entity passed in, never the other row with the first row's token
 /// (which the other row reaches later, letting a stale save through).
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     insert_counters(&mut conn, &[counter(1, 2), counter(2, 1)]).await;
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     let passed_in = mine.clone();
@@ -439,8 +427,7 @@ async fn catch_panic<T>(run: impl AsyncFnOnce() -> T) -> std::thread::Result<T> 
 /// A panic inside the closure rolls the transaction back before it resumes: the
 /// connection is left outside any transaction and usable, so a later checked save on
 /// it commits (another connection sees it), and the entity's token is the one it read.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");

@@ -356,8 +356,7 @@ async fn row_everywhere(db: &GaleraDb) -> Counter {
 
 /// Writers on nodes 1 and 2 read row 1, meet at the race's barrier and save (autocommit),
 /// for a few rounds: one wins each round, the other loses (`Loss`), every node has the winner's.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn writers_on_two_nodes_race_one_row_and_exactly_one_wins() {
     let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
@@ -407,8 +406,7 @@ async fn both<T>(writer: impl AsyncFn(usize) -> T) -> [T; 2] {
 
 /// Writers on nodes 1 and 2 save in a transaction and meet at a barrier before the commit: the
 /// token check stops neither, certification fails one (1213), and every node has the winner's.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification() {
     let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
@@ -441,8 +439,7 @@ async fn saves_that_both_match_on_their_nodes_lose_one_commit_to_certification()
 /// Node 2 stops applying (a session holds its global read lock), node 1 saves a change, and a
 /// session on node 2 allowing stale reads reads the old row. Once node 2 applies again, saving
 /// that stale entity there fails (`Loss`): the row keeps node 1's change on every node.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_stale_read_on_a_lagging_node_never_becomes_a_lost_update() {
     let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;
@@ -601,8 +598,7 @@ impl Work for Increments {
 
 /// 8 workers increment row 1 250 times each through a `MultiHost` over the nodes' pools (reads
 /// not causal: a stale read conflicts): 2000 on every node, every node served, one checkout each.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn eight_workers_increment_through_all_three_nodes_to_exactly_2000() {
     let db = cluster_db!(GaleraDb, Access::Shared);
     seed(&db).await;
@@ -707,8 +703,7 @@ impl Work for Load {
 /// Under load, node 3 is SIGKILLed after 100 acknowledged increments, restarted (rejoining by
 /// IST) after 100 more, and the run stops 100 after it is back. Attempts move to nodes 1 and 2
 /// and back; increments whose outcome was never learnt are reconciled (`check_kill_run`).
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn a_node_killed_under_load_loses_no_acknowledged_increment() {
     let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;

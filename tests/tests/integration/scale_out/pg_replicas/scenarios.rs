@@ -142,8 +142,7 @@ async fn save_on_primary(db: &PgReplicasDb, value: i32) {
 
 /// With the standby's replay paused, its read misses a change committed on the primary (as
 /// the retry test below relies on); once replay resumes, the standby catches up.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_standby_read_is_stale_while_its_replay_is_paused() {
     let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     seed(&db).await;
@@ -164,8 +163,7 @@ async fn a_standby_read_is_stale_while_its_replay_is_paused() {
 /// through `retry_with_standby` in 5 rounds, all reading before any saves (a barrier). Each
 /// first attempt reads the stale standby and conflicts, later ones the primary, within
 /// `ATTEMPT_BOUND`; no update is lost. Control: a plain retry reading the standby never saves.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn writers_reading_a_stale_standby_lose_no_update_in_a_bounded_number_of_attempts() {
     let db = cluster_db!(PgReplicasDb, Access::Exclusive);
     seed(&db).await;
