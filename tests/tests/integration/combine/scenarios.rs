@@ -1,8 +1,6 @@
-//! The combiner on a real database, its groups formed by force: the first caller's
-//! change holds its group open on a gate until the others are seen queued
-//! (`Combiner::waiting`), so which changes share a group never depends on timing. Each
-//! caller runs on a thread (blocking) or a task (async) of its own; the async tests'
-//! runtime has a second worker for the test while the gate holds the writer task.
+//! The combiner, its groups formed by force: the first caller's change holds its group
+//! on a gate until the others are seen queued (`Combiner::waiting`), never by timing.
+//! The async runtime has a second worker for the test while the gate holds the writer.
 
 flavour_prelude!();
 

@@ -1,6 +1,5 @@
-//! The combiners on a connection lost mid-group, in both flavours. The first caller's
-//! change holds its group open on a gate until three more changes are queued; those
-//! three form the second group, and the fault is placed by their own first runs.
+//! The combiners on a connection lost mid-group: the first caller's change holds its
+//! group on a gate until the three that form the second group, and place the fault, wait.
 
 flavour_prelude!();
 
