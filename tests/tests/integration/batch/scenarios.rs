@@ -347,11 +347,8 @@ async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an
     assert_eq!(batch, before, "no token advanced");
     let rows = accounts(&mut db.conn().await, 3).await;
     let rows: Vec<_> = rows.iter().map(|a| (a.balance, a.version)).collect();
-    assert_eq!(
-        rows,
-        [(100, 1), (42, 2), (100, 1)],
-        "the other writer's commit stands, the batch wrote nothing"
-    );
+    // The other writer's commit stands, the batch wrote nothing.
+    assert_eq!(rows, [(100, 1), (42, 2), (100, 1)]);
 }
 
 /// Runs `save` on a thread of its own while `meanwhile` runs on the test's (which

@@ -1,9 +1,6 @@
-//! Checked saves and deletes: every token kind and key shape, in both flavours where
-//! the flavours' APIs match; the token kinds and key shapes on the blocking flavour.
-//!
-//! Each test gets a fresh database (or SQLite file). Ordered interleavings run on two
-//! connections from one thread or task, step by step; symmetric races run two writers
-//! that both read, meet at a barrier, then write.
+//! Checked saves and deletes in both flavours; the token kinds and key shapes in the
+//! blocking one. Ordered interleavings run step by step on two connections; symmetric
+//! races run two writers that both read, meet at a barrier, then write.
 
 flavour_prelude!();
 
@@ -256,9 +253,8 @@ fn insert_stock(conn: &mut Conn, n: i32, token: UuidToken) {
 #[flavour(blocking)]
 #[test]
 fn control_plain_load_mutate_save_loses_an_update() {
-    // The same barrier scenario without the token in the predicate: both
-    // writers succeed and one increment vanishes. This proves the harness
-    // can observe the failure diesel-occ prevents.
+    // The same race without the token in the predicate: both writers succeed and one
+    // increment vanishes, so the harness can observe what diesel-occ prevents.
     let db = db!();
     seed_counter(&db);
     let report = Race::new(2).run(
@@ -484,15 +480,8 @@ fn a_failed_statement_is_a_database_error_without_sql_or_values() {
     let error = stock.save_checked(&mut conn).unwrap_err();
     assert!(matches!(error, Error::Database(_)), "got {error:?}");
     let shown = format!("{error} {error:?}");
-    let leaks = [
-        "UPDATE",
-        "available",
-        "-3",
-        "stock",
-        "CHECK",
-        "constraint \"",
-    ];
-    for leak in leaks {
+    let leaks = ["UPDATE", "available", "-3", "stock", "CHECK"];
+    for leak in leaks.into_iter().chain(["constraint \""]) {
         assert!(!shown.contains(leak), "{shown:?} leaks {leak:?}");
     }
     assert_eq!(stock.version, before.version, "token untouched");

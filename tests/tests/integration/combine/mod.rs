@@ -5,8 +5,12 @@
 //! group, and (async) a caller that goes away before its group is taken withdraws its
 //! change. One scenario file for both flavours (`scenarios.rs`).
 
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender};
+
+use diesel::ConnectionResult;
+use diesel_occ_tests::{AsyncTestConnection, TestConnection, connect_async};
 
 use diesel_occ_tests::entities::Counter;
 
@@ -37,15 +41,50 @@ fn gated<E>(
     }
 }
 
-/// Waits for the first change's signal that it runs.
-fn until_running(running: Receiver<()>) {
-    running.recv().expect("the first change runs");
+/// What the scenario files take in the blocking flavour.
+pub(crate) mod blocking {
+    use super::*;
+
+    /// Waits for the first change's signal that it runs.
+    pub(crate) fn until_running(running: Receiver<()>) {
+        running.recv().expect("the first change runs");
+    }
+
+    /// Connects to `url` per attempt, as a caller on a thread of its own needs.
+    pub(crate) fn source<C: TestConnection>(
+        url: &str,
+    ) -> impl Fn() -> ConnectionResult<C> + Clone + Send + Sync + 'static {
+        let url = url.to_owned();
+        move || {
+            let mut conn = C::establish(&url)?;
+            conn.configure();
+            Ok(conn)
+        }
+    }
 }
 
-/// [`until_running`] off the runtime's workers: one of them is held by the change, and
-/// a timer would wait on the other.
-async fn until_running_async(running: Receiver<()>) {
-    tokio::task::spawn_blocking(move || until_running(running))
-        .await
-        .unwrap();
+/// What the scenario files take in the async flavour.
+pub(crate) mod asynchronous {
+    use super::*;
+
+    /// [`super::blocking::until_running`] off the runtime's workers: one of them is held
+    /// by the change, and a timer would wait on the other.
+    pub(crate) async fn until_running(running: Receiver<()>) {
+        let wait = move || super::blocking::until_running(running);
+        tokio::task::spawn_blocking(wait).await.unwrap();
+    }
+
+    /// A future that connects.
+    type Connecting<C> = Pin<Box<dyn Future<Output = ConnectionResult<C>> + Send>>;
+
+    /// Connects to `url` per attempt, as the combiner's writer task needs.
+    pub(crate) fn source<C: AsyncTestConnection>(
+        url: &str,
+    ) -> impl Fn() -> Connecting<C> + Clone + Send + Sync + 'static {
+        let url = url.to_owned();
+        move || {
+            let url = url.clone();
+            Box::pin(async move { connect_async::<C>(&url).await })
+        }
+    }
 }

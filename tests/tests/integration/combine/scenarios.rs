@@ -1,8 +1,6 @@
-//! The combiner on a real database, its groups formed by force: the first caller's
-//! change holds its group open on a gate until the others are seen queued
-//! (`Combiner::waiting`), so which changes share a group never depends on timing. Each
-//! caller runs on a thread (blocking) or a task (async) of its own; the async tests'
-//! runtime has a second worker for the test while the gate holds the writer task.
+//! The combiner, its groups formed by force: the first caller's change holds its group
+//! on a gate until the others are seen queued (`Combiner::waiting`), never by timing.
+//! The async runtime has a second worker for the test while the gate holds the writer.
 
 flavour_prelude!();
 
@@ -22,10 +20,10 @@ use diesel_occ::asynchronous::{Combinable, Combiner};
 use diesel_occ::blocking::{Combinable, Combiner};
 
 use super::schema;
-#[flavour(blocking)]
-use crate::combine::until_running;
 #[flavour(asynchronous)]
-use crate::combine::until_running_async as until_running;
+use crate::combine::asynchronous::{source, until_running};
+#[flavour(blocking)]
+use crate::combine::blocking::{source, until_running};
 use crate::combine::{gated, increment};
 
 /// A row whose `available` a CHECK constraint keeps at 0 or more.
@@ -59,35 +57,6 @@ fn from_a_change<F: Future<Output = ()> + Send + 'static>(
     })
     .join()
     .unwrap();
-}
-
-/// A source that connects per attempt, as a caller on a thread of its own needs:
-/// `Clone` and `'static`.
-#[flavour(blocking)]
-fn source(
-    db: &TestDb<Conn>,
-) -> impl Fn() -> diesel::ConnectionResult<Conn> + Clone + Send + Sync + 'static {
-    let url = db.url().to_owned();
-    move || {
-        let mut conn = Conn::establish(&url)?;
-        conn.configure();
-        Ok(conn)
-    }
-}
-
-/// A future that connects.
-#[flavour(asynchronous)]
-type Connecting = std::pin::Pin<Box<dyn Future<Output = diesel::ConnectionResult<Conn>> + Send>>;
-
-/// A source that connects per attempt, as the combiner's writer task needs: `Clone`
-/// and `'static`.
-#[flavour(asynchronous)]
-fn source(db: &TestDb<Conn>) -> impl Fn() -> Connecting + Clone + Send + Sync + 'static {
-    let url = db.url().to_owned();
-    move || {
-        let url = url.clone();
-        Box::pin(async move { diesel_occ_tests::connect_async::<Conn>(&url).await })
-    }
 }
 
 fn policy() -> RetryPolicy {
@@ -139,7 +108,7 @@ fn spawn_apply<E>(
 where
     E: Combinable<Conn> + Versioned<Key = i32> + Sync + 'static,
 {
-    let (combiner, source) = (Arc::clone(combiner), source(db));
+    let (combiner, source) = (Arc::clone(combiner), source::<Conn>(db.url()));
     spawn(move || async move { combiner.apply(&source, &policy(), 1, change).await })
 }
 
@@ -232,7 +201,7 @@ async fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_
     let (first, go) = hold_first(&combiner, &db, increment).await;
     // The second group: an outside writer commits after this change's first read,
     // before the group's save.
-    let connect = source(&db);
+    let connect = source::<Conn>(db.url());
     let mut first_run = true;
     let outside = spawn_apply(&combiner, &db, move |counter| {
         if std::mem::take(&mut first_run) {
@@ -280,10 +249,8 @@ async fn a_group_that_fails_for_good_gives_every_caller_its_own_error() {
     go.send(()).unwrap();
     for caller in std::iter::once(first).chain(rest) {
         let error = returned(caller).await.unwrap_err();
-        assert!(
-            matches!(error, Error::NotFound(_)),
-            "every caller is told the row is gone: {error:?}"
-        );
+        let gone = matches!(error, Error::NotFound(_));
+        assert!(gone, "every caller is told the row is gone: {error:?}");
     }
     assert_eq!(combiner.waiting(&1), 0);
 }
@@ -320,7 +287,8 @@ async fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
     seed(&db, &[1]).await;
     let combiner = Combiner::<Counter>::new();
     let read = |counter: &mut Counter| counter.value;
-    let seen = combiner.apply(&source(&db), &policy(), 1, read).await;
+    let source = source::<Conn>(db.url());
+    let seen = combiner.apply(&source, &policy(), 1, read).await;
     assert_eq!(seen.expect("read"), 0);
     assert_eq!(row(&db, 1).await.version, 1, "no save, no fresh token");
 }
@@ -335,9 +303,11 @@ async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combine
     seed(&db, &[1, 2]).await;
     let combiner = Arc::new(Combiner::<Counter>::new());
     let policy = RetryPolicy::new().max_attempts(1000);
+    let source = source::<Conn>(db.url());
     let workers: Vec<_> = (0..8)
         .map(|worker| {
-            let (combiner, source, policy) = (Arc::clone(&combiner), source(&db), policy.clone());
+            let (combiner, source, policy) =
+                (Arc::clone(&combiner), source.clone(), policy.clone());
             spawn(move || async move {
                 let mut saved = [0, 0];
                 for op in 0..40 {
@@ -350,7 +320,7 @@ async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combine
             })
         })
         .collect();
-    let connect = source(&db);
+    let connect = source.clone();
     let outside = spawn(move || async move {
         let mut conn = connect().await.expect("outside writer");
         let mut written = [0, 0];
