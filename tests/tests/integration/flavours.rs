@@ -79,6 +79,15 @@ pub(crate) mod blocking {
         diesel::sqlite::SqliteConnection
     );
 
+    /// diesel-occ's calls that both flavours name alike, and Diesel's
+    /// `TransactionManager`: a scenario file has them by glob, so its own names win.
+    pub(crate) mod occ {
+        pub(crate) use diesel::connection::TransactionManager;
+        pub(crate) use diesel_occ::blocking::{Combinable, Combiner, ConnectionSource as Source};
+        pub(crate) use diesel_occ::blocking::{retry, retry_with_standby};
+        pub(crate) use diesel_occ::transaction;
+    }
+
     /// Work started by [`spawn`]: a thread of its own.
     pub(crate) type Spawned<T> = std::thread::JoinHandle<T>;
 
@@ -190,6 +199,15 @@ pub(crate) mod asynchronous {
             diesel::sqlite::SqliteConnection,
         >
     );
+
+    /// diesel-occ's calls that both flavours name alike, and diesel-async's
+    /// `TransactionManager`: a scenario file has them by glob, so its own names win.
+    pub(crate) mod occ {
+        pub(crate) use diesel_async::TransactionManager;
+        pub(crate) use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
+        pub(crate) use diesel_occ::asynchronous::{Combinable, Combiner};
+        pub(crate) use diesel_occ::asynchronous::{retry_with_standby, transaction};
+    }
 
     /// Work started by [`spawn`]: a task of its own.
     pub(crate) type Spawned<T> = tokio::task::JoinHandle<T>;

@@ -17,7 +17,8 @@
 //! and a connection to it), and from [`flavours`] Diesel's or diesel-async's
 //! `RunQueryDsl` and `Connection`, diesel-occ's prelude, `TestDb`, `wait_until`, the
 //! calls the two APIs spell differently under one name (`run_in_flavour`,
-//! `install_in_flavour`), `spawn` and `joined` (a thread, or a task) and the attribute
+//! `install_in_flavour`), `spawn` and `joined` (a thread, or a task), diesel-occ's
+//! flavoured calls (`retry`, `transaction`, `Combiner`, `Source`) and the attribute
 //! `#[flavour]`. Every item that awaits carries `#[flavour]`: in `asynchronous` it leaves
 //! the item as written, in `blocking` it drops `.await` and `async` (`AsyncFn` becomes
 //! `Fn`) and turns `#[tokio::test]` into `#[test]` (`occ_test_flavours`, in
@@ -175,6 +176,8 @@ macro_rules! on_every_backend {
                         spawn, wait_until,
                     },
                 };
+                #[allow(unused_imports)]
+                use crate::flavours::$flavour::occ::*;
                 /// A fresh database for the calling test.
                 #[allow(unused_macros)]
                 macro_rules! db {
@@ -196,25 +199,7 @@ macro_rules! on_every_backend {
         #[path = "scenarios.rs"]
         mod $flavour;
     };
-    (@file blocking) => {
-        #[path = "blocking.rs"]
-        mod blocking;
-    };
-    (@file asynchronous) => {
-        #[path = "asynchronous.rs"]
-        mod asynchronous;
-    };
-    // Support the scenario files of a subject share, beside them in the backend module
-    // (`use super::entities::...`): the subject's own `entities.rs`, or a file in
-    // `shared/` that several subjects include.
-    (@file entities) => {
-        #[path = "entities.rs"]
-        mod entities;
-    };
-    (@file setup) => {
-        #[path = "setup.rs"]
-        mod setup;
-    };
+    // Files in `shared/` that several subjects include, as module `counters`.
     (@file asynchronous_counters) => {
         #[path = "../shared/asynchronous_counters.rs"]
         mod counters;
@@ -223,6 +208,12 @@ macro_rules! on_every_backend {
         #[path = "../shared/server_counters.rs"]
         mod counters;
     };
+    // A file beside the subject's mod.rs (the backend module is `#[path = "."]`): a
+    // flavour's own file (`blocking`, `asynchronous`) or the support the subject's
+    // scenario files share (`entities`, `setup`: `use super::entities::...`).
+    (@file $file:ident) => {
+        mod $file;
+    };
     (@mysql scenarios) => {
         #[cfg(feature = "mysql")]
         on_every_backend!(@scenarios blocking, Conn, test_db,);
@@ -230,7 +221,6 @@ macro_rules! on_every_backend {
     };
     (@mysql blocking) => {
         #[cfg(feature = "mysql")]
-        #[path = "blocking.rs"]
         mod blocking;
     };
     (@mysql $flavour:ident) => {

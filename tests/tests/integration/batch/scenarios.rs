@@ -79,8 +79,7 @@ fn current_at(conflict: &BatchConflict, index: usize) -> Option<i32> {
     conflict.conflict_at(index).unwrap().current::<i32>()
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn batch_saves_all_with_one_update_each() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 3).await;
@@ -93,8 +92,7 @@ async fn batch_saves_all_with_one_update_each() {
     assert_eq!(accounts(&mut conn, 3).await, batch);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_100() {
     let db = db!();
     let (mut conn, mut singles) = seeded(&db, 100).await;
@@ -117,8 +115,7 @@ async fn a_batch_of_100_sends_one_statement_on_postgres_where_single_saves_send_
     assert!(batch.iter().all(|a| a.version == 3 && a.balance == 98));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_statement() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 1001).await;
@@ -144,8 +141,7 @@ async fn a_batch_of_1001_names_every_conflict_and_a_batch_of_1000_is_one_stateme
     assert_eq!(accounts(&mut conn, 1001).await, batch);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_is_written() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 100).await;
@@ -170,8 +166,7 @@ async fn several_stale_and_a_deleted_entity_among_100_are_all_named_and_nothing_
     assert!(untouched.all(|a| a.balance == 100));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 3).await;
@@ -225,8 +220,7 @@ async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     assert!(untouched, "nothing of the batch was written");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothing() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 4).await;
@@ -244,8 +238,7 @@ async fn batch_conflict_reports_every_stale_and_deleted_entity_and_writes_nothin
     assert_eq!(account(&mut conn, 2).await.balance, 50);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() {
     let db = db!();
     let (mut conn, mut batch) = seeded(&db, 3).await;
@@ -270,8 +263,7 @@ async fn a_failed_batch_inside_a_transaction_rolls_back_to_its_savepoint_only() 
     assert_eq!(batch[0].version, 1);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
     let db = db!();
     seeded(&db, 2).await;
@@ -310,8 +302,7 @@ async fn racing_batch_and_single_save_leave_one_consistent_outcome() {
 /// the join again against the committed row (EvalPlanQual), so that entity is a
 /// conflict, never a silent overwrite, and the batch writes nothing. The interleaving
 /// is forced: the other writer commits only once the batch waits for its lock.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_row_committed_while_the_batch_waits_for_its_lock_is_a_conflict_not_an_overwrite() {
     if Conn::BACKEND != Backend::Postgres {
         return;
@@ -470,8 +461,7 @@ a_batch_of_each_shape_is_saved_and_checked! {
 
 /// An `Option` field without `treat_none_as_null`: `None` leaves the column alone in a
 /// batch exactly as in a single save, whichever row it is in.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_batch_leaves_a_skipped_none_column_alone_as_the_single_save_does() {
     let db = db!();
     raw_sql(&db, &seed("counters", Conn::BACKEND)).await;

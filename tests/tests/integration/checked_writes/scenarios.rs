@@ -53,8 +53,7 @@ fn assert_send<T>(outcome: T) -> T {
 
 /// The race on threads (blocking) or on tasks (async, the checked save's future proved
 /// `Send`).
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn two_writers_from_one_version_exactly_one_wins() {
     let db = db!();
     seed_counter(&db).await;
@@ -88,8 +87,7 @@ async fn two_writers_from_one_version_exactly_one_wins() {
     assert_eq!(stored.version, 2);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn save_runs_exactly_one_statement_and_advances_the_token() {
     let db = db!();
     seed_counter(&db).await;
@@ -121,8 +119,7 @@ async fn save_runs_exactly_one_statement_and_advances_the_token() {
     assert_eq!(statements.take(), 1, "one DELETE on success");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn update_after_a_delete_is_a_deleted_conflict() {
     let db = db!();
     seed_counter(&db).await;
@@ -141,8 +138,7 @@ async fn update_after_a_delete_is_a_deleted_conflict() {
     assert!(matches!(found, Err(Error::NotFound(_))), "not resurrected");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn delete_after_an_update_is_a_stale_conflict() {
     let db = db!();
     seed_counter(&db).await;
@@ -159,8 +155,7 @@ async fn delete_after_an_update_is_a_stale_conflict() {
     assert_eq!(stored, writer, "the row survives with the update");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn stale_client_token_is_rejected_before_any_write() {
     let db = db!();
     seed_counter(&db).await;

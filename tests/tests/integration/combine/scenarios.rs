@@ -14,11 +14,6 @@ use diesel_occ::{Error, UuidToken};
 use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::wait;
 
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::{Combinable, Combiner};
-#[flavour(blocking)]
-use diesel_occ::blocking::{Combinable, Combiner};
-
 use super::schema;
 #[flavour(asynchronous)]
 use crate::combine::asynchronous::{source, until_running};
@@ -142,8 +137,7 @@ async fn returned<T>(caller: Spawned<T>) -> T {
     joined(caller).await.expect("the caller does not panic")
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn changes_queued_while_a_group_is_written_are_saved_as_one_group() {
     let db = db!();
     seed(&db, &[1]).await;
@@ -192,8 +186,7 @@ async fn a_caller_that_goes_away_before_its_group_is_taken_withdraws_its_change(
     assert_eq!((saved.value, saved.version), (1, 2));
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_of_the_group() {
     let db = db!();
     seed(&db, &[1]).await;
@@ -233,8 +226,7 @@ async fn a_write_outside_the_combiner_between_read_and_save_reruns_every_change_
     assert_eq!(saved.version, 4);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_group_that_fails_for_good_gives_every_caller_its_own_error() {
     let db = db!();
     seed(&db, &[1]).await;
@@ -255,8 +247,7 @@ async fn a_group_that_fails_for_good_gives_every_caller_its_own_error() {
     assert_eq!(combiner.waiting(&1), 0);
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_change_that_panics_leaves_its_group_and_panics_in_its_caller() {
     let db = db!();
     seed(&db, &[1]).await;
@@ -280,8 +271,7 @@ async fn a_change_that_panics_leaves_its_group_and_panics_in_its_caller() {
     assert_eq!((saved.value, saved.version), (2, 3));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
     let db = db!();
     seed(&db, &[1]).await;
@@ -296,8 +286,7 @@ async fn a_group_whose_changes_leave_the_row_as_read_writes_nothing() {
 /// Whatever the interleaving: 8 callers through the combiner and one writer outside it,
 /// on two rows; every change that returned `Ok` is in the row exactly once, and so is
 /// every outside write. (The assertion holds for any schedule, so nothing is forced.)
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combiner() {
     let db = db!();
     seed(&db, &[1, 2]).await;
@@ -348,8 +337,7 @@ async fn every_saved_change_lands_exactly_once_beside_writes_outside_the_combine
 /// A group of a valid change and one that breaks the CHECK constraint: the group's save
 /// fails for the second one's sake, so each runs alone and gets its own result; the
 /// valid one, the group's leader, lands.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_group_that_breaks_a_check_constraint_gives_each_change_its_own_result() {
     let db = db!();
     let row = {

@@ -3,10 +3,6 @@
 flavour_prelude!();
 
 use diesel::prelude::{ExpressionMethods, Insertable, QueryDsl, Queryable, Selectable};
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::retry;
-#[flavour(blocking)]
-use diesel_occ::blocking::retry;
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, Operation, Upserted, VersionToken};
 
@@ -40,11 +36,9 @@ fn labelled(id: i32, value: i32, label: Option<&str>, version: i32) -> Counter {
     row
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let etag = inserted(&mut conn, 1, 5).await.version;
     let six = patch(Some(6), None);
     let etag = Counter::update_by_key(&mut conn, 1, &etag, &six).await;
@@ -61,11 +55,9 @@ async fn a_derived_patch_form_writes_its_set_fields_and_the_token() {
     assert_eq!(stored(&mut conn, 1).await.value, 6);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_derived_put_form_writes_none_as_null() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let mut row = labelled(1, 5, Some("five"), 0);
     let etag = row.insert_checked(&mut conn).await.expect("insert");
 
@@ -78,11 +70,9 @@ async fn a_derived_put_form_writes_none_as_null() {
     assert_eq!(stored(&mut conn, 1).await, labelled(1, 7, None, etag));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn derived_forms_drive_soft_delete_and_bulk_update() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let mut first = inserted(&mut conn, 1, 5).await;
     inserted(&mut conn, 2, 50).await;
     let mut in_flight = first.clone();
@@ -103,11 +93,9 @@ async fn derived_forms_drive_soft_delete_and_bulk_update() {
     assert_eq!(stored(&mut conn, 2).await, labelled(2, 0, None, 2));
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn insert_checked_sets_the_initial_token_of_each_kind() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let mut row = counter(1, 5);
     row.version = 41; // whatever the field held
     assert_eq!(row.insert_checked(&mut conn).await.expect("insert"), 1);
@@ -128,11 +116,9 @@ async fn insert_checked_sets_the_initial_token_of_each_kind() {
     assert_eq!(stored_stock.version, etag);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn insert_checked_from_an_insertable_struct_adds_the_token() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let new = NewCounter {
         id: 3,
         value: 9,
@@ -147,11 +133,9 @@ async fn insert_checked_from_an_insertable_struct_adds_the_token() {
     }
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_taken_key_is_a_typed_unique_violation_and_the_entity_is_untouched() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     inserted(&mut conn, 1, 5).await;
     let mut again = labelled(1, 6, None, 7);
     let error = again.insert_checked(&mut conn).await.unwrap_err();
@@ -168,11 +152,9 @@ async fn a_taken_key_is_a_typed_unique_violation_and_the_entity_is_untouched() {
     assert_eq!(stored(&mut conn, 1).await.value, 5);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let mut row = counter(1, 5);
     let upserted = row.upsert_checked(&mut conn, None).await;
     assert_eq!(upserted.expect("upsert"), Upserted::Inserted(1));
@@ -200,11 +182,9 @@ async fn upsert_inserts_updates_and_refuses_by_the_expected_token() {
     assert_eq!(stored(&mut conn, 2).await.value, 1);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn an_upsert_expecting_a_token_updates_to_the_next_one() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let at_version_0 = labelled(1, 1, None, 0);
     let seeded = diesel::insert_into(counters::table).values(&at_version_0);
     seeded.execute(&mut conn).await.expect("a row at version 0");
@@ -216,11 +196,9 @@ async fn an_upsert_expecting_a_token_updates_to_the_next_one() {
 
 /// An acknowledged delete is never undone by a writer that read the row before it: an
 /// upsert that states the token it read gets a `Deleted` conflict and inserts nothing.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn an_upsert_expecting_a_token_never_recreates_a_deleted_row() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let mut stale = inserted(&mut conn, 1, 5).await;
     let read = stale.version;
     let deleted = Counter::delete_by_key(&mut conn, 1, &read).await;
@@ -264,11 +242,9 @@ fn coded(id: i32, code: &str) -> Coded {
 
 /// Another unique value taken is a typed unique violation, from the insert of an
 /// upsert that expects no row and from the update of one that expects a token.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (_db, mut conn) = db_and_conn!();
     let create = "CREATE TABLE coded (id INTEGER PRIMARY KEY, \
         code VARCHAR(16) NOT NULL UNIQUE, version INTEGER NOT NULL)";
     run_sql(&mut conn, create).await;
@@ -288,8 +264,7 @@ async fn an_upsert_that_meets_another_unique_value_is_a_typed_unique_violation()
 /// Inside a transaction whose snapshot predates the row (MySQL's default REPEATABLE
 /// READ), an upsert expecting no row meets the latest row: a conflict, not a unique
 /// violation. PostgreSQL's default READ COMMITTED sees it too; SQLite has one writer.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
     use diesel_occ_tests::Backend;
     if Conn::BACKEND == Backend::Sqlite {
@@ -313,11 +288,9 @@ async fn an_upsert_expecting_no_row_meets_a_row_its_snapshot_does_not_see() {
 /// A conflict of a write that takes the token as an argument cannot be resolved by
 /// running the same call again: the retry helper returns it after one attempt, as a
 /// client-token conflict, and does not count the row as hot.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn client_token_conflicts_are_not_retried_nor_hot() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     let mut row = inserted(&mut conn, 1, 5).await;
     row.save_checked(&mut conn).await.expect("version 2");
     let memory = diesel_occ::retry::HotRows::new();
@@ -372,8 +345,7 @@ async fn one_upsert_wins(db: &TestDb<Conn>, expected: Option<i32>, wins: Upserte
     assert_eq!(stored_row, *winner, "the acknowledged write");
 }
 
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 4))]
 async fn concurrent_upserts_of_one_key_insert_once_and_lose_nothing() {
     let db = db!();
     one_upsert_wins(&db, None, Upserted::Inserted(1)).await;

@@ -16,10 +16,6 @@ use diesel::dsl::sql;
 use diesel::r2d2::ConnectionManager;
 use diesel::sql_types::BigInt;
 use diesel_occ::Error;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::{retry, retry_with_standby};
-#[flavour(blocking)]
-use diesel_occ::blocking::{retry, retry_with_standby};
 #[flavour(blocking)]
 use diesel_occ::retry::{Attempt, RetryPolicy};
 

@@ -13,12 +13,10 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 #[flavour(asynchronous)]
-use diesel_occ::asynchronous::{AsyncConnectionSource, retry, transaction};
+use diesel_occ::asynchronous::AsyncConnectionSource;
 #[flavour(blocking)]
-use diesel_occ::blocking::{ConnectionSource, retry};
+use diesel_occ::blocking::ConnectionSource;
 use diesel_occ::retry::RetryPolicy;
-#[flavour(blocking)]
-use diesel_occ::transaction;
 use diesel_occ::{Error, PoolError, SaveOutcome, Tracked, VersionToken};
 use diesel_occ_tests::Backend;
 

@@ -8,10 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use diesel::ExpressionMethods;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
-#[flavour(blocking)]
-use diesel_occ::blocking::{ConnectionSource as Source, retry};
 use diesel_occ::observe::CONFLICTS;
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{Error, SaveOutcome, Tracked, Upserted};
@@ -169,8 +165,7 @@ fn assert_conflicted(span: &ExportedSpan) {
 /// Each checked write is a client span `<operation> counters` with backend, table and
 /// operation; a conflict fails it with `error.type = conflict`, its event carrying the
 /// tokens but no key value while those are off.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
     let db = db!();
     let system = system_name(Conn::BACKEND);
@@ -236,8 +231,7 @@ async fn every_checked_write_is_a_client_span_with_opentelemetry_attributes() {
 }
 
 /// With key values turned on, the conflict event names its row.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
     let db = db!();
     let _keys = KeyValues::set(true);
@@ -262,8 +256,7 @@ async fn the_conflict_event_names_the_key_only_when_key_values_are_on() {
 /// A retry loop is an INFO span around its attempts' spans, which hold the writes'
 /// client spans; it records its attempts, and fails with `retries_exhausted` when it
 /// gives up. Another writer forces each conflict between an attempt's read and save.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
     let db = db!();
     let system = system_name(Conn::BACKEND);
@@ -311,11 +304,9 @@ async fn a_retry_loop_is_a_span_around_its_attempts_and_their_writes() {
 
 /// At INFO, the usual default, the checked writes' DEBUG spans are skipped and only
 /// the retry loop's span is exported.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn at_info_only_the_retry_loop_span_is_exported() {
-    let db = db!();
-    let mut conn = db.conn().await;
+    let (db, mut conn) = db_and_conn!();
     seed(&db, 1..=1).await;
     let source = source(&db).await;
     let exported = Exported::new();
@@ -334,8 +325,7 @@ async fn at_info_only_the_retry_loop_span_is_exported() {
 /// Conflicts, retries and their end are DEBUG, INFO and WARN events with the row's
 /// table, key and outcome, each conflict inside its attempt's span; and counters and
 /// histograms under the table (the conflicts under the backend and method too).
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn conflicts_and_retries_are_traced_and_counted() {
     use diesel_occ::observe::{ATTEMPTS, RETRIES, RETRIES_EXHAUSTED};
 
@@ -418,8 +408,7 @@ async fn conflicts_and_retries_are_traced_and_counted() {
 
 /// A batch conflict that a retry helper retries is counted under its table, not
 /// `unknown`; the histograms get the attempts and the time of the call.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_retried_batch_conflict_is_counted_under_its_table() {
     use diesel_occ::observe::{ATTEMPTS, RETRIES, RETRY_DURATION};
 
@@ -475,8 +464,7 @@ fn metric_key(name: &str, span: &ExportedSpan) -> String {
 /// its span's attributes (`error.type` when it failed); each conflict is counted under
 /// its span's `db.operation.name`, and `find_checked`, which has no span, under its own.
 /// Spans and metrics name a MariaDB server alike: `mysql`, Diesel's backend.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn every_checked_write_records_its_duration_under_its_span_attributes() {
     use diesel_occ::observe::OPERATION_DURATION;
 

@@ -13,18 +13,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 #[flavour(blocking)]
-use diesel::connection::TransactionManager;
-#[flavour(blocking)]
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sql_types::BigInt;
 #[flavour(asynchronous)]
-use diesel_async::TransactionManager;
-#[flavour(asynchronous)]
 use diesel_async::pooled_connection::deadpool::Pool;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::{AsyncConnectionSource as Source, retry};
-#[flavour(blocking)]
-use diesel_occ::blocking::{ConnectionSource as Source, retry};
 use diesel_occ::retry::{Attempt, RetryPolicy};
 use diesel_occ::{Error, PoolError};
 use diesel_occ_tests::entities::Counter;

@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 
 #[flavour(asynchronous)]
 use diesel::connection::SimpleConnection as _;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::retry;
-#[flavour(blocking)]
-use diesel_occ::blocking::retry;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::{Error, PoolErrorKind, TransientKind};
 

@@ -44,8 +44,7 @@ async fn article(conn: &mut Conn) -> Article {
 
 // ---- tracked saves ------------------------------------------------------------
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     let db = db!();
     let (mut conn, mut tracked, _) = seeded(&db).await;
@@ -73,8 +72,7 @@ async fn tracked_save_writes_only_the_edited_columns_in_one_statement() {
     assert_eq!(stored.version, 2);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
     let db = db!();
     let (mut conn, mut mine, mut theirs) = seeded(&db).await;
@@ -92,8 +90,7 @@ async fn tracked_save_writes_none_as_null_and_conflicts_like_a_full_save() {
     assert_eq!(mine, before, "the tracked entity is untouched");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn three_way_diff_names_only_mine_only_theirs_and_both() {
     let db = db!();
     let (mut conn, mut mine, mut theirs) = seeded(&db).await;
@@ -140,8 +137,7 @@ async fn race_tracked(
     report.into_values().unwrap()
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn non_overlapping_edits_merge_and_both_survive() {
     let db = db!();
     seed_article(&db).await;
@@ -170,8 +166,7 @@ async fn non_overlapping_edits_merge_and_both_survive() {
     assert_eq!(merger.current(), &stored, "the merger holds the row");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn control_full_row_saves_lose_the_other_field() {
     // The same race with plain full-row writes and no token: both succeed and one edit
     // is overwritten with the stale value it was read with.
@@ -203,8 +198,7 @@ async fn control_full_row_saves_lose_the_other_field() {
     assert_eq!(stored.title, "Title", "writer 0's title was lost");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn overlapping_edits_return_both_values_and_write_nothing() {
     let db = db!();
     seed_article(&db).await;
@@ -271,8 +265,7 @@ async fn resolve_overlap(db: &TestDb<Conn>, prefer: Prefer) -> Article {
     stored
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn overlap_resolved_client_wins() {
     let db = db!();
     let stored = resolve_overlap(&db, Prefer::Mine).await;
@@ -280,8 +273,7 @@ async fn overlap_resolved_client_wins() {
     assert_eq!(stored.body, "Body by 1");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn overlap_resolved_store_wins() {
     let db = db!();
     let stored = resolve_overlap(&db, Prefer::Theirs).await;
@@ -289,8 +281,7 @@ async fn overlap_resolved_store_wins() {
     assert_eq!(stored.body, "Body by 1", "my other edit kept");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn merged_save_can_conflict_again_and_a_deleted_row_is_reported() {
     let db = db!();
     let (mut conn, mut mine, other) = seeded(&db).await;

@@ -7,14 +7,6 @@
 flavour_prelude!();
 
 use chrono::NaiveDateTime;
-#[flavour(blocking)]
-use diesel::connection::TransactionManager;
-#[flavour(asynchronous)]
-use diesel_async::TransactionManager;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::transaction;
-#[flavour(blocking)]
-use diesel_occ::transaction;
 use diesel_occ::{ConflictState, Error, Tracked, UuidToken};
 use diesel_occ_tests::Backend;
 

@@ -6,10 +6,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use diesel::prelude::*;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::retry;
-#[flavour(blocking)]
-use diesel_occ::blocking::retry;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ::testing::Race;
 use diesel_occ::{ConflictState, Error, InvalidTokenReason, Tracked};
@@ -39,8 +35,7 @@ async fn stored_qty(db: &TestDb<Conn>) -> i32 {
     stored(&mut db.conn().await).await.qty
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn tracked_save_is_one_update_guarded_by_the_check_columns_as_read() {
     let db = db!();
     seed(&db, item(Some("red"), 3)).await;
@@ -70,8 +65,7 @@ async fn tracked_save_is_one_update_guarded_by_the_check_columns_as_read() {
     assert_eq!(stored(&mut conn).await.qty, 5);
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
     let db = db!();
     seed(&db, item(None, 3)).await;
@@ -110,8 +104,7 @@ async fn a_null_check_column_matches_null_and_detects_null_to_value_and_back() {
 
 /// Only the check columns are compared, as EF Core's `[ConcurrencyCheck]`: the columns
 /// to check are those whose concurrent change must be detected.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn only_the_check_columns_are_compared() {
     let db = db!();
     seed(&db, item(Some("red"), 3)).await;
@@ -144,8 +137,7 @@ async fn only_the_check_columns_are_compared() {
     assert_eq!(stored(&mut conn).await.note, "mine", "nothing lost");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
     let db = db!();
     seed(&db, item(Some("red"), 10)).await;
@@ -176,8 +168,7 @@ async fn two_writers_one_wins_and_the_loser_names_the_current_values() {
 
 /// The control: the same race through an UPDATE by key alone loses an update, so the
 /// race above really overlaps its writers.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_same_race_without_the_check_loses_an_update() {
     let db = db!();
     seed(&db, item(Some("red"), 10)).await;
@@ -199,8 +190,7 @@ async fn the_same_race_without_the_check_loses_an_update() {
     assert_eq!(stored_qty(&db).await, 9, "two decrements, one stored");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values_as_read() {
     let db = db!();
     seed(&db, item(None, 3)).await;
@@ -236,8 +226,7 @@ async fn delete_checked_plain_guards_with_the_fields_and_tracked_with_the_values
 
 /// Another writer takes one between the first attempt's read and its save: the retry
 /// helper reads again and the second attempt saves, both decrements kept.
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
     let db = db!();
     seed(&db, item(Some("red"), 10)).await;
@@ -260,8 +249,7 @@ async fn the_retry_helper_rereads_after_a_forced_conflict_and_saves() {
     assert_eq!(stored_qty(&db).await, 8, "both decrements kept");
 }
 
-#[flavour]
-#[tokio::test]
+#[flavour(test)]
 async fn a_versionless_entity_has_no_client_token() {
     let db = db!();
     seed(&db, item(Some("red"), 3)).await;

@@ -5,11 +5,7 @@
 flavour_prelude!();
 
 use diesel::QueryDsl;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::transaction;
 use diesel_occ::testing::Race;
-#[flavour(blocking)]
-use diesel_occ::transaction;
 use diesel_occ::xmin::XminToken;
 use diesel_occ::{ConflictState, Error, SaveOutcome, Tracked};
 use diesel_occ_tests::expect_conflict;

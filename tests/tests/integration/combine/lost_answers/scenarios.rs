@@ -7,10 +7,6 @@ use std::sync::Arc;
 use std::sync::mpsc;
 
 use diesel_occ::Error;
-#[flavour(asynchronous)]
-use diesel_occ::asynchronous::Combiner;
-#[flavour(blocking)]
-use diesel_occ::blocking::Combiner;
 use diesel_occ::retry::RetryPolicy;
 use diesel_occ_tests::entities::Counter;
 use diesel_occ_tests::{Relay, wait};
@@ -92,8 +88,7 @@ fn assert_unknown(results: &[Result<i32, Error>]) {
 /// The second group's save runs in a transaction (an escalated policy); the server
 /// commits it, and the answer to the COMMIT is lost with the connection. The three
 /// units are in the row once, and no caller is told `Ok` or runs its change again.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_group_whose_commit_answer_is_lost_is_unknown_to_every_caller_and_never_rerun() {
     let db = db!();
     seed(&db).await;
@@ -117,8 +112,7 @@ async fn a_group_whose_commit_answer_is_lost_is_unknown_to_every_caller_and_neve
 /// The second group's connection is lost before its save (autocommit): the helper cannot
 /// tell whether the UPDATE reached the server, so every caller is told the outcome is
 /// unknown and nothing is run again; the row holds the first group only.
-#[flavour]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_group_whose_connection_is_lost_at_the_save_is_unknown_to_every_caller_and_never_rerun() {
     let db = db!();
     seed(&db).await;
