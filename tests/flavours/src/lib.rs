@@ -34,7 +34,8 @@
 //! to `#[tokio::test(..)]` (the blocking flavour's `#[test]` takes none).
 //!
 //! An item written for one flavour alone says so: `#[flavour(blocking)]`,
-//! `#[flavour(asynchronous)]`; the other flavour drops it.
+//! `#[flavour(asynchronous)]`; the other flavour drops it. A test written for one
+//! flavour alone is `#[flavour(blocking, test)]` or `#[flavour(asynchronous, test(..))]`.
 //!
 //! The rewrite works on tokens, keeping each one's span, so errors point into the
 //! scenario file, and it reaches into macro invocations and `macro_rules!` bodies inside
@@ -47,13 +48,16 @@ use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, Tok
 /// flavour's alone); `#[flavour(asynchronous)]` keeps it.
 #[proc_macro_attribute]
 pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
-    match parse(args) {
-        Ok(Args::Both) | Ok(Args::Only(Flavour::Asynchronous)) => item,
-        Ok(Args::Test(args)) => test_attribute(&["tokio", "test"], args)
+    let (only, test) = match parse(args) {
+        Ok(Args { only, test }) => (only, test),
+        Err(error) => return error,
+    };
+    match (only, test) {
+        (Some(Flavour::Blocking), _) => TokenStream::new(),
+        (_, None) => item,
+        (_, Some(args)) => test_attribute(&["tokio", "test"], args)
             .chain(item)
             .collect(),
-        Ok(Args::Only(Flavour::Blocking)) => TokenStream::new(),
-        Err(error) => error,
     }
 }
 
@@ -67,15 +71,19 @@ pub fn asynchronous(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[flavour(blocking)]` keeps it as written.
 #[proc_macro_attribute]
 pub fn blocking(args: TokenStream, item: TokenStream) -> TokenStream {
-    match parse(args) {
-        Ok(Args::Both) => strip_async(item),
-        Ok(Args::Test(_)) => test_attribute(&["test"], None)
-            .chain(strip_async(item))
-            .collect(),
-        Ok(Args::Only(Flavour::Blocking)) => item,
-        Ok(Args::Only(Flavour::Asynchronous)) => TokenStream::new(),
-        Err(error) => error,
+    let (only, test) = match parse(args) {
+        Ok(Args { only, test }) => (only, test.is_some()),
+        Err(error) => return error,
+    };
+    let item = match only {
+        Some(Flavour::Asynchronous) => return TokenStream::new(),
+        Some(Flavour::Blocking) => item,
+        None => strip_async(item),
+    };
+    if !test {
+        return item;
     }
+    test_attribute(&["test"], None).chain(item).collect()
 }
 
 enum Flavour {
@@ -83,35 +91,47 @@ enum Flavour {
     Asynchronous,
 }
 
-/// What `#[flavour(..)]` says of its item.
-enum Args {
-    /// `#[flavour]`: the item in both flavours.
-    Both,
-    /// `#[flavour(test)]` or `#[flavour(test(..))]`: a test in both flavours, with the
-    /// arguments of `#[tokio::test(..)]`.
-    Test(Option<Group>),
-    /// `#[flavour(blocking)]` or `#[flavour(asynchronous)]`: one flavour's item.
-    Only(Flavour),
+/// What `#[flavour(..)]` says of its item: `[blocking | asynchronous][, ][test[(..)]]`.
+struct Args {
+    /// `blocking` or `asynchronous`: one flavour's item, written in its form; else the
+    /// item in both flavours, written async.
+    only: Option<Flavour>,
+    /// `test` or `test(..)`: a test, with the arguments of `#[tokio::test(..)]`.
+    test: Option<Option<Group>>,
 }
 
 fn parse(args: TokenStream) -> Result<Args, TokenStream> {
-    let mut args = args.into_iter();
-    let parsed = match args.next() {
-        None => return Ok(Args::Both),
-        Some(TokenTree::Ident(name)) => match name.to_string().as_str() {
-            "blocking" => Args::Only(Flavour::Blocking),
-            "asynchronous" => Args::Only(Flavour::Asynchronous),
-            "test" => match args.next() {
-                None => return Ok(Args::Test(None)),
+    let mut args = args.into_iter().peekable();
+    let mut parsed = Args {
+        only: None,
+        test: None,
+    };
+    if let Some(TokenTree::Ident(name)) = args.peek() {
+        parsed.only = match name.to_string().as_str() {
+            "blocking" => Some(Flavour::Blocking),
+            "asynchronous" => Some(Flavour::Asynchronous),
+            _ => None,
+        };
+        if parsed.only.is_some() {
+            args.next();
+            if is_punct(args.peek(), ',') {
+                args.next();
+            }
+        }
+    }
+    match args.next() {
+        None => return Ok(parsed),
+        Some(TokenTree::Ident(name)) if name.to_string() == "test" => {
+            parsed.test = Some(match args.next() {
+                None => None,
                 Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Parenthesis => {
-                    Args::Test(Some(group))
+                    Some(group)
                 }
                 Some(other) => return Err(expected_a_flavour(other)),
-            },
-            _ => return Err(expected_a_flavour(name.into())),
-        },
+            });
+        }
         Some(other) => return Err(expected_a_flavour(other)),
-    };
+    }
     match args.next() {
         None => Ok(parsed),
         Some(extra) => Err(expected_a_flavour(extra)),
@@ -120,8 +140,8 @@ fn parse(args: TokenStream) -> Result<Args, TokenStream> {
 
 fn expected_a_flavour(at: TokenTree) -> TokenStream {
     compile_error(
-        "expected `#[flavour]`, `#[flavour(test)]`, `#[flavour(test(..))]`, \
-         `#[flavour(blocking)]` or `#[flavour(asynchronous)]`",
+        "expected `#[flavour]` or `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, \
+         each with `test` or `test(..)` if the item is a test",
         at,
     )
 }

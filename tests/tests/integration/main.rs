@@ -36,11 +36,12 @@
 //!
 //! A scenario only one flavour runs (a race on tasks or on threads, a pool adapter, a
 //! `Send` check, one the other flavour's API cannot express) says so,
-//! `#[flavour(blocking)]` or `#[flavour(asynchronous)]`, and is written in that
-//! flavour's form. Subjects that are about one flavour (cancellation, the bb8 pool, the
-//! HTTP handlers' `spawn_blocking`) keep a file per flavour instead, `blocking.rs` or
-//! `asynchronous.rs`, written against `Conn` and `AsyncConn` (the HTTP handlers' two
-//! files only say how a handler reaches a connection; the handlers are `handlers.rs`).
+//! `#[flavour(blocking, test)]` or `#[flavour(asynchronous, test)]` (an item other than
+//! a test: without `test`), and is written in that flavour's form. Subjects that are
+//! about one flavour (cancellation, the bb8 pool, the HTTP handlers' `spawn_blocking`)
+//! keep a file per flavour instead, `blocking.rs` or `asynchronous.rs`, written against
+//! `Conn` and `AsyncConn` (the HTTP handlers' two files only say how a handler reaches a
+//! connection; the handlers are `handlers.rs`).
 //!
 //! The example apps' scenarios (`example_apps`) are a file per app instead, each
 //! compiled once per backend by [`on_every_app_backend!`] with the apps built for that

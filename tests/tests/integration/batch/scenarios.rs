@@ -182,8 +182,7 @@ async fn a_batch_holding_a_row_twice_writes_it_once_and_names_the_second() {
 /// PostgreSQL: a batch of 100 is one statement, which may have written other rows when
 /// it waits for row 50's lock. Dropped there, it leaves nothing written once its
 /// connection is closed, and the connection refuses further checked writes meanwhile.
-#[flavour(asynchronous)]
-#[tokio::test]
+#[flavour(asynchronous, test)]
 async fn a_batch_of_100_dropped_mid_statement_leaves_nothing_written() {
     if Conn::BACKEND != Backend::Postgres {
         return;

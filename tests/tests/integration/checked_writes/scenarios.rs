@@ -245,8 +245,7 @@ fn insert_stock(conn: &mut Conn, n: i32, token: UuidToken) {
     insert_rows!(conn, stock, (id.eq(1), available.eq(n), version.eq(token)));
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn control_plain_load_mutate_save_loses_an_update() {
     // The same race without the token in the predicate: both writers succeed and one
     // increment vanishes, so the harness can observe what diesel-occ prevents.
@@ -267,8 +266,7 @@ fn control_plain_load_mutate_save_loses_an_update() {
     assert_eq!(stored, 1, "one of two increments was lost");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn checked_increments_from_one_version_lose_nothing() {
     let db = db!();
     seed_counter(&db);
@@ -286,8 +284,7 @@ fn checked_increments_from_one_version_lose_nothing() {
     assert_eq!(stored, applied, "every acknowledged increment is stored");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn racing_update_and_delete_leave_one_consistent_outcome() {
     let db = db!();
     seed_counter(&db);
@@ -317,8 +314,7 @@ fn racing_update_and_delete_leave_one_consistent_outcome() {
     }
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
     let db = db!();
     let mut conn = db.conn();
@@ -338,8 +334,7 @@ fn client_token_for_a_missing_row_or_nil_uuid_is_a_typed_error() {
     assert_eq!(invalid.reason, InvalidTokenReason::Nil);
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn i16_token_wraps_at_its_maximum() {
     let db = db!();
     let insert = "INSERT INTO small_counters (id, value, version) VALUES (1, 0, 32767)";
@@ -361,8 +356,7 @@ fn i16_token_wraps_at_its_maximum() {
     assert_eq!(conflict.expected::<i16>(), Some(i16::MAX));
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn i64_token_wraps_at_its_maximum() {
     let db = db!();
     let max = i64::MAX;
@@ -374,8 +368,7 @@ fn i64_token_wraps_at_its_maximum() {
     assert_eq!(BigCounter::find(&mut conn, 1).unwrap().version, i64::MIN);
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn composite_key_guards_only_its_own_row() {
     let db = db!();
     let columns = "order_lines (order_id, line_no, quantity, version)";
@@ -397,8 +390,7 @@ fn composite_key_guards_only_its_own_row() {
     assert!(OrderLine::find(&mut conn, (7, 1)).is_ok());
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn renamed_columns_are_honoured() {
     let db = db!();
     let insert = "INSERT INTO notes (note_id, note_text, rev) VALUES (1, 'draft', 1)";
@@ -415,8 +407,7 @@ fn renamed_columns_are_honoured() {
     assert_eq!(conflict.key().to_string(), "(note_id=1)");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn uuid_tokens_are_fresh_stored_and_checked() {
     let db = db!();
     let mut conn = db.conn();
@@ -434,8 +425,7 @@ fn uuid_tokens_are_fresh_stored_and_checked() {
     assert_eq!(conflict.current::<UuidToken>(), Some(stock.version));
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn timestamp_tokens_advance_at_stored_precision() {
     let db = db!();
     let mut conn = db.conn();
@@ -463,8 +453,7 @@ fn timestamp_tokens_advance_at_stored_precision() {
     assert_eq!(conflict.current::<NaiveDateTime>(), Some(row.updated_at));
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_failed_statement_is_a_database_error_without_sql_or_values() {
     let db = db!();
     let mut conn = db.conn();

@@ -161,8 +161,7 @@ async fn changes_queued_while_a_group_is_written_are_saved_as_one_group() {
     assert_eq!(combiner.waiting(&1), 0);
 }
 
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_caller_that_goes_away_before_its_group_is_taken_withdraws_its_change() {
     let db = db!();
     seed(&db, &[1]).await;

@@ -109,8 +109,7 @@ async fn a_pooled_session_killed_between_attempts_is_replaced_and_the_retry_succ
 
 /// The same with the pool set up for speed: a connection is tested at checkout only when idle
 /// for `verify_when_idle`'s window (zero here, so the killed session is tested and replaced).
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 2))]
 async fn verify_when_idle_replaces_a_session_killed_while_it_sat_in_the_pool() {
     let db = server_db!();
     let pool = super::counters::fast_pool(&db, WAIT, Duration::ZERO);
@@ -209,8 +208,7 @@ fn killed_in_attempt(
 
 /// The session dies between the attempt's read and write. The helper does not retry a lost
 /// connection (did a write go through?): a typed error, nothing written; the next call works.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
     let db = server_db!();
     killed_in_attempt(&db, &quick(), |conn, attempt| {
@@ -234,8 +232,7 @@ fn a_session_killed_before_the_write_is_a_typed_error_and_writes_nothing() {
 
 /// An escalated attempt wrote its row and its session dies before the COMMIT: the helper
 /// reports the failed commit, never success, and the server rolled the write back.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
     let db = server_db!();
     killed_in_attempt(&db, &quick().escalate_after(0), |conn, attempt| {
@@ -251,8 +248,7 @@ fn a_session_killed_before_the_commit_is_reported_and_rolled_back() {
 
 /// A save committed in autocommit mode, then the session dies: the helper returns the failed
 /// read-back's typed error, and the row keeps the write (for the caller to re-read).
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_session_killed_after_a_committed_save_leaves_the_write_in_place() {
     let db = server_db!();
     killed_in_attempt(&db, &quick(), |conn, attempt| {

@@ -445,8 +445,7 @@ async fn the_deadline_stops_a_perpetual_conflict() {
     eprintln!("{module}: deadline {budget:?}: {attempts} attempts in {elapsed:?}");
 }
 
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 4))]
 async fn retry_futures_are_send_and_run_on_spawned_tasks() {
     let db = db!();
     let pool = seeded(&db, 2).await;

@@ -24,8 +24,7 @@ async fn the_schema_check_reads_the_columns_by_their_sql_names() {
 }
 
 /// The hot-row memory through the blocking retry helper.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn conflicts_and_the_hot_row_memory_name_the_table_by_its_sql_name() {
     use std::time::Duration;
 

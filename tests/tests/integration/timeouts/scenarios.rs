@@ -143,8 +143,7 @@ async fn exhausted_pool_fails_within_the_deadline(pool: &Pool) {
 }
 
 /// An r2d2 pool whose `connection_timeout` is 200 ms.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
     let db = server_db!();
     let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
@@ -154,8 +153,7 @@ fn an_exhausted_r2d2_pool_is_a_typed_pool_error_within_the_deadline() {
 }
 
 /// A deadpool pool whose wait timeout is 200 ms.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 2))]
 async fn an_exhausted_deadpool_pool_is_a_typed_pool_error_within_the_deadline() {
     let db = server_db!();
     let pool = super::counters::pool(&db, Some(Duration::from_millis(200)));
@@ -185,8 +183,7 @@ fn timed_out_write(db: &ServerDb, timeout: &str, attempts: u32) -> (Result<(), E
 }
 
 /// A statement timeout on a row lock: a typed error, classified as the server says (not retried).
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
     let db = server_db!();
     let (result, runs) = timed_out_write(&db, Conn::STATEMENT_TIMEOUT, 3);
@@ -200,8 +197,7 @@ fn a_statement_timeout_is_a_typed_error_classified_as_the_backend_says() {
 }
 
 /// A lock timeout: transient, retried until the policy gives up, the timeout as the last error.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_lock_timeout_is_transient_and_retried_until_the_policy_gives_up() {
     let db = server_db!();
     let (result, runs) = timed_out_write(&db, Conn::LOCK_TIMEOUT, 2);

@@ -25,9 +25,8 @@ async fn seed(db: &TestDb<Conn>) {
 
 #[flavour]
 async fn row(db: &TestDb<Conn>) -> (i32, i32) {
-    let counter = Counter::find(&mut db.conn().await, 1)
-        .await
-        .expect("the row");
+    let mut conn = db.conn().await;
+    let counter = Counter::find(&mut conn, 1).await.expect("the row");
     (counter.value, counter.version)
 }
 
@@ -100,12 +99,8 @@ async fn a_group_whose_commit_answer_is_lost_is_unknown_to_every_caller_and_neve
     .await;
     assert_eq!(first.expect("the first group"), 1);
     assert_eq!(relay.replies_lost(), 1, "the fault was placed");
-    let saved = row(&db).await;
-    assert_eq!(
-        saved,
-        (4, 3),
-        "the first group and the committed second group, once"
-    );
+    // The first group and the committed second group, once.
+    assert_eq!(row(&db).await, (4, 3));
     assert_unknown(&rest);
 }
 
@@ -120,11 +115,7 @@ async fn a_group_whose_connection_is_lost_at_the_save_is_unknown_to_every_caller
     let policy = RetryPolicy::new().max_attempts(5);
     let (first, rest) = two_groups(&db, &relay, &policy, Relay::cut_all).await;
     assert_eq!(first.expect("the first group"), 1);
-    let saved = row(&db).await;
-    assert_eq!(
-        saved,
-        (1, 2),
-        "nothing of the second group reached the server"
-    );
+    // Nothing of the second group reached the server.
+    assert_eq!(row(&db).await, (1, 2));
     assert_unknown(&rest);
 }

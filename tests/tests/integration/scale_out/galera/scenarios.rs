@@ -743,8 +743,7 @@ const PARTITION_DEADLINE: Duration = Duration::from_secs(10);
 /// group traffic is cut (`galera.sh partition 3`): it refuses statements (1047), retried on the
 /// next node; 150 later the cut is healed, and 100 later the run stops. The log reconciles,
 /// what gave up wrote nothing, what node 3 refused was acknowledged elsewhere, and it served again.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_node_cut_off_by_a_partition_loses_no_acknowledged_increment() {
     let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db);
@@ -845,8 +844,7 @@ async fn disturbed<G: Send>(
 ///
 /// Control: the read bounded on the server only (`SET STATEMENT max_statement_time = 2 FOR
 /// ...`), as before the client-side bound, gets no answer from a frozen node within 10 s.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_pessimistic_read_on_a_node_that_stops_answering_ends_at_the_deadline() {
     let db = cluster_db!(GaleraDb, Access::Exclusive);
     seed(&db).await;

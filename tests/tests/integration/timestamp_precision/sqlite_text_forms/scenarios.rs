@@ -111,10 +111,7 @@ async fn a_bulk_update_moves_a_token_stored_with_a_utc_offset_forward() {
             update.execute(&mut conn).await.unwrap();
             let mut bulk = $entity::find(&mut conn, 0).await.unwrap();
             let (ty, before, after) = ($type, stale.updated_at, bulk.updated_at);
-            assert!(
-                after > before,
-                "{ty}: the bulk update moved {before} to {after}"
-            );
+            assert!(after > before, "{ty}: moved {before} to {after}");
             stale.value = 9;
             expect_conflict(stale.save_checked(&mut conn).await);
             bulk.value = 8;
