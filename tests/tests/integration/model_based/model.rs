@@ -608,15 +608,17 @@ impl Model {
         let stale: Vec<(usize, Key)> = slots.iter().copied().filter(stale).collect();
         let insertable: Vec<Key> = (1..=keys).filter(|&key| self.insertable(key)).collect();
         let present: Vec<Key> = self.rows.keys().copied().collect();
+        // A call by a client on a row and the value it writes (0 when none), as drawn.
+        let drawn = |targets: BoxedStrategy<(usize, Key)>, values, calls| {
+            let op = |((client, key), value, call)| Op::new(client, call, key, value);
+            (targets, values, calls).prop_map(op).boxed()
+        };
+        let (any_value, no_value) = (|| value.clone().boxed(), || Just(0).boxed());
         // A call by any client on a row, and one that also writes a value.
-        let on_row = |keys: BoxedStrategy<Key>, call: Call| {
-            let op = move |(client, key)| Op::new(client, call.clone(), key, 0);
-            (0..clients, keys).prop_map(op).boxed()
-        };
-        let on_row_value = |keys: BoxedStrategy<Key>, call: Call| {
-            let op = move |(client, key, value)| Op::new(client, call.clone(), key, value);
-            (0..clients, keys, value.clone()).prop_map(op).boxed()
-        };
+        let any_client = |keys| (0..clients, keys).boxed();
+        let on_row = |keys, call: Call| drawn(any_client(keys), no_value(), Just(call).boxed());
+        let on_row_value =
+            |keys, call: Call| drawn(any_client(keys), any_value(), Just(call).boxed());
         let mut options = vec![(2, on_row((1..=keys).boxed(), Call::Find))];
         if !present.is_empty() {
             options.push((5, on_row(select(present).boxed(), Call::Find)));
@@ -644,12 +646,8 @@ impl Model {
             } else {
                 prop_oneof![select(slots), select(stale)].boxed()
             };
-            // A call on a held entity and the value it writes (0 when none), as drawn.
-            let on_held = |values: BoxedStrategy<i32>, calls: BoxedStrategy<Call>| {
-                let op = |((client, key), value, call)| Op::new(client, call, key, value);
-                (slot.clone(), values, calls).prop_map(op).boxed()
-            };
-            let (any_value, no_value) = (|| value.clone().boxed(), || Just(0).boxed());
+            // A call on a held entity.
+            let on_held = |values, calls| drawn(slot.clone(), values, calls);
             let held = |call: Call| on_held(no_value(), Just(call).boxed());
             let held_value = |call: Call| on_held(any_value(), Just(call).boxed());
             add("save", 6, held_value(Call::Save));

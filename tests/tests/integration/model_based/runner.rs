@@ -63,6 +63,24 @@ impl Entity for Counter {
     }
 }
 
+/// A conflict's tokens and state, as a call returned it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Clash<T> {
+    expected: Option<T>,
+    current: Option<T>,
+    deleted: bool,
+    retryable: bool,
+}
+
+impl<T> Clash<T> {
+    /// The expected token of a conflict with no current token, on a row not deleted,
+    /// and not retryable: a conditional write's condition did not match.
+    fn unmatched(&self) -> Option<&T> {
+        let matched = self.current.is_some() || self.deleted || self.retryable;
+        self.expected.as_ref().filter(|_| !matched)
+    }
+}
+
 /// What a call returned, its tokens the real ones: `Batch` has each conflicted entity's
 /// position and conflict, `Exhausted` what the last attempt of a retry met.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,12 +90,7 @@ pub(crate) enum Seen<T> {
     /// Whether the upsert inserted, and the token.
     Upserted(bool, T),
     NotFound,
-    Conflict {
-        expected: Option<T>,
-        current: Option<T>,
-        deleted: bool,
-        retryable: bool,
-    },
+    Conflict(Clash<T>),
     Taken,
     Batch(Vec<(usize, Seen<T>)>),
     Count(usize),
@@ -114,12 +127,12 @@ impl<T: VersionToken + Clone> Seen<T> {
     }
 
     fn conflict(conflict: &ConcurrencyConflict) -> Seen<T> {
-        Seen::Conflict {
+        Seen::Conflict(Clash {
             expected: conflict.expected::<T>(),
             current: conflict.current::<T>(),
             deleted: conflict.is_deleted(),
             retryable: conflict.is_retryable(),
-        }
+        })
     }
 
     /// `Done` for any `Ok`.
@@ -357,15 +370,11 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
                 }
                 Ok(())
             }
-            (
-                Expect::Unmatched { expected },
-                Seen::Conflict {
-                    expected: Some(real),
-                    current: None,
-                    deleted: false,
-                    retryable: false,
-                },
-            ) => self.tokens.bind::<E>(key, *expected, real),
+            (Expect::Unmatched { expected }, Seen::Conflict(clash))
+                if let Some(real) = clash.unmatched() =>
+            {
+                self.tokens.bind::<E>(key, *expected, real)
+            }
             (expect, Seen::Exhausted(last)) if self.retryable_client_tokens => {
                 // Point 6 looked past: the retried conflict as if returned at once.
                 self.compare(key, expect, last)
@@ -376,30 +385,24 @@ impl<E: Entity, X: Executor<E>> System<E, X> {
             (Expect::Upserted { new, token }, Seen::Upserted(was, real)) if new == was => {
                 self.tokens.bind::<E>(key, *token, real)
             }
-            (
-                Expect::Conflict(conflict),
-                Seen::Conflict {
-                    expected,
-                    current,
-                    deleted,
-                    retryable,
-                },
-            ) => {
+            (Expect::Conflict(conflict), Seen::Conflict(clash)) => {
                 let Conflict { client_token, .. } = *conflict;
-                if *deleted != conflict.current.is_none() {
+                if clash.deleted != conflict.current.is_none() {
                     return Err("the conflict's state (stale or deleted) is not the model's".into());
                 }
-                if *retryable == client_token && !(client_token && self.retryable_client_tokens) {
+                // OCC_MODEL_IGNORE accepts a retryable conflict on a client's token.
+                let ignored = client_token && self.retryable_client_tokens;
+                if clash.retryable == client_token && !ignored {
                     return Err(if client_token {
                         "a conflict on a client's token is retryable (contract 4)".into()
                     } else {
                         "a conflict of a checked write is not retryable".into()
                     });
                 }
-                if let (Some(token), Some(real)) = (conflict.expected, expected) {
+                if let (Some(token), Some(real)) = (conflict.expected, &clash.expected) {
                     self.tokens.bind::<E>(key, token, real)?;
                 }
-                match (conflict.current, current) {
+                match (conflict.current, &clash.current) {
                     (Some(token), Some(real)) => self.tokens.bind::<E>(key, token, real),
                     (None, None) => Ok(()),
                     _ => Err("the conflict's current token".into()),

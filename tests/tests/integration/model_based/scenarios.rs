@@ -288,16 +288,6 @@ macro_rules! executor {
             fn call(&mut self, op: &Op, e: &mut $entity) -> Seen<$tok> {
                 use schema::$table::dsl;
 
-                async fn update_by_key(
-                    conn: &mut Conn,
-                    key: Key,
-                    expected: &$tok,
-                    value: i32,
-                ) -> Result<$tok, Error> {
-                    let changes = dsl::value.eq(value);
-                    $entity::update_by_key(conn, key, expected, changes).await
-                }
-
                 /// `save_checked` (`floor`: `save_checked_where` under `value >= floor`),
                 /// or with `sabotage` its twin: the same write without the token in its
                 /// predicate. When the twin writes nothing, the checked write says why.
@@ -334,6 +324,7 @@ macro_rules! executor {
                     return seen;
                 }
                 let (key, value, sabotage) = (op.key, op.value, self.sabotage);
+                let set_value = dsl::value.eq(value);
                 self.driver.drive(async {
                     match op.call {
                         Call::Find => Seen::found(e, $entity::find(conn, key).await),
@@ -342,9 +333,9 @@ macro_rules! executor {
                             Seen::done(&save(e, conn, Some(floor), sabotage).await)
                         }
                         Call::Delete => Seen::done(&e.delete_checked(conn).await),
-                        Call::UpdateByKey => {
-                            Seen::token(&update_by_key(conn, key, e.token(), value).await)
-                        }
+                        Call::UpdateByKey => Seen::token(
+                            &$entity::update_by_key(conn, key, e.token(), set_value).await,
+                        ),
                         Call::DeleteByKey => {
                             Seen::done(&$entity::delete_by_key(conn, key, e.token()).await)
                         }
@@ -367,7 +358,7 @@ macro_rules! executor {
                         Call::ForceIncrement => Seen::done(&e.force_increment(conn).await),
                         Call::BulkUpdate { ref keys } => {
                             let rows = dsl::$table.filter(dsl::id.eq_any(keys));
-                            let update = $entity::bulk_update(rows, dsl::value.eq(value));
+                            let update = $entity::bulk_update(rows, set_value);
                             let written = update.execute(conn).await.map_err(Error::from);
                             Seen::of(&written, |count| Seen::Count(*count))
                         }
@@ -377,7 +368,7 @@ macro_rules! executor {
                         Call::RetryByKey => {
                             let source = Borrowed(Lock::new(&mut *conn));
                             let retried = retry(&source, &policy(), async |conn, _| {
-                                update_by_key(conn, key, e.token(), value).await
+                                $entity::update_by_key(conn, key, e.token(), set_value).await
                             })
                             .await;
                             Seen::token(&retried)
