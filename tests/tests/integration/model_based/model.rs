@@ -279,9 +279,9 @@ impl Model {
 
     /// The initial state: a random subset of the keys present.
     pub(crate) fn strategy(setup: Setup) -> BoxedStrategy<Model> {
-        proptest::collection::btree_set(1..=setup.keys, 0..=setup.keys as usize)
-            .prop_map(move |present| Model::new(setup, &present.into_iter().collect::<Vec<_>>()))
-            .boxed()
+        let present = proptest::collection::btree_set(1..=setup.keys, 0..=setup.keys as usize);
+        let model = present.prop_map(move |keys| Model::new(setup, &Vec::from_iter(keys)));
+        model.boxed()
     }
 
     fn next(&mut self, token: Tok) -> Tok {
@@ -692,9 +692,8 @@ impl Inner {
     fn strategy(model: &Model) -> BoxedStrategy<Inner> {
         let (keys, value) = (model.setup.keys, 1..1000_i32);
         let save = value.clone().prop_map(|value| Inner::Save { value });
-        let conflict = value
-            .clone()
-            .prop_map(|value| Inner::CatchConflict { value });
+        let conflict = value.clone();
+        let conflict = conflict.prop_map(|value| Inner::CatchConflict { value });
         let replace = (1..=keys).prop_map(|key| Inner::Replace { key });
         let mut options: Vec<(u32, BoxedStrategy<Inner>)> = vec![
             (4, save.boxed()),
@@ -714,9 +713,8 @@ impl Inner {
         let insertable: Vec<Key> = (1..=keys).filter(|&key| model.insertable(key)).collect();
         if !insertable.is_empty() {
             let new = (select(insertable), value);
-            let insert = new
-                .clone()
-                .prop_map(|(key, value)| Inner::Insert { key, value });
+            let insert = new.clone();
+            let insert = insert.prop_map(|(key, value)| Inner::Insert { key, value });
             options.push((1, insert.boxed()));
             let catch = new.prop_map(|(key, value)| Inner::CatchTaken { key, value });
             options.push((3, catch.boxed()));

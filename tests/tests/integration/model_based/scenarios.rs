@@ -478,20 +478,17 @@ fn assert_twin_caught(ops: &str, call: &str) {
     assert!(steps <= 4, "shrunk to a few steps: {program}");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn the_model_catches_a_save_without_its_token_check() {
     assert_twin_caught("find,save,delete,update_by_key,insert", "save_checked");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn the_model_catches_a_conditional_save_without_its_token_check() {
     assert_twin_caught("find,save_where,update_by_key", "save_checked_where");
 }
 
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn the_model_catches_an_insert_from_a_form_that_overwrites_a_taken_key() {
     assert_twin_caught(
         "find,insert_from,delete,update_by_key",
