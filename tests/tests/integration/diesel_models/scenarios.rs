@@ -61,10 +61,8 @@ async fn a_derived_put_form_writes_none_as_null() {
     let mut row = labelled(1, 5, Some("five"), 0);
     let etag = row.insert_checked(&mut conn).await.expect("insert");
 
-    let put = CounterPut {
-        value: 7,
-        label: None,
-    };
+    let label = None;
+    let put = CounterPut { value: 7, label };
     let etag = Counter::update_by_key(&mut conn, 1, &etag, &put).await;
     let etag = etag.expect("put");
     assert_eq!(stored(&mut conn, 1).await, labelled(1, 7, None, etag));
@@ -103,10 +101,9 @@ async fn insert_checked_sets_the_initial_token_of_each_kind() {
     assert_eq!(stored(&mut conn, 1).await, row);
 
     let placeholder = diesel_occ::UuidToken::initial();
-    let (id, available) = (1, 3);
     let mut stock = Stock {
-        id,
-        available,
+        id: 1,
+        available: 3,
         version: placeholder,
     };
     let etag = stock.insert_checked(&mut conn).await.expect("insert stock");

@@ -41,10 +41,7 @@ pub(super) fn rollback() -> Error {
 
 /// Seeds counters `(id, version)` with value 0.
 pub(super) fn counter(id: i32, version: i32) -> Counter {
-    Counter {
-        id,
-        value: 0,
-        label: None,
-        version,
-    }
+    let mut row = Counter::new(id, 0);
+    row.version = version;
+    row
 }

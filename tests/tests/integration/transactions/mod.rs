@@ -6,14 +6,12 @@
 //!   row's real current token, or a transient error, never the snapshot's token;
 //! - a write that matched nothing although the row holds the expected token (a trigger
 //!   skipped it) is reported as such, not as a stale token, and is not retried.
-//! - a panic inside the closure rolls the transaction back before it resumes, blocking
-//!   and async, and leaves the connection usable outside any transaction (async: unless
-//!   a diesel-async transaction of the closure's own is left open inside it, and then
-//!   the connection is marked broken);
+//! - a panic inside the closure rolls the transaction back before it resumes and leaves
+//!   the connection usable outside any transaction (async: unless the closure left a
+//!   diesel-async transaction of its own open, which marks the connection broken);
 //! - a batch future dropped while its transaction is open leaves the connection visibly
-//!   broken, so that later saves on it fail instead of returning `Ok` inside a
-//!   transaction that will never commit (PostgreSQL in `asynchronous.rs`, SQLite in
-//!   [`sqlite_cancelled_batch`]).
+//!   broken: later saves on it fail instead of returning `Ok` inside a transaction that
+//!   will never commit (SQLite's case in [`sqlite_cancelled_batch`]).
 
 mod sqlite_cancelled_batch;
 

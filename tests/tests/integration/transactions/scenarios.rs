@@ -1,8 +1,6 @@
-//! Transactions around checked writes, in both flavours: a save, a batch or a force
-//! increment inside `diesel_occ::transaction` (`diesel_occ::asynchronous::transaction`)
-//! that rolls back leaves each entity its own row's token. Where the flavours' own
-//! transactions differ (panics, nested and spawned transactions, a dropped batch),
-//! each flavour has its scenarios, written in its form.
+//! Transactions around checked writes, in both flavours (what they show: `mod.rs`).
+//! Where the flavours' own transactions differ (panics, nested and spawned transactions,
+//! a dropped batch), each flavour has its scenarios, written in its form.
 
 flavour_prelude!();
 
@@ -23,7 +21,7 @@ async fn insert_counters(conn: &mut Conn, rows: &[Counter]) {
     }
 }
 
-/// `$body` inside `transaction` on `$entities`, which rolls it back: asserts it failed.
+/// `$body` inside `transaction` on `$entities`, which rolls it back: a database error.
 #[flavour]
 macro_rules! rolled_back {
     ($conn:expr, $entities:expr, |$c:ident, $e:pat_param| { $($body:tt)* }) => {
@@ -32,7 +30,7 @@ macro_rules! rolled_back {
             Err::<(), _>(rollback())
         })
         .await;
-        assert!(outcome.is_err(), "{outcome:?}");
+        assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
     };
 }
 
@@ -79,9 +77,7 @@ async fn fail_a_statement(conn: &mut Conn) -> diesel::QueryResult<usize> {
     diesel::sql_query(sql).execute(conn).await
 }
 
-/// One test per token kind, in four steps: a save inside a transaction that
-/// rolls back, another writer's legitimate save, then the rolled-back
-/// entity's next save, which must be a typed conflict.
+/// One test per token kind: a save rolled back, another writer's, then a typed conflict.
 #[flavour]
 macro_rules! rolled_back_save_then_conflicts {
     ($($test:ident: $entity:ident in $table:ident, edit $field:ident, seed $row:expr;)+) => {$(
@@ -94,12 +90,9 @@ macro_rules! rolled_back_save_then_conflicts {
 
             // 1. Saved inside a transaction that rolls back.
             mine.$field += 1;
-            let outcome = transaction(&mut conn, &mut mine, async |conn, mine| {
+            rolled_back!(&mut conn, &mut mine, |conn, mine| {
                 mine.save_checked(conn).await?;
-                Err::<(), _>(rollback())
-            })
-            .await;
-            assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+            });
             assert_eq!($entity::find(&mut conn, 1).await.expect("row"), read);
             // The entity keeps its edit and the token it read.
             assert_eq!(mine.token(), read.token());
@@ -133,8 +126,7 @@ rolled_back_save_then_conflicts! {
         seed Stamped { id: 1, value: 0, updated_at: NaiveDateTime::initial() };
 }
 
-/// When nobody else wrote, the restored entity saves as if the rolled-back
-/// transaction had never run.
+/// Nobody else wrote: the restored entity saves as if the transaction had never run.
 #[flavour(test)]
 async fn restored_entity_saves_when_the_row_is_unchanged() {
     let (_db, mut conn) = seeded!(1);
@@ -143,14 +135,12 @@ async fn restored_entity_saves_when_the_row_is_unchanged() {
     rolled_back!(&mut conn, &mut mine, |conn, mine| {
         mine.save_checked(conn).await?;
     });
-    let saved = mine.save_checked(&mut conn).await;
-    saved.expect("save after the rollback");
+    mine.save_checked(&mut conn).await.expect("a later save");
     assert_eq!(Counter::find(&mut conn, 1).await.expect("row"), mine);
     assert_eq!(mine.version, 2);
 }
 
-/// A batch and an aggregate root's force increment inside the caller's
-/// transaction: when it rolls back, every token is restored.
+/// A batch and an aggregate root's force increment, both inside the rolled-back closure.
 #[flavour(test)]
 async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     let (db, mut conn) = seeded!(1, 2, 3);
@@ -177,8 +167,7 @@ async fn rolled_back_batch_and_force_increment_restore_their_tokens() {
     assert_eq!(batch.indices().collect::<Vec<_>>(), [0, 1]);
 }
 
-/// The restoring transaction commits like any other when the closure
-/// succeeds: the entities keep their fresh tokens.
+/// When the closure succeeds the transaction commits, and the tokens stay fresh.
 #[flavour(test)]
 async fn committed_transaction_keeps_fresh_tokens() {
     let (_db, mut conn) = seeded!(1, 2);
@@ -213,8 +202,7 @@ async fn rolled_back_transaction_restores_tokens_by_key_after_a_sort() {
             counter.save_checked(conn).await?;
         }
     });
-    let held = tokens(&mine);
-    assert_eq!(held, [(2, 2), (1, 1)], "each its own row's token");
+    assert_eq!(tokens(&mine), [(2, 2), (1, 1)], "each its own row's token");
 
     // Another writer moves row 1 to version 2, the token row 2 held.
     bump(&db, 1, 100).await;
@@ -333,14 +321,12 @@ async fn a_caught_database_error_is_never_reported_committed() {
     assert_committed_unless_aborted(outcome, &row);
     assert_eq!(mine.version, row.version, "the entity has the row's token");
     mine.value = 6;
-    let saved = mine.save_checked(&mut conn).await;
-    saved.expect("the entity saves on the usable connection");
+    mine.save_checked(&mut conn).await.expect("a later save");
 
     // Inside a caller's transaction the helper's is a savepoint: an aborted one is an
     // error too, and the caller's transaction is usable after it.
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
-    let before = mine.clone();
-    let (before, mine) = (&before, &mut mine);
+    let (before, mine) = (mine.version, &mut mine);
     let outer = conn
         .transaction(async |conn| {
             let inner = transaction(conn, &mut *mine, async |conn, mine| {
@@ -351,7 +337,7 @@ async fn a_caught_database_error_is_never_reported_committed() {
             })
             .await;
             let aborted = inner.is_err();
-            let expected = before.version + i32::from(!aborted);
+            let expected = before + i32::from(!aborted);
             assert_eq!(mine.version, expected, "given back unless committed");
             Counter::find(conn, 1).await?;
             Ok::<_, Error>(aborted)
@@ -380,8 +366,7 @@ async fn a_single_entity_the_closure_replaced_gets_itself_back_after_rollback() 
     // Another writer moves row 2 to version 2, the token row 1 held.
     let theirs = bump(&db, 2, 3).await;
     mine.value = 8;
-    let saved = mine.save_checked(&mut conn).await;
-    saved.expect("row 1 is as read");
+    mine.save_checked(&mut conn).await.expect("row 1 as read");
     let row_two = Counter::find(&mut conn, 2).await.expect("read");
     assert_eq!(row_two, theirs, "row 2 is theirs");
 
@@ -425,14 +410,11 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     let caught = catch_panic(async || {
-        transaction(
-            &mut conn,
-            &mut mine,
-            async |conn, mine| -> Result<(), Error> {
-                mine.save_checked(conn).await?;
-                panic!("a bug inside the transaction");
-            },
-        )
+        let (conn, mine) = (&mut conn, &mut mine);
+        transaction(conn, mine, async |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn).await?;
+            panic!("a bug inside the transaction");
+        })
         .await
     })
     .await;
@@ -555,17 +537,14 @@ async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_bro
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
     mine.value = 5;
     let caught = catch_panic(async || {
-        transaction(
-            &mut conn,
-            &mut mine,
-            async |conn, mine| -> Result<(), Error> {
-                mine.save_checked(conn).await?;
-                conn.transaction(async |_| -> Result<(), Error> {
-                    panic!("a bug inside the inner transaction");
-                })
-                .await
-            },
-        )
+        let (conn, mine) = (&mut conn, &mut mine);
+        transaction(conn, mine, async |conn, mine| -> Result<(), Error> {
+            mine.save_checked(conn).await?;
+            conn.transaction(async |_| -> Result<(), Error> {
+                panic!("a bug inside the inner transaction");
+            })
+            .await
+        })
         .await
     })
     .await;

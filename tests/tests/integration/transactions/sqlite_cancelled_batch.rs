@@ -36,8 +36,7 @@ async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     let rows: Vec<_> = (1..=3).map(|id| Counter::new(id, 0)).collect();
     let seed = diesel::insert_into(schema::counters::table).values(rows);
     seed.execute(&mut db.conn()).expect("seed");
-    let reached = Arc::new(Barrier::new(2));
-    let release = Arc::new(Barrier::new(2));
+    let (reached, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
     let inner = SqliteConnection::establish(db.url()).expect("connection");
     {
         let (reached, release) = (Arc::clone(&reached), Arc::clone(&release));
