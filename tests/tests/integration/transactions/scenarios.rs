@@ -437,8 +437,7 @@ async fn panic_inside_transaction_rolls_back_and_leaves_no_transaction_open() {
 /// Without the restoring transaction the rolled-back token survives in
 /// memory, and the entity's next save overwrites another writer's row:
 /// the lost update `diesel_occ::transaction` exists to prevent.
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn control_plain_transaction_rollback_loses_an_update() {
     let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).expect("read");
@@ -454,8 +453,7 @@ fn control_plain_transaction_rollback_loses_an_update() {
 }
 
 /// The same through the retry helper's transactional attempt (an escalated one).
-#[flavour(blocking)]
-#[test]
+#[flavour(blocking, test)]
 fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() {
     let (db, _) = seeded!(1);
     let manager = diesel::r2d2::ConnectionManager::<Conn>::new(db.url());
@@ -477,8 +475,7 @@ fn a_retried_attempt_that_caught_a_database_error_is_never_reported_committed() 
 
 /// The transaction's future is `Send` whatever the closure borrows, so it runs inside
 /// `tokio::spawn` on a multi-threaded runtime, as in a web handler.
-#[flavour(asynchronous)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[flavour(asynchronous, test(flavor = "multi_thread", worker_threads = 2))]
 async fn a_transaction_runs_inside_a_spawned_task() {
     let (db, mut conn) = seeded!(1);
     let step = 3;
@@ -500,8 +497,7 @@ async fn a_transaction_runs_inside_a_spawned_task() {
 
 /// A transaction inside another's closure is a savepoint: the inner one rolls back
 /// alone and gives its entity its token back, the outer one commits its own write.
-#[flavour(asynchronous)]
-#[tokio::test]
+#[flavour(asynchronous, test)]
 async fn a_nested_transaction_rolls_back_alone() {
     let (db, mut conn) = seeded!(1, 2);
     let mut outer = Counter::find(&mut conn, 1).await.expect("outer");
@@ -530,8 +526,7 @@ async fn a_nested_transaction_rolls_back_alone() {
 /// inside ours (diesel-async does not end its transaction on a panic), so ours cannot
 /// roll back to where it began: the connection is marked broken, as when the future is
 /// dropped, and nothing of the transaction is committed.
-#[flavour(asynchronous)]
-#[tokio::test]
+#[flavour(asynchronous, test)]
 async fn panic_inside_a_nested_diesel_async_transaction_marks_the_connection_broken() {
     let (db, mut conn) = seeded!(1);
     let mut mine = Counter::find(&mut conn, 1).await.expect("read");
@@ -648,8 +643,7 @@ snapshot_conflicts! {
 }
 
 /// The same snapshot, opened with diesel-async's own transaction.
-#[flavour(asynchronous)]
-#[tokio::test]
+#[flavour(asynchronous, test)]
 async fn snapshot_conflict_in_a_diesel_async_transaction() {
     let (db, mut conn) = seeded!(1);
     let level = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
@@ -677,8 +671,7 @@ async fn snapshot_conflict_in_a_diesel_async_transaction() {
 /// A batch future dropped while its transaction is open (PostgreSQL; SQLite has its own
 /// test) leaves the connection visibly broken: later saves and transactions on it fail,
 /// and nothing of the batch is committed.
-#[flavour(asynchronous)]
-#[tokio::test]
+#[flavour(asynchronous, test)]
 async fn cancelled_batch_leaves_the_connection_visibly_broken() {
     use diesel::sql_types::{BigInt, Integer};
     if Conn::BACKEND != Backend::Postgres {
